@@ -1,0 +1,5 @@
+"""`python -m reporter` runs the `report` command line."""
+
+from reporter.cli import main
+
+main()

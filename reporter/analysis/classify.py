@@ -1,0 +1,354 @@
+"""Classify frames and stacks from the rules in `reporter/data/frames.toml`.
+
+Inputs: `Frame`s and stacks (tuples of frames, innermost first). Outputs:
+`FrameClass` per frame (collective / wait / generic / library / application /
+native) and `StackFacts` per stack: the collective the stack is in, else the
+blocking wait, and whether the thread is a generic idle background thread.
+
+A stack is in collective X when a collective frame sits between the top of
+the stack and the first application frame (a Python frame that no rule and no
+library file claims)::
+
+    all_reduce (torch/distributed/distributed_c10d.py)        collective all_reduce
+    wrapper (torch/distributed/c10d_logger.py)                generic
+    check_hicache_events (sglang/srt/managers/scheduler.py)   application: scan stops
+    -> StackFacts(collective="all_reduce", wait=None, idle=None)
+
+All decisions come from the data file; this module only interprets it.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cache
+from importlib import resources
+
+from reporter.errors import ReporterError
+from reporter.model import Frame
+
+
+class FrameKind(StrEnum):
+    """What one frame is, for stack classification."""
+
+    COLLECTIVE = "collective"
+    WAIT = "wait"
+    GENERIC = "generic"
+    LIBRARY = "library"
+    APPLICATION = "application"
+    NATIVE = "native"
+
+
+class RuleSection(StrEnum):
+    """The tables of frames.toml, in the order rules are tried."""
+
+    COLLECTIVE = "collective"
+    WAIT = "wait"
+    GENERIC = "generic"
+    IDLE = "idle"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rule:
+    """One compiled frames.toml entry. `name` is None where the short function name serves."""
+
+    id: str
+    section: RuleSection
+    name: str | None
+    specific: bool
+    function: re.Pattern[str] | None
+    qualname: re.Pattern[str] | None
+    file: re.Pattern[str] | None
+    native: bool | None
+
+    def matches(self, short: str, function: str, file: str, native: bool) -> bool:
+        """True when every field the rule gives matches this frame."""
+        if self.native is not None and self.native != native:
+            return False
+        if self.function is not None and self.function.fullmatch(short) is None:
+            return False
+        if self.qualname is not None and self.qualname.fullmatch(function) is None:
+            return False
+        return self.file is None or self.file.search(file) is not None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrameClass:
+    """The class of one frame; `name` is the collective or wait name, `rule` its rule id.
+
+    `informative` frames are kept in signatures and loose keys: not generic, and
+    not an unclassified native frame.
+    """
+
+    kind: FrameKind
+    name: str | None = None
+    rule: str | None = None
+    specific: bool = True
+    native: bool = False
+    informative: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IdleMatch:
+    """Why a thread counts as a generic idle background thread."""
+
+    rule: str
+    label: str
+    frame: Frame
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StackFacts:
+    """What a whole stack is doing: `wait` is only set when `collective` is None."""
+
+    collective: str | None
+    wait: str | None
+    idle: IdleMatch | None
+
+
+_NATIVE_FILE = re.compile(r"\.(?:so(?:\.[0-9]+)*|c|cc|cpp|cxx|h|hpp|S)$")
+
+
+def is_native(frame: Frame) -> bool:
+    """A `--native` frame: flagged by the parser, an address, a C/C++ file or a shared object."""
+    return (
+        frame.native
+        or frame.function.startswith("0x")
+        or "::" in frame.function
+        or _NATIVE_FILE.search(frame.file) is not None
+    )
+
+
+def _glob_body(pattern: str) -> str:
+    # Only `*` and `?` are special: C++ symbols contain `[` and `]` literally.
+    out: list[str] = []
+    for char in pattern:
+        if char == "*":
+            out.append(".*")
+        elif char == "?":
+            out.append(".")
+        else:
+            out.append(re.escape(char))
+    return "".join(out)
+
+
+def _name_regex(globs: Sequence[str]) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{_glob_body(g)})" for g in globs), re.DOTALL)
+
+
+def _file_regex(globs: Sequence[str]) -> re.Pattern[str]:
+    # Anchored at a path-component boundary so "threading.py" != "mythreading.py".
+    body = "|".join(f"(?:{_glob_body(g)})" for g in globs)
+    return re.compile(f"(?:^|/)(?:{body})$", re.DOTALL)
+
+
+def _string_list(entry: dict[str, object], key: str, where: str) -> list[str] | None:
+    value = entry.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise ReporterError(f"{where}: `{key}` must be a non-empty list of strings")
+    return [str(v) for v in value]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuleSet:
+    """All rules of one frames.toml, by section, plus the library file matcher."""
+
+    rules: tuple[Rule, ...]
+    library: re.Pattern[str] | None
+
+    def section(self, section: RuleSection) -> tuple[Rule, ...]:
+        """The rules of one section in file order."""
+        return tuple(r for r in self.rules if r.section is section)
+
+
+def parse_rules(text: str, *, source: str = "frames.toml") -> RuleSet:
+    """Compile the text of a frames.toml; malformed entries raise `ReporterError`."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ReporterError(f"{source}: not valid TOML: {exc}") from exc
+    rules: list[Rule] = []
+    seen: set[str] = set()
+    for section in RuleSection:
+        entries = data.get(section.value, [])
+        if not isinstance(entries, list):
+            raise ReporterError(f"{source}: [[{section.value}]] must be an array of tables")
+        for index, entry in enumerate(entries):
+            where = f"{source}: [[{section.value}]] #{index + 1}"
+            if not isinstance(entry, dict):
+                raise ReporterError(f"{where}: must be a table")
+            rule_id = entry.get("id")
+            if not isinstance(rule_id, str) or not rule_id:
+                raise ReporterError(f"{where}: needs a string `id`")
+            if rule_id in seen:
+                raise ReporterError(f"{where}: duplicate id {rule_id!r}")
+            seen.add(rule_id)
+            function = _string_list(entry, "function", where)
+            qualname = _string_list(entry, "qualname", where)
+            files = _string_list(entry, "file", where)
+            if function is None and qualname is None:
+                raise ReporterError(f"{where} ({rule_id}): needs `function` or `qualname`")
+            name = entry.get("name")
+            native = entry.get("native")
+            specific = entry.get("specific", True)
+            if name is not None and not isinstance(name, str):
+                raise ReporterError(f"{where} ({rule_id}): `name` must be a string")
+            if native is not None and not isinstance(native, bool):
+                raise ReporterError(f"{where} ({rule_id}): `native` must be true or false")
+            if not isinstance(specific, bool):
+                raise ReporterError(f"{where} ({rule_id}): `specific` must be true or false")
+            if section in (RuleSection.WAIT, RuleSection.IDLE) and name is None:
+                raise ReporterError(f"{where} ({rule_id}): needs a `name`")
+            rules.append(
+                Rule(
+                    id=rule_id,
+                    section=section,
+                    name=name,
+                    specific=specific,
+                    function=_name_regex(function) if function else None,
+                    qualname=_name_regex(qualname) if qualname else None,
+                    file=_file_regex(files) if files else None,
+                    native=native,
+                )
+            )
+    library = data.get("library", {})
+    library_files = (
+        _string_list(library, "file", f"{source}: [library]") if isinstance(library, dict) else None
+    )
+    return RuleSet(
+        rules=tuple(rules), library=_file_regex(library_files) if library_files else None
+    )
+
+
+_SECTION_KIND = {
+    RuleSection.COLLECTIVE: FrameKind.COLLECTIVE,
+    RuleSection.WAIT: FrameKind.WAIT,
+    RuleSection.GENERIC: FrameKind.GENERIC,
+}
+
+
+class Classifier:
+    """Classifies frames with a `RuleSet`, caching by (function, file, native).
+
+    Only distinct stacks reach the classifier, and those share most frames, so
+    the cache keeps rule matching off the hot path.
+    """
+
+    def __init__(self, rules: RuleSet) -> None:
+        self.rules = rules
+        self._frame_rules = tuple(r for r in rules.rules if r.section is not RuleSection.IDLE)
+        self._idle_rules = rules.section(RuleSection.IDLE)
+        # Keyed by the parser's native flag: is_native() derives the rest from the key.
+        self._cache: dict[tuple[str, str, bool], FrameClass] = {}
+        self._idle_cache: dict[tuple[str, str], Rule | None] = {}
+
+    def classify(self, frame: Frame) -> FrameClass:
+        """The class of one frame (first matching rule, sections in file order)."""
+        key = (frame.function, frame.file, frame.native)
+        found = self._cache.get(key)
+        if found is None:
+            found = self._classify(frame, is_native(frame))
+            self._cache[key] = found
+        return found
+
+    def match(self, frame: Frame) -> Rule | None:
+        """The collective / wait / generic rule that claims `frame`, if any."""
+        native = is_native(frame)
+        short = frame.short_function
+        for rule in self._frame_rules:
+            if rule.matches(short, frame.function, frame.file, native):
+                return rule
+        return None
+
+    def _classify(self, frame: Frame, native: bool) -> FrameClass:
+        rule = self.match(frame)
+        if rule is not None:
+            return FrameClass(
+                kind=_SECTION_KIND[rule.section],
+                name=rule.name or frame.short_function,
+                rule=rule.id,
+                specific=rule.specific,
+                native=native,
+                informative=rule.section is not RuleSection.GENERIC,
+            )
+        if native:
+            return FrameClass(kind=FrameKind.NATIVE, native=True, informative=False)
+        library = self.rules.library
+        if library is not None and library.search(frame.file) is not None:
+            return FrameClass(kind=FrameKind.LIBRARY)
+        return FrameClass(kind=FrameKind.APPLICATION)
+
+    def idle_rule(self, frame: Frame) -> Rule | None:
+        """The [[idle]] rule matching `frame`, if any."""
+        key = (frame.function, frame.file)
+        if key in self._idle_cache:
+            return self._idle_cache[key]
+        short = frame.short_function
+        found = next(
+            (r for r in self._idle_rules if r.matches(short, frame.function, frame.file, False)),
+            None,
+        )
+        self._idle_cache[key] = found
+        return found
+
+    def describe(
+        self, frames: Sequence[Frame], classes: Sequence[FrameClass] | None = None
+    ) -> StackFacts:
+        """Collective, wait and idle facts of one stack (innermost first); pass `classes`
+        when the caller has already classified the frames."""
+        if classes is None:
+            classes = [self.classify(f) for f in frames]
+        # The segment the hang lives in: from the top down to the first application frame.
+        end = next(
+            (i for i, c in enumerate(classes) if c.kind is FrameKind.APPLICATION), len(classes)
+        )
+        collective: str | None = None
+        fallback: str | None = None
+        wait: str | None = None
+        # Outermost wins inside the segment: `broadcast_object_list` says more than
+        # the `broadcast` it calls, `Queue.get` more than its `Condition.wait`.
+        for c in classes[:end]:
+            if c.kind is FrameKind.COLLECTIVE:
+                if c.specific:
+                    collective = c.name
+                else:
+                    fallback = c.name
+            elif c.kind is FrameKind.WAIT:
+                wait = c.name
+        collective = collective or fallback
+        return StackFacts(
+            collective=collective,
+            wait=None if collective else wait,
+            idle=self._idle(frames, classes),
+        )
+
+    def _idle(self, frames: Sequence[Frame], classes: Sequence[FrameClass]) -> IdleMatch | None:
+        for frame, c in zip(frames, classes, strict=True):
+            if c.native or c.kind is FrameKind.WAIT or c.kind is FrameKind.GENERIC:
+                continue
+            rule = self.idle_rule(frame)
+            if rule is None:
+                return None
+            return IdleMatch(rule=rule.id, label=rule.name or rule.id, frame=frame)
+        return None
+
+    def informative(self, frames: Iterable[Frame]) -> tuple[Frame, ...]:
+        """The frames kept by signatures and loose keys, in the given order."""
+        return tuple(f for f in frames if self.classify(f).informative)
+
+
+def load_rules() -> RuleSet:
+    """The rules shipped in the package (`reporter/data/frames.toml`)."""
+    text = resources.files("reporter").joinpath("data", "frames.toml").read_text("utf-8")
+    return parse_rules(text, source="reporter/data/frames.toml")
+
+
+@cache
+def default_classifier() -> Classifier:
+    """One shared classifier over the packaged rules."""
+    return Classifier(load_rules())

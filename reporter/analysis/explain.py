@@ -1,0 +1,236 @@
+"""Confidence and the plain-English summary of a verdict.
+
+Inputs: the `Finding`, the stack classes, snapshot count and what rank
+identification learnt (missing ranks, failed dumps, unknown identities).
+Outputs: a `Confidence` with one note per step down, and a one-paragraph
+summary. Confidence starts high and drops one level (to at most low) for
+each of: a single snapshot, missing ranks, failed dumps, unknown rank
+identities, and an inconclusive verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from reporter.analysis.classify import Classifier, FrameKind
+from reporter.analysis.ranks import FailedRank, format_ranks
+from reporter.analysis.result import BranchPoint, Confidence, RankState, StackClass, Verdict
+from reporter.analysis.verdict import Finding
+from reporter.model import Frame
+
+_LEVELS = (Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW)
+_LIST_LIMIT = 5
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Context:
+    """What the summary and confidence need besides the finding."""
+
+    unit: str
+    ranks: int
+    snapshots: int
+    classes: tuple[StackClass, ...]
+    branch_point: BranchPoint | None
+    missing: tuple[int, ...]
+    world_size: int | None
+    world_detail: str
+    failed: tuple[FailedRank, ...]
+    unidentified: tuple[str, ...]
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _short_list(items: Sequence[str], sep: str = "; ") -> str:
+    shown = list(items[:_LIST_LIMIT])
+    if len(items) > _LIST_LIMIT:
+        shown.append(f"and {len(items) - _LIST_LIMIT} more")
+    return sep.join(shown)
+
+
+def _failure_texts(failed: Sequence[FailedRank]) -> list[str]:
+    """One text per (PID, rank, reason), naming every file it came from."""
+    grouped: dict[tuple[int | None, int | None, str], list[str]] = {}
+    for item in failed:
+        key = (item.failure.pid, item.rank, item.failure.reason)
+        grouped.setdefault(key, []).append(str(item.failure.source))
+    out = []
+    for (pid, rank, reason), places in grouped.items():
+        who = f"PID {pid}" if pid is not None else "a process"
+        if rank is not None:
+            who += f" (rank {rank})"
+        where = (
+            places[0] if len(places) == 1 else f"{len(places)} files ({_short_list(places, ', ')})"
+        )
+        out.append(f"{who} in {where}: {reason}")
+    return out
+
+
+def confidence(finding: Finding, ctx: Context) -> tuple[Confidence, tuple[str, ...]]:
+    """The confidence level and one note per reason it dropped."""
+    notes: list[str] = []
+    if ctx.ranks and ctx.snapshots <= 1:
+        notes.append(
+            "one snapshot cannot tell stuck from slow: capture two or three dumps a few seconds apart"
+        )
+    if ctx.missing:
+        notes.append(
+            f"{_ranks_text(ctx.unit, ctx.missing)} missing from the evidence (world size {ctx.world_size}, {ctx.world_detail})"
+        )
+    if ctx.failed:
+        notes.append(
+            f"{_plural(len(ctx.failed), 'dump')} failed: " + _short_list(_failure_texts(ctx.failed))
+        )
+    if ctx.unit == "pid" and ctx.ranks:
+        notes.append(
+            "rank identities unknown: PIDs stand in for ranks, so collective groups and "
+            "missing ranks cannot be checked"
+        )
+    elif ctx.unidentified:
+        notes.append(
+            f"{_plural(len(ctx.unidentified), 'process')} without a rank identity left out: "
+            + _short_list(ctx.unidentified)
+        )
+    if finding.verdict is Verdict.INCONCLUSIVE:
+        notes.append(f"no decisive pattern: {finding.reason}")
+    return _LEVELS[min(len(notes), len(_LEVELS) - 1)], tuple(notes)
+
+
+def _where(frames: Sequence[Frame], classifier: Classifier) -> str | None:
+    """The innermost application frame's short name, else the innermost informative one."""
+    fallback = None
+    for frame in frames:
+        kind = classifier.classify(frame)
+        if kind.kind is FrameKind.APPLICATION:
+            return frame.short_function
+        if fallback is None and kind.informative and not kind.native:
+            fallback = frame.short_function
+    return fallback
+
+
+def describe_class(stack: StackClass, classifier: Classifier) -> str:
+    """What a class is doing, in words: `in all_reduce (from check_hicache_events)`."""
+    where = _where(stack.frames, classifier)
+    if stack.collective:
+        return f"in {stack.collective}" + (f" (from {where})" if where else "")
+    if stack.wait:
+        return f"waiting in {stack.wait}" + (f" (in {where})" if where else "")
+    if where:
+        return f"running {where}"
+    return "without any stack frames" if not stack.frames else "in native code"
+
+
+def _ranks_text(unit: str, ranks: Sequence[int]) -> str:
+    word = "rank" if unit == "rank" else "PID"
+    if len(ranks) == 1:
+        return f"{word} {ranks[0]}"
+    return f"{word}s {format_ranks(ranks)}"
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _class_text(unit: str, stack: StackClass, classifier: Classifier) -> str:
+    verb = "is" if len(stack.ranks) == 1 else "are"
+    what = describe_class(stack, classifier)
+    if stack.state is RankState.STUCK:
+        what = f"stuck {what}"
+    elif stack.state is RankState.MOVING:
+        verb = "keeps" if len(stack.ranks) == 1 else "keep"
+        what = f"moving, last seen {what}"
+    elif stack.state is RankState.MIXED:
+        what = f"{what} (some stuck, some moving)"
+    return f"{_ranks_text(unit, stack.ranks)} {verb} {what}"
+
+
+def _classes_text(unit: str, classes: Sequence[StackClass], classifier: Classifier) -> str:
+    parts = [_class_text(unit, c, classifier) for c in classes]
+    if len(parts) > _LIST_LIMIT:
+        parts = [*parts[:_LIST_LIMIT], f"{len(parts) - _LIST_LIMIT} more classes"]
+    if len(parts) <= 1:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + " while " + parts[-1]
+
+
+def _snapshot_text(snapshots: int) -> str:
+    if snapshots == 1:
+        return "This rests on one snapshot, which cannot tell stuck from slow."
+    return f"This rests on {snapshots} snapshots."
+
+
+def summary(
+    finding: Finding, ctx: Context, desync_classes: Sequence[StackClass], classifier: Classifier
+) -> str:
+    """One paragraph in plain English."""
+    unit = ctx.unit
+    count = _plural(ctx.ranks, "rank" if unit == "rank" else "process")
+    sentences: list[str] = []
+    if finding.verdict is Verdict.COLLECTIVE_DESYNC:
+        where = ""
+        if finding.groups > 1 and len(finding.desync_groups) == 1:
+            where = f" in group {finding.desync_groups[0]}"
+        sentences.append(
+            f"Collective desync{where}: {_classes_text(unit, desync_classes, classifier)}."
+        )
+        if ctx.branch_point is not None and ctx.branch_point.shared is not None:
+            sentences.append(f"Their stacks part below {ctx.branch_point.shared.short_function}.")
+        if len(finding.desync_groups) > 1:
+            sentences.append(
+                f"{len(finding.desync_groups)} collective groups disagree "
+                f"({', '.join(g or 'all ranks' for g in finding.desync_groups)})."
+            )
+        if finding.laggards:
+            sentences.append(
+                f"{_cap(_ranks_text(unit, finding.laggards))} "
+                f"{'is' if len(finding.laggards) == 1 else 'are'} alone outside the "
+                "collective the rest of the group waits in."
+            )
+        sentences.append(_snapshot_text(ctx.snapshots))
+    elif finding.verdict is Verdict.ALL_STUCK:
+        sentences.append(
+            f"All {count} show the same main stack in each of {ctx.snapshots} snapshots: "
+            f"{_classes_text(unit, ctx.classes, classifier)}."
+        )
+        if all(c.wait and not c.collective for c in ctx.classes):
+            sentences.append(
+                "Every rank is blocked in a wait, not a collective: the service may simply be "
+                "idle, waiting for input."
+            )
+    elif finding.verdict is Verdict.PROGRESSING:
+        sentences.append(
+            f"The {count} are making progress: main stacks change across {ctx.snapshots} snapshots."
+        )
+        stuck = set(finding.stuck_laggards)
+        for stack in ctx.classes:
+            members = [r for r in stack.ranks if r in stuck]
+            if members:
+                sentences.append(
+                    f"{_cap(_ranks_text(unit, members))} did not move while others did "
+                    f"({describe_class(stack, classifier)})."
+                )
+        outsiders = [r for r in finding.laggards if r not in stuck]
+        if outsiders:
+            sentences.append(
+                f"{_cap(_ranks_text(unit, outsiders))} "
+                f"{'is' if len(outsiders) == 1 else 'are'} alone outside the collective the "
+                "rest of the group waits in, in the latest snapshot."
+            )
+    else:
+        sentences.append(f"Inconclusive: {finding.reason}.")
+        if ctx.classes:
+            sentences.append(
+                f"In the latest snapshot {_classes_text(unit, ctx.classes, classifier)}."
+            )
+        if ctx.ranks:
+            sentences.append(_snapshot_text(ctx.snapshots))
+    if ctx.missing:
+        sentences.append(
+            f"{_cap(_ranks_text(unit, ctx.missing))} "
+            f"{'is' if len(ctx.missing) == 1 else 'are'} missing from the evidence."
+        )
+    if ctx.failed:
+        sentences.append(f"{_plural(len(ctx.failed), 'dump')} failed.")
+    return " ".join(sentences)

@@ -1,0 +1,666 @@
+"""Rank identity: which process is which rank, and which dumps are snapshots of it.
+
+Input: a `Bundle`. Output: a `RankMap` with one `RankedProcess` per process
+(its snapshots in capture order) split into ranks and other processes
+(launcher, detokenizer, resource tracker, ...), the world size and notes.
+
+Evidence, strongest first: the manifest's rank hint for the dump's file,
+`--locals` arguments of the main thread (`rank`, `global_rank`, `tp_rank`,
+`dp_rank`, `pp_rank`, `local_rank`), the process title
+(`sglang::scheduler_DP1_TP3`, `VLLM::Worker_TP0_EP0`, `VllmWorker rank=3`),
+the file name (`rank3.txt`, `tp_3.json`, `worker-3.log`), else the PID.
+Several parallel dimensions give a global rank by mixed radix over
+(DP, PP, TP), each size being the largest index seen + 1 (or a `*_size`
+argument when larger)::
+
+    sglang::scheduler_DP1_TP3 with DP sizes 2, TP size 4 -> rank 1*4 + 3 = 7
+
+Also `format_ranks` / `parse_ranks` for compact rank sets (`[0-3,7]`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from reporter.errors import UsageError
+from reporter.model import Bundle, FailedDump, ProcessDump, RankHint, RankSource, ThreadStack
+
+# -- compact rank sets ---------------------------------------------------------------------------
+
+
+def format_ranks(ranks: Iterable[int]) -> str:
+    """Compact, sorted, de-duplicated rank set: `[0-3,7]`; `[]` when empty."""
+    values = sorted(set(ranks))
+    parts: list[str] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
+        i = j + 1
+    return "[" + ",".join(parts) + "]"
+
+
+_RANGE = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
+
+
+def parse_ranks(text: str) -> tuple[int, ...]:
+    """Inverse of `format_ranks`: `"[0-3,7]"` -> `(0, 1, 2, 3, 7)` (brackets optional)."""
+    body = text.strip()
+    if body.startswith("[") and body.endswith("]"):
+        body = body[1:-1]
+    if not body.strip():
+        return ()
+    out: set[int] = set()
+    for part in body.split(","):
+        match = _RANGE.fullmatch(part)
+        if match is None:
+            raise UsageError(
+                f"rank set {text!r}: cannot read {part.strip()!r}",
+                tip="write ranks like [0-3,7]",
+            )
+        low = int(match.group(1))
+        high = int(match.group(2)) if match.group(2) else low
+        if high < low:
+            raise UsageError(f"rank set {text!r}: range {part.strip()!r} runs backwards")
+        out.update(range(low, high + 1))
+    return tuple(sorted(out))
+
+
+# -- titles, file names, locals ------------------------------------------------------------------
+
+DIM_ORDER = ("DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP")
+RADIX_DIMS = ("DP", "PP", "TP")
+_DIM = re.compile(r"(ATTN_CP|MOE_DP|DP|PP|TP|EP)(\d+)")
+_DIM_LOOKAHEAD = r"(?:ATTN_CP|MOE_DP|DP|PP|TP|EP)\d"
+_TITLE_ROLE = re.compile(rf"[A-Za-z][A-Za-z0-9]*(?:_(?!{_DIM_LOOKAHEAD})[A-Za-z][A-Za-z0-9]*)*")
+_OLD_DP_SUFFIX = re.compile(r"_(\d+)$")
+_WORKER_RANK = re.compile(r"\brank[=:\s_-]*(\d+)", re.IGNORECASE)
+_FILE_RANK = re.compile(
+    r"(?:^|[^a-z0-9])(?:rank|tp|worker|proc|gpu)[-_]?(\d+)(?![0-9])", re.IGNORECASE
+)
+
+# Roles that are never ranks (compared case-insensitively).
+NON_RANK_ROLES = frozenset(
+    {
+        "detokenizer",
+        "tokenizer",
+        "data_parallel_controller",
+        "launcher",
+        "resource-tracker",
+        "forkserver",
+        "router",
+        "api_server",
+        "apiserver",
+        "dpcoordinator",
+    }
+)
+# Coordinators that do the model's work themselves only when no rank process exists
+# besides them (vLLM's EngineCore runs the model in-process at TP=1).
+COORDINATOR_ROLES = frozenset({"enginecore"})
+_CMDLINE_ROLES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"multiprocessing\.resource_tracker"), "resource-tracker"),
+    (re.compile(r"multiprocessing\.forkserver"), "forkserver"),
+    (re.compile(r"launch_server|sglang\s+serve|vllm\s+serve|vllm\.entrypoints"), "launcher"),
+    (re.compile(r"torchrun|torch\.distributed\.(?:run|launch)"), "launcher"),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TitleInfo:
+    """What a process title says: role, parallel dims, and a direct rank (`VllmWorker rank=3`)."""
+
+    role: str | None = None
+    dims: tuple[tuple[str, int], ...] = ()
+    rank: int | None = None
+
+
+def _sorted_dims(dims: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple((d, dims[d]) for d in DIM_ORDER if d in dims)
+
+
+def parse_title(title: str | None) -> TitleInfo:
+    """Role, dims and rank from a process title or command line.
+
+    Dims are read only from setproctitle-style titles (`prefix::name_TP3`) so
+    that ordinary command lines (`train.py --tp 2`) never yield a rank.
+    """
+    if not title:
+        return TitleInfo()
+    text = title.strip()
+    head = text.split(None, 1)[0] if text else ""
+    if "::" in head:
+        name = head.split("::", 1)[1]
+        role_match = _TITLE_ROLE.match(name)
+        role = role_match.group(0) if role_match else None
+        rest = name[role_match.end() :] if role_match else name
+        dims = {d: int(n) for d, n in _DIM.findall(rest)}
+        old = _OLD_DP_SUFFIX.fullmatch(rest)
+        if not dims and old is not None:
+            # Older SGLang titled DP schedulers `sglang::scheduler_{dp_rank}`.
+            dims["DP"] = int(old.group(1))
+        rank_match = _WORKER_RANK.search(text)
+        return TitleInfo(
+            role=role.split(".")[0] if role else None,
+            dims=_sorted_dims(dims),
+            rank=int(rank_match.group(1)) if rank_match else None,
+        )
+    if head.startswith("VllmWorker"):
+        rank_match = _WORKER_RANK.search(text)
+        return TitleInfo(role="VllmWorker", rank=int(rank_match.group(1)) if rank_match else None)
+    for pattern, role in _CMDLINE_ROLES:
+        if pattern.search(text):
+            return TitleInfo(role=role)
+    return TitleInfo()
+
+
+def rank_from_filename(path: str) -> int | None:
+    """Rank from a file name (`rank3.txt`, `rank_3.json`, `tp3.txt`, `worker-3.log`), else
+    from its folder (`rank3/dump.txt`)."""
+    parts = PurePosixPath(path).parts
+    for part in reversed(parts[-2:]):
+        stem = part.split(".", 1)[0]
+        match = _FILE_RANK.search(stem)
+        if match is not None:
+            return int(match.group(1))
+    return None
+
+
+_LOCAL_NAMES = (
+    "global_rank",
+    "rank",
+    "tp_rank",
+    "dp_rank",
+    "pp_rank",
+    "local_rank",
+    "world_size",
+    "tp_size",
+    "dp_size",
+    "pp_size",
+)
+_LOCAL_DIMS = {"tp_rank": "TP", "dp_rank": "DP", "pp_rank": "PP"}
+_SIZE_DIMS = {"tp_size": "TP", "dp_size": "DP", "pp_size": "PP"}
+
+
+def _starts_at_module(thread: ThreadStack) -> bool:
+    for frame in reversed(thread.frames):
+        if frame.native or frame.function.startswith("0x"):
+            continue
+        return frame.function == "<module>" or frame.file.endswith("runpy.py")
+    return False
+
+
+def main_thread(dump: ProcessDump) -> ThreadStack | None:
+    """The main thread: named `MainThread`, else thread id == PID, else the thread whose
+    outermost Python frame is a `<module>` (other threads start in `Thread._bootstrap`),
+    else the first thread."""
+    if not dump.threads:
+        return None
+    for thread in dump.threads:
+        if thread.name == "MainThread":
+            return thread
+    if dump.pid is not None:
+        pid_text = str(dump.pid)
+        for thread in dump.threads:
+            if thread.thread_id == pid_text or thread.os_thread_id == dump.pid:
+                return thread
+    for thread in dump.threads:
+        if _starts_at_module(thread):
+            return thread
+    return dump.threads[0]
+
+
+def read_locals(dump: ProcessDump) -> dict[str, int]:
+    """Integer identity arguments of the main thread; the outermost frame wins per name,
+    because process entry functions carry the identity and inner helpers reuse names."""
+    thread = main_thread(dump)
+    found: dict[str, int] = {}
+    if thread is None:
+        return found
+    for frame in [f for f in thread.frames if f.locals]:
+        for local in frame.locals:
+            if local.is_arg and local.name in _LOCAL_NAMES:
+                try:
+                    found[local.name] = int(local.repr.strip())
+                except ValueError:
+                    continue
+    return found
+
+
+# -- grouping dumps into processes ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RankedProcess:
+    """A process with its snapshots; `unit` is its rank, or its PID when ranks are unknown."""
+
+    unit: int
+    rank: int | None
+    pid: int | None
+    key: str
+    role: str | None
+    dims: tuple[tuple[str, int], ...]
+    source: RankSource
+    detail: str
+    title: str | None
+    group: str
+    snapshots: tuple[ProcessDump, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FailedRank:
+    """A failed dump with the rank it belongs to, where that can be told."""
+
+    failure: FailedDump
+    rank: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RankMap:
+    """Processes split into ranks (sorted by unit) and others, plus what was learnt on the way."""
+
+    unit: str
+    ranks: tuple[RankedProcess, ...]
+    others: tuple[RankedProcess, ...]
+    world_size: int | None
+    world_detail: str
+    failed: tuple[FailedRank, ...]
+    unidentified: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+@dataclass(slots=True, eq=False)
+class _Candidate:
+    """Evidence gathered for one PID (or one PID-less file) before ranks are final."""
+
+    first: int
+    pid: int | None
+    dumps: list[tuple[int, ProcessDump]]
+    paths: list[str]
+    title: str | None = None
+    role: str | None = None
+    dims: dict[str, int] = field(default_factory=dict)
+    dim_sources: list[str] = field(default_factory=list)
+    sizes: dict[str, int] = field(default_factory=dict)
+    world: int | None = None
+    rank: int | None = None
+    source: RankSource = RankSource.PID
+    detail: str = ""
+    group: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+class _HintIndex:
+    """Manifest rank hints by path. A dump's path and a hint's path match when one is a
+    path-part suffix of the other (`bundle/rank0.txt` vs `rank0.txt`); both directions
+    are dict lookups over path suffixes, so thousands of hints stay cheap."""
+
+    def __init__(self, hints: Sequence[tuple[str, RankHint]]) -> None:
+        self._exact: dict[str, RankHint] = {}
+        self._suffix: dict[str, RankHint | None] = {}
+        for path, hint in hints:
+            parts = PurePosixPath(path).parts
+            self._exact.setdefault("/".join(parts), hint)
+            for i in range(len(parts)):
+                key = "/".join(parts[i:])
+                # A suffix shared by two different hints names neither.
+                self._suffix[key] = hint if self._suffix.get(key, hint) is hint else None
+
+    def find(self, path: str) -> RankHint | None:
+        """The hint for `path`, if any."""
+        if not self._exact:
+            return None
+        parts = PurePosixPath(path).parts
+        for i in range(len(parts)):
+            found = self._exact.get("/".join(parts[i:]))
+            if found is not None:
+                return found
+        return self._suffix.get("/".join(parts))
+
+
+def _snapshot_order(dumps: list[tuple[int, ProcessDump]]) -> tuple[ProcessDump, ...]:
+    if all(d.captured_at is not None for _, d in dumps):
+        ordered = sorted(dumps, key=lambda item: (item[1].captured_at, item[0]))
+    else:
+        ordered = sorted(dumps, key=lambda item: item[0])
+    return tuple(d for _, d in ordered)
+
+
+def _gather(bundle: Bundle) -> list[_Candidate]:
+    by_key: dict[tuple[str, object], _Candidate] = {}
+    for index, dump in enumerate(bundle.dumps):
+        key: tuple[str, object] = (
+            ("pid", dump.pid) if dump.pid is not None else ("file", dump.source.path)
+        )
+        cand = by_key.get(key)
+        if cand is None:
+            cand = _Candidate(first=index, pid=dump.pid, dumps=[], paths=[])
+            by_key[key] = cand
+        cand.dumps.append((index, dump))
+        if dump.source.path not in cand.paths:
+            cand.paths.append(dump.source.path)
+        if cand.title is None and dump.cmdline:
+            cand.title = dump.cmdline
+    return sorted(by_key.values(), key=lambda c: c.first)
+
+
+def _label(cand: _Candidate) -> str:
+    what = f"PID {cand.pid}" if cand.pid is not None else f"the dump in {cand.paths[0]}"
+    return f"{what} ({cand.title})" if cand.title else what
+
+
+def _read_evidence(
+    cand: _Candidate,
+    hints: _HintIndex,
+    per_file: dict[str, int],
+    warnings: list[str],
+) -> None:
+    title = parse_title(cand.title)
+    cand.role = title.role
+    # Only a file that holds this one process can speak for it.
+    own_paths = [p for p in cand.paths if per_file[p] == 1]
+    hint = next((h for h in (hints.find(p) for p in own_paths) if h is not None), None)
+    shared_hint = next(
+        (p for p in cand.paths if per_file[p] > 1 and hints.find(p) is not None), None
+    )
+    if hint is None and shared_hint is not None:
+        warnings.append(
+            f"manifest rank hint for {shared_hint} ignored: the file holds "
+            f"{per_file[shared_hint]} processes"
+        )
+    loc: dict[str, int] = {}
+    for _, dump in cand.dumps:
+        for name, value in read_locals(dump).items():
+            loc.setdefault(name, value)
+    for name, dim in _SIZE_DIMS.items():
+        if name in loc:
+            cand.sizes[dim] = loc[name]
+    cand.world = loc.get("world_size")
+
+    # Parallel dims: the title first, then locals fill in (a title is set from
+    # the same variables, so on conflict the title stays and we say so).
+    cand.dims = dict(title.dims)
+    if title.dims:
+        cand.dim_sources.append(f"process title {cand.title}")
+    from_locals = []
+    for name, dim in _LOCAL_DIMS.items():
+        if name not in loc:
+            continue
+        if dim in cand.dims and cand.dims[dim] != loc[name]:
+            warnings.append(
+                f"{_label(cand)}: argument {name}={loc[name]} disagrees with the title's "
+                f"{dim}{cand.dims[dim]}; keeping the title"
+            )
+            continue
+        if dim not in cand.dims:
+            cand.dims[dim] = loc[name]
+            from_locals.append(f"{name}={loc[name]}")
+    if from_locals:
+        cand.dim_sources.append("--locals arguments " + ", ".join(from_locals))
+
+    if hint is not None and hint.role:
+        cand.role = hint.role
+    if hint is not None and hint.group:
+        cand.group = hint.group
+    if hint is not None and hint.rank is not None:
+        cand.rank, cand.source = hint.rank, RankSource.MANIFEST
+        cand.detail = f"rank {hint.rank} from the manifest entry for {own_paths[0]}"
+        return
+    for name in ("global_rank", "rank"):
+        if name in loc:
+            cand.rank, cand.source = loc[name], RankSource.LOCALS
+            cand.detail = f"rank {loc[name]} from the --locals argument {name}={loc[name]}"
+            return
+    if any(d in cand.dims for d in RADIX_DIMS):
+        # Final rank is set once the bundle-wide sizes are known.
+        cand.source = (
+            RankSource.LOCALS if from_locals and not title.dims else RankSource.PROCESS_TITLE
+        )
+        return
+    if title.rank is not None:
+        cand.rank, cand.source = title.rank, RankSource.PROCESS_TITLE
+        cand.detail = f"rank {title.rank} from the process title {cand.title}"
+        return
+    for path in own_paths:
+        file_rank = rank_from_filename(path)
+        if file_rank is not None:
+            cand.rank, cand.source = file_rank, RankSource.FILENAME
+            cand.detail = f"rank {file_rank} from the file name {path}"
+            return
+    if "local_rank" in loc:
+        cand.rank, cand.source = loc["local_rank"], RankSource.LOCALS
+        cand.detail = (
+            f"rank {loc['local_rank']} from the --locals argument local_rank "
+            "(unique on one node only)"
+        )
+        return
+    if cand.dims:
+        cand.notes.append("dims " + " ".join(f"{d}{n}" for d, n in _sorted_dims(cand.dims)))
+
+
+def _radix(cands: list[_Candidate]) -> tuple[dict[str, int], str]:
+    sizes = {d: 1 for d in RADIX_DIMS}
+    for cand in cands:
+        for dim in RADIX_DIMS:
+            if dim in cand.dims:
+                sizes[dim] = max(sizes[dim], cand.dims[dim] + 1)
+            if dim in cand.sizes:
+                sizes[dim] = max(sizes[dim], cand.sizes[dim])
+    text = ", ".join(f"{d}={sizes[d]}" for d in RADIX_DIMS)
+    return sizes, text
+
+
+def _apply_radix(cands: list[_Candidate]) -> dict[str, int] | None:
+    dimmed = [c for c in cands if c.rank is None and any(d in c.dims for d in RADIX_DIMS)]
+    if not dimmed:
+        return None
+    sizes, size_text = _radix([c for c in cands if c.dims])
+    multi = sum(1 for d in RADIX_DIMS if sizes[d] > 1) > 1
+    for cand in dimmed:
+        rank = 0
+        for dim in RADIX_DIMS:
+            rank = rank * sizes[dim] + cand.dims.get(dim, 0)
+        cand.rank = rank
+        coords = " ".join(f"{d}{n}" for d, n in _sorted_dims(cand.dims))
+        how = "; ".join(cand.dim_sources)
+        if multi:
+            cand.detail = (
+                f"rank {rank} from {coords} ({how}); mixed radix over DP, PP, TP with sizes "
+                f"{size_text} (largest index seen + 1)"
+            )
+        else:
+            cand.detail = f"rank {rank} from {coords} ({how})"
+    return sizes
+
+
+def _group_key(cand: _Candidate) -> str:
+    if cand.group:
+        return cand.group
+    # TP ranks of one DP/PP slice form one collective group; EP and the
+    # attention/MoE splits are sub-groupings of it.
+    return " ".join(f"{d}{cand.dims[d]}" for d in ("DP", "PP") if d in cand.dims)
+
+
+def _finish(cand: _Candidate, unit: int, rank: int | None, group: str) -> RankedProcess:
+    if cand.pid is not None:
+        key = f"rank:{rank}" if rank is not None else f"pid:{cand.pid}"
+    else:
+        key = f"rank:{rank}" if rank is not None else f"file:{cand.paths[0]}"
+    source = cand.source if rank is not None else RankSource.PID
+    detail = cand.detail
+    if rank is None:
+        base = (
+            f"no rank found; PID {cand.pid} stands in"
+            if cand.pid is not None
+            else f"no rank or PID; numbered {unit} by position in the bundle"
+        )
+        detail = "; ".join([base, *cand.notes])
+    return RankedProcess(
+        unit=unit,
+        rank=rank,
+        pid=cand.pid,
+        key=key,
+        role=cand.role,
+        dims=_sorted_dims(cand.dims),
+        source=source,
+        detail=detail,
+        title=cand.title,
+        group=group,
+        snapshots=_snapshot_order(cand.dumps),
+    )
+
+
+def _merge_same_rank(
+    ranked: list[_Candidate], warnings: list[str]
+) -> tuple[list[_Candidate], list[_Candidate]]:
+    """One process per rank: candidates with one rank from different files are snapshots of it;
+    two in one file (the same moment) cannot both be that rank."""
+    by_rank: dict[int, _Candidate] = {}
+    dropped: list[_Candidate] = []
+    for cand in ranked:
+        assert cand.rank is not None
+        kept = by_rank.get(cand.rank)
+        if kept is None:
+            by_rank[cand.rank] = cand
+            continue
+        if set(kept.paths) & set(cand.paths):
+            warnings.append(
+                f"{_label(cand)} also claims rank {cand.rank}, like {_label(kept)} in the same "
+                "file; it is listed with the other processes"
+            )
+            cand.notes.append(f"claims rank {cand.rank}, already taken by {_label(kept)}")
+            dropped.append(cand)
+            continue
+        kept.dumps.extend(cand.dumps)
+        kept.paths.extend(p for p in cand.paths if p not in kept.paths)
+        if cand.pid is not None and cand.pid != kept.pid:
+            kept.detail += f"; PID {cand.pid} in {', '.join(cand.paths)} taken as a later snapshot"
+    return sorted(by_rank.values(), key=lambda c: c.rank or 0), dropped
+
+
+def identify(bundle: Bundle) -> RankMap:
+    """Group the bundle's dumps into processes and give each its rank identity."""
+    warnings: list[str] = []
+    cands = _gather(bundle)
+    per_file: dict[str, int] = {}
+    for cand in cands:
+        for path in cand.paths:
+            per_file[path] = per_file.get(path, 0) + 1
+    hints = _HintIndex(bundle.rank_hints)
+    for cand in cands:
+        _read_evidence(cand, hints, per_file, warnings)
+    sizes = _apply_radix(cands)
+
+    # A process whose children were dumped and that names no role of its own is
+    # their launcher (SGLang's launch_server, torchrun's agent, mp.spawn's parent).
+    parents = {d.parent_pid for c in cands for _, d in c.dumps if d.parent_pid is not None}
+    for cand in cands:
+        if cand.role is None and cand.rank is None and cand.pid in parents:
+            cand.role = "launcher"
+    demote_coordinators = any(
+        c.rank is not None and (c.role or "").lower() not in COORDINATOR_ROLES for c in cands
+    )
+
+    def is_other(cand: _Candidate) -> bool:
+        if cand.source is RankSource.MANIFEST:
+            return False
+        role = (cand.role or "").lower()
+        return role in NON_RANK_ROLES or (demote_coordinators and role in COORDINATOR_ROLES)
+
+    rank_cands = [c for c in cands if c.rank is not None and not is_other(c)]
+    others: list[RankedProcess] = []
+    unidentified: list[str] = []
+    if rank_cands:
+        unit = "rank"
+        merged, dropped = _merge_same_rank(rank_cands, warnings)
+        ranks = [_finish(c, c.rank or 0, c.rank, _group_key(c)) for c in merged]
+        taken = {id(c) for c in rank_cands}
+        dropped_ids = {id(c) for c in dropped}
+        rest = [c for c in cands if id(c) not in taken] + dropped
+        for cand in sorted(rest, key=lambda c: c.first):
+            if not is_other(cand) and id(cand) not in dropped_ids:
+                unidentified.append(_label(cand))
+                warnings.append(f"{_label(cand)}: no rank identity; left out of the rank analysis")
+            others.append(_finish(cand, cand.pid if cand.pid is not None else cand.first, None, ""))
+    else:
+        unit = "pid"
+        ranks = []
+        for cand in cands:
+            unit_id = cand.pid if cand.pid is not None else cand.first
+            proc = _finish(cand, unit_id, None, _group_key(cand))
+            (others if is_other(cand) else ranks).append(proc)
+        ranks.sort(key=lambda p: p.unit)
+
+    failed = _failed(bundle, hints, per_file, ranks, unit)
+    world, world_detail = _world_size(bundle, cands, ranks, sizes, unit, failed)
+    counts = {len(p.snapshots) for p in ranks}
+    if len(counts) > 1:
+        warnings.append(
+            f"ranks have different numbers of snapshots ({min(counts)} to {max(counts)})"
+        )
+    return RankMap(
+        unit=unit,
+        ranks=tuple(ranks),
+        others=tuple(sorted(others, key=lambda p: (p.pid is None, p.pid or 0, p.key))),
+        world_size=world,
+        world_detail=world_detail,
+        failed=failed,
+        unidentified=tuple(unidentified),
+        warnings=tuple(warnings),
+    )
+
+
+def _world_size(
+    bundle: Bundle,
+    cands: list[_Candidate],
+    ranks: list[RankedProcess],
+    sizes: dict[str, int] | None,
+    unit: str,
+    failed: tuple[FailedRank, ...],
+) -> tuple[int | None, str]:
+    if unit != "rank":
+        return None, ""
+    if bundle.manifest.world_size is not None:
+        return bundle.manifest.world_size, "from the manifest"
+    if sizes is not None:
+        world = sizes["DP"] * sizes["PP"] * sizes["TP"]
+        detail = "from the parallel sizes DP x PP x TP = " + " x ".join(
+            str(sizes[d]) for d in RADIX_DIMS
+        )
+    elif worlds := [c.world for c in cands if c.world is not None]:
+        world, detail = max(worlds), "from the --locals argument world_size"
+    else:
+        world, detail = max(p.unit for p in ranks) + 1, "from the largest rank seen + 1"
+    # A failed dump that names its rank proves that the rank exists.
+    failed_top = max((f.rank for f in failed if f.rank is not None), default=-1)
+    if failed_top >= world:
+        world, detail = (
+            failed_top + 1,
+            f"{detail}, raised to cover the failed dump of rank {failed_top}",
+        )
+    return world, detail
+
+
+def _failed(
+    bundle: Bundle,
+    hints: _HintIndex,
+    per_file: dict[str, int],
+    ranks: list[RankedProcess],
+    unit: str,
+) -> tuple[FailedRank, ...]:
+    by_pid = {
+        d.pid: p.rank for p in ranks for d in p.snapshots if d.pid is not None and unit == "rank"
+    }
+    out: list[FailedRank] = []
+    for failure in bundle.failures:
+        rank = by_pid.get(failure.pid) if failure.pid is not None else None
+        # A file that also holds other processes cannot name the failed one.
+        if rank is None and unit == "rank" and per_file.get(failure.source.path, 0) == 0:
+            hint = hints.find(failure.source.path)
+            rank = hint.rank if hint is not None else rank_from_filename(failure.source.path)
+        out.append(FailedRank(failure=failure, rank=rank))
+    return tuple(out)

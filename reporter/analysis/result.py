@@ -1,0 +1,200 @@
+"""Frozen result types of the analysis layer: what `analyze()` returns.
+
+The renderer and the CLI read only these. Rank sets are sorted tuples of ints:
+ranks when the bundle names them, PIDs when it does not (`Analysis.rank_unit`
+says which); `label` fields hold the compact form (`[0-3,7]`). Frame tuples
+say in their docstring whether they run innermost or outermost first.
+
+Shape of a desync, by example::
+
+    Analysis(verdict=Verdict.COLLECTIVE_DESYNC, confidence=Confidence.MEDIUM,
+             classes=(StackClass(ranks=(0, 1), label="[0-1]", collective="all_reduce", ...),
+                      StackClass(ranks=(2, 3), label="[2-3]", collective=None,
+                                 wait="zmq-poll", ...)),
+             branch_point=BranchPoint(shared=Frame(function="event_loop", ...),
+                                      branches=(Branch(label="[0-1]", ...), ...)),
+             ...)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from reporter.model import FailedDump, Frame, ProcessDump, RankSource
+
+
+class Verdict(StrEnum):
+    """The headline finding."""
+
+    COLLECTIVE_DESYNC = "collective-desync"
+    ALL_STUCK = "all-stuck"
+    PROGRESSING = "progressing"
+    INCONCLUSIVE = "inconclusive"
+
+
+class Confidence(StrEnum):
+    """How far the verdict can be trusted; every step down has a note."""
+
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+class RankState(StrEnum):
+    """A rank's main stack across snapshots; `MIXED` only for classes of several states."""
+
+    STUCK = "stuck"
+    MOVING = "moving"
+    UNKNOWN = "unknown"
+    MIXED = "mixed"
+
+
+class Similarity(StrEnum):
+    """How loosely stacks group into classes (panicparse's similarity knob).
+
+    `exact`: function, file and line; `lines-ignored`: short function name and
+    short file; `loose`: like `lines-ignored` over the informative frames only.
+    """
+
+    EXACT = "exact"
+    LINES_IGNORED = "lines-ignored"
+    LOOSE = "loose"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RankIdentity:
+    """Who a process is: `rank` None for non-rank processes and PID-only identities.
+
+    `key` is unique in one analysis: `rank:3`, `pid:1234` or `file:<path>`.
+    `dims` are the parallel coordinates found (`(("DP", 1), ("TP", 3))`),
+    `detail` says in words how the identity was derived.
+    """
+
+    key: str
+    rank: int | None
+    role: str | None
+    dims: tuple[tuple[str, int], ...]
+    source: RankSource
+    detail: str
+    pid: int | None
+    title: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RankProcess:
+    """One process with its snapshots in capture order and its state across them."""
+
+    identity: RankIdentity
+    snapshots: tuple[ProcessDump, ...]
+    state: RankState
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StackClass:
+    """Ranks whose stacks are equal at the chosen similarity.
+
+    `frames` are innermost first, taken from the smallest rank's latest
+    snapshot. `collective` and `wait` come from the frames above the first
+    application frame; `wait` is set only when there is no collective.
+    """
+
+    ranks: tuple[int, ...]
+    label: str
+    collective: str | None
+    wait: str | None
+    state: RankState
+    frames: tuple[Frame, ...]
+    pids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TreeNode:
+    """A node of the merged prefix tree; the root has `frame=None` and all ranks.
+
+    Children are sorted by (smallest rank, frame text).
+    """
+
+    frame: Frame | None
+    ranks: tuple[int, ...]
+    label: str
+    children: tuple[TreeNode, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Branch:
+    """One side of a branch point: `frames` outermost first, from the first frame
+    that differs from the other classes down to the collective / wait or the
+    innermost informative frame."""
+
+    label: str
+    ranks: tuple[int, ...]
+    frames: tuple[Frame, ...]
+    collective: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BranchPoint:
+    """Where the classes part: `common` outermost first, `shared` its deepest informative frame."""
+
+    shared: Frame | None
+    common: tuple[Frame, ...]
+    branches: tuple[Branch, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IdleThread:
+    """A background thread idle by design, listed so that nothing is hidden."""
+
+    ranks: tuple[int, ...]
+    label: str
+    thread_name: str
+    why: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThreadGroup:
+    """Non-main threads of one normalised name (`worker-3` -> `worker`) across ranks."""
+
+    name: str
+    tree: TreeNode
+    classes: tuple[StackClass, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Signature:
+    """Stable hang signature: readable `text` and the first 12 hex digits of its sha256."""
+
+    hash: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Analysis:
+    """Everything the analysis found in one bundle.
+
+    `classes`, `tree`, `thread_groups` and `idle_threads` describe each rank's
+    latest snapshot; `processes[i].state` and the class states say what the
+    earlier snapshots add. `snapshots` is the most any rank has. `others` are
+    processes that are not ranks (launcher, detokenizer, ...). `warnings` holds
+    the bundle's parse warnings (`file:line: message`) then the analysis's own.
+    """
+
+    verdict: Verdict
+    confidence: Confidence
+    confidence_notes: tuple[str, ...]
+    summary: str
+    snapshots: int
+    rank_unit: str
+    processes: tuple[RankProcess, ...]
+    others: tuple[RankProcess, ...]
+    classes: tuple[StackClass, ...]
+    tree: TreeNode
+    thread_groups: tuple[ThreadGroup, ...]
+    idle_threads: tuple[IdleThread, ...]
+    branch_point: BranchPoint | None
+    missing_ranks: tuple[int, ...]
+    failed: tuple[FailedDump, ...]
+    laggards: tuple[int, ...]
+    signature: Signature
+    warnings: tuple[str, ...]

@@ -1,0 +1,103 @@
+"""Intern stacks so that each distinct stack is examined once.
+
+Input: frame tuples (innermost first) from `ThreadStack.frames`. Output: one
+`StackInfo` per distinct stack (function, file and line of every frame), with
+integer ids for the three similarity levels, the classifier's facts and the
+informative frames. Thousands of ranks mostly repeat a handful of stacks, so
+the per-thread cost is one C-level key build and one dict lookup::
+
+    table = StackTable(default_classifier())
+    info = table.intern(thread.frames)
+    info.key(Similarity.LINES_IGNORED)   # -> small int, equal for equal stacks
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from operator import attrgetter
+from pathlib import PurePosixPath
+
+from reporter.analysis.classify import Classifier, FrameClass, StackFacts
+from reporter.analysis.result import Similarity
+from reporter.model import Frame
+
+_EXACT = attrgetter("function", "file", "line")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StackInfo:
+    """One distinct stack. `frames` innermost first; `informative` likewise."""
+
+    exact_id: int
+    lines_ignored_id: int
+    loose_id: int
+    frames: tuple[Frame, ...]
+    informative: tuple[Frame, ...]
+    facts: StackFacts
+
+    def key(self, similarity: Similarity) -> int:
+        """The id that equal stacks share at `similarity`."""
+        if similarity is Similarity.EXACT:
+            return self.exact_id
+        if similarity is Similarity.LOOSE:
+            return self.loose_id
+        return self.lines_ignored_id
+
+
+class StackTable:
+    """Interns stacks; ids are dense ints assigned in first-seen order."""
+
+    def __init__(self, classifier: Classifier) -> None:
+        self.classifier = classifier
+        self._exact: dict[tuple[tuple[str, str, int | None], ...], StackInfo] = {}
+        self._lines_ignored: dict[tuple[tuple[str, str], ...], int] = {}
+        self._loose: dict[tuple[tuple[str, str], ...], int] = {}
+        # Per distinct (function, file, native): the line-free key and the frame's class.
+        self._frames: dict[tuple[str, str, bool], tuple[tuple[str, str], FrameClass]] = {}
+
+    def intern(self, frames: tuple[Frame, ...]) -> StackInfo:
+        """The `StackInfo` of `frames`, built on first sight."""
+        key = tuple(map(_EXACT, frames))
+        info = self._exact.get(key)
+        if info is None:
+            info = self._build(frames, key)
+        return info
+
+    def name_key(self, frame: Frame) -> tuple[str, str]:
+        """(short function, short file): a frame with its line number ignored."""
+        return self._frame(frame)[0]
+
+    def _frame(self, frame: Frame) -> tuple[tuple[str, str], FrameClass]:
+        key = (frame.function, frame.file, frame.native)
+        found = self._frames.get(key)
+        if found is None:
+            found = (
+                (frame.short_function, short_file(frame.file)),
+                self.classifier.classify(frame),
+            )
+            self._frames[key] = found
+        return found
+
+    def _build(
+        self, frames: tuple[Frame, ...], key: tuple[tuple[str, str, int | None], ...]
+    ) -> StackInfo:
+        per_frame = [self._frame(f) for f in frames]
+        classes = [c for _, c in per_frame]
+        named = tuple([n for n, _ in per_frame])
+        loose = tuple([n for n, c in per_frame if c.informative])
+        info = StackInfo(
+            exact_id=len(self._exact),
+            lines_ignored_id=self._lines_ignored.setdefault(named, len(self._lines_ignored)),
+            loose_id=self._loose.setdefault(loose, len(self._loose)),
+            frames=frames,
+            informative=tuple([f for f, c in zip(frames, classes, strict=True) if c.informative]),
+            facts=self.classifier.describe(frames, classes),
+        )
+        self._exact[key] = info
+        return info
+
+
+def short_file(path: str) -> str:
+    """The last two path parts, as `Frame.short_file` computes them."""
+    parts = PurePosixPath(path).parts
+    return "/".join(parts[-2:]) if len(parts) > 1 else path

@@ -1,0 +1,372 @@
+"""Parse Python `faulthandler` dumps (formats.md section 2) into `ParseResult`s.
+
+Input is the file's text and the name to cite; nothing here reads files. By example::
+
+    Fatal Python error: Segmentation fault
+
+    Thread 0x00007fcf15d3f6c0 (most recent call first):
+      File "/srv/app/worker.py", line 3 in <lambda>
+
+    Current thread 0x00007fcf16333b80 (most recent call first):
+      File "/usr/lib/python3.11/ctypes/__init__.py", line 519 in string_at
+
+gives one `ProcessDump(pid=None, headline="Fatal Python error: Segmentation fault")`
+with two threads, ids kept as printed (`0x00007fcf15d3f6c0`), status UNKNOWN and
+`is_current=True` on the `Current thread`. A file may hold many dumps (repeated
+`dump_traceback_later`, several processes writing to one stderr): a headline, a
+thread id already seen in the current dump, or any header after `Current thread`
+(which faulthandler prints last) starts the next dump. Where the lines of two
+dumps are mixed line by line the parser keeps going and says so in a warning.
+Log prefixes are stripped as in the py-spy parser.
+
+Thread order: faulthandler prints the newest thread first; dumps list threads
+oldest first (normally the main thread first), the same as the py-spy parsers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from reporter.evidence._text import (
+    GC_PAUSE_MIN_CHARS,
+    LinePrefix,
+    Unrecognised,
+    clean_lines,
+    excerpt,
+    stamp_and_label,
+)
+from reporter.gcpause import gc_paused
+from reporter.model import (
+    EvidenceKind,
+    Frame,
+    Location,
+    ParseResult,
+    ProcessDump,
+    ThreadStack,
+    ThreadStatus,
+)
+
+_WHAT = "faulthandler output"
+_HEADER_RE = re.compile(
+    r"(Current thread|Thread) (0x[0-9a-fA-F]{1,32}) \(most recent call first\):\Z"
+)
+_TIMEOUT_RE = re.compile(r"Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!\Z")
+_ANCHOR_RE = re.compile(
+    r"Fatal Python error: "
+    r"|(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):\Z"
+    r"|Stack \(most recent call first\):\Z"
+    r"|Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!\Z"
+    # Bounded: CPython cuts strings at 500 characters, and a search must stay linear.
+    r'|  File "[^\n]{0,600}?", line (?:\d+|\?\?\?) in '
+)
+_STACK_HEADER = "Stack (most recent call first):"
+_C_STACK_HEADER = "Current thread's C stack trace"
+# Lines under a thread that say why it has no (more) Python frames.
+_THREAD_NOTES = frozenset(
+    (
+        "  <no Python frame>",
+        "  <tstate is freed>",
+        "  Garbage-collecting",
+        "  <truncated rest of calls>",
+    )
+)
+# Thread id used for `Stack (most recent call first):`, which prints none.
+UNKNOWN_THREAD_ID = "?"
+
+_FRAME_CACHE: dict[str, Frame] = {}
+_FRAME_CACHE_MAX = 1 << 16
+
+
+def parse(text: str, *, source: str) -> ParseResult:
+    """Parse every faulthandler dump found in `text`; never raises on malformed input."""
+    with gc_paused(len(text) >= GC_PAUSE_MIN_CHARS):
+        parser = _Parser(source)
+        parser.run(clean_lines(text))
+        return parser.result()
+
+
+@dataclass(slots=True, eq=False)
+class _Thread:
+    tid: str
+    is_current: bool
+    line: int
+    frames: list[Frame] = field(default_factory=list)
+    truncated: bool = False
+    noted: bool = False  # a `<no Python frame>`-style line stands in for frames
+
+
+@dataclass(slots=True, eq=False)
+class _Dump:
+    line: int
+    headline: str | None = None
+    threads: list[_Thread] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    truncated: bool = False
+    closed: bool = False  # `Extension modules:` ends a fatal-error dump
+    has_current: bool = False
+    mixed: bool = False
+    captured_at: datetime | None = None
+    label: str | None = None
+
+
+class _Parser:
+    """State machine over the cleaned lines of one file."""
+
+    __slots__ = (
+        "_c_stack",
+        "_dump",
+        "_dumps",
+        "_prefix",
+        "_retrying",
+        "_source",
+        "_thread",
+        "_unknown",
+    )
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+        self._dumps: list[_Dump] = []
+        self._dump: _Dump | None = None
+        self._thread: _Thread | None = None
+        self._prefix: LinePrefix | None = None
+        self._c_stack = False
+        self._retrying = False
+        self._unknown = Unrecognised(source, _WHAT)
+
+    def run(self, lines: list[str]) -> None:
+        """Feed every line; `result()` afterwards."""
+        cache_get = _FRAME_CACHE.get
+        # The current thread's frames.append: frame lines seen before skip the slow path.
+        sink: Callable[[Frame], None] | None = None
+        for number, raw in enumerate(lines, 1):
+            if sink is not None:
+                frame = cache_get(raw)
+                if frame is not None:
+                    sink(frame)
+                    continue
+            line = raw
+            prefix = self._prefix
+            if prefix is not None:
+                stripped = prefix.strip(raw)
+                if stripped is not None:
+                    line = stripped
+            self._line(number, raw, line)
+            thread = self._thread
+            sink = thread.frames.append if thread is not None and not self._c_stack else None
+        self._unknown.flush()
+
+    def result(self) -> ParseResult:
+        """The dumps and warnings gathered by `run`."""
+        dumps = [self._freeze(dump) for dump in self._dumps]
+        self._unknown.flush()
+        warnings = sorted(self._unknown.warnings, key=lambda w: (w.source.line, w.message))
+        return ParseResult(dumps=tuple(dumps), warnings=tuple(warnings))
+
+    # ------------------------------------------------------------ dispatch
+
+    def _line(self, number: int, raw: str, line: str) -> None:
+        if self._c_stack:
+            if line.startswith(" "):
+                return
+            self._c_stack = False
+        if not line:
+            return
+        first = line[0]
+        if first == " ":
+            self._indented(number, raw, line)
+        elif line.startswith(("Thread ", "Current thread ")):
+            self._header(number, raw, line)
+        elif line.startswith(_C_STACK_HEADER):
+            # 3.14 appends the C stack of fatal errors; addresses, not Python frames.
+            self._c_stack = True
+            self._thread = None
+        elif line.startswith("Fatal Python error: ") or (
+            first == "T" and line.startswith("Timeout (") and _TIMEOUT_RE.match(line)
+        ):
+            self._headline(number, raw, line)
+        elif line == _STACK_HEADER:
+            self._stack(number, raw, line)
+        elif line == "...":
+            if self._dump is None:
+                self._other(number, raw, line)
+            else:
+                self._dump.truncated = True
+        elif line.startswith("Extension modules: "):
+            if self._dump is not None:
+                self._dump.closed = True
+            self._thread = None
+        elif line.startswith("Python runtime state: "):
+            return
+        else:
+            self._other(number, raw, line)
+
+    def _other(self, number: int, raw: str, line: str) -> None:
+        """A new log prefix, trailing blanks, or a line not understood."""
+        if self._retrying:
+            self._unknown.add(number, line)
+            return
+        retry = line
+        anchor = _ANCHOR_RE.search(raw)
+        if anchor is not None and anchor.start() > 0:
+            prefix = LinePrefix(raw[: anchor.start()])
+            stripped = prefix.strip(raw)
+            if stripped is not None and stripped != line:
+                self._prefix = prefix
+                retry = stripped
+        retry = retry.rstrip()
+        if retry == line:
+            self._unknown.add(number, line)
+            return
+        self._retrying = True
+        self._line(number, raw, retry)
+        self._retrying = False
+
+    # ------------------------------------------------------------ structure
+
+    def _new_dump(self, number: int, raw: str, line: str) -> _Dump:
+        dump = _Dump(line=number)
+        if len(raw) > len(line):
+            dump.captured_at, dump.label = stamp_and_label(raw[: len(raw) - len(line)])
+        self._dumps.append(dump)
+        self._dump = dump
+        self._thread = None
+        return dump
+
+    def _headline(self, number: int, raw: str, line: str) -> None:
+        """`Fatal Python error: ...` or `Timeout (0:00:01)!` opens a dump."""
+        previous = self._dump
+        mixed = previous is not None and not previous.threads and previous.headline is not None
+        if previous is not None and mixed:
+            self._mixed(previous, number)
+        dump = self._new_dump(number, raw, line)
+        dump.headline = line
+        dump.mixed = mixed  # one warning per mixed stretch
+
+    def _header(self, number: int, raw: str, line: str) -> None:
+        """`Thread 0x... (most recent call first):`, or the `Current thread` one."""
+        match = _HEADER_RE.match(line)
+        if match is None:
+            self._other(number, raw, line)
+            return
+        tid = match.group(2)
+        is_current = match.group(1) == "Current thread"
+        dump = self._dump
+        previous = self._thread
+        if previous is not None and dump is not None and not previous.frames and not previous.noted:
+            # Every header is followed by at least one line of its own: two headers in a
+            # row mean two writers are interleaved line by line.
+            self._mixed(dump, number)
+        if dump is None or dump.closed or dump.has_current or tid in dump.seen:
+            carried = dump is not None and dump.mixed and not dump.closed
+            dump = self._new_dump(number, raw, line)
+            dump.mixed = carried
+        thread = _Thread(tid=tid, is_current=is_current, line=number)
+        dump.threads.append(thread)
+        dump.seen.add(tid)
+        dump.has_current = dump.has_current or is_current
+        self._thread = thread
+
+    def _stack(self, number: int, raw: str, line: str) -> None:
+        """`Stack (most recent call first):`: the current thread only, id not printed."""
+        dump = self._dump
+        if dump is None or dump.threads or dump.closed:
+            dump = self._new_dump(number, raw, line)
+        thread = _Thread(tid=UNKNOWN_THREAD_ID, is_current=True, line=number)
+        dump.threads.append(thread)
+        dump.has_current = True
+        self._thread = thread
+
+    def _mixed(self, dump: _Dump, number: int) -> None:
+        if dump.mixed:
+            return
+        dump.mixed = True
+        self._unknown.warn(
+            number,
+            "faulthandler output of several processes is mixed line by line here "
+            "(one stderr shared by several writers); frames from this line on may be "
+            "attributed to the wrong thread or dump",
+        )
+
+    def _indented(self, number: int, raw: str, line: str) -> None:
+        """Frame lines, `  ...` (frame limit) and thread notes."""
+        thread = self._thread
+        if thread is None:
+            self._other(number, raw, line)
+            return
+        if line.startswith('  File "'):
+            frame = _frame(line)
+            if frame is not None:
+                thread.frames.append(frame)
+                return
+            if '", line ' not in line:
+                # Cut mid-way: keep the file as far as it goes.
+                thread.frames.append(Frame(function="???", file=line[8:].rstrip('"')))
+                thread.truncated = True
+                self._unknown.warn(number, f"frame line cut short: {excerpt(line)}")
+                return
+            self._other(number, raw, line)
+        elif line == "  ...":
+            thread.truncated = True
+        elif line in _THREAD_NOTES:
+            thread.noted = True
+        else:
+            self._other(number, raw, line)
+
+    # ------------------------------------------------------------ output
+
+    def _freeze(self, dump: _Dump) -> ProcessDump:
+        source = self._source
+        if not dump.threads:
+            self._unknown.warn(dump.line, "faulthandler dump without any thread stack")
+        threads = tuple(
+            ThreadStack(
+                thread_id=thread.tid,
+                status=ThreadStatus.UNKNOWN,
+                frames=tuple(thread.frames),
+                is_current=thread.is_current,
+                truncated=thread.truncated,
+                source=Location(path=source, line=thread.line),
+            )
+            for thread in reversed(dump.threads)
+        )
+        return ProcessDump(
+            pid=None,
+            kind=EvidenceKind.FAULTHANDLER,
+            threads=threads,
+            captured_at=dump.captured_at,
+            label=dump.label,
+            truncated=dump.truncated or any(thread.truncated for thread in threads),
+            headline=dump.headline,
+            source=Location(path=source, line=dump.line),
+        )
+
+
+def _frame(line: str) -> Frame | None:
+    """`  File "f.py", line 12 in func` → Frame (line `???` → None); None if malformed."""
+    cached = _FRAME_CACHE.get(line)
+    if cached is not None:
+        return cached
+    # rfind: a file name may contain `", line ` itself; a function name cannot.
+    cut = line.rfind('", line ')
+    if cut < 8:
+        return None
+    rest = line[cut + 8 :]
+    space = rest.find(" in ")
+    if space <= 0:
+        return None
+    number_text = rest[:space]
+    number: int | None
+    if number_text == "???":
+        number = None
+    elif number_text.isdigit() and number_text.isascii() and len(number_text) < 10:
+        number = int(number_text)
+    else:
+        return None
+    frame = Frame(function=rest[space + 4 :], file=line[8:cut], line=number)
+    if len(_FRAME_CACHE) >= _FRAME_CACHE_MAX:
+        _FRAME_CACHE.clear()
+    _FRAME_CACHE[line] = frame
+    return frame

@@ -1,0 +1,136 @@
+"""Decide what kind of evidence a text holds, and parse it with the matching parser.
+
+`sniff(text)` looks only at the first 64 KiB, so it stays cheap on huge files:
+
+* a JSON array (`[` then `{` or `]`) → PYSPY_JSON;
+* `Process N:` with a `Python v` line after it, `Thread N (idle)`, SGLang's
+  `Pyspy dump` line, or py-spy's own error text alone (`Error: ...`,
+  `Permission Denied`, a Rust panic) → PYSPY_TEXT;
+* `Thread 0x... (most recent call first):`, `Stack (most recent call first):`,
+  `Fatal Python error:`, `Timeout (0:00:01)!` or `  File "...", line N in f`
+  → FAULTHANDLER;
+* when both kinds appear, the one seen first wins; nothing known → UNKNOWN.
+
+Log prefixes in front of these lines do not matter: a marker counts at the
+start of a line or after a space, `|` or `]`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import assert_never
+
+from reporter.evidence import faulthandler, pyspy
+from reporter.evidence._text import strip_ansi
+from reporter.model import EvidenceKind, Location, ParseResult, ParseWarning
+
+SNIFF_CHARS = 64 * 1024
+_QUICK_CHARS = 4 * 1024
+
+_JSON_RE = re.compile(r"\A\ufeff?\s*\[\s*[{\]]")
+
+# Each marker is a needle found with str.find, then checked with a pattern matched
+# at the needle and bounded by the end of its line: a few C-level scans per file.
+_Marker = tuple[str, re.Pattern[str]]
+_PYSPY_MARKERS: tuple[_Marker, ...] = (
+    ("Process ", re.compile(r"Process \d+: ")),
+    (
+        "Thread ",
+        re.compile(
+            r'Thread (?:\d+|0x[0-9A-F]+)(?: \((?:idle|active|active\+gil|gil)\))?(?:: ".*")?\r?$'
+        ),
+    ),
+    ("Pyspy dump", re.compile(r"Pyspy dump (?:for )?PID \d")),
+)
+_PYSPY_ERROR_MARKERS: tuple[_Marker, ...] = (
+    ("Error: ", re.compile(r"Error: ")),
+    ("Permission Denied", re.compile(r"Permission Denied")),
+    ("thread '", re.compile(r"thread '[^'\n]*' panicked at")),
+)
+_FAULTHANDLER_MARKERS: tuple[_Marker, ...] = (
+    ("Thread 0x", re.compile(r"Thread 0x[0-9a-fA-F]+ \(most recent call first\):")),
+    ("Current thread 0x", re.compile(r"Current thread 0x[0-9a-fA-F]+ \(most recent call first\):")),
+    ("Stack (", re.compile(r"Stack \(most recent call first\):")),
+    ("Fatal Python error: ", re.compile(r"Fatal Python error: ")),
+    ("Timeout (", re.compile(r"Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!")),
+    ('  File "', re.compile(r'  File "[^\n]{0,600}?", line (?:\d+|\?\?\?) in ')),
+)
+
+
+def sniff(text: str) -> EvidenceKind:
+    """The kind of evidence in `text`, judged from its first 64 KiB."""
+    if _JSON_RE.match(text, 0, SNIFF_CHARS):
+        return EvidenceKind.PYSPY_JSON
+    # Nearly every file shows its kind in the first lines; the earliest marker of a
+    # prefix is also the earliest of the whole head, so a decision there is final.
+    kind = _sniff_head(strip_ansi(text[:_QUICK_CHARS]))
+    if kind is EvidenceKind.UNKNOWN and len(text) > _QUICK_CHARS:
+        kind = _sniff_head(strip_ansi(text[:SNIFF_CHARS]))
+    return kind
+
+
+def _sniff_head(head: str) -> EvidenceKind:
+    """`sniff` on an already cut and cleaned head."""
+    pyspy_at = _earliest(head, _PYSPY_MARKERS)
+    fault_at = _earliest(head, _FAULTHANDLER_MARKERS)
+    if pyspy_at >= 0 and (fault_at < 0 or pyspy_at <= fault_at):
+        return EvidenceKind.PYSPY_TEXT
+    if fault_at >= 0:
+        return EvidenceKind.FAULTHANDLER
+    if _earliest(head, _PYSPY_ERROR_MARKERS) >= 0:
+        # py-spy's error text alone is a failed dump, and still py-spy evidence.
+        return EvidenceKind.PYSPY_TEXT
+    return EvidenceKind.UNKNOWN
+
+
+def _earliest(head: str, markers: tuple[_Marker, ...]) -> int:
+    """Offset of the earliest marker in `head`, or -1."""
+    found = -1
+    for needle, pattern in markers:
+        at = _find(head, needle, pattern, found if found >= 0 else len(head))
+        if at >= 0:
+            found = at
+    return found
+
+
+def _find(head: str, needle: str, pattern: re.Pattern[str], limit: int) -> int:
+    """Offset of the first `needle` before `limit` where `pattern` matches, or -1.
+
+    A marker counts at the start of a line or after a log prefix (the character
+    before it is a space, `|` or `]`), so `ValueError: ` is not py-spy's `Error: `.
+    """
+    start = 0
+    while True:
+        at = head.find(needle, start, limit + len(needle))
+        if at < 0:
+            return -1
+        end = head.find("\n", at)
+        if end < 0:
+            end = len(head)
+        before = head[at - 1] if at else "\n"
+        if before in "\n\r \t|]" and pattern.match(head, at, end) and _confirmed(head, needle, at):
+            return at
+        # One try per line keeps a long line full of needles linear.
+        start = end + 1
+
+
+def _confirmed(head: str, needle: str, at: int) -> bool:
+    """`Process N:` is only py-spy's when a `Python v` line follows."""
+    return needle != "Process " or head.find("Python v", at) >= 0
+
+
+def parse(kind: EvidenceKind, text: str, *, source: str) -> ParseResult:
+    """Parse `text` with the parser for `kind`; UNKNOWN gives an empty result and a warning."""
+    if kind is EvidenceKind.PYSPY_TEXT:
+        return pyspy.parse_text(text, source=source)
+    if kind is EvidenceKind.PYSPY_JSON:
+        return pyspy.parse_json(text, source=source)
+    if kind is EvidenceKind.FAULTHANDLER:
+        return faulthandler.parse(text, source=source)
+    if kind is EvidenceKind.UNKNOWN:
+        warning = ParseWarning(
+            source=Location(path=source),
+            message="not recognised as a py-spy dump (text or --json) or a faulthandler dump",
+        )
+        return ParseResult(warnings=(warning,))
+    assert_never(kind)

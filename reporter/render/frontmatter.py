@@ -1,0 +1,160 @@
+"""YAML front matter of a report: split it off, read it, and merge a regenerated one.
+
+A report starts with::
+
+    ---
+    kind: incident-report
+    status: draft
+    owners: []
+    incident_start: null
+    incident_end: null
+    upstream_issue: null
+    signature: "3f9c0a1b2c3d4e5f"
+    ---
+
+The reviewers own these values. `merge` keeps the existing block byte for byte and only
+appends top-level keys that a newer template added; it never re-serialises what is there,
+so comments and formatting survive.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import yaml
+
+# Files whose front matter has one of these `kind`s are reporter documents.
+REPORT_KINDS = ("incident-report", "upstream-draft")
+INCIDENT_REPORT = "incident-report"
+UPSTREAM_DRAFT = "upstream-draft"
+_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
+
+
+class Status(StrEnum):
+    """The review workflow, in order: draft -> in-review -> reviewed -> filed."""
+
+    DRAFT = "draft"
+    IN_REVIEW = "in-review"
+    REVIEWED = "reviewed"
+    FILED = "filed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrontMatter:
+    """The front matter block of a document, as written and as read."""
+
+    raw: str
+    """The whole block, both `---` fences and their newlines included."""
+    data: Mapping[str, Any] | None
+    """The YAML mapping, or None when the block is not a YAML mapping."""
+    error: str
+    """Why `data` is None (empty when it parsed)."""
+    end_line: int
+    """1-based line of the closing fence."""
+
+    @property
+    def kind(self) -> str:
+        """The `kind` value, or "" when absent or not a string."""
+        value = self.data.get("kind") if self.data else None
+        return value if isinstance(value, str) else ""
+
+    @property
+    def is_report(self) -> bool:
+        """True when this is reporter's front matter (a known `kind`)."""
+        return self.kind in REPORT_KINDS
+
+    @property
+    def status(self) -> str:
+        """The `status` value as written ("" when absent)."""
+        value = self.data.get("status") if self.data else None
+        return "" if value is None else str(value)
+
+
+def lines_of(text: str) -> list[str]:
+    """`text` cut into lines that keep their `\\n` (only `\\n` ends a line); joined back, it is `text`."""
+    return _LINE.findall(text)
+
+
+def split(text: str) -> tuple[str, str, int]:
+    """Split `text` into (front matter block, the rest, 1-based line where the rest starts).
+
+    The block is "" when the text does not open with a closed `---` fence.
+    `block + rest == text` always.
+    """
+    block, _inner, closing = _find(text)
+    if not block:
+        return "", text, 1
+    return block, text[len(block) :], closing + 1
+
+
+def _find(text: str) -> tuple[str, str, int]:
+    """(block, YAML between the fences, 1-based line of the closing fence), or ("", "", 0)."""
+    lines = lines_of(text)
+    if not lines or lines[0].rstrip("\r\n ") != "---":
+        return "", "", 0
+    for index in range(1, len(lines)):
+        if lines[index].rstrip("\r\n ") in ("---", "..."):
+            return "".join(lines[: index + 1]), "".join(lines[1:index]), index + 1
+    return "", "", 0
+
+
+def parse(text: str) -> FrontMatter | None:
+    """The front matter of a whole document, or None when it has none."""
+    block, inner, closing = _find(text)
+    if not block:
+        return None
+    try:
+        data = yaml.safe_load(inner)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" (line {mark.line + 2})" if mark is not None else ""
+        return FrontMatter(raw=block, data=None, error=f"not valid YAML{where}", end_line=closing)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return FrontMatter(
+            raw=block, data=None, error="not a YAML mapping of keys", end_line=closing
+        )
+    return FrontMatter(raw=block, data=data, error="", end_line=closing)
+
+
+def merge(existing: str, generated: str) -> tuple[str, tuple[str, ...]]:
+    """Merge two front matter blocks: the existing one wins, new top-level keys are appended.
+
+    Returns the merged block and the keys added. An existing block that is not a YAML
+    mapping is kept as it is (nothing added); a missing one is replaced by `generated`.
+    """
+    if not generated:
+        return existing, ()
+    new = parse(generated)
+    if not existing:
+        keys = tuple(str(k) for k in new.data) if new and new.data else ()
+        return generated, keys
+    old = parse(existing)
+    if old is None or old.data is None or new is None or new.data is None:
+        return existing, ()
+    added = [k for k in new.data if k not in old.data]
+    if not added:
+        return existing, ()
+    extra = yaml.safe_dump(
+        {k: new.data[k] for k in added},
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=1000,
+    )
+    # Insert before the closing fence line, keeping everything above it as it was.
+    closing_start = existing.rstrip("\n").rfind("\n") + 1
+    head, closing = existing[:closing_start], existing[closing_start:]
+    if not head.endswith("\n"):
+        head += "\n"
+    return head + extra + closing, tuple(str(k) for k in added)
+
+
+def yaml_scalar(value: str) -> str:
+    """`value` as a one-line, double-quoted YAML string (for templates)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'

@@ -1,0 +1,201 @@
+"""A standalone HTML page for a report: no network, no JavaScript, nothing unescaped.
+
+Input: the report's Markdown text. Output: one HTML document with embedded CSS:
+
+* the front matter as a small table at the top;
+* tables, task lists and `<details>` blocks (evidence stays collapsible);
+* code blocks (the rank tree included) in monospace without wrapping;
+* Mermaid `flowchart` and `xychart-beta` blocks drawn as inline SVG by `svg.py`;
+  other Mermaid kinds stay as code.
+
+Raw HTML in the Markdown passes only through an allow-list (`details`, `summary`,
+`br`, a few inline tags); everything else is shown as text, comments are dropped, and
+a Content-Security-Policy forbids scripts in case anything slipped through.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
+from mdit_py_plugins.front_matter import front_matter_plugin
+from mdit_py_plugins.tasklists import tasklists_plugin
+
+from reporter.render import frontmatter, svg
+
+ALLOWED_TAGS = frozenset(
+    {"details", "summary", "br", "b", "i", "em", "strong", "code", "kbd", "sub", "sup", "s",
+     "del", "ins", "mark", "small", "p", "hr", "span", "div", "input"}
+)  # fmt: skip
+_HTML_PIECE = re.compile(
+    r"(?P<comment><!--.*?-->)|(?P<tag></?(?P<name>[A-Za-z][A-Za-z0-9-]*)(?P<attrs>(?:[^>\"']|\"[^\"]*\"|'[^']*')*)>)",
+    re.S,
+)
+_ENTITY = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#\d{1,7}|#[xX][0-9A-Fa-f]{1,6});")
+
+CSS = """
+:root { color-scheme: light; }
+body { margin: 0; background: #f6f7f9; color: #1b1b1b;
+  font: 15px/1.55 -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
+main.report { max-width: 1100px; margin: 24px auto; padding: 24px 40px; background: #fff;
+  border: 1px solid #d9dde3; border-radius: 8px; }
+h1 { font-size: 1.8em; border-bottom: 1px solid #d9dde3; padding-bottom: .3em; }
+h2 { font-size: 1.35em; border-bottom: 1px solid #e6e8eb; padding-bottom: .25em; margin-top: 1.6em; }
+table { border-collapse: collapse; margin: 12px 0; display: block; overflow-x: auto; }
+th, td { border: 1px solid #d0d4da; padding: 4px 10px; text-align: left; vertical-align: top; }
+th { background: #f0f2f5; }
+code { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: .9em;
+  background: #f0f2f5; padding: .1em .3em; border-radius: 4px; }
+pre { background: #f6f8fa; border: 1px solid #e1e4e8; border-radius: 6px; padding: 10px 12px;
+  overflow-x: auto; white-space: pre; line-height: 1.35; }
+pre code { background: none; padding: 0; font-size: 13px; white-space: pre; }
+details { border: 1px solid #d9dde3; border-radius: 6px; padding: 4px 12px; margin: 10px 0; }
+details > summary { cursor: pointer; font-weight: 600; padding: 4px 0; }
+figure.mermaid { margin: 12px 0; overflow-x: auto; border: 1px solid #e1e4e8; border-radius: 6px;
+  padding: 8px; background: #fff; }
+figure.mermaid svg { display: block; }
+table.front-matter { font-size: .9em; }
+table.front-matter th { width: 11em; }
+.task-list-item { list-style: none; }
+.task-list-item input { margin-right: .5em; }
+blockquote { margin: 0; padding: 0 1em; color: #555; border-left: 4px solid #d0d4da; }
+.source-note { color: #666; font-size: .85em; }
+"""
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+
+def _markdown() -> MarkdownIt:
+    md = (
+        MarkdownIt("commonmark", {"html": True})
+        .enable(["table", "strikethrough"])
+        .use(front_matter_plugin)
+        .use(tasklists_plugin)
+    )
+    md.add_render_rule("html_block", _render_html)
+    md.add_render_rule("html_inline", _render_html)
+    md.add_render_rule("front_matter", _render_front_matter)
+    md.add_render_rule("fence", _render_fence)
+    return md
+
+
+def sanitize(fragment: str) -> str:
+    """Keep allow-listed tags without their attributes (but `<details open>` and a disabled
+    checkbox for `<input>`); escape every other tag; drop comments."""
+    out: list[str] = []
+    pos = 0
+    for match in _HTML_PIECE.finditer(fragment):
+        out.append(_escape_text(fragment[pos : match.start()]))
+        pos = match.end()
+        if match.group("comment"):
+            continue
+        name = match.group("name").lower()
+        closing = match.group("tag").startswith("</")
+        if name not in ALLOWED_TAGS:
+            out.append(html.escape(match.group("tag"), quote=False))
+        elif closing:
+            out.append(f"</{name}>")
+        elif name == "details" and re.search(r"(?:^|\s)open(?:\s|=|$)", match.group("attrs")):
+            out.append("<details open>")
+        elif name == "input":
+            # Task-list checkboxes (the tasklists plugin writes them as inline HTML).
+            checked = " checked" if re.search(r"\bchecked\b", match.group("attrs")) else ""
+            out.append(f'<input type="checkbox" disabled{checked}>')
+        else:
+            out.append(f"<{name}>")
+    out.append(_escape_text(fragment[pos:]))
+    return "".join(out)
+
+
+def _escape_text(text: str) -> str:
+    """Escape text between tags, keeping character references that are already there."""
+    pieces: list[str] = []
+    pos = 0
+    for match in _ENTITY.finditer(text):
+        pieces.append(html.escape(text[pos : match.start()], quote=False))
+        pieces.append(match.group(0))
+        pos = match.end()
+    pieces.append(html.escape(text[pos:], quote=False))
+    return "".join(pieces)
+
+
+def _render_html(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    return sanitize(tokens[idx].content)
+
+
+def _render_front_matter(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    front = frontmatter.parse(f"---\n{tokens[idx].content}\n---\n")
+    if front is None or front.data is None:
+        return f'<pre class="front-matter">{html.escape(tokens[idx].content)}</pre>\n'
+    rows = "".join(
+        f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(_value(v))}</td></tr>"
+        for k, v in front.data.items()
+    )
+    return f'<table class="front-matter"><tbody>{rows}</tbody></table>\n'
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, list):
+        return ", ".join(_value(v) for v in value) or "—"
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}: {_value(v)}" for k, v in value.items())
+    return str(value)
+
+
+def _render_fence(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    token = tokens[idx]
+    if token.info.split()[:1] == ["mermaid"]:
+        count = env.setdefault("mermaid_count", 0)
+        env["mermaid_count"] = count + 1
+        drawing = svg.draw(token.content, uid=f"m{count}")
+        if drawing is not None:
+            return (
+                f'<figure class="mermaid">{drawing}</figure>\n'
+                "<details><summary>Mermaid source</summary>"
+                f"<pre><code>{html.escape(token.content)}</code></pre></details>\n"
+            )
+    return self.fence(tokens, idx, options, env)
+
+
+def title_of(tokens: Sequence[Token]) -> str:
+    """The text of the first H1, or ""."""
+    for index, token in enumerate(tokens):
+        if token.type == "heading_open" and token.tag == "h1" and index + 1 < len(tokens):
+            return tokens[index + 1].content
+    return ""
+
+
+def to_html(text: str, *, source: str = "") -> str:
+    """The whole preview page for one report's Markdown text."""
+    md = _markdown()
+    env: dict[str, Any] = {}
+    tokens = md.parse(text, env)
+    body = md.renderer.render(tokens, md.options, env)
+    title = title_of(tokens) or source or "report"
+    note = (
+        f'<p class="source-note">Preview of <code>{html.escape(source)}</code>; '
+        "made by <code>report preview</code>, needs no network.</p>\n"
+        if source
+        else ""
+    )
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+        f'<main class="report">\n{note}{body}</main>\n</body>\n</html>\n'
+    )

@@ -1,0 +1,84 @@
+"""`report status`: one row per report (a Markdown file with reporter front matter).
+
+Input: a file's text and its path; output: a `ReportStatus`, or None for Markdown that
+is not a report. `table` lays rows out for a terminal::
+
+    path                         status     owners   todos  signature         title
+    reports/2026-07-14-desync.md in-review  ana, bo      2  3f9c0a1b2c3d4e5f  Hang: collective-desync
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reporter.render import frontmatter, lint, preview
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReportStatus:
+    """What `report status` shows for one report."""
+
+    path: str
+    kind: str
+    status: str
+    owners: tuple[str, ...]
+    title: str
+    signature: str
+    todos: int
+    """Lines with an unfilled `TODO(reviewer)` placeholder."""
+    upstream_issue: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The `--json` form."""
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "status": self.status,
+            "owners": list(self.owners),
+            "title": self.title,
+            "signature": self.signature,
+            "todos": self.todos,
+            "upstream_issue": self.upstream_issue or None,
+        }
+
+
+def summarize(text: str, *, path: str) -> ReportStatus | None:
+    """The status row for one file, or None when it has no reporter front matter."""
+    front = frontmatter.parse(text)
+    if front is None or front.data is None or not front.is_report:
+        return None
+    data = front.data
+    owners = data.get("owners")
+    owner_names = tuple(str(o) for o in owners) if isinstance(owners, list) else ()
+    tokens = lint.parser().parse(text)
+    upstream = data.get("upstream_issue")
+    return ReportStatus(
+        path=path,
+        kind=front.kind,
+        status=front.status or "?",
+        owners=owner_names,
+        title=preview.title_of(tokens) or str(data.get("title") or ""),
+        signature=str(data.get("signature") or ""),
+        todos=len(lint.placeholders(text, tokens)),
+        upstream_issue=str(upstream) if upstream else "",
+    )
+
+
+def table(rows: Sequence[ReportStatus]) -> str:
+    """A plain-text table of the rows, columns padded to fit."""
+    header = ("path", "status", "owners", "todos", "signature", "title")
+    body = [
+        (r.path, r.status, ", ".join(r.owners) or "-", str(r.todos), r.signature or "-", r.title)
+        for r in rows
+    ]
+    widths = [max(len(row[i]) for row in (header, *body)) for i in range(len(header) - 1)]
+    lines = []
+    for row in (header, *body):
+        cells = [
+            cell.rjust(width) if index == 3 else cell.ljust(width)
+            for index, (cell, width) in enumerate(zip(row, widths, strict=False))
+        ]
+        lines.append("  ".join([*cells, row[-1]]).rstrip())
+    return "\n".join(lines)

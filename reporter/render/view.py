@@ -1,0 +1,334 @@
+"""Build the `ReportView` the report template lays out: every string pre-formatted, every list pre-sorted.
+
+Input: a `Bundle`, its `Analysis`, evidence excerpts read by the application layer,
+and the generation time. Output: a frozen `ReportView` of plain strings and
+tuples, so the Jinja template only loops and branches.
+
+The merged tree is drawn two ways. As text, single-child chains stay at one
+indent so a 40-frame stack does not march off the page::
+
+    [0-3] <module> (<string>)
+    [0-3] spawn_main (multiprocessing/spawn.py)
+    ├─ [0-1] check_hicache_events (scheduler.py)
+    │  [0-1] all_reduce (torch/distributed/distributed_c10d.py)
+    └─ [2-3] on_idle (scheduler.py)
+
+As Mermaid, each single-child chain becomes one node naming its first and last frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from reporter import __version__
+from reporter.analysis import Analysis
+from reporter.analysis.result import RankProcess, StackClass, TreeNode
+from reporter.model import Bundle, Frame
+from reporter.render import markdown as md
+
+# Above this many processes the report embeds one dump per class, not one per process.
+MAX_EMBEDDED_DUMPS = 32
+# Mermaid diagrams stop being readable (and GitHub slows down) past this many nodes.
+MAX_MERMAID_NODES = 60
+# Text-tree lines kept in the report; the full tree is in `analyze --json`.
+MAX_TREE_LINES = 400
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Excerpt:
+    """Raw evidence text for one dump, cut from its file by the application layer."""
+
+    title: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClassRow:
+    label: str
+    count: int
+    state: str
+    blocked_in: str
+    top_frame: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessRow:
+    rank: str
+    pid: str
+    role: str
+    title: str
+    rank_source: str
+    state: str
+    snapshots: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BranchView:
+    label: str
+    collective: str
+    frames: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NamedBlock:
+    """A titled fenced block (thread-group trees, evidence dumps)."""
+
+    title: str
+    body: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReportView:
+    """Everything `report.md.j2` shows, already formatted."""
+
+    title: str
+    generated_at: str
+    tool_version: str
+    bundle: str
+    verdict: str
+    confidence: str
+    summary: str
+    basis: str
+    confidence_notes: tuple[str, ...]
+    fields: tuple[tuple[str, str], ...]
+    python_versions: str
+    processes: tuple[ProcessRow, ...]
+    others: tuple[ProcessRow, ...]
+    cmdlines: str
+    classes: tuple[ClassRow, ...]
+    branch_shared: str
+    branches: tuple[BranchView, ...]
+    tree_text: str
+    mermaid: str
+    thread_groups: tuple[NamedBlock, ...]
+    idle_threads: tuple[tuple[str, str, str], ...]
+    missing_ranks: str
+    failed: tuple[tuple[str, str, str], ...]
+    laggards: str
+    signature_hash: str
+    signature_text: str
+    evidence: tuple[NamedBlock, ...]
+    evidence_note: str
+    warnings: tuple[str, ...]
+
+
+def build_view(
+    bundle: Bundle,
+    analysis: Analysis,
+    *,
+    excerpts: Sequence[Excerpt],
+    now: datetime,
+    evidence_note: str = "",
+) -> ReportView:
+    """Format everything the template needs; `now` is injected so output is reproducible."""
+    unit = analysis.rank_unit
+    n_procs = len(analysis.processes)
+    basis = (
+        f"Based on {_plural(analysis.snapshots, 'snapshot')} of "
+        f"{_plural(n_procs, 'rank') if unit == 'rank' else _plural(n_procs, 'process', 'processes')}"
+        f" from {_plural(len(bundle.files), 'evidence file')}."
+    )
+    if analysis.snapshots == 1:
+        basis += " One snapshot cannot tell a stuck rank from a slow one."
+    versions = sorted(
+        {d.python_version for d in bundle.dumps if d.python_version}, key=_version_key
+    )
+    title = bundle.manifest.title or _default_title(analysis)
+    return ReportView(
+        title=title,
+        generated_at=now.strftime("%Y-%m-%d %H:%M UTC"),
+        tool_version=__version__,
+        bundle=bundle.root or ", ".join(f.path for f in bundle.files),
+        verdict=analysis.verdict.value,
+        confidence=analysis.confidence.value,
+        summary=analysis.summary,
+        basis=basis,
+        confidence_notes=analysis.confidence_notes,
+        fields=tuple((k.replace("_", " ").capitalize(), v) for k, v in bundle.manifest.fields),
+        python_versions=", ".join(versions) if versions else "not shown in the dumps",
+        processes=tuple(_process_row(p) for p in analysis.processes),
+        others=tuple(_process_row(p) for p in analysis.others),
+        cmdlines=_cmdlines(analysis),
+        classes=tuple(_class_row(c) for c in analysis.classes),
+        branch_shared=(
+            analysis.branch_point.shared.display()
+            if analysis.branch_point and analysis.branch_point.shared
+            else ""
+        ),
+        branches=tuple(
+            BranchView(
+                label=b.label,
+                collective=b.collective or "no collective",
+                frames=tuple(f.display() for f in b.frames),
+            )
+            for b in (analysis.branch_point.branches if analysis.branch_point else ())
+        ),
+        tree_text=md.fence(tree_text(analysis.tree)),
+        mermaid=md.fence(mermaid(analysis.tree), "mermaid") if analysis.tree.children else "",
+        thread_groups=tuple(
+            NamedBlock(title=g.name, body=md.fence(tree_text(g.tree)))
+            for g in analysis.thread_groups
+        ),
+        idle_threads=tuple(
+            (md.cell(t.thread_name), t.label, md.cell(t.why)) for t in analysis.idle_threads
+        ),
+        missing_ranks=_ranks_text(analysis.missing_ranks),
+        failed=tuple(
+            (str(f.pid) if f.pid is not None else "?", md.cell(f.reason), str(f.source))
+            for f in analysis.failed
+        ),
+        laggards=_ranks_text(analysis.laggards),
+        signature_hash=analysis.signature.hash,
+        signature_text=md.fence(analysis.signature.text),
+        evidence=tuple(
+            NamedBlock(title=md.summary_text(e.title), body=md.fence(e.text)) for e in excerpts
+        ),
+        evidence_note=evidence_note,
+        warnings=tuple(analysis.warnings),
+    )
+
+
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (plural or word + 's')}"
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
+
+
+def _default_title(analysis: Analysis) -> str:
+    collectives = sorted({c.collective for c in analysis.classes if c.collective})
+    what = f" in {', '.join(collectives)}" if collectives else ""
+    return f"Hang: {analysis.verdict.value}{what}"
+
+
+def _ranks_text(ranks: Sequence[int]) -> str:
+    from reporter.analysis.ranks import format_ranks
+
+    return format_ranks(ranks) if ranks else ""
+
+
+def _process_row(process: RankProcess) -> ProcessRow:
+    ident = process.identity
+    latest = process.snapshots[-1] if process.snapshots else None
+    title = ident.title or (latest.cmdline if latest and latest.cmdline else "")
+    return ProcessRow(
+        rank=str(ident.rank) if ident.rank is not None else "-",
+        pid=str(ident.pid) if ident.pid is not None else "?",
+        role=md.cell(ident.role or ""),
+        title=md.code_cell(_shorten(title, 100)),
+        rank_source=md.cell(
+            f"{ident.source.value}: {ident.detail}" if ident.detail else ident.source.value
+        ),
+        state=process.state.value,
+        snapshots=len(process.snapshots),
+    )
+
+
+def _cmdlines(analysis: Analysis) -> str:
+    """Distinct command lines seen in the dumps, each once, for the environment section."""
+    seen: dict[str, None] = {}
+    for process in (*analysis.processes, *analysis.others):
+        for dump in process.snapshots:
+            for line in (dump.cmdline, dump.parent_cmdline):
+                if line:
+                    seen.setdefault(line, None)
+    return md.fence("\n".join(seen)) if seen else ""
+
+
+def _class_row(stack_class: StackClass) -> ClassRow:
+    top = next((f for f in stack_class.frames if not f.native), None) or (
+        stack_class.frames[0] if stack_class.frames else None
+    )
+    blocked = stack_class.collective or (f"wait: {stack_class.wait}" if stack_class.wait else "-")
+    return ClassRow(
+        label=stack_class.label,
+        count=len(stack_class.ranks),
+        state=stack_class.state.value,
+        blocked_in=md.cell(blocked),
+        top_frame=md.code_cell(top.display()) if top else "-",
+    )
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _frame_text(frame: Frame | None) -> str:
+    return "(all)" if frame is None else f"{frame.function} ({frame.short_file})"
+
+
+def tree_text(root: TreeNode) -> str:
+    """Draw the merged tree as text; single-child chains keep one indent level."""
+    lines: list[str] = []
+
+    def walk(node: TreeNode, prefix: str) -> None:
+        # Follow the single-child chain at this indent, then fan out with box-drawing.
+        current = node
+        while True:
+            if len(lines) >= MAX_TREE_LINES:
+                return
+            lines.append(f"{prefix}{current.label} {_frame_text(current.frame)}")
+            if len(current.children) != 1:
+                break
+            current = current.children[0]
+        for index, child in enumerate(current.children):
+            last = index == len(current.children) - 1
+            branch_prefix = prefix + ("└─ " if last else "├─ ")
+            cont_prefix = prefix + ("   " if last else "│  ")
+            before = len(lines)
+            walk(child, cont_prefix)
+            if len(lines) > before:
+                lines[before] = branch_prefix + lines[before][len(cont_prefix) :]
+
+    starts = root.children if root.frame is None else (root,)
+    for start in starts:
+        walk(start, "")
+    if len(lines) >= MAX_TREE_LINES:
+        lines.append(f"… tree cut at {MAX_TREE_LINES} lines; `report analyze --json` has it whole")
+    return "\n".join(lines)
+
+
+def mermaid(root: TreeNode) -> str:
+    """A Mermaid flowchart of the merged tree; each single-child chain is one node."""
+    out = ["flowchart TD"]
+    counter = 0
+    truncated = False
+
+    def chain(node: TreeNode) -> tuple[list[TreeNode], TreeNode]:
+        nodes = [node]
+        while len(nodes[-1].children) == 1:
+            nodes.append(nodes[-1].children[0])
+        return nodes, nodes[-1]
+
+    def emit(node: TreeNode, parent: str | None) -> None:
+        nonlocal counter, truncated
+        if counter >= MAX_MERMAID_NODES:
+            truncated = True
+            return
+        nodes, last = chain(node)
+        name = f"n{counter}"
+        counter += 1
+        first = nodes[0]
+        if len(nodes) == 1:
+            text = f"{first.label} {_frame_text(first.frame)}"
+        else:
+            text = (
+                f"{first.label} {_frame_text(first.frame)} … "
+                f"({len(nodes) - 2} more) … {_frame_text(last.frame)}"
+                if len(nodes) > 2
+                else f"{first.label} {_frame_text(first.frame)} → {_frame_text(last.frame)}"
+            )
+        out.append(f"  {name}[{md.mermaid_label(text)}]")
+        if parent is not None:
+            out.append(f"  {parent} --> {name}")
+        for child in last.children:
+            emit(child, name)
+
+    for start in root.children if root.frame is None else (root,):
+        emit(start, None)
+    if truncated:
+        out.append(f'  more["… more branches than {MAX_MERMAID_NODES} nodes; see the text tree"]')
+    return "\n".join(out)

@@ -1,0 +1,100 @@
+"""Tests for content sniffing and parser dispatch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reporter.evidence import sniff
+from reporter.model import EvidenceKind, ParseResult
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ('[\n  {\n    "pid": 1', EvidenceKind.PYSPY_JSON),
+        ("[]\n", EvidenceKind.PYSPY_JSON),
+        ("\ufeff  [ {}]", EvidenceKind.PYSPY_JSON),
+        ("Process 7: python a.py\nPython v3.11.7 (/usr/bin/python3)\n", EvidenceKind.PYSPY_TEXT),
+        ('Thread 7 (idle): "MainThread"\n    f (a.py:1)\n', EvidenceKind.PYSPY_TEXT),
+        ("[2026-07-14 08:34:44 TP6] Pyspy dump for PID 187:\n", EvidenceKind.PYSPY_TEXT),
+        ("Error: Failed to find python version from target process\n", EvidenceKind.PYSPY_TEXT),
+        ("Permission Denied\n", EvidenceKind.PYSPY_TEXT),
+        ("sglang-1  | Error: Broken pipe (os error 32)\n", EvidenceKind.PYSPY_TEXT),
+        ("Fatal Python error: Segmentation fault\n\n", EvidenceKind.FAULTHANDLER),
+        ("Thread 0x00007f73372636c0 (most recent call first):\n", EvidenceKind.FAULTHANDLER),
+        (
+            "Current thread 0x00007f73372636c0 (most recent call first):\n",
+            EvidenceKind.FAULTHANDLER,
+        ),
+        ("Timeout (0:00:01)!\n", EvidenceKind.FAULTHANDLER),
+        ("x ValueError: bad\n", EvidenceKind.UNKNOWN),
+        ("Process 7: not followed by an interpreter line\n", EvidenceKind.UNKNOWN),
+        ('noise\n  File "/a.py", line 3 in f\n', EvidenceKind.FAULTHANDLER),
+        ("[ts] Stack (most recent call first):\n", EvidenceKind.FAULTHANDLER),
+        (
+            # A log holding both: the first marker decides.
+            "Timeout (0:00:01)!\nThread 0x00007f73372636c0 (most recent call first):\n"
+            "Process 7: python a.py\nPython v3.11.7 (/usr/bin/python3)\n",
+            EvidenceKind.FAULTHANDLER,
+        ),
+        (
+            'Traceback (most recent call last):\n  File "a.py", line 1, in <module>\nValueError: x\n',
+            EvidenceKind.UNKNOWN,
+        ),
+        ("[2026-07-14 08:34:44] INFO all good\n", EvidenceKind.UNKNOWN),
+        ("# HELP sglang:num_running_reqs x\n", EvidenceKind.UNKNOWN),
+        ("", EvidenceKind.UNKNOWN),
+    ],
+)
+def test_sniff_table(text: str, kind: EvidenceKind) -> None:
+    assert sniff.sniff(text) is kind
+
+
+def test_sniff_reads_only_the_head() -> None:
+    text = "x\n" * (sniff.SNIFF_CHARS // 2) + "Process 7: a\nPython v3.11.7 (/p)\n"
+    assert sniff.sniff(text) is EvidenceKind.UNKNOWN
+
+
+def test_sniff_real_samples(reference: Path) -> None:
+    expected_suffix = {".json": EvidenceKind.PYSPY_JSON, ".txt": EvidenceKind.PYSPY_TEXT}
+    for path in sorted((reference / "pyspy-samples").iterdir()):
+        if path.suffix in expected_suffix:
+            assert sniff.sniff(path.read_text(encoding="utf-8")) is expected_suffix[path.suffix], (
+                path.name
+            )
+    others = reference / "other-dump-samples"
+    for path in sorted(others.glob("*.txt")):
+        kind = (
+            EvidenceKind.FAULTHANDLER
+            if path.name.startswith("faulthandler")
+            else EvidenceKind.UNKNOWN
+        )
+        assert sniff.sniff(path.read_text(encoding="utf-8")) is kind, path.name
+
+
+@pytest.mark.parametrize("kind", list(EvidenceKind))
+def test_parse_dispatches_every_kind(kind: EvidenceKind) -> None:
+    texts = {
+        EvidenceKind.PYSPY_TEXT: "Process 7: a\nPython v3.11.7 (/p)\n\nThread 7 (idle)\n    f (a.py:1)\n",
+        EvidenceKind.PYSPY_JSON: '[{"pid": 7, "thread_id": 1, "active": false, "frames": []}]',
+        EvidenceKind.FAULTHANDLER: 'Stack (most recent call first):\n  File "/a.py", line 1 in f\n',
+        EvidenceKind.UNKNOWN: "whatever",
+    }
+    result = sniff.parse(kind, texts[kind], source="s.txt")
+    if kind is EvidenceKind.UNKNOWN:
+        assert not result.dumps and len(result.warnings) == 1
+        assert str(result.warnings[0].source) == "s.txt"
+    else:
+        assert not result.warnings
+        assert [d.kind for d in result.dumps] == [kind]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_sniff_and_parse_never_raise(text: str) -> None:
+    kind = sniff.sniff(text)
+    assert isinstance(sniff.parse(kind, text, source="fuzz"), ParseResult)
