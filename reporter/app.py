@@ -22,6 +22,9 @@ from reporter.render import markdown as md
 from reporter.writer import write_atomic
 
 if TYPE_CHECKING:
+    from reporter.render.lint import Finding
+    from reporter.render.regions import MergeResult
+    from reporter.render.status import ReportStatus
     from reporter.render.view import Excerpt
 
 # Lines of one evidence file embedded in a report; the bundle keeps the rest.
@@ -45,6 +48,8 @@ class DraftResult:
     backup: Path | None
     unchanged: bool
     analysis: Analysis
+    merge: MergeResult | None = None
+    """What happened to each region, when the draft was merged into an existing report."""
 
 
 def now_utc() -> datetime:
@@ -75,12 +80,13 @@ def analysis_json(analysis: Analysis) -> str:
 def render_draft(bundle: Bundle, analysis: Analysis, *, now: datetime) -> str:
     """The Markdown report text for a loaded, analyzed bundle."""
     # Imported here: Jinja costs `report analyze` start-up time it never uses.
-    from reporter.render.render import render_report, stamp
+    from reporter.render import regions
+    from reporter.render.render import render_report
     from reporter.render.view import build_view
 
     excerpts, note = _excerpts(bundle, analysis)
     view = build_view(bundle, analysis, excerpts=excerpts, now=now, evidence_note=note)
-    return stamp(render_report(view))
+    return regions.seal(render_report(view))
 
 
 def default_report_path(bundle: Bundle, analysis: Analysis, *, now: datetime) -> Path:
@@ -97,37 +103,42 @@ def draft(
     force: bool = False,
     now: datetime | None = None,
 ) -> DraftResult:
-    """Write the report. An existing report is replaced only if nobody edited it, or with `force`.
+    """Write the report; into an existing report, merge (see `reporter.render.regions.merge`).
 
-    The replaced file is kept as `<name>.bak`.
+    Regions nobody edited are regenerated, reviewers' edits and text stay byte for byte.
+    With `force` the existing report is replaced instead. The previous file is kept as
+    `<name>.bak`.
     """
+    from reporter.render import regions
+
     moment = now or now_utc()
     bundle, analysis = load_and_analyze(paths, options)
     text = render_draft(bundle, analysis, now=moment)
     target = out or default_report_path(bundle, analysis, now=moment)
     if target.is_dir():
         target = target / default_report_path(bundle, analysis, now=moment).name
+    merged: regions.MergeResult | None = None
     if target.exists():
         try:
             old = target.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as err:
             raise OutputError(f"{target}: exists and cannot be read ({err})") from err
+        if not force:
+            parsed = regions.parse(old)
+            if not parsed.regions and parsed.known is None and not parsed.damage:
+                raise OutputError(
+                    f"{target}: exists and is not a reporter report (no generated regions); "
+                    "not overwriting it",
+                    tip="pass --out with another path, or --force to replace it (kept as .bak)",
+                )
+            merged = regions.merge(old, text)
+            text = merged.text
         if old == text:
-            return DraftResult(path=target, backup=None, unchanged=True, analysis=analysis)
-        # An unedited earlier draft may be replaced; a reviewer's edits never silently.
-        if not force and not _is_unedited(old):
-            raise OutputError(
-                f"{target}: has edits that are not in the new draft; not overwriting it",
-                tip="pass --out with another path, or --force to replace it (the old file is kept as .bak)",
+            return DraftResult(
+                path=target, backup=None, unchanged=True, analysis=analysis, merge=merged
             )
     backup = write_atomic(target, text, backup=True)
-    return DraftResult(path=target, backup=backup, unchanged=False, analysis=analysis)
-
-
-def _is_unedited(text: str) -> bool:
-    from reporter.render.render import is_unedited
-
-    return is_unedited(text)
+    return DraftResult(path=target, backup=backup, unchanged=False, analysis=analysis, merge=merged)
 
 
 def _excerpts(bundle: Bundle, analysis: Analysis) -> tuple[list[Excerpt], str]:
@@ -147,8 +158,8 @@ def _excerpts(bundle: Bundle, analysis: Analysis) -> tuple[list[Excerpt], str]:
             process = by_pid.get(stack_class.pids[0]) if stack_class.pids else None
             if process and process.snapshots:
                 wanted.setdefault(process.snapshots[-1].source.path, None)
-        for failure in analysis.failed:
-            wanted.setdefault(failure.source.path, None)
+        for failed in analysis.failed:
+            wanted.setdefault(failed.failure.source.path, None)
         chosen = list(wanted)[:MAX_EMBEDDED_DUMPS]
         note = (
             f"{len(bundle.files)} evidence files; shown here: the {len(chosen)} that hold each "
@@ -181,4 +192,112 @@ def init_manifest(folder: Path, *, force: bool = False) -> Path:
             tip="edit it, or pass --force to replace it (the old one is kept as .bak)",
         )
     write_atomic(target, bundle_io.draft_manifest(folder), backup=True)
+    return target
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LintRun:
+    """The files `report lint` read and what it found, sorted by file and line."""
+
+    files: tuple[Path, ...]
+    findings: tuple[Finding, ...]
+
+
+def _markdown_files(paths: Sequence[Path]) -> list[Path]:
+    """The files named, with folders expanded to the Markdown files under them (sorted)."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*.md") if p.is_file()))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UsageError(f"{path}: no such file or folder", tip="pass report files or folders")
+    return list(dict.fromkeys(files))
+
+
+def lint_reports(paths: Sequence[Path], *, index: Path | None = None) -> LintRun:
+    """Lint report files (folders: every `*.md` under them); `index` checks issue links."""
+    from reporter.render import lint
+
+    files = _markdown_files(paths)
+    if not files:
+        raise UsageError("no Markdown files to lint", tip="pass report files or a reports/ folder")
+    issue_index = lint.SqliteIssueIndex(index) if index is not None else None
+    findings: list[Finding] = []
+    try:
+        for path in files:
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as err:
+                reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
+                findings.append(
+                    lint.Finding(
+                        path=str(path), line=1, rule=lint.Rule.UNREADABLE, message=str(reason)
+                    )
+                )
+                continue
+            findings.extend(lint.lint_text(text, path=str(path), index=issue_index))
+    finally:
+        if issue_index is not None:
+            issue_index.close()
+    return LintRun(files=tuple(files), findings=tuple(findings))
+
+
+def lint_json(run: LintRun) -> str:
+    """The `lint --json` document."""
+    document = {
+        "files": [str(p) for p in run.files],
+        "findings": [f.to_json() for f in run.findings],
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def report_status(folder: Path) -> tuple[ReportStatus, ...]:
+    """A status row for every report (Markdown with reporter front matter) under `folder`."""
+    from reporter.render import status
+
+    if not folder.is_dir():
+        raise UsageError(
+            f"{folder}: no such folder",
+            tip="pass the folder that holds the reports (default reports/)",
+        )
+    rows: list[ReportStatus] = []
+    for path in sorted(p for p in folder.rglob("*.md") if p.is_file()):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue  # not a report we can read; `report lint` says why
+        row = status.summarize(text, path=str(path))
+        if row is not None:
+            rows.append(row)
+    return tuple(rows)
+
+
+def status_text(rows: Sequence[ReportStatus]) -> str:
+    """The `status` table for a terminal."""
+    from reporter.render import status
+
+    return status.table(rows)
+
+
+def status_json(rows: Sequence[ReportStatus]) -> str:
+    """The `status --json` document."""
+    return json.dumps([r.to_json() for r in rows], indent=2, ensure_ascii=False) + "\n"
+
+
+def preview(path: Path, *, out: Path | None = None) -> Path:
+    """Write a standalone HTML preview of a report; returns its path (default: FILE.html)."""
+    from reporter.render import preview as html_preview
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as err:
+        raise UsageError(f"{path}: no such file", tip="pass a report's Markdown file") from err
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"{path}: cannot be read as UTF-8 text ({err})") from err
+    target = out or path.with_suffix(".html")
+    if target.resolve() == path.resolve():
+        raise UsageError(f"{target}: is the report itself", tip="pass --out with an .html path")
+    write_atomic(target, html_preview.to_html(text, source=path.name))
     return target

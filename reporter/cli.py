@@ -10,13 +10,16 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
 from reporter import __version__, app
 from reporter.analysis import Analysis, Similarity
 from reporter.errors import ReporterError, UsageError
+
+if TYPE_CHECKING:
+    from reporter.render.regions import MergeResult
 
 cli = typer.Typer(
     name="report",
@@ -147,21 +150,51 @@ def draft_cmd(
         typer.Option("--out", "-o", help="Report path (default: reports/<date>-<slug>.md)."),
     ] = None,
     force: Annotated[
-        bool, typer.Option("--force", help="Replace an existing, different report (kept as .bak).")
+        bool,
+        typer.Option(
+            "--force", help="Replace an existing report instead of merging (old one kept as .bak)."
+        ),
     ] = False,
     similarity: SimilarityOpt = Similarity.LINES_IGNORED,
     max_file_size: MaxSizeOpt = "512M",
     strict: StrictOpt = False,
 ) -> None:
-    """Write a Markdown incident report for a bundle (or loose dump files)."""
+    """Write a Markdown incident report for a bundle (or loose dump files).
+
+    Into an existing report the new draft is merged: sections nobody edited are
+    regenerated, reviewers' edits and text are kept byte for byte.
+    """
     options = _run(lambda: _options(similarity, max_file_size, strict))
     result = _run(lambda: app.draft(evidence, out=out, options=options, force=force))
+    for line in _merge_summary(result.merge):
+        print(line)
     if result.unchanged:
         print(f"{result.path}: up to date")
         return
     print(f"wrote {result.path} ({result.analysis.verdict.value})")
     if result.backup:
         print(f"previous version kept as {result.backup}")
+
+
+def _merge_summary(merge: MergeResult | None) -> list[str]:
+    """One line per kind of outcome of merging a draft into an edited report."""
+    if merge is None:
+        return []
+    lines = []
+    for label, ids in (
+        ("regenerated", merge.updated),
+        ("kept your edits", merge.kept_edited),
+        ("kept your edits; newer text offered beside them", merge.conflicts),
+        ("added", merge.added),
+        ("deleted by a reviewer, not restored", merge.removed_by_reviewer),
+        ("no longer generated, removed", merge.retired),
+        ("front matter keys added", merge.front_matter_added),
+    ):
+        if ids:
+            lines.append(f"{label}: {', '.join(ids)}")
+    for damage in merge.damaged:
+        lines.append(f"left as text (line {damage.line}): {damage.problem}")
+    return lines
 
 
 @cli.command("init")
@@ -176,6 +209,71 @@ def init_cmd(
     print(
         f"wrote {path}; edit the title, upstream repo and ranks, then run `report draft {folder}`"
     )
+
+
+@cli.command("lint")
+def lint_cmd(
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Report files, or folders to lint every *.md under.", show_default=False
+        ),
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
+    index: Annotated[
+        Path | None,
+        typer.Option("--index", help="SQLite issue index; upstream issue links must be in it."),
+    ] = None,
+) -> None:
+    """Check reports: sections, placeholders, fences, Mermaid, tables, links, secrets.
+
+    Exit code 0 when clean, 1 with findings, 2 for usage errors.
+    """
+    run = _run(lambda: app.lint_reports(files, index=index))
+    if as_json:
+        sys.stdout.write(app.lint_json(run))
+    else:
+        for finding in run.findings:
+            print(finding)
+            print(f"  fix: {finding.hint}")
+        failing = len({f.path for f in run.findings})
+        total = len(run.files)
+        if run.findings:
+            count = len(run.findings)
+            print(f"{count} finding{'s' if count != 1 else ''} in {failing} of {total} files")
+        else:
+            print(f"{total} file{'s' if total != 1 else ''} clean")
+    if run.findings:
+        raise typer.Exit(1)
+
+
+@cli.command("status")
+def status_cmd(
+    folder: Annotated[
+        Path, typer.Argument(help="Folder holding the reports (searched recursively).")
+    ] = Path("reports"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+) -> None:
+    """List the reports under FOLDER with status, owners, open TODOs, signature and title."""
+    rows = _run(lambda: app.report_status(folder))
+    if as_json:
+        sys.stdout.write(app.status_json(rows))
+    elif rows:
+        print(app.status_text(rows))
+    else:
+        print(f"no reports under {folder}")
+
+
+@cli.command("preview")
+def preview_cmd(
+    file: Annotated[Path, typer.Argument(help="The report's Markdown file.", show_default=False)],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="HTML path (default: FILE with .html).")
+    ] = None,
+) -> None:
+    """Write a standalone HTML preview of a report (diagrams drawn inline, no network needed)."""
+    path = _run(lambda: app.preview(file, out=out))
+    print(f"wrote {path}")
 
 
 def main() -> None:

@@ -26,6 +26,9 @@ def write_atomic(path: Path, text: str, *, backup: bool = False) -> Path | None:
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(tmp_name)
     try:
+        # mkstemp makes the file owner-only; give it the mode a plain open() would
+        # (the old file's mode when replacing one, else 0666 less the umask).
+        os.fchmod(fd, _mode_for(path))
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
             handle.flush()
@@ -41,3 +44,12 @@ def write_atomic(path: Path, text: str, *, backup: bool = False) -> Path | None:
         tmp.unlink(missing_ok=True)
         raise OutputError(f"{path}: cannot write ({err.strerror})") from err
     return backup_path
+
+
+def _mode_for(path: Path) -> int:
+    try:
+        return path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask

@@ -106,7 +106,7 @@ def test_max_file_size_limit_applies(tmp_path: Path) -> None:
     assert "larger than the 10 bytes limit" in result.stderr
 
 
-def test_draft_writes_then_refuses_to_clobber_edits(
+def test_draft_writes_then_merges_keeping_edits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1784018084")
@@ -114,22 +114,45 @@ def test_draft_writes_then_refuses_to_clobber_edits(
     out = tmp_path / "out" / "report.md"
     first = runner.invoke(cli, ["draft", str(dump), "--out", str(out)])
     assert first.exit_code == 0, first.output
-    assert out.read_text().startswith("# Hang: ")
+    assert out.read_text().startswith("---\nkind: incident-report\nstatus: draft\n")
+    assert "\n# Hang: " in out.read_text()
     again = runner.invoke(cli, ["draft", str(dump), "--out", str(out)])
     assert again.exit_code == 0 and "up to date" in again.stdout
-    # A regenerated draft of an unedited report replaces it.
+    # A regenerated draft of an unedited report replaces its generated sections.
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1784104484")
     newer = runner.invoke(cli, ["draft", str(dump), "--out", str(out)])
     assert newer.exit_code == 0 and "wrote" in newer.stdout
-    # A reviewer's edit is never overwritten without --force.
-    out.write_text(out.read_text().replace("_TODO(reviewer): who", "Everyone; who"))
+    assert "regenerated: title" in newer.stdout
+    # A reviewer edits a human section and a generated one; a new draft keeps both
+    # byte for byte, refreshes the rest, and keeps the edited file as the backup.
+    end = "<!-- reporter:end id=verdict -->\n"
+    text = out.read_text().replace("_TODO(reviewer): who", "Everyone;  who\t")
+    text = text.replace(end, "Reviewer: confirmed on the node.\n" + end)
+    out.write_text(text)
     edited = out.read_text()
-    refused = runner.invoke(cli, ["draft", str(dump), "--out", str(out)])
-    assert refused.exit_code == 1 and "not overwriting" in refused.stderr
-    assert out.read_text() == edited
+    verdict = edited[edited.index("<!-- reporter:begin id=verdict") : edited.index(end) + len(end)]
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1784190884")
+    merged = runner.invoke(cli, ["draft", str(dump), "--out", str(out)])
+    assert merged.exit_code == 0, merged.output
+    assert "kept your edits: verdict" in merged.stdout
+    result = out.read_text()
+    assert verdict in result
+    assert "Everyone;  who\t" in result
+    assert "2026-07-16" in result and "2026-07-15" not in result
+    assert (out.parent / "report.md.bak").read_text() == edited
+    # --force replaces the report (the merged one is the backup now).
     forced = runner.invoke(cli, ["draft", str(dump), "--out", str(out), "--force"])
     assert forced.exit_code == 0
-    assert (out.parent / "report.md.bak").read_text() == edited
+    assert "Reviewer: confirmed" not in out.read_text()
+    assert (out.parent / "report.md.bak").read_text() == result
+
+
+def test_draft_refuses_to_merge_into_a_file_that_is_not_a_report(tmp_path: Path) -> None:
+    out = tmp_path / "notes.md"
+    out.write_text("# My notes\n")
+    refused = runner.invoke(cli, ["draft", str(_dump(tmp_path)), "--out", str(out)])
+    assert refused.exit_code == 1 and "not a reporter report" in refused.stderr
+    assert out.read_text() == "# My notes\n"
 
 
 def test_draft_default_path_uses_date_and_slug(

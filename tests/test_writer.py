@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -31,3 +32,18 @@ def test_unwritable_target_is_an_output_error(tmp_path: Path) -> None:
     blocker.write_text("x")
     with pytest.raises(OutputError, match="file"):
         write_atomic(blocker / "report.md", "text")
+
+
+def test_new_files_get_the_umask_mode_and_replaced_files_keep_theirs(tmp_path: Path) -> None:
+    fresh = tmp_path / "fresh.md"
+    old_umask = os.umask(0o022)
+    try:
+        write_atomic(fresh, "x")
+    finally:
+        os.umask(old_umask)
+    assert fresh.stat().st_mode & 0o777 == 0o644
+    kept = tmp_path / "kept.md"
+    kept.write_text("old")
+    kept.chmod(0o640)
+    write_atomic(kept, "new")
+    assert kept.stat().st_mode & 0o777 == 0o640

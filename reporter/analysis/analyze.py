@@ -165,7 +165,7 @@ def _analyze(bundle: Bundle, similarity: Similarity) -> Analysis:
         idle_threads=idle_threads,
         branch_point=branch,
         missing_ranks=missing,
-        failed=tuple(f.failure for f in rank_map.failed),
+        failed=rank_map.failed,
         laggards=finding.laggards,
         signature=make_signature(finding.verdict, chosen, classifier),
         warnings=warnings,

@@ -14,8 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reporter.analysis.classify import Classifier, FrameKind
-from reporter.analysis.ranks import FailedRank, format_ranks
-from reporter.analysis.result import BranchPoint, Confidence, RankState, StackClass, Verdict
+from reporter.analysis.ranks import format_ranks
+from reporter.analysis.result import (
+    BranchPoint,
+    Confidence,
+    FailedRank,
+    RankState,
+    StackClass,
+    Verdict,
+)
 from reporter.analysis.verdict import Finding
 from reporter.model import Frame
 

@@ -120,10 +120,10 @@ def to_json(analysis: Analysis) -> JSON:
         "laggards": list(analysis.laggards),
         "failed_dumps": [
             {
-                "pid": f.pid,
-                "rank": rank_of_pid.get(f.pid) if f.pid is not None else None,
-                "reason": f.reason,
-                "source": str(f.source),
+                "pid": f.failure.pid,
+                "rank": f.rank,
+                "reason": f.failure.reason,
+                "source": str(f.failure.source),
             }
             for f in analysis.failed
         ],

@@ -25,8 +25,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from reporter.analysis.result import FailedRank
 from reporter.errors import UsageError
-from reporter.model import Bundle, FailedDump, ProcessDump, RankHint, RankSource, ThreadStack
+from reporter.model import Bundle, ProcessDump, RankHint, RankSource, ThreadStack
 
 # -- compact rank sets ---------------------------------------------------------------------------
 
@@ -249,14 +250,6 @@ class RankedProcess:
     title: str | None
     group: str
     snapshots: tuple[ProcessDump, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FailedRank:
-    """A failed dump with the rank it belongs to, where that can be told."""
-
-    failure: FailedDump
-    rank: int | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

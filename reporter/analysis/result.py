@@ -170,6 +170,14 @@ class Signature:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FailedRank:
+    """A failed dump with the rank it belongs to, where that can be told."""
+
+    failure: FailedDump
+    rank: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Analysis:
     """Everything the analysis found in one bundle.
 
@@ -194,7 +202,7 @@ class Analysis:
     idle_threads: tuple[IdleThread, ...]
     branch_point: BranchPoint | None
     missing_ranks: tuple[int, ...]
-    failed: tuple[FailedDump, ...]
+    failed: tuple[FailedRank, ...]
     laggards: tuple[int, ...]
     signature: Signature
     warnings: tuple[str, ...]

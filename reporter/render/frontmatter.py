@@ -153,8 +153,3 @@ def merge(existing: str, generated: str) -> tuple[str, tuple[str, ...]]:
     if not head.endswith("\n"):
         head += "\n"
     return head + extra + closing, tuple(str(k) for k in added)
-
-
-def yaml_scalar(value: str) -> str:
-    """`value` as a one-line, double-quoted YAML string (for templates)."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'

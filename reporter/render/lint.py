@@ -281,7 +281,7 @@ def lint_text(text: str, *, path: str, index: IssueIndex | None = None) -> tuple
     _check_fences(tokens, lines, add)
     _check_mermaid(tokens, add)
     _check_tables(tokens, lines, add)
-    _check_links(lines, code_lines, front, index, add)
+    _check_links(lines, code_lines, index, add)
     _check_regions(text, status, add)
     if kind == frontmatter.UPSTREAM_DRAFT:
         for number, name, sample in find_secrets(text):
@@ -475,17 +475,13 @@ def _cells(row: str) -> int:
 
 
 def _check_links(
-    lines: Sequence[str],
-    code_lines: set[int],
-    front: frontmatter.FrontMatter | None,
-    index: IssueIndex | None,
-    add: _Add,
+    lines: Sequence[str], code_lines: set[int], index: IssueIndex | None, add: _Add
 ) -> None:
     if index is None:
         return
-    front_end = front.end_line if front else 0
+    # Front matter lines count too: `upstream_issue` must exist as well.
     for number, line in enumerate(lines, start=1):
-        if number in code_lines and number > front_end:
+        if number in code_lines:
             continue
         for match in _GITHUB_LINK.finditer(line):
             repo, issue = match.group("repo"), int(match.group("number"))
@@ -494,7 +490,7 @@ def _check_links(
 
 
 def _check_regions(text: str, status: str, add: _Add) -> None:
-    _block, body, start = frontmatter.split(text)
+    _block, body, start = regions.split_front(text)
     parsed = regions.parse(body, first_line=start)
     for damage in parsed.damage:
         add(damage.line, Rule.REGION_MARKER, damage.problem)

@@ -196,6 +196,8 @@ def _exact_marker(line: str) -> bool:
 def _close(lines: list[str], start: int, closer: re.Pattern[str], ident: str) -> int | None:
     """Index of the line closing the block opened at `start`, or None if another marker comes first."""
     for index in range(start + 1, len(lines)):
+        if not lines[index].startswith("<!-- reporter:"):
+            continue  # cheap test first: reports run to tens of thousands of lines
         text = _content(lines[index])
         match = closer.fullmatch(text)
         if match and match.group("id") == ident:
@@ -225,6 +227,12 @@ def parse(text: str, *, first_line: int = 1) -> Parsed:
     while index < len(lines):
         line = lines[index]
         number = first_line + index
+        if "reporter:" not in line:
+            if not pending:
+                pending_line = number
+            pending.append(line)
+            index += 1
+            continue
         text_line = _content(line)
         begin = BEGIN.fullmatch(text_line)
         offer = OFFER_BEGIN.fullmatch(text_line)
@@ -341,7 +349,7 @@ def seal(text: str) -> str:
     The template writes `<!-- reporter:begin id=X -->` without a hash; any existing
     hash is recomputed. Raises `RegionError` for malformed markers or repeated ids.
     """
-    head, body, start = _split_front(text)
+    head, body, start = split_front(text)
     parsed = parse(body, first_line=start)
     if parsed.damage:
         first = parsed.damage[0]
@@ -362,7 +370,7 @@ def _has_markers(text: str) -> bool:
     return any(_LOOKS_LIKE.match(line) for line in frontmatter.lines_of(text))
 
 
-def _split_front(text: str) -> tuple[str, str, int]:
+def split_front(text: str) -> tuple[str, str, int]:
     """`frontmatter.split`, except that a front matter block holding marker lines is not one.
 
     A region pasted into the YAML must stay visible as a region (and the YAML is broken
@@ -393,12 +401,19 @@ def merge(existing: str, generated: str) -> MergeResult:
       file still has, or at the end;
     * damaged regions are left as text and reported in `damaged`.
     """
-    head_e, body_e, start_e = _split_front(existing)
-    head_g, body_g, start_g = _split_front(generated)
+    head_e, body_e, start_e = split_front(existing)
+    head_g, body_g, start_g = split_front(generated)
     head = ""
     fm_added: tuple[str, ...] = ()
-    # Front matter with region markers pasted into it is left to the reviewer.
-    if not (frontmatter.split(existing)[0] and not head_e):
+    damage: list[Damage] = []
+    if frontmatter.split(existing)[0] and not head_e:
+        # Front matter with region markers pasted into it is left to the reviewer.
+        damage.append(
+            Damage(
+                line=1, id="", problem="region markers inside the front matter; it was not merged"
+            )
+        )
+    else:
         head, fm_added = frontmatter.merge(head_e, head_g)
     old = parse(body_e, first_line=start_e)
     new = parse(body_g, first_line=start_g)
@@ -455,7 +470,7 @@ def merge(existing: str, generated: str) -> MergeResult:
         added=tuple(outcome["added"]),
         removed_by_reviewer=tuple(removed),
         retired=tuple(outcome["retired"]),
-        damaged=old.damage,
+        damaged=(*damage, *old.damage),
         front_matter_added=fm_added,
     )
 

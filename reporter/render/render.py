@@ -6,8 +6,6 @@ they are read from the top-level `templates/` folder.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from functools import cache
 from pathlib import Path
 
@@ -40,23 +38,5 @@ def environment() -> jinja2.Environment:
 
 
 def render_report(view: ReportView) -> str:
-    """The Markdown report for one incident."""
+    """The Markdown report for one incident, its region markers not yet sealed (`regions.seal`)."""
     return environment().get_template(REPORT_TEMPLATE).render(v=view)
-
-
-_STAMP = re.compile(r"\n<!-- reporter:generated sha256=([0-9a-f]{64}) -->\n\Z")
-
-
-def stamp(text: str) -> str:
-    """Append a hash of the generated text, so a later run can tell whether anyone edited it."""
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return f"{text}\n<!-- reporter:generated sha256={digest} -->\n"
-
-
-def is_unedited(text: str) -> bool:
-    """True when `text` is a stamped report whose content still matches its stamp."""
-    match = _STAMP.search(text)
-    if match is None:
-        return False
-    body = text[: match.start()]
-    return hashlib.sha256(body.encode("utf-8")).hexdigest() == match.group(1)

@@ -65,6 +65,14 @@ class ProcessRow:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FailedRow:
+    rank: str
+    pid: str
+    reason: str
+    where: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BranchView:
     label: str
     collective: str
@@ -105,7 +113,7 @@ class ReportView:
     thread_groups: tuple[NamedBlock, ...]
     idle_threads: tuple[tuple[str, str, str], ...]
     missing_ranks: str
-    failed: tuple[tuple[str, str, str], ...]
+    failed: tuple[FailedRow, ...]
     laggards: str
     signature_hash: str
     signature_text: str
@@ -176,7 +184,12 @@ def build_view(
         ),
         missing_ranks=_ranks_text(analysis.missing_ranks),
         failed=tuple(
-            (str(f.pid) if f.pid is not None else "?", md.cell(f.reason), str(f.source))
+            FailedRow(
+                rank=str(f.rank) if f.rank is not None else "?",
+                pid=str(f.failure.pid) if f.failure.pid is not None else "?",
+                reason=md.cell(f.failure.reason),
+                where=md.cell(str(f.failure.source)),
+            )
             for f in analysis.failed
         ),
         laggards=_ranks_text(analysis.laggards),

@@ -241,7 +241,7 @@ def test_failed_dump() -> None:
         )
     )
     assert analysis.missing_ranks == (3,)
-    assert [f.pid for f in analysis.failed] == [103]
+    assert [f.failure.pid for f in analysis.failed] == [103]
     assert analysis.confidence is Confidence.LOW
     assert analysis.confidence_notes[1] == (
         "1 dump failed: PID 103 (rank 3) in rank3.txt:1: Error: Failed to find python version"

@@ -6,13 +6,15 @@ import importlib.util
 import re
 import sqlite3
 from contextlib import closing
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from reporter import app
 from reporter.errors import UsageError
-from reporter.render import lint
+from reporter.render import lint, regions
 from reporter.render.lint import Rule
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,6 +22,8 @@ FIXTURES = ROOT / "fixtures" / "lint"
 TEMPLATE = ROOT / "templates" / "report.md.j2"
 GOLDEN = sorted((ROOT / "tests" / "golden").glob("*.md"))
 INDEX = lint.SetIssueIndex(frozenset({("sgl-project/sglang", 8094), ("vllm-project/vllm", 1)}))
+BUNDLES = sorted(p for p in (ROOT / "fixtures" / "bundles").iterdir() if p.is_dir())
+NOW = datetime(2026, 7, 14, 9, 0, tzinfo=UTC)
 DEFECTS = sorted(p for p in FIXTURES.glob("*.md") if not p.name.startswith("clean--"))
 CLEAN = sorted(FIXTURES.glob("clean--*.md"))
 
@@ -63,6 +67,27 @@ def test_clean_fixture_passes(path: Path) -> None:
 def test_golden_reports_pass(path: Path) -> None:
     findings = lint.lint_text(path.read_text(encoding="utf-8"), path=str(path))
     assert findings == (), [str(f) for f in findings]
+
+
+@pytest.mark.parametrize("bundle_dir", BUNDLES, ids=lambda p: p.name)
+def test_reports_rendered_by_the_app_pass(
+    bundle_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    bundle, analysis = app.load_and_analyze([bundle_dir.relative_to(ROOT)], app.Options())
+    text = app.render_draft(bundle, analysis, now=NOW)
+    findings = lint.lint_text(text, path=bundle_dir.name)
+    assert findings == (), [str(f) for f in findings]
+    # Every generated section is a sealed region, and a fresh draft merges into itself unchanged.
+    parsed = regions.parse(text)
+    assert not parsed.damage and all(not r.edited for r in parsed.regions)
+    assert {"title", "verdict", "ranks", "stacks", "environment", "signature", "evidence"} <= {
+        r.id for r in parsed.regions
+    }
+    assert regions.merge(text, text).text == text
+    # Reviewer sections are outside every region.
+    for heading in ("## Impact", "## Contributing factors", "## Action items"):
+        assert not any(heading in r.body for r in parsed.regions)
 
 
 def test_required_sections_match_the_template() -> None:

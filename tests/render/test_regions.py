@@ -285,3 +285,14 @@ def test_merge_result_lists_are_in_file_order() -> None:
     result = regions.merge(old, _doc({"z": "2\n", "a": "2\n", "m": "2\n"}))
     assert result.updated == ("z", "a", "m")
     assert re.search(r"known=z,a,m -->\n\Z", result.text)
+
+
+def test_region_pasted_into_front_matter_is_reported_and_front_matter_left_alone() -> None:
+    draft = _doc(V1)
+    title = regions.parse(draft).regions[0].raw
+    pasted = draft.replace("status: draft\n", "status: draft\n" + title, 1)
+    pasted = pasted.replace("owners: []\n", "")
+    result = regions.merge(pasted, _doc(V2))
+    assert result.damaged[0].problem.startswith("region markers inside the front matter")
+    assert result.front_matter_added == ()
+    assert "ranks [0-3]" in result.text
