@@ -73,8 +73,31 @@ def load_and_analyze(paths: Sequence[Path], options: Options) -> tuple[Bundle, A
 
 
 def analysis_json(analysis: Analysis) -> str:
-    """The `analyze --json` document, byte-stable for the same evidence."""
-    return json.dumps(to_json(analysis), indent=2, ensure_ascii=False) + "\n"
+    """The `analyze --json` document, byte-stable for the same evidence.
+
+    One top-level key per line and one list item per line: readable, and written by
+    the C encoder (`indent=` switches json to its pure-Python encoder, five times
+    slower on a 4,096-rank bundle).
+    """
+    return _json_lines(to_json(analysis))
+
+
+def _json_lines(data: dict[str, object]) -> str:
+    def dump(value: object) -> str:
+        return json.dumps(value, ensure_ascii=False)
+
+    out = ["{"]
+    for index, (key, value) in enumerate(data.items()):
+        comma = "," if index < len(data) - 1 else ""
+        if isinstance(value, list) and value:
+            out.append(f"  {dump(key)}: [")
+            out.extend(f"    {dump(item)}," for item in value[:-1])
+            out.append(f"    {dump(value[-1])}")
+            out.append(f"  ]{comma}")
+        else:
+            out.append(f"  {dump(key)}: {dump(value)}{comma}")
+    out.append("}")
+    return "\n".join(out) + "\n"
 
 
 def render_draft(bundle: Bundle, analysis: Analysis, *, now: datetime) -> str:

@@ -15,6 +15,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from reporter import app
+from reporter.render.lint import REQUIRED_SECTIONS
 
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 
@@ -22,17 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"
 BUNDLES = sorted(p for p in (ROOT / "fixtures" / "bundles").iterdir() if p.is_dir())
 NOW = datetime(2026, 7, 14, 9, 0, tzinfo=UTC)
-REQUIRED_H2 = [
-    "Verdict",
-    "Ranks and classes",
-    "Merged stacks",
-    "Environment seen in the dumps",
-    "Hang signature",
-    "Impact",
-    "Contributing factors",
-    "Action items",
-    "Evidence",
-]
+REQUIRED_H2 = list(REQUIRED_SECTIONS)
 
 
 def _render(bundle_dir: Path, monkeypatch: pytest.MonkeyPatch) -> str:
