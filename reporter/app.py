@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,18 +17,42 @@ from typing import TYPE_CHECKING
 from reporter import bundle as bundle_io
 from reporter.analysis import Analysis, Similarity, analyze, to_json
 from reporter.errors import InputError, OutputError, UsageError
-from reporter.model import Bundle
+from reporter.model import Bundle, EvidenceKind
 from reporter.render import markdown as md
 from reporter.writer import write_atomic
 
 if TYPE_CHECKING:
+    from reporter.analysis.diff import EnvDiff
     from reporter.render.lint import Finding
     from reporter.render.regions import MergeResult
     from reporter.render.status import ReportStatus
     from reporter.render.view import Excerpt
+    from reporter.sources import SourceRoots
+    from reporter.upstream.index import ImportResult
+    from reporter.upstream.query import Query as UpstreamQuery
+    from reporter.upstream.search import SearchOutcome, SyncProgress, SyncReport
 
 # Lines of one evidence file embedded in a report; the bundle keeps the rest.
 MAX_EXCERPT_LINES = 1500
+# Evidence kinds drawn as charts instead of embedded as text.
+_CHARTED_KINDS = frozenset(
+    {EvidenceKind.PROMETHEUS_TEXT, EvidenceKind.PROMETHEUS_JSON, EvidenceKind.GRAFANA_CSV}
+)
+# Evidence summarised in its own section and never embedded raw: environment files hold
+# every variable (secrets too), excerpts and goroutine dumps have their own sections.
+_SUMMARISED_KINDS = frozenset(
+    {
+        EvidenceKind.ENVIRON,
+        EvidenceKind.CMDLINE,
+        EvidenceKind.PACKAGES,
+        EvidenceKind.SGLANG_CHECK_ENV,
+        EvidenceKind.VLLM_COLLECT_ENV,
+        EvidenceKind.NVIDIA_SMI,
+        EvidenceKind.SOURCE_HASHES,
+        EvidenceKind.CODE_EXCERPT,
+        EvidenceKind.GOROUTINES,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,6 +62,12 @@ class Options:
     similarity: Similarity = Similarity.LINES_IGNORED
     max_file_bytes: int = bundle_io.DEFAULT_MAX_FILE_BYTES
     strict: bool = False
+    source_roots: tuple[Path, ...] = ()
+    """`--source-root`: checkouts or site-packages to cut code excerpts from."""
+    baseline: Path | None = None
+    """`--baseline`: the last good run (a bundle folder or an env file); overrides the manifest's."""
+    context: int = 6
+    """`--context`: lines shown on each side of a frame in automatic code excerpts."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,6 +80,8 @@ class DraftResult:
     analysis: Analysis
     merge: MergeResult | None = None
     """What happened to each region, when the draft was merged into an existing report."""
+    charts: Path | None = None
+    """The metrics SVG written beside the report, when the bundle has metrics."""
 
 
 def now_utc() -> datetime:
@@ -69,7 +101,95 @@ def load_and_analyze(paths: Sequence[Path], options: Options) -> tuple[Bundle, A
         raise InputError(
             f"{first}{more}", tip="fix or recapture the evidence, or drop --strict to read past it"
         )
-    return bundle, analyze(bundle, similarity=options.similarity)
+    if options.baseline is not None:
+        from dataclasses import replace
+
+        baseline = bundle_io.load_baseline(options.baseline, options.max_file_bytes)
+        bundle = replace(bundle, baseline=baseline)
+    return bundle, analyze(
+        bundle,
+        similarity=options.similarity,
+        sources=_source_roots(bundle, options.source_roots),
+        context=options.context,
+    )
+
+
+def _source_roots(bundle: Bundle, roots: Sequence[Path]) -> SourceRoots | None:
+    """The `--source-root` folders, then the bundle's own `source_root`; None when neither."""
+    from reporter.sources import SourceRoots
+
+    all_roots = list(roots)
+    if bundle.root is not None and bundle.manifest.source_root:
+        all_roots.append(Path(bundle.root) / bundle.manifest.source_root)
+    return SourceRoots(all_roots) if all_roots else None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DiffRun:
+    """`report diff`: the ranked changes between two runs."""
+
+    diff: EnvDiff
+
+
+def diff_runs(
+    good: Path,
+    bad: Path,
+    *,
+    source_roots: Sequence[Path] = (),
+    max_file_bytes: int = bundle_io.DEFAULT_MAX_FILE_BYTES,
+) -> DiffRun:
+    """Compare the last good run with the bad one: two bundles, or two env / cmdline / freeze files.
+
+    `source_roots` is empty or two folders (GOOD's source tree, then BAD's), hashed file by file.
+    """
+    from reporter.analysis.diff import diff_bundles
+    from reporter.sources import hash_tree
+
+    if len(source_roots) not in (0, 2):
+        raise UsageError(
+            f"--source-root given {len(source_roots)} times",
+            tip="give it twice: GOOD's source tree, then BAD's",
+        )
+    sides = [bundle_io.load([path], max_file_bytes=max_file_bytes) for path in (good, bad)]
+    trees = [hash_tree(root) for root in source_roots] if source_roots else [None, None]
+    return DiffRun(
+        diff=diff_bundles(
+            sides[0],
+            sides[1],
+            good_tree=trees[0],
+            bad_tree=trees[1],
+            good_name=str(good),
+            bad_name=str(bad),
+        )
+    )
+
+
+def diff_json_text(run: DiffRun) -> str:
+    """The `diff --json` document: `{"changes": [...]}` in rank order, then counts and notes."""
+    from reporter.analysis.diff import diff_json
+
+    return json.dumps(diff_json(run.diff), indent=2, ensure_ascii=False) + "\n"
+
+
+def diff_text(run: DiffRun, *, limit: int = 20) -> str:
+    """The ranked changes for a terminal: one line each, the reasons under the first few."""
+    diff = run.diff
+    lines = [f"{diff.good} -> {diff.bad}: {len(diff.changes)} changes"]
+    for rank, change in enumerate(diff.changes[:limit], start=1):
+        before = change.before if change.before is not None else "(absent)"
+        after = change.after if change.after is not None else "(absent)"
+        lines.append(
+            f"{rank:>3}. [{change.score:>4}] {change.kind.value:<8} {change.key}: {before} -> {after}"
+        )
+        if rank <= 3:
+            lines.append(f"          why: {'; '.join(change.why)}")
+    if len(diff.changes) > limit:
+        lines.append(f"  … {len(diff.changes) - limit} more (see --json or --limit)")
+    equal = ", ".join(f"{n} {kind.value}" for kind, n in diff.unchanged)
+    if equal:
+        lines.append(f"unchanged: {equal}")
+    lines.extend(f"note: {note}" for note in diff.notes)
+    return "\n".join(lines)
 
 
 def analysis_json(analysis: Analysis) -> str:
@@ -100,16 +220,42 @@ def _json_lines(data: dict[str, object]) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_draft(bundle: Bundle, analysis: Analysis, *, now: datetime) -> str:
-    """The Markdown report text for a loaded, analyzed bundle."""
+def render_draft(
+    bundle: Bundle, analysis: Analysis, *, now: datetime, chart_file: str | None = None
+) -> str:
+    """The Markdown report text for a loaded, analyzed bundle.
+
+    `chart_file` is the name of the metrics SVG beside the report (default: the one
+    beside the default report path).
+    """
     # Imported here: Jinja costs `report analyze` start-up time it never uses.
     from reporter.render import regions
     from reporter.render.render import render_report
     from reporter.render.view import build_view
 
+    if chart_file is None:
+        chart_file = chart_path(default_report_path(bundle, analysis, now=now)).name
     excerpts, note = _excerpts(bundle, analysis)
-    view = build_view(bundle, analysis, excerpts=excerpts, now=now, evidence_note=note)
+    view = build_view(
+        bundle, analysis, excerpts=excerpts, now=now, evidence_note=note, chart_file=chart_file
+    )
     return regions.seal(render_report(view))
+
+
+def chart_path(report: Path) -> Path:
+    """Where the metrics SVG of a report goes: `<report stem>.metrics.svg` beside it."""
+    return report.with_name(f"{report.stem}.metrics.svg")
+
+
+def render_charts_svg(bundle: Bundle, analysis: Analysis) -> str | None:
+    """The metrics charts as one SVG document, or None when there is nothing to chart."""
+    from reporter.render import charts
+
+    built = charts.build(analysis.wedge)
+    if not built:
+        return None
+    title = bundle.manifest.title or f"Metrics: {analysis.verdict.value}"
+    return charts.svg_document(built, title=title)
 
 
 def default_report_path(bundle: Bundle, analysis: Analysis, *, now: datetime) -> Path:
@@ -136,10 +282,12 @@ def draft(
 
     moment = now or now_utc()
     bundle, analysis = load_and_analyze(paths, options)
-    text = render_draft(bundle, analysis, now=moment)
     target = out or default_report_path(bundle, analysis, now=moment)
     if target.is_dir():
         target = target / default_report_path(bundle, analysis, now=moment).name
+    text = render_draft(bundle, analysis, now=moment, chart_file=chart_path(target).name)
+    svg = render_charts_svg(bundle, analysis)
+    charts = chart_path(target) if svg is not None else None
     merged: regions.MergeResult | None = None
     if target.exists():
         try:
@@ -157,11 +305,27 @@ def draft(
             merged = regions.merge(old, text)
             text = merged.text
         if old == text:
+            if charts is not None and svg is not None:
+                write_atomic(charts, svg)
             return DraftResult(
-                path=target, backup=None, unchanged=True, analysis=analysis, merge=merged
+                path=target,
+                backup=None,
+                unchanged=True,
+                analysis=analysis,
+                merge=merged,
+                charts=charts,
             )
     backup = write_atomic(target, text, backup=True)
-    return DraftResult(path=target, backup=backup, unchanged=False, analysis=analysis, merge=merged)
+    if charts is not None and svg is not None:
+        write_atomic(charts, svg)
+    return DraftResult(
+        path=target,
+        backup=backup,
+        unchanged=False,
+        analysis=analysis,
+        merge=merged,
+        charts=charts,
+    )
 
 
 def _excerpts(bundle: Bundle, analysis: Analysis) -> tuple[list[Excerpt], str]:
@@ -172,8 +336,19 @@ def _excerpts(bundle: Bundle, analysis: Analysis) -> tuple[list[Excerpt], str]:
         roots = {f.path: Path(f.path) for f in bundle.files}
     else:
         roots = {f.path: Path(bundle.root) / f.path for f in bundle.files}
-    chosen = [f.path for f in bundle.files]
-    note = ""
+    # Metric histories are long and shown as charts; their files stay in the bundle.
+    chosen = [
+        f.path
+        for f in bundle.files
+        if f.kind not in _CHARTED_KINDS and f.kind not in _SUMMARISED_KINDS
+    ]
+    summarised = sum(1 for f in bundle.files if f.kind in _SUMMARISED_KINDS)
+    note = (
+        f"{summarised} environment, code excerpt and goroutine files are summarised in their "
+        "sections above (environment values allowlisted); the bundle keeps them whole."
+        if summarised
+        else ""
+    )
     if len(chosen) > MAX_EMBEDDED_DUMPS:
         wanted: dict[str, None] = {}
         by_pid = {p.identity.pid: p for p in analysis.processes}
@@ -324,3 +499,121 @@ def preview(path: Path, *, out: Path | None = None) -> Path:
         raise UsageError(f"{target}: is the report itself", tip="pass --out with an .html path")
     write_atomic(target, html_preview.to_html(text, source=path.name))
     return target
+
+
+# --- upstream issues: `report sync`, `report index ...`, `report search-upstream` -------
+# The work happens in reporter.upstream.search; these wrappers build the query from the
+# evidence and keep the upstream modules (httpx, sqlite) out of other commands' start-up.
+
+
+def upstream_query(
+    evidence: Path | None,
+    *,
+    repos: Sequence[str],
+    text_file: Path | None,
+    options: Options | None = None,
+) -> UpstreamQuery:
+    """The search query from a bundle (its analysis), a text file (`-`: stdin), or both."""
+    import sys
+
+    from reporter.upstream.index import validate_repo
+    from reporter.upstream.query import query_from_analysis, query_from_text
+
+    names = tuple(validate_repo(r) for r in repos)
+    text: str | None = None
+    if text_file is not None:
+        try:
+            text = sys.stdin.read() if str(text_file) == "-" else text_file.read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise UsageError(
+                f"{text_file}: cannot read it ({err})", tip="pass a UTF-8 text file"
+            ) from err
+    if evidence is None:
+        if text is None:
+            raise UsageError(
+                "nothing to search for",
+                tip="pass a BUNDLE, or --text-file with an issue draft or a dump",
+            )
+        return query_from_text(text, repos=names)
+    bundle, analysis = load_and_analyze([evidence], options or Options())
+    query = query_from_analysis(bundle, analysis, repos=names)
+    if text is None:
+        return query
+    extra = query_from_text(text)
+    from dataclasses import replace
+
+    return replace(
+        query,
+        text=f"{query.text}\n{extra.text}",
+        stacks=query.stacks + extra.stacks,
+        errors=tuple(dict.fromkeys(query.errors + extra.errors)),
+    )
+
+
+def search_upstream(
+    evidence: Path | None,
+    *,
+    repos: Sequence[str] = (),
+    text_file: Path | None = None,
+    limit: int = 10,
+    online: bool | None = None,
+    db: Path | None = None,
+) -> SearchOutcome:
+    """`report search-upstream`: ranked upstream issues like the bundle's hang or the text."""
+    from reporter.upstream import search
+
+    query = upstream_query(evidence, repos=repos, text_file=text_file)
+    return search.run_search(query, db=db, online=online, limit=limit, env=os.environ)
+
+
+def search_upstream_json(outcome: SearchOutcome) -> str:
+    """The `search-upstream --json` document."""
+    from reporter.upstream import search
+
+    return json.dumps(search.outcome_json(outcome), indent=2, ensure_ascii=False) + "\n"
+
+
+def search_upstream_text(outcome: SearchOutcome) -> str:
+    """The `search-upstream` listing for a terminal."""
+    from reporter.upstream import search
+
+    return search.format_table(outcome)
+
+
+def sync_upstream(
+    repos: Sequence[str],
+    *,
+    db: Path | None = None,
+    full: bool = False,
+    progress: Callable[[SyncProgress], None] | None = None,
+) -> tuple[list[SyncReport], list[str], Path]:
+    """`report sync`: bring the local index of each repo up to date."""
+    from reporter.upstream import search
+
+    return search.run_sync(repos, db=db, full=full, env=os.environ, progress=progress)
+
+
+def index_import(file: Path, *, db: Path | None = None) -> tuple[ImportResult, Path]:
+    """`report index import`: JSONL issues into the index (default: the user cache index)."""
+    from reporter.upstream import search
+    from reporter.upstream.index import Index
+
+    path = db or search.default_db_path()
+    with Index(path) as index:
+        return search.import_file(index, file), path
+
+
+def index_export(
+    *, write: Callable[[str], object], db: Path | None = None, repo: str | None = None
+) -> int:
+    """`report index export`: hand each stored issue's JSONL line to `write`; the count."""
+    from reporter.upstream import search
+    from reporter.upstream.index import Index, validate_repo
+
+    name = validate_repo(repo) if repo else None
+    count = 0
+    with Index(db or search.default_db_path(), create=False) as index:
+        for line in search.export_lines(index, name):
+            write(line)
+            count += 1
+    return count

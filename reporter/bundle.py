@@ -21,6 +21,23 @@ Manifest (`bundle.toml`), by example::
     rank = 0
     role = "scheduler"
 
+    [[event]]                         # manual timeline entries
+    at = 2026-07-14T08:31:00Z
+    text = "on-call restarted the router"
+
+    baseline = "baseline/"            # optional: the last good run, a bundle folder inside this one
+    source_root = "source/"           # optional: deployed source files, for code excerpts
+
+    [upstream_ref]                    # optional: permalinks for the service's own files
+    package = "sglang"                # whose installed version fills {version}
+    tag = "v{version}"                # or commit = "<sha>"
+    path_prefix = "python/"
+
+    [wedge]                           # optional: which metrics show a wedge (see analysis/wedge.py)
+    output = ["sglang:gen_throughput"]
+    waiting = ["sglang:num_running_reqs", "sglang:num_queue_reqs"]
+    window = "60s"
+
 Files the manifest does not list are still sniffed and loaded, with a warning,
 so nothing the operator dropped into the folder is silently ignored.
 """
@@ -39,18 +56,27 @@ from pathlib import Path
 from typing import Any
 
 from reporter.errors import EvidenceError, ManifestError, UsageError
+from reporter.evidence import metrics
 from reporter.evidence import sniff as sniffing
+from reporter.evidence._times import parse_duration
 from reporter.gcpause import gc_paused
 from reporter.model import (
     Bundle,
+    CodeExcerpt,
+    Environment,
+    EventKind,
     EvidenceFile,
     EvidenceKind,
     FailedDump,
+    GoroutineDump,
     Location,
     Manifest,
+    MetricSeries,
     ParseWarning,
     ProcessDump,
     RankHint,
+    TimelineEvent,
+    WedgeSettings,
 )
 
 MANIFEST_NAME = "bundle.toml"
@@ -58,9 +84,39 @@ DEFAULT_MAX_FILE_BYTES = 512 * 1024 * 1024
 # Bytes inspected for NUL characters when deciding that a file is binary.
 _BINARY_PROBE = 8192
 # Files in a bundle folder that are never evidence: notes and the scripts that made the evidence.
-_NOT_EVIDENCE = ("README*", "*.md", "*.py", "*.sh", "*.toml", "*.j2", ".*")
+_NOT_EVIDENCE = (
+    "README*",
+    "*.md",
+    "*.py",
+    "*.sh",
+    "*.toml",
+    "*.j2",
+    ".*",
+    "*.go",
+    "go.mod",
+    "go.sum",
+)
 _NOT_EVIDENCE_RE = re.compile("|".join(fnmatch.translate(p) for p in _NOT_EVIDENCE))
 _KINDS = {kind.value: kind for kind in EvidenceKind if kind is not EvidenceKind.UNKNOWN}
+# Evidence whose problems are warnings even when the manifest names the file.
+_TOLERANT_KINDS = frozenset(
+    {
+        EvidenceKind.PROMETHEUS_TEXT,
+        EvidenceKind.PROMETHEUS_JSON,
+        EvidenceKind.GRAFANA_CSV,
+        EvidenceKind.SYSTEMD_SHOW,
+        EvidenceKind.LOG,
+        EvidenceKind.ENVIRON,
+        EvidenceKind.CMDLINE,
+        EvidenceKind.PACKAGES,
+        EvidenceKind.SGLANG_CHECK_ENV,
+        EvidenceKind.VLLM_COLLECT_ENV,
+        EvidenceKind.NVIDIA_SMI,
+        EvidenceKind.SOURCE_HASHES,
+        EvidenceKind.CODE_EXCERPT,
+        EvidenceKind.GOROUTINES,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,7 +176,9 @@ def _load_folder(root: Path, *, max_file_bytes: int) -> Bundle:
     # which costs no system call per file (resolving 4,096 paths does).
     seen = {entry.display for entry in listed}
     extra: list[_Entry] = []
-    for rel, path in _walk(root):
+    # The baseline bundle and the deployed source copy are not this bundle's evidence.
+    skip = tuple(p.strip("/") + "/" for p in (manifest.baseline, manifest.source_root) if p)
+    for rel, path in _walk(root, skip=skip):
         if rel in seen:
             continue
         extra.append(
@@ -133,7 +191,7 @@ def _load_folder(root: Path, *, max_file_bytes: int) -> Bundle:
                     message="not listed in bundle.toml; loaded anyway (sniffed)",
                 )
             )
-    return _assemble(
+    bundle = _assemble(
         str(root),
         manifest,
         [*listed, *extra],
@@ -142,10 +200,29 @@ def _load_folder(root: Path, *, max_file_bytes: int) -> Bundle:
         strict=False,
         listed=len(listed),
     )
+    if manifest.baseline:
+        bundle = replace(bundle, baseline=load_baseline(root / manifest.baseline, max_file_bytes))
+    return bundle
 
 
-def _walk(root: Path) -> list[tuple[str, Path]]:
-    """Every candidate evidence file below `root` as (relative posix path, path), sorted."""
+def load_baseline(folder: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Bundle:
+    """The last good run: a bundle folder of its own, or one evidence file (`--baseline`)."""
+    if not folder.exists():
+        raise ManifestError(
+            f"{folder}: the baseline named in bundle.toml does not exist",
+            tip="copy the good run's evidence there, or remove `baseline`",
+        )
+    with gc_paused():
+        if folder.is_dir():
+            return _load_folder(folder, max_file_bytes=max_file_bytes)
+        return _load_files([folder], max_file_bytes=max_file_bytes)
+
+
+def _walk(root: Path, *, skip: tuple[str, ...] = ()) -> list[tuple[str, Path]]:
+    """Every candidate evidence file below `root` as (relative posix path, path), sorted.
+
+    `skip` holds folder prefixes (`baseline/`) whose files are not evidence of this bundle.
+    """
     found: list[tuple[str, Path]] = []
     base = len(str(root).rstrip(os.sep)) + 1
     for dirpath, dirnames, filenames in os.walk(root):
@@ -154,7 +231,10 @@ def _walk(root: Path) -> list[tuple[str, Path]]:
             if _NOT_EVIDENCE_RE.match(name):
                 continue
             full = os.path.join(dirpath, name)  # noqa: PTH118 - string join: 4,096 files, no Path per step
-            found.append((full[base:].replace(os.sep, "/"), Path(full)))
+            rel = full[base:].replace(os.sep, "/")
+            if skip and rel.startswith(skip):
+                continue
+            found.append((rel, Path(full)))
     found.sort(key=lambda item: item[0])
     return found
 
@@ -179,6 +259,13 @@ def _assemble(
     failures: list[FailedDump] = []
     all_warnings = list(warnings)
     hints: list[tuple[str, RankHint]] = []
+    raw_series: list[MetricSeries] = []
+    events: list[TimelineEvent] = list(manifest.events)
+    environments: list[Environment] = []
+    code_excerpts: list[CodeExcerpt] = []
+    goroutine_dumps: list[GoroutineDump] = []
+    # Dates a scrape or log that has no time of its own: the earliest manifest time.
+    reference = min((e.captured_at for e in entries if e.captured_at), default=None)
     for index, entry in enumerate(entries):
         named = strict or (listed is not None and index < listed)
         try:
@@ -186,7 +273,8 @@ def _assemble(
                 entry.path, display=entry.display, max_file_bytes=max_file_bytes
             )
         except EvidenceError as err:
-            if named:
+            # Metric, service and log files are never fatal: their problems are warnings.
+            if named and entry.kind not in _TOLERANT_KINDS:
                 raise
             all_warnings.append(
                 ParseWarning(source=Location(path=entry.display), message=f"skipped: {err.message}")
@@ -206,9 +294,11 @@ def _assemble(
                 )
             )
             continue
-        result = sniffing.parse(kind, text, source=entry.display)
+        result = sniffing.parse(
+            kind, text, source=entry.display, captured_at=entry.captured_at or reference
+        )
         usable = result.failures or any(d.threads for d in result.dumps)
-        if named and not usable:
+        if named and not usable and kind not in _TOLERANT_KINDS:
             first = result.warnings[0].message if result.warnings else "no dump found"
             raise EvidenceError(
                 f"{entry.display}: no usable dump in this file ({first})",
@@ -228,6 +318,17 @@ def _assemble(
             for f in result.failures
         )
         all_warnings.extend(result.warnings)
+        raw_series.extend(result.series)
+        events.extend(result.events)
+        if result.environment:
+            environments.append(result.environment)
+        code_excerpts.extend(result.excerpts)
+        goroutine_dumps.extend(
+            g
+            if g.captured_at or entry.captured_at is None
+            else replace(g, captured_at=entry.captured_at)
+            for g in result.goroutine_dumps
+        )
         if entry.hint is not None:
             hints.append((entry.display, entry.hint))
         files.append(
@@ -241,11 +342,18 @@ def _assemble(
                 description=entry.description,
             )
         )
-    if not dumps and not failures:
+    environment = Environment.combined(environments)
+    series, series_warnings = metrics.finish(raw_series)
+    all_warnings.extend(series_warnings)
+    events.sort(key=lambda e: (e.at, e.source.path, e.source.line, e.kind.value, e.text))
+    if not (
+        dumps or failures or series or events or environment or code_excerpts or goroutine_dumps
+    ):
         where = root or ", ".join(e.display for e in entries)
         raise EvidenceError(
-            f"{where}: no py-spy or faulthandler dump found",
-            tip="put the dumps in the folder, or list them in bundle.toml (see `report init`)",
+            f"{where}: no usable evidence (no py-spy or faulthandler dump, metric history, "
+            "service state, dated log line, environment, code excerpt or goroutine dump)",
+            tip="put the evidence in the folder, or list it in bundle.toml (see `report init`)",
         )
     return Bundle(
         root=root,
@@ -255,6 +363,14 @@ def _assemble(
         failures=tuple(failures),
         warnings=tuple(all_warnings),
         rank_hints=tuple(hints),
+        series=series,
+        events=tuple(events),
+        environment=environment,
+        excerpts=tuple(code_excerpts),
+        # Capture order where known (stable: file order otherwise).
+        goroutine_dumps=tuple(
+            sorted(goroutine_dumps, key=lambda g: g.captured_at or datetime.max.replace(tzinfo=UTC))
+        ),
     )
 
 
@@ -281,12 +397,29 @@ def _read_evidence(path: Path, *, display: str, max_file_bytes: int) -> tuple[st
         raise EvidenceError(
             f"{display}: the file is empty", tip="capture the dump again; py-spy may have failed"
         )
-    if b"\x00" in data[:_BINARY_PROBE]:
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        # UTF-16 with a BOM: Grafana's "Download for Excel" CSV, Windows tools' logs.
+        return data.decode("utf-16", errors="replace"), size
+    if b"\x00" in data[:_BINARY_PROBE] and not _nul_separated_text(data[:_BINARY_PROBE]):
         raise EvidenceError(
             f"{display}: binary data, not a text dump",
             tip="pass the text output of `py-spy dump` (or --json), not a core file or archive",
         )
     return data.decode("utf-8", errors="replace"), size
+
+
+def _nul_separated_text(probe: bytes) -> bool:
+    """True for a `/proc/PID/environ` or `cmdline` copy: text whose separators are NULs.
+
+    Binary files (cores, archives, UTF-16 text) have other control bytes or far more NULs.
+    """
+    if probe.count(b"\x00") * 3 > len(probe):
+        return False
+    text = probe.decode("utf-8", errors="replace")
+    if len(probe) == _BINARY_PROBE:
+        # A multi-byte character cut at the end of the probe decodes as a replacement char.
+        text = text.rstrip("\ufffd")
+    return not any((c < " " and c not in "\x00\t\n\r") or c in "\x7f\ufffd" for c in text)
 
 
 def _human_size(size: int) -> str:
@@ -315,6 +448,11 @@ def parse_manifest(text: str, *, root: Path) -> tuple[Manifest, list[_Entry]]:
         world_size=_optional_int(data, "world_size", text),
         # Kept in the manifest's order: the author chose it (summary first, say).
         fields=tuple((str(k), str(v)) for k, v in _table(data, "fields", text).items()),
+        events=_events(data, text),
+        wedge=_wedge(data, text),
+        baseline=_inside(data, "baseline", text, root),
+        source_root=_inside(data, "source_root", text, root),
+        upstream_ref=_upstream_ref(data, text),
     )
     raw_entries = data.get("evidence", [])
     if not isinstance(raw_entries, list):
@@ -390,6 +528,117 @@ def _expand_entry(
         )
 
 
+def _events(data: dict[str, Any], text: str) -> tuple[TimelineEvent, ...]:
+    """The `[[event]]` tables (`at`, `text`): what the operator did or saw, for the timeline."""
+    raw = data.get("event", [])
+    if not isinstance(raw, list):
+        raise ManifestError(
+            f"{MANIFEST_NAME}:{_line_of(text, 'event')}: `event` must be an array of tables",
+            tip='write each one as [[event]] with at = 2026-07-14T08:30:00Z and text = "..."',
+        )
+    # The n-th [[event]] header is the n-th table: its line is the event's source.
+    headers = [m.start() for m in re.finditer(r"(?m)^[ \t]*\[\[[ \t]*event[ \t]*\]\]", text)]
+    out: list[TimelineEvent] = []
+    for position, table in enumerate(raw):
+        at_char = headers[position] if position < len(headers) else -1
+        line = text.count("\n", 0, at_char) + 1 if at_char >= 0 else 0
+        where = f"{MANIFEST_NAME}:{line}"
+        if not isinstance(table, dict) or not isinstance(table.get("text"), str):
+            raise ManifestError(
+                f"{where}: every [[event]] needs `text`", tip='add text = "what happened"'
+            )
+        moment = _datetime(table.get("at"), text, key="at")
+        if moment is None:
+            raise ManifestError(
+                f"{where}: every [[event]] needs `at`", tip="add at = 2026-07-14T08:30:00Z (UTC)"
+            )
+        out.append(
+            TimelineEvent(
+                at=moment,
+                kind=EventKind.MANUAL,
+                text=" ".join(table["text"].split()),
+                source=Location(path=MANIFEST_NAME, line=line),
+            )
+        )
+    return tuple(out)
+
+
+def _wedge(data: dict[str, Any], text: str) -> WedgeSettings | None:
+    """The `[wedge]` table: metric names (`output`, `waiting`, `context`) and `window`."""
+    if "wedge" not in data:
+        return None
+    table = _table(data, "wedge", text)
+    lists: dict[str, tuple[str, ...]] = {}
+    for key in ("output", "waiting", "context"):
+        value = table.get(key, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ManifestError(
+                f"{MANIFEST_NAME}:{_line_of(text, key)}: `wedge.{key}` must be a list of metric names"
+            )
+        for name in value:
+            if metrics.parse_selector(name) is None:
+                raise ManifestError(
+                    f"{MANIFEST_NAME}:{_line_of(text, name)}: {name!r} is not a metric name",
+                    tip='write it like "sglang:num_queue_reqs" or "x_total{mode=\\"decode\\"}"',
+                )
+        lists[key] = tuple(value)
+    window: float | None = None
+    if "window" in table:
+        window = parse_duration(table["window"])
+        if window is None:
+            raise ManifestError(
+                f"{MANIFEST_NAME}:{_line_of(text, 'window')}: `wedge.window` must be a duration",
+                tip='write it like "60s", "2m" or a number of seconds',
+            )
+    return WedgeSettings(
+        output=lists["output"],
+        waiting=lists["waiting"],
+        context=lists["context"],
+        window_seconds=window,
+    )
+
+
+def _inside(data: dict[str, Any], key: str, text: str, root: Path) -> str:
+    """A path key (`baseline`, `source_root`) that must name something inside the bundle."""
+    value = _string(data, key, text)
+    if not value:
+        return ""
+    where = f"{MANIFEST_NAME}:{_line_of(text, key)}"
+    if Path(value).is_absolute() or ".." in Path(value).parts:
+        raise ManifestError(
+            f"{where}: {key} {value!r} points outside the bundle",
+            tip="copy it into the bundle folder and use a relative path",
+        )
+    target = root / value
+    if not target.exists():
+        raise ManifestError(f"{where}: {key} {value!r} does not exist in the bundle")
+    if not target.resolve().is_relative_to(root.resolve()):
+        raise ManifestError(f"{where}: {key} {value!r} resolves outside the bundle")
+    return value
+
+
+_UPSTREAM_REF_KEYS = ("repo", "package", "module", "tag", "commit", "version", "path_prefix")
+
+
+def _upstream_ref(data: dict[str, Any], text: str) -> tuple[tuple[str, str], ...]:
+    """`[upstream_ref]`: how to turn the installed version into a git ref for permalinks."""
+    table = _table(data, "upstream_ref", text)
+    out: list[tuple[str, str]] = []
+    for key, value in table.items():
+        where = f"{MANIFEST_NAME}:{_line_of(text, key)}"
+        if key not in _UPSTREAM_REF_KEYS:
+            raise ManifestError(
+                f"{where}: unknown key `upstream_ref.{key}`",
+                tip="use: " + ", ".join(_UPSTREAM_REF_KEYS),
+            )
+        if not isinstance(value, str):
+            raise ManifestError(f"{where}: `upstream_ref.{key}` must be a string")
+        out.append((key, value))
+    return tuple(out)
+
+
 def _line_of(text: str, needle: str) -> int:
     """1-based line of the first occurrence of `needle` in the manifest (0 if absent)."""
     index = text.find(needle)
@@ -442,7 +691,7 @@ def _opt_str(value: object) -> str | None:
     return str(value) if value is not None else None
 
 
-def _datetime(value: object, text: str) -> datetime | None:
+def _datetime(value: object, text: str, *, key: str = "captured_at") -> datetime | None:
     """A TOML datetime or ISO string; naive values are taken as UTC."""
     if value is None:
         return None
@@ -453,13 +702,11 @@ def _datetime(value: object, text: str) -> datetime | None:
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError as err:
             raise ManifestError(
-                f"{MANIFEST_NAME}:{_line_of(text, value)}: captured_at {value!r} is not a date-time",
+                f"{MANIFEST_NAME}:{_line_of(text, value)}: {key} {value!r} is not a date-time",
                 tip="write it as 2026-07-14T08:34:44Z",
             ) from err
     else:
-        raise ManifestError(
-            f"{MANIFEST_NAME}:{_line_of(text, 'captured_at')}: captured_at must be a date-time"
-        )
+        raise ManifestError(f"{MANIFEST_NAME}:{_line_of(text, key)}: {key} must be a date-time")
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 

@@ -20,6 +20,7 @@ from reporter.errors import ReporterError, UsageError
 
 if TYPE_CHECKING:
     from reporter.render.regions import MergeResult
+    from reporter.upstream.search import SyncProgress, SyncReport
 
 cli = typer.Typer(
     name="report",
@@ -81,8 +82,42 @@ def _size(text: str) -> int:
     return int(float(match.group(1)) * factor)
 
 
-def _options(similarity: Similarity, max_file_size: str, strict: bool) -> app.Options:
-    return app.Options(similarity=similarity, max_file_bytes=_size(max_file_size), strict=strict)
+SourceRootOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--source-root",
+        help="A checkout or site-packages folder to cut code excerpts from (repeatable).",
+    ),
+]
+ContextOpt = Annotated[
+    int,
+    typer.Option("--context", min=0, help="Lines shown on each side of a frame in code excerpts."),
+]
+BaselineOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--baseline",
+        help="The last good run (a bundle folder or an env / cmdline / freeze file) to diff against.",
+    ),
+]
+
+
+def _options(
+    similarity: Similarity,
+    max_file_size: str,
+    strict: bool,
+    source_roots: list[Path] | None = None,
+    baseline: Path | None = None,
+    context: int = 6,
+) -> app.Options:
+    return app.Options(
+        similarity=similarity,
+        max_file_bytes=_size(max_file_size),
+        strict=strict,
+        source_roots=tuple(source_roots or ()),
+        baseline=baseline,
+        context=context,
+    )
 
 
 def _run(action: Callable[[], T]) -> T:
@@ -108,9 +143,14 @@ def analyze_cmd(
     similarity: SimilarityOpt = Similarity.LINES_IGNORED,
     max_file_size: MaxSizeOpt = "512M",
     strict: StrictOpt = False,
+    source_root: SourceRootOpt = None,
+    baseline: BaselineOpt = None,
+    context: ContextOpt = 6,
 ) -> None:
     """Print the verdict for a bundle folder or loose dump files; writes nothing."""
-    options = _run(lambda: _options(similarity, max_file_size, strict))
+    options = _run(
+        lambda: _options(similarity, max_file_size, strict, source_root, baseline, context)
+    )
     bundle, analysis = _run(lambda: app.load_and_analyze(evidence, options))
     if as_json:
         sys.stdout.write(app.analysis_json(analysis))
@@ -138,6 +178,8 @@ def _human(analysis: Analysis) -> str:
         lines.append(f"branch point: {analysis.branch_point.shared.display()}")
     for note in analysis.confidence_notes:
         lines.append(f"note: {note}")
+    if analysis.wedge is not None:
+        lines.append(f"metrics: {analysis.wedge.summary}")
     lines.append(f"signature: {analysis.signature.hash}")
     return "\n".join(lines)
 
@@ -158,13 +200,18 @@ def draft_cmd(
     similarity: SimilarityOpt = Similarity.LINES_IGNORED,
     max_file_size: MaxSizeOpt = "512M",
     strict: StrictOpt = False,
+    source_root: SourceRootOpt = None,
+    baseline: BaselineOpt = None,
+    context: ContextOpt = 6,
 ) -> None:
     """Write a Markdown incident report for a bundle (or loose dump files).
 
     Into an existing report the new draft is merged: sections nobody edited are
     regenerated, reviewers' edits and text are kept byte for byte.
     """
-    options = _run(lambda: _options(similarity, max_file_size, strict))
+    options = _run(
+        lambda: _options(similarity, max_file_size, strict, source_root, baseline, context)
+    )
     result = _run(lambda: app.draft(evidence, out=out, options=options, force=force))
     for line in _merge_summary(result.merge):
         print(line)
@@ -172,8 +219,49 @@ def draft_cmd(
         print(f"{result.path}: up to date")
         return
     print(f"wrote {result.path} ({result.analysis.verdict.value})")
+    if result.charts:
+        print(f"wrote {result.charts} (metrics charts)")
     if result.backup:
         print(f"previous version kept as {result.backup}")
+
+
+@cli.command("diff")
+def diff_cmd(
+    good: Annotated[
+        Path,
+        typer.Argument(
+            help="The last good run: a bundle folder, or an environ / cmdline / freeze file.",
+            show_default=False,
+        ),
+    ],
+    bad: Annotated[Path, typer.Argument(help="The bad run, in the same form.", show_default=False)],
+    as_json: Annotated[
+        bool, typer.Option("--json", help='Print {"changes": [...]} in rank order.')
+    ] = False,
+    source_root: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--source-root", help="Give it twice: GOOD's source tree, then BAD's; files are hashed."
+        ),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", help="Changes listed without --json.")] = 20,
+    max_file_size: MaxSizeOpt = "512M",
+) -> None:
+    """Rank what changed between the last good run and the bad one, likeliest culprit first.
+
+    Env vars, server options, package versions, GPUs, code excerpts and source files are
+    compared; a changed tuning knob outranks per-run noise (PIDs, invocation ids,
+    timestamps, random ports, temporary paths). Each change says why it ranks where it does.
+    """
+    run = _run(
+        lambda: app.diff_runs(
+            good, bad, source_roots=tuple(source_root or ()), max_file_bytes=_size(max_file_size)
+        )
+    )
+    if as_json:
+        sys.stdout.write(app.diff_json_text(run))
+    else:
+        print(app.diff_text(run, limit=max(limit, 0)))
 
 
 def _merge_summary(merge: MergeResult | None) -> list[str]:
@@ -274,6 +362,147 @@ def preview_cmd(
     """Write a standalone HTML preview of a report (diagrams drawn inline, no network needed)."""
     path = _run(lambda: app.preview(file, out=out))
     print(f"wrote {path}")
+
+
+# --- upstream issues -----------------------------------------------------------------
+
+DbOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--db",
+        help="The issue index (SQLite). Default: upstream-issues.sqlite3 in the user cache dir.",
+    ),
+]
+
+index_app = typer.Typer(
+    help="Move upstream issues in and out of the local index, as JSONL (one issue per line).",
+    no_args_is_help=True,
+)
+cli.add_typer(index_app, name="index")
+
+
+@cli.command("sync")
+def sync_cmd(
+    repos: Annotated[
+        list[str], typer.Argument(help="Repositories as owner/name.", show_default=False)
+    ],
+    db: DbOpt = None,
+    full: Annotated[
+        bool,
+        typer.Option("--full", help="List every issue again instead of only the changed ones."),
+    ] = False,
+) -> None:
+    """Fetch upstream issues into the local index; later runs fetch only what changed.
+
+    Each page is committed as it arrives: an interrupted sync loses nothing and the next
+    run resumes. Token: GITHUB_TOKEN, GH_TOKEN or the gh CLI's login.
+    """
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
+
+    def sync() -> tuple[list[SyncReport], list[str], Path]:
+        with Progress(console=Console(stderr=True), transient=True) as bar:
+            tasks: dict[str, TaskID] = {}
+
+            def show(step: SyncProgress) -> None:
+                if step.repo not in tasks:
+                    tasks[step.repo] = bar.add_task(step.repo, total=step.last_page)
+                bar.update(
+                    tasks[step.repo],
+                    completed=step.page,
+                    total=step.last_page,
+                    description=f"{step.repo}: {step.stored} issues stored",
+                )
+
+            return app.sync_upstream(repos, db=db, full=full, progress=show)
+
+    reports, notes, path = _run(sync)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    for report in reports:
+        if report.not_modified:
+            what = "no changes (304)"
+        else:
+            what = f"{report.stored} issues stored from {report.pages} page{'s' if report.pages != 1 else ''}"
+        resumed = ", resumed an interrupted sync" if report.resumed else ""
+        print(
+            f"{report.repo}: {what}; {report.requests} request{'s' if report.requests != 1 else ''}{resumed}"
+        )
+    print(f"index: {path}")
+
+
+@index_app.command("import")
+def index_import_cmd(
+    file: Annotated[Path, typer.Argument(help="JSONL: repo, number, title, body, state, ...")],
+    db: DbOpt = None,
+) -> None:
+    """Import issues from JSONL; a bad line is reported with its number and skipped."""
+    result, path = _run(lambda: app.index_import(file, db=db))
+    for problem in result.skipped:
+        print(f"skipped {problem}", file=sys.stderr)
+    print(f"imported {result.imported} issues into {path}")
+
+
+@index_app.command("export")
+def index_export_cmd(
+    repo: Annotated[
+        str | None, typer.Option("--repo", help="Only this repository (owner/name).")
+    ] = None,
+    db: DbOpt = None,
+) -> None:
+    """Print the indexed issues as JSONL, by repository and number."""
+    _run(lambda: app.index_export(write=print, db=db, repo=repo))
+
+
+@cli.command("search-upstream")
+def search_upstream_cmd(
+    bundle: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A bundle folder (its analysis and manifest are the query).", show_default=False
+        ),
+    ] = None,
+    repo: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--repo",
+            "-r",
+            help="Repository to search (repeatable); default: the manifest's upstream.",
+        ),
+    ] = None,
+    text_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--text-file",
+            help="Search with this text (an issue draft, a pasted dump; - for stdin).",
+        ),
+    ] = None,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", help="Most candidates to show (1-100).")
+    ] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the candidates as JSON.")] = False,
+    online: Annotated[
+        bool | None,
+        typer.Option(
+            "--online/--offline",
+            help="--online: refresh from GitHub first; --offline: the local index only "
+            "(without an index and --db, an example index built from fixtures/github).",
+        ),
+    ] = None,
+    db: DbOpt = None,
+) -> None:
+    """Find upstream issues that look like this hang: likely duplicates first, with reasons."""
+    outcome = _run(
+        lambda: app.search_upstream(
+            bundle, repos=repo or (), text_file=text_file, limit=limit, online=online, db=db
+        )
+    )
+    for note in outcome.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if as_json:
+        sys.stdout.write(app.search_upstream_json(outcome))
+    else:
+        print(app.search_upstream_text(outcome))
 
 
 def main() -> None:

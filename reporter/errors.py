@@ -6,6 +6,8 @@ ReporterError                 base; carries a one-line message and an optional t
     ├── ManifestError         bundle.toml is malformed or points outside the bundle
     └── EvidenceError         a file is empty, binary, too large or unreadable
 OutputError                   a report could not be written (exit 1)
+UpstreamError                 GitHub could not be reached or refused the request (exit 1)
+└── RateLimitError            GitHub's rate limit outlasts the wait the client allows
 """
 
 from __future__ import annotations
@@ -42,3 +44,11 @@ class EvidenceError(InputError):
 
 class OutputError(ReporterError):
     """A report or manifest could not be written."""
+
+
+class UpstreamError(ReporterError):
+    """GitHub could not be reached, or answered with an error, after bounded retries."""
+
+
+class RateLimitError(UpstreamError):
+    """GitHub's rate limit is exhausted for longer than the client may wait."""

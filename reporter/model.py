@@ -18,6 +18,7 @@ Shapes, by example (a py-spy text dump of one SGLang scheduler)::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -30,6 +31,20 @@ class EvidenceKind(StrEnum):
     PYSPY_TEXT = "pyspy-text"
     PYSPY_JSON = "pyspy-json"
     FAULTHANDLER = "faulthandler"
+    PROMETHEUS_TEXT = "prometheus-text"
+    PROMETHEUS_JSON = "prometheus-json"
+    GRAFANA_CSV = "grafana-csv"
+    SYSTEMD_SHOW = "systemd-show"
+    LOG = "log"
+    ENVIRON = "environ"
+    CMDLINE = "cmdline"
+    PACKAGES = "packages"
+    SGLANG_CHECK_ENV = "sglang-check-env"
+    VLLM_COLLECT_ENV = "vllm-collect-env"
+    NVIDIA_SMI = "nvidia-smi"
+    SOURCE_HASHES = "source-hashes"
+    CODE_EXCERPT = "code-excerpt"
+    GOROUTINES = "goroutines"
     UNKNOWN = "unknown"
 
 
@@ -173,6 +188,14 @@ class ParseResult:
     dumps: tuple[ProcessDump, ...] = ()
     failures: tuple[FailedDump, ...] = ()
     warnings: tuple[ParseWarning, ...] = ()
+    series: tuple[MetricSeries, ...] = ()
+    """Metric series as read (counters still raw); the loader merges files and makes rates."""
+    events: tuple[TimelineEvent, ...] = ()
+    """Dated things the file tells: service starts, notable log lines."""
+    environment: Environment = field(default_factory=lambda: Environment())
+    """Env vars, command lines, packages, GPUs and facts the file holds."""
+    excerpts: tuple[CodeExcerpt, ...] = ()
+    goroutine_dumps: tuple[GoroutineDump, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -207,6 +230,16 @@ class Manifest:
     version: str = ""
     world_size: int | None = None
     fields: tuple[tuple[str, str], ...] = ()
+    events: tuple[TimelineEvent, ...] = ()
+    """`[[event]]` tables: things the operator did or saw, for the timeline."""
+    wedge: WedgeSettings | None = None
+    """`[wedge]`: metric names and window for wedge detection; None: the defaults."""
+    baseline: str = ""
+    """`baseline = "baseline/"`: a folder inside the bundle holding the last good run."""
+    source_root: str = ""
+    """`source_root = "src/"`: a folder inside the bundle holding deployed source files."""
+    upstream_ref: tuple[tuple[str, str], ...] = ()
+    """`[upstream_ref]` as (key, value) pairs: repo, package, tag rule, path prefix, commit."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -225,3 +258,303 @@ class Bundle:
     failures: tuple[FailedDump, ...] = ()
     warnings: tuple[ParseWarning, ...] = ()
     rank_hints: tuple[tuple[str, RankHint], ...] = ()
+    series: tuple[MetricSeries, ...] = ()
+    """Metric history, sorted by (name, labels); counters already turned into rates."""
+    events: tuple[TimelineEvent, ...] = ()
+    """Dated evidence events (service starts, log lines, manual events), sorted by time."""
+    environment: Environment = field(default_factory=lambda: Environment())
+    """Environment evidence of every file, in file order."""
+    excerpts: tuple[CodeExcerpt, ...] = ()
+    """Explicit code excerpt files of the bundle, in file order."""
+    goroutine_dumps: tuple[GoroutineDump, ...] = ()
+    """Go client dumps, in capture order where known, else file order."""
+    baseline: Bundle | None = None
+    """The last good run (the manifest's `baseline` folder), loaded as a bundle of its own."""
+
+
+class MetricKind(StrEnum):
+    """The Prometheus type of a series; histogram `_sum` / `_count` parts count as counters."""
+
+    GAUGE = "gauge"
+    COUNTER = "counter"
+    UNTYPED = "untyped"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MetricPoint:
+    """One sample: UTC time, value, and the file and line it came from."""
+
+    at: datetime
+    value: float
+    source: Location
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MetricSeries:
+    """One time series: a metric name plus its label set, points in time order.
+
+    `rate` is True when a counter's samples were turned into per-second rates
+    (each point is the rate over the interval that ends at its time). Example::
+
+        MetricSeries(name="sglang:num_queue_reqs", labels=(("tp_rank", "0"),),
+                     kind=MetricKind.GAUGE, points=(MetricPoint(at=..., value=3.0, ...), ...),
+                     source=Location(path="metrics/scrapes.prom", line=4))
+    """
+
+    name: str
+    labels: tuple[tuple[str, str], ...] = ()
+    kind: MetricKind = MetricKind.UNTYPED
+    rate: bool = False
+    points: tuple[MetricPoint, ...] = ()
+    source: Location
+
+    def display(self) -> str:
+        """`name{a="1",b="2"}`, the PromQL-like form used in reports and JSON."""
+        if not self.labels:
+            return self.name
+        inner = ",".join(f'{k}="{v}"' for k, v in self.labels)
+        return f"{self.name}{{{inner}}}"
+
+
+class EventKind(StrEnum):
+    """What a timeline entry is about."""
+
+    SERVICE = "service"
+    LOG = "log"
+    MANUAL = "manual"
+    DUMP = "dump"
+    DUMP_FAILED = "dump-failed"
+    METRIC = "metric"
+    WEDGE = "wedge"
+    GOROUTINES = "goroutines"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimelineEvent:
+    """One dated fact for the timeline: UTC time, kind, one line of text, and its source."""
+
+    at: datetime
+    kind: EventKind
+    text: str
+    source: Location
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WedgeSettings:
+    """The manifest's `[wedge]` table; empty tuples and None mean "use the defaults".
+
+    Names may carry a label filter: `sglang:realtime_tokens_total{mode="decode"}`.
+    """
+
+    output: tuple[str, ...] = ()
+    waiting: tuple[str, ...] = ()
+    context: tuple[str, ...] = ()
+    window_seconds: float | None = None
+
+
+# --- Environment, code excerpts and Go goroutines (issue 3, helper B) ---
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnvVar:
+    """One environment variable as a process saw it (`/proc/PID/environ`, `env`, collect_env)."""
+
+    name: str
+    value: str
+    source: Location
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandFlag:
+    """One option of a command line: `--tp 4` and `--tp=4` give name `--tp`, value `"4"`.
+
+    `value` is None for a bare switch (`--enable-metrics`).
+    """
+
+    name: str
+    value: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandLine:
+    """A process's argv, the program it runs and its options.
+
+    `program` is the module for `python -m MOD`, else the script or executable.
+    Example: `python3 -m sglang.launch_server --tp 4 --mem-fraction-static=0.8` gives
+    program `sglang.launch_server`, flags `--tp=4`, `--mem-fraction-static=0.8`.
+    """
+
+    argv: tuple[str, ...]
+    program: str
+    flags: tuple[CommandFlag, ...] = ()
+    positional: tuple[str, ...] = ()
+    source: Location
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Package:
+    """An installed distribution: `name` normalised as PyPI does (`flashinfer-python`).
+
+    `origin` keeps a direct reference (`git+https://github.com/o/r@abc123`, `file:///...`)
+    where the listing gave one; `version` is "" when it did not say.
+    """
+
+    name: str
+    version: str
+    origin: str = ""
+    source: Location
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnvFact:
+    """A `key: value` fact from `sglang.check_env`, vLLM `collect_env` or `nvidia-smi`."""
+
+    key: str
+    value: str
+    source: Location
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Gpu:
+    """One GPU row of `nvidia-smi` (table or `--format=csv`); unknown numbers are None."""
+
+    index: int
+    name: str
+    memory_used_mib: int | None = None
+    memory_total_mib: int | None = None
+    utilization_pct: int | None = None
+    source: Location
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileHash:
+    """A deployed source file's sha256 (`sha256sum` output), to compare with a checkout."""
+
+    path: str
+    sha256: str
+    source: Location
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Environment:
+    """Everything environment evidence says; several files simply concatenate."""
+
+    variables: tuple[EnvVar, ...] = ()
+    cmdlines: tuple[CommandLine, ...] = ()
+    packages: tuple[Package, ...] = ()
+    facts: tuple[EnvFact, ...] = ()
+    gpus: tuple[Gpu, ...] = ()
+    file_hashes: tuple[FileHash, ...] = ()
+
+    @staticmethod
+    def combined(parts: Sequence[Environment]) -> Environment:
+        """The entries of every part, in order (one pass: no copy per part)."""
+        return Environment(
+            variables=tuple(v for p in parts for v in p.variables),
+            cmdlines=tuple(c for p in parts for c in p.cmdlines),
+            packages=tuple(k for p in parts for k in p.packages),
+            facts=tuple(f for p in parts for f in p.facts),
+            gpus=tuple(g for p in parts for g in p.gpus),
+            file_hashes=tuple(h for p in parts for h in p.file_hashes),
+        )
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.variables
+            or self.cmdlines
+            or self.packages
+            or self.facts
+            or self.gpus
+            or self.file_hashes
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CodeExcerpt:
+    """Lines of one source file as deployed: `lines[0]` is line `start` of `path`.
+
+    `path` is repository-relative where known (`python/sglang/srt/managers/scheduler.py`).
+    `file_sha256` is the hash of the whole deployed file, when recorded, so that a
+    local checkout can be checked against it. `highlight` holds absolute line numbers.
+    """
+
+    path: str
+    start: int
+    lines: tuple[str, ...]
+    highlight: tuple[int, ...] = ()
+    repo: str = ""
+    ref: str = ""
+    file_sha256: str = ""
+    note: str = ""
+    source: Location
+
+    @property
+    def end(self) -> int:
+        """The last line number shown."""
+        return self.start + max(len(self.lines), 1) - 1
+
+
+class GoDumpForm(StrEnum):
+    """Which Go runtime output a goroutine dump came from."""
+
+    TRACEBACK = "traceback"
+    """`runtime.Stack(buf, true)` or `/debug/pprof/goroutine?debug=2`."""
+    SIGQUIT = "sigquit"
+    PANIC = "panic"
+    FATAL = "fatal"
+    AGGREGATED = "aggregated"
+    """`/debug/pprof/goroutine?debug=1`: one stanza per distinct stack, with a count."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GoFrame:
+    """One Go frame: `net/http.(*persistConn).roundTrip(0xc000..., ...)` at `file:line`.
+
+    `args` is the text between the parentheses as printed (`...` for inlined calls,
+    "" when the form prints none, as `created by` lines and debug=1 stanzas do).
+    """
+
+    function: str
+    args: str = ""
+    file: str = ""
+    line: int | None = None
+
+    @property
+    def package(self) -> str:
+        """The import path: `net/http.(*persistConn).roundTrip` -> `net/http`."""
+        slash = self.function.rfind("/")
+        dot = self.function.find(".", slash + 1)
+        return self.function[:dot] if dot > 0 else self.function
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Goroutine:
+    """One goroutine (or, from debug=1, `count` goroutines with one stack and no id).
+
+    `state` is the wait reason in brackets (`select`, `IO wait`, `chan receive`);
+    `wait_minutes` is None when Go printed no duration (under a minute, or not yet
+    seen blocked by two GC cycles). `frames` are innermost first.
+    """
+
+    id: int | None
+    state: str = ""
+    wait_minutes: int | None = None
+    locked_to_thread: bool = False
+    frames: tuple[GoFrame, ...] = ()
+    created_by: GoFrame | None = None
+    parent_id: int | None = None
+    elided: bool = False
+    count: int = 1
+    labels: tuple[tuple[str, str], ...] = ()
+    source: Location
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GoroutineDump:
+    """All goroutines of one dump of one Go process, in the order printed."""
+
+    form: GoDumpForm
+    goroutines: tuple[Goroutine, ...] = ()
+    headline: str = ""
+    captured_at: datetime | None = None
+    source: Location

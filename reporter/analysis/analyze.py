@@ -4,11 +4,17 @@ Steps: identify ranks and their snapshots (ranks.py), intern every main
 stack and the latest snapshot's other threads (stacks.py), per-rank states
 (progress.py), classes and trees (merge.py), the verdict (verdict.py),
 branch point (branch.py), confidence and summary (explain.py) and the
-signature (signature.py). Pure: no I/O, deterministic output.
+signature (signature.py); then the metric history's wedge (wedge.py), the Go
+clients (goroutines.py), the timeline of everything dated (timeline.py), and the
+environment, baseline diff and code excerpts (surroundings.py). Pure: no I/O,
+deterministic output.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from reporter.analysis import surroundings
 from reporter.analysis.branch import branch_point
 from reporter.analysis.classify import default_classifier
 from reporter.analysis.explain import Context, confidence, summary
@@ -25,9 +31,15 @@ from reporter.analysis.result import (
 )
 from reporter.analysis.signature import make_signature
 from reporter.analysis.stacks import StackInfo, StackTable
+from reporter.analysis.timeline import build as build_timeline
 from reporter.analysis.verdict import Finding, decide
+from reporter.analysis.wedge import WedgeReport
+from reporter.analysis.wedge import detect as detect_wedge
 from reporter.gcpause import gc_paused
 from reporter.model import Bundle
+
+if TYPE_CHECKING:
+    from reporter.analysis.excerpts import SourceReader
 
 
 def _history(process: RankedProcess, table: StackTable) -> tuple[StackInfo, ...]:
@@ -66,13 +78,25 @@ def _chosen_classes(
     return classes, finding.verdict is Verdict.ALL_STUCK
 
 
-def analyze(bundle: Bundle, *, similarity: Similarity = Similarity.LINES_IGNORED) -> Analysis:
-    """Analyse every rank's stacks in `bundle` and return the verdict with its evidence."""
+def analyze(
+    bundle: Bundle,
+    *,
+    similarity: Similarity = Similarity.LINES_IGNORED,
+    sources: SourceReader | None = None,
+    context: int = 6,
+) -> Analysis:
+    """Analyse every rank's stacks in `bundle` and return the verdict with its evidence.
+
+    `sources` finds local source files (`--source-root`) for the code excerpts, which
+    show `context` lines on each side of a frame's line.
+    """
     with gc_paused():
-        return _analyze(bundle, similarity)
+        return _analyze(bundle, similarity, sources, context)
 
 
-def _analyze(bundle: Bundle, similarity: Similarity) -> Analysis:
+def _analyze(
+    bundle: Bundle, similarity: Similarity, sources: SourceReader | None, context: int
+) -> Analysis:
     classifier = default_classifier()
     table = StackTable(classifier)
     rank_map = identify(bundle)
@@ -142,6 +166,8 @@ def _analyze(bundle: Bundle, similarity: Similarity) -> Analysis:
         unidentified=rank_map.unidentified,
     )
     level, notes = confidence(finding, ctx)
+    wedge = detect_wedge(bundle.series, bundle.manifest.wedge)
+    clients = surroundings.go_clients(bundle, similarity)
     warnings = tuple(str(w) for w in bundle.warnings) + rank_map.warnings
     if rank_map.world_size is not None and views and rank_map.unit == "rank":
         beyond = [v.unit for v in views if v.unit >= rank_map.world_size]
@@ -150,11 +176,13 @@ def _analyze(bundle: Bundle, similarity: Similarity) -> Analysis:
                 f"ranks {beyond} lie beyond the world size {rank_map.world_size} "
                 f"({rank_map.world_detail})",
             )
-    return Analysis(
+    analysis = Analysis(
         verdict=finding.verdict,
         confidence=level,
         confidence_notes=notes,
-        summary=summary(finding, ctx, chosen, classifier),
+        summary=summary(finding, ctx, chosen, classifier)
+        + _wedge_sentence(wedge, bundle)
+        + surroundings.clients_sentence(clients, wedge),
         snapshots=snapshots,
         rank_unit=rank_map.unit,
         processes=tuple(processes),
@@ -169,4 +197,31 @@ def _analyze(bundle: Bundle, similarity: Similarity) -> Analysis:
         laggards=finding.laggards,
         signature=make_signature(finding.verdict, chosen, classifier),
         warnings=warnings,
+        wedge=wedge,
+        timeline=build_timeline(bundle, wedge, surroundings.clients_events(clients)),
+        goroutines=clients,
     )
+    return surroundings.complete(analysis, bundle, sources=sources, context=context)
+
+
+def _wedge_sentence(wedge: WedgeReport | None, bundle: Bundle) -> str:
+    """What the metrics add to the stack verdict's summary ("" when they add nothing)."""
+    if wedge is None or wedge.episode is None:
+        return ""
+    from reporter.evidence._times import iso
+
+    episode = wedge.episode
+    state = (
+        "and was still wedged at the last sample"
+        if episode.end is None
+        else f"until {iso(episode.end)} ({episode.end_reason})"
+    )
+    text = f" Metrics: generation output stopped with requests waiting from {iso(episode.onset)} {state}."
+    dated = [d.captured_at for d in bundle.dumps if d.captured_at is not None]
+    if dated:
+        lead = (min(dated) - episode.onset).total_seconds()
+        if lead >= 0:
+            text += f" The first stack dump was taken {lead:.0f} s after the onset."
+    elif not bundle.dumps:
+        text += " Capture py-spy dumps of every rank while it lasts to see where it is stuck."
+    return text

@@ -4,10 +4,16 @@ Input: an `Analysis`. Output: a dict of str/int/list/dict/None only, in a
 fixed key order, so `json.dumps(to_json(a))` is byte-stable. Frames are
 `"function (file)"`, innermost first unless a key says otherwise; rank sets
 are lists of ints (ranks, or PIDs when `rank_unit` is `"pid"`). Later
-versions add keys and never rename these.
+versions add keys and never rename these. `wedge` (null without metrics) and
+`timeline` (a list of `{at, kind, text, source}`) carry times as ISO 8601 UTC.
+`environment` (allowlisted, redacted), `diff` (null without a baseline),
+`excerpts` and `goroutines` (null without Go dumps) come from their modules'
+`*_json` functions.
 """
 
 from __future__ import annotations
+
+from datetime import datetime
 
 from reporter.analysis.result import (
     Analysis,
@@ -18,7 +24,9 @@ from reporter.analysis.result import (
     ThreadGroup,
     TreeNode,
 )
-from reporter.model import Frame
+from reporter.analysis.wedge import WedgeReport
+from reporter.evidence._times import iso
+from reporter.model import Frame, TimelineEvent
 
 JSON = dict[str, object]
 
@@ -134,4 +142,123 @@ def to_json(analysis: Analysis) -> JSON:
         "tree": tree_json(analysis.tree),
         "signature": {"hash": analysis.signature.hash, "text": analysis.signature.text},
         "warnings": list(analysis.warnings),
+        "wedge": wedge_json(analysis.wedge),
+        "timeline": [event_json(e) for e in analysis.timeline],
+        **_surroundings_json(analysis),
+    }
+
+
+def _surroundings_json(analysis: Analysis) -> JSON:
+    """`environment`, `diff`, `excerpts`, `goroutines`: null when the bundle has none.
+
+    Their modules are imported only when there is something to export.
+    """
+    out: JSON = {"environment": None, "diff": None, "excerpts": None, "goroutines": None}
+    if analysis.environment:
+        from reporter.analysis.environment import summary_json
+
+        out["environment"] = summary_json(analysis.environment)
+    if analysis.diff is not None:
+        from reporter.analysis.diff import diff_json
+
+        out["diff"] = diff_json(analysis.diff)
+    if analysis.excerpts is not None:
+        from reporter.analysis.excerpts import excerpts_json
+
+        out["excerpts"] = excerpts_json(analysis.excerpts)
+    if analysis.goroutines:
+        from reporter.analysis.goroutines import goroutines_json
+
+        out["goroutines"] = goroutines_json(analysis.goroutines)
+    return out
+
+
+def _round(value: float | None) -> float | None:
+    """Six significant digits: enough for any signal, and no float noise in the JSON."""
+    return float(f"{value:.6g}") if value is not None else None
+
+
+def _time(moment: datetime | None) -> str | None:
+    return iso(moment) if moment is not None else None
+
+
+def wedge_json(wedge: WedgeReport | None) -> JSON | None:
+    """The wedge: times in ISO 8601 UTC (`2026-11-29T14:43:41.973Z`) or null; null without metrics.
+
+    `onset` is the first sample of the wedge, `onset_after` the last sample before
+    it (the stop happened between the two); `end` is null while still wedged.
+    """
+    if wedge is None:
+        return None
+    episode = wedge.episode
+    return {
+        "found": episode is not None,
+        "onset": _time(episode.onset) if episode else None,
+        "onset_after": _time(episode.onset_after) if episode else None,
+        "end": _time(episode.end) if episode else None,
+        "end_reason": episode.end_reason or None if episode else None,
+        "still_wedged": wedge.still_wedged,
+        "duration_seconds": episode.duration if episode else None,
+        "onset_source": str(episode.source) if episode else None,
+        "window_seconds": wedge.window,
+        "interval_seconds": wedge.interval,
+        "first_sample": _time(wedge.first_sample),
+        "last_sample": _time(wedge.last_sample),
+        "summary": wedge.summary,
+        "signals": [
+            {
+                "name": s.name,
+                "role": s.role.value,
+                "series": s.series,
+                "rate": s.rate,
+                "shows_wedge": s.shows_wedge,
+                "before": _round(s.before),
+                "at_onset": _round(s.at_onset),
+                "last": _round(s.last),
+                "min": _round(s.minimum),
+                "max": _round(s.maximum),
+                "text": s.text,
+            }
+            for s in wedge.signals
+        ],
+        "step_changes": [
+            {
+                "signal": s.signal,
+                "kind": s.kind.value,
+                "at": _time(s.at),
+                "slope_per_second": s.slope,
+                "text": s.text,
+                "source": str(s.source),
+            }
+            for s in wedge.steps
+        ],
+        "episodes": [
+            {
+                "onset": _time(e.onset),
+                "end": _time(e.end),
+                "duration_seconds": e.duration,
+                "source": str(e.source),
+            }
+            for e in wedge.episodes
+        ],
+        "gaps": [
+            {
+                "start": _time(g.start),
+                "end": _time(g.end),
+                "seconds": round((g.end - g.start).total_seconds(), 3),
+                "source": str(g.source),
+            }
+            for g in wedge.gaps
+        ],
+        "notes": list(wedge.notes),
+    }
+
+
+def event_json(event: TimelineEvent) -> JSON:
+    """One timeline entry: `at` (ISO 8601 UTC), `kind`, `text`, `source` (file:line)."""
+    return {
+        "at": iso(event.at),
+        "kind": event.kind.value,
+        "text": event.text,
+        "source": str(event.source),
     }

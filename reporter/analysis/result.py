@@ -20,8 +20,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from reporter.model import FailedDump, Frame, ProcessDump, RankSource
+from reporter.analysis.wedge import WedgeReport
+from reporter.model import FailedDump, Frame, ProcessDump, RankSource, TimelineEvent
+
+if TYPE_CHECKING:
+    # Annotations only: these modules import this one (Similarity), so no runtime import.
+    from reporter.analysis.diff import EnvDiff
+    from reporter.analysis.environment import EnvironmentSummary
+    from reporter.analysis.excerpts import ExcerptAnalysis
+    from reporter.analysis.goroutines import GoroutineAnalysis
 
 
 class Verdict(StrEnum):
@@ -206,3 +215,15 @@ class Analysis:
     laggards: tuple[int, ...]
     signature: Signature
     warnings: tuple[str, ...]
+    wedge: WedgeReport | None = None
+    """What the metric history says about a wedge; None when the bundle has no metrics."""
+    timeline: tuple[TimelineEvent, ...] = ()
+    """Every dated fact of the bundle in order (reporter.analysis.timeline)."""
+    environment: EnvironmentSummary | None = None
+    """Allowlisted, redacted view of the environment evidence; None when there is none."""
+    diff: EnvDiff | None = None
+    """Changes since the baseline bundle (manifest `baseline` or `--baseline`); None without one."""
+    excerpts: ExcerptAnalysis | None = None
+    """Code at the branch point and the class frames, with permalinks; None when nothing to show."""
+    goroutines: GoroutineAnalysis | None = None
+    """Go client goroutine buckets; None when the bundle has no goroutine dump."""

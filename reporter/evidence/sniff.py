@@ -9,7 +9,18 @@
 * `Thread 0x... (most recent call first):`, `Stack (most recent call first):`,
   `Fatal Python error:`, `Timeout (0:00:01)!` or `  File "...", line N in f`
   → FAULTHANDLER;
-* when both kinds appear, the one seen first wins; nothing known → UNKNOWN.
+* when both kinds appear, the one seen first wins;
+* then the other evidence kinds (`_sniff_more`): a JSON object with `resultType`
+  or `status` → PROMETHEUS_JSON; `systemctl show` keys → SYSTEMD_SHOW; `# TYPE`,
+  `# HELP`, `# scrape at` or sample lines → PROMETHEUS_TEXT; a CSV header starting
+  with `Time` (or `Series`) → GRAFANA_CSV; mostly timestamped lines → LOG;
+* a NUL-separated `/proc` copy → ENVIRON or CMDLINE, and `pip list --format=json`
+  → PACKAGES, before the py-spy JSON test; after the dump kinds and before
+  `_sniff_more`: `reporter-excerpt: 1` → CODE_EXCERPT, a goroutine header →
+  GOROUTINES, check_env / collect_env / nvidia-smi (`env.sniff_distinctive`); after
+  `_sniff_more`: sha256sum, pip freeze / list, KEY=VALUE lines and a command line
+  (`env.sniff_generic`);
+* py-spy's error text alone counts only after all of these; nothing known → UNKNOWN.
 
 Log prefixes in front of these lines do not matter: a marker counts at the
 start of a line or after a space, `|` or `]`.
@@ -18,9 +29,10 @@ start of a line or after a space, `|` or `]`.
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import assert_never
 
-from reporter.evidence import faulthandler, pyspy
+from reporter.evidence import faulthandler, logs, metrics, pyspy, systemd
 from reporter.evidence._text import strip_ansi
 from reporter.model import EvidenceKind, Location, ParseResult, ParseWarning
 
@@ -59,6 +71,13 @@ _FAULTHANDLER_MARKERS: tuple[_Marker, ...] = (
 
 def sniff(text: str) -> EvidenceKind:
     """The kind of evidence in `text`, judged from its first 64 KiB."""
+    quick = text[:_QUICK_CHARS]
+    if "\x00" in quick or quick.lstrip("\ufeff \t\r\n").startswith("["):
+        from reporter.evidence import env
+
+        if "\x00" in quick or env.looks_like_pip_json(quick):
+            # /proc copies and pip's JSON: py-spy text never holds NUL, py-spy JSON has thread ids.
+            return env.sniff_distinctive(text)
     if _JSON_RE.match(text, 0, SNIFF_CHARS):
         return EvidenceKind.PYSPY_JSON
     # Nearly every file shows its kind in the first lines; the earliest marker of a
@@ -77,6 +96,22 @@ def _sniff_head(head: str) -> EvidenceKind:
         return EvidenceKind.PYSPY_TEXT
     if fault_at >= 0:
         return EvidenceKind.FAULTHANDLER
+    # Imported here: a bundle of py-spy dumps never needs these parsers.
+    from reporter.evidence import env, excerpts, goroutines
+
+    if excerpts.sniff(head):
+        return EvidenceKind.CODE_EXCERPT
+    if goroutines.sniff(head):
+        return EvidenceKind.GOROUTINES
+    environment = env.sniff_distinctive(head)
+    if environment is not EvidenceKind.UNKNOWN:
+        return environment
+    other = _sniff_more(head)
+    if other is not EvidenceKind.UNKNOWN:
+        return other
+    environment = env.sniff_generic(head)
+    if environment is not EvidenceKind.UNKNOWN:
+        return environment
     if _earliest(head, _PYSPY_ERROR_MARKERS) >= 0:
         # py-spy's error text alone is a failed dump, and still py-spy evidence.
         return EvidenceKind.PYSPY_TEXT
@@ -119,14 +154,50 @@ def _confirmed(head: str, needle: str, at: int) -> bool:
     return needle != "Process " or head.find("Python v", at) >= 0
 
 
-def parse(kind: EvidenceKind, text: str, *, source: str) -> ParseResult:
-    """Parse `text` with the parser for `kind`; UNKNOWN gives an empty result and a warning."""
+def parse(
+    kind: EvidenceKind, text: str, *, source: str, captured_at: datetime | None = None
+) -> ParseResult:
+    """Parse `text` with the parser for `kind`; UNKNOWN gives an empty result and a warning.
+
+    `captured_at` (the manifest's, else the bundle's earliest) dates a single
+    Prometheus scrape without timestamps, and gives year-less log times their year.
+    """
+    if kind is EvidenceKind.PROMETHEUS_TEXT:
+        return metrics.parse_text(text, source=source, captured_at=captured_at)
+    if kind is EvidenceKind.PROMETHEUS_JSON:
+        return metrics.parse_query_range(text, source=source)
+    if kind is EvidenceKind.GRAFANA_CSV:
+        return metrics.parse_csv(text, source=source)
+    if kind is EvidenceKind.SYSTEMD_SHOW:
+        return systemd.parse(text, source=source)
+    if kind is EvidenceKind.LOG:
+        return logs.parse(text, source=source, reference=captured_at)
     if kind is EvidenceKind.PYSPY_TEXT:
         return pyspy.parse_text(text, source=source)
     if kind is EvidenceKind.PYSPY_JSON:
         return pyspy.parse_json(text, source=source)
     if kind is EvidenceKind.FAULTHANDLER:
         return faulthandler.parse(text, source=source)
+    if (
+        kind is EvidenceKind.ENVIRON
+        or kind is EvidenceKind.CMDLINE
+        or kind is EvidenceKind.PACKAGES
+        or kind is EvidenceKind.SGLANG_CHECK_ENV
+        or kind is EvidenceKind.VLLM_COLLECT_ENV
+        or kind is EvidenceKind.NVIDIA_SMI
+        or kind is EvidenceKind.SOURCE_HASHES
+    ):
+        from reporter.evidence import env
+
+        return env.parse(kind, text, source=source)
+    if kind is EvidenceKind.CODE_EXCERPT:
+        from reporter.evidence import excerpts
+
+        return excerpts.parse(text, source=source)
+    if kind is EvidenceKind.GOROUTINES:
+        from reporter.evidence import goroutines
+
+        return goroutines.parse(text, source=source)
     if kind is EvidenceKind.UNKNOWN:
         warning = ParseWarning(
             source=Location(path=source),
@@ -134,3 +205,31 @@ def parse(kind: EvidenceKind, text: str, *, source: str) -> ParseResult:
         )
         return ParseResult(warnings=(warning,))
     assert_never(kind)
+
+
+_PROM_JSON_RE = re.compile(r'\A\ufeff?\s*\{[\s\S]{0,200}?"(?:status|resultType|data)"\s*:')
+_PROM_COMMENT_RE = re.compile(r"(?m)^#\s*(?:TYPE|HELP)\s+[A-Za-z_:][\w:]*\s|^#\s*scrape at\s")
+_PROM_SAMPLE_RE = re.compile(
+    r"[A-Za-z_:][\w:]*(?:\{[^}\n]*\})?[ \t]+[-+]?(?:\d|\.\d|NaN|Inf)[^\s]*(?:[ \t]+-?\d+)?[ \t]*"
+)
+_CSV_HEAD_RE = re.compile(r'\A\ufeff?(?:sep=.\r?\n)?"?(?:Time|time|Series|series)"?[,;\t]')
+# Share of a head's first lines that must carry a time for the file to count as a log.
+LOG_SHARE = 0.3
+
+
+def _sniff_more(head: str) -> EvidenceKind:
+    """The kind of metric, service or log evidence in `head`, or UNKNOWN."""
+    if _PROM_JSON_RE.match(head):
+        return EvidenceKind.PROMETHEUS_JSON
+    if systemd.looks_like(head):
+        return EvidenceKind.SYSTEMD_SHOW
+    if _PROM_COMMENT_RE.search(head):
+        return EvidenceKind.PROMETHEUS_TEXT
+    if _CSV_HEAD_RE.match(head):
+        return EvidenceKind.GRAFANA_CSV
+    lines = [line.strip() for line in head.split("\n")[:50] if line.strip()]
+    if lines and all(_PROM_SAMPLE_RE.fullmatch(line) for line in lines[:20]):
+        return EvidenceKind.PROMETHEUS_TEXT
+    if logs.stamped_share(head) >= LOG_SHARE:
+        return EvidenceKind.LOG
+    return EvidenceKind.UNKNOWN

@@ -18,6 +18,7 @@ As Mermaid, each single-child chain becomes one node naming its first and last f
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,7 +26,9 @@ from datetime import datetime
 from reporter import __version__
 from reporter.analysis import Analysis
 from reporter.analysis.result import RankProcess, StackClass, TreeNode
-from reporter.model import Bundle, Frame
+from reporter.evidence._times import clock
+from reporter.model import Bundle, EventKind, Frame, TimelineEvent
+from reporter.render import envview
 from reporter.render import markdown as md
 
 # Above this many processes the report embeds one dump per class, not one per process.
@@ -120,6 +123,18 @@ class ReportView:
     evidence: tuple[NamedBlock, ...]
     evidence_note: str
     warnings: tuple[str, ...]
+    metrics: MetricsView | None = None
+    """The "Metrics and the wedge" section; None when the bundle has no metrics."""
+    timeline: tuple[TimelineRow, ...] = ()
+    timeline_note: str = ""
+    runtime_environment: envview.RuntimeEnvironmentView | None = None
+    """Environment evidence (allowlisted): command lines, key packages, GPUs, variables."""
+    changes: envview.ChangesView | None = None
+    """The diff against the baseline; None without one."""
+    code: envview.CodeSectionView | None = None
+    """Code at the branch point, with permalinks."""
+    clients: envview.ClientsView | None = None
+    """Go client goroutine buckets."""
 
 
 def build_view(
@@ -129,6 +144,7 @@ def build_view(
     excerpts: Sequence[Excerpt],
     now: datetime,
     evidence_note: str = "",
+    chart_file: str = "",
 ) -> ReportView:
     """Format everything the template needs; `now` is injected so output is reproducible."""
     unit = analysis.rank_unit
@@ -200,7 +216,155 @@ def build_view(
         ),
         evidence_note=evidence_note,
         warnings=tuple(analysis.warnings),
+        metrics=metrics_view(analysis, chart_file=chart_file),
+        timeline=timeline_rows(analysis.timeline),
+        timeline_note=timeline_note(analysis.timeline),
+        runtime_environment=envview.runtime_environment(analysis.environment),
+        changes=envview.changes(analysis.diff),
+        code=envview.code_section(analysis.excerpts),
+        clients=envview.clients(analysis.goroutines, _clients_headline(analysis)),
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChartView:
+    """One chart: a fenced Mermaid block and the sentence under it."""
+
+    block: str
+    caption: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SignalRow:
+    signal: str
+    role: str
+    series: int
+    before: str
+    at_onset: str
+    last: str
+    range: str
+    shows: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MetricsView:
+    """The metrics section: verdict paragraph, charts, signals table, step changes, notes."""
+
+    verdict: str
+    charts: tuple[ChartView, ...]
+    svg_note: str
+    signals: tuple[SignalRow, ...]
+    steps: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimelineRow:
+    """One timeline entry, pre-formatted: `at` is the UTC time, `source` is `file:line`."""
+
+    at: str
+    kind: str
+    text: str
+    source: str
+
+
+# Timeline entries shown in the report; `analyze --json` has all of them.
+MAX_TIMELINE_ROWS = 120
+_PROSE_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
+# Evidence text (log lines, operator notes) is quoted as code: it may hold anything.
+_QUOTED_KINDS = frozenset({"log", "manual", "service", "goroutines"})
+
+
+def _prose(text: str) -> str:
+    """Generated text safe as Markdown prose: inline specials escaped, one line."""
+    return _PROSE_SPECIAL.sub(r"\\\1", " ".join(text.split()))
+
+
+def _value(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.4g}"
+
+
+def metrics_view(analysis: Analysis, *, chart_file: str = "") -> MetricsView | None:
+    """The metrics section of the report, or None when the bundle has no metric history."""
+    from reporter.render import charts
+
+    wedge = analysis.wedge
+    if wedge is None:
+        return None
+    built = charts.build(wedge)
+    svg_note = ""
+    if built and chart_file:
+        svg_note = (
+            f"The same charts as one SVG file for offline viewing: {md.code(chart_file)}, "
+            "written beside this report."
+        )
+    return MetricsView(
+        verdict=_prose(wedge.summary),
+        charts=tuple(
+            ChartView(block=md.fence(c.mermaid, "mermaid"), caption=_prose(c.caption))
+            for c in built
+        ),
+        svg_note=svg_note,
+        signals=tuple(
+            SignalRow(
+                signal=md.code_cell(s.name),
+                role=s.role.value + (" (rate)" if s.rate else ""),
+                series=s.series,
+                before=_value(s.before),
+                at_onset=_value(s.at_onset),
+                last=_value(s.last),
+                range=f"{_value(s.minimum)} to {_value(s.maximum)}",
+                shows="yes" if s.shows_wedge else "-",
+            )
+            for s in wedge.signals
+        ),
+        steps=tuple(f"{_prose(s.text)} ({md.code(str(s.source))})" for s in wedge.steps),
+        notes=tuple(_prose(n) for n in wedge.notes),
+    )
+
+
+def timeline_rows(events: Sequence[TimelineEvent]) -> tuple[TimelineRow, ...]:
+    """The first `MAX_TIMELINE_ROWS` entries; the time without the date when all share one day.
+
+    A timeline of dump captures alone says nothing the evidence list does not: then ().
+    """
+    if all(e.kind in (EventKind.DUMP, EventKind.DUMP_FAILED) for e in events):
+        return ()
+    days = {e.at.date() for e in events}
+    rows = []
+    for event in events[:MAX_TIMELINE_ROWS]:
+        stamp = clock(event.at) if len(days) == 1 else f"{event.at:%Y-%m-%d} {clock(event.at)}"
+        kind = event.kind.value
+        text = (
+            md.code(" ".join(event.text.split())) if kind in _QUOTED_KINDS else _prose(event.text)
+        )
+        rows.append(TimelineRow(at=stamp, kind=kind, text=text, source=md.code(str(event.source))))
+    return tuple(rows)
+
+
+def timeline_note(events: Sequence[TimelineEvent]) -> str:
+    """The sentence above the timeline: time zone, day, and how many entries are left out."""
+    if not events:
+        return ""
+    days = sorted({e.at.date() for e in events})
+    note = f"All times UTC, on {days[0]:%Y-%m-%d}." if len(days) == 1 else "All times UTC."
+    if len(events) > MAX_TIMELINE_ROWS:
+        note += (
+            f" The first {MAX_TIMELINE_ROWS} of {len(events)} entries; "
+            "`report analyze --json` lists them all."
+        )
+    return note
+
+
+def _clients_headline(analysis: Analysis) -> str:
+    """The sentence about waiting clients (also in the verdict), for the clients section."""
+    from reporter.analysis.surroundings import clients_sentence
+
+    return clients_sentence(analysis.goroutines, analysis.wedge).strip()
 
 
 def _plural(n: int, word: str, plural: str | None = None) -> str:

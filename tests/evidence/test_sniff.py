@@ -45,8 +45,35 @@ from reporter.model import EvidenceKind, ParseResult
             'Traceback (most recent call last):\n  File "a.py", line 1, in <module>\nValueError: x\n',
             EvidenceKind.UNKNOWN,
         ),
-        ("[2026-07-14 08:34:44] INFO all good\n", EvidenceKind.UNKNOWN),
-        ("# HELP sglang:num_running_reqs x\n", EvidenceKind.UNKNOWN),
+        ("[2026-07-14 08:34:44] INFO all good\n", EvidenceKind.LOG),
+        ("# HELP sglang:num_running_reqs x\n", EvidenceKind.PROMETHEUS_TEXT),
+        # Metric, service and log evidence (issue 3).
+        (
+            '{"status":"success","data":{"resultType":"matrix","result":[]}}',
+            EvidenceKind.PROMETHEUS_JSON,
+        ),
+        ('{\n  "status": "error",\n  "errorType": "bad_data"}', EvidenceKind.PROMETHEUS_JSON),
+        ("# scrape at 2026-11-29T14:40:00Z\nfoo 1\n", EvidenceKind.PROMETHEUS_TEXT),
+        (
+            'sglang:num_running_reqs{tp_rank="0"} 3.0\nfoo_total 12 1712345678000\n',
+            EvidenceKind.PROMETHEUS_TEXT,
+        ),
+        ('\ufeff"Time","{tp_rank=""0""}"\r\n2024-04-05 10:00:00,12\r\n', EvidenceKind.GRAFANA_CSV),
+        ("sep=;\nTime;running\n", EvidenceKind.GRAFANA_CSV),
+        ('"Series","Time","Value"\n', EvidenceKind.GRAFANA_CSV),
+        (
+            "Id=sglang.service\nMainPID=7\nExecMainStartTimestamp=Sun 2026-11-29 14:39:58 UTC\n",
+            EvidenceKind.SYSTEMD_SHOW,
+        ),
+        ("2026-11-29T14:40:00Z started\nnot stamped\n2026-11-29T14:40:01Z ok\n", EvidenceKind.LOG),
+        ("Nov 29 14:40:00 host sglang[4]: hello\n", EvidenceKind.LOG),
+        ("INFO 11-29 14:40:31 [api_server.py:1043] vLLM API server\n", EvidenceKind.LOG),
+        # A timestamped log line that holds a py-spy dump marker stays a dump.
+        (
+            "[2026-07-14 08:34:44] x\n[2026-07-14 08:34:44 TP6] Pyspy dump for PID 187:\n",
+            EvidenceKind.PYSPY_TEXT,
+        ),
+        ("KEY=VALUE\nOTHER=2\n", EvidenceKind.UNKNOWN),
         ("", EvidenceKind.UNKNOWN),
     ],
 )
@@ -71,12 +98,24 @@ def test_sniff_real_samples(reference: Path) -> None:
         kind = (
             EvidenceKind.FAULTHANDLER
             if path.name.startswith("faulthandler")
+            else EvidenceKind.PROMETHEUS_TEXT
+            if path.name.startswith("prometheus_client")
+            else EvidenceKind.GOROUTINES
+            if path.name.startswith("go1.")
             else EvidenceKind.UNKNOWN
         )
         assert sniff.sniff(path.read_text(encoding="utf-8")) is kind, path.name
 
 
-@pytest.mark.parametrize("kind", list(EvidenceKind))
+_DUMP_KINDS = [
+    EvidenceKind.PYSPY_TEXT,
+    EvidenceKind.PYSPY_JSON,
+    EvidenceKind.FAULTHANDLER,
+    EvidenceKind.UNKNOWN,
+]
+
+
+@pytest.mark.parametrize("kind", _DUMP_KINDS)
 def test_parse_dispatches_every_kind(kind: EvidenceKind) -> None:
     texts = {
         EvidenceKind.PYSPY_TEXT: "Process 7: a\nPython v3.11.7 (/p)\n\nThread 7 (idle)\n    f (a.py:1)\n",
@@ -91,6 +130,35 @@ def test_parse_dispatches_every_kind(kind: EvidenceKind) -> None:
     else:
         assert not result.warnings
         assert [d.kind for d in result.dumps] == [kind]
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "what"),
+    [
+        (EvidenceKind.PROMETHEUS_TEXT, "# scrape at 2026-11-29T14:40:00Z\nfoo 1\n", "series"),
+        (
+            EvidenceKind.PROMETHEUS_JSON,
+            '{"status":"success","data":{"resultType":"vector","result":'
+            '[{"metric":{"__name__":"foo"},"value":[1764427200,"1"]}]}}',
+            "series",
+        ),
+        (EvidenceKind.GRAFANA_CSV, "Time,foo\n1764427200000,1\n", "series"),
+        (
+            EvidenceKind.SYSTEMD_SHOW,
+            "Id=a.service\nActiveEnterTimestamp=Sun 2026-11-29 14:39:58 UTC\n",
+            "events",
+        ),
+        (EvidenceKind.LOG, "2026-11-29T14:40:00Z server started\n", "events"),
+    ],
+)
+def test_parse_dispatches_metric_service_and_log_kinds(
+    kind: EvidenceKind, text: str, what: str
+) -> None:
+    result = sniff.parse(kind, text, source="s.txt")
+    assert sniff.sniff(text) is kind
+    assert not result.warnings, result.warnings
+    assert len(getattr(result, what)) == 1
+    assert not result.dumps
 
 
 @settings(max_examples=300, deadline=None)

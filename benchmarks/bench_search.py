@@ -1,0 +1,78 @@
+"""Latency of `search-upstream` over a generated index of 50,000 issues.
+
+Prints: index build time (JSONL import: parsing, stack extraction, FTS5 and frame
+tables), database size, and the warm query latency of `find_duplicates` (p50, p95 over
+`--runs` queries after one warm-up pass; goal p50 <= 150 ms on 2 cores). The issues and
+queries come from `upstream_corpus` (seeded), so every run builds the same index.
+
+    python benchmarks/bench_search.py [--issues 50000] [--runs 300] [--seed 7] [--keep DB]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from upstream_corpus import bulk, generate
+
+from reporter.upstream.index import Index
+from reporter.upstream.search import find_duplicates
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--issues", type=int, default=50_000)
+    parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--keep", type=Path, help="build the index here and keep it")
+    args = parser.parse_args(argv)
+
+    started = time.perf_counter()
+    issues = bulk(args.seed, args.issues)
+    lines = [json.dumps(issue) for issue in issues]
+    generated = time.perf_counter() - started
+    queries = [q.query for q in generate(args.seed).queries]
+
+    if args.keep is not None and args.keep.exists():
+        print(f"{args.keep}: exists; pass a new path to --keep", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.keep or Path(tmp) / "bench.sqlite3"
+        started = time.perf_counter()
+        with Index(path) as index:
+            result = index.import_jsonl(lines, source="generated")
+        build = time.perf_counter() - started
+        # Closing the last connection checkpoints the WAL into the main file.
+        size = path.stat().st_size
+
+        with Index(path) as index:
+            for query in queries:  # warm-up: page cache, statement cache, imports
+                find_duplicates(index, query, limit=10)
+            timings: list[float] = []
+            for n in range(args.runs):
+                query = queries[n % len(queries)]
+                t0 = time.perf_counter()
+                find_duplicates(index, query, limit=10)
+                timings.append((time.perf_counter() - t0) * 1000)
+    timings.sort()
+    p50 = statistics.median(timings)
+    p95 = timings[int(0.95 * (len(timings) - 1))]
+    print(
+        f"issues: {result.imported} ({len(result.skipped)} skipped); generated in {generated:.1f} s"
+    )
+    print(f"index build: {build:.1f} s ({result.imported / build:,.0f} issues/s)")
+    print(f"index size: {size / 1e6:.1f} MB ({size / max(1, result.imported):,.0f} bytes/issue)")
+    print(
+        f"warm query over {result.imported} issues ({args.runs} runs, {len(queries)} queries): "
+        f"p50 {p50:.1f} ms, p95 {p95:.1f} ms, max {timings[-1]:.1f} ms (goal p50 <= 150 ms)"
+    )
+    return 0 if p50 <= 150 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,369 @@
+"""The environment as a report may show it: allowlisted variables, options, key packages, GPUs.
+
+Input: the bundle's `Environment` (every variable and value, as captured).
+Output: an `EnvironmentSummary` that holds only what `reporter/data/env.toml`
+allows, with secret-looking values replaced by `[redacted]`; the bundle keeps
+the rest. Secret detection (`Secrets`) is shared with `report diff`.
+
+Shape, by example::
+
+    EnvironmentSummary(
+        variables=(ShownVariable(name="NCCL_DEBUG", values=("INFO",), redacted=False,
+                                 sources=("env/rank0.environ",)), ...),
+        hidden=241, redacted=1,
+        commands=(ShownCommand(program="sglang.launch_server",
+                               flags=(("--tp", "4"), ("--api-key", "[redacted]")), ...),),
+        packages=(ShownPackage(name="torch", version="2.8.0+cu126", ...), ...), ...)
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from reporter.errors import ReporterError
+from reporter.model import CommandLine, EnvFact, Environment, Gpu, Package
+
+REDACTED = "[redacted]"
+
+_OPAQUE_CHARS_RE = re.compile(r"[A-Za-z0-9+/=_-]+\Z")
+_HEX_RE = re.compile(r"[0-9a-fA-F]+\Z")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Secrets:
+    """Rules that decide a value must not be shown (names and value shapes)."""
+
+    names: re.Pattern[str]
+    values: tuple[re.Pattern[str], ...]
+    opaque_min_length: int
+
+    def is_secret(self, name: str, value: str | None) -> bool:
+        """True when `name` says secret, or `value` looks like a credential."""
+        if self.names.match(name):
+            return True
+        if not value:
+            return False
+        if any(p.search(value) for p in self.values):
+            return True
+        return _opaque(value, self.opaque_min_length)
+
+    def shown(self, name: str, value: str | None) -> str | None:
+        """`value`, or `[redacted]` when it looks secret; None stays None."""
+        if value is None:
+            return None
+        return REDACTED if self.is_secret(name, value) else value
+
+
+def _opaque(value: str, min_length: int) -> bool:
+    """A long token-like run: letters of both cases and digits, not hex, not a path."""
+    if len(value) < min_length or not _OPAQUE_CHARS_RE.match(value) or _HEX_RE.match(value):
+        return False
+    return (
+        any(c.islower() for c in value)
+        and any(c.isupper() for c in value)
+        and any(c.isdigit() for c in value)
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShowRules:
+    """The compiled `env.toml`."""
+
+    show: re.Pattern[str]
+    hide_names: re.Pattern[str]
+    hide_values: tuple[re.Pattern[str], ...]
+    secrets: Secrets
+
+    def shows(self, name: str, values: Sequence[str]) -> bool:
+        """True when a variable is allowlisted and not hidden (by name, or by all its values)."""
+        if not self.show.match(name) or self.hide_names.match(name):
+            return False
+        return not (values and all(any(p.match(v) for p in self.hide_values) for v in values))
+
+    key_packages: tuple[str, ...]
+    key_facts: re.Pattern[str]
+
+
+def _globs(patterns: Iterable[str], *, ignore_case: bool) -> re.Pattern[str]:
+    joined = "|".join(fnmatch.translate(p) for p in patterns) or r"(?!)"
+    return re.compile(joined, re.IGNORECASE if ignore_case else 0)
+
+
+def parse_show_rules(text: str, *, source: str = "env.toml") -> ShowRules:
+    """Compile an env.toml; a malformed file raises `ReporterError` naming what is wrong."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ReporterError(f"{source}: not valid TOML: {err}") from err
+
+    def strings(table: str, key: str) -> list[str]:
+        value = data.get(table, {}).get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ReporterError(f"{source}: [{table}] {key} must be a list of strings")
+        return list(value)
+
+    def regexes(table: str) -> tuple[re.Pattern[str], ...]:
+        out: list[re.Pattern[str]] = []
+        for pattern in strings(table, "values"):
+            try:
+                out.append(re.compile(pattern))
+            except re.error as err:
+                raise ReporterError(
+                    f"{source}: [{table}] value pattern {pattern!r}: {err}"
+                ) from err
+        return tuple(out)
+
+    opaque = data.get("secret", {}).get("opaque_min_length", 32)
+    if not isinstance(opaque, int) or opaque < 8:
+        raise ReporterError(f"{source}: [secret] opaque_min_length must be an integer >= 8")
+    return ShowRules(
+        show=_globs(strings("show", "names"), ignore_case=False),
+        hide_names=_globs(strings("hide", "names"), ignore_case=False),
+        hide_values=regexes("hide"),
+        secrets=Secrets(
+            names=_globs(strings("secret", "names"), ignore_case=True),
+            values=regexes("secret"),
+            opaque_min_length=opaque,
+        ),
+        key_packages=tuple(strings("packages", "key")),
+        key_facts=_globs(strings("facts", "key"), ignore_case=True),
+    )
+
+
+@cache
+def default_rules() -> ShowRules:
+    """The rules shipped in `reporter/data/env.toml`."""
+    text = resources.files("reporter").joinpath("data/env.toml").read_text(encoding="utf-8")
+    return parse_show_rules(text)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShownVariable:
+    """An allowlisted variable: its distinct values in first-seen order, and where it was seen."""
+
+    name: str
+    values: tuple[str, ...]
+    redacted: bool
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShownCommand:
+    """A command line with secret option values replaced."""
+
+    program: str
+    flags: tuple[tuple[str, str | None], ...]
+    positional: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShownPackage:
+    """A key package; `others` lists different versions other files reported."""
+
+    name: str
+    version: str
+    origin: str
+    source: str
+    others: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnvironmentSummary:
+    """What the report and `analyze --json` show of the environment evidence."""
+
+    variables: tuple[ShownVariable, ...]
+    hidden: int
+    redacted: int
+    commands: tuple[ShownCommand, ...]
+    packages: tuple[ShownPackage, ...]
+    package_count: int
+    gpus: tuple[Gpu, ...]
+    facts: tuple[EnvFact, ...]
+    sources: tuple[str, ...]
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.variables
+            or self.hidden
+            or self.commands
+            or self.packages
+            or self.package_count
+            or self.gpus
+            or self.facts
+        )
+
+
+def summarize(environment: Environment, rules: ShowRules | None = None) -> EnvironmentSummary:
+    """The allowlisted, redacted view of `environment` (sorted by name; GPUs by index)."""
+    rules = rules or default_rules()
+    secrets = rules.secrets
+    by_name: dict[str, tuple[list[str], list[str], bool]] = {}
+    for var in environment.variables:
+        values, sources, secret = by_name.setdefault(var.name, ([], [], False))
+        if var.value not in values:
+            values.append(var.value)
+        if var.source.path not in sources:
+            sources.append(var.source.path)
+        if secrets.is_secret(var.name, var.value) and not secret:
+            by_name[var.name] = (values, sources, True)
+    shown: list[ShownVariable] = []
+    redacted = 0
+    for name in sorted(by_name):
+        values, sources, secret = by_name[name]
+        if not rules.shows(name, values):
+            continue
+        if secret:
+            redacted += 1
+        shown.append(
+            ShownVariable(
+                name=name,
+                values=(REDACTED,) if secret else tuple(values),
+                redacted=secret,
+                sources=tuple(sources),
+            )
+        )
+    return EnvironmentSummary(
+        variables=tuple(shown),
+        hidden=len(by_name) - len(shown),
+        redacted=redacted,
+        commands=_commands(environment.cmdlines, secrets),
+        packages=_key_packages(environment.packages, rules.key_packages),
+        package_count=len({p.name for p in environment.packages}),
+        gpus=_gpus(environment.gpus),
+        facts=_facts(environment.facts, rules.key_facts, secrets),
+        sources=_sources(environment),
+    )
+
+
+def _commands(cmdlines: Sequence[CommandLine], secrets: Secrets) -> tuple[ShownCommand, ...]:
+    out: list[ShownCommand] = []
+    seen: set[tuple[str, ...]] = set()
+    for cmd in cmdlines:
+        if cmd.argv in seen:
+            continue
+        seen.add(cmd.argv)
+        out.append(
+            ShownCommand(
+                program=cmd.program,
+                flags=tuple((f.name, secrets.shown(f.name, f.value)) for f in cmd.flags),
+                positional=tuple(secrets.shown("", p) or "" for p in cmd.positional),
+                source=str(cmd.source),
+            )
+        )
+    return tuple(out)
+
+
+def _key_packages(packages: Sequence[Package], key: Sequence[str]) -> tuple[ShownPackage, ...]:
+    first: dict[str, Package] = {}
+    versions: dict[str, list[str]] = {}
+    for package in packages:
+        first.setdefault(package.name, package)
+        seen = versions.setdefault(package.name, [])
+        if package.version and package.version not in seen:
+            seen.append(package.version)
+    out: list[ShownPackage] = []
+    for name in key:
+        if name not in first:
+            continue
+        package = first[name]
+        out.append(
+            ShownPackage(
+                name=name,
+                version=package.version,
+                origin=package.origin,
+                source=str(package.source),
+                others=tuple(v for v in versions[name] if v != package.version),
+            )
+        )
+    return tuple(out)
+
+
+def _gpus(gpus: Sequence[Gpu]) -> tuple[Gpu, ...]:
+    """One row per index: the one with memory figures wins (nvidia-smi over check_env)."""
+    best: dict[int, Gpu] = {}
+    for gpu in gpus:
+        current = best.get(gpu.index)
+        if current is None or (current.memory_total_mib is None and gpu.memory_total_mib):
+            best[gpu.index] = gpu
+    return tuple(best[i] for i in sorted(best))
+
+
+def _facts(facts: Sequence[EnvFact], key: re.Pattern[str], secrets: Secrets) -> tuple[EnvFact, ...]:
+    out: dict[str, EnvFact] = {}
+    for fact in facts:
+        if key.match(fact.key) and fact.key not in out:
+            value = secrets.shown(fact.key, fact.value) or ""
+            out[fact.key] = EnvFact(key=fact.key, value=value, source=fact.source)
+    return tuple(out.values())
+
+
+def _sources(environment: Environment) -> tuple[str, ...]:
+    paths: dict[str, None] = {}
+    for group in (
+        environment.variables,
+        environment.cmdlines,
+        environment.packages,
+        environment.facts,
+        environment.gpus,
+        environment.file_hashes,
+    ):
+        for item in group:
+            paths.setdefault(item.source.path, None)
+    return tuple(paths)
+
+
+def summary_json(summary: EnvironmentSummary) -> dict[str, object]:
+    """`analyze --json`'s `environment` object (allowlisted and redacted, like the report)."""
+    return {
+        "variables": [
+            {
+                "name": v.name,
+                "values": list(v.values),
+                "redacted": v.redacted,
+                "sources": list(v.sources),
+            }
+            for v in summary.variables
+        ],
+        "hidden_variables": summary.hidden,
+        "redacted_variables": summary.redacted,
+        "commands": [
+            {
+                "program": c.program,
+                "flags": [{"name": n, "value": v} for n, v in c.flags],
+                "positional": list(c.positional),
+                "source": c.source,
+            }
+            for c in summary.commands
+        ],
+        "packages": [
+            {
+                "name": p.name,
+                "version": p.version,
+                "origin": p.origin,
+                "source": p.source,
+                "other_versions": list(p.others),
+            }
+            for p in summary.packages
+        ],
+        "package_count": summary.package_count,
+        "gpus": [
+            {
+                "index": g.index,
+                "name": g.name,
+                "memory_used_mib": g.memory_used_mib,
+                "memory_total_mib": g.memory_total_mib,
+                "utilization_pct": g.utilization_pct,
+                "source": str(g.source),
+            }
+            for g in summary.gpus
+        ],
+        "facts": [{"key": f.key, "value": f.value, "source": str(f.source)} for f in summary.facts],
+        "sources": list(summary.sources),
+    }

@@ -1,0 +1,211 @@
+"""Charts of the wedge signals: Mermaid `xychart-beta` blocks for the report, one SVG file for offline use.
+
+Input: a `WedgeReport` (its signals carry their summed points). Output: strings only;
+the application layer writes the SVG beside the report with the atomic writer.
+
+Each chosen signal (the output signals, the waiting signals that ever held work, and
+the context signals with data; at most `MAX_CHARTS`) becomes one chart, downsampled
+to at most `MAX_POINTS` points by averaging equal slices of time, e.g.::
+
+    xychart-beta
+        title "rate of sglang:generation_tokens_total (per second)"
+        x-axis "UTC" ["15:06:48.9", "15:06:49.7", ...]
+        y-axis "per second"
+        line [0, 543.68, 749.71, ...]
+
+The text under each chart names the wedge window. The SVG is drawn by
+`reporter.render.svg` from the same Mermaid text (one line-chart drawer for the
+report preview and this file), charts stacked in one document.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from reporter.analysis.wedge import Point, Role, Signal, WedgeReport
+from reporter.evidence._times import clock
+from reporter.render import svg
+
+MAX_POINTS = 40
+MAX_CHARTS = 6
+_CHART_W, _CHART_H, _CAPTION_H, _TITLE_H = 760, 380, 46, 40
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Chart:
+    """One signal's chart: its Mermaid source, the caption under it, and what it shows."""
+
+    signal: str
+    role: str
+    title: str
+    mermaid: str
+    caption: str
+    points: int
+    original_points: int
+
+
+def choose(wedge: WedgeReport) -> tuple[Signal, ...]:
+    """The signals worth a chart, output first, then waiting, then context."""
+    chosen = [s for s in wedge.signals if s.role is Role.OUTPUT and s.points]
+    chosen += [s for s in wedge.signals if s.role is Role.WAITING and s.maximum > 0]
+    chosen += [s for s in wedge.signals if s.role is Role.CONTEXT and s.points]
+    return tuple(chosen[:MAX_CHARTS])
+
+
+def downsample(points: Sequence[Point], limit: int = MAX_POINTS) -> list[tuple[datetime, float]]:
+    """At most `limit` (time, value) pairs: the mean of each equal slice of the time span.
+
+    Slices with no point are left out, so a gap shows as a jump in the time labels.
+    """
+    if len(points) <= limit:
+        return [(p.at, p.value) for p in points]
+    start, end = points[0].at, points[-1].at
+    span = (end - start).total_seconds() or 1.0
+    buckets: dict[int, list[Point]] = {}
+    for point in points:
+        index = min(limit - 1, int((point.at - start).total_seconds() / span * limit))
+        buckets.setdefault(index, []).append(point)
+    return [
+        (group[0].at, statistics.fmean(p.value for p in group))
+        for _, group in sorted(buckets.items())
+    ]
+
+
+def _unit(signal: Signal) -> str:
+    name = signal.name.lower()
+    if signal.rate:
+        return "per second"
+    if "throughput" in name:
+        return "tokens/s"
+    if "usage" in name or "perc" in name or "ratio" in name or "rate" in name:
+        return "ratio"
+    if "reqs" in name or "requests" in name:
+        return "requests"
+    if "tokens" in name:
+        return "tokens"
+    return "value"
+
+
+def _label(moment: datetime, span: float) -> str:
+    if span <= 120:
+        return clock(moment)[:10]  # 15:06:48.9
+    if span <= 86400:
+        return clock(moment)[:8]
+    return moment.strftime("%m-%d %H:%M")
+
+
+def _number(value: float) -> str:
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.4g}"
+
+
+def _quote(text: str) -> str:
+    """Text for a double-quoted Mermaid string (no double quotes inside)."""
+    return text.replace('"', "'")
+
+
+def window_text(wedge: WedgeReport) -> str:
+    """The wedge window in words, for the text under each chart."""
+    episode = wedge.episode
+    if episode is None:
+        return (
+            f"No wedge: output never stayed at zero for {wedge.window:g} s while requests waited."
+        )
+    if episode.end is None:
+        until = f"still wedged at the last sample ({clock(wedge.last_sample)})"
+    else:
+        until = f"to {clock(episode.end)} ({episode.end_reason})"
+    return f"Wedge window: {clock(episode.onset)} UTC, {until}, {episode.duration:g} s."
+
+
+def build(wedge: WedgeReport | None) -> tuple[Chart, ...]:
+    """One chart per chosen signal; () without metrics."""
+    if wedge is None:
+        return ()
+    window = window_text(wedge)
+    charts = []
+    for signal in choose(wedge):
+        pairs = downsample(signal.points)
+        span = (
+            (signal.points[-1].at - signal.points[0].at).total_seconds() if signal.points else 0.0
+        )
+        unit = _unit(signal)
+        title = f"rate of {signal.name}" if signal.rate else signal.name
+        labels = ", ".join(f'"{_label(at, span)}"' for at, _ in pairs)
+        values = ", ".join(_number(round(v, 4)) for _, v in pairs)
+        source = "\n".join(
+            [
+                "xychart-beta",
+                f'    title "{_quote(title)} ({unit})"',
+                f'    x-axis "UTC" [{labels}]',
+                f'    y-axis "{unit}"',
+                f"    line [{values}]",
+            ]
+        )
+        shown = (
+            f"{len(pairs)} means of {len(signal.points)} samples"
+            if len(pairs) < len(signal.points)
+            else f"{len(pairs)} samples"
+        )
+        role = signal.role.value
+        if signal.role is Role.OUTPUT and not signal.shows_wedge and wedge.episode is not None:
+            role += ", not deciding"
+        series = f", sum of {signal.series} series" if signal.series > 1 else ""
+        caption = f"{window} ({title}: {role}{series}; {shown}.)"
+        charts.append(
+            Chart(
+                signal=signal.name,
+                role=signal.role.value,
+                title=title,
+                mermaid=source,
+                caption=caption,
+                points=len(pairs),
+                original_points=len(signal.points),
+            )
+        )
+    return tuple(charts)
+
+
+def svg_document(charts: Sequence[Chart], *, title: str) -> str:
+    """All charts in one standalone SVG file, each with its caption under it."""
+    height = _TITLE_H + len(charts) * (_CHART_H + _CAPTION_H)
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_CHART_W}" height="{height}" '
+        f'viewBox="0 0 {_CHART_W} {height}">',
+        f'<rect x="0" y="0" width="{_CHART_W}" height="{height}" fill="#ffffff"/>',
+        f'<text x="{_CHART_W / 2:.0f}" y="26" text-anchor="middle" font-size="16" '
+        f'font-family="sans-serif" font-weight="bold" fill="#1b1b1b">{svg.esc(title)}</text>',
+    ]
+    y = _TITLE_H
+    for chart in charts:
+        drawing = svg.draw(chart.mermaid, uid=f"c{y}")
+        if drawing is None:  # pragma: no cover - our own Mermaid text always draws
+            continue
+        out.append(f'<g transform="translate(0 {y})">{drawing}</g>')
+        for index, line in enumerate(_wrap(chart.caption, 118)[:3]):
+            out.append(
+                f'<text x="12" y="{y + _CHART_H + 14 + 14 * index}" font-size="11" '
+                f'font-family="sans-serif" fill="#333">{svg.esc(line)}</text>'
+            )
+        y += _CHART_H + _CAPTION_H
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    lines: list[str] = []
+    current = ""
+    for word in text.split():
+        if current and len(current) + 1 + len(word) > width:
+            lines.append(current)
+            current = word
+        else:
+            current = f"{current} {word}".strip()
+    if current:
+        lines.append(current)
+    return lines

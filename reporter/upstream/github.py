@@ -1,0 +1,443 @@
+"""The GitHub REST client: issue listing with Link pagination and ETags, issue search.
+
+One `httpx.Client` behind an injectable base URL (GitHub Enterprise:
+`https://HOST/api/v3`), timeout, clock and transport (tests pass `httpx.MockTransport`
+or point the base URL at a local server). Every request goes through `_send`, which:
+
+* sends `If-None-Match` when the caller has an ETag; a 304 costs no rate limit;
+* waits out rate limits (403/429 with `Retry-After`, or `X-RateLimit-Remaining: 0`
+  until `X-RateLimit-Reset`, or a secondary limit without either: 60 s doubling) when
+  the wait fits `RetryPolicy.max_wait`, else raises `RateLimitError` saying when the
+  limit resets;
+* retries 5xx answers, timeouts, resets and malformed JSON with exponential backoff,
+  at most `RetryPolicy.attempts` tries in all, then raises `UpstreamError`.
+
+Pagination follows `Link: <...>; rel="next"` until it is absent, refuses a `next` on
+another host (the token must not leave GitHub) and stops with an error when a `next`
+points back to a page already read. `CallStats` counts what was sent.
+
+Token lookup (`find_token`): `GITHUB_TOKEN`, then `GH_TOKEN`, then the gh CLI's
+`hosts.yml` (`$GH_CONFIG_DIR`, `$XDG_CONFIG_HOME/gh` or `~/.config/gh`)::
+
+    github.com:
+        user: octocat
+        oauth_token: gho_...
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+
+from reporter import __version__
+from reporter.errors import RateLimitError, UpstreamError
+
+API_URL = "https://api.github.com"
+PER_PAGE = 100
+MAX_PAGES = 5000
+
+
+class Clock(Protocol):
+    """Wall time in epoch seconds, and a way to wait (tests pass a fake that only records)."""
+
+    def now(self) -> float:
+        """Seconds since the epoch."""
+        ...
+
+    def sleep(self, seconds: float) -> None:
+        """Wait `seconds`."""
+        ...
+
+
+class SystemClock:
+    """The real clock."""
+
+    def now(self) -> float:
+        """`time.time()`."""
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        """`time.sleep()`."""
+        time.sleep(seconds)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Token:
+    """A GitHub token and where it came from (for messages; the value is never printed)."""
+
+    value: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    """How hard the client tries: `attempts` per request in all, the first included."""
+
+    attempts: int = 4
+    backoff: float = 1.0
+    max_backoff: float = 16.0
+    max_wait: float = 60.0
+    secondary_wait: float = 60.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Page:
+    """One page of a listing. `not_modified`: a 304 for the ETag sent (then no items)."""
+
+    url: str
+    items: tuple[dict[str, Any], ...]
+    etag: str | None
+    next_url: str | None
+    last_page: int | None
+    not_modified: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchResult:
+    """One page of `GET /search/issues`."""
+
+    total_count: int
+    incomplete: bool
+    items: tuple[dict[str, Any], ...]
+
+
+@dataclass(slots=True)
+class CallStats:
+    """What a client sent: requests (retries included), 304s, retries and seconds waited."""
+
+    requests: int = 0
+    not_modified: int = 0
+    retries: int = 0
+    waited: float = 0.0
+    rate_remaining: int | None = None
+    rate_reset: int | None = None
+
+
+def gh_hosts_path(env: Mapping[str, str]) -> Path:
+    """Where the gh CLI keeps `hosts.yml`."""
+    if env.get("GH_CONFIG_DIR"):
+        return Path(env["GH_CONFIG_DIR"]) / "hosts.yml"
+    if env.get("XDG_CONFIG_HOME"):
+        return Path(env["XDG_CONFIG_HOME"]) / "gh" / "hosts.yml"
+    return Path(env.get("HOME", str(Path.home()))) / ".config" / "gh" / "hosts.yml"
+
+
+def host_of(base_url: str) -> str:
+    """The web host a token belongs to: `api.github.com` -> `github.com`."""
+    host = urlsplit(base_url).hostname or "github.com"
+    return "github.com" if host == "api.github.com" else host
+
+
+def find_token(
+    env: Mapping[str, str] | None = None, *, base_url: str = API_URL, hosts_path: Path | None = None
+) -> Token | None:
+    """The token to use: `GITHUB_TOKEN`, `GH_TOKEN`, else the gh CLI's hosts.yml; else None."""
+    env = os.environ if env is None else env
+    for name in ("GITHUB_TOKEN", "GH_TOKEN"):
+        value = env.get(name, "").strip()
+        if value:
+            return Token(value=value, source=name)
+    path = hosts_path or gh_hosts_path(env)
+    from_gh = _gh_token(path, host_of(base_url))
+    return Token(value=from_gh, source=f"gh CLI ({path})") if from_gh else None
+
+
+def _gh_token(path: Path, host: str) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        import yaml  # PyYAML: only needed when the gh CLI is the token's source.
+
+        data = yaml.safe_load(text)
+    except Exception:  # a broken gh config just means "no token from gh"
+        return None
+    entry = data.get(host) if isinstance(data, dict) else None
+    if not isinstance(entry, dict):
+        return None
+    token = entry.get("oauth_token")
+    if isinstance(token, str) and token:
+        return token
+    # gh >= 2.40 may list several accounts under `users`; the active one is `user`.
+    users, user = entry.get("users"), entry.get("user")
+    if isinstance(users, dict) and isinstance(user, str) and isinstance(users.get(user), dict):
+        nested = users[user].get("oauth_token")
+        if isinstance(nested, str) and nested:
+            return nested
+    return None
+
+
+def parse_link(header: str | None) -> dict[str, str]:
+    """`Link: <u1>; rel="next", <u2>; rel="last"` -> {"next": u1, "last": u2}."""
+    links: dict[str, str] = {}
+    if not header:
+        return links
+    for part in header.split(","):
+        section = part.strip().split(";")
+        if len(section) < 2:
+            continue
+        url = section[0].strip()
+        if not (url.startswith("<") and url.endswith(">")):
+            continue
+        for param in section[1:]:
+            key, _, value = param.strip().partition("=")
+            if key.strip() == "rel":
+                for rel in value.strip().strip('"').split():
+                    links[rel] = url[1:-1]
+    return links
+
+
+def _page_number(url: str | None) -> int | None:
+    if not url:
+        return None
+    values = parse_qs(urlsplit(url).query).get("page")
+    if values and values[0].isdigit():
+        return int(values[0])
+    return None
+
+
+class GitHubClient:
+    """A small, serial GitHub REST client; see the module docstring for its rules."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str = API_URL,
+        token: Token | None = None,
+        timeout: float = 15.0,
+        clock: Clock | None = None,
+        retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+        advanced_search: bool = True,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.clock = clock or SystemClock()
+        self.retry = retry or RetryPolicy()
+        self.advanced_search = advanced_search
+        self.stats = CallStats()
+        self.notices: list[str] = []
+        headers = {
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28",
+            "User-Agent": f"reporter/{__version__}",
+        }
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token.value}"
+        self._host = urlsplit(self.base_url).netloc
+        self._timeout = timeout
+        self._http = httpx.Client(headers=headers, timeout=timeout, transport=transport)
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> GitHubClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def list_issues(
+        self, repo: str, *, since: str | None = None, etag: str | None = None
+    ) -> Iterator[Page]:
+        """Pages of `GET /repos/{repo}/issues?state=all`, oldest update first.
+
+        Only the first request carries `If-None-Match: etag`; a 304 yields one page
+        with `not_modified=True` and ends the listing.
+        """
+        params = {
+            "state": "all",
+            "sort": "updated",
+            "direction": "asc",
+            "per_page": str(PER_PAGE),
+        }
+        if since:
+            params["since"] = since
+        url: str | None = str(
+            httpx.URL(f"{self.base_url}/repos/{repo}/issues").copy_merge_params(params)
+        )
+        seen: set[str] = set()
+        first = True
+        while url is not None:
+            if url in seen:
+                raise UpstreamError(
+                    f"{repo}: GitHub's pagination points back to a page already read ({url})",
+                    tip="try again later; if it persists, report it with --debug output",
+                )
+            if len(seen) >= MAX_PAGES:
+                raise UpstreamError(f"{repo}: more than {MAX_PAGES} pages; stopped")
+            seen.add(url)
+            response, data = self._send(url, etag=etag if first else None)
+            first = False
+            if response.status_code == 304:
+                yield Page(
+                    url=url, items=(), etag=etag, next_url=None, last_page=1, not_modified=True
+                )
+                return
+            if not isinstance(data, list):
+                raise UpstreamError(f"{repo}: expected a list of issues from {url}")
+            links = parse_link(response.headers.get("link"))
+            next_url = links.get("next")
+            if next_url is not None:
+                self._check_host(next_url)
+            yield Page(
+                url=url,
+                items=tuple(item for item in data if isinstance(item, dict)),
+                etag=response.headers.get("etag"),
+                next_url=next_url,
+                last_page=_page_number(links.get("last")) or _page_number(url),
+            )
+            url = next_url
+
+    def search_issues(self, query: str, *, per_page: int = 30) -> SearchResult:
+        """One page of `GET /search/issues?q=...` (its own rate limit: 30/min, 10 without a token)."""
+        params = {"q": query, "per_page": str(per_page)}
+        if self.advanced_search:
+            params["advanced_search"] = "true"
+        url = str(httpx.URL(f"{self.base_url}/search/issues").copy_merge_params(params))
+        _, data = self._send(url)
+        if not isinstance(data, dict) or not isinstance(data.get("items"), list):
+            raise UpstreamError(f"search {query!r}: GitHub's answer has no `items` list")
+        return SearchResult(
+            total_count=int(data.get("total_count") or 0),
+            incomplete=bool(data.get("incomplete_results")),
+            items=tuple(item for item in data["items"] if isinstance(item, dict)),
+        )
+
+    # --- the one place that talks to the network ---------------------------------
+
+    def _check_host(self, url: str) -> None:
+        if urlsplit(url).netloc != self._host:
+            raise UpstreamError(
+                f"GitHub's pagination points to another host ({url}); not following it",
+                tip="check --base-url / GitHub Enterprise settings",
+            )
+
+    def _send(self, url: str, *, etag: str | None = None) -> tuple[httpx.Response, Any]:
+        """GET `url` with the retry rules; returns the response and its parsed JSON (None on 304)."""
+        headers = {"If-None-Match": etag} if etag else {}
+        policy = self.retry
+        path = urlsplit(url).path
+        problem = "no answer"
+        limited = 0
+        for attempt in range(1, policy.attempts + 1):
+            if attempt > 1:
+                self.stats.retries += 1
+            self.stats.requests += 1
+            try:
+                response = self._http.get(url, headers=headers)
+            except httpx.TimeoutException:
+                problem = f"no answer within {self._timeout:g} s"
+            except httpx.TransportError as err:
+                problem = f"connection failed ({type(err).__name__}: {err})"
+            else:
+                self._note_headers(response)
+                status = response.status_code
+                if status == 304:
+                    self.stats.not_modified += 1
+                    return response, None
+                if 200 <= status < 300:
+                    try:
+                        return response, response.json()
+                    except (json.JSONDecodeError, UnicodeDecodeError):
+                        problem = f"malformed JSON ({response.text[:60]!r})"
+                elif status in (403, 429) and _rate_limited(response):
+                    limited += 1
+                    wait = self._rate_wait(response, limited)
+                    if wait > policy.max_wait:
+                        raise self._limit_error(response, wait)
+                    if attempt < policy.attempts:
+                        self._sleep(wait)
+                        continue
+                    problem = f"rate limited ({status}) after {attempt} attempts"
+                elif status >= 500:
+                    problem = f"GitHub answered {status}"
+                else:
+                    raise _status_error(response, path)
+            if attempt < policy.attempts:
+                self._sleep(min(policy.backoff * 2 ** (attempt - 1), policy.max_backoff))
+        raise UpstreamError(
+            f"GET {path}: {problem}; gave up after {policy.attempts} attempts",
+            tip="check the network (or --base-url), or search the local index with --offline",
+        )
+
+    def _sleep(self, seconds: float) -> None:
+        self.stats.waited += seconds
+        self.clock.sleep(seconds)
+
+    def _note_headers(self, response: httpx.Response) -> None:
+        remaining = response.headers.get("x-ratelimit-remaining")
+        reset = response.headers.get("x-ratelimit-reset")
+        if remaining is not None and remaining.isdigit():
+            self.stats.rate_remaining = int(remaining)
+        if reset is not None and reset.isdigit():
+            self.stats.rate_reset = int(reset)
+        for name in ("deprecation", "sunset"):
+            value = response.headers.get(name)
+            if value:
+                notice = f"GitHub marks {urlsplit(str(response.url)).path} {name}: {value}"
+                if notice not in self.notices:
+                    self.notices.append(notice)
+
+    def _rate_wait(self, response: httpx.Response, count: int) -> float:
+        """Seconds to wait before retrying a rate-limited request (GitHub's documented order)."""
+        retry_after = response.headers.get("retry-after", "").strip()
+        if retry_after.isdigit():
+            return float(retry_after)
+        remaining = response.headers.get("x-ratelimit-remaining")
+        reset = response.headers.get("x-ratelimit-reset", "")
+        if remaining == "0" and reset.isdigit():
+            return max(0.0, int(reset) - self.clock.now()) + 1.0
+        return float(self.retry.secondary_wait * 2 ** (count - 1))
+
+    def _limit_error(self, response: httpx.Response, wait: float) -> RateLimitError:
+        resource = response.headers.get("x-ratelimit-resource", "core")
+        until = datetime.fromtimestamp(self.clock.now() + wait, tz=UTC)
+        tip = (
+            "set GITHUB_TOKEN (or log in with `gh auth login`) for higher limits, or use --offline"
+            if self.token is None
+            else "wait, or search the local index with --offline"
+        )
+        return RateLimitError(
+            f"GitHub rate limit reached for {resource} requests; it resets at "
+            f"{until:%H:%M:%S} UTC (in {wait:.0f} s, longer than the {self.retry.max_wait:.0f} s "
+            "this command waits)",
+            tip=tip,
+        )
+
+
+def _rate_limited(response: httpx.Response) -> bool:
+    if response.status_code == 429:
+        return True
+    if response.headers.get("x-ratelimit-remaining") == "0" or "retry-after" in response.headers:
+        return True
+    return "rate limit" in response.text[:500].lower()
+
+
+def _status_error(response: httpx.Response, path: str) -> UpstreamError:
+    try:
+        message = str(response.json().get("message", ""))
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        message = response.text[:120]
+    status = response.status_code
+    tips = {
+        401: "the token was refused: check GITHUB_TOKEN / GH_TOKEN or run `gh auth login`",
+        403: "the token lacks access to this repository",
+        404: "check the repository name (owner/name) and that the token can see it",
+        422: "GitHub refused the query; try fewer or simpler terms",
+    }
+    return UpstreamError(
+        f"GET {path}: GitHub answered {status}" + (f": {message}" if message else ""),
+        tip=tips.get(status, ""),
+    )

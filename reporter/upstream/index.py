@@ -1,0 +1,655 @@
+"""The local index of upstream issues: one SQLite file with FTS5, frames and sync state.
+
+Inputs: `IssueRecord`s (from GitHub's API, from JSONL, from tests). Outputs: candidate
+ids for a query (BM25 over title and body, shared informative frames), stored issues
+for ranking, document frequencies, and JSONL export. Tables::
+
+    issues        one row per issue or pull request (repo, number, title, body, state,
+                  state_reason, labels JSON, created/updated/closed times, comments, url,
+                  stacks JSON [[frame key, ...], ...] innermost first, errors JSON)
+    issue_text    FTS5, contentless: `terms.normalized(title)`, `terms.normalized(body)`
+    issue_terms   fts5vocab over issue_text (document frequency per term)
+    issue_frames  (frame key, issue id): which issues show which informative frame
+    sync_state    per repo: `since` and the ETag of the listing for it, resume point
+    meta          schema and tokenizer versions
+
+Every write is one transaction: an interrupted sync or import leaves the index as it
+was after the last page that completed. Pull requests are stored (so links to them
+resolve for `report lint`) but kept out of search.
+
+JSONL, one object per line (import needs the first five keys; unknown keys are ignored)::
+
+    {"repo": "sgl-project/sglang", "number": 4123, "title": "...", "body": "...",
+     "state": "closed", "labels": ["bug"], "created_at": "2025-03-01T10:00:00Z",
+     "updated_at": "2025-03-02T08:00:00Z", "url": "https://github.com/..."}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reporter.errors import InputError, UsageError
+from reporter.upstream import terms
+from reporter.upstream.extract import extract
+
+SCHEMA_VERSION = "1"
+# Bump when terms.tokens() changes: contentless FTS rows are deleted by re-tokenizing.
+TOKENIZER_VERSION = "1"
+# Text beyond this is stored but not indexed: pasted logs add length, not meaning.
+MAX_INDEXED_BODY = 64 * 1024
+
+_REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,38}/[A-Za-z0-9_.-]{1,100}")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS issues(
+    id INTEGER PRIMARY KEY,
+    repo TEXT NOT NULL COLLATE NOCASE,
+    number INTEGER NOT NULL,
+    is_pull INTEGER NOT NULL DEFAULT 0,
+    title TEXT NOT NULL,
+    body TEXT NOT NULL,
+    state TEXT NOT NULL,
+    state_reason TEXT,
+    labels TEXT NOT NULL DEFAULT '[]',
+    created_at TEXT,
+    updated_at TEXT,
+    closed_at TEXT,
+    comments INTEGER NOT NULL DEFAULT 0,
+    url TEXT,
+    stacks TEXT NOT NULL DEFAULT '[]',
+    errors TEXT NOT NULL DEFAULT '[]',
+    UNIQUE(repo, number)
+);
+CREATE INDEX IF NOT EXISTS issues_by_repo ON issues(repo, is_pull);
+CREATE VIRTUAL TABLE IF NOT EXISTS issue_text USING fts5(
+    title, body, content='', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS issue_terms USING fts5vocab(issue_text, 'row');
+CREATE TABLE IF NOT EXISTS issue_frames(
+    key TEXT NOT NULL,
+    issue INTEGER NOT NULL,
+    PRIMARY KEY(key, issue)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS issue_frames_by_issue ON issue_frames(issue);
+CREATE TABLE IF NOT EXISTS sync_state(
+    repo TEXT PRIMARY KEY COLLATE NOCASE,
+    since TEXT,
+    etag TEXT,
+    resume_since TEXT,
+    complete INTEGER NOT NULL DEFAULT 0,
+    synced_at TEXT
+);
+"""
+
+# BM25 column weights: a word in the title counts four times a word in the body.
+TITLE_WEIGHT = 4.0
+BODY_WEIGHT = 1.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IssueRecord:
+    """One upstream issue (or pull request) as it goes into and out of the index."""
+
+    repo: str
+    number: int
+    title: str
+    body: str = ""
+    state: str = "open"
+    state_reason: str | None = None
+    labels: tuple[str, ...] = ()
+    created_at: str | None = None
+    updated_at: str | None = None
+    closed_at: str | None = None
+    comments: int = 0
+    url: str | None = None
+    is_pull: bool = False
+
+    @property
+    def html_url(self) -> str:
+        """The issue's web address: the recorded one, else github.com's form."""
+        return self.url or f"https://github.com/{self.repo}/issues/{self.number}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredIssue:
+    """An indexed issue as ranking reads it: the record plus what extraction found."""
+
+    id: int
+    record: IssueRecord
+    stacks: tuple[tuple[str, ...], ...]
+    errors: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SyncState:
+    """Where the last sync of one repo got to.
+
+    `since` is the `updated_at` to ask from next time and `etag` the ETag GitHub gave
+    for that listing (None until a single-page listing for `since` was seen).
+    `resume_since` is set while a sync is under way: the newest `updated_at` stored
+    so far; a sync that was interrupted restarts from there.
+    """
+
+    repo: str
+    since: str | None = None
+    etag: str | None = None
+    resume_since: str | None = None
+    complete: bool = False
+    synced_at: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImportResult:
+    """What an import did: records stored, and one `file:line: reason` per skipped line."""
+
+    imported: int
+    skipped: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class _Batch:
+    """Counts of one write transaction, for callers that report progress."""
+
+    written: int = 0
+    unchanged: int = 0
+    ids: list[int] = field(default_factory=list)
+
+
+def validate_repo(repo: str) -> str:
+    """`owner/name` or a `UsageError` saying how to write it."""
+    repo = repo.strip().removeprefix("https://github.com/").rstrip("/")
+    if not _REPO_RE.fullmatch(repo):
+        raise UsageError(
+            f"{repo!r} is not a GitHub repository (owner/name)",
+            tip="write it like sgl-project/sglang",
+        )
+    return repo
+
+
+def record_from_api(item: dict[str, Any], repo: str) -> IssueRecord:
+    """An `IssueRecord` from one issue object of GitHub's REST API (listing or search)."""
+    labels = tuple(
+        str(label.get("name", "")) if isinstance(label, dict) else str(label)
+        for label in item.get("labels") or ()
+    )
+    return IssueRecord(
+        repo=repo,
+        number=int(item["number"]),
+        title=str(item.get("title") or ""),
+        body=str(item.get("body") or ""),
+        state=str(item.get("state") or "open"),
+        state_reason=_opt_str(item.get("state_reason")),
+        labels=tuple(sorted(label for label in labels if label)),
+        created_at=_opt_str(item.get("created_at")),
+        updated_at=_opt_str(item.get("updated_at")),
+        closed_at=_opt_str(item.get("closed_at")),
+        comments=int(item.get("comments") or 0),
+        url=_opt_str(item.get("html_url")),
+        is_pull="pull_request" in item,
+    )
+
+
+def repo_of_api_item(item: dict[str, Any]) -> str | None:
+    """`owner/name` from a search result's `repository_url` (search spans repos)."""
+    url = item.get("repository_url")
+    if not isinstance(url, str) or "/repos/" not in url:
+        return None
+    return url.rsplit("/repos/", 1)[1].strip("/") or None
+
+
+def record_from_json(obj: Any) -> IssueRecord:
+    """An `IssueRecord` from one JSONL object; `ValueError` says what is wrong with it."""
+    if not isinstance(obj, dict):
+        raise ValueError("not a JSON object")
+    for key in ("repo", "number", "title", "state"):
+        if key not in obj:
+            raise ValueError(f"missing {key!r}")
+    repo = obj["repo"]
+    if not isinstance(repo, str) or not _REPO_RE.fullmatch(repo):
+        raise ValueError(f"'repo' must be owner/name, not {repo!r}")
+    number = obj["number"]
+    if isinstance(number, bool) or not isinstance(number, int) or number <= 0:
+        raise ValueError(f"'number' must be a positive integer, not {number!r}")
+    title, body, state = obj["title"], obj.get("body"), obj["state"]
+    if not isinstance(title, str):
+        raise ValueError("'title' must be a string")
+    if body is not None and not isinstance(body, str):
+        raise ValueError("'body' must be a string or null")
+    if state not in ("open", "closed"):
+        raise ValueError(f"'state' must be 'open' or 'closed', not {state!r}")
+    raw_labels = obj.get("labels") or []
+    if not isinstance(raw_labels, list):
+        raise ValueError("'labels' must be a list")
+    labels = tuple(
+        sorted(
+            str(label.get("name", "")) if isinstance(label, dict) else str(label)
+            for label in raw_labels
+        )
+    )
+    comments = obj.get("comments", 0)
+    return IssueRecord(
+        repo=repo,
+        number=number,
+        title=title,
+        body=body or "",
+        state=state,
+        state_reason=_opt_str(obj.get("state_reason")),
+        labels=tuple(label for label in labels if label),
+        created_at=_opt_str(obj.get("created_at")),
+        updated_at=_opt_str(obj.get("updated_at")),
+        closed_at=_opt_str(obj.get("closed_at")),
+        comments=comments if isinstance(comments, int) and not isinstance(comments, bool) else 0,
+        url=_opt_str(obj.get("url") or obj.get("html_url")),
+    )
+
+
+def record_to_json(record: IssueRecord) -> dict[str, Any]:
+    """The JSONL object for a record (the import format plus the optional extras)."""
+    return {
+        "repo": record.repo,
+        "number": record.number,
+        "title": record.title,
+        "body": record.body,
+        "state": record.state,
+        "state_reason": record.state_reason,
+        "labels": list(record.labels),
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "closed_at": record.closed_at,
+        "comments": record.comments,
+        "url": record.html_url,
+    }
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+class Index:
+    """A SQLite issue index at `path` (created when absent unless `create=False`).
+
+    Satisfies `reporter.render.lint.IssueIndex` through `has()`. Use as a context
+    manager or call `close()`.
+    """
+
+    def __init__(self, path: Path, *, create: bool = True) -> None:
+        self.path = path
+        if not create and not path.is_file():
+            raise UsageError(
+                f"{path}: no such issue index",
+                tip="run `report sync OWNER/NAME` or `report index import`",
+            )
+        if create:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(str(path), isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._check_schema()
+        except sqlite3.DatabaseError as err:
+            raise InputError(
+                f"{path}: not a usable issue index ({err})",
+                tip="pass another --db, or delete the file and sync again",
+            ) from err
+
+    def _check_schema(self) -> None:
+        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master")}
+        if "meta" in tables:
+            meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+            if meta.get("schema") != SCHEMA_VERSION or meta.get("tokenizer") != TOKENIZER_VERSION:
+                raise InputError(
+                    f"{self.path}: issue index format {meta.get('schema')}/{meta.get('tokenizer')}, "
+                    f"this reporter writes {SCHEMA_VERSION}/{TOKENIZER_VERSION}",
+                    tip="export it with the older reporter, or delete it and sync again",
+                )
+            return
+        if tables - {"sqlite_sequence"}:
+            raise InputError(
+                f"{self.path}: an SQLite file, but not a reporter issue index",
+                tip="pass --db with a new or existing index file",
+            )
+        # executescript commits any open transaction first, so the script brings its own.
+        self._db.executescript(
+            f"BEGIN IMMEDIATE;{_SCHEMA}"
+            f"INSERT INTO meta(key, value) VALUES ('schema', '{SCHEMA_VERSION}'), "
+            f"('tokenizer', '{TOKENIZER_VERSION}');COMMIT;"
+        )
+
+    def close(self) -> None:
+        """Close the database."""
+        self._db.close()
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction: everything inside commits together or not at all."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # --- reading -----------------------------------------------------------------
+
+    def has(self, repo: str, number: int) -> bool:
+        """True when `repo` (owner/name, any case) has issue or pull request `number`."""
+        row = self._db.execute(
+            "SELECT 1 FROM issues WHERE repo = ? AND number = ?", (repo, number)
+        ).fetchone()
+        return row is not None
+
+    def count(self, repos: Sequence[str] = ()) -> int:
+        """Issues (not pull requests) in the index, or in `repos`."""
+        where, args = _repo_filter(repos, "repo")
+        sql = f"SELECT COUNT(*) FROM issues WHERE is_pull = 0{where}"
+        return int(self._db.execute(sql, args).fetchone()[0])
+
+    def repos(self) -> list[tuple[str, int]]:
+        """Each repo with its issue count, by name."""
+        rows = self._db.execute(
+            "SELECT repo, COUNT(*) FROM issues WHERE is_pull = 0 GROUP BY repo ORDER BY repo"
+        ).fetchall()
+        return [(str(r), int(n)) for r, n in rows]
+
+    def records(self, repo: str | None = None) -> Iterator[IssueRecord]:
+        """Stored issues (not pull requests) by repo and number."""
+        where, args = _repo_filter([repo] if repo else [], "repo")
+        rows = self._db.execute(
+            f"SELECT {_RECORD_COLUMNS} FROM issues WHERE is_pull = 0{where} ORDER BY repo, number",
+            args,
+        )
+        for row in rows:
+            yield _record(row)
+
+    def text_candidates(
+        self, match: str, repos: Sequence[str], limit: int
+    ) -> list[tuple[int, float]]:
+        """(issue id, BM25 score, higher is better) for an FTS5 MATCH expression, best first."""
+        where, args = _repo_filter(repos, "i.repo")
+        sql = (
+            "SELECT t.rowid, bm25(issue_text, ?, ?) AS score FROM issue_text t "
+            "JOIN issues i ON i.id = t.rowid "
+            f"WHERE issue_text MATCH ? AND i.is_pull = 0{where} "
+            "ORDER BY score, t.rowid LIMIT ?"
+        )
+        try:
+            rows = self._db.execute(
+                sql, (TITLE_WEIGHT, BODY_WEIGHT, match, *args, limit)
+            ).fetchall()
+        except sqlite3.OperationalError as err:
+            raise UsageError(f"search terms {match!r} are not a valid query ({err})") from err
+        # SQLite's bm25() is negative, more negative is better.
+        return [(int(rowid), -float(score)) for rowid, score in rows]
+
+    def frame_postings(self, keys: Iterable[str], repos: Sequence[str]) -> list[tuple[int, str]]:
+        """(issue id, frame key) for every indexed issue that shows one of `keys`."""
+        keys = sorted(set(keys))
+        if not keys:
+            return []
+        where, args = _repo_filter(repos, "i.repo")
+        marks = ",".join("?" * len(keys))
+        sql = (
+            "SELECT f.issue, f.key FROM issue_frames f JOIN issues i ON i.id = f.issue "
+            f"WHERE f.key IN ({marks}) AND i.is_pull = 0{where} ORDER BY f.issue, f.key"
+        )
+        return [(int(i), str(k)) for i, k in self._db.execute(sql, (*keys, *args))]
+
+    def frame_df(self, keys: Iterable[str]) -> dict[str, int]:
+        """How many issues show each frame key (0 for unseen keys)."""
+        keys = sorted(set(keys))
+        found = dict.fromkeys(keys, 0)
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT key, COUNT(*) FROM issue_frames WHERE key IN ({marks}) GROUP BY key"
+            for key, n in self._db.execute(sql, chunk):
+                found[str(key)] = int(n)
+        return found
+
+    def term_df(self, words: Iterable[str]) -> dict[str, int]:
+        """How many issues contain each normalised term (0 for unseen terms)."""
+        words = sorted(set(words))
+        found = dict.fromkeys(words, 0)
+        for start in range(0, len(words), 200):
+            chunk = words[start : start + 200]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT term, doc FROM issue_terms WHERE term IN ({marks})"
+            for term, doc in self._db.execute(sql, chunk):
+                found[str(term)] = int(doc)
+        return found
+
+    def documents(self) -> int:
+        """Rows in the full-text index (issues, not pull requests)."""
+        return int(self._db.execute("SELECT COUNT(*) FROM issues WHERE is_pull = 0").fetchone()[0])
+
+    def stored(self, ids: Iterable[int]) -> dict[int, StoredIssue]:
+        """The stored issues with these ids."""
+        wanted = sorted(set(ids))
+        out: dict[int, StoredIssue] = {}
+        # SQLite's default limit on bound parameters is well above this chunk.
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT id, stacks, errors, {_RECORD_COLUMNS} FROM issues WHERE id IN ({marks})"
+            for row in self._db.execute(sql, chunk):
+                stacks = tuple(tuple(str(k) for k in s) for s in json.loads(row[1]))
+                errors = tuple(str(e) for e in json.loads(row[2]))
+                out[int(row[0])] = StoredIssue(
+                    id=int(row[0]), record=_record(row[3:]), stacks=stacks, errors=errors
+                )
+        return out
+
+    def sync_state(self, repo: str) -> SyncState | None:
+        """The sync state of `repo`, or None if it was never synced."""
+        row = self._db.execute(
+            "SELECT repo, since, etag, resume_since, complete, synced_at FROM sync_state "
+            "WHERE repo = ?",
+            (repo,),
+        ).fetchone()
+        if row is None:
+            return None
+        return SyncState(
+            repo=row[0],
+            since=row[1],
+            etag=row[2],
+            resume_since=row[3],
+            complete=bool(row[4]),
+            synced_at=row[5],
+        )
+
+    def meta(self, key: str) -> str | None:
+        """A value from the index's `meta` table (e.g. where an example index came from)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    # --- writing -----------------------------------------------------------------
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a value in the `meta` table."""
+        with self.transaction():
+            self._db.execute(
+                "INSERT INTO meta(key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    def upsert(self, records: Iterable[IssueRecord]) -> int:
+        """Store records (insert or replace by repo and number) in one transaction.
+
+        Returns how many rows changed; a record equal to the stored one is skipped.
+        """
+        with self.transaction():
+            return self._upsert(records).written
+
+    def save_page(self, records: Iterable[IssueRecord], state: SyncState) -> int:
+        """Store one listing page and the sync state it leads to, atomically."""
+        with self.transaction():
+            batch = self._upsert(records)
+            self._put_state(state)
+            return batch.written
+
+    def save_state(self, state: SyncState) -> None:
+        """Replace the sync state of `state.repo`."""
+        with self.transaction():
+            self._put_state(state)
+
+    def import_jsonl(self, lines: Iterable[str], *, source: str) -> ImportResult:
+        """Import JSONL lines (one issue each) in one transaction; bad lines are skipped."""
+        records: list[IssueRecord] = []
+        skipped: list[str] = []
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(record_from_json(json.loads(line)))
+            except json.JSONDecodeError as err:
+                skipped.append(f"{source}:{number}: not JSON ({err.msg} at column {err.colno})")
+            except (ValueError, TypeError) as err:
+                skipped.append(f"{source}:{number}: {err}")
+        self.upsert(records)
+        return ImportResult(imported=len(records), skipped=tuple(skipped))
+
+    def _put_state(self, state: SyncState) -> None:
+        self._db.execute(
+            "INSERT INTO sync_state(repo, since, etag, resume_since, complete, synced_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(repo) DO UPDATE SET since = excluded.since, "
+            "etag = excluded.etag, resume_since = excluded.resume_since, "
+            "complete = excluded.complete, synced_at = excluded.synced_at",
+            (
+                state.repo,
+                state.since,
+                state.etag,
+                state.resume_since,
+                int(state.complete),
+                state.synced_at,
+            ),
+        )
+
+    def _upsert(self, records: Iterable[IssueRecord]) -> _Batch:
+        batch = _Batch()
+        db = self._db
+        for record in records:
+            old = db.execute(
+                "SELECT id, title, body, is_pull, updated_at, state, state_reason, labels "
+                "FROM issues WHERE repo = ? AND number = ?",
+                (record.repo, record.number),
+            ).fetchone()
+            labels = json.dumps(list(record.labels))
+            if old is not None:
+                if (
+                    old[1] == record.title
+                    and old[2] == record.body
+                    and bool(old[3]) == record.is_pull
+                    and old[4] == record.updated_at
+                    and old[5] == record.state
+                    and old[6] == record.state_reason
+                    and old[7] == labels
+                ):
+                    batch.unchanged += 1
+                    continue
+                self._remove(int(old[0]), old[1], old[2], bool(old[3]))
+            found = extract(record.body) if not record.is_pull else None
+            stacks = found.stacks if found else ()
+            errors = found.errors if found else ()
+            body = "" if record.is_pull else record.body
+            cursor = db.execute(
+                "INSERT INTO issues(id, repo, number, is_pull, title, body, state, state_reason, "
+                "labels, created_at, updated_at, closed_at, comments, url, stacks, errors) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    None if old is None else int(old[0]),
+                    record.repo,
+                    record.number,
+                    int(record.is_pull),
+                    record.title,
+                    body,
+                    record.state,
+                    record.state_reason,
+                    labels,
+                    record.created_at,
+                    record.updated_at,
+                    record.closed_at,
+                    record.comments,
+                    record.url,
+                    json.dumps([list(s) for s in stacks]),
+                    json.dumps(list(errors)),
+                ),
+            )
+            rowid = int(cursor.lastrowid or 0)
+            if not record.is_pull:
+                title_text, body_text = _fts_values(record.title, body)
+                db.execute(
+                    "INSERT INTO issue_text(rowid, title, body) VALUES (?, ?, ?)",
+                    (rowid, title_text, body_text),
+                )
+                keys = sorted({key for stack in stacks for key in stack})
+                db.executemany(
+                    "INSERT INTO issue_frames(key, issue) VALUES (?, ?)",
+                    [(key, rowid) for key in keys],
+                )
+            batch.written += 1
+            batch.ids.append(rowid)
+        return batch
+
+    def _remove(self, rowid: int, title: str, body: str, is_pull: bool) -> None:
+        """Delete one issue row with its full-text and frame entries."""
+        if not is_pull:
+            title_text, body_text = _fts_values(title, body)
+            # A contentless table forgets a row only when given the values it indexed.
+            self._db.execute(
+                "INSERT INTO issue_text(issue_text, rowid, title, body) VALUES ('delete', ?, ?, ?)",
+                (rowid, title_text, body_text),
+            )
+            self._db.execute("DELETE FROM issue_frames WHERE issue = ?", (rowid,))
+        self._db.execute("DELETE FROM issues WHERE id = ?", (rowid,))
+
+
+_RECORD_COLUMNS = (
+    "repo, number, title, body, state, state_reason, labels, created_at, updated_at, "
+    "closed_at, comments, url, is_pull"
+)
+
+
+def _record(row: Sequence[Any]) -> IssueRecord:
+    return IssueRecord(
+        repo=row[0],
+        number=int(row[1]),
+        title=row[2],
+        body=row[3],
+        state=row[4],
+        state_reason=row[5],
+        labels=tuple(json.loads(row[6])),
+        created_at=row[7],
+        updated_at=row[8],
+        closed_at=row[9],
+        comments=int(row[10]),
+        url=row[11],
+        is_pull=bool(row[12]),
+    )
+
+
+def _fts_values(title: str, body: str) -> tuple[str, str]:
+    return terms.normalized(title), terms.normalized(body[:MAX_INDEXED_BODY])
+
+
+def _repo_filter(repos: Sequence[str], column: str) -> tuple[str, tuple[str, ...]]:
+    """` AND column IN (...)` and its arguments, or nothing when `repos` is empty."""
+    if not repos:
+        return "", ()
+    marks = ",".join("?" * len(repos))
+    return f" AND {column} IN ({marks})", tuple(repos)

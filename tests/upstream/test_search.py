@@ -1,0 +1,239 @@
+"""The search use case and the CLI commands: example index, JSON shape, import/export, sync."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from reporter.analysis import analyze
+from reporter.bundle import load
+from reporter.cli import cli
+from reporter.upstream import search
+from reporter.upstream.index import Index
+from reporter.upstream.query import query_from_analysis, query_from_text
+from reporter.upstream.rank import Level
+
+from .conftest import EXAMPLE_ISSUES, ROOT, TP_DESYNC
+from .ghserver import GitHubServer
+
+runner = CliRunner()
+DUPLICATES = {4101, 4388, 4512, 4620}
+
+
+@pytest.fixture
+def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private user cache dir (platformdirs reads XDG_CACHE_HOME) and no token."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in ("GITHUB_TOKEN", "GH_TOKEN", "GH_CONFIG_DIR", "GITHUB_API_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path / "cache"
+
+
+def test_the_tp_desync_duplicates_rank_first(example_index: Index) -> None:
+    bundle = load([TP_DESYNC])
+    query = query_from_analysis(bundle, analyze(bundle))
+    ranked = search.find_duplicates(example_index, query, limit=10)
+    numbers = [c.issue.record.number for c in ranked]
+    assert set(numbers[:4]) == DUPLICATES
+    likely = [c.issue.record.number for c in ranked if c.level is Level.LIKELY_DUPLICATE]
+    assert set(likely) <= DUPLICATES and len(likely) >= 3
+
+
+def test_bm25_alone_is_a_different_ranking(example_index: Index) -> None:
+    bundle = load([TP_DESYNC])
+    query = query_from_analysis(bundle, analyze(bundle))
+    ranked = search.find_duplicates(example_index, query, limit=10, method=search.Method.BM25)
+    assert ranked and all(c.reasons.shared_frames == () for c in ranked)
+    assert [c.score for c in ranked] == sorted((c.score for c in ranked), reverse=True)
+
+
+def test_a_pasted_traceback_finds_its_duplicates(example_index: Index) -> None:
+    text = """Scheduler dies after 10 minutes idle
+
+Traceback (most recent call last):
+  File "/opt/sglang/srt/managers/scheduler.py", line 1190, in on_idle
+    self.check_hicache_events()
+  File "/opt/sglang/srt/managers/scheduler.py", line 1602, in check_hicache_events
+    self.tree_cache.writing_check()
+  File "/opt/sglang/srt/mem_cache/hiradix_cache.py", line 187, in writing_check
+    torch.distributed.all_reduce(queue_size)
+RuntimeError: NCCL timeout
+"""
+    ranked = search.find_duplicates(
+        example_index, query_from_text(text, repos=["sgl-project/sglang"])
+    )
+    assert {c.issue.record.number for c in ranked[:3]} <= DUPLICATES
+
+
+def test_search_outside_the_named_repos_finds_nothing(example_index: Index) -> None:
+    bundle = load([TP_DESYNC])
+    query = query_from_analysis(bundle, analyze(bundle), repos=["pytorch/pytorch"])
+    ranked = search.find_duplicates(example_index, query, limit=10, include_weak=True)
+    assert {c.issue.record.repo for c in ranked} <= {"pytorch/pytorch"}
+
+
+def test_cli_offline_builds_the_example_index_and_prints_json(cache_home: Path) -> None:
+    result = runner.invoke(
+        cli, ["search-upstream", str(TP_DESYNC), "--offline", "--json", "--limit", "4"]
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    first = document["candidates"][0]
+    assert list(first) == ["repo", "number", "title", "state", "url", "score", "level", "reasons"]
+    assert {c["number"] for c in document["candidates"]} == DUPLICATES
+    assert first["level"] == "likely-duplicate"
+    assert set(first["reasons"]) == {"scores", "shared_frames", "terms", "notes"}
+    assert "check_hicache_events" in first["reasons"]["shared_frames"]
+    assert document["index"]["example"] is True
+    assert "example index" in result.stderr
+    assert (cache_home / "reporter" / search.EXAMPLE_DB_NAME).is_file()
+    # The second run reuses the example index: same bytes out.
+    again = runner.invoke(
+        cli, ["search-upstream", str(TP_DESYNC), "--offline", "--json", "--limit", "4"]
+    )
+    assert again.stdout == result.stdout
+
+
+def test_cli_table_output(cache_home: Path) -> None:
+    result = runner.invoke(cli, ["search-upstream", str(TP_DESYNC), "--offline", "--limit", "3"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(" 1. ") and "likely-duplicate" in lines[0]
+    assert "sgl-project/sglang#" in lines[0]
+    assert any("stack " in line and "shares" in line for line in lines)
+
+
+def test_cli_without_an_index_says_what_to_do(cache_home: Path) -> None:
+    result = runner.invoke(cli, ["search-upstream", str(TP_DESYNC)])
+    assert result.exit_code == 2
+    assert "no issue index yet" in result.stderr
+    assert "--offline" in result.stderr
+
+
+def test_cli_text_file_and_repo_options(cache_home: Path, tmp_path: Path) -> None:
+    db = tmp_path / "mine.sqlite3"
+    imported = runner.invoke(cli, ["index", "import", str(EXAMPLE_ISSUES), "--db", str(db)])
+    assert imported.exit_code == 0, imported.output
+    draft = tmp_path / "draft.md"
+    draft.write_text(
+        "vLLM workers hang in shm_broadcast dequeue\n\nMessageQueue.dequeue never returns with TP=2"
+    )
+    result = runner.invoke(
+        cli,
+        [
+            "search-upstream",
+            "--text-file",
+            str(draft),
+            "--repo",
+            "vllm-project/vllm",
+            "--db",
+            str(db),
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["candidates"][0]["number"] == 15201
+    assert {c["repo"] for c in document["candidates"]} == {"vllm-project/vllm"}
+
+
+def test_cli_text_from_stdin(cache_home: Path) -> None:
+    dump = (TP_DESYNC / "snapshots" / "rank0_s0.txt").read_text()
+    result = runner.invoke(
+        cli,
+        [
+            "search-upstream",
+            "--text-file",
+            "-",
+            "--offline",
+            "--repo",
+            "sgl-project/sglang",
+            "--json",
+        ],
+        input="Scheduler stuck\n\n" + dump,
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["query"]["stacks"][0]["frames"][:3] == [
+        "all_reduce",
+        "writing_check",
+        "check_hicache_events",
+    ]
+    assert document["candidates"][0]["number"] in DUPLICATES
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "needle"),
+    [
+        (["search-upstream", "--offline"], 2, "nothing to search for"),
+        (["search-upstream", str(TP_DESYNC), "--offline", "--repo", "not-a-repo"], 2, "owner/name"),
+        (["search-upstream", str(TP_DESYNC), "--offline", "--limit", "0"], 2, "--limit"),
+        (
+            ["search-upstream", str(TP_DESYNC), "--db", "/nonexistent/x.sqlite3"],
+            2,
+            "no such issue index",
+        ),
+        (["index", "export", "--db", "/nonexistent/x.sqlite3"], 2, "no such issue index"),
+        (["sync"], 2, "Missing argument"),
+    ],
+)
+def test_cli_usage_errors(cache_home: Path, args: list[str], code: int, needle: str) -> None:
+    result = runner.invoke(cli, args)
+    assert result.exit_code == code
+    assert needle in result.output + result.stderr
+
+
+def test_cli_import_reports_bad_lines_and_export_round_trips(
+    cache_home: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / "in.jsonl"
+    good = {"repo": "a/b", "number": 1, "title": "t", "body": "b", "state": "open", "labels": ["x"]}
+    source.write_text(json.dumps(good) + "\n{oops\n" + json.dumps({**good, "number": 2}) + "\n")
+    db = tmp_path / "x.sqlite3"
+    result = runner.invoke(cli, ["index", "import", str(source), "--db", str(db)])
+    assert result.exit_code == 0
+    assert f"skipped {source}:2: not JSON" in result.stderr
+    assert "imported 2 issues" in result.stdout
+    exported = runner.invoke(cli, ["index", "export", "--db", str(db), "--repo", "a/b"])
+    rows = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert [r["number"] for r in rows] == [1, 2]
+    assert rows[0]["labels"] == ["x"] and rows[0]["url"] == "https://github.com/a/b/issues/1"
+
+
+def test_cli_sync_against_the_local_server(
+    cache_home: Path, tmp_path: Path, ghserver: GitHubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for number in range(1, 131):
+        ghserver.add_issue(
+            "a/b", number, updated_at=f"2025-02-01T00:{number // 60:02d}:{number % 60:02d}Z"
+        )
+    monkeypatch.setenv("GITHUB_API_URL", ghserver.url)
+    db = tmp_path / "s.sqlite3"
+    first = runner.invoke(cli, ["sync", "a/b", "--db", str(db)])
+    assert first.exit_code == 0, first.output
+    assert "a/b: 130 issues stored from 2 pages; 2 requests" in first.stdout
+    assert first.stderr.count("no GitHub token") == 1
+    runner.invoke(cli, ["sync", "a/b", "--db", str(db)])
+    third = runner.invoke(cli, ["sync", "a/b", "--db", str(db)])
+    assert "a/b: no changes (304); 1 request" in third.stdout
+    with Index(db) as index:
+        assert index.count(["a/b"]) == 130
+
+
+def test_example_jsonl_matches_its_generator() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "write_issues", ROOT / "fixtures" / "github" / "write_issues.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert EXAMPLE_ISSUES.read_text(encoding="utf-8") == module.render()
+    rows = [json.loads(line) for line in EXAMPLE_ISSUES.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) >= 40
+    assert {r["number"] for r in rows} >= DUPLICATES
