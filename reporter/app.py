@@ -17,42 +17,26 @@ from typing import TYPE_CHECKING
 from reporter import bundle as bundle_io
 from reporter.analysis import Analysis, Similarity, analyze, to_json
 from reporter.errors import InputError, OutputError, UsageError
-from reporter.model import Bundle, EvidenceKind
+from reporter.model import METRIC_KINDS, SUMMARISED_KINDS, Bundle
 from reporter.render import markdown as md
 from reporter.writer import write_atomic
 
 if TYPE_CHECKING:
     from reporter.analysis.diff import EnvDiff
+    from reporter.collect import CollectRequest, CollectSummary
     from reporter.render.lint import Finding
     from reporter.render.regions import MergeResult
     from reporter.render.status import ReportStatus
     from reporter.render.view import Excerpt
     from reporter.sources import SourceRoots
     from reporter.upstream.index import ImportResult
+    from reporter.upstream.publish import DraftRun, FileResult
     from reporter.upstream.query import Query as UpstreamQuery
+    from reporter.upstream.redact import RedactionEntry
     from reporter.upstream.search import SearchOutcome, SyncProgress, SyncReport
 
 # Lines of one evidence file embedded in a report; the bundle keeps the rest.
 MAX_EXCERPT_LINES = 1500
-# Evidence kinds drawn as charts instead of embedded as text.
-_CHARTED_KINDS = frozenset(
-    {EvidenceKind.PROMETHEUS_TEXT, EvidenceKind.PROMETHEUS_JSON, EvidenceKind.GRAFANA_CSV}
-)
-# Evidence summarised in its own section and never embedded raw: environment files hold
-# every variable (secrets too), excerpts and goroutine dumps have their own sections.
-_SUMMARISED_KINDS = frozenset(
-    {
-        EvidenceKind.ENVIRON,
-        EvidenceKind.CMDLINE,
-        EvidenceKind.PACKAGES,
-        EvidenceKind.SGLANG_CHECK_ENV,
-        EvidenceKind.VLLM_COLLECT_ENV,
-        EvidenceKind.NVIDIA_SMI,
-        EvidenceKind.SOURCE_HASHES,
-        EvidenceKind.CODE_EXCERPT,
-        EvidenceKind.GOROUTINES,
-    }
-)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -340,9 +324,9 @@ def _excerpts(bundle: Bundle, analysis: Analysis) -> tuple[list[Excerpt], str]:
     chosen = [
         f.path
         for f in bundle.files
-        if f.kind not in _CHARTED_KINDS and f.kind not in _SUMMARISED_KINDS
+        if f.kind not in METRIC_KINDS and f.kind not in SUMMARISED_KINDS
     ]
-    summarised = sum(1 for f in bundle.files if f.kind in _SUMMARISED_KINDS)
+    summarised = sum(1 for f in bundle.files if f.kind in SUMMARISED_KINDS)
     note = (
         f"{summarised} environment, code excerpt and goroutine files are summarised in their "
         "sections above (environment values allowlisted); the bundle keeps them whole."
@@ -617,3 +601,177 @@ def index_export(
             write(line)
             count += 1
     return count
+
+
+# --- report collect --------------------------------------------------------------------
+
+
+def collect(request: CollectRequest, *, progress: Callable[[str], None]) -> CollectSummary:
+    """`report collect`: gather live evidence into a new bundle folder.
+
+    The first Ctrl-C asks the collection to stop at the next step boundary and to
+    leave a valid partial bundle; a second one interrupts at once (the manifest
+    written after the last finished step still stands).
+    """
+    import signal
+    import threading
+
+    from reporter.collect import collect as run_collect
+
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        return run_collect(request, progress=progress, stop=stop)
+
+    def first_interrupt(signum: int, frame: object) -> None:
+        stop.set()
+        progress("stopping: finishing the current step (Ctrl-C again to abort at once)")
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = signal.signal(signal.SIGINT, first_interrupt)
+    try:
+        return run_collect(request, progress=progress, stop=stop)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+# --- upstream drafts and filing: `report upstream draft`, `report upstream file` ---------
+# The work happens in reporter.upstream.publish; these wrappers resolve the repository and
+# the paths, and keep PyGithub and httpx out of other commands' start-up.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpstreamDraftRun:
+    """Where `report upstream draft` wrote the draft, and what it made."""
+
+    path: Path
+    backup: Path | None
+    run: DraftRun
+
+
+def upstream_repo(bundle: Bundle, repo: str | None) -> str:
+    """`--repo`, else the manifest's first `upstream` repository."""
+    from reporter.upstream.index import validate_repo
+
+    if repo:
+        return validate_repo(repo)
+    if bundle.manifest.upstream:
+        return validate_repo(bundle.manifest.upstream[0])
+    raise UsageError(
+        "no upstream repository to draft for",
+        tip="pass --repo OWNER/NAME, or set `upstream = [...]` in bundle.toml",
+    )
+
+
+def default_upstream_path(bundle: Bundle, analysis: Analysis, repo: str, *, now: datetime) -> Path:
+    """`reports/<date>-<slug>.upstream-<owner>-<name>.md`, beside the incident report."""
+    report = default_report_path(bundle, analysis, now=now)
+    return report.with_name(f"{report.stem}.upstream-{md.slug(repo)}.md")
+
+
+def upstream_draft(
+    evidence: Path,
+    *,
+    repo: str | None = None,
+    out: Path | None = None,
+    forms: Path | None = None,
+    offline: bool = False,
+    db: Path | None = None,
+    link_related: bool = False,
+    base_url: str | None = None,
+    options: Options | None = None,
+    now: datetime | None = None,
+) -> UpstreamDraftRun:
+    """Write the upstream issue draft for review (front matter `kind: upstream-draft`).
+
+    Works with no network and no token: forms fall back to the cache or the generic form,
+    related issues to the local index. An existing file is kept as `.bak`.
+    """
+    from reporter.upstream import publish
+
+    bundle, analysis = load_and_analyze([evidence], options or Options())
+    name = upstream_repo(bundle, repo)
+    run = publish.make_draft(
+        bundle,
+        analysis,
+        name,
+        forms_dir=forms,
+        offline=offline,
+        db=db,
+        link_related=link_related,
+        base_url=base_url,
+        env=os.environ,
+    )
+    target = out or default_upstream_path(bundle, analysis, name, now=now or now_utc())
+    backup = write_atomic(target, run.draft.document, backup=True)
+    return UpstreamDraftRun(path=target, backup=backup, run=run)
+
+
+def upstream_file(
+    evidence: Path,
+    *,
+    repo: str | None = None,
+    yes: bool = False,
+    force_new: bool = False,
+    base_url: str | None = None,
+    draft: Path | None = None,
+    forms: Path | None = None,
+    db: Path | None = None,
+    link_related: bool = False,
+    options: Options | None = None,
+) -> FileResult:
+    """`report upstream file`: a dry run unless `yes`; see `reporter.upstream.publish`."""
+    from reporter.upstream import publish
+
+    bundle, analysis = load_and_analyze([evidence], options or Options())
+    return publish.file_upstream(
+        bundle,
+        analysis,
+        upstream_repo(bundle, repo),
+        yes=yes,
+        force_new=force_new,
+        base_url=base_url,
+        draft_file=draft,
+        forms_dir=forms,
+        db=db,
+        link_related=link_related,
+        env=os.environ,
+    )
+
+
+def upstream_file_text(result: FileResult) -> str:
+    """What `report upstream file` prints: the decision, its reasons and the exact request."""
+    from reporter.upstream.publish import Action
+
+    plan = result.plan
+    lines: list[str] = []
+    if result.sent:
+        verb = "commented on" if plan.action is Action.COMMENT else "filed"
+        lines.append(f"{verb}: {result.url}")
+        if result.recorded is not None:
+            lines.append(f"recorded in {result.recorded}")
+        return "\n".join(lines)
+    lines.append(f"action: {plan.action.value}" + (f" ({plan.url})" if plan.url else ""))
+    lines.extend(f"  why: {reason}" for reason in plan.reasons)
+    request = plan.request
+    if request is None:
+        return "\n".join(lines)
+    lines.append("dry run: nothing was sent; pass --yes to send exactly this:")
+    lines.append(f"{request.method} {request.url}")
+    if request.title is not None:
+        lines.append(f"title: {request.title}")
+        lines.append(f"labels: {', '.join(request.labels) if request.labels else '(none)'}")
+    lines.append(f"body ({len(request.body):,} characters) between the scissors lines:")
+    lines.append("-------- 8< --------")
+    lines.append(request.body.rstrip("\n"))
+    lines.append("-------- >8 --------")
+    if plan.redactions:
+        total = sum(e.count for e in plan.redactions)
+        lines.append(f"redacted before sending: {total} value(s); see the draft's front matter")
+    return "\n".join(lines)
+
+
+def redaction_lines(entries: Sequence[RedactionEntry]) -> list[str]:
+    """The redaction report for a terminal: one `kind in where: count` line per entry."""
+    from reporter.upstream.redact import report_lines
+
+    return report_lines(entries)

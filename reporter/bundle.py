@@ -61,6 +61,7 @@ from reporter.evidence import sniff as sniffing
 from reporter.evidence._times import parse_duration
 from reporter.gcpause import gc_paused
 from reporter.model import (
+    CONTEXT_KINDS,
     Bundle,
     CodeExcerpt,
     Environment,
@@ -98,25 +99,6 @@ _NOT_EVIDENCE = (
 )
 _NOT_EVIDENCE_RE = re.compile("|".join(fnmatch.translate(p) for p in _NOT_EVIDENCE))
 _KINDS = {kind.value: kind for kind in EvidenceKind if kind is not EvidenceKind.UNKNOWN}
-# Evidence whose problems are warnings even when the manifest names the file.
-_TOLERANT_KINDS = frozenset(
-    {
-        EvidenceKind.PROMETHEUS_TEXT,
-        EvidenceKind.PROMETHEUS_JSON,
-        EvidenceKind.GRAFANA_CSV,
-        EvidenceKind.SYSTEMD_SHOW,
-        EvidenceKind.LOG,
-        EvidenceKind.ENVIRON,
-        EvidenceKind.CMDLINE,
-        EvidenceKind.PACKAGES,
-        EvidenceKind.SGLANG_CHECK_ENV,
-        EvidenceKind.VLLM_COLLECT_ENV,
-        EvidenceKind.NVIDIA_SMI,
-        EvidenceKind.SOURCE_HASHES,
-        EvidenceKind.CODE_EXCERPT,
-        EvidenceKind.GOROUTINES,
-    }
-)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -274,7 +256,7 @@ def _assemble(
             )
         except EvidenceError as err:
             # Metric, service and log files are never fatal: their problems are warnings.
-            if named and entry.kind not in _TOLERANT_KINDS:
+            if named and entry.kind not in CONTEXT_KINDS:
                 raise
             all_warnings.append(
                 ParseWarning(source=Location(path=entry.display), message=f"skipped: {err.message}")
@@ -298,7 +280,7 @@ def _assemble(
             kind, text, source=entry.display, captured_at=entry.captured_at or reference
         )
         usable = result.failures or any(d.threads for d in result.dumps)
-        if named and not usable and kind not in _TOLERANT_KINDS:
+        if named and not usable and kind not in CONTEXT_KINDS:
             first = result.warnings[0].message if result.warnings else "no dump found"
             raise EvidenceError(
                 f"{entry.display}: no usable dump in this file ({first})",

@@ -505,6 +505,298 @@ def search_upstream_cmd(
         print(app.search_upstream_text(outcome))
 
 
+# --- live capture ----------------------------------------------------------------------
+
+
+@cli.command("collect")
+def collect_cmd(
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", "-o", help="New bundle folder to write (must not exist, or be empty)."
+        ),
+    ],
+    pid: Annotated[
+        list[int] | None, typer.Option("--pid", help="A process to dump (repeatable).")
+    ] = None,
+    match: Annotated[
+        str | None,
+        typer.Option(
+            "--match",
+            help="Regex over process titles and command lines, e.g. 'sglang::scheduler_TP'.",
+        ),
+    ] = None,
+    children_of: Annotated[
+        int | None,
+        typer.Option(
+            "--children-of", help="Only descendants of this PID (with --match: that match)."
+        ),
+    ] = None,
+    snapshots: Annotated[int, typer.Option("--snapshots", help="py-spy dumps per process.")] = 3,
+    interval: Annotated[
+        str, typer.Option("--interval", help="Time between snapshots (0.5, 2s, 1m).")
+    ] = "1",
+    with_locals: Annotated[
+        bool, typer.Option("--locals", help="Also dump local variables (secrets redacted).")
+    ] = False,
+    blocking: Annotated[
+        bool,
+        typer.Option(
+            "--blocking/--nonblocking",
+            help="--blocking pauses each target while py-spy reads it (more accurate); "
+            "default --nonblocking never pauses it.",
+        ),
+    ] = False,
+    metrics_url: Annotated[
+        str | None, typer.Option("--metrics-url", help="A Prometheus /metrics URL to scrape.")
+    ] = None,
+    scrape_every: Annotated[
+        str, typer.Option("--scrape-every", help="Time between scrapes.")
+    ] = "2s",
+    scrape_for: Annotated[str, typer.Option("--scrape-for", help="How long to scrape.")] = "60s",
+    prometheus: Annotated[
+        str | None, typer.Option("--prometheus", help="Prometheus base URL for --query.")
+    ] = None,
+    query: Annotated[
+        list[str] | None, typer.Option("--query", help="PromQL for query_range (repeatable).")
+    ] = None,
+    range_: Annotated[
+        str, typer.Option("--range", help="How far back the queries reach (30m, 2h).")
+    ] = "1h",
+    step: Annotated[
+        str | None, typer.Option("--step", help="query_range step (default: at most 1000 points).")
+    ] = None,
+    unit: Annotated[
+        list[str] | None,
+        typer.Option("--unit", help="A systemd unit for `systemctl show` (repeatable)."),
+    ] = None,
+    raw_env: Annotated[
+        bool,
+        typer.Option("--raw-env", help="Keep secrets in environments, command lines and locals."),
+    ] = False,
+    timeout: Annotated[
+        str,
+        typer.Option("--timeout", help="Limit for each py-spy run, helper program and request."),
+    ] = "10s",
+    parallel: Annotated[int, typer.Option("--parallel", help="py-spy runs at once.")] = 4,
+    pyspy: Annotated[
+        str | None, typer.Option("--py-spy", help="The py-spy executable (default: from PATH).")
+    ] = None,
+    title: Annotated[str, typer.Option("--title", help="The bundle's title.")] = "",
+    wedge_window: Annotated[
+        str | None,
+        typer.Option(
+            "--wedge-window", help="Write `[wedge] window` (for a scrape shorter than 60 s)."
+        ),
+    ] = None,
+) -> None:
+    """Capture evidence from live processes into a bundle, without disturbing them.
+
+    py-spy dumps (non-blocking by default), /metrics scrapes, Prometheus query_range,
+    /proc command lines and environments (secrets redacted), the targets' package
+    versions and `systemctl show`. Never calls the serving API, never signals or
+    restarts a process. Ctrl-C leaves a valid partial bundle.
+    """
+    import shlex
+
+    from reporter.collect import CollectRequest, CollectStatus, plan
+
+    def request() -> CollectRequest:
+        return CollectRequest(
+            out=out,
+            pids=tuple(pid or ()),
+            match=match,
+            children_of=children_of,
+            snapshots=snapshots,
+            interval=plan.seconds(interval, option="--interval", allow_zero=True),
+            with_locals=with_locals,
+            blocking=blocking,
+            metrics_url=metrics_url,
+            scrape_every=plan.seconds(scrape_every, option="--scrape-every"),
+            scrape_for=plan.seconds(scrape_for, option="--scrape-for", allow_zero=True),
+            prometheus=prometheus,
+            queries=tuple(query or ()),
+            range_seconds=plan.seconds(range_, option="--range"),
+            step_seconds=plan.seconds(step, option="--step") if step else None,
+            units=tuple(unit or ()),
+            raw_env=raw_env,
+            timeout=plan.seconds(timeout, option="--timeout"),
+            parallel=parallel,
+            pyspy=pyspy,
+            title=title,
+            wedge_window=plan.seconds(wedge_window, option="--wedge-window")
+            if wedge_window
+            else None,
+            command=shlex.join(["report", *sys.argv[1:]]),
+        )
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    made = _run(request)
+    summary = _run(lambda: app.collect(made, progress=progress))
+    print(
+        f"{summary.status.value}: {summary.files} files in {summary.out} "
+        f"({summary.dumps_ok} dumps, {summary.dumps_failed} failed; {summary.scrapes} scrapes; "
+        f"{len(summary.skipped)} skipped) in {summary.seconds:.1f} s"
+    )
+    for line in summary.advice:
+        print(line if line.startswith("py-spy") else f"  {line}", file=sys.stderr)
+    print(f"next: report analyze {shlex.quote(str(summary.out))}")
+    if summary.status is CollectStatus.INTERRUPTED:
+        raise typer.Exit(130)
+
+
+# --- upstream issues: drafts and filing ------------------------------------------------
+
+upstream_app = typer.Typer(
+    help="Upstream GitHub issues from a bundle: a redacted draft for review, then filing.",
+    no_args_is_help=True,
+)
+cli.add_typer(upstream_app, name="upstream")
+
+BundleArg = Annotated[
+    Path, typer.Argument(help="The evidence bundle folder (or one dump file).", show_default=False)
+]
+RepoOpt = Annotated[
+    str | None,
+    typer.Option("--repo", "-r", help="Upstream repository (owner/name); default: the manifest's."),
+]
+FormsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--forms",
+        help="Folder of issue forms (*.yml, or a checkout with .github/ISSUE_TEMPLATE) "
+        "instead of fetching the repository's.",
+    ),
+]
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        help="GitHub API URL (GitHub Enterprise: https://HOST/api/v3); default GITHUB_API_URL "
+        "or api.github.com.",
+    ),
+]
+LinkRelatedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--link-related",
+        help="Link related upstream issues (adds a cross-reference to their timelines); "
+        "by default they are cited as code.",
+    ),
+]
+
+
+@upstream_app.command("draft")
+def upstream_draft_cmd(
+    bundle: BundleArg,
+    repo: RepoOpt = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="Draft path (default: reports/<date>-<slug>.upstream-<repo>.md)."
+        ),
+    ] = None,
+    forms: FormsOpt = None,
+    offline: Annotated[
+        bool,
+        typer.Option(
+            "--offline",
+            help="No network: cached or generic form; related issues from the local (or "
+            "example) index.",
+        ),
+    ] = False,
+    db: DbOpt = None,
+    link_related: LinkRelatedOpt = False,
+    base_url: BaseUrlOpt = None,
+) -> None:
+    """Write a redacted upstream issue draft for review, following the repository's bug form.
+
+    Secrets, addresses, host and user names become placeholders (<host-1>); mentions and
+    issue references in evidence are made inert. `report lint` checks the draft again.
+    """
+    made = _run(
+        lambda: app.upstream_draft(
+            bundle,
+            repo=repo,
+            out=out,
+            forms=forms,
+            offline=offline,
+            db=db,
+            link_related=link_related,
+            base_url=base_url,
+        )
+    )
+    draft = made.run.draft
+    for note in made.run.notes:
+        print(f"note: {note}", file=sys.stderr)
+    form = "generic form" if made.run.form.generic else f"form {made.run.form.source}"
+    print(f"wrote {made.path} ({draft.repo}, {form}, {len(draft.body):,} characters)")
+    if made.backup:
+        print(f"previous version kept as {made.backup}")
+    total = draft.redaction.total()
+    print(f"redacted: {total} value(s)" + (":" if total else ""))
+    for line in app.redaction_lines(draft.redaction.report):
+        print(f"  {line}")
+    if draft.todos:
+        print(f"to fill before filing: {len(draft.todos)} TODO(reviewer) line(s)")
+    for leak in draft.leaks:
+        print(f"warning: the final scan still flags {leak}", file=sys.stderr)
+    for trimmed in draft.trimmed:
+        print(f"trimmed: {trimmed}")
+
+
+@upstream_app.command("file")
+def upstream_file_cmd(
+    bundle: BundleArg,
+    repo: RepoOpt = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Send it. Without --yes: a dry run that prints it.")
+    ] = False,
+    force_new: Annotated[
+        bool,
+        typer.Option(
+            "--force-new", help="File a new issue even when a likely duplicate exists upstream."
+        ),
+    ] = False,
+    base_url: BaseUrlOpt = None,
+    draft: Annotated[
+        Path | None,
+        typer.Option("--draft", help="Send this reviewed draft (from `upstream draft`)."),
+    ] = None,
+    forms: FormsOpt = None,
+    db: DbOpt = None,
+    link_related: LinkRelatedOpt = False,
+) -> None:
+    """File the bundle upstream, or add "+1 with evidence" to the issue it duplicates.
+
+    Runs the duplicate search first and follows "Duplicate of #N" to the canonical issue.
+    Never sends anything the redaction scan still flags or with unfilled TODOs, and never
+    files twice (a hidden marker is looked for before any retry). Exit 1 when refused.
+    """
+    result = _run(
+        lambda: app.upstream_file(
+            bundle,
+            repo=repo,
+            yes=yes,
+            force_new=force_new,
+            base_url=base_url,
+            draft=draft,
+            forms=forms,
+            db=db,
+            link_related=link_related,
+        )
+    )
+    for note in result.plan.notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(app.upstream_file_text(result))
+    if result.plan.refusals and not result.sent:
+        for refusal in result.plan.refusals:
+            print(f"refused: {refusal}", file=sys.stderr)
+        raise typer.Exit(1)
+
+
 def main() -> None:
     """Console-script entry point."""
     cli()

@@ -48,6 +48,29 @@ class EvidenceKind(StrEnum):
     UNKNOWN = "unknown"
 
 
+# Kinds holding a metric history (charted in the report).
+METRIC_KINDS = frozenset(
+    {EvidenceKind.PROMETHEUS_TEXT, EvidenceKind.PROMETHEUS_JSON, EvidenceKind.GRAFANA_CSV}
+)
+# Kinds summarised in a report section of their own and never embedded raw: environment
+# files hold every variable (secrets too); excerpts and goroutine dumps have their sections.
+SUMMARISED_KINDS = frozenset(
+    {
+        EvidenceKind.ENVIRON,
+        EvidenceKind.CMDLINE,
+        EvidenceKind.PACKAGES,
+        EvidenceKind.SGLANG_CHECK_ENV,
+        EvidenceKind.VLLM_COLLECT_ENV,
+        EvidenceKind.NVIDIA_SMI,
+        EvidenceKind.SOURCE_HASHES,
+        EvidenceKind.CODE_EXCERPT,
+        EvidenceKind.GOROUTINES,
+    }
+)
+# Evidence around the stacks; its problems are warnings even when the manifest names the file.
+CONTEXT_KINDS = METRIC_KINDS | SUMMARISED_KINDS | {EvidenceKind.SYSTEMD_SHOW, EvidenceKind.LOG}
+
+
 class ThreadStatus(StrEnum):
     """py-spy's activity word for a thread; `UNKNOWN` where the format has none."""
 

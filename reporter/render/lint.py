@@ -8,7 +8,8 @@ reads the files and opens the index. A finding prints as::
 
 Which rules apply depends on the front matter: incident reports (`kind: incident-report`)
 must have the required sections; upstream drafts (`kind: upstream-draft`) are checked for
-secrets and GitHub's body size limit; `TODO(reviewer)` placeholders are allowed while
+secrets (the shapes of `reporter.upstream.secrets`, shared with redaction) and GitHub's
+body size limit; `TODO(reviewer)` placeholders are allowed while
 `status: draft` and are findings once a report is in review.
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from enum import StrEnum
@@ -30,6 +31,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from reporter.errors import UsageError
 from reporter.render import frontmatter, regions
 from reporter.render.frontmatter import Status
+from reporter.upstream.secrets import find_secrets as find_secrets
 
 # The H2 sections every incident report has, in template order; the template and the
 # golden tests are checked against this list.
@@ -203,29 +205,6 @@ class SqliteIssueIndex:
         self._db.close()
 
 
-# Token shapes from the providers' documented formats; each name says what was found.
-SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
-        "GitHub token",
-        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{60,255})\b"),
-    ),
-    ("Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),
-    ("OpenAI key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}\b")),
-    ("AWS access key id", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b")),
-    (
-        "AWS secret access key",
-        re.compile(r"(?i)aws_?secret_?(?:access_?)?key\W{0,4}[:=]\W{0,3}[A-Za-z0-9/+]{40}\b"),
-    ),
-    ("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("Slack webhook", re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}")),
-    (
-        "JSON Web Token",
-        re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-    ),
-    ("bearer token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{20,}=*")),
-    ("private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
-)
-
 _GITHUB_LINK = re.compile(
     r"https?://github\.com/(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/(?:issues|pull)/(?P<number>\d+)"
 )
@@ -236,15 +215,6 @@ _CLOSERS = {"[": "]", "(": ")", "{": "}"}
 def parser() -> MarkdownIt:
     """The Markdown parser lint uses: CommonMark with HTML, tables and front matter."""
     return MarkdownIt("commonmark").enable("table").use(front_matter_plugin)
-
-
-def find_secrets(text: str) -> Iterator[tuple[int, str, str]]:
-    """(1-based line, kind, redacted sample) for every likely secret in `text`."""
-    for number, line in enumerate(text.splitlines(), start=1):
-        for name, pattern in SECRET_PATTERNS:
-            for match in pattern.finditer(line):
-                found = match.group(0)
-                yield number, name, f"{found[:4]}… ({len(found)} characters)"
 
 
 def placeholders(text: str, tokens: Sequence[Token] | None = None) -> tuple[int, ...]:

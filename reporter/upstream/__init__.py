@@ -1,4 +1,4 @@
-"""Upstream issues: a local SQLite index of GitHub issues and explainable duplicate search.
+"""Upstream issues: a local index and duplicate search; redacted drafts; filing without doubles.
 
 Modules, from the wire inwards::
 
@@ -9,4 +9,10 @@ Modules, from the wire inwards::
     query.py    a `Query` from a bundle's analysis or a free text; GitHub search strings
     rank.py     candidate scoring with reasons (text, BM25, stack, error similarity)
     search.py   use cases: sync, import, export, search-upstream
+    secrets.py  the one list of secret shapes (also used by `report lint` and collect)
+    redact.py   secrets and identifiers -> consistent placeholders, with a report
+    forms.py    GitHub issue forms: parse, pick the bug form, field roles
+    draft.py    the upstream draft and the "+1 with evidence" comment (pure)
+    filing.py   the PyGithub adapter: issues and comments, failures sorted for retrying
+    publish.py  use cases: upstream draft, upstream file (duplicate gate, never twice)
 """

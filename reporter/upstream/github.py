@@ -1,4 +1,5 @@
-"""The GitHub REST client: issue listing with Link pagination and ETags, issue search.
+"""The GitHub REST client: issue listing with Link pagination and ETags, issue search, and
+the contents API for a repository's issue forms (`list_folder`, `file_text`).
 
 One `httpx.Client` behind an injectable base URL (GitHub Enterprise:
 `https://HOST/api/v3`), timeout, clock and transport (tests pass `httpx.MockTransport`
@@ -26,6 +27,7 @@ Token lookup (`find_token`): `GITHUB_TOKEN`, then `GH_TOKEN`, then the gh CLI's
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import time
@@ -108,6 +110,16 @@ class SearchResult:
     total_count: int
     incomplete: bool
     items: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Folder:
+    """A folder of a repository: (name, path) of its files, and the listing's ETag."""
+
+    entries: tuple[tuple[str, str], ...]
+    etag: str | None
+    exists: bool = True
+    not_modified: bool = False
 
 
 @dataclass(slots=True)
@@ -315,6 +327,40 @@ class GitHubClient:
             items=tuple(item for item in data["items"] if isinstance(item, dict)),
         )
 
+    def list_folder(self, repo: str, folder: str, *, etag: str | None = None) -> Folder:
+        """`GET /repos/{repo}/contents/{folder}`: the folder's entries on the default branch.
+
+        A folder that does not exist gives `exists=False` (not an error); a 304 for the
+        ETag sent gives `not_modified=True`.
+        """
+        url = f"{self.base_url}/repos/{repo}/contents/{folder.strip('/')}"
+        response, data = self._send(url, etag=etag, missing_ok=True)
+        if response.status_code == 404:
+            return Folder(entries=(), etag=None, exists=False)
+        if response.status_code == 304:
+            return Folder(entries=(), etag=etag, not_modified=True)
+        if not isinstance(data, list):
+            raise UpstreamError(f"{repo}: {folder} is not a folder")
+        entries = tuple(
+            (str(item["name"]), str(item.get("path") or f"{folder}/{item['name']}"))
+            for item in data
+            if isinstance(item, dict) and item.get("type") == "file" and "name" in item
+        )
+        return Folder(entries=entries, etag=response.headers.get("etag"))
+
+    def file_text(self, repo: str, path: str) -> str:
+        """`GET /repos/{repo}/contents/{path}`: one file's text (the API sends it base64)."""
+        url = f"{self.base_url}/repos/{repo}/contents/{path.strip('/')}"
+        _, data = self._send(url)
+        if not isinstance(data, dict) or not isinstance(data.get("content"), str):
+            raise UpstreamError(f"{repo}: {path} has no content in GitHub's answer")
+        try:
+            if data.get("encoding", "base64") == "base64":
+                return base64.b64decode(data["content"]).decode("utf-8")
+            return str(data["content"])
+        except (ValueError, UnicodeDecodeError) as err:
+            raise UpstreamError(f"{repo}: {path} is not UTF-8 text ({err})") from err
+
     # --- the one place that talks to the network ---------------------------------
 
     def _check_host(self, url: str) -> None:
@@ -324,8 +370,11 @@ class GitHubClient:
                 tip="check --base-url / GitHub Enterprise settings",
             )
 
-    def _send(self, url: str, *, etag: str | None = None) -> tuple[httpx.Response, Any]:
-        """GET `url` with the retry rules; returns the response and its parsed JSON (None on 304)."""
+    def _send(
+        self, url: str, *, etag: str | None = None, missing_ok: bool = False
+    ) -> tuple[httpx.Response, Any]:
+        """GET `url` with the retry rules; returns the response and its parsed JSON (None on
+        304, and on 404 when `missing_ok`)."""
         headers = {"If-None-Match": etag} if etag else {}
         policy = self.retry
         path = urlsplit(url).path
@@ -363,6 +412,8 @@ class GitHubClient:
                     problem = f"rate limited ({status}) after {attempt} attempts"
                 elif status >= 500:
                     problem = f"GitHub answered {status}"
+                elif status == 404 and missing_ok:
+                    return response, None
                 else:
                     raise _status_error(response, path)
             if attempt < policy.attempts:

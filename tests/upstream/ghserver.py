@@ -8,18 +8,26 @@ Serves what `reporter.upstream.github` uses:
   `If-None-Match` (which, as on GitHub, does not count against the rate limit);
 * `GET /search/issues?q=...`: quoted phrases and words ANDed over title and body,
   `repo:` and `is:issue` qualifiers;
-* `X-RateLimit-*` headers on every answer.
+* `X-RateLimit-*` headers on every answer;
+* for filing (PyGithub's traffic): `GET /repos/{o}/{r}/issues/{n}`, `POST /repos/{o}/{r}/issues`
+  (201 with `number`, `html_url`, `url`), `GET|POST /repos/{o}/{r}/issues/{n}/comments`, and
+  `GET /repos/{o}/{r}/contents/{path}` (a folder listing, or a file as base64) from `files`.
 
 Faults are queued with `inject(Fault(...))` and consumed by the next matching request:
 `rate-limit` (403, remaining 0, reset in `reset_in` s), `secondary` (403 with
 `Retry-After`), `429` (with `Retry-After`), `500`/`502`/`503`, `timeout` (answers after
 `stall` seconds), `reset` (closes the socket with RST), `malformed` (200 with broken
 JSON), `link-loop` (a `next` link pointing at the page itself), `off-host` (a `next`
-link to another host). Every request is logged in `requests`.
+link to another host). A fault with `method="POST"` only meets POSTs; a `timeout` on a POST
+stalls *after* the issue or comment was stored (the client times out on a request that
+succeeded), a `rate-limit`/`secondary`/`429` on a POST refuses it (nothing stored). Every
+request is logged in `requests`.
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import hashlib
 import json
 import socket
@@ -39,6 +47,7 @@ class Fault:
 
     kind: str
     match: str = ""
+    method: str = ""
     times: int = 1
     retry_after: int = 1
     reset_in: int = 30
@@ -53,6 +62,7 @@ class Seen:
     query: dict[str, str]
     headers: dict[str, str]
     status: int
+    body: bytes = b""
 
 
 @dataclass
@@ -60,10 +70,13 @@ class GitHubServer:
     """The server's state; `start()` binds an ephemeral port on 127.0.0.1."""
 
     issues: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    comments: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
+    files: dict[str, dict[str, str]] = field(default_factory=dict)
     faults: list[Fault] = field(default_factory=list)
     requests: list[Seen] = field(default_factory=list)
     stall: float = 1.0
     remaining: int = 5000
+    _next_id: int = 1000
     _httpd: ThreadingHTTPServer | None = None
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -131,6 +144,44 @@ class GitHubServer:
             items.append(item)
         return item
 
+    def add_comment(
+        self, repo: str, number: int, body: str, *, login: str = "someone"
+    ) -> dict[str, Any]:
+        """Add a comment to an issue, in GitHub's JSON shape."""
+        with self._lock:
+            self._next_id += 1
+            comment = {
+                "id": self._next_id,
+                "body": body,
+                "user": {"login": login},
+                "html_url": f"https://github.com/{repo}/issues/{number}#issuecomment-{self._next_id}",
+                "created_at": "2025-01-02T00:00:00Z",
+                "updated_at": "2025-01-02T00:00:00Z",
+            }
+            self.comments.setdefault((repo, number), []).append(comment)
+            for item in self.issues.get(repo, []):
+                if item["number"] == number:
+                    item["comments"] = len(self.comments[(repo, number)])
+        return comment
+
+    def close_issue(self, repo: str, number: int, reason: str = "completed") -> None:
+        """Close an issue with a `state_reason` (`completed`, `not_planned`, `duplicate`)."""
+        with self._lock:
+            for item in self.issues.get(repo, []):
+                if item["number"] == number:
+                    item.update(
+                        state="closed", state_reason=reason, closed_at="2025-01-03T00:00:00Z"
+                    )
+
+    def add_files(self, repo: str, files: dict[str, str]) -> None:
+        """Serve `files` (path -> text) through the contents API of `repo`."""
+        with self._lock:
+            self.files.setdefault(repo, {}).update(files)
+
+    def posts(self, path_part: str = "") -> list[Seen]:
+        """POST requests seen whose path contains `path_part`."""
+        return [r for r in self.requests if r.method == "POST" and path_part in r.path]
+
     def count(self, path_part: str = "", status: int | None = None) -> int:
         """Requests seen whose path contains `path_part` (and with `status`, if given)."""
         return sum(
@@ -139,10 +190,12 @@ class GitHubServer:
             if path_part in r.path and (status is None or r.status == status)
         )
 
-    def take_fault(self, target: str) -> Fault | None:
-        """The first queued fault matching `target`, used up by one."""
+    def take_fault(self, target: str, method: str = "GET") -> Fault | None:
+        """The first queued fault matching `target` (and `method`), used up by one."""
         with self._lock:
             for fault in self.faults:
+                if fault.method and fault.method != method:
+                    continue
                 if fault.match in target and fault.times > 0:
                     fault.times -= 1
                     if fault.times == 0:
@@ -154,6 +207,7 @@ class GitHubServer:
 class _Handler(BaseHTTPRequestHandler):
     app: GitHubServer
     protocol_version = "HTTP/1.1"
+    posted: bytes = b""
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the tests read `requests` instead."""
@@ -163,6 +217,84 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
         fault = self.app.take_fault(self.path)
         self._answer(parts.path, query, fault)
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        self.posted = raw
+        parts = urlsplit(self.path)
+        fault = self.app.take_fault(self.path, "POST")
+        if fault is not None and fault.kind not in ("timeout",) and self._fault(fault):
+            return
+        try:
+            document = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            self._json(400, {"message": "Problems parsing JSON"})
+            return
+        segments = parts.path.strip("/").split("/")
+        if len(segments) == 4 and segments[0] == "repos" and segments[3] == "issues":
+            status, answer = self._create_issue(f"{segments[1]}/{segments[2]}", document)
+        elif len(segments) == 6 and segments[0] == "repos" and segments[5] == "comments":
+            status, answer = self._create_comment(
+                f"{segments[1]}/{segments[2]}", segments[4], document
+            )
+        else:
+            status, answer = 404, {"message": "Not Found"}
+        if fault is not None and fault.kind == "timeout":
+            # The write happened; the answer comes too late for the client.
+            self._log(status)  # logged now: the test may look before the answer goes out
+            time.sleep(self.app.stall)
+            with contextlib.suppress(OSError):
+                self._json(status, answer, log=False)
+            return
+        self._json(status, answer)
+
+    def _create_issue(self, repo: str, document: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if not isinstance(document.get("title"), str) or not document["title"]:
+            return 422, {"message": "Validation Failed", "errors": [{"field": "title"}]}
+        body = document.get("body") or ""
+        if len(body) > 65536:
+            return 422, {
+                "message": "Validation Failed",
+                "errors": [
+                    {
+                        "resource": "Issue",
+                        "code": "custom",
+                        "field": "body",
+                        "message": "body is too long (maximum is 65536 characters)",
+                    }
+                ],
+            }
+        app = self.app
+        with app._lock:
+            number = max((i["number"] for i in app.issues.get(repo, [])), default=0) + 1
+            app._next_id += 1
+            stamp = f"2025-06-01T00:{app._next_id // 60 % 60:02d}:{app._next_id % 60:02d}Z"
+        item = app.add_issue(repo, number, title=document["title"], body=body, updated_at=stamp)
+        with app._lock:
+            item["created_at"] = stamp
+            item["labels"] = [{"name": str(n)} for n in document.get("labels") or []]
+        return 201, self._issue_json(item)
+
+    def _create_comment(
+        self, repo: str, number: str, document: dict[str, Any]
+    ) -> tuple[int, dict[str, Any]]:
+        if not number.isdigit() or not any(
+            i["number"] == int(number) for i in self.app.issues.get(repo, [])
+        ):
+            return 404, {"message": "Not Found"}
+        body = document.get("body") or ""
+        if len(body) > 65536:
+            return 422, {"message": "Validation Failed", "errors": [{"resource": "IssueComment"}]}
+        return 201, self.app.add_comment(repo, int(number), body, login="reporter-bot")
+
+    def _issue_json(self, item: dict[str, Any]) -> dict[str, Any]:
+        repo = item["repository_url"].rsplit("/repos/", 1)[-1]
+        return {
+            **item,
+            "url": f"{self.app.url}/repos/{repo}/issues/{item['number']}",
+            "user": {"login": "someone"},
+        }
 
     def _log(self, status: int) -> None:
         """Record the request before its answer goes out, so a test that has the answer
@@ -175,6 +307,7 @@ class _Handler(BaseHTTPRequestHandler):
                 query={k: v[0] for k, v in parse_qs(parts.query).items()},
                 headers={k.lower(): v for k, v in self.headers.items()},
                 status=status,
+                body=self.posted,
             )
         )
 
@@ -190,7 +323,52 @@ class _Handler(BaseHTTPRequestHandler):
         segments = path.strip("/").split("/")
         if len(segments) == 4 and segments[0] == "repos" and segments[3] == "issues":
             return self._listing(f"{segments[1]}/{segments[2]}", query, fault)
+        if len(segments) >= 4 and segments[0] == "repos" and segments[3] == "contents":
+            return self._contents(f"{segments[1]}/{segments[2]}", "/".join(segments[4:]))
+        if len(segments) in (5, 6) and segments[0] == "repos" and segments[3] == "issues":
+            repo = f"{segments[1]}/{segments[2]}"
+            item = next(
+                (i for i in self.app.issues.get(repo, []) if str(i["number"]) == segments[4]), None
+            )
+            if item is None:
+                return self._json(404, {"message": "Not Found"})
+            if len(segments) == 5:
+                return self._json(200, self._issue_json(item))
+            if segments[5] == "comments":
+                comments = self.app.comments.get((repo, item["number"]), [])
+                per_page = min(100, int(query.get("per_page", "30")))
+                page = int(query.get("page", "1"))
+                return self._json(200, comments[(page - 1) * per_page : page * per_page])
         return self._json(404, {"message": "Not Found"})
+
+    def _contents(self, repo: str, path: str) -> int:
+        files = self.app.files.get(repo)
+        if files is None:
+            return self._json(404, {"message": "Not Found"})
+        path = path.strip("/")
+        if path in files:
+            data = base64.b64encode(files[path].encode()).decode()
+            return self._json(
+                200,
+                {
+                    "type": "file",
+                    "name": path.rsplit("/", 1)[-1],
+                    "path": path,
+                    "encoding": "base64",
+                    "content": data,
+                },
+            )
+        inside = sorted(
+            p for p in files if p.startswith(path + "/") and "/" not in p[len(path) + 1 :]
+        )
+        if not inside:
+            return self._json(404, {"message": "Not Found"})
+        listing = [{"type": "file", "name": p.rsplit("/", 1)[-1], "path": p} for p in inside]
+        body = json.dumps(listing).encode()
+        etag = 'W/"' + hashlib.sha1(body).hexdigest() + '"'
+        if self.headers.get("If-None-Match") == etag:
+            return self._raw(304, b"", {"ETag": etag}, count=False)
+        return self._raw(200, body, {"ETag": etag})
 
     def _fault(self, fault: Fault) -> int:
         """Answer with the fault and return its status (-1: connection dropped); 0 means
@@ -237,7 +415,9 @@ class _Handler(BaseHTTPRequestHandler):
         if since:
             items = [i for i in items if i["updated_at"] >= since]
         reverse = query.get("direction", "desc") == "desc"
-        items.sort(key=lambda i: (i["updated_at"], i["number"]), reverse=reverse)
+        order = "created_at" if query.get("sort") == "created" else "updated_at"
+        items.sort(key=lambda i: (i[order], i["number"]), reverse=reverse)
+        items = [self._issue_json(i) for i in items]
         per_page = min(100, int(query.get("per_page", "30")))
         page = int(query.get("page", "1"))
         last = max(1, -(-len(items) // per_page))
@@ -313,8 +493,11 @@ class _Handler(BaseHTTPRequestHandler):
         document: Any,
         headers: dict[str, str] | None = None,
         resource: str = "core",
+        log: bool = True,
     ) -> int:
-        return self._raw(status, json.dumps(document).encode(), headers or {}, resource=resource)
+        return self._raw(
+            status, json.dumps(document).encode(), headers or {}, resource=resource, log=log
+        )
 
     def _raw(
         self,
@@ -324,11 +507,13 @@ class _Handler(BaseHTTPRequestHandler):
         *,
         count: bool = True,
         resource: str = "core",
+        log: bool = True,
     ) -> int:
         app = self.app
         if count and "X-RateLimit-Remaining" not in headers:
             app.remaining = max(0, app.remaining - 1)
-        self._log(status)
+        if log:
+            self._log(status)
         self.send_response(status)
         defaults = {
             "Content-Type": "application/json; charset=utf-8",

@@ -1,0 +1,228 @@
+"""Redaction recall on the seeded corpus, and the false-positive rate on clean evidence.
+
+Corpus: `fixtures/redaction/` (written by `fixtures/redaction/make_corpus.py`): 46 kinds of
+secrets and identifiers seeded into an evidence bundle's environ, command line, logs,
+`--locals` values, metric labels and `collect_env.py` output.
+
+* *file recall*: each evidence file redacted on its own; a seed counts as removed when
+  neither the value nor any 12-character window of it is left (a partial token is a leak);
+* *draft recall*: `report upstream draft` of the bundle with the generic, SGLang-style and
+  vLLM-style forms; `exposed` counts the seeds that reach the draft's input strings at all
+  (the environment allowlist stops the others before redaction);
+* *false positives*: clean evidence (`fixtures/redaction/clean/` plus the real py-spy
+  captures of `fixtures/bundles/*` that hold no identifiers) redacted line by line; the
+  rate is changed lines / lines, with the changed lines listed.
+
+    python benchmarks/eval_redaction.py [--show 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "fixtures" / "redaction"
+FORMS = ROOT / "fixtures" / "forms"
+# Real captures with no secrets or identifiers in them (full_incident has a real environ).
+CLEAN_BUNDLES = (
+    "tp_desync",
+    "dp_tp",
+    "healthy_loop",
+    "dead_rank",
+    "rank_never_enters",
+    "vllm_like",
+)
+WINDOW = 12
+
+
+@dataclass
+class Figures:
+    """What the evaluation measured."""
+
+    seeds: int = 0
+    kinds_placed: int = 0
+    file_occurrences: int = 0
+    file_removed: int = 0
+    file_leaks: list[str] = field(default_factory=list)
+    drafts: dict[str, int] = field(default_factory=dict)
+    draft_sizes: dict[str, int] = field(default_factory=dict)
+    exposed: set[str] = field(default_factory=set)
+    draft_leaks: list[str] = field(default_factory=list)
+    clean_lines: int = 0
+    curated_lines: int = 0
+    clean_changed: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def file_recall(self) -> float:
+        """Removed occurrences / seeded occurrences, over the evidence files."""
+        return self.file_removed / self.file_occurrences if self.file_occurrences else 1.0
+
+    @property
+    def false_positive_rate(self) -> float:
+        """Changed clean lines / clean lines."""
+        return len(self.clean_changed) / self.clean_lines if self.clean_lines else 0.0
+
+
+def seeds() -> list[dict[str, object]]:
+    """The corpus's seeds.json."""
+    data = json.loads((CORPUS / "seeds.json").read_text(encoding="utf-8"))
+    assert isinstance(data, list)
+    return data
+
+
+def leaked(value: str, text: str) -> bool:
+    """True when `value`, its one-line `\\n` form, or any 12-character window of it is in `text`."""
+    forms = {value, value.replace("\n", "\\n")}
+    for form in forms:
+        if form in text:
+            return True
+        if len(form) > WINDOW:
+            for start in range(len(form) - WINDOW + 1):
+                chunk = form[start : start + WINDOW]
+                if "\n" not in chunk and "\\n" not in chunk and chunk in text:
+                    return True
+    return False
+
+
+def clean_texts() -> list[tuple[str, str]]:
+    """(name, text) of the clean evidence."""
+    out = [
+        (f"clean/{p.name}", p.read_text(encoding="utf-8"))
+        for p in sorted((CORPUS / "clean").iterdir())
+    ]
+    for name in CLEAN_BUNDLES:
+        for path in sorted((ROOT / "fixtures" / "bundles" / name).rglob("*")):
+            if path.is_file() and path.suffix in (".txt", ".json"):
+                out.append((str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")))
+    return out
+
+
+def evaluate(*, drafts: bool = True, library: bool = True) -> Figures:
+    """Run the whole evaluation (offline; a few seconds). `library=False` switches
+    detect-secrets off, to show what it adds to our own patterns."""
+    from reporter import app
+    from reporter.upstream import publish, secrets
+    from reporter.upstream.redact import Piece, redact
+
+    if not library:
+        saved = secrets.library_hits
+        secrets.library_hits = lambda text: iter(())
+        try:
+            return evaluate(drafts=drafts)
+        finally:
+            secrets.library_hits = saved
+
+    started = time.perf_counter()
+    figures = Figures()
+    corpus = seeds()
+    figures.seeds = len(corpus)
+    figures.kinds_placed = sum(1 for s in corpus if s["files"])
+    bundle_dir = CORPUS / "bundle"
+    for path in sorted(p for p in bundle_dir.rglob("*") if p.is_file() and p.name != "bundle.toml"):
+        text = path.read_text(encoding="utf-8")
+        redacted = redact([Piece(where=path.name, text=text)]).texts[0]
+        for seed in corpus:
+            value = str(seed["value"])
+            if value in text or value.replace("\n", "\\n") in text:
+                figures.file_occurrences += 1
+                if leaked(value, redacted):
+                    figures.file_leaks.append(f"{seed['kind']} in {path.relative_to(bundle_dir)}")
+                else:
+                    figures.file_removed += 1
+    if drafts:
+        bundle, analysis = app.load_and_analyze([bundle_dir], app.Options())
+        for name, forms in (
+            ("generic", None),
+            ("sglang", FORMS / "sglang"),
+            ("vllm", FORMS / "vllm"),
+        ):
+            run = publish.make_draft(
+                bundle,
+                analysis,
+                "sgl-project/sglang",
+                forms_dir=forms,
+                offline=True,
+                env={},
+                db=None,
+            )
+            made = run.draft
+            figures.drafts[name] = made.redaction.total()
+            figures.draft_sizes[name] = len(made.body)
+            sent = f"{made.title}\n{made.body}"
+            for seed in corpus:
+                value = str(seed["value"])
+                if any(leaked(value, p) for p in _draft_inputs(made)):
+                    figures.exposed.add(str(seed["kind"]))
+                if leaked(value, sent):
+                    figures.draft_leaks.append(f"{seed['kind']} in the {name} draft")
+    for name, text in clean_texts():
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            figures.clean_lines += 1
+            figures.curated_lines += name.startswith("clean/")
+            if redact([Piece(where=name, text=line)]).texts[0] != line:
+                figures.clean_changed.append(f"{name}:{number}: {line.strip()[:110]}")
+    figures.seconds = time.perf_counter() - started
+    return figures
+
+
+def _draft_inputs(made: object) -> list[str]:
+    """The strings a draft was built from, before redaction (the values it learnt)."""
+    from reporter.upstream.draft import UpstreamDraft
+
+    assert isinstance(made, UpstreamDraft)
+    return [value for value, _ in made.redaction.mapping]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the figures; exit 1 when a seed leaks."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--show", type=int, default=10, help="false positives to list")
+    args = parser.parse_args(argv)
+    f = evaluate()
+    print(f"corpus: {f.seeds} seeded kinds, {f.kinds_placed} placed in evidence files")
+    print(
+        f"file recall: {f.file_recall:.1%} ({f.file_removed} of {f.file_occurrences} seeded occurrences removed)"
+    )
+    for leak in f.file_leaks:
+        print(f"  LEAK {leak}")
+    for name, total in f.drafts.items():
+        print(
+            f"draft ({name} form): {total} values replaced, body {f.draft_sizes[name]:,} characters"
+        )
+    print(
+        f"draft recall: {'100.0%' if not f.draft_leaks else 'LEAKS'} "
+        f"({len(f.exposed)} seeded kinds reached what the drafts show and were replaced; "
+        f"{len(f.draft_leaks)} leaked)"
+    )
+    for leak in f.draft_leaks:
+        print(f"  LEAK {leak}")
+    print(
+        f"false positives: {f.false_positive_rate:.2%} of clean lines changed "
+        f"({len(f.clean_changed)} of {f.clean_lines})"
+    )
+    curated = [line for line in f.clean_changed if line.startswith("clean/")]
+    print(
+        f"  of which the hand-written look-alikes (fixtures/redaction/clean): "
+        f"{len(curated)} of {f.curated_lines} lines ({len(curated) / max(f.curated_lines, 1):.1%})"
+    )
+    for line in f.clean_changed[: args.show]:
+        print(f"  {line}")
+    bare = evaluate(drafts=False, library=False)
+    print(
+        f"without detect-secrets (our patterns only): file recall {bare.file_recall:.1%}"
+        + (f"; missed {', '.join(sorted(set(bare.file_leaks)))}" if bare.file_leaks else "")
+    )
+    print(f"time: {f.seconds:.1f} s")
+    return 1 if f.file_leaks or f.draft_leaks else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,282 @@
+"""Environment evidence of a live process: command line, environment, installed packages, unit state.
+
+* `/proc/PID/cmdline` and `/proc/PID/environ` are copied with secret values
+  redacted (`scrub.py`) unless the caller asks for raw copies.
+* Package versions come from the target's own interpreter, run read-only with a
+  timeout: `importlib.metadata` from a `-c` script (`PACKAGES_SCRIPT`; `-E -B`, no
+  network, nothing imported from the packages), else `pip list --format=freeze`.
+  The interpreter is `/proc/PID/exe`, started under the path the target was
+  launched with when that path is the same binary, so that a virtualenv (found from
+  the path, not the resolved binary) lists its own packages.
+* `systemctl show UNIT` when systemctl exists.
+
+Output: `Capture` values (text to save, or why there is none); the session saves them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reporter.collect import procfs
+from reporter.collect.procfs import ProcessInfo
+from reporter.collect.runner import Finished, run_bounded
+from reporter.collect.scrub import SecretDetector, scrub_cmdline, scrub_environ
+
+# Reads distribution metadata only; works on Python 3.8+. Paths given as arguments
+# (the target's PYTHONPATH) are searched first, as they were in the target.
+PACKAGES_SCRIPT = """\
+import json, os, re, sys
+sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
+sys.path[:0] = sys.argv[1:]
+from importlib import metadata
+lines = {}
+for dist in metadata.distributions():
+    name = dist.metadata["Name"]
+    if not name:
+        continue
+    key = re.sub(r"[-_.]+", "-", name).lower()
+    if key in lines:
+        continue
+    line = "%s==%s" % (name, dist.version)
+    try:
+        direct = json.loads(dist.read_text("direct_url.json") or "null")
+    except Exception:
+        direct = None
+    if isinstance(direct, dict) and isinstance(direct.get("vcs_info"), dict):
+        vcs = direct["vcs_info"]
+        line = "%s @ %s+%s@%s" % (name, vcs.get("vcs", "git"), direct.get("url", ""),
+                                  vcs.get("commit_id", ""))
+    lines[key] = line
+sys.stdout.write("".join(lines[k] + "\\n" for k in sorted(lines)))
+"""
+_PIP_ARGS = ("-m", "pip", "list", "--format=freeze", "--disable-pip-version-check", "--no-input")
+_PIP_ENV = {"PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1", "PIP_NO_INDEX": "1"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Capture:
+    """Text to save as evidence, a note on how it was made, or why nothing was captured."""
+
+    text: str = ""
+    note: str = ""
+    error: str = ""
+    redacted: int = 0
+
+
+def capture_cmdline(pid: int, *, detector: SecretDetector | None) -> Capture:
+    """`/proc/PID/cmdline`, secrets redacted unless `detector` is None (`--raw-env`)."""
+    try:
+        data = procfs.read_bytes(pid, "cmdline")
+    except OSError as err:
+        return Capture(error=f"cannot read /proc/PID/cmdline ({err.strerror})")
+    if detector is None:
+        return Capture(text=data.rstrip(b"\x00").decode("utf-8", errors="replace") + "\x00")
+    scrubbed, count = scrub_cmdline(data, detector)
+    return Capture(text=scrubbed.decode("utf-8", errors="replace"), redacted=count)
+
+
+def capture_environ(pid: int, *, detector: SecretDetector | None) -> Capture:
+    """`/proc/PID/environ`, secrets redacted unless `detector` is None (`--raw-env`).
+
+    An environment that holds no `NAME=value` entry is reported as an error: a
+    process title set with setproctitle overwrites that memory.
+    """
+    try:
+        data = procfs.read_bytes(pid, "environ")
+    except OSError as err:
+        why = (
+            "another user's process: needs the same rights as ptrace"
+            if err.errno in (1, 13)
+            else err.strerror
+        )
+        return Capture(error=f"cannot read /proc/PID/environ ({why})")
+    if procfs.environ_blank(data):
+        return Capture(
+            error="/proc/PID/environ holds no variables (a process title set with "
+            "setproctitle overwrites that memory)"
+        )
+    if detector is None:
+        return Capture(text=data.decode("utf-8", errors="replace"))
+    scrubbed, count = scrub_environ(data, detector)
+    return Capture(text=scrubbed.decode("utf-8", errors="replace"), redacted=count)
+
+
+def environ_value(text: str, name: str) -> str | None:
+    """One variable's value in a NUL-separated environ copy."""
+    prefix = name + "="
+    for entry in text.split("\x00"):
+        if entry.startswith(prefix):
+            return entry[len(prefix) :]
+    return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Interpreter:
+    """How to start a target's interpreter: `argv0` as launched, the binary to execute."""
+
+    argv0: str
+    executable: str
+    real: str
+    """The binary's real path: targets running the same one share a listing."""
+    pythonpath: tuple[str, ...] = ()
+    home: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str, tuple[str, ...]]:
+        """Targets with the same key share one package listing."""
+        return (self.argv0, self.real, self.pythonpath)
+
+
+def _resolve(candidate: str, *, cwd: str | None, path: str | None) -> str | None:
+    """An argv[0] as an absolute path: relative to the process's cwd, or searched on its PATH."""
+    if not candidate:
+        return None
+    if "/" in candidate:
+        if Path(candidate).is_absolute():
+            return candidate
+        return str(Path(cwd) / candidate) if cwd else None
+    return shutil.which(candidate, path=path) if path else None
+
+
+def choose_interpreter(
+    target: ProcessInfo,
+    parent: ProcessInfo | None,
+    *,
+    environ: str | None,
+    cwd: str | None,
+    real_exe: str | None,
+) -> Interpreter:
+    """The interpreter to list packages with (see the module docstring).
+
+    Candidates for the launch path, first that is the same file as the target's
+    binary: the target's argv[0], its parent's (when the target's title replaced its
+    own), `$VIRTUAL_ENV/bin/python`. Otherwise `/proc/PID/exe` itself.
+    """
+    exe = f"/proc/{target.pid}/exe"
+    path_var = environ_value(environ, "PATH") if environ else None
+    candidates = [target.argv[0] if target.argv else ""]
+    if parent is not None and parent.exe is not None and parent.exe == target.exe and parent.argv:
+        candidates.append(parent.argv[0])
+    venv = environ_value(environ, "VIRTUAL_ENV") if environ else None
+    if venv:
+        candidates.append(str(Path(venv) / "bin" / "python"))
+    pythonpath = environ_value(environ, "PYTHONPATH") if environ else None
+    extra = tuple(p for p in (pythonpath or "").split(os.pathsep) if p)
+    home = environ_value(environ, "HOME") if environ else None
+    for candidate in candidates:
+        resolved = _resolve(candidate, cwd=cwd, path=path_var)
+        if resolved and real_exe and _same_file(resolved, real_exe):
+            return Interpreter(
+                argv0=resolved, executable=exe, real=real_exe, pythonpath=extra, home=home
+            )
+    return Interpreter(
+        argv0=real_exe or exe, executable=exe, real=real_exe or exe, pythonpath=extra, home=home
+    )
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return Path(a).samefile(b)
+    except OSError:
+        return False
+
+
+def read_cwd_and_exe(pid: int) -> tuple[str | None, str | None]:
+    """`/proc/PID/cwd` and the real path of `/proc/PID/exe` (None where unreadable)."""
+    out: list[str | None] = []
+    for name in ("cwd", "exe"):
+        try:
+            out.append(str(Path(f"/proc/{pid}/{name}").readlink()))
+        except OSError:
+            out.append(None)
+    return out[0], out[1]
+
+
+def list_packages(
+    interpreter: Interpreter, *, timeout: float, stop: threading.Event | None
+) -> Capture:
+    """The packages the interpreter sees, `name==version` per line, sorted by name."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C.UTF-8"}
+    if interpreter.home:
+        env["HOME"] = interpreter.home
+    argv = (interpreter.argv0, "-E", "-B", "-c", PACKAGES_SCRIPT, *interpreter.pythonpath)
+    done = run_bounded(
+        argv, timeout=timeout, stop=stop, env=env, cwd="/", executable=interpreter.executable
+    )
+    if done.ok and done.stdout.strip():
+        return Capture(text=done.stdout, note=f"importlib.metadata via {interpreter.argv0}")
+    first = _why(done, timeout)
+    pip = run_bounded(
+        (interpreter.argv0, "-E", "-B", *_PIP_ARGS),
+        timeout=timeout,
+        stop=stop,
+        env={**env, **_PIP_ENV},
+        cwd="/",
+        executable=interpreter.executable,
+    )
+    if pip.ok and pip.stdout.strip():
+        return Capture(text=pip.stdout, note=f"pip list --format=freeze via {interpreter.argv0}")
+    return Capture(
+        error=f"could not list the packages of {interpreter.argv0}: importlib.metadata: {first}; "
+        f"pip: {_why(pip, timeout)}"
+    )
+
+
+def _why(done: Finished, timeout: float) -> str:
+    if done.launch_error:
+        return done.launch_error
+    if done.stopped:
+        return "interrupted"
+    if done.timed_out:
+        return f"no answer within {timeout:g} s"
+    lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+    if done.returncode == 0:
+        return "printed nothing"
+    return lines[-1] if lines else f"exit status {done.returncode}"
+
+
+def systemctl_show(
+    unit: str, *, timeout: float, stop: threading.Event | None, systemctl: str | None
+) -> Capture:
+    """`systemctl show UNIT` text, or why it could not be had."""
+    if systemctl is None:
+        return Capture(error="systemctl is not installed here (not a systemd host)")
+    done = run_bounded(
+        (systemctl, "show", unit, "--no-pager"), timeout=timeout, stop=stop, env=_plain_env()
+    )
+    if not done.ok:
+        return Capture(error=f"systemctl show {unit}: {_why(done, timeout)}")
+    if "LoadState=not-found" in done.stdout:
+        return Capture(error=f"systemd knows no unit {unit!r} (LoadState=not-found)")
+    return Capture(text=done.stdout)
+
+
+def _plain_env() -> dict[str, str]:
+    # No pager, no colour, stable wording.
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "SYSTEMD_PAGER": ""}
+
+
+def find_program(name: str, explicit: str | None = None) -> str | None:
+    """`explicit` if it is a file, else `name` on PATH; None when missing.
+
+    No `os.access` check: it ignores capabilities, so it can deny a program that runs.
+    """
+    if explicit:
+        return explicit if Path(explicit).is_file() else None
+    return shutil.which(name)
+
+
+def program_version(program: str, *, timeout: float) -> str:
+    """`program --version`, first line, or "" when it says nothing."""
+    done = run_bounded((program, "--version"), timeout=timeout)
+    return next((line.strip() for line in done.stdout.splitlines() if line.strip()), "")
+
+
+def parents_needed(targets: Sequence[ProcessInfo], blank: set[int]) -> list[int]:
+    """Parents whose environment stands in for targets whose own was overwritten (by PID)."""
+    return sorted({t.ppid for t in targets if t.pid in blank and t.ppid > 1})

@@ -1,0 +1,162 @@
+"""Redact secrets at capture: environ values, command-line option values, py-spy `--locals` values.
+
+Pure functions: bytes or text in, redacted bytes or text and a count out. The
+detector is the project's own, not a second list:
+
+* a value whose *name* says secret (`HF_TOKEN`, `--api-key`, `password`) or whose
+  whole value has a credential's shape is replaced entirely: `Secrets.is_secret`,
+  the rules of `reporter/data/env.toml` that the report and `report diff` use;
+* inside any other value, the spans that `reporter.upstream.secrets.scan` finds
+  (the shared list of secret shapes behind upstream redaction and `report lint`:
+  provider tokens, bearer credentials, passwords in URLs, ...) are replaced, and the
+  rest of the value is kept (`postgres://app:[redacted]@db/x`).
+
+Redacted text reads `[redacted]`, the mark the report uses. Examples::
+
+    scrub_environ(b"HF_TOKEN=hf_abc...\\x00NCCL_DEBUG=INFO\\x00", detector)
+    -> (b"HF_TOKEN=[redacted]\\x00NCCL_DEBUG=INFO\\x00", 1)
+    scrub_argv(("python", "-m", "sglang.launch_server", "--api-key", "sk-..."), detector)
+    -> (("python", "-m", "sglang.launch_server", "--api-key", "[redacted]"), 1)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from reporter.analysis.environment import REDACTED
+
+# A `--locals` entry: 12 spaces of indent, `name: repr` (formats.md 1.3).
+_LOCAL_RE = re.compile(r"^(\s{8,})([A-Za-z_][A-Za-z0-9_]*): (.*)$")
+_LOCALS_HEADERS = ("Arguments:", "Locals:")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SecretDetector:
+    """`is_secret(name, value)` for whole values; `spans(text)` for secrets inside a text."""
+
+    is_secret: Callable[[str, str | None], bool]
+    spans: Callable[[str], list[tuple[int, int]]]
+
+    def mask(self, text: str) -> tuple[str, int]:
+        """`text` with every secret span replaced; the number replaced."""
+        merged: list[list[int]] = []
+        for start, end in sorted(self.spans(text)):
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)  # overlapping hits hide their union
+            else:
+                merged.append([start, end])
+        if not merged:
+            return text, 0
+        out: list[str] = []
+        at = 0
+        for start, end in merged:
+            out += [text[at:start], REDACTED]
+            at = end
+        out.append(text[at:])
+        return "".join(out), len(merged)
+
+    def value(self, name: str, value: str) -> tuple[str, int]:
+        """One named value, redacted whole or in part; the number of secrets hidden."""
+        if self.is_secret(name, value):
+            return REDACTED, 1
+        return self.mask(value)
+
+
+def default_detector() -> SecretDetector:
+    """The project's detector: env.toml's rules plus the shared secret shapes."""
+    from reporter.analysis.environment import default_rules
+    from reporter.upstream import secrets
+
+    def spans(text: str) -> list[tuple[int, int]]:
+        try:
+            hits = secrets.scan(text)
+        except ImportError:
+            # detect-secrets missing: our own patterns still apply.
+            hits = secrets.scan(text, library=False)
+        return [(h.start, h.end) for h in hits]
+
+    return SecretDetector(is_secret=default_rules().secrets.is_secret, spans=spans)
+
+
+def scrub_environ(data: bytes, detector: SecretDetector) -> tuple[bytes, int]:
+    """A `/proc/PID/environ` copy with secret values replaced; entries keep their order."""
+    entries = data.split(b"\x00")
+    count = 0
+    for index, entry in enumerate(entries):
+        name, sep, value = entry.partition(b"=")
+        if not sep or not value:
+            continue
+        text_name = name.decode("utf-8", errors="replace")
+        shown, hidden = detector.value(text_name, value.decode("utf-8", errors="replace"))
+        if hidden:
+            entries[index] = name + b"=" + shown.encode("utf-8")
+            count += hidden
+    return b"\x00".join(entries), count
+
+
+def scrub_argv(argv: Sequence[str], detector: SecretDetector) -> tuple[tuple[str, ...], int]:
+    """Command-line arguments with secrets replaced (`--api-key X`, `--api-key=X`, tokens inside)."""
+    out = list(argv)
+    count = 0
+    index = 0
+    while index < len(out):
+        arg = out[index]
+        if arg.startswith("--") and "=" in arg:
+            name, _, value = arg.partition("=")
+            shown, hidden = detector.value(name, value)
+            if hidden:
+                out[index] = f"{name}={shown}"
+        elif (
+            arg.startswith("--")
+            and index + 1 < len(out)
+            and not out[index + 1].startswith("-")
+            and detector.is_secret(arg, out[index + 1])
+        ):
+            out[index + 1] = REDACTED
+            hidden = 1
+            index += 1
+        else:
+            out[index], hidden = detector.value("", arg)
+        count += hidden
+        index += 1
+    return tuple(out), count
+
+
+def scrub_cmdline(data: bytes, detector: SecretDetector) -> tuple[bytes, int]:
+    """A `/proc/PID/cmdline` copy with secrets replaced; the NUL padding of a title is dropped."""
+    parts = data.split(b"\x00")
+    while parts and not parts[-1]:
+        parts.pop()
+    argv = [p.decode("utf-8", errors="replace") for p in parts]
+    scrubbed, count = scrub_argv(argv, detector)
+    if not count:
+        return b"\x00".join(parts) + (b"\x00" if parts else b""), 0
+    return "\x00".join(scrubbed).encode("utf-8") + b"\x00", count
+
+
+def scrub_locals(text: str, detector: SecretDetector) -> tuple[str, int]:
+    """py-spy `--locals` text with secret argument and local values replaced."""
+    lines = text.split("\n")
+    count = 0
+    inside = False
+    for index, line in enumerate(lines):
+        if line.strip() in _LOCALS_HEADERS:
+            inside = True
+            continue
+        match = _LOCAL_RE.match(line) if inside else None
+        if match is None:
+            inside = inside and line.startswith("            ")
+            continue
+        value = match.group(3)
+        quoted = len(value) >= 2 and value[0] == value[-1] == '"'
+        bare = value[1:-1] if quoted else value
+        if detector.is_secret(match.group(2), bare):
+            shown, hidden = REDACTED, 1
+        else:
+            shown, hidden = detector.mask(value)
+        if hidden:
+            lines[index] = f"{match.group(1)}{match.group(2)}: {shown}"
+            count += hidden
+    return "\n".join(lines), count

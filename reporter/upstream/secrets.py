@@ -1,0 +1,352 @@
+"""The one list of secret shapes: used by redaction, by the filing gate and by `report lint`.
+
+Input: any text. Output: `SecretHit`s (offsets, a stable `kind`, a human `name` and the
+secret `value`: the part to hide, not its context). Two sources, merged:
+
+* `SECRET_PATTERNS`: our regexes for provider token formats (GitHub, Hugging Face,
+  OpenAI, Anthropic, AWS, Slack, Stripe, Google, GitLab, npm, PyPI, SendGrid, ...),
+  bearer / basic / JWT credentials, private-key blocks (also inside one-line env values
+  with literal `\\n`), passwords in URLs, `--api-key`-style flags and `key=value`
+  assignments whose key says secret;
+* detect-secrets' provider plugins (Yelp's maintained detector set), called through
+  `analyze_string` only: that path is pure regex work and never makes the network
+  verification calls that `analyze_line` may make. Its high-entropy plugins get their
+  entropy limit applied here. It catches formats we do not list ourselves (Twilio,
+  Mailchimp, Square, Artifactory, IBM, Azure storage keys, Discord, Telegram, ...) and
+  quoted high-entropy strings such as secret-looking `--locals` values.
+
+A hit whose value is already a redaction placeholder (`<secret-1>`, `[redacted]`) is
+not reported, so a redacted text scans clean. Example::
+
+    >>> [(h.kind, h.value) for h in scan("curl -H 'Authorization: Bearer abcdefghij0123456789'")]
+    [('bearer-token', 'abcdefghij0123456789')]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+# Values made only of placeholders and punctuation are redaction output, not secrets.
+PLACEHOLDER_RE = re.compile(r"<[a-z][a-z0-9-]*-\d+>|\[redacted\]")
+_NOT_A_VALUE_RE = re.compile(r"[\s\"'`.,;:()\[\]{}<>-]*")
+# Quoted high-entropy strings shorter than this are ids and short hashes (a 12-digit hang
+# signature), not credentials: provider keys and tokens are 20 characters and more.
+MIN_ENTROPY_LENGTH = 20
+# Values of a secret-named key that say "no secret here".
+_INERT_VALUES = frozenset({"true", "false", "none", "null", "nil", "yes", "no", "on", "off"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SecretPattern:
+    """One secret shape: `group` is the part of the match that is the secret."""
+
+    kind: str
+    name: str
+    pattern: re.Pattern[str]
+    group: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SecretHit:
+    """A secret found in a text: `start`/`end` delimit `value` in that text."""
+
+    kind: str
+    name: str
+    value: str
+    start: int
+    end: int
+
+
+_KEY_WORDS = (
+    r"api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|client[_-]?secret"
+    r"|access[_-]?token|auth[_-]?token|refresh[_-]?token|session[_-]?token|token"
+    r"|password|passwd|passphrase|pwd|secret|credentials?"
+)
+
+SECRET_PATTERNS: tuple[SecretPattern, ...] = (
+    SecretPattern(
+        kind="private-key",
+        name="private key",
+        # A whole block, also when it is one env value with literal `\n`s; a block cut
+        # off before its END line still hides the key lines that follow.
+        pattern=re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:(?:.|\n)*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+            r"|(?:\\n|\n|[A-Za-z0-9+/=: -])*)"
+        ),
+    ),
+    SecretPattern(
+        kind="github-token",
+        name="GitHub token",
+        pattern=re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})"),
+    ),
+    SecretPattern(
+        kind="huggingface-token",
+        name="Hugging Face token",
+        pattern=re.compile(r"\bhf_[A-Za-z0-9]{30,}"),
+    ),
+    SecretPattern(
+        kind="anthropic-key",
+        name="Anthropic key",
+        pattern=re.compile(r"\bsk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_-]{20,}"),
+    ),
+    SecretPattern(
+        kind="openai-key",
+        name="OpenAI key",
+        pattern=re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+    ),
+    SecretPattern(
+        kind="aws-access-key-id",
+        name="AWS access key id",
+        pattern=re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ABIA|ACCA)[0-9A-Z]{16}\b"),
+    ),
+    SecretPattern(
+        kind="aws-secret-access-key",
+        name="AWS secret access key",
+        pattern=re.compile(
+            r"(?i)aws_?secret_?(?:access_?)?key[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
+        ),
+        group=1,
+    ),
+    SecretPattern(
+        kind="slack-webhook",
+        name="Slack webhook",
+        pattern=re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}"),
+    ),
+    SecretPattern(
+        kind="slack-token",
+        name="Slack token",
+        pattern=re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    ),
+    SecretPattern(
+        kind="stripe-key",
+        name="Stripe key",
+        pattern=re.compile(r"\b(?:sk|rk|pk|whsec)_(?:live|test)_[A-Za-z0-9]{16,}"),
+    ),
+    SecretPattern(
+        kind="google-api-key",
+        name="Google API key",
+        pattern=re.compile(r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),
+    ),
+    SecretPattern(
+        kind="google-oauth-secret",
+        name="Google OAuth client secret",
+        pattern=re.compile(r"\bGOCSPX-[A-Za-z0-9_-]{20,}"),
+    ),
+    SecretPattern(
+        kind="gitlab-token", name="GitLab token", pattern=re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")
+    ),
+    SecretPattern(
+        kind="npm-token", name="npm token", pattern=re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")
+    ),
+    SecretPattern(
+        kind="pypi-token",
+        name="PyPI token",
+        pattern=re.compile(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{20,}"),
+    ),
+    SecretPattern(
+        kind="sendgrid-key",
+        name="SendGrid key",
+        pattern=re.compile(r"\bSG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}"),
+    ),
+    SecretPattern(
+        kind="databricks-token",
+        name="Databricks token",
+        pattern=re.compile(r"\bdapi[0-9a-f]{32}\b"),
+    ),
+    SecretPattern(
+        kind="jwt",
+        name="JSON Web Token",
+        pattern=re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    ),
+    SecretPattern(
+        kind="bearer-token",
+        name="bearer token",
+        pattern=re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{16,}=*)"),
+        group=1,
+    ),
+    SecretPattern(
+        kind="basic-auth",
+        name="basic auth credentials",
+        pattern=re.compile(
+            r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?basic\s+([A-Za-z0-9+/]{8,}={0,2})"
+        ),
+        group=1,
+    ),
+    SecretPattern(
+        kind="url-password",
+        name="password in a URL",
+        pattern=re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:([^/\s@]+)@"),
+        group=1,
+    ),
+    SecretPattern(
+        kind="azure-key",
+        name="Azure account key or SAS signature",
+        pattern=re.compile(
+            r"(?:AccountKey=|SharedAccessSignature=|[?&]sig=)([A-Za-z0-9%+/=]{20,})"
+        ),
+        group=1,
+    ),
+    SecretPattern(
+        kind="cookie",
+        name="cookie",
+        pattern=re.compile(
+            r"(?im)\b(?:set-)?cookie[\"']?\s*[:=]\s*[\"']?([^\s\"';]+=[^\s\"';]{8,})"
+        ),
+        group=1,
+    ),
+    SecretPattern(
+        kind="secret-flag",
+        name="secret command-line option",
+        pattern=re.compile(
+            rf"(?i)(?<![\w-])--[a-z0-9-]*(?:{_KEY_WORDS}|key)(?:=|\s+)[\"']?([^\s\"'-][^\s\"']*)"
+        ),
+        group=1,
+    ),
+    SecretPattern(
+        kind="secret-assignment",
+        name="secret-named value",
+        # `api_key=...`, `"password": "..."`, `token: ...`, `SECRET_KEY='...'`: the key
+        # must end in a secret word (TOKENIZERS_PARALLELISM and max_new_tokens do not).
+        pattern=re.compile(
+            rf"(?i)(?<![\w-])[\w.-]*(?:{_KEY_WORDS})[\"']?\s*(?::|=|=>)\s*[\"']?"
+            r"([^\s\"'<>,;&()\[\]{}][^\s\"'<>,;&()\[\]{}]{3,})"
+        ),
+        group=1,
+    ),
+)
+
+
+def _is_value(value: str) -> bool:
+    """False for values that are placeholders, empty, numbers, paths or booleans."""
+    if not value or _NOT_A_VALUE_RE.fullmatch(PLACEHOLDER_RE.sub("", value)):
+        return False
+    stripped = value.strip("\"'")
+    if stripped.lower() in _INERT_VALUES:
+        return False
+    return not re.fullmatch(r"[\d.:_-]+|[/~.][\w./-]*|\$\{?\w+\}?|%\(?\w+\)?s?|\*+", stripped)
+
+
+def pattern_hits(text: str) -> Iterator[SecretHit]:
+    """Hits of `SECRET_PATTERNS` (ours only), in pattern order then position."""
+    for entry in SECRET_PATTERNS:
+        for match in entry.pattern.finditer(text):
+            value = match.group(entry.group)
+            if not _is_value(value):
+                continue
+            if entry.kind in ("secret-assignment", "secret-flag") and value.isdigit():
+                continue
+            yield SecretHit(
+                kind=entry.kind,
+                name=entry.name,
+                value=value,
+                start=match.start(entry.group),
+                end=match.end(entry.group),
+            )
+
+
+# detect-secrets plugins that we run, by module and class name; IP addresses are the
+# identifier redaction's job, not a secret (`IPPublicDetector` is left out).
+_LIBRARY_PLUGINS = (
+    ("aws", "AWSKeyDetector"),
+    ("artifactory", "ArtifactoryDetector"),
+    ("azure_storage_key", "AzureStorageKeyDetector"),
+    ("basic_auth", "BasicAuthDetector"),
+    ("cloudant", "CloudantDetector"),
+    ("discord", "DiscordBotTokenDetector"),
+    ("github_token", "GitHubTokenDetector"),
+    ("gitlab_token", "GitLabTokenDetector"),
+    ("ibm_cloud_iam", "IbmCloudIamDetector"),
+    ("ibm_cos_hmac", "IbmCosHmacDetector"),
+    ("jwt", "JwtTokenDetector"),
+    ("keyword", "KeywordDetector"),
+    ("mailchimp", "MailchimpDetector"),
+    ("npm", "NpmDetector"),
+    ("openai", "OpenAIDetector"),
+    ("private_key", "PrivateKeyDetector"),
+    ("pypi_token", "PypiTokenDetector"),
+    ("sendgrid", "SendGridDetector"),
+    ("slack", "SlackDetector"),
+    ("softlayer", "SoftlayerDetector"),
+    ("square_oauth", "SquareOAuthDetector"),
+    ("stripe", "StripeDetector"),
+    ("telegram_token", "TelegramBotTokenDetector"),
+    ("twilio", "TwilioKeyDetector"),
+    ("high_entropy_strings", "Base64HighEntropyString"),
+    ("high_entropy_strings", "HexHighEntropyString"),
+)
+
+
+@cache
+def _library_plugins() -> tuple[Any, ...]:
+    """detect-secrets plugin instances (imported on first use: it costs start-up time)."""
+    import importlib
+
+    plugins: list[Any] = []
+    for module, name in _LIBRARY_PLUGINS:
+        plugins.append(getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)())
+    return tuple(plugins)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def library_hits(text: str) -> Iterator[SecretHit]:
+    """Hits of detect-secrets' plugins, line by line (no network: `analyze_string` only)."""
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        if len(line) > 4 and not line.isspace():
+            for plugin in _library_plugins():
+                limit = getattr(plugin, "entropy_limit", None)
+                for found in plugin.analyze_string(line):
+                    value = str(found)
+                    if limit is not None and (
+                        len(value) < MIN_ENTROPY_LENGTH
+                        or plugin.calculate_shannon_entropy(value) < limit
+                    ):
+                        continue
+                    if not _is_value(value) or PLACEHOLDER_RE.search(value):
+                        continue
+                    at = line.find(value)
+                    if at < 0:
+                        continue
+                    yield SecretHit(
+                        kind=f"detect-secrets-{_slug(plugin.secret_type)}",
+                        name=f"{plugin.secret_type} (detect-secrets)",
+                        value=value,
+                        start=offset + at,
+                        end=offset + at + len(value),
+                    )
+        offset += len(line)
+
+
+def scan(text: str, *, library: bool = True) -> list[SecretHit]:
+    """Every secret in `text`, sorted by start, longest first; overlaps resolved.
+
+    Where hits overlap, the earlier (then longer, then first-listed) one wins, so a
+    private-key block is one hit and `sk-ant-...` is an Anthropic key, not an OpenAI one.
+    """
+    hits = list(pattern_hits(text))
+    if library:
+        hits.extend(library_hits(text))
+    order = {p.kind: n for n, p in enumerate(SECRET_PATTERNS)}
+    hits.sort(key=lambda h: (h.start, -(h.end - h.start), order.get(h.kind, len(order)), h.kind))
+    kept: list[SecretHit] = []
+    end = -1
+    for hit in hits:
+        if hit.start >= end:
+            kept.append(hit)
+            end = hit.end
+    return kept
+
+
+def find_secrets(text: str) -> Iterator[tuple[int, str, str]]:
+    """(1-based line, name, masked sample) for every likely secret in `text` (for lint)."""
+    for hit in scan(text):
+        line = text.count("\n", 0, hit.start) + 1
+        yield line, hit.name, f"{hit.value[:4]}… ({len(hit.value)} characters)"

@@ -1,0 +1,211 @@
+"""Environment capture from live children: /proc copies, the interpreter's packages, systemctl."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from reporter.collect import envcap, procfs, scrub
+from reporter.collect.procfs import ProcessInfo
+
+GH = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4"
+DETECTOR = scrub.default_detector()
+
+
+def _wait_for(pid: int, marker: str) -> ProcessInfo:
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        info = procfs.read_process(pid)
+        if info is not None and marker in info.title:
+            return info
+        time.sleep(0.02)
+    raise AssertionError(f"PID {pid} never showed {marker!r}")
+
+
+@pytest.fixture
+def child() -> Iterator[subprocess.Popen[bytes]]:
+    env = {**os.environ, "HF_TOKEN": "hf_" + "x" * 30, "NCCL_DEBUG": "INFO"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", "--api-key", GH, "--tp", "2"], env=env
+    )
+    _wait_for(proc.pid, "--tp")
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_cmdline_and_environ_are_redacted(child: subprocess.Popen[bytes]) -> None:
+    cmdline = envcap.capture_cmdline(child.pid, detector=DETECTOR)
+    assert cmdline.redacted == 1
+    assert cmdline.text.split("\x00")[-5:] == ["--api-key", "[redacted]", "--tp", "2", ""]
+    environ = envcap.capture_environ(child.pid, detector=DETECTOR)
+    assert environ.error == "" and environ.redacted >= 1
+    assert envcap.environ_value(environ.text, "HF_TOKEN") == "[redacted]"
+    assert envcap.environ_value(environ.text, "NCCL_DEBUG") == "INFO"
+    raw = envcap.capture_environ(child.pid, detector=None)
+    assert envcap.environ_value(raw.text, "HF_TOKEN") == "hf_" + "x" * 30
+    assert GH in envcap.capture_cmdline(child.pid, detector=None).text
+
+
+def test_a_title_overwrites_the_environment() -> None:
+    pytest.importorskip("setproctitle")
+    # The title is built at run time, so the original command line does not hold it.
+    code = "import setproctitle, time; setproctitle.setproctitle('collect-test' + '::titled'); time.sleep(60)"
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        info = _wait_for(proc.pid, "collect-test::titled")
+        assert info.argv == ("collect-test::titled",)
+        captured = envcap.capture_environ(proc.pid, detector=DETECTOR)
+        assert "holds no variables" in captured.error and captured.text == ""
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_environ_of_a_missing_process() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    assert envcap.capture_environ(proc.pid, detector=DETECTOR).error.startswith(
+        "cannot read /proc/PID/environ"
+    )
+    assert envcap.capture_cmdline(proc.pid, detector=DETECTOR).error.startswith(
+        "cannot read /proc/PID/cmdline"
+    )
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A virtualenv (symlinked interpreter) holding one fake distribution."""
+    root = tmp_path_factory.mktemp("venv") / "v"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120
+    )
+    site = next(root.glob("lib/python*/site-packages"))
+    info = site / "collect_fixture_pkg-1.2.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: collect-fixture-pkg\nVersion: 1.2.3\n"
+    )
+    return root
+
+
+def test_packages_of_a_venv_process(venv: Path) -> None:
+    python = venv / "bin" / "python"
+    proc = subprocess.Popen([str(python), "-c", "import time; time.sleep(60)", "venv-marker"])
+    try:
+        info = _wait_for(proc.pid, "venv-marker")
+        cwd, real = envcap.read_cwd_and_exe(proc.pid)
+        assert real is not None and not real.startswith(str(venv))  # /proc/PID/exe: the base binary
+        interpreter = envcap.choose_interpreter(info, None, environ=None, cwd=cwd, real_exe=real)
+        assert interpreter.argv0 == str(python)
+        assert interpreter.executable == f"/proc/{proc.pid}/exe"
+        listed = envcap.list_packages(interpreter, timeout=60, stop=None)
+        assert listed.error == ""
+        assert "collect-fixture-pkg==1.2.3" in listed.text.splitlines()
+        assert not any(line.startswith("typer==") for line in listed.text.splitlines())
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_titled_child_uses_its_parents_launch_path(venv: Path) -> None:
+    python = str(venv / "bin" / "python")
+    real = str(Path(python).resolve())
+    target = ProcessInfo(
+        pid=11,
+        ppid=10,
+        state="S",
+        comm="sglang::schedul",
+        argv=("sglang::scheduler_TP0",),
+        exe=real,
+    )
+    parent = ProcessInfo(
+        pid=10,
+        ppid=1,
+        state="S",
+        comm="python",
+        argv=(python, "-m", "sglang.launch_server"),
+        exe=real,
+    )
+    chosen = envcap.choose_interpreter(
+        target,
+        parent,
+        environ="PYTHONPATH=/srv/a:/srv/b\x00HOME=/home/u\x00",
+        cwd="/",
+        real_exe=real,
+    )
+    assert (chosen.argv0, chosen.pythonpath, chosen.home) == (
+        python,
+        ("/srv/a", "/srv/b"),
+        "/home/u",
+    )
+    # Another binary in the parent: it is not the target's interpreter.
+    stranger = ProcessInfo(
+        pid=10, ppid=1, state="S", comm="bash", argv=("/bin/bash",), exe="/bin/bash"
+    )
+    assert (
+        envcap.choose_interpreter(target, stranger, environ=None, cwd="/", real_exe=real).argv0
+        == real
+    )
+    # $VIRTUAL_ENV names it too.
+    venv_env = f"VIRTUAL_ENV={venv}\x00"
+    assert (
+        envcap.choose_interpreter(target, None, environ=venv_env, cwd="/", real_exe=real).argv0
+        == python
+    )
+
+
+def test_packages_of_this_interpreter() -> None:
+    real = str(Path(sys.executable).resolve())
+    interpreter = envcap.Interpreter(argv0=sys.executable, executable=sys.executable, real=real)
+    listed = envcap.list_packages(interpreter, timeout=60, stop=None)
+    lines = listed.text.splitlines()
+    assert any(line.startswith("typer==") for line in lines)
+    assert lines == sorted(
+        lines, key=lambda line: line.split("=")[0].split(" @ ")[0].lower().replace("_", "-")
+    )
+    broken = envcap.Interpreter(
+        argv0="/nonexistent/python", executable="/nonexistent/python", real="/x"
+    )
+    assert (
+        "cannot run /nonexistent/python" in envcap.list_packages(broken, timeout=5, stop=None).error
+    )
+
+
+def _script(folder: Path, body: str) -> str:
+    path = folder / "systemctl"
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_systemctl_show(tmp_path: Path) -> None:
+    assert (
+        "not installed"
+        in envcap.systemctl_show("a.service", timeout=5, stop=None, systemctl=None).error
+    )
+    good = _script(
+        tmp_path, 'echo "Id=$2"; echo "ExecMainStartTimestamp=Sun 2026-11-29 14:39:58 UTC"\n'
+    )
+    shown = envcap.systemctl_show("sglang.service", timeout=5, stop=None, systemctl=good)
+    assert shown.text.startswith("Id=sglang.service\n") and shown.error == ""
+    missing = _script(tmp_path, 'echo "Id=$2"; echo "LoadState=not-found"\n')
+    assert (
+        "LoadState=not-found"
+        in envcap.systemctl_show("x.service", timeout=5, stop=None, systemctl=missing).error
+    )
+    no_systemd = _script(
+        tmp_path,
+        'echo "System has not been booted with systemd as init system (PID 1). Can\'t operate." >&2; exit 1\n',
+    )
+    error = envcap.systemctl_show("x.service", timeout=5, stop=None, systemctl=no_systemd).error
+    assert (
+        error
+        == "systemctl show x.service: System has not been booted with systemd as init system (PID 1). Can't operate."
+    )

@@ -1,0 +1,143 @@
+"""The collector's bundle.toml: readable by tomllib and by the bundle loader, at every step."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from reporter import bundle as bundle_io
+from reporter.collect import manifest
+from reporter.collect.manifest import (
+    CollectStatus,
+    EventNote,
+    EvidenceEntry,
+    ManifestState,
+    ManifestWriter,
+    SkipNote,
+    TargetNote,
+)
+from reporter.model import EvidenceKind
+
+AT = datetime(2026, 11, 29, 14, 43, 41, 973000, tzinfo=UTC)
+ODD = 'quote " backslash \\ newline \n tab \t del \x7f bell \x07 ünïcode 🙂'
+
+
+def _state(**changes: object) -> ManifestState:
+    state = ManifestState(
+        title=f"Live capture {ODD}",
+        started_at=AT,
+        command="report collect --out b --match 'sglang::scheduler_TP'",
+        host="h1",
+        tool="reporter 0.1.0",
+        service="sglang",
+        upstream=("sgl-project/sglang",),
+        version="0.5.2",
+        pyspy="py-spy 0.4.3",
+        mode="non-blocking",
+        ptrace="uid 0 with CAP_SYS_PTRACE",
+        wedge_window=5.0,
+        summary=f"summary {ODD}",
+        advice=("py-spy may not read PID 7: x.", "run as root"),
+        targets=(
+            TargetNote(
+                pid=7, ppid=1, uid=None, title=f"sglang::scheduler_TP0 {ODD}", selected_by="--match"
+            ),
+        ),
+        evidence=(
+            EvidenceEntry(
+                path="pyspy/pid7-s1.txt",
+                kind=EvidenceKind.PYSPY_TEXT,
+                captured_at=AT + timedelta(seconds=1),
+                description=ODD,
+            ),
+            EvidenceEntry(path="pyspy/pid7-s0.txt", kind=EvidenceKind.PYSPY_TEXT, captured_at=AT),
+        ),
+        skipped=(
+            SkipNote(what="environment of PID 7", reason="blank", at=AT),
+            SkipNote(what="environment of PID 8", reason="blank", at=AT),
+            SkipNote(what=f"unit {ODD}", reason=ODD, at=AT),
+        ),
+        events=(EventNote(at=AT, text=f"report collect started {ODD}"),),
+    )
+    return replace(state, **changes)  # type: ignore[arg-type]
+
+
+def test_render_round_trips_through_tomllib() -> None:
+    data = tomllib.loads(manifest.render(_state()))
+    assert data["title"] == f"Live capture {ODD}"
+    assert data["fields"]["collection"] == f"summary {ODD}"
+    assert (
+        data["fields"]["skipped"]
+        == f"environment of PID 7, environment of PID 8: blank; unit {ODD}: {ODD}"
+    )
+    assert data["wedge"] == {"window": "5s"}
+    assert [e["path"] for e in data["evidence"]] == ["pyspy/pid7-s0.txt", "pyspy/pid7-s1.txt"]
+    assert data["evidence"][1]["captured_at"] == AT + timedelta(seconds=1)
+    collect = data["collect"]
+    assert collect["status"] == "running" and "finished_at" not in collect
+    assert collect["target"][0]["title"].endswith(ODD) and "uid" not in collect["target"][0]
+    assert [s["what"] for s in collect["skipped"]][:2] == [
+        "environment of PID 7",
+        "environment of PID 8",
+    ]
+
+
+def test_the_loader_reads_it(tmp_path: Path) -> None:
+    (tmp_path / "pyspy").mkdir()
+    dump = 'Process 7: sglang::scheduler_TP0\nPython v3.11.7 (/usr/bin/python3.11)\n\nThread 7 (idle): "MainThread"\n    run (x.py:1)\n'
+    for k in (0, 1):
+        (tmp_path / f"pyspy/pid7-s{k}.txt").write_text(dump, encoding="utf-8")
+    writer = ManifestWriter(
+        root=tmp_path,
+        state=_state(status=CollectStatus.COMPLETE, finished_at=AT + timedelta(seconds=5)),
+    )
+    writer.save()
+    loaded = bundle_io.load([tmp_path])
+    assert loaded.manifest.title == f"Live capture {ODD}"
+    assert loaded.manifest.upstream == ("sgl-project/sglang",)
+    assert loaded.manifest.wedge is not None and loaded.manifest.wedge.window_seconds == 5.0
+    assert [d.captured_at for d in loaded.dumps] == [AT, AT + timedelta(seconds=1)]
+    # The loader folds whitespace in event text to single spaces.
+    assert [e.text for e in loaded.events] == [" ".join(f"report collect started {ODD}".split())]
+    assert loaded.warnings == ()
+    assert dict(loaded.manifest.fields)["ptrace"] == "py-spy may not read PID 7: x. run as root"
+
+
+def test_a_bundle_is_readable_before_any_evidence(tmp_path: Path) -> None:
+    writer = ManifestWriter(root=tmp_path, state=_state(evidence=()))
+    writer.save()
+    loaded = bundle_io.load([tmp_path])
+    assert len(loaded.events) == 1  # the start event alone makes it a bundle
+
+
+def test_writer_updates(tmp_path: Path) -> None:
+    writer = ManifestWriter(root=tmp_path, state=_state(evidence=(), skipped=()))
+    entry = EvidenceEntry(
+        path="metrics/scrapes.prom", kind=EvidenceKind.PROMETHEUS_TEXT, description="1 scrape"
+    )
+    writer.replace_evidence(entry)
+    writer.replace_evidence(
+        EvidenceEntry(
+            path="metrics/scrapes.prom", kind=EvidenceKind.PROMETHEUS_TEXT, description="2 scrapes"
+        )
+    )
+    writer.skip(SkipNote(what="x", reason="y", at=AT))
+    writer.event(EventNote(at=AT, text="stopped"))
+    writer.update(status=CollectStatus.INTERRUPTED)
+    path = writer.save()
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    assert [e["description"] for e in data["evidence"]] == ["2 scrapes"]
+    assert data["collect"]["status"] == "interrupted"
+    assert len(data["event"]) == 2 and data["fields"]["skipped"] == "x: y"
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_skipped_text_groups_and_caps() -> None:
+    notes = [SkipNote(what=f"dump {i}", reason=f"r{i % 15}", at=AT) for i in range(30)]
+    text = manifest.skipped_text(notes)
+    assert text.startswith("dump 0, dump 15: r0; dump 1, dump 16: r1;")
+    assert text.endswith("3 more reasons (see [collect] in bundle.toml)")
+    many = [SkipNote(what=f"dump {i}", reason="same", at=AT) for i in range(6)]
+    assert manifest.skipped_text(many) == "dump 0, dump 1, dump 2, dump 3 and 2 more: same"
