@@ -1,6 +1,15 @@
-"""Shared pytest options: `--update-golden` rewrites golden files on purpose."""
+"""Shared pytest options and fixtures.
+
+`--update-golden` rewrites golden files on purpose; `ptrace_problem` tells live tests
+why py-spy cannot dump here, so they skip with a reason instead of failing.
+"""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 
 import pytest
 
@@ -17,3 +26,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
+
+
+def _ptrace_problem(pyspy: str) -> str | None:
+    """Why py-spy cannot dump a child here, or None when it can."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            done = subprocess.run(
+                [pyspy, "dump", "--pid", str(child.pid)],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
+            if "Permission Denied" in done.stderr:
+                return f"ptrace is not permitted: {done.stderr.strip().splitlines()[0]}"
+            # Right after exec the interpreter may not be found yet: retry briefly.
+            if done.returncode == 0 or time.monotonic() > deadline:
+                return None
+            time.sleep(0.2)
+    finally:
+        child.kill()
+        child.wait()
+
+
+@pytest.fixture(scope="session")
+def ptrace_problem() -> Callable[[str], str | None]:
+    """`ptrace_problem(pyspy_path)`: the reason py-spy cannot dump here, or None."""
+    return _ptrace_problem

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,28 +45,6 @@ def _pyspy() -> str:
     return found
 
 
-def _ptrace_problem(pyspy: str) -> str | None:
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            done = subprocess.run(
-                [pyspy, "dump", "--pid", str(child.pid)],
-                capture_output=True,
-                text=True,
-                timeout=30,
-                check=False,
-            )
-            if "Permission Denied" in done.stderr:
-                return f"ptrace is not permitted: {done.stderr.strip().splitlines()[0]}"
-            if done.returncode == 0 or time.monotonic() > deadline:
-                return None
-            time.sleep(0.2)
-    finally:
-        child.kill()
-        child.wait()
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Live:
     pyspy: str
@@ -75,12 +53,12 @@ class Live:
 
 
 @pytest.fixture(scope="module")
-def live() -> Iterator[Live]:
+def live(ptrace_problem: Callable[[str], str | None]) -> Iterator[Live]:
     pyspy = _pyspy()
     for module in ("torch", "setproctitle"):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} is not installed")
-    problem = _ptrace_problem(pyspy)
+    problem = ptrace_problem(pyspy)
     if problem is not None:
         pytest.skip(problem)
     with metrics_server() as server, scenario("tp_desync") as hang:
