@@ -415,16 +415,21 @@ def _cmdlines(analysis: Analysis) -> str:
     return md.fence("\n".join(seen)) if seen else ""
 
 
+def blocked_in(stack_class: StackClass) -> str:
+    """The class's "blocked in" cell: its collective, else `wait: <kind>`, else `-`."""
+    wait = f"wait: {stack_class.wait}" if stack_class.wait else "-"
+    return md.cell(stack_class.collective or wait)
+
+
 def _class_row(stack_class: StackClass) -> ClassRow:
     top = next((f for f in stack_class.frames if not f.native), None) or (
         stack_class.frames[0] if stack_class.frames else None
     )
-    blocked = stack_class.collective or (f"wait: {stack_class.wait}" if stack_class.wait else "-")
     return ClassRow(
         label=stack_class.label,
         count=len(stack_class.ranks),
         state=stack_class.state.value,
-        blocked_in=md.cell(blocked),
+        blocked_in=blocked_in(stack_class),
         top_frame=md.code_cell(top.display()) if top else "-",
     )
 

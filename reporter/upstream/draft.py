@@ -44,6 +44,7 @@ from reporter.analysis.result import RankState, StackClass
 from reporter.model import Bundle, Frame, ProcessDump
 from reporter.render import markdown as md
 from reporter.render.lint import GITHUB_BODY_LIMIT, placeholders
+from reporter.render.view import BranchView, ClassRow, blocked_in
 from reporter.upstream import redact as redactor
 from reporter.upstream.forms import (
     FieldType,
@@ -175,22 +176,6 @@ class Block:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ClassRowView:
-    label: str
-    count: int
-    state: str
-    blocked_in: str
-    top_frame: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BranchItemView:
-    label: str
-    collective: str
-    frames: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class CodeView:
     title: str
     where: str
@@ -225,9 +210,9 @@ class EvidenceView:
     basis: str
     summary: str
     confidence_notes: tuple[str, ...]
-    classes: tuple[ClassRowView, ...]
+    classes: tuple[ClassRow, ...]
     branch_shared: str
-    branches: tuple[BranchItemView, ...]
+    branches: tuple[BranchView, ...]
     code: tuple[CodeView, ...]
     wedge: str
     signals: tuple[SignalView, ...]
@@ -367,11 +352,11 @@ def _evidence(inputs: DraftInputs, s: _S, *, stacks_here: bool) -> EvidenceView:
         f"{_plural(n_procs, unit, 'processes' if unit == 'process' else None)}"
     )
     classes = tuple(
-        ClassRowView(
+        ClassRow(
             label=c.label,
             count=len(c.ranks),
             state=c.state.value,
-            blocked_in=md.cell(c.collective or (f"wait: {c.wait}" if c.wait else "-")),
+            blocked_in=blocked_in(c),
             top_frame=md.code_cell(s(f"class {c.label}", c.frames[0].display()))
             if c.frames
             else "-",
@@ -384,7 +369,7 @@ def _evidence(inputs: DraftInputs, s: _S, *, stacks_here: bool) -> EvidenceView:
     )
     permalinks = _permalinks(analysis)
     branches = tuple(
-        BranchItemView(
+        BranchView(
             label=b.label,
             collective=b.collective or "no collective",
             frames=tuple(

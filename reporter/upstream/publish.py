@@ -377,6 +377,22 @@ class FilingPlan:
     notes: tuple[str, ...]
     redactions: tuple[redact.RedactionEntry, ...] = ()
 
+    @classmethod
+    def already_filed(
+        cls, *, repo: str, target: int | None, url: str, reason: str, notes: tuple[str, ...] = ()
+    ) -> FilingPlan:
+        """The plan that sends nothing because this bundle's issue already exists."""
+        return cls(
+            action=Action.ALREADY_FILED,
+            repo=repo,
+            target=target,
+            url=url,
+            request=None,
+            reasons=(reason,),
+            refusals=(),
+            notes=notes,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FileResult:
@@ -653,15 +669,11 @@ def file_upstream(
     if root is not None:
         previous = recorded(root, repo, signature, ident)
         if previous:
-            plan = FilingPlan(
-                action=Action.ALREADY_FILED,
+            plan = FilingPlan.already_filed(
                 repo=repo,
                 target=None,
                 url=previous,
-                request=None,
-                reasons=(f"{root / RECORD_NAME} records it: {previous}",),
-                refusals=(),
-                notes=(),
+                reason=f"{root / RECORD_NAME} records it: {previous}",
             )
             return FileResult(plan=plan, sent=False, url=previous)
     run = make_draft(
@@ -776,14 +788,11 @@ def _plan(
         recent = ()
     mine = next((i for i in recent if _same_marker(i.body, signature, ident)), None)
     if mine is not None:
-        return FilingPlan(
-            action=Action.ALREADY_FILED,
+        return FilingPlan.already_filed(
             repo=repo,
             target=mine.number,
             url=mine.url,
-            request=None,
-            reasons=(f"#{mine.number} already carries this bundle's marker",),
-            refusals=(),
+            reason=f"#{mine.number} already carries this bundle's marker",
             notes=tuple(notes),
         )
     if not force_new:
@@ -818,14 +827,11 @@ def _plan(
                 )
                 continue
             if _same_marker(target.body, signature, ident):
-                return FilingPlan(
-                    action=Action.ALREADY_FILED,
+                return FilingPlan.already_filed(
                     repo=repo,
                     target=target.number,
                     url=target.url,
-                    request=None,
-                    reasons=(f"#{target.number} was filed from this bundle",),
-                    refusals=(),
+                    reason=f"#{target.number} was filed from this bundle",
                     notes=tuple(notes),
                 )
             comment = drafting.build_comment(
