@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from reporter import bundle as bundle_io
 from reporter.analysis import Analysis, Similarity, analyze, to_json
+from reporter.analysis.export import dumps_deep
 from reporter.errors import InputError, OutputError, UsageError
 from reporter.model import METRIC_KINDS, SUMMARISED_KINDS, Bundle
 from reporter.render import markdown as md
@@ -188,7 +189,11 @@ def analysis_json(analysis: Analysis) -> str:
 
 def _json_lines(data: dict[str, object]) -> str:
     def dump(value: object) -> str:
-        return json.dumps(value, ensure_ascii=False)
+        try:
+            return json.dumps(value, ensure_ascii=False)
+        except RecursionError:
+            # A value nested past the C encoder's limit (the tree of a 10,000-frame stack).
+            return dumps_deep(value)
 
     out = ["{"]
     for index, (key, value) in enumerate(data.items()):

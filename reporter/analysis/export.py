@@ -13,6 +13,7 @@ versions add keys and never rename these. `wedge` (null without metrics) and
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from reporter.analysis.result import (
@@ -68,12 +69,64 @@ def branch_json(point: BranchPoint | None) -> JSON | None:
 
 
 def tree_json(node: TreeNode) -> JSON:
-    """The merged tree, root first; the root's `frame` is null."""
-    return {
-        "frame": node.frame.display() if node.frame is not None else None,
-        "label": node.label,
-        "children": [tree_json(child) for child in node.children],
-    }
+    """The merged tree, root first; the root's `frame` is null.
+
+    Built without recursion: a tree is as deep as the deepest stack (10,000 frames
+    in a runaway recursion).
+    """
+    out: JSON = {}
+    pending: list[tuple[TreeNode, JSON]] = [(node, out)]
+    while pending:
+        current, target = pending.pop()
+        children: list[JSON] = []
+        target["frame"] = current.frame.display() if current.frame is not None else None
+        target["label"] = current.label
+        target["children"] = children
+        for child in current.children:
+            slot: JSON = {}
+            children.append(slot)
+            pending.append((child, slot))
+    return out
+
+
+class _Raw(str):
+    """Output text queued between values while encoding (never a value itself)."""
+
+    __slots__ = ()
+
+
+def dumps_deep(value: object) -> str:
+    """`json.dumps(value, ensure_ascii=False)` for nesting of any depth, without recursion.
+
+    The C encoder recurses once per level and stops at the recursion limit; the
+    merged tree of a deep stack nests that far. Scalars still go through `json.dumps`.
+    """
+    parts: list[str] = []
+    # Work items: a value to encode, or a piece of output text (`_Raw`).
+    pending: list[object] = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, _Raw):
+            parts.append(item)
+        elif isinstance(item, dict):
+            pieces: list[object] = [_Raw("{")]
+            for index, (key, member) in enumerate(item.items()):
+                separator = ", " if index else ""
+                pieces.append(_Raw(separator + json.dumps(str(key), ensure_ascii=False) + ": "))
+                pieces.append(member)
+            pieces.append(_Raw("}"))
+            pending.extend(reversed(pieces))
+        elif isinstance(item, list):
+            pieces = [_Raw("[")]
+            for index, member in enumerate(item):
+                if index:
+                    pieces.append(_Raw(", "))
+                pieces.append(member)
+            pieces.append(_Raw("]"))
+            pending.extend(reversed(pieces))
+        else:
+            parts.append(json.dumps(item, ensure_ascii=False))
+    return "".join(parts)
 
 
 def process_json(process: RankProcess) -> JSON:
