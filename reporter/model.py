@@ -165,6 +165,9 @@ class ProcessDump:
     `pid` is None when the format does not give it (faulthandler, JSON of an
     empty process). `captured_at` comes from a log prefix, SGLang's dump line
     or the manifest. `label` keeps the log tag a dump was wrapped in (`TP6`).
+    `truncated` says the capture was cut (the parser also warns). `slot` tells
+    apart several processes in one file that names no PIDs (1, 2, ... in file
+    order; 0 when the file holds one such process or the PID is known).
     """
 
     pid: int | None
@@ -179,17 +182,36 @@ class ProcessDump:
     label: str | None = None
     truncated: bool = False
     headline: str | None = None
+    slot: int = 0
     source: Location
+
+
+class FailureState(StrEnum):
+    """What a failed dump says about its process (from py-spy's error text).
+
+    `gone`: the process no longer exists ("No such file or directory (os error 2)",
+    "No such process", exited); `refused`: not allowed to read it (permissions,
+    ptrace); `timeout`: py-spy or its caller gave up waiting; `error`: anything else.
+    """
+
+    GONE = "gone"
+    REFUSED = "refused"
+    TIMEOUT = "timeout"
+    ERROR = "error"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FailedDump:
-    """py-spy's own error output where a dump should be: the PID could not be dumped."""
+    """py-spy's own error output where a dump should be: the PID could not be dumped.
+
+    `state` classifies `reason` and `detail` (see `FailureState`).
+    """
 
     pid: int | None
     reason: str
     detail: str = ""
     captured_at: datetime | None = None
+    state: FailureState = FailureState.ERROR
     source: Location
 
 

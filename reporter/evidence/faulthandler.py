@@ -193,7 +193,9 @@ class _Parser:
             if self._dump is None:
                 self._other(number, raw, line)
             else:
+                # faulthandler stops after 100 threads.
                 self._dump.truncated = True
+                self._unknown.warn(number, "threads cut at faulthandler's limit ('...')")
         elif line.startswith("Extension modules: "):
             if self._dump is not None:
                 self._dump.closed = True
@@ -297,6 +299,9 @@ class _Parser:
             self._other(number, raw, line)
             return
         if line.startswith('  File "'):
+            glued = line.find('  File "', 8)
+            if glued > 0 and self._glued(number, thread, line, glued):
+                return
             frame = _frame(line)
             if frame is not None:
                 thread.frames.append(frame)
@@ -309,11 +314,34 @@ class _Parser:
                 return
             self._other(number, raw, line)
         elif line == "  ...":
+            # faulthandler stops after 100 frames per thread.
             thread.truncated = True
+            self._unknown.warn(
+                number, f"thread {thread.tid}: frames cut at faulthandler's limit ('...')"
+            )
         elif line in _THREAD_NOTES:
             thread.noted = True
+            if line == "  <truncated rest of calls>":
+                thread.truncated = True
+                self._unknown.warn(number, f"thread {thread.tid}: rest of the calls cut")
         else:
             self._other(number, raw, line)
+
+    def _glued(self, number: int, thread: _Thread, line: str, at: int) -> bool:
+        """Two or more `File` frames on one line (a paste that lost newlines); False if not."""
+        pieces: list[str] = []
+        start = 0
+        while at > 0:
+            pieces.append(line[start:at])
+            start = at
+            at = line.find('  File "', at + 8)
+        pieces.append(line[start:])
+        frames = [_frame(piece.rstrip()) for piece in pieces]
+        if any(frame is None for frame in frames):
+            return False
+        thread.frames.extend(frame for frame in frames if frame is not None)
+        self._unknown.warn(number, f"{len(frames)} frames glued on one line; split")
+        return True
 
     # ------------------------------------------------------------ output
 
