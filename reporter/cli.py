@@ -17,6 +17,7 @@ import typer
 from reporter import __version__, app
 from reporter.analysis import Analysis, Similarity
 from reporter.errors import ReporterError, UsageError
+from reporter.model import innermost_python
 
 if TYPE_CHECKING:
     from reporter.render.regions import MergeResult
@@ -172,7 +173,8 @@ def _human(analysis: Analysis) -> str:
     ]
     for stack_class in analysis.classes:
         blocked = stack_class.collective or stack_class.wait or "-"
-        top = stack_class.frames[0].display() if stack_class.frames else "-"
+        innermost = innermost_python(stack_class.frames)
+        top = innermost.display() if innermost is not None else "-"
         lines.append(f"  {stack_class.label:<12} {stack_class.state.value:<8} {blocked:<16} {top}")
     if analysis.branch_point and analysis.branch_point.shared:
         lines.append(f"branch point: {analysis.branch_point.shared.display()}")

@@ -18,6 +18,7 @@ Shapes, by example (a py-spy text dump of one SGLang scheduler)::
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -111,6 +112,16 @@ class Local:
     is_arg: bool = False
 
 
+# Standard-library package names, and the folders a Python installation keeps them in.
+_STDLIB = frozenset(name for name in sys.stdlib_module_names if not name.startswith("_"))
+_INTERPRETER_DIRS = frozenset(("lib", "lib64", "Lib", "site-packages", "dist-packages", "/"))
+
+
+def _interpreter_dir(name: str) -> bool:
+    """`python3.12`, `lib`, `site-packages`, ...: a folder that holds the stdlib itself."""
+    return name in _INTERPRETER_DIRS or name.startswith(("python", "pypy"))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Frame:
     """One stack frame. `line` is None when unknown (py-spy prints no `:N`)."""
@@ -134,13 +145,33 @@ class Frame:
 
     @property
     def short_file(self) -> str:
-        """The file's last two path parts, so full and shortened filenames compare equal."""
+        """The file's last two path parts, so full and shortened filenames compare equal.
+
+        Three when the folder is named like a standard-library package inside another
+        package: `torch/multiprocessing/spawn.py` stays apart from the stdlib's
+        `multiprocessing/spawn.py` (`/usr/lib/python3.12/multiprocessing/spawn.py`).
+        """
         parts = PurePosixPath(self.file).parts
+        if len(parts) > 2 and parts[-2] in _STDLIB and not _interpreter_dir(parts[-3]):
+            return "/".join(parts[-3:])
         return "/".join(parts[-2:]) if len(parts) > 1 else self.file
 
     def display(self) -> str:
         """`function (file)`: the form used in reports and `analyze --json`."""
         return f"{self.function} ({self.file})"
+
+
+def innermost_python(frames: Sequence[Frame]) -> Frame | None:
+    """The frame that describes a stack: the innermost Python frame, past any native ones.
+
+    `--native` dumps put libc and libtorch frames above the Python code that called
+    them; `0x7f25... (libc.so.6)` says nothing a reader can act on. A stack of native
+    frames only is described by its innermost frame; an empty one by None.
+    """
+    for frame in frames:
+        if not frame.native:
+            return frame
+    return frames[0] if frames else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

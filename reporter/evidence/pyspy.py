@@ -1229,7 +1229,12 @@ def _frame(line: str) -> Frame | None:
         if tail.isdigit() and tail.isascii() and len(tail) < 10:
             number = int(tail) or None
             where = where[:colon]
-    frame = Frame(function=function, file=where, line=number, native=_is_native(function, where))
+    # `--native` prints interpreter frames with the binary's name and no line:
+    # `PyThread_acquire_lock_timed (python3.12)`; Python frames always carry `:line`.
+    native = _is_native(function, where) or (
+        number is None and colon < 0 and not where.endswith((".py", ".pyw", ">"))
+    )
+    frame = Frame(function=function, file=where, line=number, native=native)
     if len(_FRAME_CACHE) >= _FRAME_CACHE_MAX:
         _FRAME_CACHE.clear()
     _FRAME_CACHE[line] = frame

@@ -27,7 +27,7 @@ from reporter import __version__
 from reporter.analysis import Analysis
 from reporter.analysis.result import RankProcess, StackClass, TreeNode
 from reporter.evidence._times import clock
-from reporter.model import Bundle, EventKind, Frame, TimelineEvent
+from reporter.model import Bundle, EventKind, Frame, TimelineEvent, innermost_python
 from reporter.render import envview
 from reporter.render import markdown as md
 
@@ -422,9 +422,7 @@ def blocked_in(stack_class: StackClass) -> str:
 
 
 def _class_row(stack_class: StackClass) -> ClassRow:
-    top = next((f for f in stack_class.frames if not f.native), None) or (
-        stack_class.frames[0] if stack_class.frames else None
-    )
+    top = innermost_python(stack_class.frames)
     return ClassRow(
         label=stack_class.label,
         count=len(stack_class.ranks),

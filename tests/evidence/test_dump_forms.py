@@ -212,3 +212,39 @@ def test_old_watchdog_form_names_its_pid() -> None:
 )
 def test_failure_states(text: str, state: str) -> None:
     assert pyspy.classify_failure(text).value == state
+
+
+def test_torch_spawn_keeps_its_package_in_short_names() -> None:
+    from reporter.model import Frame
+
+    torch = Frame(function="_wrap", file="/venv/site-packages/torch/multiprocessing/spawn.py")
+    stdlib = Frame(function="_main", file="/usr/lib/python3.12/multiprocessing/spawn.py")
+    assert torch.short_file == "torch/multiprocessing/spawn.py"
+    assert stdlib.short_file == "multiprocessing/spawn.py"
+    assert Frame(function="f", file="sglang/srt/managers/scheduler.py").short_file == (
+        "managers/scheduler.py"
+    )
+
+
+def test_stacks_are_described_by_their_innermost_python_frame() -> None:
+    from reporter.model import Frame, innermost_python
+
+    libc = Frame(function="0x7f259f401d71", file="libc.so.6", native=True)
+    lock = Frame(function="PyThread_acquire_lock_timed", file="python3.12", native=True)
+    shutdown = Frame(function="_shutdown", file="threading.py", line=1622)
+    assert innermost_python((libc, lock, shutdown)) == shutdown
+    assert innermost_python((libc,)) == libc
+    assert innermost_python(()) is None
+
+
+def test_interpreter_frames_of_native_dumps_are_native() -> None:
+    text = (
+        "Process 187: sglang::scheduler_TP6\nPython v3.12.3 (/usr/bin/python3.12)\n\n"
+        'Thread 187 (idle): "MainThread"\n'
+        "    0x7f1398316d71 (libc.so.6)\n"
+        "    PyThread_acquire_lock_timed (python3.12)\n"
+        "    _shutdown (threading.py:1622)\n"
+        "    <module> (<string>:1)\n"
+    )
+    frames = pyspy.parse_text(text, source="n.txt").dumps[0].threads[0].frames
+    assert [f.native for f in frames] == [True, True, False, False]
