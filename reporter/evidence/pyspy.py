@@ -695,9 +695,12 @@ class _TextParser:
             and not previous.frames
             and not previous.truncated
             and previous.line == number - 1
+            and _same_role(previous.name, name)
         ):
-            # Thread lines one after the other with no frames between: a hand-collapsed
-            # dump where they share the stack that follows. Each thread gets it.
+            # Thread lines of one role one after the other with no frames between: a
+            # hand-collapsed dump where they share the stack that follows; each gets it.
+            # py-spy itself prints frameless threads too (`Thread 4076 (idle)`, unnamed,
+            # or a main thread caught exiting), so differently named ones keep none.
             thread.frames = previous.frames
             if previous.shared_from is None:
                 self._unknown.warn(
@@ -1169,6 +1172,16 @@ def _thread_match(line: str) -> re.Match[str] | None:
     if match is None or (match.group(1) is None and match.group(2) is None):
         return None
     return match
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def _same_role(first: str | None, second: str | None) -> bool:
+    """Two thread names that differ at most in numbers (`worker-0`, `worker-1`)."""
+    if not first or not second:
+        return False
+    return first == second or _DIGITS.sub("#", first) == _DIGITS.sub("#", second)
 
 
 def _has_main(block: _Proc) -> bool:

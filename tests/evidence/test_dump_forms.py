@@ -62,21 +62,24 @@ def test_thread_lines_sharing_one_stack_each_get_it() -> None:
     text = (
         "Process 40: python train.py\nPython v3.11.7 (/usr/bin/python3)\n\n"
         'Thread 40 (idle): "MainThread"\n'
+        "    main (train.py:9)\n"
         'Thread 41 (idle): "worker-0"\n'
         'Thread 42 (idle): "worker-1"\n'
+        'Thread 43 (idle): "worker-2"\n'
         "    wait (threading.py:355)\n"
         "    get (queue.py:171)\n"
-        'Thread 43 (active): "other"\n'
+        'Thread 44 (active): "other"\n'
         "    run (x.py:1)\n"
     )
     result = pyspy.parse_text(text, source="s.txt")
     (dump,) = result.dumps
     stacks = {t.thread_id: [f.function for f in t.frames] for t in dump.threads}
     assert stacks == {
-        "40": ["wait", "get"],
+        "40": ["main"],
         "41": ["wait", "get"],
         "42": ["wait", "get"],
-        "43": ["run"],
+        "43": ["wait", "get"],
+        "44": ["run"],
     }
     assert sum("share" in w.message or "each is given" in w.message for w in result.warnings) == 1
 
@@ -248,3 +251,20 @@ def test_interpreter_frames_of_native_dumps_are_native() -> None:
     )
     frames = pyspy.parse_text(text, source="n.txt").dumps[0].threads[0].frames
     assert [f.native for f in frames] == [True, True, False, False]
+
+
+def test_py_spy_frameless_threads_keep_no_frames() -> None:
+    # py-spy prints threads without Python frames as bare, unnamed thread lines.
+    text = (
+        "Process 42: python train.py\nPython v3.10.12 (/usr/bin/python3)\n\n"
+        'Thread 42 (idle): "MainThread"\n'
+        "    backward (torch/_tensor.py:522)\n"
+        "Thread 4076 (idle)\n"
+        "Thread 4077 (idle)\n"
+        "Thread 4079 (active)\n"
+        "    all_gather_into_tensor (torch/distributed/distributed_c10d.py:2709)\n"
+    )
+    result = pyspy.parse_text(text, source="s.txt")
+    frames = [len(t.frames) for t in result.dumps[0].threads]
+    assert frames == [1, 0, 0, 1]
+    assert not any("each is given" in w.message for w in result.warnings)
