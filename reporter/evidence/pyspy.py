@@ -77,6 +77,9 @@ _FAILED_RE = re.compile(
     r"Pyspy failed (?:\([^()\n]{0,200}?--pid (\d{1,18})\)|to dump PID (\d{1,18}))\.? ?"
     r"(?:Error: ?)*(.*)\Z"
 )
+# `ray stack`: `Stack dump for USER  PID %CPU %MEM VSZ RSS TTY STAT START TIME COMMAND`
+# (a `ps aux` row) before each process's py-spy output.
+_RAY_STACK_RE = re.compile(r"Stack dump for \S+\s+(\d{1,18})\s()")
 _ALL_FAILED_RE = re.compile(r"All pyspy dump attempts failed for PID (\d{1,18})")
 # Two frame lines glued into one (a paste that lost a newline).
 _GLUE_SPLIT_RE = re.compile(r"(?<=\)) {2,}(?=\S)")
@@ -433,6 +436,10 @@ class _TextParser:
         if not line:
             return
         first = line[0]
+        if first == "\t":
+            # py-spy 0.1 (`ray stack`) indented frames with a tab: `\t run (threading.py:864)`.
+            line = "    " + line.lstrip("\t ")
+            first = " "
         if first == " ":
             self._indented(number, raw, line)
         elif first == "T" and line.startswith("Thread "):
@@ -468,6 +475,11 @@ class _TextParser:
             match = _WRAPPER_RE.search(raw)
             if match is not None:
                 self._wrapper(number, raw, match)
+                return
+        if line.startswith("Stack dump for "):
+            match = _RAY_STACK_RE.match(line)
+            if match is not None:
+                self._wrapper(number, "", match)
                 return
         if ("yspy failed" in raw or "yspy dump attempts failed" in raw) and (
             self._watchdog_failure(number, raw)
@@ -750,6 +762,13 @@ class _TextParser:
         self._end_group()
         self._group += 1
         block = _Proc(pid=None, line=number, group=self._group, after_separator=0, headerless=True)
+        context = self._context
+        if context is not None and not context.used:
+            # A wrapper line named the PID (SGLang's `Pyspy dump PID N`, `ray stack`).
+            block.pid = context.pid
+            why = (
+                f"threads without a 'Process N:' header; PID {context.pid} from line {context.line}"
+            )
         self._stamp(block, raw, line)
         self._unknown.warn(number, why)
         self._procs.append(block)
@@ -778,6 +797,11 @@ class _TextParser:
         if line[4] != " ":
             self._end_locals()
             self._loc_open = False
+            if line == "    ..." or line == "    …":
+                # Frames left out by whoever pasted the dump.
+                thread.truncated = True
+                self._unknown.warn(number, "frames left out here ('...'): the stack is partial")
+                return
             if line.endswith(")"):
                 glued = _GLUE_SPLIT_RE.split(line[4:]) if ")  " in line else None
                 if glued is not None and len(glued) > 1:
@@ -1003,7 +1027,7 @@ class _TextParser:
             if error.causes or error.panic or not looks_like_frame or error.resume != _THREAD:
                 error.detail.append(line)
                 return True
-        elif line.startswith(("Caused by:", "Stack backtrace:", "stack backtrace:")):
+        elif line.startswith(("Caused by:", "Reason: ", "Stack backtrace:", "stack backtrace:")):
             error.causes = True
             error.detail.append(line)
             return True
@@ -1276,6 +1300,8 @@ def _is_native(function: str, file: str) -> bool:
         return False
     if file == "?" or file.endswith(_NATIVE_SUFFIXES) or ".so." in file:
         return True
+    if "::" in function:
+        return True  # a C++ name (`c10d::ProcessGroupGloo::RecvWork::wait`); Python names use dots
     return function.startswith("0x") and _HEX_RE.match(function) is not None
 
 

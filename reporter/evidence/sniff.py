@@ -11,7 +11,8 @@
   → FAULTHANDLER;
 * when both kinds appear, the one seen first wins;
 * no marker, but two or more indented `name (file:line)` lines making up two
-  thirds of the head → PYSPY_TEXT (a fragment of frames);
+  thirds of the head → PYSPY_TEXT (a fragment of frames); the same with
+  faulthandler's `File "f.py", line N in f` lines at any indent → FAULTHANDLER;
 * then the other evidence kinds (`_sniff_more`): a JSON object with `resultType`
   or `status` → PROMETHEUS_JSON; `systemctl show` keys → SYSTEMD_SHOW; `# TYPE`,
   `# HELP`, `# scrape at` or sample lines → PROMETHEUS_TEXT; a CSV header starting
@@ -106,6 +107,8 @@ def _sniff_head(head: str) -> EvidenceKind:
         return EvidenceKind.FAULTHANDLER
     if _frames_only(head):
         return EvidenceKind.PYSPY_TEXT
+    if _fault_frames_only(head):
+        return EvidenceKind.FAULTHANDLER
     # Imported here: a bundle of py-spy dumps never needs these parsers.
     from reporter.evidence import env, excerpts, goroutines
 
@@ -137,6 +140,24 @@ def _frames_only(head: str) -> bool:
         if not line.strip():
             continue
         if pyspy.looks_like_frame(line):
+            frames += 1
+        else:
+            other += 1
+    return frames >= 2 and frames >= 2 * other
+
+
+_FAULT_FRAME_RE = re.compile(r'File "[^"\n]{1,600}", line (?:\d+|\?\?\?) in \S')
+
+
+def _fault_frames_only(head: str) -> bool:
+    """faulthandler `File` lines that lost their indentation, making up most lines."""
+    frames = 0
+    other = 0
+    for line in head.split("\n"):
+        line = line.strip()
+        if not line:
+            continue
+        if _FAULT_FRAME_RE.match(line):
             frames += 1
         else:
             other += 1
