@@ -3,7 +3,8 @@
 Input: an `Analysis`. Output: a dict of str/int/list/dict/None only, in a
 fixed key order, so `json.dumps(to_json(a))` is byte-stable. Frames are
 `"function (file)"`, innermost first unless a key says otherwise; rank sets
-are lists of ints (ranks, or PIDs when `rank_unit` is `"pid"`). Later
+are lists of ints (ranks, or PIDs when `rank_unit` is `"pid"`, or positions in
+the evidence when it is `"process"`: no dump named a PID). Later
 versions add keys and never rename these. `wedge` (null without metrics) and
 `timeline` (a list of `{at, kind, text, source}`) carry times as ISO 8601 UTC.
 `environment` (allowlisted, redacted), `diff` (null without a baseline),

@@ -588,7 +588,9 @@ def identify(bundle: Bundle) -> RankMap:
                 warnings.append(f"{_label(cand)}: no rank identity; left out of the rank analysis")
             others.append(_finish(cand, cand.pid if cand.pid is not None else cand.first, None, ""))
     else:
-        unit = "pid"
+        # PIDs stand in for ranks; when no dump names a PID (faulthandler, pasted
+        # fragments) the processes are only numbered by position: say "process", not "PID".
+        unit = "pid" if any(c.pid is not None for c in cands) else "process"
         ranks = []
         for cand in cands:
             unit_id = cand.pid if cand.pid is not None else cand.first

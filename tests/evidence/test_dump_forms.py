@@ -3,6 +3,8 @@ several headerless processes, truncation notes and SGLang watchdog failures."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from reporter.evidence import faulthandler, pyspy
@@ -268,3 +270,25 @@ def test_py_spy_frameless_threads_keep_no_frames() -> None:
     frames = [len(t.frames) for t in result.dumps[0].threads]
     assert frames == [1, 0, 0, 1]
     assert not any("each is given" in w.message for w in result.warnings)
+
+
+def test_headerless_processes_are_not_given_invented_pids(tmp_path: Path) -> None:
+    from reporter.analysis import analyze
+    from reporter.bundle import load
+
+    path = tmp_path / "pasted.txt"
+    path.write_text(
+        'Thread (idle) "MainThread"\n'
+        "    all_reduce (torch/distributed/distributed_c10d.py:2501)\n"
+        "    run_scheduler_process (sglang/srt/managers/scheduler.py:2710)\n"
+        'Thread (idle) "MainThread"\n'
+        "    on_idle (sglang/srt/disaggregation/decode.py:812)\n"
+        "    run_scheduler_process (sglang/srt/managers/scheduler.py:2710)\n"
+    )
+    analysis = analyze(load([path]))
+    assert analysis.rank_unit == "process"
+    assert len(analysis.processes) == 2  # two processes, not two snapshots of one
+    assert "PID" not in analysis.summary
+    assert "process 0" in analysis.summary and "process 1" in analysis.summary
+    keys = sorted(p.identity.key for p in analysis.processes)
+    assert keys == [f"file:{path}#1", f"file:{path}#2"]
