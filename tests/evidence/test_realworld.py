@@ -10,12 +10,14 @@ loader's one-line error.
 from __future__ import annotations
 
 import tomllib
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from reporter.analysis import analyze, to_json
+from reporter.app import render_draft
 from reporter.bundle import load
 from reporter.errors import InputError
 from reporter.model import innermost_python
@@ -86,6 +88,18 @@ def test_reading(entry: dict[str, Any]) -> None:
     messages = [w.message for w in bundle.warnings]
     for needle in expect.get("warns", ()):
         assert any(needle in m for m in messages), (needle, messages)
+
+
+PARSED = [e for e in SOURCES if e["expect"]["kind"] != "refused"]
+
+
+@pytest.mark.parametrize("entry", PARSED, ids=[entry["file"] for entry in PARSED])
+def test_report_drafts(entry: dict[str, Any]) -> None:
+    """Every real dump that parses also renders as a report naming its verdict."""
+    bundle = load([CORPUS / entry["file"]])
+    analysis = analyze(bundle)
+    text = render_draft(bundle, analysis, now=datetime(2026, 12, 1, tzinfo=UTC), chart_file="c.svg")
+    assert f"**{analysis.verdict.value}**" in text
 
 
 def test_counts_add_up() -> None:
