@@ -180,6 +180,14 @@ FRAME_CASES: list[tuple[str, FrameKind, str | None, str]] = [
     ("zmq_poll (libzmq.so.5)", W, "zmq-poll", "zmq-native"),
     ("Queue.get (queue.py:171)", W, "queue-get", "queue-get"),
     ("_shutdown (threading.py:1622)", W, "exiting", "interpreter-exit"),
+    # MessageQueue.recv lives under vllm/distributed/ but is no torch p2p recv (not_file).
+    (
+        "recv (vllm/distributed/device_communicators/shm_broadcast.py:802)",
+        W,
+        "shm-dequeue",
+        "shm-message-queue",
+    ),
+    ("recv (vllm/distributed/parallel_state.py:900)", C, "recv", "torch-p2p"),
     ("Queue.get (multiprocessing/queues.py:103)", W, "queue-get", "queue-get"),
     ("Event.wait (threading.py:629)", W, "event-wait", "event-wait"),
     ("Condition.wait (threading.py:327)", W, "condition-wait", "condition-wait"),
