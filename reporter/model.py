@@ -166,10 +166,15 @@ def innermost_python(frames: Sequence[Frame]) -> Frame | None:
 
     `--native` dumps put libc and libtorch frames above the Python code that called
     them; `0x7f25... (libc.so.6)` says nothing a reader can act on. A stack of native
-    frames only is described by its innermost frame; an empty one by None.
+    frames only is described by its innermost named frame (else its innermost one);
+    an empty one by None.
     """
     for frame in frames:
         if not frame.native:
+            return frame
+    for frame in frames:
+        # Of native frames, a named one (`gloo::...::waitRecv`) over a bare address.
+        if not frame.function.startswith("0x"):
             return frame
     return frames[0] if frames else None
 

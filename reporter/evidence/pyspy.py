@@ -1283,7 +1283,7 @@ def _cut_frame(line: str) -> Frame:
     body = line[4:]
     cut = body.rfind(" (")
     if cut <= 0:
-        return Frame(function=body, file="")
+        return Frame(function=body, file="", native=_is_native(body, ""))
     function = body[:cut]
     where = body[cut + 2 :]
     if where.endswith(")"):

@@ -239,6 +239,12 @@ def test_stacks_are_described_by_their_innermost_python_frame() -> None:
     shutdown = Frame(function="_shutdown", file="threading.py", line=1622)
     assert innermost_python((libc, lock, shutdown)) == shutdown
     assert innermost_python((libc,)) == libc
+    gloo = Frame(
+        function="gloo::transport::tcp::UnboundBuffer::waitRecv",
+        file="libtorch_cpu.so",
+        native=True,
+    )
+    assert innermost_python((libc, gloo)) == gloo
     assert innermost_python(()) is None
 
 
