@@ -78,8 +78,9 @@ def _alarm(signum: int, frame: FrameType | None) -> None:
 
 
 def load_corpus() -> list[str]:
-    """The text of every real dump (SOURCES excluded)."""
-    texts = [p.read_text(encoding="utf-8") for p in sorted(CORPUS.glob("*.txt"))]
+    """The text of every real file (text and JSON dumps, and the refused non-dumps)."""
+    files = sorted(p for p in CORPUS.iterdir() if p.is_file() and p.name != "SOURCES.toml")
+    texts = [p.read_text(encoding="utf-8") for p in files]
     if not texts:
         raise SystemExit(f"no dumps in {CORPUS}")
     return texts
