@@ -58,7 +58,6 @@ from typing import Any
 from reporter.errors import EvidenceError, ManifestError, UsageError
 from reporter.evidence import metrics
 from reporter.evidence import sniff as sniffing
-from reporter.evidence._times import parse_duration
 from reporter.gcpause import gc_paused
 from reporter.model import (
     CONTEXT_KINDS,
@@ -79,6 +78,7 @@ from reporter.model import (
     TimelineEvent,
     WedgeSettings,
 )
+from reporter.times import parse_duration
 
 MANIFEST_NAME = "bundle.toml"
 DEFAULT_MAX_FILE_BYTES = 512 * 1024 * 1024

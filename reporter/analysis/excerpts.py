@@ -28,7 +28,7 @@ from importlib import resources
 from pathlib import PurePosixPath
 from typing import Protocol
 
-from reporter.analysis.result import Analysis
+from reporter.analysis.result import Analysis, CodeView, ExcerptAnalysis
 from reporter.errors import ReporterError
 from reporter.evidence.env import normalise_package
 from reporter.model import Bundle, CodeExcerpt, FileHash, Frame, Package
@@ -71,38 +71,6 @@ class UpstreamRule:
     commit: str = ""
     version: str = ""
     origin: str = "reporter/data/upstream.toml"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CodeView:
-    """One excerpt as the report shows it; `lines` empty when the source was not found.
-
-    `path` is the repository path when an upstream rule applies, else the path as known.
-    `origin` is `excerpt file`, `source root` or `frame`; `cite` names the evidence.
-    """
-
-    title: str
-    path: str
-    start: int
-    end: int
-    lines: tuple[str, ...]
-    highlight: tuple[int, ...]
-    permalink: str
-    ref_note: str
-    status: str
-    origin: str
-    cite: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExcerptAnalysis:
-    """The excerpts, explicit first, and notes on what could not be resolved."""
-
-    excerpts: tuple[CodeView, ...]
-    notes: tuple[str, ...]
-
-    def __bool__(self) -> bool:
-        return bool(self.excerpts)
 
 
 def parse_upstream_rules(text: str, *, source: str = "upstream.toml") -> tuple[UpstreamRule, ...]:

@@ -28,7 +28,6 @@ from datetime import datetime, timedelta
 from functools import cache
 from importlib import resources
 
-from reporter.analysis.result import Similarity
 from reporter.errors import ReporterError
 from reporter.model import (
     EventKind,
@@ -37,6 +36,7 @@ from reporter.model import (
     Goroutine,
     GoroutineDump,
     Location,
+    Similarity,
     TimelineEvent,
 )
 

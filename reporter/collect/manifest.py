@@ -44,8 +44,8 @@ from enum import StrEnum
 from pathlib import Path
 
 from reporter.bundle import MANIFEST_NAME
-from reporter.evidence._times import iso
 from reporter.model import EvidenceKind
+from reporter.times import iso
 from reporter.writer import write_atomic
 
 # Skips listed one by one in the human summary; the rest are counted.

@@ -41,8 +41,8 @@ from reporter.collect.manifest import (
 )
 from reporter.collect.plan import CollectRequest, Selection, Target
 from reporter.errors import InputError, UsageError
-from reporter.evidence._times import iso
 from reporter.model import EvidenceKind
+from reporter.times import iso
 from reporter.writer import write_atomic
 
 Progress = Callable[[str], None]

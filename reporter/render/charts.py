@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from reporter.analysis.wedge import Point, Role, Signal, WedgeReport
-from reporter.evidence._times import clock
 from reporter.render import svg
+from reporter.times import clock
 
 MAX_POINTS = 40
 MAX_CHARTS = 6

@@ -15,9 +15,9 @@ from datetime import datetime
 
 from reporter.analysis.diff import ChangeKind, EnvDiff
 from reporter.analysis.environment import EnvironmentSummary
-from reporter.analysis.excerpts import CodeView as Excerpt
-from reporter.analysis.excerpts import ExcerptAnalysis
 from reporter.analysis.goroutines import GoBucket, GoroutineAnalysis, minutes_text
+from reporter.analysis.result import CodeView as Excerpt
+from reporter.analysis.result import ExcerptAnalysis
 from reporter.render import markdown as md
 
 # Changes listed in the report; `report diff --json` has them all.

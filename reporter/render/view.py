@@ -26,10 +26,10 @@ from datetime import datetime
 from reporter import __version__
 from reporter.analysis import Analysis
 from reporter.analysis.result import RankProcess, StackClass, TreeNode
-from reporter.evidence._times import clock
 from reporter.model import Bundle, EventKind, Frame, TimelineEvent
 from reporter.render import envview
 from reporter.render import markdown as md
+from reporter.times import clock
 
 # Above this many processes the report embeds one dump per class, not one per process.
 MAX_EMBEDDED_DUMPS = 32
