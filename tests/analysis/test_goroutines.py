@@ -115,8 +115,8 @@ def test_json_is_plain_data() -> None:
     [
         ("[plumbing\n", "not valid TOML"),
         ("[plumbing]\nfunctions = 1\n", "must be a list of strings"),
-        ("[[client_wait]]\nwhat = 'x'\nfunctions = []\n", "needs a string `id`"),
-        ("[[client_wait]]\nid = 'x'\nfunctions = []\n", "needs a string `what`"),
+        ("[[client_wait]]\nwhat = 'x'\nfunctions = []\n", "#1 needs `id`"),
+        ("[[client_wait]]\nid = 'x'\nfunctions = []\n", "needs `what`"),
     ],
 )
 def test_bad_rules(text: str, message: str) -> None:
