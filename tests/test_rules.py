@@ -20,7 +20,7 @@ def test_every_data_file_has_a_shape_and_fits_it() -> None:
         assert rules.load(name), name
 
 
-SHAPE = {
+SHAPE: rules.Shape = {
     "title": Key(str, required=True),
     "size": Key(int, low=1, high=10),
     "names": Key(Strings),
