@@ -366,13 +366,7 @@ def _wedge(
     table = _table(data, "wedge", text)
     lists: dict[str, tuple[str, ...]] = {}
     for key in ("output", "waiting", "context"):
-        value = table.get(key, [])
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ManifestError(
-                f"{MANIFEST_NAME}:{_line_of(text, key)}: `wedge.{key}` must be a list of metric names"
-            )
+        value = _string_list(table, key, text, label=f"wedge.{key}", what="metric names")
         for name in value:
             if metric_name is not None and metric_name(name) is None:
                 raise ManifestError(
@@ -445,14 +439,22 @@ def _string(data: dict[str, Any], key: str, text: str) -> str:
     return value
 
 
-def _strings(data: dict[str, Any], key: str, text: str) -> list[str]:
-    value = data.get(key, [])
+def _string_list(
+    table: dict[str, Any], key: str, text: str, *, label: str, what: str = "strings"
+) -> list[str]:
+    """A list of strings (one string is taken as a list of one)."""
+    value = table.get(key, [])
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ManifestError(
-            f"{MANIFEST_NAME}:{_line_of(text, key)}: `{key}` must be a list of strings"
+            f"{MANIFEST_NAME}:{_line_of(text, key)}: `{label}` must be a list of {what}"
         )
+    return list(value)
+
+
+def _strings(data: dict[str, Any], key: str, text: str) -> list[str]:
+    value = _string_list(data, key, text, label=key)
     for repo in value:
         if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
             raise ManifestError(
