@@ -33,7 +33,8 @@ import platformdirs
 import reporter
 from reporter.errors import UpstreamError, UsageError
 from reporter.upstream import rank, terms
-from reporter.upstream.github import API_URL, Clock, GitHubClient, find_token
+from reporter.upstream.auth import api_url, host_of, missing_token_tip
+from reporter.upstream.github import Clock, GitHubClient, find_token
 from reporter.upstream.index import (
     ImportResult,
     Index,
@@ -322,12 +323,12 @@ def make_client(
 ) -> GitHubClient:
     """A client for `GITHUB_API_URL` (default api.github.com) with the token found in `env`
     or the gh CLI's config; without a token, a note says so."""
-    base_url = env.get("GITHUB_API_URL", "").strip() or API_URL
+    base_url = api_url(env)
     token = find_token(env, base_url=base_url)
     if token is None:
         notes.append(
-            "no GitHub token (GITHUB_TOKEN, GH_TOKEN or `gh auth login`): using the "
-            "unauthenticated limits (60 requests/hour, 10 searches/minute)"
+            f"no GitHub token for {host_of(base_url)} ({missing_token_tip(host_of(base_url))}): "
+            "using the unauthenticated limits (60 requests/hour, 10 searches/minute)"
         )
     return GitHubClient(base_url=base_url, token=token, transport=transport, clock=clock)
 
