@@ -46,6 +46,8 @@ from reporter.model import EvidenceKind
 from reporter.writer import write_atomic
 
 Progress = Callable[[str], None]
+Tick = Callable[[str, int, int], None]
+"""`tick(what, done, total)`: `py-spy dumps` and `/metrics scrapes` as they finish (for a bar)."""
 # How often the main thread looks at the stop switch while it waits for dumps.
 _WAIT_S = 0.1
 
@@ -75,9 +77,17 @@ def _now() -> datetime:
 class _Session:
     """One run of `report collect` (state shared by the steps)."""
 
-    def __init__(self, request: CollectRequest, progress: Progress, stop: threading.Event) -> None:
+    def __init__(
+        self,
+        request: CollectRequest,
+        progress: Progress,
+        stop: threading.Event,
+        tick: Tick | None = None,
+    ) -> None:
         self.request = request
         self.progress = progress
+        self.tick = tick
+        self.dumps_done = 0
         self.stop = stop
         self.began = time.monotonic()
         self.root = request.out
@@ -350,6 +360,9 @@ class _Session:
                 result = future.result()
                 results.append((target, result))
                 self.record_dump(target, result, facts)
+                self.dumps_done += 1
+                if self.tick is not None:
+                    self.tick("py-spy dumps", self.dumps_done, len(targets) * request.snapshots)
         ok = sum(1 for _, r in results if r.status is DumpStatus.OK)
         self.say(
             f"py-spy snapshot {k + 1}/{request.snapshots}: {ok} of {len(targets)} dumps ok "
@@ -555,8 +568,12 @@ class _Session:
         first: list[datetime] = []
         last: list[datetime] = []
         with scrape.make_client() as client, path.open("a", encoding="utf-8") as sink:
+            total = plan.scrape_count(request.scrape_every, request.scrape_for)
 
             def on_result(result: scrape.ScrapeResult) -> None:
+                if self.tick is not None:
+                    done = self.scrapes_ok + self.scrapes_failed + 1
+                    self.tick("/metrics scrapes", done, total)
                 if result.error:
                     self.scrapes_failed += 1
                     self.note_skip(
@@ -686,7 +703,11 @@ class _Session:
 
 
 def collect(
-    request: CollectRequest, *, progress: Progress, stop: threading.Event
+    request: CollectRequest,
+    *,
+    progress: Progress,
+    stop: threading.Event,
+    tick: Tick | None = None,
 ) -> CollectSummary:
     """Collect evidence into `request.out`; see the module docstring for the order of steps.
 
@@ -695,7 +716,7 @@ def collect(
     Once the folder exists, a stop or an error leaves a valid partial bundle.
     """
     plan.validate(request)
-    session = _Session(request, progress, stop)
+    session = _Session(request, progress, stop, tick)
     session.check_out()
     selection = session.select()
     facts = ptrace.read_facts()

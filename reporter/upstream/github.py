@@ -158,6 +158,15 @@ def _page_number(url: str | None) -> int | None:
     return None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RateLimit:
+    """The core REST limit: requests per hour, left now, and when it resets (epoch s)."""
+
+    limit: int
+    remaining: int
+    reset: int
+
+
 class GitHubClient:
     """A small, serial GitHub REST client; see the module docstring for its rules."""
 
@@ -302,6 +311,17 @@ class GitHubClient:
             return str(data["content"])
         except (ValueError, UnicodeDecodeError) as err:
             raise UpstreamError(f"{repo}: {path} is not UTF-8 text ({err})") from err
+
+    def rate_limit(self) -> RateLimit:
+        """`GET /rate_limit` (free): the core limit left for this client's token."""
+        _, data = self._send(f"{self.base_url}/rate_limit")
+        core = data.get("resources", {}).get("core", {}) if isinstance(data, dict) else {}
+        try:
+            return RateLimit(
+                limit=int(core["limit"]), remaining=int(core["remaining"]), reset=int(core["reset"])
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise UpstreamError(f"GET /rate_limit: an answer without core limits ({err})") from err
 
     # --- the one place that talks to the network ---------------------------------
 
