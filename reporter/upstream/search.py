@@ -117,7 +117,11 @@ def default_db_path() -> Path:
 
 
 def example_jsonl() -> Path | None:
-    """The example issues shipped in the checkout (`fixtures/github/issues.jsonl`), if found."""
+    """The example issues shipped with the package (`reporter/data/example-issues.jsonl`,
+    a copy of the checkout's `fixtures/github/issues.jsonl`), if present."""
+    shipped = Path(reporter.__file__).resolve().parent / "data" / "example-issues.jsonl"
+    if shipped.is_file():
+        return shipped
     for root in (Path(reporter.__file__).resolve().parents[1], Path.cwd()):
         candidate = root / EXAMPLE_JSONL
         if candidate.is_file():
@@ -153,14 +157,14 @@ def open_for_search(
     source = example_jsonl()
     if source is None:
         raise UsageError(
-            f"no issue index at {path}, and no example issues ({EXAMPLE_JSONL}) to build one",
-            tip="run `report sync OWNER/NAME`, or pass --db",
+            f"no issue index at {path}, and no example issues to build one",
+            tip="build one with `report sync OWNER/NAME` or `report index import FILE.jsonl`",
         )
     target = path.with_name(EXAMPLE_DB_NAME)
     index = build_example_index(source, target)
     notes.append(
-        f"no issue index at {path}; searching the example index built from {source} "
-        f"({index.count()} issues) at {target}"
+        f"no issue index yet: searching the example index ({index.count()} issues); build "
+        f"yours with `report sync OWNER/NAME` or `report index import FILE.jsonl`"
     )
     return index, True
 
