@@ -452,22 +452,27 @@ def _init_guesses(folder: Path) -> tuple[Suggestion, ...]:
 
 
 def _with_guesses(text: str, suggestions: Sequence[Suggestion]) -> str:
-    """The manifest with the guesses as comments: keys at the top, globs at the end."""
-    keys = [s for s in suggestions if s.key != "evidence"]
-    tables = [s for s in suggestions if s.key == "evidence"]
-    if keys:
-        block = ["# Guessed by `report init` from the evidence; uncomment what is right:"]
-        for s in keys:
-            block.append(f"# {s.key} = {json.dumps(s.value)}  # {s.why}")
-        head, sep, rest = text.partition("\n\n")
-        text = head + sep + "\n".join(block) + "\n\n" + rest if sep else text
-    for s in tables:
-        assert isinstance(s.value, list)
-        text += (
-            f"\n# Guessed by `report init`: one entry for {s.why}, instead of the per-file "
-            f"entries above\n# [[evidence]]\n# path = {json.dumps(s.value[0])}\n"
-            f"# kind = {json.dumps(s.value[1])}\n"
-        )
+    """The manifest with the guesses as comments, each where its key goes (so uncommenting
+    one never duplicates a key); globs at the end."""
+    import re
+
+    for s in suggestions:
+        if s.key == "evidence":
+            assert isinstance(s.value, list)
+            text += (
+                f"\n# Guessed by `report init`: one entry for {s.why}, instead of the per-file "
+                f"entries above\n# [[evidence]]\n# path = {json.dumps(s.value[0])}\n"
+                f"# kind = {json.dumps(s.value[1])}\n"
+            )
+            continue
+        line = f"# {s.key} = {json.dumps(s.value)}  # guessed from {s.why}; uncomment if right"
+        # The starter's own line for this key (`upstream = []`, `# world_size = 8`) makes way.
+        pattern = re.compile(rf"^#? ?{re.escape(s.key)} = .*$", re.MULTILINE)
+        if pattern.search(text):
+            text = pattern.sub(line.replace("\\", "\\\\"), text, count=1)
+        else:
+            head, sep, rest = text.partition("\n\n")
+            text = f"{head}{sep}{line}\n\n{rest}" if sep else f"{text}{line}\n"
     return text
 
 
@@ -1022,10 +1027,7 @@ def refusal_lines(result: FileResult) -> list[str]:
     if any("token" in r for r in plan.refusals):
         tip = "see `report auth status` for where a token is looked for"
     else:
-        tip = (
-            "fix the draft (`report upstream draft`, then `report lint` it) and pass "
-            "--draft FILE"
-        )
+        tip = "fix the draft (`report upstream draft`, then `report lint` it) and pass --draft FILE"
     lines.append(f"Tip: {tip}; --show-body prints what would be sent")
     return lines
 

@@ -299,8 +299,17 @@ def _assemble(
                 ParseWarning(source=Location(path=entry.display), message=f"skipped: {err.message}")
             )
             continue
-        if not named and entry.kind is None and _OWN_OUTPUT_RE.match(text):
-            continue  # a report this tool wrote, saved inside the bundle: never evidence
+        if entry.kind is None and _OWN_OUTPUT_RE.match(text):
+            if named:
+                raise EvidenceError(
+                    f"{entry.display}: a report written by reporter, not evidence "
+                    "(its embedded dumps would count twice)",
+                    tip="pass the bundle folder or the dump files the report was drafted from",
+                )
+            # A report this tool wrote, saved inside the bundle: never evidence, and not
+            # "unlisted evidence" either.
+            all_warnings = [w for w in all_warnings if w.source.path != entry.display]
+            continue
         kind = entry.kind or sniffing.sniff(text)
         if kind is EvidenceKind.UNKNOWN:
             if named:

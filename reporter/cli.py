@@ -62,7 +62,7 @@ class _Report(TyperGroup):
         except click.exceptions.ClickException as err:
             print(f"error: {err.format_message()}", file=sys.stderr)
             code = err.exit_code
-        except click.exceptions.Abort:
+        except typer.Abort:
             print("aborted", file=sys.stderr)
             code = 1
         except BrokenPipeError:

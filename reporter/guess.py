@@ -66,16 +66,17 @@ def upstream(bundle: Bundle, rules: Sequence[Rule]) -> Suggestion | None:
     titles = [d.cmdline for d in bundle.dumps if d.cmdline]
     titles += [" ".join(c.argv) for c in bundle.environment.cmdlines]
     for module, rule in by_module.items():
-        pattern = re.compile(rf"(?<![\w.-]){re.escape(module)}(?:::|\.|\b)")
+        # Titles are often upper-cased (`VLLM::Worker_TP0`): match without case.
+        pattern = re.compile(rf"(?<![\w.-]){re.escape(module)}(?:::|\.|\b)", re.IGNORECASE)
         hit = next((t for t in titles if pattern.search(t)), None)
         if hit is not None:
             score[rule.repo] += 100
             reasons[rule.repo].append(f"process {hit[:60]!r}")
     for package in bundle.environment.packages:
-        rule = by_dist.get(package.name.lower())
-        if rule is not None and not any("package" in r for r in reasons[rule.repo]):
-            score[rule.repo] += 10
-            reasons[rule.repo].append(f"package {package.name} {package.version}".rstrip())
+        dist = by_dist.get(package.name.lower())
+        if dist is not None and not any("package" in r for r in reasons[dist.repo]):
+            score[dist.repo] += 10
+            reasons[dist.repo].append(f"package {package.name} {package.version}".rstrip())
     frames: Counter[str] = Counter()
     for dump in bundle.dumps:
         for thread in dump.threads:

@@ -187,8 +187,17 @@ def test_collect_json(home: Path) -> None:
         time.sleep(0.3)
         missing = check(
             "collect",
-            ["collect", "-o", str(home / "a"), "--pid", str(child.pid), "--snapshots", "1"]
-            + ["--py-spy", str(home / "no-py-spy")],
+            [
+                "collect",
+                "-o",
+                str(home / "a"),
+                "--pid",
+                str(child.pid),
+                "--snapshots",
+                "1",
+                "--py-spy",
+                str(home / "no-py-spy"),
+            ],
             code=1,
         )
         assert missing["status"] == "incomplete" and missing["dumps_ok"] == 0

@@ -59,7 +59,11 @@ def _ok(
 
 def test_headers_token_and_listing_parameters(clock: FakeClock) -> None:
     handler, seen = _sequence(_ok([{"number": 1}], {"ETag": 'W/"a"'}))
-    client = _client(handler, clock, token=Token(value="s3cret", source="GH_ENTERPRISE_TOKEN", host="api.example.test"))
+    client = _client(
+        handler,
+        clock,
+        token=Token(value="s3cret", source="GH_ENTERPRISE_TOKEN", host="api.example.test"),
+    )
     (page,) = list(client.list_issues("a/b", since="2025-01-01T00:00:00Z"))
     request = seen[0]
     assert request.headers["authorization"] == "Bearer s3cret"
