@@ -64,7 +64,7 @@ def progress_bars(
             progress.update(bars[what], completed=done, total=total)
 
         def print_line(text: str) -> None:
-            progress.console.print(text, markup=False, highlight=False)
+            progress.console.print(text, markup=False, highlight=False, soft_wrap=True)
 
         yield print_line, tick
 
