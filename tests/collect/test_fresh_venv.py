@@ -28,8 +28,19 @@ pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 def _collect(venv: Path, out: Path, launcher: int) -> tuple[int, dict[str, object], str]:
     done = subprocess.run(
-        [str(venv / "bin" / "report"), "collect", "-o", str(out), "--match", "sglang::scheduler_TP"]
-        + ["--children-of", str(launcher), "--snapshots", "1", "--json"],
+        [
+            str(venv / "bin" / "report"),
+            "collect",
+            "-o",
+            str(out),
+            "--match",
+            "sglang::scheduler_TP",
+            "--children-of",
+            str(launcher),
+            "--snapshots",
+            "1",
+            "--json",
+        ],
         capture_output=True,
         text=True,
         timeout=180,
