@@ -1,7 +1,10 @@
 """The `report` command line: typer options -> one call into `reporter.app` -> print.
 
-Exit codes: 0 success, 1 unusable input or output failure, 2 usage error.
-Errors print one line (plus a `Tip:`); `--debug` shows the traceback.
+Exit codes: 0 success (also when the reader of a pipe stops early), 1 unusable input or
+output failure (also findings, refusals, incomplete collections), 2 usage error, 130
+interrupted. Errors, usage errors included, print one line plus a `Tip:`; `--debug`
+(before or after the command) shows the traceback. Only this module imports typer, and
+it imports the app layer inside each command so that `report --help` starts fast.
 """
 
 from __future__ import annotations
@@ -86,7 +89,7 @@ _METAVARS = {"str": "TEXT", "int": "N", "float": "NUMBER", "path": "PATH", "bool
 
 
 def plain_metavars(command: click.Command) -> None:
-    """Help text in the usual style: `--out PATH`, `--pid N`, `EVIDENCE...`, not `<list[int]>`."""
+    """Help text in the usual style: `--out PATH`, `--pid N`, `EVIDENCE`, not `<list[int]>`."""
     ctx = click.Context(command)
     for param in command.params:
         if param.metavar is not None:
@@ -113,7 +116,7 @@ def hoist_globals(args: list[str], commands: Any) -> list[str]:
     position = next((i for i, a in enumerate(args) if a in commands), None)
     if position is None:
         return args
-    end = args.index("--") if "--" in args[position:] else len(args)
+    end = position + args[position:].index("--") if "--" in args[position:] else len(args)
     moved = [a for a in args[position:end] if a in GLOBAL_FLAGS]
     if not moved:
         return args
