@@ -152,7 +152,7 @@ def load_text(
     with tempfile.TemporaryDirectory(prefix="reporter-stdin-") as folder:
         path = Path(folder) / "stdin.txt"
         path.write_text(text, encoding="utf-8")
-        entry = _Entry(
+        entry = ManifestEntry(
             path=path, display=display, kind=None, captured_at=None, hint=None, description=""
         )
         with gc_paused():

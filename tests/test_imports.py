@@ -29,10 +29,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "manifest",
             "writer",
             "gcpause",
+            "config",  # the user's settings file, read by the app layer
         ),
     ),
     ("evidence", ("evidence",)),
-    ("analysis", ("analysis",)),
+    ("analysis", ("analysis", "guess")),
     # bundle.py reads files into the Bundle (and suggests ranks from file names for
     # `report init` with analysis.ranks); sources.py finds source files for excerpts.
     ("loader", ("bundle", "sources")),
@@ -41,7 +42,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("render", ("render",)),
     ("upstream/collect", ("upstream", "collect")),
     ("app", ("app",)),
-    ("cli", ("cli", "__main__")),
+    # The terminal and --json side of the CLI: documents are built from app results.
+    ("cli", ("cli", "__main__", "console", "documents", "schemas")),
 )
 
 
