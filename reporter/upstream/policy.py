@@ -102,7 +102,7 @@ class RetryPolicy:
         >>> RetryPolicy().backoff_delay(3, 0.0), RetryPolicy().backoff_delay(3, 0.5)
         (4.0, 3.5)
         """
-        plain = min(self.backoff * 2 ** (failures - 1), self.max_backoff)
+        plain = min(self.backoff * 2.0 ** (failures - 1), self.max_backoff)
         return plain * (1.0 - self.jitter * draw)
 
     def rate_delay(self, wait: float, draw: float) -> float:
@@ -170,7 +170,7 @@ def read_rate_limit(
         # A reset already past (clock skew) still waits a second: GitHub counts whole seconds.
         wait = max(0.0, int(reset) - now) + 1.0
     else:
-        wait = float(policy.secondary_wait * 2 ** (max(count, 1) - 1))
+        wait = policy.secondary_wait * 2.0 ** (max(count, 1) - 1)
     return RateLimitReading(wait=wait, resource=resource)
 
 
