@@ -29,7 +29,7 @@ from reporter.analysis.result import RankProcess, StackClass, TreeNode
 from reporter.model import Bundle, EventKind, Frame, TimelineEvent, innermost_python
 from reporter.render import envview
 from reporter.render import markdown as md
-from reporter.text import plural
+from reporter.text import plural, version_key
 from reporter.times import clock
 
 # Above this many processes the report embeds one dump per class, not one per process.
@@ -157,9 +157,7 @@ def build_view(
     )
     if analysis.snapshots == 1:
         basis += " One snapshot cannot tell a stuck rank from a slow one."
-    versions = sorted(
-        {d.python_version for d in bundle.dumps if d.python_version}, key=_version_key
-    )
+    versions = sorted({d.python_version for d in bundle.dumps if d.python_version}, key=version_key)
     title = bundle.manifest.title or _default_title(analysis)
     return ReportView(
         title=title,
@@ -366,10 +364,6 @@ def _clients_headline(analysis: Analysis) -> str:
     from reporter.analysis.surroundings import clients_sentence
 
     return clients_sentence(analysis.goroutines, analysis.wedge).strip()
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
 
 
 def _default_title(analysis: Analysis) -> str:

@@ -45,7 +45,7 @@ from reporter.model import Bundle, Frame, ProcessDump, innermost_python
 from reporter.render import markdown as md
 from reporter.render.lint import GITHUB_BODY_LIMIT, placeholders
 from reporter.render.view import BranchView, ClassRow, blocked_in
-from reporter.text import number, plural
+from reporter.text import number, plural, version_key
 from reporter.upstream import redact as redactor
 from reporter.upstream.forms import (
     FieldType,
@@ -593,7 +593,7 @@ def _environment(
         )
     versions = sorted(
         {d.python_version for d in inputs.bundle.dumps if d.python_version},
-        key=lambda v: tuple(int(p) if p.isdigit() else 0 for p in v.split(".")),
+        key=version_key,
     )
     python = ", ".join(versions)
     packages: tuple[tuple[str, str], ...] = ()
