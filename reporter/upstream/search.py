@@ -32,7 +32,8 @@ import platformdirs
 
 import reporter
 from reporter.errors import UpstreamError, UsageError
-from reporter.upstream import rank, terms
+from reporter.upstream import boilerplate, rank, terms
+from reporter.upstream import semantic as semantic_model
 from reporter.upstream.github import API_URL, Clock, GitHubClient, find_token
 from reporter.upstream.index import (
     ImportResult,
@@ -66,6 +67,8 @@ FRAME_DF_MIN = 50
 # text score): their long posting lists cost time and their BM25 weight is small.
 COMMON_TERM_SHARE = 0.05
 COMMON_TERM_MIN = 200
+# Issues whose titles mean the most alike join the candidates (they may share no word).
+SEMANTIC_POOL = 50
 
 
 class Method(StrEnum):
@@ -416,8 +419,19 @@ def find_duplicates(
     limit: int = 10,
     method: Method = Method.COMBINED,
     include_weak: bool = False,
+    embedder: semantic_model.Embedder | None | bool = True,
+    exclude: Sequence[tuple[str, int]] = (),
 ) -> list[rank.Candidate]:
-    """The best candidates for `query` in `query.repos` (all repos when empty), best first."""
+    """The best candidates for `query` in `query.repos` (all repos when empty), best first.
+
+    The query's text loses the lines that are issue-form boilerplate in those repos
+    first. `embedder=True` uses the packaged semantic model when installed (False or
+    None: no semantic signal; or pass one). Issues in `exclude` (`(repo, number)`, the
+    query's own issue) are never returned. When several repos are searched, the best
+    candidate of each repo that has one is kept in the list (see `_best_of_each`).
+    """
+    model = _embedder(embedder)
+    query = replace(query, text=index.strip_boilerplate(query.text, query.repos))
     documents = index.count()
     weights = term_weights(query)
     term_df = index.term_df(weights)
@@ -444,18 +458,113 @@ def find_duplicates(
         best = sorted(sums.items(), key=lambda item: (-item[1], item[0]))[:FRAME_POOL]
         for issue_id, _ in best:
             pool.setdefault(issue_id, 0.0)
+    similarity: dict[int, float] | None = None
+    if method is Method.COMBINED and model is not None:
+        similarity = semantic_neighbours(index, model, query)
+        top = sorted(similarity.items(), key=lambda item: (-item[1], item[0]))[:SEMANTIC_POOL]
+        for issue_id, _ in top:
+            pool.setdefault(issue_id, 0.0)
     stored = index.stored(pool)
-    issues = [stored[i] for i in sorted(stored)]
+    skip = {(repo.lower(), number) for repo, number in exclude}
+    issues = [
+        stored[i]
+        for i in sorted(stored)
+        if (stored[i].record.repo.lower(), stored[i].record.number) not in skip
+    ]
     # The candidates' own frames weigh in their stack similarity too: look them up.
     seen = {key for issue in issues for stack in issue.stacks for key in stack}
     frame_df = {**index.frame_df(seen - frame_df.keys()), **frame_df}
     stats = rank.Stats(documents=documents, term_df=term_df, frame_df=frame_df)
     if method is Method.BM25:
         return _bm25_only(issues, pool, limit)
-    scored = rank.score_candidates(query, issues, pool, stats, weights, surface_forms(query))
+    scored = rank.score_candidates(
+        query, issues, pool, stats, weights, surface_forms(query), similarity
+    )
     if not include_weak:
         scored = [c for c in scored if c.level is not rank.Level.WEAK]
-    return scored[:limit]
+    return _best_of_each(scored, limit)
+
+
+def _best_of_each(scored: Sequence[rank.Candidate], limit: int) -> list[rank.Candidate]:
+    """The top `limit`, except that each repo's best candidate takes the place of the
+    lowest-ranked one of a repo that has more than one in the list: searching PyTorch
+    alongside SGLang must not hide PyTorch's best match."""
+    top = list(scored[:limit])
+    shown = {c.issue.record.repo.lower() for c in top}
+    for candidate in scored[limit:]:
+        repo = candidate.issue.record.repo.lower()
+        if repo in shown:
+            continue
+        counts: dict[str, int] = {}
+        for c in top:
+            counts[c.issue.record.repo.lower()] = counts.get(c.issue.record.repo.lower(), 0) + 1
+        victim = next(
+            (i for i in range(len(top) - 1, -1, -1) if counts[top[i].issue.record.repo.lower()] > 1),
+            None,
+        )
+        if victim is None:
+            break
+        top.pop(victim)
+        top.append(candidate)
+        shown.add(repo)
+    return top
+
+
+def _embedder(choice: semantic_model.Embedder | None | bool) -> semantic_model.Embedder | None:
+    if choice is True:
+        return semantic_model.load()
+    if choice is False or choice is None:
+        return None
+    return choice
+
+
+def embedding_text(title: str) -> str:
+    """What the semantic model embeds for an issue: its title without the form's tags."""
+    return boilerplate.strip_title(title)
+
+
+def embed_missing(
+    index: Index,
+    model: semantic_model.Embedder,
+    *,
+    batch: int = 1024,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Store a title vector for every issue that has none yet; returns how many."""
+    done = 0
+    while True:
+        rows = index.missing_vectors(model.model_id, batch)
+        if not rows:
+            return done
+        vectors = model.embed([embedding_text(title) for _, _, title in rows])
+        index.save_vectors(
+            model.model_id,
+            [
+                (issue, repo, semantic_model.to_blob(vector))
+                for (issue, repo, _), vector in zip(rows, vectors, strict=True)
+            ],
+        )
+        done += len(rows)
+        if progress is not None:
+            progress(done)
+
+
+def semantic_neighbours(
+    index: Index, model: semantic_model.Embedder, query: Query
+) -> dict[int, float]:
+    """Cosine similarity of the query's title to every stored title in its repos.
+
+    Issues without a vector get one first (once per index, after a sync or import
+    that ran without the model). One embedding and one matrix-vector product.
+    """
+    embed_missing(index, model)
+    ids, blobs = index.vectors(query.repos, model.model_id)
+    if not ids:
+        return {}
+    matrix = semantic_model.from_blobs(blobs)
+    vector = model.embed([embedding_text(query.title)])[0]
+    cosines = matrix @ vector
+    return dict(zip(ids, (float(x) for x in cosines), strict=True))
 
 
 def _bm25_only(
@@ -524,6 +633,7 @@ def candidate_json(candidate: rank.Candidate) -> dict[str, Any]:
                 "bm25": round(scores.bm25, 3),
                 "stack": None if scores.stack is None else round(scores.stack, 3),
                 "error": None if scores.error is None else round(scores.error, 3),
+                "semantic": None if scores.semantic is None else round(scores.semantic, 3),
             },
             "shared_frames": list(candidate.reasons.shared_frames),
             "terms": list(candidate.reasons.terms),
