@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from rapidfuzz import fuzz
@@ -77,6 +77,10 @@ LIKELY_STACK = 0.60
 LIKELY_ERROR = 0.90
 LIKELY_TITLE = 0.85
 RELATED_SCORE = 0.30
+# Titles this alike in meaning make a candidate at least related: on the real pairs a
+# third of the true duplicates' titles reach it (most of them re-submissions), one in
+# ten thousand of the other issues' titles does (their median is 0.13).
+RELATED_SEMANTIC = 0.90
 # An error line matched this closely by more candidates than this is scaled down.
 ERROR_SHARED_BY = 3
 # Characters of a body compared term by term: the description and the first stacks.
@@ -349,7 +353,11 @@ def score_candidates(
             text=text, title=title, bm25=rel_bm25, stack=stack, error=error, semantic=sem
         )
         score = _total(subs, query_has_stack=bool(query.stacks))
-        level = _level(score, subs)
+        # Levels keep their meaning with or without the model: they are read off the
+        # evidence score (no semantic part); a title that means the same lifts a weak
+        # candidate to related, never to likely-duplicate on its own.
+        evidence = _total(replace(subs, semantic=None), query_has_stack=bool(query.stacks))
+        level = _level(evidence, subs)
         notes = _notes(
             issue, subs, match, matched_stack, shared_terms, error_line, bool(query.stacks)
         )
@@ -390,7 +398,7 @@ def _level(score: float, subs: SubScores) -> Level:
     )
     if score >= LIKELY_SCORE and strong:
         return Level.LIKELY_DUPLICATE
-    if score >= RELATED_SCORE:
+    if score >= RELATED_SCORE or (subs.semantic or 0.0) >= RELATED_SEMANTIC:
         return Level.RELATED
     return Level.WEAK
 
