@@ -433,7 +433,9 @@ def real_report(folder: Path, *, semantic_weight: float | None, as_json: bool) -
     for subset, by_half in figures.items():
         for half_name, results in by_half.items():
             n = sum(
-                1 for p in subsets[subset] if halves[half_name] is None or p.half == halves[half_name]
+                1
+                for p in subsets[subset]
+                if halves[half_name] is None or p.half == halves[half_name]
             )
             print(f"\n{subset}, {half_name} (n={n}):")
             print("\n".join(_table(results)))

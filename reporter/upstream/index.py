@@ -393,9 +393,7 @@ class Index:
             rows = self._db.execute("SELECT repo, body FROM issues WHERE is_pull = 0")
             for repo, body in rows.fetchall():
                 self._count_lines(str(repo), str(body), +1)
-            self._db.execute(
-                "UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,)
-            )
+            self._db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
@@ -819,6 +817,9 @@ class Index:
                 )
             batch.written += 1
             batch.ids.append(rowid)
+        if batch.written:
+            # New or changed issues need vectors: `search.embed_missing` looks again.
+            db.execute("DELETE FROM meta WHERE key = 'vectors_complete'")
         return batch
 
     def _remove(self, rowid: int, repo: str, title: str, body: str, is_pull: bool) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -32,10 +32,11 @@ import platformdirs
 
 import reporter
 from reporter.errors import UpstreamError, UsageError
-from reporter.upstream import boilerplate, rank, terms
+from reporter.upstream import boilerplate, fixes, rank, terms
 from reporter.upstream import semantic as semantic_model
 from reporter.upstream.github import API_URL, Clock, GitHubClient, find_token
 from reporter.upstream.index import (
+    Fix,
     ImportResult,
     Index,
     IssueRecord,
@@ -50,6 +51,7 @@ from reporter.upstream.query import (
     frame_phrases,
     github_queries,
     match_expression,
+    query_from_issue,
     surface_forms,
     term_weights,
 )
@@ -67,6 +69,9 @@ FRAME_DF_MIN = 50
 # text score): their long posting lists cost time and their BM25 weight is small.
 COMMON_TERM_SHARE = 0.05
 COMMON_TERM_MIN = 200
+# Closed issues whose fix one sync looks up (a timeline request each, and a few compare
+# requests per fix); the rest are looked up by the next sync.
+MAX_FIX_LOOKUPS = 200
 # Issues whose titles mean the most alike join the candidates (they may share no word).
 SEMANTIC_POOL = 50
 
@@ -99,6 +104,16 @@ class SyncReport:
     stored: int
     not_modified: bool
     resumed: bool
+    fixes: FixReport | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FixReport:
+    """What looking up fixes cost: issues checked, fixes found, issues left for later."""
+
+    checked: int
+    found: int
+    left: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,6 +126,8 @@ class SearchOutcome:
     index_path: Path
     example_index: bool
     searched: int
+    fixes: Mapping[tuple[str, int], Fix] = field(default_factory=dict)
+    """Stored fixes of candidates closed as completed, by (repo lowercased, number)."""
 
 
 def default_db_path() -> Path:
@@ -219,6 +236,8 @@ def sync_repo(
     full: bool = False,
     progress: Callable[[SyncProgress], None] | None = None,
     now: Callable[[], str] = _now_iso,
+    fixed_in: bool = False,
+    notes: list[str] | None = None,
 ) -> SyncReport:
     """Bring `repo` up to date in the index, one transaction per page.
 
@@ -230,6 +249,10 @@ def sync_repo(
     conditional request answered 304. Known limit: GitHub pages by number, so an issue
     updated while a long listing is read moves to its end and can push an unchanged one
     back onto a page already read; `--full` lists everything again.
+
+    With `fixed_in`, issues closed as completed then get their fix looked up
+    (`find_fixes`), unless the listing was unchanged (304); a GitHub failure there
+    becomes a note in `notes`, the issues stay stored.
     """
     state = index.sync_state(repo) or SyncState(repo=repo)
     if full:
@@ -269,9 +292,17 @@ def sync_repo(
             synced_at=now(),
         )
     index.save_state(final)
+    fix_report: FixReport | None = None
+    if fixed_in and not not_modified:
+        try:
+            fix_report = find_fixes(index, client, repo, now=now)
+        except UpstreamError as err:
+            if notes is not None:
+                notes.append(f"{repo}: looking up what fixed closed issues failed: {err.message}")
     if progress is not None:
         progress(SyncProgress(repo=repo, page=pages, last_page=pages, stored=stored, done=True))
     return SyncReport(
+        fixes=fix_report,
         repo=repo,
         requests=client.stats.requests - requests_before,
         pages=pages,
@@ -279,6 +310,59 @@ def sync_repo(
         not_modified=not_modified,
         resumed=resumed,
     )
+
+
+def find_fixes(
+    index: Index,
+    client: GitHubClient,
+    repo: str,
+    *,
+    limit: int = MAX_FIX_LOOKUPS,
+    now: Callable[[], str] = _now_iso,
+) -> FixReport:
+    """For issues of `repo` closed as completed and not looked at since their last update:
+    the change that closed them (timeline) and the first release tag containing it
+    (tags, then compare by bisection), stored in the index. At most `limit` issues per
+    run, newest first; the rest wait for the next sync."""
+    pending = index.unchecked_fixes(repo)
+    pending.sort(key=lambda r: (r.closed_at or "", r.number), reverse=True)
+    todo, left = pending[:limit], max(0, len(pending) - limit)
+    tags: list[str] | None = None
+    contains: dict[tuple[str, str], bool] = {}
+    found = 0
+    for record in todo:
+        change = fixes.closing_change(client.timeline(repo, record.number), repo)
+        sha = change.sha
+        if change.kind == "pull" and sha is None and change.pull is not None:
+            pull = client.pull(repo, change.pull)
+            merged = pull.get("merge_commit_sha") if pull else None
+            sha = merged if isinstance(merged, str) and merged else None
+        tag: str | None = None
+        if sha is not None:
+            if tags is None:
+                tags = client.tags(repo)
+
+            def has(name: str, sha: str = sha) -> bool:
+                key = (sha, name)
+                if key not in contains:
+                    contains[key] = client.compare(repo, sha, name) in ("ahead", "identical")
+                return contains[key]
+
+            tag = fixes.first_release(tags, has)
+        index.save_fix(
+            Fix(
+                repo=repo,
+                number=record.number,
+                kind=change.kind,
+                ref=change.ref,
+                url=change.url,
+                sha=sha,
+                tag=tag,
+                checked_at=max(now(), record.updated_at or ""),
+            )
+        )
+        found += change.kind != "none"
+    return FixReport(checked=len(todo), found=found, left=left)
 
 
 def refresh_online(index: Index, client: GitHubClient, query: Query, notes: list[str]) -> None:
@@ -344,8 +428,11 @@ def run_sync(
     progress: Callable[[SyncProgress], None] | None = None,
     transport: Any = None,
     clock: Clock | None = None,
+    fixed_in: bool = True,
 ) -> tuple[list[SyncReport], list[str], Path]:
-    """`report sync`: sync each repo into the index; returns reports, notes and the index path."""
+    """`report sync`: sync each repo into the index (and, with `fixed_in`, what fixed its
+    closed issues), then store title vectors when the semantic model is installed;
+    returns reports, notes and the index path."""
     names = [validate_repo(r) for r in repos]
     if not names:
         raise UsageError(
@@ -356,8 +443,23 @@ def run_sync(
     reports: list[SyncReport] = []
     with Index(path) as index, make_client(env, notes, transport=transport, clock=clock) as client:
         for repo in names:
-            reports.append(sync_repo(index, client, repo, full=full, progress=progress))
+            reports.append(
+                sync_repo(
+                    index,
+                    client,
+                    repo,
+                    full=full,
+                    progress=progress,
+                    fixed_in=fixed_in,
+                    notes=notes,
+                )
+            )
         notes.extend(client.notices)
+        model = semantic_model.load()
+        if model is None:
+            notes.append(semantic_model.MISSING_NOTE)
+        else:
+            embed_missing(index, model)
     return reports, notes, path
 
 
@@ -370,9 +472,14 @@ def run_search(
     env: Mapping[str, str],
     transport: Any = None,
     clock: Clock | None = None,
+    issue: tuple[str, int] | None = None,
 ) -> SearchOutcome:
     """`report search-upstream` once the query is built: open (or build) the index,
-    refresh it from GitHub when `online`, rank. `online=None` means neither flag."""
+    refresh it from GitHub when `online`, rank. `online=None` means neither flag.
+
+    With `issue` (`owner/repo#N` given as the query) the query is that stored issue,
+    searched in `query.repos` or its own repo, and never finds itself.
+    """
     if not 1 <= limit <= 100:
         raise UsageError(f"--limit {limit}: must be between 1 and 100")
     notes: list[str] = []
@@ -380,6 +487,11 @@ def run_search(
         db, offline=online is False, online=online is True, notes=notes
     )
     with index:
+        if issue is not None:
+            query = replace(
+                query_from_issue(stored_issue(index, *issue), repos=query.repos),
+                deployed=query.deployed,
+            )
         if online:
             if not query.repos:
                 raise UsageError(
@@ -398,7 +510,8 @@ def run_search(
             notes.append(
                 "no repository named (--repo or the manifest's upstream): searched them all"
             )
-        candidates = find_duplicates(index, query, limit=limit)
+        candidates = search_and_explain(index, query, limit=limit, notes=notes)
+        found = fixes_of(index, candidates)
     return SearchOutcome(
         candidates=tuple(candidates),
         query=query,
@@ -406,7 +519,112 @@ def run_search(
         index_path=index.path,
         example_index=example,
         searched=searched,
+        fixes=found,
     )
+
+
+def search_and_explain(
+    index: Index, query: Query, *, limit: int, notes: list[str]
+) -> list[rank.Candidate]:
+    """`find_duplicates` for people: the semantic model's absence and a pasted issue's
+    own entry (left out) become notes."""
+    if semantic_model.load() is None:
+        notes.append(semantic_model.MISSING_NOTE)
+    candidates = find_duplicates(index, query, limit=limit + 1)
+    own = pasted_self(candidates, query)
+    if own is not None:
+        record = own.issue.record
+        notes.append(
+            f"left out {record.repo}#{record.number}: the pasted text is that issue "
+            f"(pass `{record.repo}#{record.number}` to search for its duplicates)"
+        )
+        candidates = [c for c in candidates if c is not own]
+    return candidates[:limit]
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def pasted_self(candidates: Sequence[rank.Candidate], query: Query) -> rank.Candidate | None:
+    """The candidate that *is* the pasted query text: its whole body (and its title, or
+    nearly all the text) appear in the query. With several such (re-submissions of one
+    text) the newest is taken as the pasted one and the others stay, as duplicates."""
+    if query.issue is not None:
+        return None
+    text = _flat(query.text)
+    same: list[rank.Candidate] = []
+    for candidate in candidates:
+        record = candidate.issue.record
+        body = _flat(record.body)
+        if len(body) < 20 or body not in text:
+            continue
+        if _flat(record.title) in text or len(body) >= 0.8 * len(text):
+            same.append(candidate)
+    if not same:
+        return None
+    return max(same, key=lambda c: (c.issue.record.created_at or "", c.issue.record.number))
+
+
+def stored_issue(index: Index, repo: str, number: int) -> IssueRecord:
+    """A stored issue, or a `UsageError` saying how to get it into the index."""
+    record = index.issue(repo, number)
+    if record is None or record.is_pull:
+        what = "a pull request" if record is not None else "not in the index"
+        raise UsageError(
+            f"{repo}#{number}: {what} at {index.path}",
+            tip=f"run `report sync {repo}` first, or pass the issue's text with --text-file",
+        )
+    return record
+
+
+def fixes_of(index: Index, candidates: Sequence[rank.Candidate]) -> dict[tuple[str, int], Fix]:
+    """The stored fixes of the candidates closed as completed."""
+    out: dict[tuple[str, int], Fix] = {}
+    for candidate in candidates:
+        record = candidate.issue.record
+        if record.state != "closed" or (record.state_reason or "completed") != "completed":
+            continue
+        fix = index.fix(record.repo, record.number)
+        if fix is not None and fix.kind != "none":
+            out[(record.repo.lower(), record.number)] = fix
+    return out
+
+
+def fixed_in_json(fix: Fix | None, deployed: str) -> dict[str, Any] | None:
+    """The `fixed_in` object of a candidate: the change, the first release with it, and
+    whether the deployment runs that release or later (None: cannot tell)."""
+    if fix is None:
+        return None
+    return {
+        "change": fix.ref,
+        "kind": fix.kind,
+        "url": fix.url,
+        "commit": fix.sha,
+        "release": fix.tag,
+        "deployment": deployed or None,
+        "deployment_has_fix": (
+            None if not fix.tag or not deployed else fixes.has_fix(fix.tag, deployed)
+        ),
+    }
+
+
+def fixed_notes(outcome: SearchOutcome) -> list[str]:
+    """One "matches #N, fixed in vX; this deployment runs Y" line per fixed candidate."""
+    deployed = {repo.lower(): version for repo, version in outcome.query.deployed}
+    lines: list[str] = []
+    for candidate in outcome.candidates:
+        record = candidate.issue.record
+        fix = outcome.fixes.get((record.repo.lower(), record.number))
+        if fix is None:
+            continue
+        change = fixes.Change(kind=fix.kind, ref=fix.ref, url=fix.url, sha=fix.sha)
+        note = fixes.fixed_note(
+            record.number, record.repo, change, fix.tag, deployed.get(record.repo.lower(), "")
+        )
+        if note is not None:
+            lines.append(note)
+    return lines
 
 
 # --- search ------------------------------------------------------------------------
@@ -419,7 +637,7 @@ def find_duplicates(
     limit: int = 10,
     method: Method = Method.COMBINED,
     include_weak: bool = False,
-    embedder: semantic_model.Embedder | None | bool = True,
+    embedder: semantic_model.Embedder | bool | None = True,
     exclude: Sequence[tuple[str, int]] = (),
 ) -> list[rank.Candidate]:
     """The best candidates for `query` in `query.repos` (all repos when empty), best first.
@@ -466,6 +684,8 @@ def find_duplicates(
             pool.setdefault(issue_id, 0.0)
     stored = index.stored(pool)
     skip = {(repo.lower(), number) for repo, number in exclude}
+    if query.issue is not None:
+        skip.add((query.issue[0].lower(), query.issue[1]))
     issues = [
         stored[i]
         for i in sorted(stored)
@@ -499,7 +719,11 @@ def _best_of_each(scored: Sequence[rank.Candidate], limit: int) -> list[rank.Can
         for c in top:
             counts[c.issue.record.repo.lower()] = counts.get(c.issue.record.repo.lower(), 0) + 1
         victim = next(
-            (i for i in range(len(top) - 1, -1, -1) if counts[top[i].issue.record.repo.lower()] > 1),
+            (
+                i
+                for i in range(len(top) - 1, -1, -1)
+                if counts[top[i].issue.record.repo.lower()] > 1
+            ),
             None,
         )
         if victim is None:
@@ -510,7 +734,7 @@ def _best_of_each(scored: Sequence[rank.Candidate], limit: int) -> list[rank.Can
     return top
 
 
-def _embedder(choice: semantic_model.Embedder | None | bool) -> semantic_model.Embedder | None:
+def _embedder(choice: semantic_model.Embedder | bool | None) -> semantic_model.Embedder | None:
     if choice is True:
         return semantic_model.load()
     if choice is False or choice is None:
@@ -530,11 +754,18 @@ def embed_missing(
     batch: int = 1024,
     progress: Callable[[int], None] | None = None,
 ) -> int:
-    """Store a title vector for every issue that has none yet; returns how many."""
+    """Store a title vector for every issue that has none yet; returns how many.
+
+    The index remembers that every issue has a vector of this model (until the next
+    write), so a search on a complete index does not look for missing ones.
+    """
+    if index.meta("vectors_complete") == model.model_id:
+        return 0
     done = 0
     while True:
         rows = index.missing_vectors(model.model_id, batch)
         if not rows:
+            index.set_meta("vectors_complete", model.model_id)
             return done
         vectors = model.embed([embedding_text(title) for _, _, title in rows])
         index.save_vectors(
@@ -594,8 +825,25 @@ def _bm25_only(
 
 def outcome_json(outcome: SearchOutcome) -> dict[str, Any]:
     """The `search-upstream --json` document: candidates best first, plus context."""
+    deployed = {repo.lower(): version for repo, version in outcome.query.deployed}
+
+    per_repo: dict[str, int] = {}
+
+    def one(candidate: rank.Candidate) -> dict[str, Any]:
+        record = candidate.issue.record
+        key = (record.repo.lower(), record.number)
+        per_repo[key[0]] = per_repo.get(key[0], 0) + 1
+        return {
+            **candidate_json(candidate),
+            # Scores are calibrated per repo (BM25 relative to the repo's best): this is
+            # the candidate's place among its own repo's.
+            "rank_in_repo": per_repo[key[0]],
+            "fixed_in": fixed_in_json(outcome.fixes.get(key), deployed.get(key[0], "")),
+        }
+
     return {
-        "candidates": [candidate_json(c) for c in outcome.candidates],
+        "candidates": [one(c) for c in outcome.candidates],
+        "fixed": fixed_notes(outcome),
         "query": {
             "repos": list(outcome.query.repos),
             "title": outcome.query.title,
@@ -604,6 +852,12 @@ def outcome_json(outcome: SearchOutcome) -> dict[str, Any]:
                 for s in outcome.query.stacks
             ],
             "errors": list(outcome.query.errors),
+            "issue": (
+                None
+                if outcome.query.issue is None
+                else f"{outcome.query.issue[0]}#{outcome.query.issue[1]}"
+            ),
+            "deployed": dict(outcome.query.deployed),
         },
         "index": {
             "path": str(outcome.index_path),
@@ -647,7 +901,7 @@ def format_table(outcome: SearchOutcome) -> str:
     if not outcome.candidates:
         scope = ", ".join(outcome.query.repos) or "all repos"
         return f"no likely duplicates or related issues among {outcome.searched} issues ({scope})"
-    lines: list[str] = []
+    lines: list[str] = [f"{note}." for note in fixed_notes(outcome)]
     for n, candidate in enumerate(outcome.candidates, start=1):
         record = candidate.issue.record
         lines.append(
