@@ -24,6 +24,7 @@ commit is found by bisection, as releases of one line contain everything before 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -143,18 +144,36 @@ def first_release(tags: Sequence[str], contains: Callable[[str], bool]) -> str |
     return releases[high][1]
 
 
-def deployed_version(repo: str, packages: Mapping[str, str], fallback: str = "") -> str:
+def deployed_version(
+    repo: str, packages: Mapping[str, str], manifest_version: str = "", service: str = ""
+) -> str:
     """The deployment's version of `repo`'s software: the installed package named after
-    the repository (`sgl-project/sglang` -> `sglang`, `pytorch/pytorch` -> `torch`), else
-    `fallback` (the manifest's version)."""
+    the repository (`sgl-project/sglang` -> `sglang`, `pytorch/pytorch` -> `torch`); else
+    the manifest's `version` when it names that software (`sglang 0.5.2`), or is a bare
+    version and the manifest's `service` names it; else "" (not known)."""
     name = repo.rsplit("/", 1)[-1].lower().replace("_", "-")
-    for candidate in (name, _ALIASES.get(name, ""), f"{name}-python"):
-        if candidate and packages.get(candidate):
+    names = [n for n in (name, _ALIASES.get(name, ""), f"{name}-python") if n]
+    for candidate in names:
+        if packages.get(candidate):
             return packages[candidate]
-    return fallback
+    text = manifest_version.strip()
+    for candidate in names:
+        match = re.search(
+            rf"(?<![\w-]){re.escape(candidate)}[\s=:@-]*v?(\d[\w.+!-]*)", text, re.IGNORECASE
+        )
+        if match:
+            return match.group(1)
+    if text and any(c in service.lower() for c in names):
+        bare = text.removeprefix("v")
+        try:
+            Version(bare)
+        except InvalidVersion:
+            return ""
+        return bare
+    return ""
 
 
-_ALIASES = {"pytorch": "torch", "tensorrt-llm": "tensorrt-llm", "deepspeed": "deepspeed"}
+_ALIASES = {"pytorch": "torch"}
 
 
 def has_fix(tag: str, deployed: str) -> bool | None:

@@ -96,7 +96,11 @@ def query_from_analysis(bundle: Bundle, analysis: Analysis, *, repos: Sequence[s
     deployed = tuple(
         (repo, version)
         for repo in names
-        if (version := deployed_version(repo, installed, bundle.manifest.version))
+        if (
+            version := deployed_version(
+                repo, installed, bundle.manifest.version, bundle.manifest.service
+            )
+        )
     )
     return Query(
         repos=names,

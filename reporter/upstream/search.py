@@ -530,40 +530,35 @@ def search_and_explain(
     own entry (left out) become notes."""
     if semantic_model.load() is None:
         notes.append(semantic_model.MISSING_NOTE)
-    candidates = find_duplicates(index, query, limit=limit + 1)
-    own = pasted_self(candidates, query)
-    if own is not None:
-        record = own.issue.record
+    pasted: list[IssueRecord] = []
+    candidates = find_duplicates(index, query, limit=limit, pasted=pasted)
+    for record in pasted:
         notes.append(
             f"left out {record.repo}#{record.number}: the pasted text is that issue "
             f"(pass `{record.repo}#{record.number}` to search for its duplicates)"
         )
-        candidates = [c for c in candidates if c is not own]
-    return candidates[:limit]
+    return candidates
 
 
 def _flat(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
-def pasted_self(candidates: Sequence[rank.Candidate], query: Query) -> rank.Candidate | None:
-    """The candidate that *is* the pasted query text: its whole body (and its title, or
-    nearly all the text) appear in the query. With several such (re-submissions of one
-    text) the newest is taken as the pasted one and the others stay, as duplicates."""
-    if query.issue is not None:
-        return None
-    text = _flat(query.text)
-    same: list[rank.Candidate] = []
-    for candidate in candidates:
-        record = candidate.issue.record
+def pasted_self(records: Sequence[IssueRecord], pasted: str) -> IssueRecord | None:
+    """The stored issue that *is* the pasted query text: its whole body (and its title,
+    or nearly all the text) appear in the query. With several such (re-submissions of
+    one text) the newest is taken as the pasted one and the others stay, as duplicates."""
+    text = _flat(pasted)
+    same: list[IssueRecord] = []
+    for record in records:
         body = _flat(record.body)
         if len(body) < 20 or body not in text:
             continue
         if _flat(record.title) in text or len(body) >= 0.8 * len(text):
-            same.append(candidate)
+            same.append(record)
     if not same:
         return None
-    return max(same, key=lambda c: (c.issue.record.created_at or "", c.issue.record.number))
+    return max(same, key=lambda r: (r.created_at or "", r.number))
 
 
 def stored_issue(index: Index, repo: str, number: int) -> IssueRecord:
@@ -639,16 +634,21 @@ def find_duplicates(
     include_weak: bool = False,
     embedder: semantic_model.Embedder | bool | None = True,
     exclude: Sequence[tuple[str, int]] = (),
+    pasted: list[IssueRecord] | None = None,
 ) -> list[rank.Candidate]:
     """The best candidates for `query` in `query.repos` (all repos when empty), best first.
 
     The query's text loses the lines that are issue-form boilerplate in those repos
     first. `embedder=True` uses the packaged semantic model when installed (False or
     None: no semantic signal; or pass one). Issues in `exclude` (`(repo, number)`, the
-    query's own issue) are never returned. When several repos are searched, the best
-    candidate of each repo that has one is kept in the list (see `_best_of_each`).
+    query's own issue) are never returned. With a `pasted` list, a stored issue whose
+    text *is* the query (see `pasted_self`) is left out before scoring (it would set the
+    BM25 scale for every other candidate) and appended to `pasted`. When several repos
+    are searched, the best candidate of each repo that has one is kept in the list (see
+    `_best_of_each`).
     """
     model = _embedder(embedder)
+    pasted_text = query.text
     query = replace(query, text=index.strip_boilerplate(query.text, query.repos))
     documents = index.count()
     weights = term_weights(query)
@@ -686,6 +686,11 @@ def find_duplicates(
     skip = {(repo.lower(), number) for repo, number in exclude}
     if query.issue is not None:
         skip.add((query.issue[0].lower(), query.issue[1]))
+    elif pasted is not None:
+        own = pasted_self([stored[i].record for i in sorted(stored)], pasted_text)
+        if own is not None:
+            pasted.append(own)
+            skip.add((own.repo.lower(), own.number))
     issues = [
         stored[i]
         for i in sorted(stored)
