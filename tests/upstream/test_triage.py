@@ -143,7 +143,7 @@ def test_since_makes_one_markdown_table(db: Path) -> None:
         cli, ["triage", REPO, "--since", "2025-02-10T00:00:00Z", "--db", str(db), "--json"]
     )
     document = json.loads(as_json.stdout)
-    assert [i["number"] for i in document["issues"]][0] == 200
+    assert document["issues"][0]["number"] == 200
     for issue in document["issues"]:
         assert issue["number"] not in [c["number"] for c in issue["candidates"]]
 
