@@ -14,7 +14,10 @@ for ranking, document frequencies, and JSONL export. Tables::
     line_df       per repo and line shape (`boilerplate.line_key`): how many issues
                   carry it; shapes in many issues are issue-form boilerplate
     issue_vectors per issue: the title's unit vector from the semantic model (float16
-                  blob) and the model's id; filled by `Index.embed_missing`
+                  blob) and the model's id; filled by `search.embed_missing`
+    vector_packs  per repo and model: every issue id (int64) and vector of the repo in
+                  two blobs, so a query reads one row per repo instead of one per issue;
+                  rebuilt from issue_vectors when a vector of the repo changes
     issue_fixes   per closed issue: the change that fixed it (pull request or commit)
                   and the first release tag containing it, found at sync
     meta          schema and tokenizer versions
@@ -38,6 +41,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -115,6 +119,13 @@ CREATE TABLE IF NOT EXISTS issue_vectors(
     vector BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS issue_vectors_by_repo ON issue_vectors(repo, model);
+CREATE TABLE IF NOT EXISTS vector_packs(
+    repo TEXT NOT NULL COLLATE NOCASE,
+    model TEXT NOT NULL,
+    ids BLOB NOT NULL,
+    vectors BLOB NOT NULL,
+    PRIMARY KEY(repo, model)
+);
 CREATE TABLE IF NOT EXISTS issue_fixes(
     repo TEXT NOT NULL COLLATE NOCASE,
     number INTEGER NOT NULL,
@@ -341,6 +352,8 @@ class Index:
 
     def __init__(self, path: Path, *, create: bool = True) -> None:
         self.path = path
+        self._repo_counts: list[tuple[str, int]] | None = None
+        self._packs: dict[tuple[str, str], tuple[bytes, bytes]] = {}
         if not create and not path.is_file():
             raise UsageError(
                 f"{path}: no such issue index",
@@ -373,6 +386,9 @@ class Index:
                     f"this reporter writes {SCHEMA_VERSION}/{TOKENIZER_VERSION}",
                     tip="export it with the older reporter, or delete it and sync again",
                 )
+            if "vector_packs" not in tables:
+                # Added to schema 2 after its first builds (derived data, empty is right).
+                self._db.executescript(f"BEGIN IMMEDIATE;{_SCHEMA_2}COMMIT;")
             return
         if tables - {"sqlite_sequence"}:
             raise InputError(
@@ -436,11 +452,13 @@ class Index:
         return int(self._db.execute(sql, args).fetchone()[0])
 
     def repos(self) -> list[tuple[str, int]]:
-        """Each repo with its issue count, by name."""
-        rows = self._db.execute(
-            "SELECT repo, COUNT(*) FROM issues WHERE is_pull = 0 GROUP BY repo ORDER BY repo"
-        ).fetchall()
-        return [(str(r), int(n)) for r, n in rows]
+        """Each repo with its issue count, by name (kept until the next write)."""
+        if self._repo_counts is None:
+            rows = self._db.execute(
+                "SELECT repo, COUNT(*) FROM issues WHERE is_pull = 0 GROUP BY repo ORDER BY repo"
+            ).fetchall()
+            self._repo_counts = [(str(r), int(n)) for r, n in rows]
+        return list(self._repo_counts)
 
     def records(self, repo: str | None = None) -> Iterator[IssueRecord]:
         """Stored issues (not pull requests) by repo and number."""
@@ -556,14 +574,43 @@ class Index:
         common = self.boilerplate(boilerplate.line_keys(body), repos)
         return boilerplate.strip(body, common.__contains__)
 
-    def vectors(self, repos: Sequence[str], model: str) -> tuple[list[int], list[bytes]]:
-        """Issue ids and stored title vectors (blobs) of `model` for `repos` (all when empty)."""
-        where, args = _repo_filter(repos, "repo")
+    def vectors(self, repos: Sequence[str], model: str) -> list[tuple[bytes, bytes]]:
+        """The vector packs of `model` for `repos` (all repos when empty): per repo, its
+        issue ids (int64, native order) and their vectors (float16 rows), in id order.
+        A stale or missing pack is rebuilt from `issue_vectors` and stored."""
+        names = list(repos) or [
+            str(r[0])
+            for r in self._db.execute(
+                "SELECT DISTINCT repo FROM issue_vectors WHERE model = ?", (model,)
+            )
+        ]
+        out: list[tuple[bytes, bytes]] = []
+        for repo in names:
+            key = (repo.lower(), model)
+            cached = self._packs.get(key)
+            if cached is None:
+                row = self._db.execute(
+                    "SELECT ids, vectors FROM vector_packs WHERE repo = ? AND model = ?",
+                    (repo, model),
+                ).fetchone()
+                cached = (bytes(row[0]), bytes(row[1])) if row else self._pack(repo, model)
+                self._packs[key] = cached
+            out.append(cached)
+        return out
+
+    def _pack(self, repo: str, model: str) -> tuple[bytes, bytes]:
         rows = self._db.execute(
-            f"SELECT issue, vector FROM issue_vectors WHERE model = ?{where} ORDER BY issue",
-            (model, *args),
+            "SELECT issue, vector FROM issue_vectors WHERE repo = ? AND model = ? ORDER BY issue",
+            (repo, model),
         ).fetchall()
-        return [int(r[0]) for r in rows], [bytes(r[1]) for r in rows]
+        ids = array("q", (int(r[0]) for r in rows)).tobytes()
+        vectors = b"".join(bytes(r[1]) for r in rows)
+        with self.transaction():
+            self._db.execute(
+                "INSERT OR REPLACE INTO vector_packs(repo, model, ids, vectors) VALUES (?, ?, ?, ?)",
+                (repo, model, ids, vectors),
+            )
+        return ids, vectors
 
     def missing_vectors(self, model: str, limit: int) -> list[tuple[int, str, str]]:
         """Up to `limit` issues (id, repo, title) without a vector of `model`."""
@@ -575,8 +622,9 @@ class Index:
         ).fetchall()
         return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
 
-    def save_vectors(self, model: str, rows: Iterable[tuple[int, str, bytes]]) -> None:
-        """Store (issue id, repo, vector blob) rows of `model` in one transaction."""
+    def save_vectors(self, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
+        """Store (issue id, repo, vector blob) rows of `model` in one transaction; their
+        repos' packs are rebuilt on the next read."""
         with self.transaction():
             self._db.executemany(
                 "INSERT INTO issue_vectors(issue, repo, model, vector) VALUES (?, ?, ?, ?) "
@@ -584,6 +632,11 @@ class Index:
                 "model = excluded.model, vector = excluded.vector",
                 [(issue, repo, model, blob) for issue, repo, blob in rows],
             )
+            repos = {repo for _, repo, _ in rows}
+            self._db.executemany(
+                "DELETE FROM vector_packs WHERE repo = ?", [(repo,) for repo in repos]
+            )
+        self._packs.clear()
 
     def fix(self, repo: str, number: int) -> Fix | None:
         """What fixed `repo#number`, if a sync looked it up."""
@@ -820,6 +873,8 @@ class Index:
         if batch.written:
             # New or changed issues need vectors: `search.embed_missing` looks again.
             db.execute("DELETE FROM meta WHERE key = 'vectors_complete'")
+            self._repo_counts = None
+            self._packs.clear()
         return batch
 
     def _remove(self, rowid: int, repo: str, title: str, body: str, is_pull: bool) -> None:
@@ -827,6 +882,7 @@ class Index:
         if not is_pull:
             self._count_lines(repo, body, -1)
             self._db.execute("DELETE FROM issue_vectors WHERE issue = ?", (rowid,))
+            self._db.execute("DELETE FROM vector_packs WHERE repo = ?", (repo,))
             title_text, body_text = _fts_values(title, body)
             # A contentless table forgets a row only when given the values it indexed.
             self._db.execute(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -676,11 +676,10 @@ def find_duplicates(
         best = sorted(sums.items(), key=lambda item: (-item[1], item[0]))[:FRAME_POOL]
         for issue_id, _ in best:
             pool.setdefault(issue_id, 0.0)
-    similarity: dict[int, float] | None = None
+    titles: TitleSimilarity | None = None
     if method is Method.COMBINED and model is not None:
-        similarity = semantic_neighbours(index, model, query)
-        top = sorted(similarity.items(), key=lambda item: (-item[1], item[0]))[:SEMANTIC_POOL]
-        for issue_id, _ in top:
+        titles = semantic_neighbours(index, model, query)
+        for issue_id in titles.nearest:
             pool.setdefault(issue_id, 0.0)
     stored = index.stored(pool)
     skip = {(repo.lower(), number) for repo, number in exclude}
@@ -702,6 +701,7 @@ def find_duplicates(
     stats = rank.Stats(documents=documents, term_df=term_df, frame_df=frame_df)
     if method is Method.BM25:
         return _bm25_only(issues, pool, limit)
+    similarity = None if titles is None else titles.lookup(i.id for i in issues)
     scored = rank.score_candidates(
         query, issues, pool, stats, weights, surface_forms(query), similarity
     )
@@ -785,22 +785,47 @@ def embed_missing(
             progress(done)
 
 
+@dataclass(frozen=True, slots=True)
+class TitleSimilarity:
+    """The query title's cosine similarity to every stored title of the searched repos:
+    ids sorted, their cosines, and the `SEMANTIC_POOL` nearest ids, best first."""
+
+    ids: Any
+    cosines: Any
+    nearest: tuple[int, ...]
+
+    def lookup(self, wanted: Iterable[int]) -> dict[int, float]:
+        """Cosines of the `wanted` ids (0.0 for an issue without a vector)."""
+        import numpy as np
+
+        keys = np.fromiter(wanted, dtype=np.int64)
+        if not len(keys) or not len(self.ids):
+            return dict.fromkeys((int(k) for k in keys), 0.0)
+        at = np.minimum(np.searchsorted(self.ids, keys), len(self.ids) - 1)
+        found = self.ids[at] == keys
+        values = np.where(found, self.cosines[at], 0.0)
+        return {int(k): float(v) for k, v in zip(keys, values, strict=True)}
+
+
 def semantic_neighbours(
     index: Index, model: semantic_model.Embedder, query: Query
-) -> dict[int, float]:
-    """Cosine similarity of the query's title to every stored title in its repos.
+) -> TitleSimilarity:
+    """The query title against every stored title in its repos: one embedding and one
+    matrix-vector product over the repos' vector packs. Issues without a vector get one
+    first (once per index, after a sync or import that ran without the model)."""
+    import numpy as np
 
-    Issues without a vector get one first (once per index, after a sync or import
-    that ran without the model). One embedding and one matrix-vector product.
-    """
     embed_missing(index, model)
-    ids, blobs = index.vectors(query.repos, model.model_id)
-    if not ids:
-        return {}
-    matrix = semantic_model.from_blobs(blobs)
+    ids, matrix = semantic_model.unpack(index.vectors(query.repos, model.model_id))
+    if not len(ids):
+        return TitleSimilarity(ids=ids, cosines=np.zeros(0, dtype=np.float32), nearest=())
     vector = model.embed([embedding_text(query.title)])[0]
-    cosines = matrix @ vector
-    return dict(zip(ids, (float(x) for x in cosines), strict=True))
+    order = ids.argsort(kind="stable")
+    ids, cosines = ids[order], (matrix @ vector)[order]
+    k = min(SEMANTIC_POOL, len(ids))
+    top = np.argpartition(-cosines, k - 1)[:k]
+    best = sorted(top.tolist(), key=lambda i: (-float(cosines[i]), int(ids[i])))
+    return TitleSimilarity(ids=ids, cosines=cosines, nearest=tuple(int(ids[i]) for i in best))
 
 
 def _bm25_only(

@@ -110,6 +110,19 @@ def to_blob(vector: Vectors) -> bytes:
     return np.asarray(vector, dtype=np.float16).tobytes()
 
 
+def unpack(packs: Sequence[tuple[bytes, bytes]], dim: int = DIM) -> tuple[Any, Vectors]:
+    """Vector packs (`Index.vectors`) as one int64 id array and one float32 matrix."""
+    import numpy as np
+
+    if not packs:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
+    ids = np.concatenate([np.frombuffer(i, dtype=np.int64) for i, _ in packs])
+    matrix = np.concatenate(
+        [np.frombuffer(v, dtype=np.float16).reshape(-1, dim) for _, v in packs]
+    ).astype(np.float32)
+    return ids, matrix
+
+
 def from_blobs(blobs: Sequence[bytes], dim: int = DIM) -> Vectors:
     """Stored vectors back as one float32 matrix, one row per blob."""
     import numpy as np

@@ -81,13 +81,18 @@ def test_vectors_are_stored_once_and_a_paraphrase_is_found(tmp_path: Path) -> No
         index.upsert(_records())
         assert search.embed_missing(index, model) == 6
         assert search.embed_missing(index, model) == 0  # remembered: nothing to look for
-        ids, blobs = index.vectors([REPO], model.model_id)
-        assert len(ids) == 6 and all(len(b) == 2 * semantic.DIM for b in blobs)
+        ((ids, vectors),) = index.vectors([REPO], model.model_id)
+        assert len(ids) == 6 * 8 and len(vectors) == 6 * 2 * semantic.DIM
+        # The pack was stored: a fresh connection reads the same bytes.
+        with Index(tmp_path / "s.sqlite3") as again:
+            assert again.vectors([REPO], model.model_id) == [(ids, vectors)]
         # An edit drops the issue's vector; the next search embeds it again.
         index.upsert(
             [IssueRecord(repo=REPO, number=99, title="Crash while loading quantized weights")]
         )
         assert search.embed_missing(index, model) == 1
+        ((ids, vectors),) = index.vectors([REPO], model.model_id)
+        assert len(ids) == 6 * 8  # the pack was rebuilt with the new vector
         # Not one word in common with #99's title or body.
         query = query_from_text("Segfault reading a quantised checkpoint", repos=(REPO,))
         found = search.find_duplicates(index, query, limit=3, include_weak=True)
