@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.keep}: exists; pass a new path to --keep", file=sys.stderr)
         return 2
     model = semantic.load()
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         path = args.keep or Path(tmp) / "bench.sqlite3"
         started = time.perf_counter()
@@ -89,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
             f"title vectors: {embed:.1f} s ({result.imported / max(embed, 1e-9):,.0f} issues/s); "
             f"index size with them {size_vectors / 1e6:.1f} MB"
         )
+    print(
+        f"machine: {os.cpu_count()} cores, load average {load_before:.1f} at the start and "
+        f"{os.getloadavg()[0]:.1f} at the end (other work on the machine slows every figure)"
+    )
     p50 = p95 = 0.0
     for name, timings in (("semantic off", plain), ("semantic on", rich)):
         if not timings:

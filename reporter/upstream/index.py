@@ -13,8 +13,8 @@ for ranking, document frequencies, and JSONL export. Tables::
     sync_state    per repo: `since` and the ETag of the listing for it, resume point
     line_df       per repo and line shape (`boilerplate.line_key`): how many issues
                   carry it; shapes in many issues are issue-form boilerplate
-    issue_vectors per issue: the title's unit vector from the semantic model (float16
-                  blob) and the model's id; filled by `search.embed_missing`
+    issue_vectors per issue: the title's unit vector from the semantic model (int8
+                  blob, see `semantic.to_blob`) and the model's id; filled by `search.embed_missing`
     vector_packs  per repo and model: every issue id (int64) and vector of the repo in
                   two blobs, so a query reads one row per repo instead of one per issue;
                   rebuilt from issue_vectors when a vector of the repo changes
@@ -576,7 +576,7 @@ class Index:
 
     def vectors(self, repos: Sequence[str], model: str) -> list[tuple[bytes, bytes]]:
         """The vector packs of `model` for `repos` (all repos when empty): per repo, its
-        issue ids (int64, native order) and their vectors (float16 rows), in id order.
+        issue ids (int64, native order) and their vectors (int8 rows), in id order.
         A stale or missing pack is rebuilt from `issue_vectors` and stored."""
         names = list(repos) or [
             str(r[0])

@@ -43,15 +43,16 @@ def test_alike_titles_are_closer_than_unrelated_ones() -> None:
     assert float(a @ b) > float(a @ c) + 0.15
 
 
-def test_blobs_round_trip_as_float16() -> None:
+def test_blobs_round_trip_as_int8_within_a_hundredth() -> None:
     np = pytest.importorskip("numpy")
     vector = np.linspace(-1, 1, semantic.DIM, dtype=np.float32)
     vector /= np.linalg.norm(vector)
     blob = semantic.to_blob(vector)
-    assert len(blob) == 2 * semantic.DIM
+    assert len(blob) == semantic.DIM
     back = semantic.from_blobs([blob, blob])
     assert back.shape == (2, semantic.DIM)
-    assert np.allclose(back[1], vector, atol=1e-3)
+    assert np.allclose(back[1], vector, atol=0.5 / semantic.SCALE + 1e-6)
+    assert abs(float(back[0] @ vector) - 1.0) < 0.01
 
 
 def _records() -> list[IssueRecord]:
@@ -82,7 +83,7 @@ def test_vectors_are_stored_once_and_a_paraphrase_is_found(tmp_path: Path) -> No
         assert search.embed_missing(index, model) == 6
         assert search.embed_missing(index, model) == 0  # remembered: nothing to look for
         ((ids, vectors),) = index.vectors([REPO], model.model_id)
-        assert len(ids) == 6 * 8 and len(vectors) == 6 * 2 * semantic.DIM
+        assert len(ids) == 6 * 8 and len(vectors) == 6 * semantic.DIM
         # The pack was stored: a fresh connection reads the same bytes.
         with Index(tmp_path / "s.sqlite3") as again:
             assert again.vectors([REPO], model.model_id) == [(ids, vectors)]
@@ -104,9 +105,7 @@ def test_vectors_are_stored_once_and_a_paraphrase_is_found(tmp_path: Path) -> No
         assert 99 not in [c.issue.record.number for c in plain]
 
 
-def test_without_the_model_search_says_so(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_without_the_model_search_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(semantic, "load", lambda: None)
     with Index(tmp_path / "s.sqlite3") as index:
         index.upsert(_records())
