@@ -114,7 +114,7 @@ def to_blob(vector: Vectors) -> bytes:
     import numpy as np
 
     scaled = np.clip(np.rint(np.asarray(vector, dtype=np.float32) * SCALE), -127, 127)
-    return scaled.astype(np.int8).tobytes()
+    return bytes(scaled.astype(np.int8).tobytes())
 
 
 def unpack(packs: Sequence[tuple[bytes, bytes]], dim: int = DIM) -> tuple[Any, Vectors]:
