@@ -346,16 +346,27 @@ def run_real(
     """Rank every pair's query with each method; the rankings (numbers, best first) by
     method and pair, and notes."""
     from reporter.upstream import rank, semantic
-    from reporter.upstream.query import query_from_text
-    from reporter.upstream.search import embed_missing
 
     pairs, pool = load_real(folder)
     notes: list[str] = []
     model = semantic.load()
     if model is None:
         notes.append(semantic.MISSING_NOTE)
+    saved = rank.WEIGHTS["semantic"]
     if semantic_weight is not None:
         rank.WEIGHTS["semantic"] = semantic_weight
+    try:
+        return pairs, _rank_real(folder, pairs, pool, model), notes
+    finally:
+        rank.WEIGHTS["semantic"] = saved
+
+
+def _rank_real(
+    folder: Path, pairs: Sequence[RealPair], pool: Sequence[dict[str, Any]], model: Any
+) -> dict[str, dict[int, list[int]]]:
+    from reporter.upstream.query import query_from_text
+    from reporter.upstream.search import embed_missing
+
     rankings: dict[str, dict[int, list[int]]] = {m: {} for m in REAL_METHODS}
     plain, keywords = PlainBM25(pool), GitHubKeywords(pool)
     with tempfile.TemporaryDirectory() as tmp, Index(Path(tmp) / "real.sqlite3") as index:
@@ -380,7 +391,7 @@ def run_real(
             rankings["github-keywords"][id(pair)] = [
                 n for _, n in keywords.rank(pair.title, (pair.repo,))
             ]
-    return pairs, {m: r for m, r in rankings.items() if r}, notes
+    return {m: r for m, r in rankings.items() if r}
 
 
 def real_report(folder: Path, *, semantic_weight: float | None, as_json: bool) -> int:
