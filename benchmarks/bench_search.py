@@ -29,17 +29,23 @@ from reporter.upstream.query import Query
 from reporter.upstream.search import embed_missing, find_duplicates
 
 
-def _latency(index: Index, queries: list[Query], runs: int, embedder: bool) -> list[float]:
+def _latency(
+    index: Index, queries: list[Query], runs: int, embedder: bool
+) -> tuple[list[float], list[float]]:
+    """Sorted wall-clock and CPU milliseconds per query. CPU time is this process's own
+    work: on a shared machine the wall clock also counts the time other work held the
+    cores, so both are printed."""
     for query in queries:  # warm-up: page cache, statement cache, imports, the model
         find_duplicates(index, query, limit=10, embedder=embedder)
-    timings: list[float] = []
+    wall: list[float] = []
+    cpu: list[float] = []
     for n in range(runs):
         query = queries[n % len(queries)]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         find_duplicates(index, query, limit=10, embedder=embedder)
-        timings.append((time.perf_counter() - t0) * 1000)
-    timings.sort()
-    return timings
+        wall.append((time.perf_counter() - t0) * 1000)
+        cpu.append((time.process_time() - c0) * 1000)
+    return sorted(wall), sorted(cpu)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         size_vectors = path.stat().st_size
         with Index(path) as index:
             plain = _latency(index, queries, args.runs, False)
-            rich = _latency(index, queries, args.runs, True) if model is not None else []
+            rich = _latency(index, queries, args.runs, True) if model is not None else ([], [])
     print(
         f"issues: {result.imported} ({len(result.skipped)} skipped); generated in {generated:.1f} s"
     )
@@ -96,15 +102,17 @@ def main(argv: list[str] | None = None) -> int:
         f"{os.getloadavg()[0]:.1f} at the end (other work on the machine slows every figure)"
     )
     p50 = p95 = 0.0
-    for name, timings in (("semantic off", plain), ("semantic on", rich)):
-        if not timings:
+    for name, (wall, cpu) in (("semantic off", plain), ("semantic on", rich)):
+        if not wall:
             continue
-        p50 = statistics.median(timings)
-        p95 = timings[int(0.95 * (len(timings) - 1))]
+        p50 = statistics.median(wall)
+        p95 = wall[int(0.95 * (len(wall) - 1))]
+        cpu50, cpu95 = statistics.median(cpu), cpu[int(0.95 * (len(cpu) - 1))]
         print(
             f"warm query, {name}, over {result.imported} issues ({args.runs} runs, "
-            f"{len(queries)} queries): p50 {p50:.1f} ms, p95 {p95:.1f} ms, "
-            f"max {timings[-1]:.1f} ms (goal <= 150 ms)"
+            f"{len(queries)} queries): wall p50 {p50:.1f} ms, p95 {p95:.1f} ms, "
+            f"max {wall[-1]:.1f} ms; CPU p50 {cpu50:.1f} ms, p95 {cpu95:.1f} ms "
+            f"(goal <= 150 ms)"
         )
     return 0 if p50 <= 150 and p95 <= 150 else 1
 

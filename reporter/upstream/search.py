@@ -77,6 +77,9 @@ MAX_FIX_LOOKUPS = 200
 # 0.13, 90 % of them below 0.29; each extra candidate costs a full scoring).
 SEMANTIC_POOL = 30
 SEMANTIC_FLOOR = 0.25
+# With a stack in the query the semantic weight is small (rank.SEMANTIC_WITH_STACK): an
+# issue that only shares the title's meaning rarely makes the top, so fewer are scored.
+SEMANTIC_POOL_WITH_STACK = 10
 
 
 class Method(StrEnum):
@@ -823,10 +826,13 @@ def semantic_neighbours(
     ids, matrix = semantic_model.unpack(index.vectors(query.repos, model.model_id))
     if not len(ids):
         return TitleSimilarity(ids=ids, cosines=np.zeros(0, dtype=np.float32), nearest=())
-    vector = model.embed([embedding_text(query.title)])[0]
-    order = ids.argsort(kind="stable")
-    ids, cosines = ids[order], (matrix @ vector)[order]
-    k = min(SEMANTIC_POOL, len(ids))
+    vector = model.embed([embedding_text(query.title)])[0] / semantic_model.SCALE
+    cosines = matrix @ vector
+    if len(ids) > 1 and bool((ids[1:] < ids[:-1]).any()):
+        # Several repos' packs: each is in id order, the concatenation need not be.
+        order = ids.argsort(kind="stable")
+        ids, cosines = ids[order], cosines[order]
+    k = min(SEMANTIC_POOL if not query.stacks else SEMANTIC_POOL_WITH_STACK, len(ids))
     top = np.argpartition(-cosines, k - 1)[:k]
     best = sorted(
         (i for i in top.tolist() if cosines[i] >= SEMANTIC_FLOOR),

@@ -118,16 +118,16 @@ def to_blob(vector: Vectors) -> bytes:
 
 
 def unpack(packs: Sequence[tuple[bytes, bytes]], dim: int = DIM) -> tuple[Any, Vectors]:
-    """Vector packs (`Index.vectors`) as one int64 id array and one float32 matrix."""
+    """Vector packs (`Index.vectors`) as one int64 id array and one float32 matrix in
+    stored units: divide its products by `SCALE` for cosines."""
     import numpy as np
 
     if not packs:
         return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
     ids = np.concatenate([np.frombuffer(i, dtype=np.int64) for i, _ in packs])
     stored = np.concatenate([np.frombuffer(v, dtype=np.int8).reshape(-1, dim) for _, v in packs])
-    matrix = stored.astype(np.float32)
-    matrix *= 1.0 / SCALE
-    return ids, matrix
+    # Left in stored units (x SCALE): callers scale the few products, not every component.
+    return ids, stored.astype(np.float32)
 
 
 def from_blobs(blobs: Sequence[bytes], dim: int = DIM) -> Vectors:

@@ -49,6 +49,8 @@ def test_blobs_round_trip_as_int8_within_a_hundredth() -> None:
     vector /= np.linalg.norm(vector)
     blob = semantic.to_blob(vector)
     assert len(blob) == semantic.DIM
+    ids, matrix = semantic.unpack([(b"\0" * 8, blob)])
+    assert len(ids) == 1 and abs(float(matrix[0] @ vector) / semantic.SCALE - 1.0) < 0.01
     back = semantic.from_blobs([blob, blob])
     assert back.shape == (2, semantic.DIM)
     assert np.allclose(back[1], vector, atol=0.5 / semantic.SCALE + 1e-6)
