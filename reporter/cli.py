@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import typer
 
 from reporter import __version__, app
-from reporter.analysis import Analysis, Similarity
+from reporter.analysis import Similarity
 from reporter.errors import ReporterError, UsageError
 
 if TYPE_CHECKING:
@@ -93,6 +93,13 @@ ContextOpt = Annotated[
     int,
     typer.Option("--context", min=0, help="Lines shown on each side of a frame in code excerpts."),
 ]
+ReportsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--reports",
+        help="Earlier reports to look through for the same hang (default: reports/ when present).",
+    ),
+]
 BaselineOpt = Annotated[
     Path | None,
     typer.Option(
@@ -146,42 +153,22 @@ def analyze_cmd(
     source_root: SourceRootOpt = None,
     baseline: BaselineOpt = None,
     context: ContextOpt = 6,
+    reports: ReportsOpt = None,
 ) -> None:
     """Print the verdict for a bundle folder or loose dump files; writes nothing."""
     options = _run(
         lambda: _options(similarity, max_file_size, strict, source_root, baseline, context)
     )
     bundle, analysis = _run(lambda: app.load_and_analyze(evidence, options))
+    seen = _run(lambda: app.seen_before(bundle, analysis, reports))
     if as_json:
-        sys.stdout.write(app.analysis_json(analysis))
+        sys.stdout.write(app.analysis_json(analysis, bundle, seen=seen))
         return
-    print(_human(analysis))
+    print(app.analysis_text(bundle, analysis, seen=seen))
     for warning in bundle.warnings[:10]:
         print(f"warning: {warning}", file=sys.stderr)
     if len(bundle.warnings) > 10:
         print(f"warning: … {len(bundle.warnings) - 10} more (see --json)", file=sys.stderr)
-
-
-def _human(analysis: Analysis) -> str:
-    """A short plain-text verdict for the terminal."""
-    lines = [
-        f"verdict: {analysis.verdict.value} (confidence {analysis.confidence.value}, "
-        f"{analysis.snapshots} snapshot{'s' if analysis.snapshots != 1 else ''})",
-        analysis.summary,
-        "",
-    ]
-    for stack_class in analysis.classes:
-        blocked = stack_class.collective or stack_class.wait or "-"
-        top = stack_class.frames[0].display() if stack_class.frames else "-"
-        lines.append(f"  {stack_class.label:<12} {stack_class.state.value:<8} {blocked:<16} {top}")
-    if analysis.branch_point and analysis.branch_point.shared:
-        lines.append(f"branch point: {analysis.branch_point.shared.display()}")
-    for note in analysis.confidence_notes:
-        lines.append(f"note: {note}")
-    if analysis.wedge is not None:
-        lines.append(f"metrics: {analysis.wedge.summary}")
-    lines.append(f"signature: {analysis.signature.hash}")
-    return "\n".join(lines)
 
 
 @cli.command("draft")
@@ -203,6 +190,7 @@ def draft_cmd(
     source_root: SourceRootOpt = None,
     baseline: BaselineOpt = None,
     context: ContextOpt = 6,
+    reports: ReportsOpt = None,
 ) -> None:
     """Write a Markdown incident report for a bundle (or loose dump files).
 
@@ -212,7 +200,9 @@ def draft_cmd(
     options = _run(
         lambda: _options(similarity, max_file_size, strict, source_root, baseline, context)
     )
-    result = _run(lambda: app.draft(evidence, out=out, options=options, force=force))
+    result = _run(
+        lambda: app.draft(evidence, out=out, options=options, force=force, reports=reports)
+    )
     for line in _merge_summary(result.merge):
         print(line)
     if result.unchanged:
@@ -768,6 +758,13 @@ def upstream_file_cmd(
     forms: FormsOpt = None,
     db: DbOpt = None,
     link_related: LinkRelatedOpt = False,
+    reports: ReportsOpt = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report", help="The incident report whose upstream_issue gets the filed URL."
+        ),
+    ] = None,
 ) -> None:
     """File the bundle upstream, or add "+1 with evidence" to the issue it duplicates.
 
@@ -786,6 +783,8 @@ def upstream_file_cmd(
             forms=forms,
             db=db,
             link_related=link_related,
+            reports=reports,
+            report=report,
         )
     )
     for note in result.plan.notes:

@@ -402,6 +402,8 @@ class FileResult:
     sent: bool
     url: str
     recorded: Path | None = None
+    reports_updated: tuple[Path, ...] = ()
+    """Incident reports whose `upstream_issue` now names `url` (set by the application layer)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
