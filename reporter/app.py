@@ -178,8 +178,8 @@ def analysis_json(
 ) -> str:
     """The `analyze --json` document, byte-stable for the same evidence.
 
-    With the `bundle`, it adds `summary` (each line with its topic and sources),
-    `next_steps` (action, why, rule) and `seen_before`.
+    With the `bundle`, it adds `headline`, `summary_lines` (each summary line with its
+    topic and sources), `next_steps` (action, why, rule) and `seen_before`.
 
     One top-level key per line and one list item per line: readable, and written by
     the C encoder (`indent=` switches json to its pure-Python encoder, five times
@@ -191,7 +191,8 @@ def analysis_json(
 
         ans = answer.build(bundle, analysis, seen=seen)
         data["headline"] = ans.title
-        data["summary"] = [
+        # `summary` stays the verdict paragraph (a documented key); the lines go beside it.
+        data["summary_lines"] = [
             {"topic": line.topic, "text": line.text, "sources": list(line.sources)}
             for line in ans.lines
         ]
@@ -238,6 +239,7 @@ def render_draft(
     """
     # Imported here: Jinja costs `report analyze` start-up time it never uses.
     from reporter.render import answer, regions
+    from reporter.render.mask import mask_secrets
     from reporter.render.render import render_report
     from reporter.render.view import build_view
 
@@ -250,7 +252,7 @@ def render_draft(
         chart_file=chart_file,
         answer=answer.build(bundle, analysis, seen=seen),
     )
-    return regions.seal(render_report(view))
+    return regions.seal(mask_secrets(render_report(view))[0])
 
 
 DEFAULT_REPORTS = Path("reports")
@@ -522,7 +524,7 @@ def report_status(folder: Path) -> tuple[ReportStatus, ...]:
         row = status.summarize(text, path=str(path))
         if row is not None:
             rows.append(row)
-    return tuple(rows)
+    return status.grouped(rows)
 
 
 def status_text(rows: Sequence[ReportStatus]) -> str:

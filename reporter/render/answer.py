@@ -134,6 +134,7 @@ _GONE = re.compile(
 # Log and manual lines that mark a restart or a deploy on the timeline.
 _RESTART = re.compile(r"\b(restart\w*|deploy\w*|roll(ed)?[ -]?out|upgrad\w*|started)\b", re.I)
 _TORCH_FILE = re.compile(r"(^|/)torch/")
+_KIND_WORDS = {"env": "env var", "flag": "server option", "package": "package"}
 
 
 def _rel(ranks: Sequence[int], unit: str) -> str:
@@ -298,6 +299,16 @@ def _restart_before(events: Sequence[TimelineEvent], onset: datetime) -> Timelin
     return chosen
 
 
+def _restart_words(event: TimelineEvent) -> str:
+    """`` `sglang.service` started at 14:43:09 UTC`` or the quoted log line and its time."""
+    if event.kind is EventKind.SERVICE:
+        unit = event.text.partition(":")[0].strip()
+        return f"`{unit}` started at {clock(event.at)[:8]} UTC"
+    what = " ".join(event.text.split())
+    what = what if len(what) <= 70 else what[:69] + "…"
+    return f"`{what}` at {clock(event.at)[:8]} UTC"
+
+
 def _gap(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f} s"
@@ -405,7 +416,8 @@ def _title(analysis: Analysis, edges: Sequence[WaitEdge]) -> str:
             if single
             else (f"{prefix} {edge.waiting.label} wait")
         )
-        return f"{who} in {edge.collective}{call_text} for {waited.label} {waited.state}{where}"
+        target = waited.name if len(waited.ranks) == 1 else waited.label
+        return f"{who} in {edge.collective}{call_text} for {target} {waited.state}{where}"
     if not analysis.classes:
         if wedge is not None and wedge.episode is not None:
             growing = ", queue growing" if _queue_growing(analysis) else ", requests waiting"
@@ -466,9 +478,7 @@ def _what_line(bundle: Bundle, analysis: Analysis, edges: Sequence[WaitEdge]) ->
     unit = "ranks" if analysis.rank_unit == "rank" else "processes"
     basis = f"{analysis.snapshots} snapshot{'s' if analysis.snapshots != 1 else ''}"
     if verdict is Verdict.COLLECTIVE_DESYNC:
-        text = (
-            f"Collective desync among {n} {unit} ({basis}, confidence {analysis.confidence.value})"
-        )
+        text = f"Collective desync among {n} {unit} ({basis})"
         if edges:
             text += (
                 f": {edges[0].waiting.name} in {edges[0].collective}, {edges[0].waited.name} not"
@@ -526,9 +536,7 @@ def _since_line(analysis: Analysis) -> SummaryLine | None:
         restart = _restart_before(analysis.timeline, onset)
         if restart is not None:
             gap = (onset - restart.at).total_seconds()
-            what = " ".join(restart.text.split())
-            what = what if len(what) <= 70 else what[:69] + "…"
-            text += f"; {_gap(gap)} after `{what}` at {clock(restart.at)} UTC"
+            text += f"; {_gap(gap)} after {_restart_words(restart)}"
             sources.append(str(restart.source))
         return SummaryLine(topic="Since", text=text + ".", sources=tuple(sources))
     dumps = [e for e in analysis.timeline if e.kind is EventKind.DUMP]
@@ -609,7 +617,8 @@ def _change_line(bundle: Bundle, analysis: Analysis) -> SummaryLine | None:
     total = len(analysis.diff.changes) if analysis.diff is not None else 0
     text = (
         f"`{change.key}` {_short_value(change.before)} → {_short_value(change.after)} "
-        f"({change.kind.value}, ranked first of {total} changes, score {change.score})."
+        f"({_KIND_WORDS.get(change.kind.value, change.kind.value)}, ranked first of {total} "
+        f"changes, score {change.score})."
     )
     return SummaryLine(
         topic="Top change since the last good run",
@@ -648,8 +657,9 @@ def _services(analysis: Analysis, bundle: Bundle) -> str:
     ranks |= {f.rank for f in analysis.failed if f.rank is not None} | set(analysis.missing_ranks)
     n = len(ranks) or len(analysis.processes)
     roles = sorted({p.identity.role for p in analysis.processes if p.identity.role})
-    who = f"all {n} ranks" + (f" ({', '.join(roles)})" if roles else "") if n else "every rank"
-    return f"{' and '.join(f'`{u}`' for u in units)} ({who})" if units else who
+    kind = f" {'/'.join(roles)}" if roles else ""
+    who = f"all {n}{kind} ranks" if n else "every rank"
+    return f"{' and '.join(f'`{u}`' for u in units)} with {who}" if units else who
 
 
 def build(bundle: Bundle, analysis: Analysis, *, seen: Sequence[SeenReport] = ()) -> Answer:
@@ -701,7 +711,7 @@ def _facts(
         if waited_state == RankState.UNKNOWN.value:
             waited_state = "unknown"
     values = {
-        "waiting": f"{edge.waiting.name} (at {edge.waiting.where})" if edge else "",
+        "waiting": f"{edge.waiting.name} at {edge.waiting.where}" if edge else "",
         "waited": _side_text(edge.waited) if edge else "",
         "collective": edge.collective
         if edge
@@ -743,7 +753,7 @@ def _paragraph(bundle: Bundle, analysis: Analysis) -> str:
     wedge = analysis.wedge
     if not analysis.classes and wedge is not None and wedge.episode is not None:
         text = (
-            f"Wedged, from the metrics alone: {wedge.summary} Without stacks the cause is open: "
+            f"From the metrics alone: {wedge.summary} Without stacks the cause is open: "
             "py-spy dumps of every scheduler process while it lasts (`report collect`, "
             "three snapshots) would show whether the ranks wait in a collective and for whom."
         )
@@ -758,8 +768,8 @@ def _paragraph(bundle: Bundle, analysis: Analysis) -> str:
         if restart is not None:
             gap = (wedge.episode.onset - restart.at).total_seconds()
             text += (
-                f" The wedge began {_gap(gap)} after a service start or deploy on the timeline "
-                f"({clock(restart.at)} UTC, `{restart.source}`)."
+                f" The wedge began {_gap(gap)} after {_restart_words(restart)} "
+                f"(`{restart.source}`): look at what that start changed."
             )
     return text
 

@@ -41,6 +41,11 @@ PLACEHOLDERS = frozenset(
     }
 )
 VERDICTS = frozenset({"collective-desync", "all-stuck", "progressing", "inconclusive"})
+DIFF_KINDS = frozenset({"flag", "env", "package", "source", "excerpt", "gpu", "fact"})
+WAITED_STATES = frozenset({"idle", "moving", "stuck", "gone", "missing", "unknown", "mixed"})
+# The closed vocabularies of `when` keys, checked on load so that a typo cannot silently
+# turn a rule off.
+_CHOICES = {"verdict": VERDICTS, "diff_kind": DIFF_KINDS, "waited": WAITED_STATES}
 _BOOL_KEYS = frozenset({"stacks", "wedge", "gone", "timeout", "one_collective"})
 _LIST_KEYS = frozenset({"verdict", "waited", "collective", "wait", "frame", "diff_kind"})
 _RULE_KEYS = frozenset({"id", "when", "action", "why"})
@@ -136,11 +141,12 @@ def parse_rules(text: str, *, source: str = "next_steps.toml") -> tuple[Rule, ..
             elif key in _LIST_KEYS:
                 if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                     raise ReporterError(f"{where}: when.{key} must be a list of strings", tip=_TIP)
-                if key == "verdict" and not set(value) <= VERDICTS:
-                    bad = sorted(set(value) - VERDICTS)[0]
+                choices = _CHOICES.get(key)
+                if choices is not None and not set(value) <= choices:
+                    bad = sorted(set(value) - choices)[0]
                     raise ReporterError(
-                        f"{where}: unknown verdict {bad!r}",
-                        tip=f"use one of {', '.join(sorted(VERDICTS))}",
+                        f"{where}: unknown {key} {bad!r}",
+                        tip=f"use one of {', '.join(sorted(choices))}",
                     )
                 when[key] = tuple(value)
             else:

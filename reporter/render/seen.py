@@ -4,11 +4,11 @@ Input: the text and path of each earlier report (read by the application layer f
 `--reports DIR`), and the signature of the hang at hand. Output: `ReportRecord`s (date,
 status, signature, the signature's shape, accepted action items) and the matches, oldest
 first. *Same* means the same signature hash; *similar* means the same shape: the same
-verdict and the same class labels (collectives and waits) with other call sites, line
-numbers or ranks. A report drafted from the same bundle folder is the same incident, not a
+verdict and the same innermost functions of each class (the collective and its call
+site), with other files, line numbers, ranks or class labels. A report drafted from the same bundle folder is the same incident, not a
 recurrence, and is never counted. Example shape::
 
-    collective-desync | all_reduce, running
+    collective-desync | on_idle>self_check_during_idle, writing_check>all_reduce
 """
 
 from __future__ import annotations
@@ -40,16 +40,26 @@ class ReportRecord:
     action_items: tuple[str, ...]
 
 
-def shape(signature_text: str) -> str:
-    """The verdict and the sorted class labels of a signature text; "" without stack lines.
+_FUNCTION = re.compile(r"([^\s>()]+) \(")
 
-    A signature without stack lines (no stacks) has no shape: it cannot tell two hangs apart.
+
+def shape(signature_text: str) -> str:
+    """The verdict and, per class, the two innermost function names; "" without stack lines.
+
+    Files, prefixes, line numbers, ranks and class labels are left out, so the same hang
+    recaptured elsewhere, or reported by another version (`running` then `idle`), keeps
+    its shape; another call site does not. A signature without stack lines (no stacks)
+    has no shape: it cannot tell two hangs apart.
     """
     lines = [line.strip() for line in signature_text.splitlines() if line.strip()]
     if len(lines) < 2:
         return ""
-    labels = sorted({line.partition(":")[0].strip() for line in lines[1:] if ":" in line})
-    return f"{lines[0]} | {', '.join(labels)}" if labels else ""
+    tails = set()
+    for line in lines[1:]:
+        functions = _FUNCTION.findall(line.partition(":")[2])
+        if functions:
+            tails.add(">".join(f.rpartition(".")[2] for f in functions[-2:]))
+    return f"{lines[0]} | {', '.join(sorted(tails))}" if tails else ""
 
 
 def _action_items(body: str) -> tuple[str, ...]:

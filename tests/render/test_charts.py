@@ -104,9 +104,7 @@ def test_no_wedge_caption_and_no_metrics() -> None:
 
 def test_svg_document_is_wellformed_and_names_the_window() -> None:
     built = charts.build(_report())
-    text = charts.svg_document(
-        built, title='Wedge <"test">', window=charts.window_text(_report())
-    )
+    text = charts.svg_document(built, title='Wedge <"test">', window=charts.window_text(_report()))
     root = ET.fromstring(text.split("\n", 1)[1])
     assert root.tag.endswith("svg")
     assert text.count("<polyline") == len(built)
