@@ -417,6 +417,8 @@ def _title(analysis: Analysis, edges: Sequence[WaitEdge]) -> str:
             else (f"{prefix} {edge.waiting.label} wait")
         )
         target = waited.name if len(waited.ranks) == 1 else waited.label
+        if waited.state in ("gone", "missing"):
+            return f"{who} in {edge.collective}{call_text} for {target}, {waited.state}"
         return f"{who} in {edge.collective}{call_text} for {target} {waited.state}{where}"
     if not analysis.classes:
         if wedge is not None and wedge.episode is not None:
@@ -514,7 +516,11 @@ def _wait_line(edge: WaitEdge) -> SummaryLine:
         left += f" called at {waiting.where}"
     if waiting.branch:
         left += f", from {waiting.branch}"
-    right = f"{waited.name} {waited.state}"
+    right = (
+        f"{waited.name}, {waited.state}"
+        if waited.state in ("gone", "missing")
+        else f"{waited.name} {waited.state}"
+    )
     if waited.where:
         right += f" at {waited.where}"
     if waited.branch and waited.branch != waiting.branch:
@@ -562,8 +568,8 @@ def _recover_line(
         return SummaryLine(
             topic="Recovers on its own",
             text=(
-                "No: no collective timeout or watchdog found in the command lines or environment "
-                "(no timeout found); a restart is needed."
+                "No timeout found: no collective timeout or watchdog in the command lines or "
+                "environment, so nothing ends the wait; a restart is needed."
             ),
             sources=(),
         )
@@ -752,8 +758,15 @@ def _paragraph(bundle: Bundle, analysis: Analysis) -> str:
     text = analysis.summary
     wedge = analysis.wedge
     if not analysis.classes and wedge is not None and wedge.episode is not None:
+        state = (
+            "and is still wedged at the last sample"
+            if wedge.episode.end is None
+            else f"until {clock(wedge.episode.end)} UTC ({wedge.episode.end_reason})"
+        )
         text = (
-            f"From the metrics alone: {wedge.summary} Without stacks the cause is open: "
+            f"From the metrics alone: generation output stopped with requests waiting from "
+            f"{clock(wedge.episode.onset)} UTC {state} (the signals are under Metrics and the "
+            "wedge). Without stacks the cause is open: "
             "py-spy dumps of every scheduler process while it lasts (`report collect`, "
             "three snapshots) would show whether the ranks wait in a collective and for whom."
         )

@@ -188,6 +188,8 @@ def build_view(
         f"{_plural(n_procs, 'rank') if unit == 'rank' else _plural(n_procs, 'process', 'processes')}"
         f" from {_plural(len(bundle.files), 'evidence file')}."
     )
+    if not analysis.processes:
+        basis = f"Based on {_plural(len(bundle.files), 'evidence file')}; no stack dumps."
     notes = tuple(analysis.confidence_notes)
     # One caveat per fact: the one-snapshot caveat is said here unless a note says it.
     if analysis.snapshots == 1 and not any("snapshot" in n for n in notes):

@@ -55,7 +55,7 @@ def _head(text: str, lines: int = 40) -> str:
         (
             "dead_rank",
             "all-stuck",
-            ("flush_cache (dead_rank.py:133)", "rank 3 gone", "snapshots/rank3_s0.txt:1"),
+            ("flush_cache (dead_rank.py:133)", "rank 3, gone", "snapshots/rank3_s0.txt:1"),
             "kernel log",
         ),
         # metrics only: no split; the onset and the restart before it, with their lines.
@@ -196,7 +196,7 @@ def test_titles_say_what_happened(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     assert titles["healthy_loop"] == "No hang: 4 ranks progressing"
     assert titles["wedge_metrics"] == "Output stalled since 15:11:58 UTC, queue growing; no stacks"
-    assert titles["dead_rank"] == "TP ranks [0-2] wait in barrier (flush_cache) for rank 3 gone"
+    assert titles["dead_rank"] == "TP ranks [0-2] wait in barrier (flush_cache) for rank 3, gone"
 
 
 def test_restart_before_the_wedge_is_in_the_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
