@@ -27,7 +27,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reporter.analysis.ranks import format_ranks, main_thread
 from reporter.analysis.result import Analysis, RankState, StackClass, Verdict
@@ -55,6 +55,10 @@ class WaitSide:
     """The shared frame at the line this side left it (`on_idle (scheduler.py:118)`), or ""."""
     evidence: str
     """The dump that shows it: `snapshots/rank0_s2.txt:3`; "" for missing ranks."""
+    doing: str = ""
+    """What the ranks do, after their name: `idle in on_idle (decode.py:812)`, `, gone`."""
+    brief: str = ""
+    """`doing` without code locations, for titles: `idle in on_idle`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -187,15 +191,18 @@ def _side(analysis: Analysis, stack_class: StackClass, shared: Frame | None) -> 
         state = f"{state} in {stack_class.collective}"
     elif stack_class.wait and state != "moving":
         state = f"{state} in {stack_class.wait}"
+    place = _at(where)
     return WaitSide(
         label=stack_class.label,
         name=_rel(stack_class.ranks, analysis.rank_unit),
         ranks=stack_class.ranks,
         pids=stack_class.pids,
         state=state,
-        where=_at(where),
+        where=place,
         branch=branch,
         evidence=_evidence(analysis, stack_class),
+        doing=f"{state} at {place}" if place else state,
+        brief=f"{state} in {place.partition(' (')[0]}" if place else state,
     )
 
 
@@ -204,7 +211,8 @@ def gone_ranks(analysis: Analysis) -> tuple[tuple[int, ...], tuple[str, ...]]:
     ranks: dict[int, None] = {}
     sources: dict[str, None] = {}
     for failed in analysis.failed:
-        state = getattr(failed.failure, "state", None)
+        # The analysis's own failure state (`FailedRank.state`) when it has one.
+        state = getattr(failed, "state", None)
         gone = state == "gone" if state is not None else bool(_GONE.search(failed.failure.reason))
         if gone and failed.rank is not None:
             ranks.setdefault(failed.rank, None)
@@ -212,12 +220,91 @@ def gone_ranks(analysis: Analysis) -> tuple[tuple[int, ...], tuple[str, ...]]:
     return tuple(sorted(ranks)), tuple(sources)
 
 
+_LOCATION = re.compile(r" \([^()]*\)")
+
+
+def _native_edges(analysis: Analysis) -> tuple[WaitEdge, ...]:
+    """The analysis's own waits-for relation (`Analysis.waits_for`), as `WaitEdge`s.
+
+    Read through `getattr`: older analyses have no such field, and then () tells
+    `waits_for` to derive the relation itself.
+    """
+    native: Sequence[Any] = getattr(analysis, "waits_for", ())
+    if not native:
+        return ()
+    unit = analysis.rank_unit
+    shared = analysis.branch_point.shared if analysis.branch_point else None
+    by_rank = {r: c for c in analysis.classes for r in c.ranks}
+    _gone, gone_sources = gone_ranks(analysis)
+    edges: list[WaitEdge] = []
+    for edge in native:
+        left, right = edge.waiting, edge.waited
+        left_class = by_rank.get(left.ranks[0]) if left.ranks else None
+        right_class = by_rank.get(right.ranks[0]) if right.ranks else None
+        left_side = (
+            _side(analysis, left_class, shared)
+            if left_class is not None
+            else WaitSide(
+                label=format_ranks(left.ranks),
+                name=_rel(left.ranks, unit),
+                ranks=tuple(left.ranks),
+                pids=tuple(left.pids),
+                state="stuck",
+                where="",
+                branch="",
+                evidence="",
+            )
+        )
+        at = str(right.at or "")
+        state = str(right.state)
+        doing = (at if at.startswith(state) else f"{state} {at}") if at else f", {state}"
+        located = re.findall(r"\S+ \([^()]*:\d+\)", at)
+        edges.append(
+            WaitEdge(
+                waiting=WaitSide(
+                    label=left_side.label,
+                    name=left_side.name,
+                    ranks=tuple(left.ranks),
+                    pids=tuple(left.pids),
+                    state=left_side.state,
+                    where=str(left.at or left_side.where),
+                    branch=left_side.branch,
+                    evidence=left_side.evidence,
+                    doing=left_side.doing,
+                    brief=left_side.brief,
+                ),
+                collective=str(left.collective),
+                waited=WaitSide(
+                    label=format_ranks(right.ranks),
+                    name=_rel(right.ranks, unit),
+                    ranks=tuple(right.ranks),
+                    pids=tuple(right.pids),
+                    state=state,
+                    where=located[-1] if located else "",
+                    branch=_side(analysis, right_class, shared).branch if right_class else "",
+                    evidence=(
+                        _evidence(analysis, right_class)
+                        if right_class is not None
+                        else (gone_sources[0] if gone_sources else "")
+                    ),
+                    doing=doing,
+                    brief=_LOCATION.sub("", doing),
+                ),
+            )
+        )
+    return tuple(edges)
+
+
 def waits_for(analysis: Analysis) -> tuple[WaitEdge, ...]:
     """Who waits for whom: the waiting ranks, their collective, and the ranks they wait for.
 
-    Derived from the branch point (a desync), the laggards (one side is the odd one out),
-    and missing or gone ranks (an all-stuck group waiting for a rank that is not there).
+    The analysis's own relation when it has one (`Analysis.waits_for`); otherwise derived
+    from the branch point (a desync), the laggards (one side is the odd one out), and
+    missing or gone ranks (an all-stuck group waiting for a rank that is not there).
     """
+    native = _native_edges(analysis)
+    if native:
+        return native
     unit = analysis.rank_unit
     classes = analysis.classes
     edges: list[WaitEdge] = []
@@ -260,6 +347,8 @@ def waits_for(analysis: Analysis) -> tuple[WaitEdge, ...]:
                             where="",
                             branch="",
                             evidence=sources[0] if sources else "",
+                            doing=f", {state}",
+                            brief=f", {state}",
                         ),
                     )
                 )
@@ -394,8 +483,8 @@ def _role_prefix(analysis: Analysis) -> str:
 
 
 def _side_text(side: WaitSide) -> str:
-    where = f" at {side.where}" if side.where else ""
-    return f"{side.name} {side.state}{where}"
+    joiner = "" if side.doing.startswith(",") else " "
+    return f"{side.name}{joiner}{side.doing}"
 
 
 def _title(analysis: Analysis, edges: Sequence[WaitEdge]) -> str:
@@ -407,8 +496,6 @@ def _title(analysis: Analysis, edges: Sequence[WaitEdge]) -> str:
         call = edge.waiting.where.partition(" (")[0]
         call_text = f" ({call})" if call and call != edge.collective else ""
         waited = edge.waited
-        place = waited.where.partition(" (")[0]
-        where = f" in {place}" if place else ""
         single = len(edge.waiting.ranks) == 1
         prefix = _role_prefix(analysis)
         who = (
@@ -417,9 +504,8 @@ def _title(analysis: Analysis, edges: Sequence[WaitEdge]) -> str:
             else (f"{prefix} {edge.waiting.label} wait")
         )
         target = waited.name if len(waited.ranks) == 1 else waited.label
-        if waited.state in ("gone", "missing"):
-            return f"{who} in {edge.collective}{call_text} for {target}, {waited.state}"
-        return f"{who} in {edge.collective}{call_text} for {target} {waited.state}{where}"
+        joiner = "" if waited.brief.startswith(",") else " "
+        return f"{who} in {edge.collective}{call_text} for {target}{joiner}{waited.brief}"
     if not analysis.classes:
         if wedge is not None and wedge.episode is not None:
             growing = ", queue growing" if _queue_growing(analysis) else ", requests waiting"
@@ -508,6 +594,30 @@ def _what_line(bundle: Bundle, analysis: Analysis, edges: Sequence[WaitEdge]) ->
     )
 
 
+def _instance_lines(analysis: Analysis) -> list[SummaryLine]:
+    """One line per instance (server, job) when the bundle holds several (`Analysis.instances`)."""
+    instances: Sequence[Any] = getattr(analysis, "instances", ())
+    if len(instances) < 2:
+        return []
+    by_pid = {p.identity.pid: p for p in analysis.processes}
+    out = []
+    for instance in instances:
+        sources = tuple(
+            str(by_pid[pid].snapshots[-1].source)
+            for pid in list(instance.pids)[:2]
+            if pid in by_pid and by_pid[pid].snapshots
+        )
+        first = str(instance.summary).split(". ")[0].rstrip(".")
+        out.append(
+            SummaryLine(
+                topic=f"In {instance.label}",
+                text=f"{instance.verdict.value}: {first}.",
+                sources=sources,
+            )
+        )
+    return out
+
+
 def _wait_line(edge: WaitEdge) -> SummaryLine:
     waiting, waited = edge.waiting, edge.waited
     verb = "waits" if len(waiting.ranks) == 1 else "wait"
@@ -516,13 +626,7 @@ def _wait_line(edge: WaitEdge) -> SummaryLine:
         left += f" called at {waiting.where}"
     if waiting.branch:
         left += f", from {waiting.branch}"
-    right = (
-        f"{waited.name}, {waited.state}"
-        if waited.state in ("gone", "missing")
-        else f"{waited.name} {waited.state}"
-    )
-    if waited.where:
-        right += f" at {waited.where}"
+    right = _side_text(waited)
     if waited.branch and waited.branch != waiting.branch:
         right += f", from {waited.branch}"
     sources = tuple(s for s in (waiting.evidence, waited.evidence) if s)
@@ -672,7 +776,7 @@ def build(bundle: Bundle, analysis: Analysis, *, seen: Sequence[SeenReport] = ()
     """The answer for `analysis`: title, verdict paragraph, summary lines and next steps."""
     edges = waits_for(analysis)
     timeouts = find_timeouts(bundle)
-    lines: list[SummaryLine] = [_what_line(bundle, analysis, edges)]
+    lines: list[SummaryLine] = [_what_line(bundle, analysis, edges), *_instance_lines(analysis)]
     lines.extend(_wait_line(e) for e in edges[:2])
     for line in (
         _since_line(analysis),
@@ -798,9 +902,8 @@ def _suggestions(
     for edge in edges[:2]:
         factors.append(
             f"{edge.waiting.name[0].upper()}{edge.waiting.name[1:]} entered {edge.collective} "
-            f"at {edge.waiting.where or '?'} while {edge.waited.name} did not ({edge.waited.state}"
-            + (f" at {edge.waited.where}" if edge.waited.where else "")
-            + ")."
+            f"at {edge.waiting.where or '?'} while {edge.waited.name} did not "
+            f"({edge.waited.doing.lstrip(', ')})."
         )
     change = _top_change(analysis)
     if change is not None:

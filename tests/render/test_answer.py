@@ -181,7 +181,7 @@ def test_timeouts_from_command_line_and_environment(monkeypatch: pytest.MonkeyPa
     # And none: said so.
     none = answer.build(bundle, analysis)
     recover = next(line for line in none.lines if line.topic == "Recovers on its own")
-    assert "no timeout found" in recover.text
+    assert recover.text.startswith("No timeout found")
 
 
 def test_titles_say_what_happened(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -264,3 +264,44 @@ def test_shipped_rules_load_and_every_rule_can_fire() -> None:
                                 )
                                 fired.update(s.rule for s in nextsteps.suggest(rules, facts))
     assert fired == {r.id for r in rules}
+
+
+class _WithWaits:
+    """An analysis with the waits-for relation of the verdict issue, as it will arrive."""
+
+    def __init__(self, analysis: object, waits_for: tuple[object, ...]) -> None:
+        self._analysis = analysis
+        self.waits_for = waits_for
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._analysis, name)
+
+
+def test_the_analysis_own_waits_for_relation_is_used_when_present(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from types import SimpleNamespace
+
+    monkeypatch.chdir(ROOT)
+    bundle, analysis = app.load_and_analyze([Path("fixtures/bundles/tp_desync")], app.Options())
+    edge = SimpleNamespace(
+        waiting=SimpleNamespace(
+            ranks=(0, 1),
+            pids=(26038, 26039),
+            collective="all_reduce",
+            at="writing_check (tp_desync.py:66)",
+        ),
+        waited=SimpleNamespace(
+            ranks=(2, 3),
+            pids=(26040, 26041),
+            state="idle",
+            at="idle in on_idle (tp_desync.py:119)",
+        ),
+    )
+    wrapped = _WithWaits(analysis, (edge,))
+    (got,) = answer.waits_for(wrapped)  # type: ignore[arg-type]
+    assert got.collective == "all_reduce" and got.waiting.where == "writing_check (tp_desync.py:66)"
+    assert got.waited.state == "idle" and got.waited.doing == "idle in on_idle (tp_desync.py:119)"
+    assert got.waited.where == "on_idle (tp_desync.py:119)" and got.waited.evidence
+    title = answer.build(bundle, wrapped).title  # type: ignore[arg-type]
+    assert title == "TP ranks [0-1] wait in all_reduce (writing_check) for [2-3] idle in on_idle"
