@@ -305,3 +305,19 @@ def test_the_analysis_own_waits_for_relation_is_used_when_present(
     assert got.waited.where == "on_idle (tp_desync.py:119)" and got.waited.evidence
     title = answer.build(bundle, wrapped).title  # type: ignore[arg-type]
     assert title == "TP ranks [0-1] wait in all_reduce (writing_check) for [2-3] idle in on_idle"
+
+
+def test_source_root_shows_the_code_on_both_sides_of_the_branch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(ROOT)
+    options = app.Options(source_roots=(ROOT / "fixtures" / "scenarios",))
+    bundle, analysis = app.load_and_analyze([Path("fixtures/bundles/tp_desync")], options)
+    text = app.render_draft(bundle, analysis, now=NOW)
+    code = text[text.index("## Code at the branch point") :]
+    # [0-1] leave on_idle at line 118 for the collective, [2-3] at line 119 for the idle sleep.
+    assert "> 118          self.check_hicache_events()" in code
+    assert "> 119          self.self_check_during_idle()" in code
+    # The code follows the per-class stacks, right after the verdict.
+    assert text.index("## Stacks by class") < text.index("## Code at the branch point")
+    assert text.index("## Code at the branch point") < text.index("## Ranks and classes")
