@@ -115,6 +115,8 @@ class Answer:
     """Contributing factors to suggest (the reviewer accepts or deletes each)."""
     actions: tuple[str, ...]
     """Action items to suggest."""
+    impact: tuple[str, ...] = ()
+    """Impact to suggest: how long it was wedged, who waited."""
     edges: tuple[WaitEdge, ...]
     timeouts: tuple[Timeout, ...]
 
@@ -799,6 +801,7 @@ def build(bundle: Bundle, analysis: Analysis, *, seen: Sequence[SeenReport] = ()
         lines=tuple(lines),
         steps=steps,
         factors=factors,
+        impact=_impact(analysis, lines),
         actions=actions,
         edges=edges,
         timeouts=timeouts,
@@ -889,6 +892,30 @@ def _paragraph(bundle: Bundle, analysis: Analysis) -> str:
                 f"(`{restart.source}`): look at what that start changed."
             )
     return text
+
+
+def _impact(analysis: Analysis, lines: Sequence[SummaryLine]) -> tuple[str, ...]:
+    """What the evidence says about the impact: the wedge's length and the clients waiting."""
+    out = []
+    wedge = analysis.wedge
+    if wedge is not None and wedge.episode is not None:
+        episode = wedge.episode
+        if episode.end is None:
+            out.append(
+                f"Generation stopped at {clock(episode.onset)[:8]} UTC and was still stopped "
+                f"{episode.duration:g} s later, at the last metric sample "
+                f"(`{episode.source}`); the real end comes from the service log or the restart."
+            )
+        else:
+            out.append(
+                f"Generation stopped from {clock(episode.onset)[:8]} to "
+                f"{clock(episode.end)[:8]} UTC ({episode.duration:g} s, `{episode.source}`)."
+            )
+    for line in lines:
+        if line.topic == "Clients affected":
+            cited = ", ".join(f"`{src}`" for src in line.sources)
+            out.append(f"{line.text.rstrip('.')} ({cited}).")
+    return tuple(out)
 
 
 def _suggestions(

@@ -160,6 +160,8 @@ class ReportView:
     evidence_index: tuple[evidence_blocks.IndexRow, ...] = ()
     factors: tuple[str, ...] = ()
     """Contributing factors suggested from the evidence (the reviewer keeps or deletes each)."""
+    impact: tuple[str, ...] = ()
+    """Impact suggested from the evidence (wedge length, waiting clients)."""
     actions: tuple[str, ...] = ()
     """Action items suggested from the next steps."""
 
@@ -278,6 +280,7 @@ def build_view(
             for r in index
         ),
         factors=tuple(_inline(f) for f in ans.factors),
+        impact=tuple(_inline(i) for i in ans.impact),
         actions=tuple(_inline(a) for a in ans.actions),
     )
 
