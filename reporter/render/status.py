@@ -102,7 +102,7 @@ def signature_lines(rows: Sequence[ReportStatus]) -> list[str]:
         )
         count = f"{len(members)} report{'s' if len(members) != 1 else ' '}"
         paths = ", ".join(sorted(m.path for m in members))
-        out.append(f"{signature:<14}{count}  {span:<24}  {paths}".rstrip())
+        out.append(f"{signature:<12}  {count}  {span:<24}  {paths}".rstrip())
     return out
 
 
