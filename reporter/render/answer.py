@@ -174,13 +174,26 @@ def _evidence(analysis: Analysis, stack_class: StackClass) -> str:
 
 
 def _app_frames(frames: Sequence[Frame]) -> list[Frame]:
-    """Python frames outside torch, innermost first."""
-    return [f for f in frames if not f.native and not _TORCH_FILE.search(f.file)]
+    """Application frames, innermost first (`frames.toml` decides: collective wrappers such
+    as `tensor_model_parallel_all_reduce` are library frames); else Python frames outside
+    torch."""
+    from reporter.analysis.classify import FrameKind, default_classifier
+
+    classifier = default_classifier()
+    found = [f for f in frames if classifier.classify(f).kind is FrameKind.APPLICATION]
+    return found or [f for f in frames if not f.native and not _TORCH_FILE.search(f.file)]
 
 
-def _side(analysis: Analysis, stack_class: StackClass, shared: Frame | None) -> WaitSide:
-    """A class as one side of a wait."""
-    app = _app_frames(stack_class.frames)
+def _side(
+    analysis: Analysis, stack_class: StackClass, shared: Frame | None, *, waiting: bool = True
+) -> WaitSide:
+    """A class as one side of a wait: the waiting side where it calls the collective (its
+    innermost application frame), the waited-for side where it is (its innermost Python
+    frame outside torch, e.g. the queue read it polls)."""
+    if waiting:
+        app = _app_frames(stack_class.frames)
+    else:
+        app = [f for f in stack_class.frames if not f.native and not _TORCH_FILE.search(f.file)]
     where = app[0] if app else (stack_class.frames[0] if stack_class.frames else None)
     branch = ""
     if shared is not None:
@@ -327,7 +340,7 @@ def waits_for(analysis: Analysis) -> tuple[WaitEdge, ...]:
                     WaitEdge(
                         waiting=_side(analysis, left, shared),
                         collective=left.collective or "",
-                        waited=_side(analysis, right, shared),
+                        waited=_side(analysis, right, shared, waiting=bool(right.collective)),
                     )
                 )
     if analysis.verdict in (Verdict.ALL_STUCK, Verdict.COLLECTIVE_DESYNC) and not edges:
@@ -626,10 +639,10 @@ def _wait_line(edge: WaitEdge) -> SummaryLine:
     left = f"{waiting.name[0].upper()}{waiting.name[1:]} {verb} in {edge.collective}"
     if waiting.where:
         left += f" called at {waiting.where}"
-    if waiting.branch:
+    if waiting.branch and waiting.branch != waiting.where:
         left += f", from {waiting.branch}"
     right = _side_text(waited)
-    if waited.branch and waited.branch != waiting.branch:
+    if waited.branch and waited.branch not in (waiting.branch, waited.where):
         right += f", from {waited.branch}"
     sources = tuple(s for s in (waiting.evidence, waited.evidence) if s)
     return SummaryLine(topic="Who waits for whom", text=f"{left}; for {right}.", sources=sources)
