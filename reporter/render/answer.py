@@ -434,7 +434,7 @@ def _change_sources(bundle: Bundle, change: Change) -> tuple[str, ...]:
         if side is None:
             continue
         env = side.environment
-        prefix = "" if side is bundle else (_baseline_prefix(bundle) or "baseline: ")
+        prefix = "" if side is bundle else _baseline_prefix(bundle)
         hit: Location | None = next((v.source for v in env.variables if v.name == change.key), None)
         if hit is None:
             hit = next(
@@ -449,8 +449,11 @@ def _change_sources(bundle: Bundle, change: Change) -> tuple[str, ...]:
 
 
 def _baseline_prefix(bundle: Bundle) -> str:
+    """How the baseline's files are named: the manifest's folder, else the baseline's path."""
     base = bundle.manifest.baseline.strip("/")
-    return f"{base}/" if base else ""
+    if not base and bundle.baseline is not None and bundle.baseline.root:
+        base = bundle.baseline.root.rstrip("/")
+    return f"{base}/" if base else "baseline: "
 
 
 def _short_value(value: str | None) -> str:
@@ -573,9 +576,10 @@ def _what_line(bundle: Bundle, analysis: Analysis, edges: Sequence[WaitEdge]) ->
                 ),
                 sources=(str(possible.source),),
             )
+        what = "no wedge in the metrics" if wedge is not None else "no metric history"
         return SummaryLine(
             topic="What",
-            text="No stack dumps and no wedge in the metrics: nothing shows a hang.",
+            text=f"No stack dumps and {what}: nothing here shows a hang.",
             sources=tuple(f.path for f in bundle.files),
         )
     unit = "ranks" if analysis.rank_unit == "rank" else "processes"
