@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from reporter.analysis.ranks import format_ranks, main_thread
 from reporter.analysis.result import Analysis, RankState, StackClass, Verdict
-from reporter.evidence._times import clock
 from reporter.model import Bundle, EventKind, Frame, Location, TimelineEvent
 from reporter.render import nextsteps
+from reporter.times import clock
 
 if TYPE_CHECKING:
     from reporter.analysis.diff import Change

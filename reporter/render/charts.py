@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from reporter.analysis.wedge import Point, Role, Signal, WedgeReport
-from reporter.evidence._times import clock
 from reporter.render import svg
+from reporter.text import number, wrap
+from reporter.times import clock
 
 MAX_POINTS = 40
 MAX_CHARTS = 6
@@ -98,12 +99,6 @@ def _label(moment: datetime, span: float) -> str:
     return moment.strftime("%m-%d %H:%M")
 
 
-def _number(value: float) -> str:
-    if value == int(value) and abs(value) < 1e15:
-        return str(int(value))
-    return f"{value:.4g}"
-
-
 def _quote(text: str) -> str:
     """Text for a double-quoted Mermaid string (no double quotes inside)."""
     return text.replace('"', "'")
@@ -156,7 +151,7 @@ def build(wedge: WedgeReport | None) -> tuple[Chart, ...]:
         unit = _unit(signal)
         title = f"rate of {signal.name}" if signal.rate else signal.name
         labels = ", ".join(f'"{_label(at, span)}"' for at, _ in pairs)
-        values = ", ".join(_number(round(v, 4)) for _, v in pairs)
+        values = ", ".join(number(round(v, 4)) for _, v in pairs)
         rows = [
             "xychart-beta",
             f'    title "{_quote(title)} ({unit})"',
@@ -166,7 +161,7 @@ def build(wedge: WedgeReport | None) -> tuple[Chart, ...]:
         band = _wedge_band(wedge, pairs)
         if band:
             # Bars first, so the line is drawn over the shaded wedge window.
-            rows.append(f"    bar [{', '.join(_number(v) for v in band)}]")
+            rows.append(f"    bar [{', '.join(number(v) for v in band)}]")
         rows.append(f"    line [{values}]")
         source = "\n".join(rows)
         shown = (
@@ -216,7 +211,7 @@ def svg_document(charts: Sequence[Chart], *, title: str, window: str = "") -> st
         if drawing is None:  # pragma: no cover - our own Mermaid text always draws
             continue
         out.append(f'<g transform="translate(0 {y})">{drawing}</g>')
-        for index, line in enumerate(_wrap(chart.caption, 118)[:3]):
+        for index, line in enumerate(wrap(chart.caption, 118)[:3]):
             out.append(
                 f'<text x="12" y="{y + _CHART_H + 14 + 14 * index}" font-size="11" '
                 f'font-family="sans-serif" fill="#333">{svg.esc(line)}</text>'
@@ -224,17 +219,3 @@ def svg_document(charts: Sequence[Chart], *, title: str, window: str = "") -> st
         y += _CHART_H + _CAPTION_H
     out.append("</svg>")
     return "\n".join(out) + "\n"
-
-
-def _wrap(text: str, width: int) -> list[str]:
-    lines: list[str] = []
-    current = ""
-    for word in text.split():
-        if current and len(current) + 1 + len(word) > width:
-            lines.append(current)
-            current = word
-        else:
-            current = f"{current} {word}".strip()
-    if current:
-        lines.append(current)
-    return lines

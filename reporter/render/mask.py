@@ -2,7 +2,7 @@
 
 Reports are committed to repositories; the bundle keeps the raw values. Input: the
 rendered report text. Output: the text with every secret the shared detector finds
-(`reporter.upstream.secrets.scan`) replaced by a placeholder naming its kind and a number,
+(`reporter.secrets.scan`) replaced by a placeholder naming its kind and a number,
 one number per distinct value (`<github-token-1>`), and how many values were masked.
 The placeholders match the detector's own placeholder shape, so a masked report scans
 clean and `report lint` flags only what someone pastes back by hand.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from reporter.upstream.secrets import scan
+from reporter.secrets import scan
 
 _KIND = re.compile(r"[^a-z0-9]+")
 

@@ -8,7 +8,7 @@ and a fix. Example rule::
 
     [[rule]]
     id = "gone-rank"
-    when = { gone = true }
+    gone = true
     action = "Look for why {gone} went away: the kernel log ..."
     why = "Its dump failed because the process was no longer there ..."
 """
@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import fnmatch
 import string
-import tomllib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 
+from reporter import rules
 from reporter.errors import ReporterError
 
 PLACEHOLDERS = frozenset(
@@ -48,7 +47,6 @@ WAITED_STATES = frozenset({"idle", "moving", "stuck", "gone", "missing", "unknow
 _CHOICES = {"verdict": VERDICTS, "diff_kind": DIFF_KINDS, "waited": WAITED_STATES}
 _BOOL_KEYS = frozenset({"stacks", "wedge", "gone", "timeout", "one_collective"})
 _LIST_KEYS = frozenset({"verdict", "waited", "collective", "wait", "frame", "diff_kind"})
-_RULE_KEYS = frozenset({"id", "when", "action", "why"})
 _TIP = "see the comment at the top of reporter/data/next_steps.toml for the keys and placeholders"
 
 
@@ -103,44 +101,29 @@ def _fields(text: str, where: str) -> None:
 
 
 def parse_rules(text: str, *, source: str = "next_steps.toml") -> tuple[Rule, ...]:
-    """Compile a next-steps file; anything malformed raises `ReporterError` naming the rule."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ReporterError(f"{source}: not valid TOML: {err}", tip=_TIP) from err
-    extra = sorted(set(data) - {"rule"})
-    if extra:
-        raise ReporterError(f"{source}: unknown table {extra[0]!r}", tip="only [[rule]] tables")
-    rules: list[Rule] = []
+    """Compile a next-steps file; anything malformed raises `ReporterError` naming the rule.
+
+    `reporter.rules` checks the shape (keys, types, required `id`/`action`/`why`); this adds
+    what a shape cannot say: closed vocabularies, known placeholders, unique ids, no blanks.
+    """
+    data = rules.parse(text, rules.SHAPES["next_steps.toml"], source=source)
+    out: list[Rule] = []
     seen: set[str] = set()
     for index, entry in enumerate(data.get("rule", [])):
-        where = f"{source}: [[rule]] #{index + 1}"
-        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
-            raise ReporterError(f"{where}: needs a string `id`", tip=_TIP)
         rule_id = entry["id"]
-        where = f"{where} ({rule_id})"
+        where = f"{source}: [[rule]] #{index + 1} ({rule_id})"
         if rule_id in seen:
             raise ReporterError(f"{where}: duplicate id", tip="give each rule its own id")
         seen.add(rule_id)
-        unknown = sorted(set(entry) - _RULE_KEYS)
-        if unknown:
-            raise ReporterError(f"{where}: unknown key {unknown[0]!r}", tip=_TIP)
         for key in ("action", "why"):
-            if not isinstance(entry.get(key), str) or not entry[key].strip():
-                raise ReporterError(f"{where}: needs a non-empty string `{key}`", tip=_TIP)
+            if not entry[key].strip():
+                raise ReporterError(f"{where}: `{key}` is empty", tip=_TIP)
             _fields(entry[key], f"{where} {key}")
-        when_raw = entry.get("when", {})
-        if not isinstance(when_raw, dict):
-            raise ReporterError(f"{where}: `when` must be a table", tip=_TIP)
         when: dict[str, bool | tuple[str, ...]] = {}
-        for key, value in when_raw.items():
+        for key, value in entry.items():
             if key in _BOOL_KEYS:
-                if not isinstance(value, bool):
-                    raise ReporterError(f"{where}: when.{key} must be true or false", tip=_TIP)
-                when[key] = value
+                when[key] = bool(value)
             elif key in _LIST_KEYS:
-                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                    raise ReporterError(f"{where}: when.{key} must be a list of strings", tip=_TIP)
                 choices = _CHOICES.get(key)
                 if choices is not None and not set(value) <= choices:
                     bad = sorted(set(value) - choices)[0]
@@ -149,17 +132,14 @@ def parse_rules(text: str, *, source: str = "next_steps.toml") -> tuple[Rule, ..
                         tip=f"use one of {', '.join(sorted(choices))}",
                     )
                 when[key] = tuple(value)
-            else:
-                raise ReporterError(f"{where}: unknown condition when.{key}", tip=_TIP)
-        rules.append(Rule(id=rule_id, when=when, action=entry["action"], why=entry["why"]))
-    return tuple(rules)
+        out.append(Rule(id=rule_id, when=when, action=entry["action"], why=entry["why"]))
+    return tuple(out)
 
 
 @cache
 def default_rules() -> tuple[Rule, ...]:
     """The rules shipped in `reporter/data/next_steps.toml`."""
-    text = resources.files("reporter").joinpath("data/next_steps.toml").read_text(encoding="utf-8")
-    return parse_rules(text, source="reporter/data/next_steps.toml")
+    return parse_rules(rules.read_text("next_steps.toml"), source="reporter/data/next_steps.toml")
 
 
 def _any(wanted: Sequence[str], have: Collection[str]) -> bool:

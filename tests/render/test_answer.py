@@ -212,20 +212,15 @@ def test_restart_before_the_wedge_is_in_the_verdict(monkeypatch: pytest.MonkeyPa
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[[rule]]\nid = 'a'\naction = 'x'\n", "needs a non-empty string `why`"),
+        ("[[rule]]\nid = 'a'\naction = 'x'\n", "needs `why`"),
+        ("[[rule]]\nid = 'a'\naction = ' '\nwhy = 'y'\n", "`action` is empty"),
         ("[[rule]]\nid = 'a'\naction = 'x {nope}'\nwhy = 'y'\n", "unknown placeholder {nope}"),
         (
-            "[[rule]]\nid = 'a'\naction = 'x'\nwhy = 'y'\nwhen = { verdict = ['stuck'] }\n",
+            "[[rule]]\nid = 'a'\naction = 'x'\nwhy = 'y'\nverdict = ['stuck']\n",
             "unknown verdict 'stuck'",
         ),
-        (
-            "[[rule]]\nid = 'a'\naction = 'x'\nwhy = 'y'\nwhen = { gone = 'yes' }\n",
-            "when.gone must be true or false",
-        ),
-        (
-            "[[rule]]\nid = 'a'\naction = 'x'\nwhy = 'y'\nwhen = { colour = ['red'] }\n",
-            "unknown condition when.colour",
-        ),
+        ("[[rule]]\nid = 'a'\naction = 'x'\nwhy = 'y'\ngone = 'yes'\n", "must be true or false"),
+        ("[[rule]]\nid = 'a'\naction = 'x'\nwhy = 'y'\nwaitted = ['idle']\n", "unknown key"),
         (
             "[[rule]]\nid = 'a'\naction = 'x'\nwhy = 'y'\n[[rule]]\nid = 'a'\naction = 'x'\n"
             "why = 'y'\n",
