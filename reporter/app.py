@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 
 from reporter import bundle as bundle_io
 from reporter.analysis import Analysis, Similarity, analyze, to_json
+from reporter.analysis.export import dumps_deep
 from reporter.errors import InputError, OutputError, UsageError
 from reporter.manifest import MANIFEST_NAME
-from reporter.model import Bundle
+from reporter.model import Bundle, innermost_python
 from reporter.render import markdown as md
 from reporter.writer import write_atomic
 
@@ -224,7 +225,11 @@ def analysis_json(
 
 def _json_lines(data: dict[str, object]) -> str:
     def dump(value: object) -> str:
-        return json.dumps(value, ensure_ascii=False)
+        try:
+            return json.dumps(value, ensure_ascii=False)
+        except RecursionError:
+            # A value nested past the C encoder's limit (the tree of a 10,000-frame stack).
+            return dumps_deep(value)
 
     out = ["{"]
     for index, (key, value) in enumerate(data.items()):
@@ -333,7 +338,7 @@ def analysis_text(bundle: Bundle, analysis: Analysis, *, seen: Sequence[SeenRepo
         lines.append("")
     for stack_class in analysis.classes:
         blocked = stack_class.collective or stack_class.wait or "-"
-        top = stack_class.frames[0] if stack_class.frames else None
+        top = innermost_python(stack_class.frames)
         where = (
             f"{top.function} ({top.file}:{top.line})"
             if top and top.line

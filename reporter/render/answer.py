@@ -840,6 +840,11 @@ def _facts(
         waited_state = edge.waited.state.partition(" ")[0]
         if waited_state == RankState.UNKNOWN.value:
             waited_state = "unknown"
+        by_rank = {r: c for c in analysis.classes for r in c.ranks}
+        waited_class = by_rank.get(edge.waited.ranks[0]) if edge.waited.ranks else None
+        if waited_state == "stuck" and waited_class is not None and not waited_class.collective:
+            # Blocked outside any collective (a queue, a poll): never coming to the collective.
+            waited_state = "waiting"
     values = {
         "waiting": f"{edge.waiting.name} at {edge.waiting.where}" if edge else "",
         "waited": _side_text(edge.waited) if edge else "",

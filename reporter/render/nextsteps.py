@@ -41,7 +41,9 @@ PLACEHOLDERS = frozenset(
 )
 VERDICTS = frozenset({"collective-desync", "all-stuck", "progressing", "inconclusive"})
 DIFF_KINDS = frozenset({"flag", "env", "package", "source", "excerpt", "gpu", "fact"})
-WAITED_STATES = frozenset({"idle", "moving", "stuck", "gone", "missing", "unknown", "mixed"})
+WAITED_STATES = frozenset(
+    {"idle", "moving", "stuck", "waiting", "gone", "missing", "unknown", "mixed"}
+)
 # The closed vocabularies of `when` keys, checked on load so that a typo cannot silently
 # turn a rule off.
 _CHOICES = {"verdict": VERDICTS, "diff_kind": DIFF_KINDS, "waited": WAITED_STATES}
