@@ -150,6 +150,23 @@ SHAPES: dict[str, Shape] = {
             {"id": _REQUIRED_ID, "functions": _GLOBS, "what": Key(str, required=True)}
         ),
     },
+    "next_steps.toml": {
+        "rule": Tables(
+            {
+                "id": _REQUIRED_ID,
+                "action": Key(str, required=True),
+                "why": Key(str, required=True),
+                **{
+                    name: Key(Strings)
+                    for name in ("verdict", "waited", "collective", "wait", "frame", "diff_kind")
+                },
+                **{
+                    name: Key(bool)
+                    for name in ("stacks", "wedge", "gone", "timeout", "one_collective")
+                },
+            }
+        ),
+    },
     "redact.toml": {
         "public": Table({"hosts": _GLOBS, "emails": _GLOBS}),
         "generic": Table({"users": _GLOBS, "hosts": _GLOBS}),

@@ -791,12 +791,10 @@ def _sections(inputs: DraftInputs) -> tuple[tuple[SectionView, ...], bool, str]:
 
 
 def _title(inputs: DraftInputs, s: _S) -> str:
-    analysis = inputs.analysis
-    collectives = sorted({c.collective for c in analysis.classes if c.collective})
-    default = f"Hang: {analysis.verdict.value}" + (
-        f" in {', '.join(collectives)}" if collectives else ""
-    )
-    base = inputs.bundle.manifest.title or default
+    from reporter.render.answer import build as build_answer
+
+    # The local report's title: who waits for whom, or what the metrics show.
+    base = inputs.bundle.manifest.title or build_answer(inputs.bundle, inputs.analysis).title
     text = " ".join(s("title", base).split())
     prefix = inputs.form.title
     if prefix.strip() and not text.startswith(prefix.strip()):

@@ -410,6 +410,8 @@ class FileResult:
     sent: bool
     url: str
     recorded: Path | None = None
+    reports_updated: tuple[Path, ...] = ()
+    """Incident reports whose `upstream_issue` now names `url` (set by the application layer)."""
 
 
 # Filing follows the one retry policy of the reads (`policy.RetryPolicy`); the name stays
