@@ -288,9 +288,11 @@ def _align_group(
         )
     mismatch: FrMismatch | None = None
     mismatch_at: int | None = None
+    stale: set[int] = set()
+    """Ranks whose dump provably ended before the others' (their later ids are unknown)."""
     for seq in range(first, last + 1):
         present = {r: entries[seq] for r, entries in data.by_rank.items() if seq in entries}
-        missing = tuple(r for r in members if r not in present)
+        missing = tuple(r for r in members if r not in present and r not in stale)
         keys: dict[tuple[str, str, str], list[int]] = {}
         for rank in sorted(present):
             keys.setdefault(_key(present[rank]), []).append(rank)
@@ -304,8 +306,10 @@ def _align_group(
         ):
             notes.append(
                 f"#{seq} is missing on {format_ranks(missing)} but the others went past "
-                "it: their dumps were taken later, not a mismatch"
+                "it: their dumps were taken earlier, not a mismatch; later ids are not "
+                "compared with them"
             )
+            stale.update(missing)
             continue
         mismatch = _mismatch(trace_set, group, data, seq, present, missing, keys, trace_by_rank)
         mismatch_at = seq
@@ -581,29 +585,36 @@ def _places(processes: Sequence[RankProcess], classifier: Classifier) -> dict[in
     return places
 
 
-def _where(place: StackPlace) -> str:
+def _where(place: StackPlace, *, one: bool) -> str:
+    wait, sit = ("waits", "sits") if one else ("wait", "sit")
     inside = f" in `{place.function}`" if place.function else ""
     if place.sync:
-        return f"wait at `{place.sync}`{inside}"
+        return f"{wait} at `{place.sync}`{inside}"
     if place.collective:
-        return f"sit in `{place.collective}`{inside}"
+        return f"{sit} in `{place.collective}`{inside}"
     if place.function:
-        return f"sit in `{place.function}`"
-    return "show no application frame"
+        return f"{sit} in `{place.function}`"
+    return "shows no application frame" if one else "show no application frame"
 
 
 def _describe_ranks(ranks: Sequence[int], places: dict[int, StackPlace]) -> str:
-    seen = [places[r] for r in ranks if r in places]
+    seen = [r for r in ranks if r in places]
     if not seen:
-        return "have no stack in the bundle"
+        return "has no stack in the bundle" if len(ranks) == 1 else "have no stack in the bundle"
     kinds: dict[str, list[int]] = {}
-    for rank in ranks:
-        if rank in places:
-            kinds.setdefault(_where(places[rank]), []).append(rank)
+    for rank in seen:
+        kinds.setdefault(_where(places[rank], one=len(ranks) == 1), []).append(rank)
     parts = list(kinds.items())
     if len(parts) == 1:
         return parts[0][0]
-    return "; ".join(f"{format_ranks(r)} {w}" for w, r in parts)
+    return "; ".join(
+        f"{_ranks_label(r)} {_where(places[r[0]], one=len(r) == 1)}" for _, r in parts
+    )
+
+
+def _ranks_label(ranks: Sequence[int]) -> str:
+    """`rank 3`, `ranks [0-2]`."""
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {format_ranks(ranks)}"
 
 
 def group_name(group: str, desc: str) -> str:
@@ -623,8 +634,8 @@ def joined_sentence(
             return ""
         where = _describe_ranks(synced, places)
         return (
-            f" Stacks alone cannot tell which collective ranks {format_ranks(synced)} last "
-            f"issued: they {where}. A Flight Recorder dump of every rank would "
+            f" Stacks alone cannot tell which collective {_ranks_label(synced)} last "
+            f"issued: {'it' if len(synced) == 1 else 'they'} {where}. A Flight Recorder dump of every rank would "
             "(TORCH_FR_BUFFER_SIZE=2000 or TORCH_NCCL_TRACE_BUFFER_SIZE=2000 with "
             "TORCH_NCCL_DUMP_ON_TIMEOUT=1, or `report collect --torch-debug URL`)."
         )
@@ -638,13 +649,13 @@ def joined_sentence(
     for side in mismatch.sides:
         sizes = f" {side.sizes}" if mismatch.kind in ("sizes", "dtypes") and side.sizes else ""
         clauses.append(
-            f"ranks {side.label} issued {side.op}{sizes} #{mismatch.seq_id} on {where} and "
-            f"{_describe_ranks(side.ranks, places)}"
+            f"{_ranks_label(side.ranks)} issued {side.op}{sizes} #{mismatch.seq_id} on {where} "
+            f"and {_describe_ranks(side.ranks, places)}"
         )
     for rank, op, seq in mismatch.previous:
         last = f"last issued {op} #{seq}" if seq is not None else "issued nothing"
         clauses.append(
-            f"rank {format_ranks([rank])} never issued #{mismatch.seq_id} ({last} on {where}) "
+            f"rank {rank} never issued #{mismatch.seq_id} ({last} on {where}) "
             f"and {_describe_ranks([rank], places)}"
         )
     text = f" {source}: first mismatch ({mismatch.kind}) at #{mismatch.seq_id} on {where}: " + (

@@ -69,6 +69,8 @@ class EvidenceEntry:
     kind: EvidenceKind
     captured_at: datetime | None = None
     description: str = ""
+    rank: int | None = None
+    """Written as `rank = N` (per-rank files of torch's debug server)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -180,6 +182,8 @@ def render(state: ManifestState) -> str:
         lines += ["", "[[evidence]]", f"path = {toml_str(entry.path)}", f'kind = "{entry.kind}"']
         if entry.captured_at is not None:
             lines.append(f"captured_at = {toml_time(entry.captured_at)}")
+        if entry.rank is not None:
+            lines.append(f"rank = {entry.rank}")
         if entry.description:
             lines.append(f"description = {toml_str(entry.description)}")
     lines += [

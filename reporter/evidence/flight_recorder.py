@@ -470,20 +470,32 @@ def parse_watchdog(text: str, *, source: str) -> ParseResult:
     if not timeouts:
         return ParseResult()
     groups: dict[tuple[int, int], _PgLine] = {}
+    by_seq: dict[int, dict[str, _PgLine]] = {}
     for pg in pg_lines:
         groups.setdefault((pg.rank, pg.seq), pg)
+        by_seq.setdefault(pg.seq, {}).setdefault(pg.group, pg)
+    every_group = {pg.group: pg for pg in pg_lines}
     by_rank: dict[int, dict[tuple[str, int], FrEntry]] = {}
     statuses: dict[int, dict[str, FrGroupStatus]] = {}
     for t in timeouts:
         pg_line = groups.get((t.rank, t.seq))
         group = pg_line.group if pg_line else UNKNOWN_GROUP
+        desc = pg_line.desc if pg_line else ""
+        if pg_line is None:
+            # Logs are pasted in part: when the lines that are there name one group only
+            # (for this id, else at all), a rank without its own line is in that group.
+            same_seq = by_seq.get(t.seq, {})
+            named = same_seq if len(same_seq) == 1 else every_group if len(every_group) == 1 else {}
+            if named:
+                only = next(iter(named.values()))
+                group, desc = only.group, only.desc
         entries = by_rank.setdefault(t.rank, {})
         if (group, t.seq) in entries:
             continue
         entries[(group, t.seq)] = FrEntry(
             record_id=len(entries),
             group=group,
-            group_desc=pg_line.desc if pg_line else "",
+            group_desc=desc,
             seq_id=t.seq,
             op=op_name(t.op),
             profiling_name=f"nccl:{op_name(t.op)}",
