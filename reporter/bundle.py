@@ -256,7 +256,9 @@ def _assemble(
         pickled = _read_fr_pickle(entry, max_file_bytes=max_file_bytes)
         if pickled is not None:
             fr_result, size = pickled
-            fr_traces.extend(fr_result.flight_recorder)
+            fr_traces.extend(
+                replace(tr, captured_at=entry.captured_at) for tr in fr_result.flight_recorder
+            )
             all_warnings.extend(fr_result.warnings)
             if entry.hint is not None:
                 hints.append((entry.display, entry.hint))
@@ -333,7 +335,10 @@ def _assemble(
         if result.environment:
             environments.append(result.environment)
         code_excerpts.extend(result.excerpts)
-        fr_traces.extend(result.flight_recorder)
+        fr_traces.extend(
+            replace(tr, captured_at=tr.captured_at or entry.captured_at)
+            for tr in result.flight_recorder
+        )
         goroutine_dumps.extend(
             g
             if g.captured_at or entry.captured_at is None

@@ -669,4 +669,6 @@ class FrTrace:
     entries: tuple[FrEntry, ...] = ()
     status: tuple[FrGroupStatus, ...] = ()
     groups: tuple[FrGroupConfig, ...] = ()
+    captured_at: datetime | None = None
+    """When the dump was taken (the manifest's `captured_at`); None when unknown."""
     source: Location

@@ -256,6 +256,25 @@ def _completed(trace_by_rank: dict[int, FrTrace], rank: int, group: str, seq: in
     return None
 
 
+IN_FLIGHT_S = 5.0
+"""A collective issued less than this before the dump (and under half its timeout) may
+simply not have reached the other ranks yet."""
+
+
+def _pending_seconds(present: dict[int, FrEntry], traces: dict[int, FrTrace]) -> float | None:
+    """Seconds from the latest issue of the entry to the earliest dump; None when unknown."""
+    created = [e.time_created_ns for e in present.values() if e.time_created_ns]
+    dumped = [t.captured_at for t in traces.values() if t.captured_at is not None]
+    if not created or not dumped:
+        return None
+    return min(dumped).timestamp() - max(created) / 1e9
+
+
+def _in_flight(present: dict[int, FrEntry]) -> float:
+    timeouts = [e.timeout_ms / 2000 for e in present.values() if e.timeout_ms]
+    return min([IN_FLIGHT_S, *timeouts])
+
+
 def _moved_on(trace: FrTrace, entry: FrEntry) -> bool:
     """True when the rank completed `entry` or recorded anything after it (it went on)."""
     if entry.state == "completed":
@@ -299,6 +318,15 @@ def _align_group(
         if len(keys) <= 1 and not missing:
             continue
         at_tail = seq > max(spans.get(r, (0, -1))[1] for r in missing) if missing else False
+        pending = _pending_seconds(present, trace_by_rank)
+        if len(keys) <= 1 and at_tail and pending is not None and pending < _in_flight(present):
+            notes.append(
+                f"#{seq} is issued on {format_ranks(sorted(present))}, not yet on "
+                f"{format_ranks(missing)}, {pending:.1f} s before the dump: in flight, not a "
+                "mismatch"
+            )
+            stale.update(missing)
+            continue
         if (
             len(keys) <= 1
             and at_tail
@@ -499,7 +527,8 @@ _ORIGIN_RANK = {FrOrigin.PICKLE: 0, FrOrigin.JSON: 1, FrOrigin.WATCHDOG_LOG: 2}
 
 def analyze(traces: Sequence[FrTrace]) -> FlightRecorderAnalysis | None:
     """All trace sets of a bundle; the chosen one has a mismatch if any set has one, then
-    the most ranks, then full dumps before watchdog lines, then the name."""
+    the most ranks, then the most ranks known not to have completed the mismatching
+    collective, then full dumps before watchdog lines, then the name."""
     if not traces:
         return None
     sets: dict[str, list[FrTrace]] = {}
@@ -510,6 +539,9 @@ def analyze(traces: Sequence[FrTrace]) -> FlightRecorderAnalysis | None:
         key=lambda a: (
             a.first_mismatch is None,
             -len(a.ranks),
+            # A set that still tells which ranks never completed the collective says more
+            # (gloo marks a timed-out collective completed in the dumps written after it).
+            -len(a.first_mismatch.not_completed) if a.first_mismatch else 0,
             _ORIGIN_RANK[a.origin],
             a.trace_set,
         )
@@ -560,17 +592,24 @@ def stack_place(frames: Sequence[Frame], classifier: Classifier) -> StackPlace:
     sync_rules = gpu_sync_classifier()
     sync: str | None = None
     function: str | None = None
+    collective: str | None = None
     for frame in frames:
         if sync is None:
             rule = sync_rules.match(frame)
             if rule is not None and rule.section is RuleSection.WAIT:
                 sync = rule.name or frame.short_function
-        kind = classifier.classify(frame).kind
-        if kind is FrameKind.APPLICATION:
+        found = classifier.classify(frame)
+        # Only a named collective counts: `work-wait` and the like are the sync point itself.
+        if found.kind is FrameKind.COLLECTIVE and found.specific:
+            collective = found.name
+        if found.kind is FrameKind.APPLICATION:
             function = frame.function
             break
-    facts = classifier.describe(frames)
-    return StackPlace(sync=sync, function=function, collective=facts.collective)
+    # A blocking collective waits on its own work inside the call: that is the collective,
+    # not a synchronisation point after it.
+    if collective is not None:
+        sync = None
+    return StackPlace(sync=sync, function=function, collective=collective)
 
 
 def _places(processes: Sequence[RankProcess], classifier: Classifier) -> dict[int, StackPlace]:
@@ -607,9 +646,7 @@ def _describe_ranks(ranks: Sequence[int], places: dict[int, StackPlace]) -> str:
     parts = list(kinds.items())
     if len(parts) == 1:
         return parts[0][0]
-    return "; ".join(
-        f"{_ranks_label(r)} {_where(places[r[0]], one=len(r) == 1)}" for _, r in parts
-    )
+    return "; ".join(f"{_ranks_label(r)} {_where(places[r[0]], one=len(r) == 1)}" for _, r in parts)
 
 
 def _ranks_label(ranks: Sequence[int]) -> str:

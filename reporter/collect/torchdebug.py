@@ -29,6 +29,7 @@ A watchdog's dump files are found by prefix: `TORCH_NCCL_DEBUG_INFO_TEMP_FILE` (
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,13 +150,19 @@ def parse_page(page: str) -> tuple[RankAnswer, ...]:
     return tuple(sorted(answers, key=lambda a: a.rank))
 
 
-def fetch_all(client: httpx.Client, base_url: str, *, timeout: float) -> DebugServerResult:
-    """GET every endpoint of the debug server at `base_url`; never raises for network trouble."""
+def fetch_all(
+    client: httpx.Client,
+    base_url: str,
+    *,
+    timeout: float,
+    endpoints: Sequence[Endpoint] = ENDPOINTS,
+) -> DebugServerResult:
+    """GET the endpoints of the debug server at `base_url`; never raises for network trouble."""
     files: list[Fetched] = []
     failures: list[Failure] = []
     base = base_url.rstrip("/")
     with_pyspy: set[int] = set()
-    for endpoint in ENDPOINTS:
+    for endpoint in endpoints:
         url = base + endpoint.path
         try:
             response = client.get(url, timeout=timeout)
@@ -201,7 +208,7 @@ def fetch_all(client: httpx.Client, base_url: str, *, timeout: float) -> DebugSe
             )
     kept = {f.rank for f in files if f.kind is EvidenceKind.FAULTHANDLER}
     dropped = sorted(with_pyspy - kept)
-    if dropped and any(e.kind is EvidenceKind.FAULTHANDLER for e in ENDPOINTS):
+    if dropped and any(e.kind is EvidenceKind.FAULTHANDLER for e in endpoints):
         failures.append(
             Failure(
                 what=f"{base}/stacks ranks {format_ranks(dropped)}",

@@ -28,7 +28,7 @@ from reporter.analysis import Analysis
 from reporter.analysis.result import RankProcess, StackClass, TreeNode
 from reporter.evidence._times import clock
 from reporter.model import Bundle, EventKind, Frame, TimelineEvent
-from reporter.render import envview
+from reporter.render import envview, frview
 from reporter.render import markdown as md
 
 # Above this many processes the report embeds one dump per class, not one per process.
@@ -135,6 +135,8 @@ class ReportView:
     """Code at the branch point, with permalinks."""
     clients: envview.ClientsView | None = None
     """Go client goroutine buckets."""
+    flight_recorder: frview.FlightRecorderView | None = None
+    """The Flight Recorder section (reporter.render.frview); None without traces."""
 
 
 def build_view(
@@ -223,6 +225,7 @@ def build_view(
         changes=envview.changes(analysis.diff),
         code=envview.code_section(analysis.excerpts),
         clients=envview.clients(analysis.goroutines, _clients_headline(analysis)),
+        flight_recorder=frview.flight_recorder_view(analysis.flight_recorder),
     )
 
 

@@ -218,7 +218,9 @@ def test_ours_agrees_with_fr_trace_on_a_normalised_copy(name: str) -> None:
 # --- synthetic edge cases
 
 
-def _entry(seq: int, op: str, *, rank: int, record: int, group: str = "0", state: str = "") -> FrEntry:
+def _entry(
+    seq: int, op: str, *, rank: int, record: int, group: str = "0", state: str = ""
+) -> FrEntry:
     return FrEntry(
         record_id=record,
         group=group,
@@ -249,7 +251,9 @@ def _trace(rank: int, ops: list[tuple[int, str, str]], **kw: Any) -> FrTrace:
 
 
 def test_a_rank_whose_dump_was_taken_earlier_is_no_mismatch() -> None:
-    a = _trace(0, [(1, "all_reduce", "completed"), (2, "all_reduce", "completed"), (3, "broadcast", "")])
+    a = _trace(
+        0, [(1, "all_reduce", "completed"), (2, "all_reduce", "completed"), (3, "broadcast", "")]
+    )
     b = _trace(1, [(1, "all_reduce", "completed")])
     found = flight_recorder.analyze_set("d", [a, b])
     assert found.first_mismatch is None
@@ -305,23 +309,52 @@ def test_status_without_entries_makes_a_member() -> None:
 @pytest.mark.parametrize(
     ("frame", "name"),
     [
-        (Frame(function="synchronize", file="/x/torch/cuda/__init__.py", line=9), "torch.cuda.synchronize()"),
-        (Frame(function="Event.synchronize", file="torch/cuda/streams.py", line=3), "a CUDA event wait"),
-        (Frame(function="at::native::_local_scalar_dense_cuda(at::Tensor const&)", file="libtorch_cuda.so", native=True), ".item()"),
+        (
+            Frame(function="synchronize", file="/x/torch/cuda/__init__.py", line=9),
+            "torch.cuda.synchronize()",
+        ),
+        (
+            Frame(function="Event.synchronize", file="torch/cuda/streams.py", line=3),
+            "a CUDA event wait",
+        ),
+        (
+            Frame(
+                function="at::native::_local_scalar_dense_cuda(at::Tensor const&)",
+                file="libtorch_cuda.so",
+                native=True,
+            ),
+            ".item()",
+        ),
         (Frame(function="THPVariable_tolist", file="libtorch_python.so", native=True), ".tolist()"),
-        (Frame(function="cudaStreamSynchronize", file="libcudart.so.12", native=True), "cudaStreamSynchronize"),
+        (
+            Frame(function="cudaStreamSynchronize", file="libcudart.so.12", native=True),
+            "cudaStreamSynchronize",
+        ),
         (Frame(function="c10d::Work::wait", file="libtorch_cpu.so", native=True), "Work.wait()"),
-        (Frame(function="c10d::ProcessGroupNCCL::WorkNCCL::synchronize()", file="libtorch_cuda.so", native=True), "Work.wait()"),
+        (
+            Frame(
+                function="c10d::ProcessGroupNCCL::WorkNCCL::synchronize()",
+                file="libtorch_cuda.so",
+                native=True,
+            ),
+            "Work.wait()",
+        ),
     ],
 )
 def test_gpu_sync_points_come_from_frames_toml(frame: Frame, name: str) -> None:
-    app = Frame(function="ModelRunner.forward_batch", file="sglang/srt/model_executor/model_runner.py", line=1)
+    app = Frame(
+        function="ModelRunner.forward_batch",
+        file="sglang/srt/model_executor/model_runner.py",
+        line=1,
+    )
     place = flight_recorder.stack_place((frame, app), default_classifier())
     assert place.sync == name
     assert place.function == "ModelRunner.forward_batch"
 
 
-def test_without_a_dump_the_verdict_says_stacks_cannot_decide_and_what_would(tmp_path: Path) -> None:
+def test_without_a_dump_the_verdict_says_stacks_cannot_decide_and_what_would(
+    tmp_path: Path,
+) -> None:
     text = (BUNDLES / "fr_different_ops" / "snapshots" / "rank0_s0.txt").read_text(encoding="utf-8")
     (tmp_path / "rank0.txt").write_text(text, encoding="utf-8")
     result = analyze(bundle.load([tmp_path / "rank0.txt"]))
@@ -339,3 +372,28 @@ def test_watchdog_lines_alone_give_the_mismatch_of_nccl_1409() -> None:
     mismatch = found.first_mismatch
     assert (mismatch.group, mismatch.seq_id, mismatch.kind) == ("0", 80078, "op")
     assert mismatch.by_op == (("all_reduce", (3,)), ("broadcast", (7,)))
+
+
+def test_a_collective_issued_just_before_the_dump_is_in_flight_not_a_mismatch() -> None:
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    dumped = datetime(2026, 12, 1, 5, 0, 0, tzinfo=UTC)
+    at = int(dumped.timestamp() * 1e9)
+
+    def stamped(trace: FrTrace, ages: list[float]) -> FrTrace:
+        entries = tuple(
+            replace(e, time_created_ns=at - int(age * 1e9), timeout_ms=600_000)
+            for e, age in zip(trace.entries, ages, strict=True)
+        )
+        return replace(trace, entries=entries, captured_at=dumped)
+
+    a = _trace(0, [(1, "all_reduce", ""), (2, "all_reduce", "")])
+    b = _trace(1, [(1, "all_reduce", "")])
+    healthy = flight_recorder.analyze_set("d", [stamped(a, [0.2, 0.05]), stamped(b, [0.2])])
+    assert healthy.first_mismatch is None
+    assert "in flight" in healthy.groups[0].notes[0]
+
+    hung = flight_recorder.analyze_set("d", [stamped(a, [61.0, 60.0]), stamped(b, [61.0])])
+    assert hung.first_mismatch is not None
+    assert hung.first_mismatch.missing == (1,)

@@ -130,8 +130,12 @@ def test_tolerant_reading_warns_with_file_and_entry_and_keeps_the_rest() -> None
     dump = {
         "version": "2.10",
         "entries": [
-            {"process_group": ["0", "default_pg"], "collective_seq_id": 1,
-             "profiling_name": "nccl:all_reduce", "state": "completed"},
+            {
+                "process_group": ["0", "default_pg"],
+                "collective_seq_id": 1,
+                "profiling_name": "nccl:all_reduce",
+                "state": "completed",
+            },
             "not an entry",
             {"process_group": ["0", "default_pg"], "profiling_name": "nccl:broadcast"},
             {"collective_seq_id": 3, "profiling_name": "nccl:broadcast"},
@@ -167,9 +171,7 @@ def test_the_version_field_is_honoured(dump: dict[str, object], warning: str) ->
 def test_dumps_before_2_2_number_collectives_in_seq_id() -> None:
     dump = {
         "version": "2.1",
-        "entries": [
-            {"process_group": ["0", ""], "seq_id": 7, "profiling_name": "nccl:all_reduce"}
-        ],
+        "entries": [{"process_group": ["0", ""], "seq_id": 7, "profiling_name": "nccl:all_reduce"}],
     }
     (trace,) = fr.parse_json(json.dumps(dump), source="rank0.json").flight_recorder
     assert trace.entries[0].seq_id == 7
@@ -223,7 +225,10 @@ def test_watchdog_progress_comes_from_the_process_group_line() -> None:
     assert (status.group, status.last_enqueued, status.last_completed) == ("1", 1582, 1579)
     entry = traces[0].entries[0]
     assert (entry.seq_id, entry.numel_in, entry.timeout_ms, entry.state) == (
-        1580, 466119168, 600000, "timed-out",
+        1580,
+        466119168,
+        600000,
+        "timed-out",
     )
     assert entry.source.line == 1
 
