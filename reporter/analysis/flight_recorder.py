@@ -683,17 +683,20 @@ def joined_sentence(
         return f" {source}: no mismatch; every group agrees{tail}."
     where = group_name(mismatch.group, mismatch.group_desc)
     clauses: list[str] = []
+    def stacks(ranks: Sequence[int]) -> str:
+        # Without any stack in the bundle, saying so once (in the summary) is enough.
+        return f" and {_describe_ranks(ranks, places)}" if places else ""
+
     for side in mismatch.sides:
         sizes = f" {side.sizes}" if mismatch.kind in ("sizes", "dtypes") and side.sizes else ""
         clauses.append(
-            f"{_ranks_label(side.ranks)} issued {side.op}{sizes} #{mismatch.seq_id} on {where} "
-            f"and {_describe_ranks(side.ranks, places)}"
+            f"{_ranks_label(side.ranks)} issued {side.op}{sizes} #{mismatch.seq_id} on {where}"
+            + stacks(side.ranks)
         )
     for rank, op, seq in mismatch.previous:
         last = f"last issued {op} #{seq}" if seq is not None else "issued nothing"
         clauses.append(
-            f"rank {rank} never issued #{mismatch.seq_id} ({last} on {where}) "
-            f"and {_describe_ranks([rank], places)}"
+            f"rank {rank} never issued #{mismatch.seq_id} ({last} on {where})" + stacks([rank])
         )
     text = f" {source}: first mismatch ({mismatch.kind}) at #{mismatch.seq_id} on {where}: " + (
         "; ".join(clauses) + "."
@@ -707,12 +710,11 @@ def joined_sentence(
 
 
 def _set_label(fr: FlightRecorderAnalysis) -> str:
-    files = ", ".join(fr.files[:2]) + (", ..." if len(fr.files) > 2 else "")
-    return (
-        f"{fr.origin.value} {files}"
-        if fr.trace_set.startswith("watchdog:")
-        else f"{fr.trace_set}/: {files}"
-    )
+    """`fr_timeout/, 4 ranks`, or `watchdog lines of train.log, 2 ranks`."""
+    ranks = f"{len(fr.ranks)} rank" + ("" if len(fr.ranks) == 1 else "s")
+    if fr.trace_set.startswith("watchdog:"):
+        return f"watchdog lines of {fr.trace_set.removeprefix('watchdog:')}, {ranks}"
+    return f"{fr.trace_set}/, {ranks}"
 
 
 def _tail(fr: FlightRecorderAnalysis) -> str:
@@ -741,11 +743,15 @@ def complete(analysis: Analysis, bundle: Bundle, classifier: Classifier) -> Anal
     ):
         notes += (f"verdict from the Flight Recorder: the stacks alone said {verdict.value}",)
         verdict = Verdict.COLLECTIVE_DESYNC
+    summary = analysis.summary
+    if not analysis.processes and fr is not None:
+        # The stack summary can only say there are no stacks; the recorder speaks instead.
+        summary = "No rank stacks in the evidence; this rests on the Flight Recorder."
     return replace(
         analysis,
         verdict=verdict,
         confidence_notes=notes,
-        summary=analysis.summary + sentence,
+        summary=summary + sentence,
         flight_recorder=fr,
     )
 
