@@ -683,6 +683,7 @@ def joined_sentence(
         return f" {source}: no mismatch; every group agrees{tail}."
     where = group_name(mismatch.group, mismatch.group_desc)
     clauses: list[str] = []
+
     def stacks(ranks: Sequence[int]) -> str:
         # Without any stack in the bundle, saying so once (in the summary) is enough.
         return f" and {_describe_ranks(ranks, places)}" if places else ""
