@@ -37,7 +37,7 @@ import json
 import pickle
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from reporter.errors import EvidenceError
@@ -157,10 +157,12 @@ def parse_json(text: str, *, source: str, rank: int | None = None) -> ParseResul
 
 @dataclass(slots=True)
 class _Reader:
-    """Collects warnings while one dump is read."""
+    """Collects warnings while one dump is read, and shares equal frames between entries."""
 
     source: str
     warnings: list[ParseWarning]
+    frames: dict[tuple[object, object, object], Frame] = field(default_factory=dict)
+    stacks: dict[int, tuple[object, tuple[Frame, ...]]] = field(default_factory=dict)
 
     def warn(self, message: str, entry: int | None = None) -> None:
         line = 0 if entry is None else entry + 1
@@ -225,13 +227,21 @@ def _int(value: object) -> int | None:
     return None
 
 
+# Unpickled and JSON data hold only dict, list and tuple containers: exact type checks are
+# enough, and far cheaper than the collections.abc ones on millions of values.
+_LISTS = (list, tuple)
+
+
 def _sizes(value: object) -> tuple[tuple[int, ...], ...] | None:
-    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+    if not isinstance(value, _LISTS):
         return None
     out: list[tuple[int, ...]] = []
     for shape in value:
-        if not isinstance(shape, Sequence) or isinstance(shape, str | bytes):
+        if not isinstance(shape, _LISTS):
             return None
+        if all(type(d) is int for d in shape):
+            out.append(tuple(shape))
+            continue
         dims = [_int(d) for d in shape]
         if any(d is None for d in dims):
             return None
@@ -240,9 +250,9 @@ def _sizes(value: object) -> tuple[tuple[int, ...], ...] | None:
 
 
 def _strings(value: object) -> tuple[str, ...]:
-    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+    if not isinstance(value, _LISTS):
         return ()
-    return tuple(str(v) for v in value)
+    return tuple(v if type(v) is str else str(v) for v in value)
 
 
 def op_name(profiling_name: str) -> str:
@@ -278,32 +288,33 @@ _OPTYPES = {
 }
 
 
-def _frames(value: object) -> tuple[Frame, ...]:
-    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+def _frames(value: object, reader: _Reader) -> tuple[Frame, ...]:
+    if not isinstance(value, _LISTS):
         return ()
+    # A pickle stores a stack shared by many entries once; reuse its frames the same way.
+    known = reader.stacks.get(id(value))
+    if known is not None and known[0] is value:
+        return known[1]
     frames: list[Frame] = []
     for raw in value:
-        if isinstance(raw, Mapping):
-            frames.append(
-                Frame(
-                    function=str(raw.get("name", "?")),
-                    file=str(raw.get("filename", "?")),
-                    line=_int(raw.get("line")),
-                )
-            )
-    return tuple(frames)
+        if isinstance(raw, dict):
+            key = (raw.get("name", "?"), raw.get("filename", "?"), raw.get("line"))
+            frame = reader.frames.get(key)
+            if frame is None:
+                frame = Frame(function=str(key[0]), file=str(key[1]), line=_int(key[2]))
+                reader.frames[key] = frame
+            frames.append(frame)
+    out = tuple(frames)
+    reader.stacks[id(value)] = (value, out)
+    return out
 
 
 def _entry(raw: object, index: int, reader: _Reader, version: str) -> FrEntry | None:
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         reader.warn(f"a {type(raw).__name__}, not an entry (a dict); skipped", index)
         return None
     group_pair = raw.get("process_group")
-    if (
-        isinstance(group_pair, Sequence)
-        and not isinstance(group_pair, str | bytes)
-        and len(group_pair) >= 1
-    ):
+    if isinstance(group_pair, _LISTS) and len(group_pair) >= 1:
         group = str(group_pair[0])
         desc = str(group_pair[1]) if len(group_pair) > 1 else ""
     else:
@@ -336,7 +347,7 @@ def _entry(raw: object, index: int, reader: _Reader, version: str) -> FrEntry | 
         state=str(raw.get("state", "")),
         timeout_ms=_int(raw.get("timeout_ms")),
         time_created_ns=created or None,
-        frames=_frames(raw.get("frames")),
+        frames=_frames(raw.get("frames"), reader),
         source=Location(path=reader.source, line=index + 1),
     )
 
