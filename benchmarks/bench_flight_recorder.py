@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     plain, _ = best(opts.repeat, lambda: [pickle.loads(d) for d in dumps])
 
     def read() -> list[Any]:
-        traces = []
+        traces: list[Any] = []
         for rank, data in enumerate(dumps):
             traces.extend(parser.parse_pickle(data, source=f"d/rank{rank}").flight_recorder)
         return traces
