@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from reporter import bundle as bundle_io
 from reporter.analysis import Analysis, Similarity, analyze, to_json
 from reporter.errors import InputError, OutputError, UsageError
+from reporter.manifest import MANIFEST_NAME
 from reporter.model import METRIC_KINDS, SUMMARISED_KINDS, Bundle
 from reporter.render import markdown as md
 from reporter.writer import write_atomic
@@ -417,7 +418,7 @@ def init_manifest(folder: Path, *, force: bool = False) -> InitResult:
     """
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder", tip="pass the folder that holds the dumps")
-    target = folder / bundle_io.MANIFEST_NAME
+    target = folder / MANIFEST_NAME
     if target.exists() and not force:
         raise OutputError(
             f"{target}: already exists; not overwriting it",

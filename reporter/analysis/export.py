@@ -26,8 +26,8 @@ from reporter.analysis.result import (
     TreeNode,
 )
 from reporter.analysis.wedge import WedgeReport
-from reporter.evidence._times import iso
 from reporter.model import Frame, TimelineEvent
+from reporter.times import iso
 
 JSON = dict[str, object]
 
