@@ -885,6 +885,22 @@ def collect_cmd(
             "--wedge-window", help="Write `[wedge] window` (for a scrape shorter than 60 s)."
         ),
     ] = None,
+    torch_debug: Annotated[
+        str | None,
+        typer.Option(
+            "--torch-debug",
+            help="torch's debug server (rank 0, e.g. http://127.0.0.1:25999): fetch stacks, "
+            "py-spy dumps and Flight Recorder traces of every rank (GET only).",
+        ),
+    ] = None,
+    fr_dir: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--fr-dir",
+            help="A folder of Flight Recorder dumps a watchdog wrote (repeatable); "
+            "/tmp/nccl_trace_rank_* is always looked at.",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Capture evidence from live processes into a bundle, without disturbing them.
@@ -927,6 +943,8 @@ def collect_cmd(
             if wedge_window
             else None,
             command=shlex.join(["report", *sys.argv[1:]]),
+            torch_debug=torch_debug,
+            fr_dirs=tuple(fr_dir or ()),
         )
 
     made = _run(request)

@@ -140,7 +140,7 @@ SHAPES: dict[str, Shape] = {
                 "specific": Key(bool),
             }
         )
-        for name in ("collective", "wait", "generic", "idle")
+        for name in ("collective", "wait", "generic", "idle", "gpu_sync")
     }
     | {"library": Table({"file": _GLOBS})},
     "goroutines.toml": {

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from reporter.analysis import surroundings
+from reporter.analysis import flight_recorder, surroundings
 from reporter.analysis.branch import branch_point
 from reporter.analysis.classify import default_classifier
 from reporter.analysis.explain import Context, confidence, summary
@@ -201,6 +201,7 @@ def _analyze(
         timeline=build_timeline(bundle, wedge, surroundings.clients_events(clients)),
         goroutines=clients,
     )
+    analysis = flight_recorder.complete(analysis, bundle, classifier)
     return surroundings.complete(analysis, bundle, sources=sources, context=context)
 
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     # Annotations only: keeps loading this module cheap; none of these imports it back.
     from reporter.analysis.diff import EnvDiff
     from reporter.analysis.environment import EnvironmentSummary
+    from reporter.analysis.fr_result import FlightRecorderAnalysis
     from reporter.analysis.goroutines import GoroutineAnalysis
 
 
@@ -247,3 +248,5 @@ class Analysis:
     """Code at the branch point and the class frames, with permalinks; None when nothing to show."""
     goroutines: GoroutineAnalysis | None = None
     """Go client goroutine buckets; None when the bundle has no goroutine dump."""
+    flight_recorder: FlightRecorderAnalysis | None = None
+    """Flight Recorder traces aligned by sequence id; None when the bundle has none."""

@@ -35,7 +35,7 @@ from reporter.model import (
     innermost_python,
 )
 from reporter.render import answer as answers
-from reporter.render import envview
+from reporter.render import envview, frview
 from reporter.render import evidence as evidence_blocks
 from reporter.render import markdown as md
 from reporter.text import plural, version_key
@@ -172,6 +172,8 @@ class ReportView:
     """Impact suggested from the evidence (wedge length, waiting clients)."""
     actions: tuple[str, ...] = ()
     """Action items suggested from the next steps."""
+    flight_recorder: frview.FlightRecorderView | None = None
+    """The Flight Recorder section (reporter.render.frview); None without traces."""
 
 
 def build_view(
@@ -290,6 +292,7 @@ def build_view(
         factors=tuple(_inline(f) for f in ans.factors),
         impact=tuple(_inline(i) for i in ans.impact),
         actions=tuple(_inline(a) for a in ans.actions),
+        flight_recorder=frview.flight_recorder_view(analysis.flight_recorder),
     )
 
 

@@ -227,6 +227,8 @@ class EvidenceView:
     stacks_here: bool
     trimmed: tuple[str, ...]
     footer: str
+    flight_recorder: Block | None = None
+    """The minimal Flight Recorder excerpt showing the first mismatch (redacted)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -463,7 +465,18 @@ def _evidence(inputs: DraftInputs, s: _S, *, stacks_here: bool) -> EvidenceView:
         stacks_here=stacks_here,
         trimmed=(),
         footer="",
+        flight_recorder=_flight_recorder_block(analysis, s),
     )
+
+
+def _flight_recorder_block(analysis: Analysis, s: _S) -> Block | None:
+    """The aligned rows around the first FR mismatch, redacted like every other block."""
+    from reporter.render.frview import excerpt
+
+    text = excerpt(analysis.flight_recorder)
+    if not text:
+        return None
+    return Block(key="flight-recorder", title="Flight Recorder", text=s("flight recorder", text))
 
 
 def _number(value: float | None) -> str:
