@@ -206,9 +206,7 @@ def build_view(
     # One caveat per fact: the one-snapshot caveat is said here unless a note says it.
     if analysis.snapshots == 1 and not any("snapshot" in n for n in notes):
         basis += " One snapshot cannot tell a stuck rank from a slow one."
-    versions = sorted(
-        {d.python_version for d in bundle.dumps if d.python_version}, key=version_key
-    )
+    versions = sorted({d.python_version for d in bundle.dumps if d.python_version}, key=version_key)
     title = bundle.manifest.title or ans.title
     blocks, index = evidence_blocks.blocks(bundle, analysis, raw)
     summarised = sum(1 for f in bundle.files if f.kind in SUMMARISED_KINDS)
