@@ -19,6 +19,7 @@ from reporter.analysis import Analysis, Similarity, analyze, to_json
 from reporter.errors import InputError, OutputError, UsageError
 from reporter.model import METRIC_KINDS, SUMMARISED_KINDS, Bundle
 from reporter.render import markdown as md
+from reporter.secrets import mask_data, mask_text
 from reporter.writer import write_atomic
 
 if TYPE_CHECKING:
@@ -152,7 +153,7 @@ def diff_json_text(run: DiffRun) -> str:
     """The `diff --json` document: `{"changes": [...]}` in rank order, then counts and notes."""
     from reporter.analysis.diff import diff_json
 
-    return json.dumps(diff_json(run.diff), indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(mask_data(diff_json(run.diff)), indent=2, ensure_ascii=False) + "\n"
 
 
 def diff_text(run: DiffRun, *, limit: int = 20) -> str:
@@ -183,7 +184,9 @@ def analysis_json(analysis: Analysis) -> str:
     the C encoder (`indent=` switches json to its pure-Python encoder, five times
     slower on a 4,096-rank bundle).
     """
-    return _json_lines(to_json(analysis))
+    data = mask_data(to_json(analysis))
+    assert isinstance(data, dict)
+    return _json_lines(data)
 
 
 def _json_lines(data: dict[str, object]) -> str:
@@ -269,7 +272,9 @@ def draft(
     target = out or default_report_path(bundle, analysis, now=moment)
     if target.is_dir():
         target = target / default_report_path(bundle, analysis, now=moment).name
-    text = render_draft(bundle, analysis, now=moment, chart_file=chart_path(target).name)
+    # Evidence quoted in the report (raw dumps, log lines, locals) is masked like every
+    # other output: the local report is shared too (reporter.secrets).
+    text = mask_text(render_draft(bundle, analysis, now=moment, chart_file=chart_path(target).name))
     svg = render_charts_svg(bundle, analysis)
     charts = chart_path(target) if svg is not None else None
     merged: regions.MergeResult | None = None

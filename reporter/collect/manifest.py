@@ -46,6 +46,7 @@ from pathlib import Path
 from reporter.bundle import MANIFEST_NAME
 from reporter.evidence._times import iso
 from reporter.model import EvidenceKind
+from reporter.secrets import mask_text
 from reporter.writer import write_atomic
 
 # Skips listed one by one in the human summary; the rest are counted.
@@ -128,8 +129,11 @@ class ManifestState:
 
 
 def toml_str(text: str) -> str:
-    """A TOML basic string. JSON's escapes are valid TOML; DEL is the control JSON leaves raw."""
-    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007F")
+    """A TOML basic string, secrets masked (titles and descriptions quote command lines).
+
+    JSON's escapes are valid TOML; DEL is the control JSON leaves raw.
+    """
+    return json.dumps(mask_text(text), ensure_ascii=False).replace("\x7f", "\\u007F")
 
 
 def toml_time(moment: datetime) -> str:

@@ -8,7 +8,7 @@ the full evidence; only what leaves for GitHub passes through here.
 
 Two passes, so that a value learnt in one place is hidden everywhere:
 
-1. *find*: every piece is scanned for secrets (`reporter.upstream.secrets`: our
+1. *find*: every piece is scanned for secrets (`reporter.secrets`: our
    patterns plus detect-secrets' plugins; plus values whose key says secret, with the
    name rules and the opaque-token rule of `reporter/data/env.toml`, including the
    continuation lines of a multi-line env value) and identifiers (IPv4/IPv6, MAC,
@@ -39,7 +39,7 @@ from importlib import resources
 
 from reporter.analysis.environment import Secrets, default_rules
 from reporter.errors import ReporterError
-from reporter.upstream import secrets as secret_shapes
+from reporter.secrets import shapes as secret_shapes
 
 # Top-level domains that make `a.b` a host name. Left out on purpose: TLDs that are
 # also file extensions or Python attribute names (py, sh, so, md, pl, pt, cc, in, int,

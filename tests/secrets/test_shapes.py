@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reporter.render import lint
-from reporter.upstream import secrets
+from reporter.secrets import shapes as secrets
 
 
 @pytest.mark.parametrize(
