@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING
 from reporter import bundle as bundle_io
 from reporter.analysis import Analysis, Similarity, analyze, to_json
 from reporter.errors import InputError, OutputError, UsageError
+from reporter.fileio import read_text_bounded
 from reporter.model import METRIC_KINDS, SUMMARISED_KINDS, Bundle
 from reporter.render import markdown as md
 from reporter.secrets import mask_data, mask_text
-from reporter.writer import write_atomic
+from reporter.writer import check_target, locked, write_atomic
 
 if TYPE_CHECKING:
     from reporter.analysis.diff import EnvDiff
@@ -38,6 +39,10 @@ if TYPE_CHECKING:
 
 # Lines of one evidence file embedded in a report; the bundle keeps the rest.
 MAX_EXCERPT_LINES = 1500
+
+
+# Reports, drafts and query texts are Markdown a person edits: 64 MiB is far beyond any.
+_REPORT_MAX_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -265,7 +270,6 @@ def draft(
     With `force` the existing report is replaced instead. The previous file is kept as
     `<name>.bak`.
     """
-    from reporter.render import regions
 
     moment = now or now_utc()
     bundle, analysis = load_and_analyze(paths, options)
@@ -277,12 +281,34 @@ def draft(
     text = mask_text(render_draft(bundle, analysis, now=moment, chart_file=chart_path(target).name))
     svg = render_charts_svg(bundle, analysis)
     charts = chart_path(target) if svg is not None else None
+    # Read, merge and write under the folder's lock: two drafts of one report serialise.
+    with locked(target):
+        return _draft_into(target, text, svg, charts, analysis, force=force)
+
+
+def _draft_into(
+    target: Path,
+    text: str,
+    svg: str | None,
+    charts: Path | None,
+    analysis: Analysis,
+    *,
+    force: bool,
+) -> DraftResult:
+    """Merge `text` into the report at `target` (or write it), keeping a backup."""
+    from reporter.render import regions
+
     merged: regions.MergeResult | None = None
-    if target.exists():
+    if charts is not None:
+        check_target(charts)
+    if check_target(target):
         try:
-            old = target.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            raise OutputError(f"{target}: exists and cannot be read ({err})") from err
+            old = read_text_bounded(target, max_bytes=_REPORT_MAX_BYTES)
+        except InputError as err:
+            raise OutputError(
+                f"{target}: exists and cannot be read ({err.message.removeprefix(f'{target}: ')})",
+                tip="pass --out with another path, or --force to replace it (kept as .bak)",
+            ) from err
         if not force:
             parsed = regions.parse(old)
             if not parsed.regions and parsed.known is None and not parsed.damage:
@@ -355,8 +381,8 @@ def _excerpts(bundle: Bundle, analysis: Analysis) -> tuple[list[Excerpt], str]:
     excerpts: list[Excerpt] = []
     for rel in chosen:
         try:
-            text = roots[rel].read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            text = read_text_bounded(roots[rel], display=rel, errors="replace")
+        except InputError:
             continue
         lines = text.splitlines()
         cut = ""
@@ -373,7 +399,7 @@ def init_manifest(folder: Path, *, force: bool = False) -> Path:
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder", tip="pass the folder that holds the dumps")
     target = folder / bundle_io.MANIFEST_NAME
-    if target.exists() and not force:
+    if check_target(target) and not force:
         raise OutputError(
             f"{target}: already exists; not overwriting it",
             tip="edit it, or pass --force to replace it (the old one is kept as .bak)",
@@ -415,9 +441,9 @@ def lint_reports(paths: Sequence[Path], *, index: Path | None = None) -> LintRun
     try:
         for path in files:
             try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as err:
-                reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
+                text = read_text_bounded(path, max_bytes=_REPORT_MAX_BYTES)
+            except InputError as err:
+                reason = err.message.removeprefix(f"{path}: ")
                 findings.append(
                     lint.Finding(
                         path=str(path), line=1, rule=lint.Rule.UNREADABLE, message=str(reason)
@@ -452,8 +478,8 @@ def report_status(folder: Path) -> tuple[ReportStatus, ...]:
     rows: list[ReportStatus] = []
     for path in sorted(p for p in folder.rglob("*.md") if p.is_file()):
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            text = read_text_bounded(path, max_bytes=_REPORT_MAX_BYTES)
+        except InputError:
             continue  # not a report we can read; `report lint` says why
         row = status.summarize(text, path=str(path))
         if row is not None:
@@ -473,20 +499,21 @@ def status_json(rows: Sequence[ReportStatus]) -> str:
     return json.dumps([r.to_json() for r in rows], indent=2, ensure_ascii=False) + "\n"
 
 
-def preview(path: Path, *, out: Path | None = None) -> Path:
+def preview(path: Path, *, out: Path | None = None, force: bool = False) -> Path:
     """Write a standalone HTML preview of a report; returns its path (default: FILE.html)."""
     from reporter.render import preview as html_preview
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as err:
-        raise UsageError(f"{path}: no such file", tip="pass a report's Markdown file") from err
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"{path}: cannot be read as UTF-8 text ({err})") from err
+    if not path.exists():
+        raise UsageError(f"{path}: no such file", tip="pass a report's Markdown file")
+    text = read_text_bounded(path, max_bytes=_REPORT_MAX_BYTES)
     target = out or path.with_suffix(".html")
     if target.resolve() == path.resolve():
         raise UsageError(f"{target}: is the report itself", tip="pass --out with an .html path")
-    write_atomic(target, html_preview.to_html(text, source=path.name))
+    write_atomic(
+        target,
+        html_preview.to_html(text, source=path.name),
+        owned=None if force else (lambda head: html_preview.CSP in head),
+    )
     return target
 
 
@@ -512,7 +539,13 @@ def upstream_query(
     text: str | None = None
     if text_file is not None:
         try:
-            text = sys.stdin.read() if str(text_file) == "-" else text_file.read_text("utf-8")
+            text = (
+                sys.stdin.read(_REPORT_MAX_BYTES)
+                if str(text_file) == "-"
+                else read_text_bounded(text_file, max_bytes=_REPORT_MAX_BYTES)
+            )
+        except InputError as err:
+            raise UsageError(err.message, tip="pass a UTF-8 text file") from err
         except (OSError, UnicodeDecodeError) as err:
             raise UsageError(
                 f"{text_file}: cannot read it ({err})", tip="pass a UTF-8 text file"
@@ -685,6 +718,7 @@ def upstream_draft(
     base_url: str | None = None,
     options: Options | None = None,
     now: datetime | None = None,
+    force: bool = False,
 ) -> UpstreamDraftRun:
     """Write the upstream issue draft for review (front matter `kind: upstream-draft`).
 
@@ -707,8 +741,20 @@ def upstream_draft(
         env=os.environ,
     )
     target = out or default_upstream_path(bundle, analysis, name, now=now or now_utc())
-    backup = write_atomic(target, run.draft.document, backup=True)
+    backup = write_atomic(
+        target,
+        run.draft.document,
+        backup=True,
+        owned=None if force else _is_upstream_draft,
+    )
     return UpstreamDraftRun(path=target, backup=backup, run=run)
+
+
+def _is_upstream_draft(head: str) -> bool:
+    """True for a file `report upstream draft` wrote (front matter `kind: upstream-draft`)."""
+    from reporter.render import frontmatter
+
+    return f"kind: {frontmatter.UPSTREAM_DRAFT}" in head[:4096]
 
 
 def upstream_file(

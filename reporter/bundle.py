@@ -55,10 +55,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reporter.errors import EvidenceError, ManifestError, UsageError
+from reporter.errors import EvidenceError, InputError, ManifestError, UsageError
 from reporter.evidence import metrics
 from reporter.evidence import sniff as sniffing
 from reporter.evidence._times import parse_duration
+from reporter.fileio import file_kind, read_bytes_bounded
 from reporter.gcpause import gc_paused
 from reporter.model import (
     CONTEXT_KINDS,
@@ -157,13 +158,26 @@ def _load_folder(root: Path, *, max_file_bytes: int) -> Bundle:
         manifest, listed = parse_manifest(text, root=root)
     # Manifest entries are already relative to the root: compare relative names,
     # which costs no system call per file (resolving 4,096 paths does).
+    listed = _unique(listed, warnings)
     seen = {entry.display for entry in listed}
+    resolved_root: Path | None = None
     extra: list[_Entry] = []
     # The baseline bundle and the deployed source copy are not this bundle's evidence.
     skip = tuple(p.strip("/") + "/" for p in (manifest.baseline, manifest.source_root) if p)
     for rel, path in _walk(root, skip=skip):
         if rel in seen:
             continue
+        if path.is_symlink():
+            # An unlisted link is held to the rule listed ones are: it stays in the bundle.
+            resolved_root = resolved_root or root.resolve()
+            if not path.resolve().is_relative_to(resolved_root):
+                warnings.append(
+                    ParseWarning(
+                        source=Location(path=rel),
+                        message="skipped: a symbolic link that leaves the bundle",
+                    )
+                )
+                continue
         extra.append(
             _Entry(path=path, display=rel, kind=None, captured_at=None, hint=None, description="")
         )
@@ -186,6 +200,25 @@ def _load_folder(root: Path, *, max_file_bytes: int) -> Bundle:
     if manifest.baseline:
         bundle = replace(bundle, baseline=load_baseline(root / manifest.baseline, max_file_bytes))
     return bundle
+
+
+def _unique(entries: list[_Entry], warnings: list[ParseWarning]) -> list[_Entry]:
+    """Manifest entries with each file once: two globs matching one file read it once."""
+    seen: set[str] = set()
+    out: list[_Entry] = []
+    for entry in entries:
+        if entry.display in seen:
+            warnings.append(
+                ParseWarning(
+                    source=Location(path=MANIFEST_NAME),
+                    message=f"{entry.display} is matched by more than one [[evidence]] entry; "
+                    "read once (the first entry's settings apply)",
+                )
+            )
+            continue
+        seen.add(entry.display)
+        out.append(entry)
+    return out
 
 
 def load_baseline(folder: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Bundle:
@@ -378,19 +411,22 @@ def _read_text(path: Path, *, display: str, max_file_bytes: int) -> str:
 
 
 def _read_evidence(path: Path, *, display: str, max_file_bytes: int) -> tuple[str, int]:
-    """The text of one evidence file and its size in bytes; see `_read_text`."""
+    """The text of one evidence file and its size in bytes; see `_read_text`.
+
+    Only regular files are read (a FIFO, device, socket or folder is refused before it
+    is opened), and never past the size limit (`reporter.fileio`).
+    """
     try:
-        with open(path, "rb") as handle:  # noqa: PTH123 - one open + fstat, no pathlib overhead per file
-            size = os.fstat(handle.fileno()).st_size
-            if size > max_file_bytes:
-                raise EvidenceError(
-                    f"{display}: {_human_size(size)} is larger than the "
-                    f"{_human_size(max_file_bytes)} limit for one evidence file",
-                    tip="split the file per process, or raise the limit with --max-file-size",
-                )
-            data = handle.read()
-    except OSError as err:
-        raise EvidenceError(f"{display}: cannot read ({err.strerror})") from err
+        data = read_bytes_bounded(path, display=display, max_bytes=max_file_bytes)
+    except InputError as err:
+        if "larger than the" in err.message:
+            raise EvidenceError(
+                f"{display}: {err.message.split(': ', 1)[1].replace(' for one file', '')}"
+                " for one evidence file",
+                tip="split the file per process, or raise the limit with --max-file-size",
+            ) from err
+        raise EvidenceError(err.message, tip=err.tip) from err
+    size = len(data)
     if not data.strip():
         raise EvidenceError(
             f"{display}: the file is empty", tip="capture the dump again; py-spy may have failed"
@@ -418,15 +454,6 @@ def _nul_separated_text(probe: bytes) -> bool:
         # A multi-byte character cut at the end of the probe decodes as a replacement char.
         text = text.rstrip("\ufffd")
     return not any((c < " " and c not in "\x00\t\n\r") or c in "\x7f\ufffd" for c in text)
-
-
-def _human_size(size: int) -> str:
-    value = float(size)
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{int(value)} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} bytes"  # pragma: no cover - loop always returns
 
 
 def parse_manifest(text: str, *, root: Path) -> tuple[Manifest, list[_Entry]]:
@@ -512,9 +539,17 @@ def _expand_entry(
                 tip="copy the file into the bundle folder instead of linking to it",
             )
         if not path.is_file():
+            rel = path.relative_to(root).as_posix()
+            try:
+                mode = path.stat().st_mode
+            except OSError:
+                raise ManifestError(
+                    f"{MANIFEST_NAME}:{line}: {rel} does not exist",
+                    tip="fix the path or remove the [[evidence]] entry",
+                ) from None
             raise ManifestError(
-                f"{MANIFEST_NAME}:{line}: {path.relative_to(root).as_posix()} does not exist",
-                tip="fix the path or remove the [[evidence]] entry",
+                f"{MANIFEST_NAME}:{line}: {rel} is {file_kind(mode)}, not a regular file",
+                tip="list regular files only (copy the data into a file first)",
             )
         yield _Entry(
             path=path,

@@ -6,17 +6,33 @@ Errors print one line (plus a `Tip:`); `--debug` shows the traceback.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TextIO, TypeVar
 
-import typer
 
-from reporter import __version__, app
-from reporter.analysis import Analysis, Similarity
-from reporter.errors import ReporterError, UsageError
+def _quiet_interrupt(_signum: int, _frame: object) -> None:  # pragma: no cover - timing
+    os.write(2, b"interrupted\n")
+    os._exit(130)
+
+
+if Path(sys.argv[0]).name in ("report", "__main__.py"):
+    # Ctrl-C while the imports below load (a third of a second) exits quietly too;
+    # main() puts Python's KeyboardInterrupt back once its handlers are in place.
+    signal.signal(signal.SIGINT, _quiet_interrupt)
+
+import click  # noqa: E402 - after the interrupt handler, on purpose
+import typer  # noqa: E402
+
+from reporter import __version__, app  # noqa: E402
+from reporter.analysis import Analysis, Similarity  # noqa: E402
+from reporter.errors import ReporterError, UsageError  # noqa: E402
+from reporter.inert import for_terminal, one_line  # noqa: E402
+from reporter.secrets import mask_text  # noqa: E402
 
 if TYPE_CHECKING:
     from reporter.render.regions import MergeResult
@@ -58,9 +74,14 @@ StrictOpt = Annotated[
 ]
 
 
+def _echo(*parts: object, file: TextIO | None = None, flush: bool = False) -> None:
+    """`print` for everything the CLI says: evidence in it is inert (no escape sequences)."""
+    print(for_terminal(" ".join(str(p) for p in parts)), file=file, flush=flush)
+
+
 def _version(value: bool) -> None:
     if value:
-        print(f"reporter {__version__}")
+        _echo(f"reporter {__version__}")
         raise typer.Exit()
 
 
@@ -127,12 +148,12 @@ def _run(action: Callable[[], T]) -> T:
     except ReporterError as err:
         if _state["debug"]:
             raise
-        print(f"error: {err.message}", file=sys.stderr)
+        _echo(f"error: {one_line(mask_text(err.message), limit=2000)}", file=sys.stderr)
         if err.tip:
-            print(f"Tip: {err.tip}", file=sys.stderr)
+            _echo(f"Tip: {one_line(mask_text(err.tip), limit=2000)}", file=sys.stderr)
         raise typer.Exit(err.exit_code) from None
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        _echo("interrupted", file=sys.stderr)
         raise typer.Exit(130) from None
 
 
@@ -155,11 +176,11 @@ def analyze_cmd(
     if as_json:
         sys.stdout.write(app.analysis_json(analysis))
         return
-    print(_human(analysis))
+    _echo(mask_text(_human(analysis)))
     for warning in bundle.warnings[:10]:
-        print(f"warning: {warning}", file=sys.stderr)
+        _echo(f"warning: {warning}", file=sys.stderr)
     if len(bundle.warnings) > 10:
-        print(f"warning: … {len(bundle.warnings) - 10} more (see --json)", file=sys.stderr)
+        _echo(f"warning: … {len(bundle.warnings) - 10} more (see --json)", file=sys.stderr)
 
 
 def _human(analysis: Analysis) -> str:
@@ -214,15 +235,15 @@ def draft_cmd(
     )
     result = _run(lambda: app.draft(evidence, out=out, options=options, force=force))
     for line in _merge_summary(result.merge):
-        print(line)
+        _echo(line)
     if result.unchanged:
-        print(f"{result.path}: up to date")
+        _echo(f"{result.path}: up to date")
         return
-    print(f"wrote {result.path} ({result.analysis.verdict.value})")
+    _echo(f"wrote {result.path} ({result.analysis.verdict.value})")
     if result.charts:
-        print(f"wrote {result.charts} (metrics charts)")
+        _echo(f"wrote {result.charts} (metrics charts)")
     if result.backup:
-        print(f"previous version kept as {result.backup}")
+        _echo(f"previous version kept as {result.backup}")
 
 
 @cli.command("diff")
@@ -261,7 +282,7 @@ def diff_cmd(
     if as_json:
         sys.stdout.write(app.diff_json_text(run))
     else:
-        print(app.diff_text(run, limit=max(limit, 0)))
+        _echo(mask_text(app.diff_text(run, limit=max(limit, 0))))
 
 
 def _merge_summary(merge: MergeResult | None) -> list[str]:
@@ -294,7 +315,7 @@ def init_cmd(
 ) -> None:
     """Write a commented bundle.toml listing the evidence found in FOLDER."""
     path = _run(lambda: app.init_manifest(folder, force=force))
-    print(
+    _echo(
         f"wrote {path}; edit the title, upstream repo and ranks, then run `report draft {folder}`"
     )
 
@@ -322,15 +343,15 @@ def lint_cmd(
         sys.stdout.write(app.lint_json(run))
     else:
         for finding in run.findings:
-            print(finding)
-            print(f"  fix: {finding.hint}")
+            _echo(finding)
+            _echo(f"  fix: {finding.hint}")
         failing = len({f.path for f in run.findings})
         total = len(run.files)
         if run.findings:
             count = len(run.findings)
-            print(f"{count} finding{'s' if count != 1 else ''} in {failing} of {total} files")
+            _echo(f"{count} finding{'s' if count != 1 else ''} in {failing} of {total} files")
         else:
-            print(f"{total} file{'s' if total != 1 else ''} clean")
+            _echo(f"{total} file{'s' if total != 1 else ''} clean")
     if run.findings:
         raise typer.Exit(1)
 
@@ -347,9 +368,9 @@ def status_cmd(
     if as_json:
         sys.stdout.write(app.status_json(rows))
     elif rows:
-        print(app.status_text(rows))
+        _echo(mask_text(app.status_text(rows)))
     else:
-        print(f"no reports under {folder}")
+        _echo(f"no reports under {folder}")
 
 
 @cli.command("preview")
@@ -358,10 +379,13 @@ def preview_cmd(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="HTML path (default: FILE with .html).")
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing file that is not a preview.")
+    ] = False,
 ) -> None:
     """Write a standalone HTML preview of a report (diagrams drawn inline, no network needed)."""
-    path = _run(lambda: app.preview(file, out=out))
-    print(f"wrote {path}")
+    path = _run(lambda: app.preview(file, out=out, force=force))
+    _echo(f"wrote {path}")
 
 
 # --- upstream issues -----------------------------------------------------------------
@@ -418,17 +442,17 @@ def sync_cmd(
 
     reports, notes, path = _run(sync)
     for note in notes:
-        print(f"note: {note}", file=sys.stderr)
+        _echo(f"note: {note}", file=sys.stderr)
     for report in reports:
         if report.not_modified:
             what = "no changes (304)"
         else:
             what = f"{report.stored} issues stored from {report.pages} page{'s' if report.pages != 1 else ''}"
         resumed = ", resumed an interrupted sync" if report.resumed else ""
-        print(
+        _echo(
             f"{report.repo}: {what}; {report.requests} request{'s' if report.requests != 1 else ''}{resumed}"
         )
-    print(f"index: {path}")
+    _echo(f"index: {path}")
 
 
 @index_app.command("import")
@@ -439,8 +463,8 @@ def index_import_cmd(
     """Import issues from JSONL; a bad line is reported with its number and skipped."""
     result, path = _run(lambda: app.index_import(file, db=db))
     for problem in result.skipped:
-        print(f"skipped {problem}", file=sys.stderr)
-    print(f"imported {result.imported} issues into {path}")
+        _echo(f"skipped {problem}", file=sys.stderr)
+    _echo(f"imported {result.imported} issues into {path}")
 
 
 @index_app.command("export")
@@ -498,11 +522,11 @@ def search_upstream_cmd(
         )
     )
     for note in outcome.notes:
-        print(f"note: {note}", file=sys.stderr)
+        _echo(f"note: {note}", file=sys.stderr)
     if as_json:
         sys.stdout.write(app.search_upstream_json(outcome))
     else:
-        print(app.search_upstream_text(outcome))
+        _echo(app.search_upstream_text(outcome))
 
 
 # --- live capture ----------------------------------------------------------------------
@@ -631,18 +655,18 @@ def collect_cmd(
         )
 
     def progress(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
+        _echo(line, file=sys.stderr, flush=True)
 
     made = _run(request)
     summary = _run(lambda: app.collect(made, progress=progress))
-    print(
+    _echo(
         f"{summary.status.value}: {summary.files} files in {summary.out} "
         f"({summary.dumps_ok} dumps, {summary.dumps_failed} failed; {summary.scrapes} scrapes; "
         f"{len(summary.skipped)} skipped) in {summary.seconds:.1f} s"
     )
     for line in summary.advice:
-        print(line if line.startswith("py-spy") else f"  {line}", file=sys.stderr)
-    print(f"next: report analyze {shlex.quote(str(summary.out))}")
+        _echo(line if line.startswith("py-spy") else f"  {line}", file=sys.stderr)
+    _echo(f"next: report analyze {shlex.quote(str(summary.out))}")
     if summary.status is CollectStatus.INTERRUPTED:
         raise typer.Exit(130)
 
@@ -710,6 +734,10 @@ def upstream_draft_cmd(
     db: DbOpt = None,
     link_related: LinkRelatedOpt = False,
     base_url: BaseUrlOpt = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace an existing file that is not an upstream draft."),
+    ] = False,
 ) -> None:
     """Write a redacted upstream issue draft for review, following the repository's bug form.
 
@@ -726,25 +754,26 @@ def upstream_draft_cmd(
             db=db,
             link_related=link_related,
             base_url=base_url,
+            force=force,
         )
     )
     draft = made.run.draft
     for note in made.run.notes:
-        print(f"note: {note}", file=sys.stderr)
+        _echo(f"note: {note}", file=sys.stderr)
     form = "generic form" if made.run.form.generic else f"form {made.run.form.source}"
-    print(f"wrote {made.path} ({draft.repo}, {form}, {len(draft.body):,} characters)")
+    _echo(f"wrote {made.path} ({draft.repo}, {form}, {len(draft.body):,} characters)")
     if made.backup:
-        print(f"previous version kept as {made.backup}")
+        _echo(f"previous version kept as {made.backup}")
     total = draft.redaction.total()
-    print(f"redacted: {total} value(s)" + (":" if total else ""))
+    _echo(f"redacted: {total} value(s)" + (":" if total else ""))
     for line in app.redaction_lines(draft.redaction.report):
-        print(f"  {line}")
+        _echo(f"  {line}")
     if draft.todos:
-        print(f"to fill before filing: {len(draft.todos)} TODO(reviewer) line(s)")
+        _echo(f"to fill before filing: {len(draft.todos)} TODO(reviewer) line(s)")
     for leak in draft.leaks:
-        print(f"warning: the final scan still flags {leak}", file=sys.stderr)
+        _echo(f"warning: the final scan still flags {leak}", file=sys.stderr)
     for trimmed in draft.trimmed:
-        print(f"trimmed: {trimmed}")
+        _echo(f"trimmed: {trimmed}")
 
 
 @upstream_app.command("file")
@@ -789,14 +818,69 @@ def upstream_file_cmd(
         )
     )
     for note in result.plan.notes:
-        print(f"note: {note}", file=sys.stderr)
-    print(app.upstream_file_text(result))
+        _echo(f"note: {note}", file=sys.stderr)
+    _echo(app.upstream_file_text(result))
     if result.plan.refusals and not result.sent:
         for refusal in result.plan.refusals:
-            print(f"refused: {refusal}", file=sys.stderr)
+            _echo(f"refused: {refusal}", file=sys.stderr)
         raise typer.Exit(1)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    cli()
+    """Console-script entry point: every failure is one line and an exit code, never a traceback.
+
+    Exit codes: 0 ok, 1 failure, 2 usage, 130 interrupted. An unexpected exception
+    prints one line naming the command and its input plus `Tip: re-run with --debug`
+    (which shows the traceback).
+    """
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.exit(_main_code(sys.argv[1:]))
+
+
+def _main_code(argv: list[str]) -> int:
+    """Run the CLI on `argv` and map whatever happens to an exit code."""
+    debug = "--debug" in argv
+    try:
+        result = cli(args=argv, prog_name="report", standalone_mode=False)
+    except KeyboardInterrupt:
+        _echo("interrupted", file=sys.stderr)
+        return 130
+    except click.exceptions.Abort:
+        _echo("interrupted", file=sys.stderr)
+        return 130
+    except click.exceptions.Exit as done:
+        return done.exit_code
+    except click.ClickException as err:
+        err.show()
+        return err.exit_code
+    except BrokenPipeError:
+        # The reader went away (`report analyze x | head`): nothing left to say to it.
+        with open(os.devnull, "w") as sink:  # noqa: PTH123
+            os.dup2(sink.fileno(), sys.stdout.fileno())
+        return 141
+    except ReporterError as err:
+        if debug:
+            raise
+        _echo(f"error: {one_line(mask_text(err.message), limit=2000)}", file=sys.stderr)
+        if err.tip:
+            _echo(f"Tip: {one_line(mask_text(err.tip), limit=2000)}", file=sys.stderr)
+        return err.exit_code
+    except Exception as err:
+        if debug:
+            raise
+        _echo(f"error: {_unexpected(argv, err)}", file=sys.stderr)
+        _echo("Tip: re-run with --debug for the traceback, and report it", file=sys.stderr)
+        return 1
+    return result if isinstance(result, int) else 0
+
+
+def _unexpected(argv: list[str], err: BaseException) -> str:
+    """`report analyze failed on bundle/: RecursionError: ...` (masked, inert, one line)."""
+    words = [a for a in argv if not a.startswith("-")]
+    groups = {"upstream", "index"}
+    command = " ".join(words[:2]) if words and words[0] in groups else " ".join(words[:1])
+    rest = words[2:] if words and words[0] in groups else words[1:]
+    where = f" on {rest[0]}" if rest else ""
+    detail = str(err) or "no details"
+    text = f"report {command or '(no command)'} failed{where}: {type(err).__name__}: {detail}"
+    return one_line(mask_text(text))
