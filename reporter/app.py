@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from reporter import bundle as bundle_io
 from reporter.analysis import Analysis, Similarity, analyze, to_json
 from reporter.errors import InputError, OutputError, UsageError
-from reporter.fileio import read_text_bounded
+from reporter.fileio import check_regular, read_text_bounded
 from reporter.model import METRIC_KINDS, SUMMARISED_KINDS, Bundle
 from reporter.render import markdown as md
 from reporter.secrets import mask_data, mask_text
@@ -424,6 +424,8 @@ def _markdown_files(paths: Sequence[Path]) -> list[Path]:
             files.extend(sorted(p for p in path.rglob("*.md") if p.is_file()))
         elif path.is_file():
             files.append(path)
+        elif path.exists():
+            check_regular(path)  # raises: a FIFO, device or socket is named as such
         else:
             raise UsageError(f"{path}: no such file or folder", tip="pass report files or folders")
     return list(dict.fromkeys(files))

@@ -125,7 +125,10 @@ def load(paths: Sequence[Path], *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES)
         raise UsageError("no evidence given", tip="pass a bundle folder or py-spy dump files")
     for path in paths:
         if not path.exists():
-            raise UsageError(f"{path}: no such file or folder")
+            raise UsageError(
+                f"{path}: no such file or folder",
+                tip="pass an existing file or bundle folder",
+            )
     folders = [p for p in paths if p.is_dir()]
     if folders and len(paths) > 1:
         raise UsageError(
@@ -470,7 +473,7 @@ def parse_manifest(text: str, *, root: Path) -> tuple[Manifest, list[_Entry]]:
         upstream=tuple(_strings(data, "upstream", text)),
         service=_string(data, "service", text),
         version=_string(data, "version", text),
-        world_size=_optional_int(data, "world_size", text),
+        world_size=_world_size(data, text),
         # Kept in the manifest's order: the author chose it (summary first, say).
         fields=tuple((str(k), str(v)) for k, v in _table(data, "fields", text).items()),
         events=_events(data, text),
@@ -518,9 +521,10 @@ def _expand_entry(
         kind = _KINDS[kind_name]
     captured_at = _datetime(raw.get("captured_at"), text)
     rank = raw.get("rank")
-    if rank is not None and (not isinstance(rank, int) or rank < 0):
+    if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 0):
         raise ManifestError(
-            f"{MANIFEST_NAME}:{line}: `rank` must be a non-negative integer, got {rank!r}"
+            f"{MANIFEST_NAME}:{line}: `rank` must be a non-negative integer, got {rank!r}",
+            tip="fix bundle.toml (see the manifest example in `report init`)",
         )
     hint = None
     if rank is not None or raw.get("role") or raw.get("group"):
@@ -608,7 +612,8 @@ def _wedge(data: dict[str, Any], text: str) -> WedgeSettings | None:
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ManifestError(
-                f"{MANIFEST_NAME}:{_line_of(text, key)}: `wedge.{key}` must be a list of metric names"
+                f"{MANIFEST_NAME}:{_line_of(text, key)}: `wedge.{key}` must be a list of metric names",
+                tip="fix bundle.toml (see the manifest example in `report init`)",
             )
         for name in value:
             if metrics.parse_selector(name) is None:
@@ -646,9 +651,15 @@ def _inside(data: dict[str, Any], key: str, text: str, root: Path) -> str:
         )
     target = root / value
     if not target.exists():
-        raise ManifestError(f"{where}: {key} {value!r} does not exist in the bundle")
+        raise ManifestError(
+            f"{where}: {key} {value!r} does not exist in the bundle",
+            tip="fix bundle.toml (see the manifest example in `report init`)",
+        )
     if not target.resolve().is_relative_to(root.resolve()):
-        raise ManifestError(f"{where}: {key} {value!r} resolves outside the bundle")
+        raise ManifestError(
+            f"{where}: {key} {value!r} resolves outside the bundle",
+            tip="fix bundle.toml (see the manifest example in `report init`)",
+        )
     return value
 
 
@@ -667,7 +678,10 @@ def _upstream_ref(data: dict[str, Any], text: str) -> tuple[tuple[str, str], ...
                 tip="use: " + ", ".join(_UPSTREAM_REF_KEYS),
             )
         if not isinstance(value, str):
-            raise ManifestError(f"{where}: `upstream_ref.{key}` must be a string")
+            raise ManifestError(
+                f"{where}: `upstream_ref.{key}` must be a string",
+                tip="fix bundle.toml (see the manifest example in `report init`)",
+            )
         out.append((key, value))
     return tuple(out)
 
@@ -681,7 +695,10 @@ def _line_of(text: str, needle: str) -> int:
 def _string(data: dict[str, Any], key: str, text: str) -> str:
     value = data.get(key, "")
     if not isinstance(value, str):
-        raise ManifestError(f"{MANIFEST_NAME}:{_line_of(text, key)}: `{key}` must be a string")
+        raise ManifestError(
+            f"{MANIFEST_NAME}:{_line_of(text, key)}: `{key}` must be a string",
+            tip="fix bundle.toml (see the manifest example in `report init`)",
+        )
     return value
 
 
@@ -691,7 +708,8 @@ def _strings(data: dict[str, Any], key: str, text: str) -> list[str]:
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ManifestError(
-            f"{MANIFEST_NAME}:{_line_of(text, key)}: `{key}` must be a list of strings"
+            f"{MANIFEST_NAME}:{_line_of(text, key)}: `{key}` must be a list of strings",
+            tip="fix bundle.toml (see the manifest example in `report init`)",
         )
     for repo in value:
         if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
@@ -705,7 +723,10 @@ def _strings(data: dict[str, Any], key: str, text: str) -> list[str]:
 def _table(data: dict[str, Any], key: str, text: str) -> dict[str, Any]:
     value = data.get(key, {})
     if not isinstance(value, dict):
-        raise ManifestError(f"{MANIFEST_NAME}:{_line_of(text, key)}: `[{key}]` must be a table")
+        raise ManifestError(
+            f"{MANIFEST_NAME}:{_line_of(text, key)}: `[{key}]` must be a table",
+            tip="fix bundle.toml (see the manifest example in `report init`)",
+        )
     return value
 
 
@@ -715,7 +736,24 @@ def _optional_int(data: dict[str, Any], key: str, text: str) -> int | None:
         return None
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise ManifestError(
-            f"{MANIFEST_NAME}:{_line_of(text, key)}: `{key}` must be a positive integer"
+            f"{MANIFEST_NAME}:{_line_of(text, key)}: `{key}` must be a positive integer",
+            tip="fix bundle.toml (see the manifest example in `report init`)",
+        )
+    return value
+
+
+# Far above any real job (the largest runs have some 10^5 ranks); the analysis names every
+# absent rank, so an absurd world_size must stop here (reporter/manifest.py, issue 13,
+# validates every manifest number; this is the bound the analysis relies on).
+MAX_WORLD_SIZE = 1_000_000
+
+
+def _world_size(data: dict[str, Any], text: str) -> int | None:
+    value = _optional_int(data, "world_size", text)
+    if value is not None and not 0 < value <= MAX_WORLD_SIZE:
+        raise ManifestError(
+            f"{MANIFEST_NAME}:{_line_of(text, 'world_size')}: world_size {value} is out of range",
+            tip=f"give the number of ranks, between 1 and {MAX_WORLD_SIZE:,}",
         )
     return value
 
@@ -739,7 +777,10 @@ def _datetime(value: object, text: str, *, key: str = "captured_at") -> datetime
                 tip="write it as 2026-07-14T08:34:44Z",
             ) from err
     else:
-        raise ManifestError(f"{MANIFEST_NAME}:{_line_of(text, key)}: {key} must be a date-time")
+        raise ManifestError(
+            f"{MANIFEST_NAME}:{_line_of(text, key)}: {key} must be a date-time",
+            tip="fix bundle.toml (see the manifest example in `report init`)",
+        )
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 

@@ -865,13 +865,28 @@ def _main_code(argv: list[str]) -> int:
         if err.tip:
             _echo(f"Tip: {one_line(mask_text(err.tip), limit=2000)}", file=sys.stderr)
         return err.exit_code
-    except Exception as err:
+    except Exception as err:  # the catch-all: one line, never a traceback
         if debug:
             raise
+        if type(err).__module__ == "sqlite3":
+            return _database_error(err)
         _echo(f"error: {_unexpected(argv, err)}", file=sys.stderr)
         _echo("Tip: re-run with --debug for the traceback, and report it", file=sys.stderr)
         return 1
     return result if isinstance(result, int) else 0
+
+
+def _database_error(err: Exception) -> int:
+    """A SQLite error (the issue index): locked or damaged, in one line with a Tip."""
+    busy = "locked" in str(err) or "busy" in str(err)
+    _echo(f"error: the issue index database: {one_line(str(err))}", file=sys.stderr)
+    tip = (
+        "another `report` command is using it; wait for it, or pass --db elsewhere"
+        if busy
+        else "the file is damaged: move it away and run `report sync` again"
+    )
+    _echo(f"Tip: {tip}", file=sys.stderr)
+    return 1
 
 
 def _unexpected(argv: list[str], err: BaseException) -> str:

@@ -187,7 +187,7 @@ def _link_backup(path: Path) -> Path | None:
     """
     free = _free_backup_number(path)
     for number in range(free, 0, -1):
-        os.rename(_backup_name(path, number - 1), _backup_name(path, number))
+        _backup_name(path, number - 1).rename(_backup_name(path, number))
     newest = _backup_name(path, 0)
     try:
         os.link(path, newest)
