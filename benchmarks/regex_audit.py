@@ -1,10 +1,10 @@
 """Time every module-level regex of `reporter` on adversarial input: find backtracking.
 
 Imports every module under `reporter/`, collects each compiled pattern it holds at module
-level (and the secret shapes), and runs `match` (anchored, as line parsers use it) and `search` over 40 KB strings built to make
+level (and the secret shapes), and runs `match` (anchored, as line parsers use it) and `search` over 8 KB strings built to make
 backtracking patterns go quadratic (long runs of one character class, runs that almost
 match, separators without the closing part). Prints the slowest patterns and flags any
-whose anchored match takes over `--limit` seconds (default 0.5 s for 40 KB: a linear
+whose anchored match takes over `--limit` seconds (default 0.1 s for 8 KB: a linear
 pattern takes milliseconds); `search` times are shown for patterns used unanchored.
 
     python benchmarks/regex_audit.py [--size 40000] [--limit 0.5]
@@ -76,8 +76,8 @@ def adversarial(size: int) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     """Print the slowest patterns; exit 1 when one is over the limit."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--size", type=int, default=40_000)
-    parser.add_argument("--limit", type=float, default=0.5)
+    parser.add_argument("--size", type=int, default=8_000)
+    parser.add_argument("--limit", type=float, default=0.1)
     parser.add_argument("--show", type=int, default=10)
     args = parser.parse_args(argv)
     inputs = adversarial(args.size)

@@ -448,7 +448,10 @@ def merge(existing: str, generated: str) -> MergeResult:
             if chunk.edited:
                 out.append(chunk.raw)
         elif isinstance(chunk, Region):
-            _merge_region(chunk, generated_regions.get(chunk.id), out, outcome)
+            # A region this file was never given (its record does not list it) was pasted
+            # in from another report: reviewer text, never retired.
+            ours = old.known is None or chunk.id in old.known
+            _merge_region(chunk, generated_regions.get(chunk.id), out, outcome, ours=ours)
             for ident in after.get(chunk.id, ()):
                 _append(out, "\n" + region_text(ident, generated_regions[ident].body))
                 outcome["added"].append(ident)
@@ -476,11 +479,16 @@ def merge(existing: str, generated: str) -> MergeResult:
 
 
 def _merge_region(
-    mine: Region, theirs: Region | None, out: list[str], outcome: dict[str, list[str]]
+    mine: Region,
+    theirs: Region | None,
+    out: list[str],
+    outcome: dict[str, list[str]],
+    *,
+    ours: bool = True,
 ) -> None:
     """Emit one existing region, merged with its regenerated version (if any)."""
     if theirs is None:
-        if mine.edited:
+        if mine.edited or not ours:
             out.append(mine.raw)
             outcome["kept_edited"].append(mine.id)
         else:

@@ -88,9 +88,11 @@ def run_cli(
     return Outcome(proc.returncode, stdout, stderr, time.perf_counter() - started)
 
 
-def snapshot(root: Path, *, skip: tuple[str, ...] = (".cache", ".config")) -> dict[str, tuple]:
+def snapshot(
+    root: Path, *, skip: tuple[str, ...] = (".cache", ".config")
+) -> dict[str, tuple[object, ...]]:
     """Every path under `root` (relative) -> (type, size, content hash or mtime)."""
-    out: dict[str, tuple] = {}
+    out: dict[str, tuple[object, ...]] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         rel_dir = os.path.relpath(dirpath, root)
         if rel_dir != "." and Path(rel_dir).parts[0] in skip:
@@ -119,7 +121,9 @@ def snapshot(root: Path, *, skip: tuple[str, ...] = (".cache", ".config")) -> di
     return out
 
 
-def changed(before: dict[str, tuple], after: dict[str, tuple]) -> list[str]:
+def changed(
+    before: dict[str, tuple[object, ...]], after: dict[str, tuple[object, ...]]
+) -> list[str]:
     """Paths created, changed or removed between two snapshots."""
     return sorted(rel for rel in before.keys() | after.keys() if before.get(rel) != after.get(rel))
 
