@@ -98,6 +98,25 @@ _NOT_EVIDENCE = (
     "*.go",
     "go.mod",
     "go.sum",
+    *(
+        # What reporter itself writes (reports, their backups, previews, charts, the
+        # filing record, the issue index): a report saved beside the evidence must not
+        # change the next analysis of it.
+        "*.bak",
+        "*.bak.*",
+        "*.html",
+        "*.svg",
+        "*.sqlite3",
+        "*.sqlite3-*",
+        "*.lock",
+        "*.tmp",
+    ),
+)
+# Reporter's own Markdown (report, upstream draft) whatever it was renamed to: region markers
+# or reporter front matter in the first lines.
+_OWN_OUTPUT_RE = re.compile(
+    r"\A(?:---\n(?:.*\n){0,40}?(?:reporter|kind: (?:incident-report|upstream-draft))\b"
+    r"|[\s\S]{0,4096}?<!-- reporter:begin )"
 )
 _NOT_EVIDENCE_RE = re.compile("|".join(fnmatch.translate(p) for p in _NOT_EVIDENCE))
 _KINDS = {kind.value: kind for kind in EvidenceKind if kind is not EvidenceKind.UNKNOWN}
@@ -141,6 +160,24 @@ def load(paths: Sequence[Path], *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES)
         if folders:
             return _load_folder(folders[0], max_file_bytes=max_file_bytes)
         return _load_files(paths, max_file_bytes=max_file_bytes)
+
+
+def load_text(
+    text: str, *, display: str = "<stdin>", max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> Bundle:
+    """One pasted capture (`report analyze -`): loaded like a loose file named `display`."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="reporter-stdin-") as folder:
+        path = Path(folder) / "stdin.txt"
+        path.write_text(text, encoding="utf-8")
+        entry = _Entry(
+            path=path, display=display, kind=None, captured_at=None, hint=None, description=""
+        )
+        with gc_paused():
+            return _assemble(
+                None, Manifest(), [entry], (), max_file_bytes=max_file_bytes, strict=True
+            )
 
 
 def _load_files(paths: Sequence[Path], *, max_file_bytes: int) -> Bundle:
@@ -298,6 +335,17 @@ def _assemble(
             all_warnings.append(
                 ParseWarning(source=Location(path=entry.display), message=f"skipped: {err.message}")
             )
+            continue
+        if entry.kind is None and _OWN_OUTPUT_RE.match(text):
+            if named:
+                raise EvidenceError(
+                    f"{entry.display}: a report written by reporter, not evidence "
+                    "(its embedded dumps would count twice)",
+                    tip="pass the bundle folder or the dump files the report was drafted from",
+                )
+            # A report this tool wrote, saved inside the bundle: never evidence, and not
+            # "unlisted evidence" either.
+            all_warnings = [w for w in all_warnings if w.source.path != entry.display]
             continue
         kind = entry.kind or sniffing.sniff(text)
         if kind is EvidenceKind.UNKNOWN:

@@ -8,7 +8,7 @@ also when the run is interrupted. Besides the keys the loader knows (title, serv
 the evidence was taken and what was skipped, by example::
 
     [collect]
-    status = "complete"            # running | complete | interrupted | failed
+    status = "complete"            # running | complete | incomplete | interrupted | failed
     started_at = 2026-11-29T14:43:41.973Z
     finished_at = 2026-11-29T14:43:52.101Z
     command = "report collect --out b --match 'sglang::scheduler_TP'"
@@ -60,6 +60,8 @@ class CollectStatus(StrEnum):
     COMPLETE = "complete"
     INTERRUPTED = "interrupted"
     FAILED = "failed"
+    INCOMPLETE = "incomplete"
+    """Finished, but no stack came back from any process it was asked to dump."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
