@@ -1116,6 +1116,9 @@ def upstream_file_cmd(
         _notes(result.plan.notes)
         sys.stderr.flush()
         _echo(app.upstream_file_text(result, show_body=show_body))
+    for warning in result.warnings:
+        # Filed upstream, but a local write failed: the URL above is printed either way.
+        _echo(f"warning: {warning}", file=sys.stderr)
     if refused:
         raise typer.Exit(1)
 
