@@ -437,6 +437,7 @@ def merge(existing: str, generated: str) -> MergeResult:
         (after.setdefault(anchor, []) if anchor else at_end).append(ident)
 
     out: list[str] = [head]
+    foreign: set[str] = set()  # pasted regions kept as text: never entered in the record
     outcome: dict[str, list[str]] = {
         k: [] for k in ("updated", "unchanged", "kept_edited", "conflicts", "added", "retired")
     }
@@ -451,6 +452,8 @@ def merge(existing: str, generated: str) -> MergeResult:
             # A region this file was never given (its record does not list it) was pasted
             # in from another report: reviewer text, never retired.
             ours = old.known is None or chunk.id in old.known
+            if not ours and chunk.id not in generated_regions:
+                foreign.add(chunk.id)
             _merge_region(chunk, generated_regions.get(chunk.id), out, outcome, ours=ours)
             for ident in after.get(chunk.id, ()):
                 _append(out, "\n" + region_text(ident, generated_regions[ident].body))
@@ -461,7 +464,7 @@ def merge(existing: str, generated: str) -> MergeResult:
 
     record = [i for i in (old.known or ()) if i not in outcome["retired"]]
     for ident in (*(r.id for r in old.regions), *order):
-        if ident not in record and ident not in outcome["retired"]:
+        if ident not in record and ident not in outcome["retired"] and ident not in foreign:
             record.append(ident)
     _append(out, record_text(record))
     return MergeResult(
