@@ -512,7 +512,8 @@ def s_upstream_closed_port(work: Path) -> list[str]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     return [
-        "search-upstream",
+        "upstream",
+        "file",
         str(DUMP),
         "--repo",
         "a/b",
@@ -665,7 +666,7 @@ CASES = [
     Case("status-fifo", s_status_fifo, {0}),
     Case("diff-fifo", s_diff_fifo, {1, 2}, "FIFO"),
     Case("upstream-file-bad-base-url", s_upstream_bad_base_url, {1, 2}),
-    Case("search-upstream-closed-port", s_upstream_closed_port, {0, 1}),
+    Case("upstream-file-closed-port", s_upstream_closed_port, {0, 1}),
     Case("interrupt-at-0.2s", s_interrupt(0.2), {130}, interrupt_after=0.2),
     Case("interrupt-at-1s", s_interrupt(1.0), {130}, interrupt_after=1.0),
     Case("interrupt-at-2.5s", s_interrupt(2.5), {130}, interrupt_after=2.5),
