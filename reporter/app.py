@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING
 
 from reporter import bundle as bundle_io
 from reporter.analysis import Analysis, Similarity, analyze, to_json
+from reporter.analysis.export import dumps_deep
 from reporter.errors import InputError, OutputError, UsageError
 from reporter.fileio import check_regular, read_text_bounded
-from reporter.model import METRIC_KINDS, SUMMARISED_KINDS, Bundle
+from reporter.manifest import MANIFEST_NAME
+from reporter.model import METRIC_KINDS, SUMMARISED_KINDS, Bundle, innermost_python
 from reporter.render import markdown as md
 from reporter.secrets import mask_data, mask_text
 from reporter.writer import check_target, locked, write_atomic
@@ -208,7 +210,8 @@ def verdict_text(analysis: Analysis) -> str:
     ]
     for stack_class in analysis.classes:
         blocked = stack_class.collective or stack_class.wait or "-"
-        top = stack_class.frames[0].display() if stack_class.frames else "-"
+        innermost = innermost_python(stack_class.frames)
+        top = innermost.display() if innermost is not None else "-"
         lines.append(f"  {stack_class.label:<12} {stack_class.state.value:<8} {blocked:<16} {top}")
     if analysis.branch_point and analysis.branch_point.shared:
         lines.append(f"branch point: {analysis.branch_point.shared.display()}")
@@ -234,7 +237,11 @@ def analysis_json(analysis: Analysis) -> str:
 
 def _json_lines(data: dict[str, object]) -> str:
     def dump(value: object) -> str:
-        return json.dumps(value, ensure_ascii=False)
+        try:
+            return json.dumps(value, ensure_ascii=False)
+        except RecursionError:
+            # A value nested past the C encoder's limit (the tree of a 10,000-frame stack).
+            return dumps_deep(value)
 
     out = ["{"]
     for index, (key, value) in enumerate(data.items()):
@@ -448,7 +455,7 @@ def init_manifest(folder: Path, *, force: bool = False) -> InitResult:
     """
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder", tip="pass the folder that holds the dumps")
-    target = folder / bundle_io.MANIFEST_NAME
+    target = folder / MANIFEST_NAME
     if check_target(target) and not force:
         raise OutputError(
             f"{target}: already exists; not overwriting it",

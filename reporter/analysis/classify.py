@@ -20,13 +20,12 @@ All decisions come from the data file; this module only interprets it.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
-from importlib import resources
 
+from reporter import rules as data_files
 from reporter.errors import ReporterError
 from reporter.model import Frame
 
@@ -63,6 +62,7 @@ class Rule:
     qualname: re.Pattern[str] | None
     file: re.Pattern[str] | None
     native: bool | None
+    not_file: re.Pattern[str] | None = None
 
     def matches(self, short: str, function: str, file: str, native: bool) -> bool:
         """True when every field the rule gives matches this frame."""
@@ -71,6 +71,8 @@ class Rule:
         if self.function is not None and self.function.fullmatch(short) is None:
             return False
         if self.qualname is not None and self.qualname.fullmatch(function) is None:
+            return False
+        if self.not_file is not None and self.not_file.search(file) is not None:
             return False
         return self.file is None or self.file.search(file) is not None
 
@@ -168,10 +170,7 @@ class RuleSet:
 
 def parse_rules(text: str, *, source: str = "frames.toml") -> RuleSet:
     """Compile the text of a frames.toml; malformed entries raise `ReporterError`."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ReporterError(f"{source}: not valid TOML: {exc}") from exc
+    data = data_files.parse(text, data_files.SHAPES["frames.toml"], source=source)
     rules: list[Rule] = []
     seen: set[str] = set()
     for section in RuleSection:
@@ -191,6 +190,7 @@ def parse_rules(text: str, *, source: str = "frames.toml") -> RuleSet:
             function = _string_list(entry, "function", where)
             qualname = _string_list(entry, "qualname", where)
             files = _string_list(entry, "file", where)
+            not_files = _string_list(entry, "not_file", where)
             if function is None and qualname is None:
                 raise ReporterError(f"{where} ({rule_id}): needs `function` or `qualname`")
             name = entry.get("name")
@@ -214,6 +214,7 @@ def parse_rules(text: str, *, source: str = "frames.toml") -> RuleSet:
                     qualname=_name_regex(qualname) if qualname else None,
                     file=_file_regex(files) if files else None,
                     native=native,
+                    not_file=_file_regex(not_files) if not_files else None,
                 )
             )
     library = data.get("library", {})
@@ -344,8 +345,7 @@ class Classifier:
 
 def load_rules() -> RuleSet:
     """The rules shipped in the package (`reporter/data/frames.toml`)."""
-    text = resources.files("reporter").joinpath("data", "frames.toml").read_text("utf-8")
-    return parse_rules(text, source="reporter/data/frames.toml")
+    return parse_rules(data_files.read_text("frames.toml"), source="reporter/data/frames.toml")
 
 
 @cache

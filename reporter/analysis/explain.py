@@ -25,6 +25,7 @@ from reporter.analysis.result import (
 )
 from reporter.analysis.verdict import Finding
 from reporter.model import Frame
+from reporter.text import plural
 
 _LEVELS = (Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW)
 _LIST_LIMIT = 5
@@ -44,10 +45,6 @@ class Context:
     world_detail: str
     failed: tuple[FailedRank, ...]
     unidentified: tuple[str, ...]
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def _short_list(items: Sequence[str], sep: str = "; ") -> str:
@@ -88,16 +85,21 @@ def confidence(finding: Finding, ctx: Context) -> tuple[Confidence, tuple[str, .
         )
     if ctx.failed:
         notes.append(
-            f"{_plural(len(ctx.failed), 'dump')} failed: " + _short_list(_failure_texts(ctx.failed))
+            f"{plural(len(ctx.failed), 'dump')} failed: " + _short_list(_failure_texts(ctx.failed))
         )
     if ctx.unit == "pid" and ctx.ranks:
         notes.append(
             "rank identities unknown: PIDs stand in for ranks, so collective groups and "
             "missing ranks cannot be checked"
         )
+    elif ctx.unit == "process" and ctx.ranks:
+        notes.append(
+            "rank identities and PIDs unknown: processes are numbered by their place in "
+            "the evidence, so collective groups and missing ranks cannot be checked"
+        )
     elif ctx.unidentified:
         notes.append(
-            f"{_plural(len(ctx.unidentified), 'process')} without a rank identity left out: "
+            f"{plural(len(ctx.unidentified), 'process')} without a rank identity left out: "
             + _short_list(ctx.unidentified)
         )
     if finding.verdict is Verdict.INCONCLUSIVE:
@@ -130,10 +132,12 @@ def describe_class(stack: StackClass, classifier: Classifier) -> str:
 
 
 def _ranks_text(unit: str, ranks: Sequence[int]) -> str:
-    word = "rank" if unit == "rank" else "PID"
+    word, words = {"rank": ("rank", "ranks"), "pid": ("PID", "PIDs")}.get(
+        unit, ("process", "processes")
+    )
     if len(ranks) == 1:
         return f"{word} {ranks[0]}"
-    return f"{word}s {format_ranks(ranks)}"
+    return f"{words} {format_ranks(ranks)}"
 
 
 def _cap(text: str) -> str:
@@ -173,7 +177,7 @@ def summary(
 ) -> str:
     """One paragraph in plain English."""
     unit = ctx.unit
-    count = _plural(ctx.ranks, "rank" if unit == "rank" else "process")
+    count = plural(ctx.ranks, "rank" if unit == "rank" else "process")
     sentences: list[str] = []
     if finding.verdict is Verdict.COLLECTIVE_DESYNC:
         where = ""
@@ -239,5 +243,5 @@ def summary(
             f"{'is' if len(ctx.missing) == 1 else 'are'} missing from the evidence."
         )
     if ctx.failed:
-        sentences.append(f"{_plural(len(ctx.failed), 'dump')} failed.")
+        sentences.append(f"{plural(len(ctx.failed), 'dump')} failed.")
     return " ".join(sentences)

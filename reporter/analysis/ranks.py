@@ -326,8 +326,9 @@ def _snapshot_order(dumps: list[tuple[int, ProcessDump]]) -> tuple[ProcessDump, 
 def _gather(bundle: Bundle) -> list[_Candidate]:
     by_key: dict[tuple[str, object], _Candidate] = {}
     for index, dump in enumerate(bundle.dumps):
+        # Without a PID a file is one process, unless its parser numbered several (`slot`).
         key: tuple[str, object] = (
-            ("pid", dump.pid) if dump.pid is not None else ("file", dump.source.path)
+            ("pid", dump.pid) if dump.pid is not None else ("file", (dump.source.path, dump.slot))
         )
         cand = by_key.get(key)
         if cand is None:
@@ -342,7 +343,12 @@ def _gather(bundle: Bundle) -> list[_Candidate]:
 
 
 def _label(cand: _Candidate) -> str:
-    what = f"PID {cand.pid}" if cand.pid is not None else f"the dump in {cand.paths[0]}"
+    if cand.pid is not None:
+        what = f"PID {cand.pid}"
+    else:
+        slot = cand.dumps[0][1].slot if cand.dumps else 0
+        where = f"{cand.paths[0]}:{cand.dumps[0][1].source.line}" if slot else cand.paths[0]
+        what = f"the dump in {where}"
     return f"{what} ({cand.title})" if cand.title else what
 
 
@@ -482,14 +488,16 @@ def _finish(cand: _Candidate, unit: int, rank: int | None, group: str) -> Ranked
     if cand.pid is not None:
         key = f"rank:{rank}" if rank is not None else f"pid:{cand.pid}"
     else:
-        key = f"rank:{rank}" if rank is not None else f"file:{cand.paths[0]}"
+        slot = cand.dumps[0][1].slot if cand.dumps else 0
+        place = f"{cand.paths[0]}#{slot}" if slot else cand.paths[0]
+        key = f"rank:{rank}" if rank is not None else f"file:{place}"
     source = cand.source if rank is not None else RankSource.PID
     detail = cand.detail
     if rank is None:
         base = (
             f"no rank found; PID {cand.pid} stands in"
             if cand.pid is not None
-            else f"no rank or PID; numbered {unit} by position in the bundle"
+            else f"no rank or PID; {_label(cand)[len('the dump in ') :]} numbered {unit} by position in the bundle"
         )
         detail = "; ".join([base, *cand.notes])
     return RankedProcess(
@@ -580,7 +588,9 @@ def identify(bundle: Bundle) -> RankMap:
                 warnings.append(f"{_label(cand)}: no rank identity; left out of the rank analysis")
             others.append(_finish(cand, cand.pid if cand.pid is not None else cand.first, None, ""))
     else:
-        unit = "pid"
+        # PIDs stand in for ranks; when no dump names a PID (faulthandler, pasted
+        # fragments) the processes are only numbered by position: say "process", not "PID".
+        unit = "pid" if any(c.pid is not None for c in cands) else "process"
         ranks = []
         for cand in cands:
             unit_id = cand.pid if cand.pid is not None else cand.first

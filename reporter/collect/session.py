@@ -41,9 +41,10 @@ from reporter.collect.manifest import (
 )
 from reporter.collect.plan import CollectRequest, Selection, Target
 from reporter.errors import InputError, UsageError
-from reporter.evidence._times import iso
 from reporter.model import EvidenceKind
 from reporter.secrets import mask_text, scrub
+from reporter.text import plural
+from reporter.times import iso
 from reporter.writer import write_atomic
 
 Progress = Callable[[str], None]
@@ -805,13 +806,6 @@ def _service_version(service: str, freeze: str) -> str:
         if sep and name.strip().lower().replace("_", "-") in dists:
             return version.strip()
     return ""
-
-
-def plural(count: int, word: str) -> str:
-    """`1 process`, `2 processes`, `1 snapshot`, `3 snapshots`."""
-    if count == 1:
-        return f"1 {word}"
-    return f"{count} {word}es" if word.endswith("s") else f"{count} {word}s"
 
 
 def _default_title(count: int, service: str, host: str, started: datetime) -> str:

@@ -487,6 +487,7 @@ def record(
     at: datetime,
 ) -> Path:
     """Append what was sent to `<bundle>/upstream.toml` (not evidence: *.toml is skipped)."""
+    from reporter.manifest import TomlDocument, toml_seconds
     from reporter.writer import write_atomic
 
     path = root / RECORD_NAME
@@ -498,14 +499,16 @@ def record(
             "# Filing reads it first and never sends the same bundle to the same repo twice.\n"
         )
     block = (
-        "\n[[filed]]\n"
-        f"repo = {json.dumps(repo)}\n"
-        f"action = {json.dumps(action)}\n"
-        f"number = {number}\n"
-        f"url = {json.dumps(url)}\n"
-        f"signature = {json.dumps(signature)}\n"
-        f"bundle_id = {json.dumps(ident)}\n"
-        f"at = {at:%Y-%m-%dT%H:%M:%SZ}\n"
+        TomlDocument()
+        .array_table("filed")
+        .key("repo", repo)
+        .key("action", action)
+        .key("number", number)
+        .key("url", url)
+        .key("signature", signature)
+        .key("bundle_id", ident)
+        .key("at", toml_seconds(at))
+        .text()
     )
     write_atomic(path, old + block)
     return path

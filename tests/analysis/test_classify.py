@@ -141,20 +141,20 @@ FRAME_CASES: list[tuple[str, FrameKind, str | None, str]] = [
     ),
     (
         "MessageQueue.dequeue (vllm/distributed/device_communicators/shm_broadcast.py:480)",
-        C,
-        "broadcast",
+        W,
+        "shm-dequeue",
         "shm-message-queue",
     ),
     (
         "MessageQueue.acquire_read (vllm/distributed/device_communicators/shm_broadcast.py:420)",
-        C,
-        "broadcast",
+        W,
+        "shm-dequeue",
         "shm-message-queue",
     ),
     (
         "MessageQueue.acquire_read (myapp/shm_queue.py:10)",
-        C,
-        "broadcast",
+        W,
+        "shm-dequeue",
         "shm-message-queue-qualname",
     ),
     ("gloo::allreduce (libtorch_cpu.so)", C, "all_reduce", "native-all-reduce"),
@@ -179,6 +179,15 @@ FRAME_CASES: list[tuple[str, FrameKind, str | None, str]] = [
     ("Socket.recv_pyobj (zmq/sugar/socket.py:1000)", W, "zmq-recv", "zmq-recv"),
     ("zmq_poll (libzmq.so.5)", W, "zmq-poll", "zmq-native"),
     ("Queue.get (queue.py:171)", W, "queue-get", "queue-get"),
+    ("_shutdown (threading.py:1622)", W, "exiting", "interpreter-exit"),
+    # MessageQueue.recv lives under vllm/distributed/ but is no torch p2p recv (not_file).
+    (
+        "recv (vllm/distributed/device_communicators/shm_broadcast.py:802)",
+        W,
+        "shm-dequeue",
+        "shm-message-queue",
+    ),
+    ("recv (vllm/distributed/parallel_state.py:900)", C, "recv", "torch-p2p"),
     ("Queue.get (multiprocessing/queues.py:103)", W, "queue-get", "queue-get"),
     ("Event.wait (threading.py:629)", W, "event-wait", "event-wait"),
     ("Condition.wait (threading.py:327)", W, "condition-wait", "condition-wait"),
@@ -398,7 +407,7 @@ def test_bare_co_name_matches_like_qualname(classifier: Classifier) -> None:
     old = classifier.classify(
         frame("dequeue (vllm/distributed/device_communicators/shm_broadcast.py:480)")
     )
-    assert old.name == "broadcast"
+    assert old.name == "shm-dequeue"
 
 
 def test_is_native() -> None:
@@ -482,15 +491,18 @@ def test_describe_stack(
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[[collective]]\nfunction = ['x']\n", "needs a string `id`"),
+        ("[[collective]]\nfunction = ['x']\n", "#1 needs `id`"),
         ("[[collective]]\nid = 'a'\n", "needs `function` or `qualname`"),
         ("[[wait]]\nid = 'a'\nfunction = ['x']\n", "needs a `name`"),
-        ("[[generic]]\nid = 'a'\nfunction = 'x'\n", "must be a non-empty list"),
+        ("[[generic]]\nid = 'a'\nfunction = 'x'\n", "function` must be a list of strings"),
         (
             "[[generic]]\nid = 'a'\nfunction = ['x']\n[[generic]]\nid = 'a'\nfunction = ['y']\n",
             "duplicate id",
         ),
-        ("[[generic]]\nid = 'a'\nfunction = ['x']\nnative = 'yes'\n", "`native` must be"),
+        (
+            "[[generic]]\nid = 'a'\nfunction = ['x']\nnative = 'yes'\n",
+            "native` must be true or false",
+        ),
         ("not toml [", "not valid TOML"),
     ],
 )
