@@ -592,7 +592,7 @@ CASES = [
     Case("binary-file", s_binary, {1}, "binary"),
     Case("missing-file", s_missing, {2}, "no such file"),
     Case("folder-with-files", s_folder_and_file, {2}, "alone"),
-    Case("same-file-two-globs", s_glob_twice, {0}, "more than one"),
+    Case("same-file-two-globs", s_glob_twice, {0}, "more than once"),
     Case("manifest-not-toml", s_bad_toml, {1}),
     Case("manifest-path-escapes", s_path_escape, {1}, "outside the bundle"),
     Case("manifest-rank-true", s_rank_bool, {1}, "rank"),
