@@ -75,6 +75,7 @@ from reporter.model import (
     MetricSeries,
     ParseWarning,
     ProcessDump,
+    ProcessNote,
     RankHint,
     TimelineEvent,
     WedgeSettings,
@@ -435,6 +436,7 @@ def parse_manifest(text: str, *, root: Path) -> tuple[Manifest, list[_Entry]]:
         baseline=_inside(data, "baseline", text, root),
         source_root=_inside(data, "source_root", text, root),
         upstream_ref=_upstream_ref(data, text),
+        processes=_collect_processes(data),
     )
     raw_entries = data.get("evidence", [])
     if not isinstance(raw_entries, list):
@@ -602,6 +604,44 @@ def _inside(data: dict[str, Any], key: str, text: str, root: Path) -> str:
 
 
 _UPSTREAM_REF_KEYS = ("repo", "package", "module", "tag", "commit", "version", "path_prefix")
+
+
+def _collect_processes(data: dict[str, Any]) -> tuple[ProcessNote, ...]:
+    """`[[collect.target]]` and `[[collect.process]]`: the process tree `report collect`
+    recorded. Tolerant: an entry without an integer `pid` is skipped (the table is the
+    collector's own record, not something the loader must enforce)."""
+    collect = data.get("collect")
+    if not isinstance(collect, dict):
+        return ()
+    out: dict[int, ProcessNote] = {}
+    for key in ("target", "process"):
+        entries = collect.get(key, [])
+        if not isinstance(entries, list):
+            continue
+        for raw in entries:
+            if not isinstance(raw, dict) or not isinstance(raw.get("pid"), int):
+                continue
+
+            def num(name: str, raw: dict[str, Any] = raw) -> int | None:
+                value = raw.get(name)
+                return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+            def text_of(name: str, raw: dict[str, Any] = raw) -> str:
+                value = raw.get(name)
+                return value if isinstance(value, str) else ""
+
+            out.setdefault(
+                raw["pid"],
+                ProcessNote(
+                    pid=raw["pid"],
+                    ppid=num("ppid"),
+                    pgid=num("pgid"),
+                    title=text_of("title"),
+                    cmdline=text_of("cmdline"),
+                    launcher=num("launcher"),
+                ),
+            )
+    return tuple(out.values())
 
 
 def _upstream_ref(data: dict[str, Any], text: str) -> tuple[tuple[str, str], ...]:

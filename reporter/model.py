@@ -86,6 +86,7 @@ class RankSource(StrEnum):
 
     MANIFEST = "manifest"
     LOCALS = "locals"
+    ENVIRON = "environ"
     PROCESS_TITLE = "process-title"
     FILENAME = "filename"
     PID = "pid"
@@ -244,6 +245,20 @@ class EvidenceFile:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessNote:
+    """A process `report collect` targeted or found above a target: `[[collect.target]]`
+    and `[[collect.process]]` of `bundle.toml` (the launcher and process tree)."""
+
+    pid: int
+    ppid: int | None = None
+    pgid: int | None = None
+    title: str = ""
+    cmdline: str = ""
+    launcher: int | None = None
+    """The topmost ancestor below init that is not a shell: the server's or job's launcher."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Manifest:
     """The parts of `bundle.toml` that are not the evidence list."""
 
@@ -263,6 +278,8 @@ class Manifest:
     """`source_root = "src/"`: a folder inside the bundle holding deployed source files."""
     upstream_ref: tuple[tuple[str, str], ...] = ()
     """`[upstream_ref]` as (key, value) pairs: repo, package, tag rule, path prefix, commit."""
+    processes: tuple[ProcessNote, ...] = ()
+    """The process tree `report collect` recorded (`[collect]` targets and their ancestors)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
