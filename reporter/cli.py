@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import typer
 
 from reporter import __version__, app
-from reporter.analysis import Analysis, Similarity
+from reporter.analysis import Analysis, Similarity, format_ranks
 from reporter.errors import ReporterError, UsageError
 
 if TYPE_CHECKING:
@@ -170,10 +170,25 @@ def _human(analysis: Analysis) -> str:
         analysis.summary,
         "",
     ]
+    for inst in analysis.instances:
+        lines.append(f"instance {inst.id}: {inst.verdict.value} ({inst.label})")
     for stack_class in analysis.classes:
         blocked = stack_class.collective or stack_class.wait or "-"
         top = stack_class.frames[0].display() if stack_class.frames else "-"
-        lines.append(f"  {stack_class.label:<12} {stack_class.state.value:<8} {blocked:<16} {top}")
+        label = (
+            f"{stack_class.instance}:{stack_class.label}"
+            if analysis.instances
+            else stack_class.label
+        )
+        lines.append(f"  {label:<12} {stack_class.state.value:<8} {blocked:<16} {top}")
+    for edge in analysis.waits_for:
+        where = f" at {edge.waiting.at}" if edge.waiting.at else ""
+        whom = edge.waited.at or edge.waited.state
+        inst = f"instance {edge.instance}: " if analysis.instances else ""
+        lines.append(
+            f"waits: {inst}{format_ranks(edge.waiting.ranks)} in {edge.waiting.collective}{where}"
+            f" -> {format_ranks(edge.waited.ranks)} {whom}"
+        )
     if analysis.branch_point and analysis.branch_point.shared:
         lines.append(f"branch point: {analysis.branch_point.shared.display()}")
     for note in analysis.confidence_notes:

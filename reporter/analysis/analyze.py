@@ -37,13 +37,14 @@ from reporter.analysis.result import (
     RankIdentity,
     RankProcess,
     RankState,
+    Signature,
     Similarity,
     StackClass,
     TreeNode,
     Verdict,
     WaitsFor,
 )
-from reporter.analysis.signature import make_signature
+from reporter.analysis.signature import evidence_lines, make_signature
 from reporter.analysis.stacks import StackInfo, StackTable
 from reporter.analysis.timeline import build as build_timeline
 from reporter.analysis.verdict import Finding, decide, waits_for
@@ -346,7 +347,8 @@ def _analyze(
         missing_ranks=main.missing,
         failed=rank_map.failed,
         laggards=main.finding.laggards,
-        signature=make_signature(main.finding.verdict, main.chosen, classifier),
+        # A run without a hang still has stacks: its signature rests on all of them.
+        signature=make_signature(main.finding.verdict, main.chosen or main.classes, classifier),
         warnings=warnings,
         wedge=wedge,
         timeline=build_timeline(bundle, wedge, surroundings.clients_events(clients)),
@@ -354,7 +356,41 @@ def _analyze(
         waits_for=tuple(e for part in parts for e in part.edges),
         instances=verdicts,
     )
-    return surroundings.complete(analysis, bundle, sources=sources, context=context)
+    done = surroundings.complete(analysis, bundle, sources=sources, context=context)
+    if done.signature.text.count("\n") == 0:
+        # Nothing from stacks: the signature rests on what the verdict rests on instead.
+        done = replace(done, signature=_evidence_signature(done, bundle, classifier))
+    return done
+
+
+def _evidence_signature(analysis: Analysis, bundle: Bundle, classifier: Classifier) -> Signature:
+    roles = {p.pid: p.identity.role or "" for p in (*analysis.processes, *analysis.others)}
+    failures = sorted(
+        {
+            (
+                f.state,
+                roles.get(f.failure.pid, "") if f.failure.pid is not None else "",
+                f.failure.reason,
+            )
+            for f in analysis.failed
+        }
+    )
+    signals = (
+        [s.name for s in analysis.wedge.signals if s.shows_wedge]
+        if analysis.wedge is not None and analysis.wedge.episode is not None
+        else []
+    )
+    change = (
+        analysis.diff.changes[0] if analysis.diff is not None and analysis.diff.changes else None
+    )
+    top = f"{change.kind.value} {change.key}: {change.before} -> {change.after}" if change else None
+    lines = evidence_lines(
+        wedge_signals=signals,
+        failures=failures,
+        top_change=top,
+        kinds=sorted({f.kind.value for f in bundle.files}),
+    )
+    return make_signature(analysis.verdict, (), classifier, lines)
 
 
 def _wedge_sentence(wedge: WedgeReport | None, bundle: Bundle) -> str:

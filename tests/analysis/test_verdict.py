@@ -172,7 +172,8 @@ def test_healthy_loop_is_progressing_not_desync() -> None:
     assert analysis.laggards == ()
     assert all(p.state is RankState.MOVING for p in analysis.processes)
     assert analysis.branch_point is None
-    assert analysis.signature.text == "progressing"
+    assert analysis.signature.text.startswith("progressing\n")
+    assert "process_batch_result" in analysis.signature.text
     assert "making progress" in analysis.summary
 
 
