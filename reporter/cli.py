@@ -184,9 +184,9 @@ def _human(analysis: Analysis) -> str:
     for edge in analysis.waits_for:
         where = f" at {edge.waiting.at}" if edge.waiting.at else ""
         whom = edge.waited.at or edge.waited.state
-        inst = f"instance {edge.instance}: " if analysis.instances else ""
+        prefix = f"instance {edge.instance}: " if analysis.instances else ""
         lines.append(
-            f"waits: {inst}{format_ranks(edge.waiting.ranks)} in {edge.waiting.collective}{where}"
+            f"waits: {prefix}{format_ranks(edge.waiting.ranks)} in {edge.waiting.collective}{where}"
             f" -> {format_ranks(edge.waited.ranks)} {whom}"
         )
     if analysis.branch_point and analysis.branch_point.shared:

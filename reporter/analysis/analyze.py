@@ -364,7 +364,7 @@ def _analyze(
 
 
 def _evidence_signature(analysis: Analysis, bundle: Bundle, classifier: Classifier) -> Signature:
-    roles = {p.pid: p.identity.role or "" for p in (*analysis.processes, *analysis.others)}
+    roles = {p.identity.pid: p.identity.role or "" for p in (*analysis.processes, *analysis.others)}
     failures = sorted(
         {
             (

@@ -180,5 +180,8 @@ def test_waits_for_instances_and_failed_dump_state() -> None:
     assert ((0, 1), (3,)) in waiting
     # One server: no instance list, and every class says instance "1".
     assert data["instances"] == []
-    assert {c["instance"] for c in data["classes"]} == {"1"}
-    assert all("state" in f for f in data["failed_dumps"])
+    classes = data["classes"]
+    failed = data["failed_dumps"]
+    assert isinstance(classes, list) and isinstance(failed, list)
+    assert {c["instance"] for c in classes} == {"1"}
+    assert all("state" in f for f in failed)
