@@ -12,12 +12,13 @@ deterministic output.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from reporter.analysis import surroundings
 from reporter.analysis.branch import branch_point
-from reporter.analysis.classify import Classifier, default_classifier
+from reporter.analysis.classify import Classifier, FrameKind, default_classifier
 from reporter.analysis.explain import Context, confidence, summary
 from reporter.analysis.merge import (
     Member,
@@ -72,6 +73,49 @@ def _states(process: RankedProcess, history: tuple[StackInfo, ...]) -> tuple[Ran
         thread = main_thread(dump)
         idle.append(snapshot_idle(info, thread.status if thread else ThreadStatus.UNKNOWN))
     return rank_state(history, idle), raw_state(history)
+
+
+_GROUP_ARGS = ("group", "process_group", "pg", "group_name")
+_QUOTED = re.compile(r"""^["'](.+)["']$""")
+# `kwargs: {"group": None}` in torch's c10d wrapper: the group as the caller passed it.
+_KWARG_GROUP = re.compile(
+    r"""["'](?:group|process_group|pg)["']\s*:\s*(None|["'][^"']*["']|<[^>]*>)"""
+)
+
+
+def _group_text(text: str) -> str:
+    text = text.strip()
+    if text == "None":
+        return "default"
+    quoted = _QUOTED.match(text)
+    if quoted is not None:
+        return quoted.group(1)
+    # An object: addresses differ between processes, so only "not the default" is known.
+    return "non-default"
+
+
+def _process_group(process: RankedProcess, classifier: Classifier) -> str | None:
+    """The process group of the collective in the latest `--locals` snapshot, as the caller
+    passed it: `default` for `group=None`, a quoted name as given, `non-default` for a
+    group object; None when unknown. torch replaces None by the default group object
+    inside the collective, so the wrapper's `kwargs` (outer) win over the inner argument."""
+    for dump in reversed(process.snapshots):
+        thread = main_thread(dump)
+        if thread is None or not any(f.locals for f in thread.frames):
+            continue
+        found: str | None = None
+        for frame in thread.frames:
+            if classifier.classify(frame).kind is FrameKind.APPLICATION:
+                break
+            for local in frame.locals:
+                if local.is_arg and local.name in _GROUP_ARGS:
+                    found = _group_text(local.repr)
+                elif local.name == "kwargs":
+                    match = _KWARG_GROUP.search(local.repr)
+                    if match is not None:
+                        found = _group_text(match.group(1))
+        return found
+    return None
 
 
 def _identity(process: RankedProcess) -> RankIdentity:
@@ -175,6 +219,7 @@ def _part(
                 state=state,
                 history=history,
                 raw=motion,
+                pg=_process_group(process, classifier),
             )
         )
         processes.append(RankProcess(identity=identity, snapshots=process.snapshots, state=state))
@@ -320,7 +365,7 @@ def _analyze(
                 for p in rest
             )
         )
-        if any(p.instance.ambiguous for p in parts) and not any("told apart" in n for n in notes):
+        if not main.instance.ambiguous and any(p.instance.ambiguous for p in parts):
             notes = (
                 *notes,
                 "processes claiming the same rank were told apart only by PID order",

@@ -110,6 +110,7 @@ def waits_json(edge: WaitsFor) -> JSON:
             "pids": list(edge.waiting.pids),
             "collective": edge.waiting.collective,
             "at": edge.waiting.at,
+            "process_group": edge.waiting.group,
         },
         "for": {
             "ranks": list(edge.waited.ranks),

@@ -58,8 +58,9 @@ class UnitView:
     history: tuple[StackInfo, ...]
     raw: RankState | None = None
     """Stuck / moving / unknown before `idle` is told apart; None: same as `state`."""
-    gone: bool = False
-    """A stand-in for a rank whose dump failed because the process no longer exists."""
+    pg: str | None = None
+    """The process group of the collective it is in, where `--locals` shows it
+    (`default` for `group=None`, else the group's name or type); None when unknown."""
 
     @property
     def motion(self) -> RankState:

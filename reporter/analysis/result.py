@@ -205,6 +205,8 @@ class Waiting:
     collective: str
     at: str
     """The call site, `writing_check (tp_desync.py:60)`; "" when the stack has none."""
+    group: str | None = None
+    """The process group where `--locals` shows it (`default`, or its name); else None."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

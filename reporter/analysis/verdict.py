@@ -58,20 +58,36 @@ def _holds(view: UnitView) -> bool:
     )
 
 
+def identity_of(view: UnitView) -> tuple[object, ...] | None:
+    """The collective a rank is in: operation, call site and, where `--locals` shows it,
+    the process group; None outside any collective."""
+    ident = collective_identity(view.latest)
+    if ident is None:
+        return None
+    return (*ident, view.pg)
+
+
 def _held(views: Sequence[UnitView]) -> list[tuple[object, ...]]:
     found: dict[tuple[object, ...], None] = {}
     for view in sorted(views, key=lambda v: v.unit):
-        ident = collective_identity(view.latest)
+        ident = identity_of(view)
         if ident is not None and _holds(view):
             found.setdefault(ident)
     return list(found)
 
 
+def _same(mine: tuple[object, ...] | None, held: tuple[object, ...]) -> bool:
+    """Same operation and call site; the groups must agree when both are known."""
+    if mine is None or mine[:-1] != held[:-1]:
+        return False
+    return mine[-1] is None or held[-1] is None or mine[-1] == held[-1]
+
+
 def _absent(view: UnitView, ident: tuple[object, ...]) -> bool:
     """True when `view` is not in the collective `ident` and will not pass through it."""
-    if collective_identity(view.latest) == ident:
+    if _same(identity_of(view), ident):
         return False
-    return not (view.motion is RankState.MOVING and view.visited(ident))
+    return not (view.motion is RankState.MOVING and view.visited(ident[:-1]))
 
 
 def group_desync(views: Sequence[UnitView]) -> bool:
@@ -88,7 +104,8 @@ def _where(view: UnitView) -> str:
         return "without any stack frames"
     if facts.collective is not None:
         site = f" from {facts.site_text}" if facts.site is not None else ""
-        return f"in {facts.collective}{site}"
+        group = f" on the {view.pg} group" if view.pg else ""
+        return f"in {facts.collective}{site}{group}"
     if view.state is RankState.IDLE:
         frame = facts.idle_loop or facts.site
         return f"idle in {frame_at(frame)}" if frame is not None else "idle"
@@ -112,7 +129,7 @@ def waits_for(
     for key, members in group_views(views):
         holders_by: dict[tuple[object, ...], list[UnitView]] = {}
         for view in members:
-            ident = collective_identity(view.latest)
+            ident = identity_of(view)
             if ident is not None and _holds(view):
                 holders_by.setdefault(ident, []).append(view)
         for ident, holders in holders_by.items():
@@ -122,6 +139,7 @@ def waits_for(
                 pids=tuple(sorted(v.pid for v in holders if v.pid is not None)),
                 collective=str(first.collective),
                 at=first.site_text or "",
+                group=holders[0].pg,
             )
             others: dict[tuple[str, str], list[UnitView]] = {}
             for view in members:

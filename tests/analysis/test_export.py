@@ -173,7 +173,7 @@ def test_waits_for_instances_and_failed_dump_state() -> None:
     edges = data["waits_for"]
     assert isinstance(edges, list) and edges
     for edge in edges:
-        assert set(edge["waiting"]) == {"ranks", "pids", "collective", "at"}
+        assert set(edge["waiting"]) >= {"ranks", "pids", "collective", "at"}
         assert set(edge["for"]) == {"ranks", "pids", "state", "at"}
         assert edge["for"]["state"] in {"idle", "stuck", "moving", "unknown", "gone", "missing"}
     waiting = {(tuple(e["waiting"]["ranks"]), tuple(e["for"]["ranks"])) for e in edges}

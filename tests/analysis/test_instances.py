@@ -269,3 +269,29 @@ def test_signature_ignores_install_prefix() -> None:
     assert make_signature(a.verdict, a.classes, default_classifier()) == make_signature(
         b.verdict, b.classes, default_classifier()
     )
+
+
+def test_same_op_and_call_site_on_two_groups_is_a_desync() -> None:
+    def stack(group: str) -> list[str]:
+        return scheduler_stack(
+            f"all_reduce (torch/distributed/distributed_c10d.py:2501) [group={group}]", FORWARD
+        )
+
+    rows = [[stack("None")] * 2 + [stack('"cpu_group"')] * 2] * 2
+    dumps = [
+        dump(pid=100 + r, title=f"VllmWorker rank={r}", main=main, source=f"s{s}/{r}.txt")
+        for s, row in enumerate(rows)
+        for r, main in enumerate(row)
+    ]
+    analysis = analyze(bundle(*dumps))
+    assert analysis.verdict is Verdict.COLLECTIVE_DESYNC
+    groups = {e.waiting.ranks: e.waiting.group for e in analysis.waits_for}
+    assert groups == {(0, 1): "default", (2, 3): "cpu_group"}
+    # Without the group arguments the same stacks agree: all-stuck.
+    bare = scheduler_stack("all_reduce (torch/distributed/distributed_c10d.py:2501)", FORWARD)
+    plain = [
+        dump(pid=100 + r, title=f"VllmWorker rank={r}", main=bare, source=f"s{s}/{r}.txt")
+        for s in range(2)
+        for r in range(4)
+    ]
+    assert analyze(bundle(*plain)).verdict is Verdict.ALL_STUCK
