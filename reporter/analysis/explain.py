@@ -275,10 +275,13 @@ def summary(
             )
         if ctx.ranks:
             sentences.append(_snapshot_text(ctx.snapshots))
-    if ctx.missing:
+    # Ranks already named gone in a waits-for sentence are not "missing" again.
+    named_gone = {r for e in ctx.waits_for if e.waited.state == "gone" for r in e.waited.ranks}
+    missing = [r for r in ctx.missing if r not in named_gone]
+    if missing:
         sentences.append(
-            f"{_cap(_ranks_text(unit, ctx.missing))} "
-            f"{'is' if len(ctx.missing) == 1 else 'are'} missing from the evidence."
+            f"{_cap(_ranks_text(unit, missing))} "
+            f"{'is' if len(missing) == 1 else 'are'} missing from the evidence."
         )
     if ctx.failed:
         sentences.append(f"{_plural(len(ctx.failed), 'dump')} failed.")

@@ -78,7 +78,8 @@ def query_from_analysis(bundle: Bundle, analysis: Analysis, *, repos: Sequence[s
             continue
         if stack_class.collective is not None or stack_class.state is RankState.STUCK:
             weight = 1.0
-        elif stack_class.state is RankState.MOVING:
+        elif stack_class.state in (RankState.MOVING, RankState.IDLE):
+            # An idle loop is ordinary work too: polling for requests says little.
             weight = MOVING_STACK_WEIGHT
         else:
             weight = SIDE_STACK_WEIGHT
