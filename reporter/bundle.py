@@ -482,8 +482,13 @@ def _expand_entry(
             f"{MANIFEST_NAME}:{line}: `rank` must be a non-negative integer, got {rank!r}"
         )
     hint = None
-    if rank is not None or raw.get("role") or raw.get("group"):
-        hint = RankHint(rank=rank, role=_opt_str(raw.get("role")), group=_opt_str(raw.get("group")))
+    if rank is not None or raw.get("role") or raw.get("group") or raw.get("instance"):
+        hint = RankHint(
+            rank=rank,
+            role=_opt_str(raw.get("role")),
+            group=_opt_str(raw.get("group")),
+            instance=_opt_str(raw.get("instance")),
+        )
     matches = sorted(root.glob(pattern)) if any(c in pattern for c in "*?[") else [root / pattern]
     if not matches:
         raise ManifestError(

@@ -229,6 +229,9 @@ class RankHint:
     rank: int | None = None
     role: str | None = None
     group: str | None = None
+    instance: str | None = None
+    """Which server or job the file's process belongs to (`prefill`, `decode`): ranks are
+    numbered within it. The strongest instance signal."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -426,6 +426,8 @@ def _read_evidence(
         cand.role = hint.role
     if hint is not None and hint.group:
         cand.group = hint.group
+    if hint is not None and hint.instance:
+        cand.signals["manifest"] = hint.instance
     if hint is not None and hint.rank is not None:
         cand.rank, cand.source = hint.rank, RankSource.MANIFEST
         cand.detail = f"rank {hint.rank} from the manifest entry for {own_paths[0]}"
@@ -581,8 +583,9 @@ def _claim_text(cand: _Candidate) -> str:
     return " ".join(f"{d}{n}" for d, n in _sorted_dims(cand.dims))
 
 
-_SIGNAL_ORDER = ("launcher", "rendezvous", "port")
+_SIGNAL_ORDER = ("manifest", "launcher", "rendezvous", "port")
 _SIGNAL_WORDS = {
+    "manifest": "the manifest's instance",
     "launcher": "parent process (launcher)",
     "rendezvous": "torch.distributed rendezvous in the environment",
     "port": "ports in the command line",
@@ -726,7 +729,7 @@ def identify(bundle: Bundle) -> RankMap:
         _read_evidence(cand, hints, per_file, warnings)
         pid_facts = facts.get(cand.pid) if cand.pid is not None else None
         _env_rank(cand, pid_facts)
-        cand.signals = signals(pid_facts)
+        cand.signals.update(signals(pid_facts))
     _sanity(cands, warnings)
 
     # A process whose children were dumped and that names no role of its own is

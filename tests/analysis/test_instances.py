@@ -295,3 +295,18 @@ def test_same_op_and_call_site_on_two_groups_is_a_desync() -> None:
         for r in range(4)
     ]
     assert analyze(bundle(*plain)).verdict is Verdict.ALL_STUCK
+
+
+def test_manifest_instance_is_the_strongest_signal() -> None:
+    from reporter.model import RankHint
+
+    dumps = _healthy(200, parent=150, name="a") + _desynced(300, parent=150, name="b")
+    hints = tuple(
+        (d.source.path, RankHint(instance="prefill" if d.pid and d.pid < 300 else "decode"))
+        for d in dumps
+    )
+    b = replace(bundle(*dumps), rank_hints=hints)
+    analysis = analyze(b)
+    labels = {i.verdict: i.label for i in analysis.instances}
+    assert labels[Verdict.COLLECTIVE_DESYNC].startswith("manifest decode")
+    assert labels[Verdict.PROGRESSING].startswith("manifest prefill")
