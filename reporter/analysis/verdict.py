@@ -116,6 +116,14 @@ def _where(view: UnitView) -> str:
     return f"running {frame_at(frame)}" if frame is not None else "in native code"
 
 
+def _bucket_key(view: UnitView) -> tuple[object, ...]:
+    """Ranks that are in the same place for waits-for purposes (line numbers ignored)."""
+    facts = view.latest.facts
+    frame = facts.idle_loop if view.state is RankState.IDLE else facts.site
+    where = (frame.short_function, frame.file) if frame is not None else None
+    return (view.state, identity_of(view), facts.wait, where, bool(view.latest.frames))
+
+
 def waits_for(
     views: Sequence[UnitView],
     *,
@@ -124,9 +132,15 @@ def waits_for(
 ) -> tuple[WaitsFor, ...]:
     """Who waits for whom, per group: ranks holding a collective wait for every rank of
     their group that is elsewhere. `absent` lists (rank, group, state) for ranks without
-    stacks (`gone` or `missing`); they are waited for by every holder of their group."""
+    stacks (`gone` or `missing`); they are waited for by every holder of their group.
+
+    Ranks in the same place are bucketed first, so the cost grows with the number of
+    distinct places, not with ranks squared."""
     out: list[WaitsFor] = []
     for key, members in group_views(views):
+        buckets: dict[tuple[object, ...], list[UnitView]] = {}
+        for view in members:
+            buckets.setdefault(_bucket_key(view), []).append(view)
         holders_by: dict[tuple[object, ...], list[UnitView]] = {}
         for view in members:
             ident = identity_of(view)
@@ -141,12 +155,19 @@ def waits_for(
                 at=first.site_text or "",
                 group=holders[0].pg,
             )
-            others: dict[tuple[str, str], list[UnitView]] = {}
-            for view in members:
-                if view.latest.frames and _absent(view, ident):
-                    state = view.state.value
-                    others.setdefault((state, _where(view)), []).append(view)
-            for (state, at), group in others.items():
+            others: list[list[UnitView]] = []
+            for bucket in buckets.values():
+                if not bucket[0].latest.frames:
+                    continue
+                if bucket[0].motion is RankState.MOVING:
+                    # Passing through the collective is per rank: check each one.
+                    chosen = [v for v in bucket if _absent(v, ident)]
+                else:
+                    chosen = bucket if _absent(bucket[0], ident) else []
+                if chosen:
+                    others.append(chosen)
+            for group in others:
+                state, at = group[0].state.value, _where(group[0])
                 out.append(
                     WaitsFor(
                         waiting=waiting,
