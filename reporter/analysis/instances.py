@@ -43,6 +43,8 @@ class ProcessFacts:
     parent_cmdline: str | None = None
     environ: tuple[tuple[str, str], ...] = ()
     cmdline: str | None = None
+    title: str | None = None
+    """The process title `report collect` recorded (for a process that has no dump)."""
 
     def env(self, name: str) -> str | None:
         """The value of one environment variable, if recorded."""
@@ -101,7 +103,8 @@ def process_facts(bundle: Bundle) -> dict[int, ProcessFacts]:
     for dump in bundle.dumps:
         if dump.parent_pid is not None and dump.parent_cmdline:
             cmdlines.setdefault(dump.parent_pid, dump.parent_cmdline)
-    pids = set(ppid) | set(environ) | set(cmdlines) | set(parent_cmd)
+    titles = {note.pid: note.title for note in bundle.manifest.processes if note.title}
+    pids = set(ppid) | set(environ) | set(cmdlines) | set(parent_cmd) | set(titles)
     out: dict[int, ProcessFacts] = {}
     for pid in pids:
         parent = ppid.get(pid)
@@ -111,6 +114,7 @@ def process_facts(bundle: Bundle) -> dict[int, ProcessFacts]:
             parent_cmdline=parent_cmd.get(pid) or (cmdlines.get(parent) if parent else None),
             environ=tuple(environ.get(pid, ())),
             cmdline=cmdlines.get(pid),
+            title=titles.get(pid),
         )
     return out
 

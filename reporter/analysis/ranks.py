@@ -671,7 +671,7 @@ def _split_collisions(
     ]
 
 
-def _env_rank(cand: _Candidate, facts: ProcessFacts | None) -> None:
+def _env_rank(cand: _Candidate, facts: ProcessFacts | None, warnings: list[str]) -> None:
     """`RANK` from the process's environ evidence, when nothing stronger named the rank."""
     if facts is None or cand.source in (RankSource.MANIFEST, RankSource.LOCALS):
         return
@@ -681,7 +681,10 @@ def _env_rank(cand: _Candidate, facts: ProcessFacts | None) -> None:
     if value is None or not value.strip().isdigit():
         return
     if cand.rank is not None and cand.source is RankSource.FILENAME and cand.rank != int(value):
-        cand.notes.append(f"file name said rank {cand.rank}")
+        warnings.append(
+            f"{_label(cand)}: RANK={value} in its environment overrules rank {cand.rank} from "
+            "the file name (the weakest source)"
+        )
     cand.rank, cand.source = int(value), RankSource.ENVIRON
     cand.detail = f"rank {value} from RANK={value} in the process's environment"
 
@@ -728,7 +731,7 @@ def identify(bundle: Bundle) -> RankMap:
     for cand in cands:
         _read_evidence(cand, hints, per_file, warnings)
         pid_facts = facts.get(cand.pid) if cand.pid is not None else None
-        _env_rank(cand, pid_facts)
+        _env_rank(cand, pid_facts, warnings)
         cand.signals.update(signals(pid_facts))
     _sanity(cands, warnings)
 
@@ -961,6 +964,10 @@ def _failed(
             belongs = (parent is not None and parent in parents) or not parents
         if not belongs:
             continue
+        if rank is None and unit == "rank" and failure.pid in facts:
+            # A process that died before any dump: the title report collect recorded
+            # (`sglang::scheduler_TP3`) still names its rank.
+            rank = _rank_of_title(facts[failure.pid].title, ranks)
         # A file that also holds other processes cannot name the failed one.
         if rank is None and unit == "rank" and per_file.get(failure.source.path, 0) == 0:
             hint = hints.find(failure.source.path)
@@ -970,6 +977,28 @@ def _failed(
         claimed.add(index)
         out.append(FailedRank(failure=failure, rank=rank, state=failure_state(failure)))
     return tuple(out)
+
+
+def _rank_of_title(title: str | None, ranks: list[RankedProcess]) -> int | None:
+    """The rank a recorded title names, laid out like the ranks whose dumps exist: a direct
+    rank (`rank=3`), or dims equal to an existing layout's (TP only, or DP x TP)."""
+    info = parse_title(title)
+    if info.rank is not None:
+        return info.rank
+    dims = dict(info.dims)
+    if not dims or (info.role or "").lower() in NON_RANK_ROLES:
+        return None
+    sizes = {d: 1 for d in RADIX_DIMS}
+    for proc in ranks:
+        for dim, value in proc.dims:
+            if dim in sizes:
+                sizes[dim] = max(sizes[dim], value + 1)
+    for dim in RADIX_DIMS:
+        sizes[dim] = max(sizes[dim], dims.get(dim, 0) + 1)
+    rank = 0
+    for dim in RADIX_DIMS:
+        rank = rank * sizes[dim] + dims.get(dim, 0)
+    return rank
 
 
 # py-spy's and the watchdogs' words for a process that no longer exists.

@@ -310,3 +310,36 @@ def test_manifest_instance_is_the_strongest_signal() -> None:
     labels = {i.verdict: i.label for i in analysis.instances}
     assert labels[Verdict.COLLECTIVE_DESYNC].startswith("manifest decode")
     assert labels[Verdict.PROGRESSING].startswith("manifest prefill")
+
+
+def test_a_rank_that_died_before_any_dump_is_named_by_its_recorded_title() -> None:
+    barrier = scheduler_stack("barrier (torch/distributed/distributed_c10d.py:4000)", RESULT)
+    dumps = [
+        dump(pid=100 + r, title=f"sglang::scheduler_TP{r}", main=barrier, source=f"p{r}-s{s}.txt")
+        for s in range(2)
+        for r in range(3)
+    ]
+    notes = (
+        *(ProcessNote(pid=100 + r, ppid=50, title=f"sglang::scheduler_TP{r}") for r in range(4)),
+    )
+    fails = (failure(pid=103, reason="Error: No such process", source="p3-s0.txt"),)
+    b = Bundle(
+        root=None,
+        manifest=Manifest(processes=notes, world_size=4),
+        dumps=tuple(dumps),
+        failures=fails,
+    )
+    analysis = analyze(b)
+    assert [(f.rank, f.state) for f in analysis.failed] == [(3, "gone")]
+    assert any(e.waited.ranks == (3,) and e.waited.state == "gone" for e in analysis.waits_for)
+
+
+def test_environ_rank_overrules_a_file_name_with_a_warning() -> None:
+    env = Environment(
+        variables=(EnvVar(name="RANK", value="5", source=Location(path="env/pid4711.environ")),)
+    )
+    b = replace(bundle(dump(pid=4711, main=IDLE_A, source="rank2.txt")), environment=env)
+    rank_map = identify(b)
+    (proc,) = rank_map.ranks
+    assert proc.rank == 5 and proc.source.value == "environ"
+    assert any("overrules rank 2" in w for w in rank_map.warnings)
