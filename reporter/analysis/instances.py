@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from reporter.model import Bundle, CommandLine
+from reporter.model import Bundle, CommandLine, EventKind
 
 # A PID in an environment file's name: `env/pid4711.environ`, `4711.environ`, `proc/4711/environ`.
 _PID_IN_PATH = re.compile(r"(?:^|[/_.-])(?:pid[-_]?)?(\d{2,8})(?=$|[/_.-])", re.IGNORECASE)
@@ -119,16 +119,32 @@ def process_facts(bundle: Bundle) -> dict[int, ProcessFacts]:
     return out
 
 
-def signals(facts: ProcessFacts | None) -> dict[str, str]:
+_UNIT_START = re.compile(r"^(\S+): main process started \(PID (\d+)\)")
+
+
+def unit_pids(bundle: Bundle) -> dict[int, str]:
+    """systemd units by main PID, from the `systemctl show` evidence's start events."""
+    out: dict[int, str] = {}
+    for event in bundle.events:
+        if event.kind is EventKind.SERVICE:
+            match = _UNIT_START.match(event.text)
+            if match is not None:
+                out[int(match.group(2))] = match.group(1)
+    return out
+
+
+def signals(facts: ProcessFacts | None, units: dict[int, str] | None = None) -> dict[str, str]:
     """The instance signals of one process, by kind (`launcher`, `rendezvous`, `port`).
 
-    PID 1 (init, or a container's entry point) adopts orphans: it is no launcher.
+    PID 1 (init, or a container's entry point) adopts orphans: it is no launcher. A
+    launcher that is a systemd unit's main process is named by the unit.
     """
     out: dict[str, str] = {}
     if facts is None:
         return out
     if facts.ppid is not None and facts.ppid > 1:
-        what = f"PID {facts.ppid}"
+        unit = (units or {}).get(facts.ppid)
+        what = f"{unit} (PID {facts.ppid})" if unit else f"PID {facts.ppid}"
         ports = ports_of(facts.parent_cmdline)
         out["launcher"] = f"{what} ({ports})" if ports else what
     rendezvous = [f"{k}={facts.env(k)}" for k in RENDEZVOUS_VARS if facts.env(k)]

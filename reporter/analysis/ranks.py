@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from reporter.analysis.instances import ProcessFacts, process_facts, signals
+from reporter.analysis.instances import ProcessFacts, process_facts, signals, unit_pids
 from reporter.analysis.result import FailedRank
 from reporter.errors import UsageError
 from reporter.model import Bundle, FailedDump, ProcessDump, RankHint, RankSource, ThreadStack
@@ -728,11 +728,12 @@ def identify(bundle: Bundle) -> RankMap:
             per_file[path] = per_file.get(path, 0) + 1
     hints = _HintIndex(bundle.rank_hints)
     facts = process_facts(bundle)
+    units = unit_pids(bundle)
     for cand in cands:
         _read_evidence(cand, hints, per_file, warnings)
         pid_facts = facts.get(cand.pid) if cand.pid is not None else None
         _env_rank(cand, pid_facts, warnings)
-        cand.signals.update(signals(pid_facts))
+        cand.signals.update(signals(pid_facts, units))
     _sanity(cands, warnings)
 
     # A process whose children were dumped and that names no role of its own is

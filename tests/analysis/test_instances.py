@@ -343,3 +343,22 @@ def test_environ_rank_overrules_a_file_name_with_a_warning() -> None:
     (proc,) = rank_map.ranks
     assert proc.rank == 5 and proc.source.value == "environ"
     assert any("overrules rank 2" in w for w in rank_map.warnings)
+
+
+def test_a_launcher_that_is_a_systemd_unit_is_named_by_it() -> None:
+    from datetime import UTC, datetime
+
+    from reporter.model import EventKind, TimelineEvent
+
+    events = tuple(
+        TimelineEvent(
+            at=datetime(2026, 1, 1, tzinfo=UTC),
+            kind=EventKind.SERVICE,
+            text=f"{name}: main process started (PID {pid})",
+            source=Location(path=f"systemd/{name}.txt", line=3),
+        )
+        for name, pid in (("sglang-prefill.service", 150), ("sglang-decode.service", 250))
+    )
+    dumps = _healthy(200, parent=150, name="a") + _desynced(300, parent=250, name="b")
+    analysis = analyze(replace(bundle(*dumps), events=events))
+    assert analysis.instances[1].label.startswith("launcher sglang-decode.service (PID 250)")
