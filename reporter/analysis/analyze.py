@@ -1,8 +1,10 @@
 """The analysis pipeline: `Bundle` in, `Analysis` out.
 
-Steps: identify ranks and their snapshots (ranks.py), intern every main
+Steps: identify instances, ranks and their snapshots (ranks.py); then, per
+instance (one server or job; the top-level verdict is the most severe one), intern every main
 stack and the latest snapshot's other threads (stacks.py), per-rank states
-(progress.py), classes and trees (merge.py), the verdict (verdict.py),
+(progress.py: stuck, moving, idle), classes and trees (merge.py), the verdict and
+who waits for whom (verdict.py),
 branch point (branch.py), confidence and summary (explain.py) and the
 signature (signature.py); then the metric history's wedge (wedge.py), the Go
 clients (goroutines.py), the timeline of everything dated (timeline.py), and the

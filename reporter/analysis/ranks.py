@@ -15,6 +15,17 @@ argument when larger)::
 
     sglang::scheduler_DP1_TP3 with DP sizes 2, TP size 4 -> rank 1*4 + 3 = 7
 
+`RANK` in the process's environ evidence ranks just below `--locals`. File names are the
+weakest source: a number equal to the dump's PID, or ranks in the thousands for a handful
+of processes, are not ranks (a warning says so).
+
+Ranks are numbered within an *instance* (one server, job or launcher): before ranks are
+final, the rank processes are split by the strongest instance signal (`instances.py`:
+the manifest's `instance`, the parent process, the rendezvous, ports). Two processes never
+share one rank label: when nothing separates them they are split by PID order, with a
+warning, and each part is marked `ambiguous`. Each `Instance` has its own world size and
+failed dumps.
+
 Also `format_ranks` / `parse_ranks` for compact rank sets (`[0-3,7]`).
 """
 
@@ -799,7 +810,7 @@ def identify(bundle: Bundle) -> RankMap:
         instances.append(
             Instance(
                 id=ident,
-                label=_instance_label(label, part_ranks, facts) if multi else "",
+                label=_instance_label(label, part_ranks) if multi else "",
                 how=how if multi else "",
                 ranks=tuple(part_ranks),
                 world_size=world,
@@ -852,7 +863,8 @@ def identify(bundle: Bundle) -> RankMap:
 _LARGEST_SEEN = "from the largest rank seen + 1"
 
 
-def _instance_label(label: str, ranks: list[RankedProcess], facts: dict[int, ProcessFacts]) -> str:
+def _instance_label(label: str, ranks: list[RankedProcess]) -> str:
+    """What an instance is, for people: the signal that separated it and its rank PIDs."""
     pids = sorted(p.pid for p in ranks if p.pid is not None)
     shown = ", ".join(str(p) for p in pids[:6]) + (", ..." if len(pids) > 6 else "")
     base = label or "all rank processes"
