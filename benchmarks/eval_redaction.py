@@ -106,8 +106,8 @@ def clean_texts() -> list[tuple[str, str]]:
 def evaluate(*, drafts: bool = True, library: bool = True) -> Figures:
     """Run the whole evaluation (offline; a few seconds). `library=False` switches
     detect-secrets off, to show what it adds to our own patterns."""
-    from reporter import app
-    from reporter.upstream import publish, secrets
+    from reporter import app, secrets
+    from reporter.upstream import publish
     from reporter.upstream.redact import Piece, redact
 
     if not library:

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reporter import bundle as bundle_io
-from reporter.analysis import Analysis, Similarity, analyze, to_json
+from reporter.analysis import Analysis, Similarity, analyze, format_ranks, to_json
 from reporter.errors import InputError, OutputError, UsageError
+from reporter.manifest import MANIFEST_NAME
 from reporter.model import METRIC_KINDS, SUMMARISED_KINDS, Bundle
 from reporter.render import markdown as md
 from reporter.writer import write_atomic
@@ -24,11 +25,14 @@ from reporter.writer import write_atomic
 if TYPE_CHECKING:
     from reporter.analysis.diff import EnvDiff
     from reporter.collect import CollectRequest, CollectSummary
+    from reporter.config import Settings
+    from reporter.guess import Suggestion
     from reporter.render.lint import Finding
     from reporter.render.regions import MergeResult
     from reporter.render.status import ReportStatus
     from reporter.render.view import Excerpt
     from reporter.sources import SourceRoots
+    from reporter.upstream.github import RateLimit
     from reporter.upstream.index import ImportResult
     from reporter.upstream.publish import DraftRun, FileResult
     from reporter.upstream.query import Query as UpstreamQuery
@@ -77,8 +81,21 @@ def now_utc() -> datetime:
 
 
 def load_and_analyze(paths: Sequence[Path], options: Options) -> tuple[Bundle, Analysis]:
-    """Load the evidence and analyze it; `strict` turns parser warnings into an error."""
-    bundle = bundle_io.load(paths, max_file_bytes=options.max_file_bytes)
+    """Load the evidence and analyze it; `strict` turns parser warnings into an error.
+
+    A lone `-` reads one pasted dump from stdin.
+    """
+    if [str(p) for p in paths] == ["-"]:
+        import sys
+
+        if sys.stdin.isatty():
+            print("reading a dump from stdin; end it with Ctrl-D", file=sys.stderr)
+        text = sys.stdin.read()
+        if not text.strip():
+            raise UsageError("stdin is empty", tip="pipe or paste a py-spy or faulthandler dump")
+        bundle = bundle_io.load_text(text, max_file_bytes=options.max_file_bytes)
+    else:
+        bundle = bundle_io.load(paths, max_file_bytes=options.max_file_bytes)
     if options.strict and bundle.warnings:
         first = bundle.warnings[0]
         more = f" (and {len(bundle.warnings) - 1} more)" if len(bundle.warnings) > 1 else ""
@@ -173,6 +190,43 @@ def diff_text(run: DiffRun, *, limit: int = 20) -> str:
     if equal:
         lines.append(f"unchanged: {equal}")
     lines.extend(f"note: {note}" for note in diff.notes)
+    return "\n".join(lines)
+
+
+def verdict_text(analysis: Analysis) -> str:
+    """A short plain-text verdict for the terminal (`report analyze`)."""
+    lines = [
+        f"verdict: {analysis.verdict.value} (confidence {analysis.confidence.value}, "
+        f"{analysis.snapshots} snapshot{'s' if analysis.snapshots != 1 else ''})",
+        analysis.summary,
+        "",
+    ]
+    for inst in analysis.instances:
+        lines.append(f"instance {inst.id}: {inst.verdict.value} ({inst.label})")
+    for stack_class in analysis.classes:
+        blocked = stack_class.collective or stack_class.wait or "-"
+        top = stack_class.frames[0].display() if stack_class.frames else "-"
+        label = (
+            f"{stack_class.instance}:{stack_class.label}"
+            if analysis.instances
+            else stack_class.label
+        )
+        lines.append(f"  {label:<12} {stack_class.state.value:<8} {blocked:<16} {top}")
+    for edge in analysis.waits_for:
+        where = f" at {edge.waiting.at}" if edge.waiting.at else ""
+        whom = edge.waited.at or edge.waited.state
+        prefix = f"instance {edge.instance}: " if analysis.instances else ""
+        lines.append(
+            f"waits: {prefix}{format_ranks(edge.waiting.ranks)} in {edge.waiting.collective}{where}"
+            f" -> {format_ranks(edge.waited.ranks)} {whom}"
+        )
+    if analysis.branch_point and analysis.branch_point.shared:
+        lines.append(f"branch point: {analysis.branch_point.shared.display()}")
+    for note in analysis.confidence_notes:
+        lines.append(f"note: {note}")
+    if analysis.wedge is not None:
+        lines.append(f"metrics: {analysis.wedge.summary}")
+    lines.append(f"signature: {analysis.signature.hash}")
     return "\n".join(lines)
 
 
@@ -363,18 +417,79 @@ def _excerpts(bundle: Bundle, analysis: Analysis) -> tuple[list[Excerpt], str]:
     return excerpts, note
 
 
-def init_manifest(folder: Path, *, force: bool = False) -> Path:
-    """Write a commented `bundle.toml` listing the evidence found in `folder`."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InitResult:
+    """The manifest `report init` wrote and the guesses it put in as comments."""
+
+    path: Path
+    suggestions: tuple[Suggestion, ...] = ()
+
+
+def init_manifest(folder: Path, *, force: bool = False) -> InitResult:
+    """Write a commented `bundle.toml` listing the evidence found in `folder`.
+
+    Guesses for the upstream repository, the world size and evidence globs go in as
+    commented-out lines with the evidence behind each (see `reporter.guess`).
+    """
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder", tip="pass the folder that holds the dumps")
-    target = folder / bundle_io.MANIFEST_NAME
+    target = folder / MANIFEST_NAME
     if target.exists() and not force:
         raise OutputError(
             f"{target}: already exists; not overwriting it",
             tip="edit it, or pass --force to replace it (the old one is kept as .bak)",
         )
-    write_atomic(target, bundle_io.draft_manifest(folder), backup=True)
-    return target
+    text = bundle_io.draft_manifest(folder)
+    suggestions = _init_guesses(folder)
+    write_atomic(target, _with_guesses(text, suggestions), backup=True)
+    return InitResult(path=target, suggestions=suggestions)
+
+
+def _init_guesses(folder: Path) -> tuple[Suggestion, ...]:
+    """What the evidence in `folder` suggests; nothing when it cannot be read."""
+    from reporter import guess
+    from reporter.analysis.excerpts import default_upstream_rules
+
+    try:
+        bundle = bundle_io.load([folder])
+        analysis = analyze(bundle)
+    except InputError:
+        return ()
+    rules = [
+        guess.Rule(module=r.module, dist=r.dist, repo=r.repo) for r in default_upstream_rules()
+    ]
+    ranks = [p.identity.rank for p in analysis.processes if p.identity.rank is not None]
+    found = [
+        guess.upstream(bundle, rules),
+        guess.world_size(bundle, ranks),
+        *guess.globs([(f.path, f.kind) for f in bundle.files]),
+    ]
+    return tuple(s for s in found if s is not None)
+
+
+def _with_guesses(text: str, suggestions: Sequence[Suggestion]) -> str:
+    """The manifest with the guesses as comments, each where its key goes (so uncommenting
+    one never duplicates a key); globs at the end."""
+    import re
+
+    for s in suggestions:
+        if s.key == "evidence":
+            assert isinstance(s.value, list)
+            text += (
+                f"\n# Guessed by `report init`: one entry for {s.why}, instead of the per-file "
+                f"entries above\n# [[evidence]]\n# path = {json.dumps(s.value[0])}\n"
+                f"# kind = {json.dumps(s.value[1])}\n"
+            )
+            continue
+        line = f"# {s.key} = {json.dumps(s.value)}  # guessed from {s.why}; uncomment if right"
+        # The starter's own line for this key (`upstream = []`, `# world_size = 8`) makes way.
+        pattern = re.compile(rf"^#? ?{re.escape(s.key)} = .*$", re.MULTILINE)
+        if pattern.search(text):
+            text = pattern.sub(line.replace("\\", "\\\\"), text, count=1)
+        else:
+            head, sep, rest = text.partition("\n\n")
+            text = f"{head}{sep}{line}\n\n{rest}" if sep else f"{text}{line}\n"
+    return text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -485,6 +600,122 @@ def preview(path: Path, *, out: Path | None = None) -> Path:
     return target
 
 
+# --- settings: flags > environment > the config file ---------------------------------
+
+
+def settings() -> Settings:
+    """The user's config file (`reporter.config`), read once per command."""
+    from reporter import config
+
+    return config.load(os.environ)
+
+
+def upstream_env(conf: Settings | None = None) -> dict[str, str]:
+    """The environment the upstream code reads, with the config's host as a default."""
+    from reporter import config
+
+    return config.with_defaults(os.environ, conf or settings())
+
+
+def default_db(db: Path | None, conf: Settings | None = None) -> Path | None:
+    """`--db`, else the config's `index`, else None (the user cache dir's index)."""
+    return db or (conf or settings()).index
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuthStatus:
+    """`report auth status`: the host, where its token came from, and the limit left."""
+
+    host: str
+    api_url: str
+    token_source: str | None
+    rate_limit: RateLimit | None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The `auth status --json` document (never the token)."""
+        limit = self.rate_limit
+        return {
+            "host": self.host,
+            "api_url": self.api_url,
+            "authenticated": self.token_source is not None,
+            "token_source": self.token_source,
+            "rate_limit": None
+            if limit is None
+            else {"limit": limit.limit, "remaining": limit.remaining, "reset": limit.reset},
+            "error": self.error,
+        }
+
+
+def auth_status(*, base_url: str | None = None, check: bool = True) -> AuthStatus:
+    """Which GitHub host the upstream commands use, its token's source and the limit left.
+
+    With `check`, asks `GET /rate_limit` (free); a failure is reported, not raised.
+    """
+    from reporter.errors import UpstreamError
+    from reporter.upstream.auth import api_url, find_token, host_of
+    from reporter.upstream.github import GitHubClient, RetryPolicy
+
+    env = upstream_env()
+    url = api_url(env, base_url)
+    token = find_token(env, base_url=url)
+    limit = None
+    error = None
+    if check:
+        try:
+            with GitHubClient(
+                base_url=url, token=token, timeout=10.0, retry=RetryPolicy(attempts=2)
+            ) as client:
+                limit = client.rate_limit()
+        except UpstreamError as err:
+            error = err.message
+    return AuthStatus(
+        host=host_of(url),
+        api_url=url,
+        token_source=token.source if token else None,
+        rate_limit=limit,
+        error=error,
+    )
+
+
+def auth_status_text(status: AuthStatus, *, now: float | None = None) -> str:
+    """`report auth status` for a terminal."""
+    import time
+
+    lines = [f"{status.host} ({status.api_url})"]
+    if status.token_source:
+        lines.append(f"  token: from {status.token_source}")
+    else:
+        from reporter.upstream.auth import missing_token_tip
+
+        lines.append(f"  token: none ({missing_token_tip(status.host)})")
+    if status.rate_limit is not None:
+        limit = status.rate_limit
+        minutes = max(0, round((limit.reset - (now or time.time())) / 60))
+        lines.append(
+            f"  rate limit: {limit.remaining} of {limit.limit} requests left "
+            f"(resets in {minutes} min)"
+        )
+    if status.error:
+        lines.append(f"  rate limit: not checked: {status.error}")
+    return "\n".join(lines)
+
+
+def config_show_text(conf: Settings) -> str:
+    """`report config show` for a terminal: the path, then each key."""
+    from reporter.config import KEYS
+
+    where = f"{conf.path}" + ("" if conf.exists else " (not created; every key unset)")
+    lines = [f"config file: {where}"]
+    values = conf.to_json()["settings"]
+    assert isinstance(values, dict)
+    for key in KEYS:
+        value = values[key]
+        shown = json.dumps(value) if value not in (None, []) else "(unset)"
+        lines.append(f"  {key} = {shown}")
+    return "\n".join(lines)
+
+
 # --- upstream issues: `report sync`, `report index ...`, `report search-upstream` -------
 # The work happens in reporter.upstream.search; these wrappers build the query from the
 # evidence and keep the upstream modules (httpx, sqlite) out of other commands' start-up.
@@ -546,8 +777,15 @@ def search_upstream(
     """`report search-upstream`: ranked upstream issues like the bundle's hang or the text."""
     from reporter.upstream import search
 
+    conf = settings()
     query = upstream_query(evidence, repos=repos, text_file=text_file)
-    return search.run_search(query, db=db, online=online, limit=limit, env=os.environ)
+    if not query.repos and conf.repos:
+        from dataclasses import replace
+
+        query = replace(query, repos=conf.repos)
+    return search.run_search(
+        query, db=default_db(db, conf), online=online, limit=limit, env=upstream_env(conf)
+    )
 
 
 def search_upstream_json(outcome: SearchOutcome) -> str:
@@ -574,7 +812,15 @@ def sync_upstream(
     """`report sync`: bring the local index of each repo up to date."""
     from reporter.upstream import search
 
-    return search.run_sync(repos, db=db, full=full, env=os.environ, progress=progress)
+    conf = settings()
+    names = list(repos) or list(conf.repos)
+    if not names:
+        raise UsageError(
+            "no repository to sync", tip="pass OWNER/NAME, or set `repos` in `report config show`"
+        )
+    return search.run_sync(
+        names, db=default_db(db, conf), full=full, env=upstream_env(conf), progress=progress
+    )
 
 
 def index_import(file: Path, *, db: Path | None = None) -> tuple[ImportResult, Path]:
@@ -582,31 +828,37 @@ def index_import(file: Path, *, db: Path | None = None) -> tuple[ImportResult, P
     from reporter.upstream import search
     from reporter.upstream.index import Index
 
-    path = db or search.default_db_path()
+    path = default_db(db) or search.default_db_path()
     with Index(path) as index:
         return search.import_file(index, file), path
 
 
 def index_export(
     *, write: Callable[[str], object], db: Path | None = None, repo: str | None = None
-) -> int:
+) -> tuple[int, Path]:
     """`report index export`: hand each stored issue's JSONL line to `write`; the count."""
     from reporter.upstream import search
     from reporter.upstream.index import Index, validate_repo
 
     name = validate_repo(repo) if repo else None
     count = 0
-    with Index(db or search.default_db_path(), create=False) as index:
+    path = default_db(db) or search.default_db_path()
+    with Index(path, create=False) as index:
         for line in search.export_lines(index, name):
             write(line)
             count += 1
-    return count
+    return count, path
 
 
 # --- report collect --------------------------------------------------------------------
 
 
-def collect(request: CollectRequest, *, progress: Callable[[str], None]) -> CollectSummary:
+def collect(
+    request: CollectRequest,
+    *,
+    progress: Callable[[str], None],
+    tick: Callable[[str, int, int], None] | None = None,
+) -> CollectSummary:
     """`report collect`: gather live evidence into a new bundle folder.
 
     The first Ctrl-C asks the collection to stop at the next step boundary and to
@@ -620,7 +872,7 @@ def collect(request: CollectRequest, *, progress: Callable[[str], None]) -> Coll
 
     stop = threading.Event()
     if threading.current_thread() is not threading.main_thread():
-        return run_collect(request, progress=progress, stop=stop)
+        return run_collect(request, progress=progress, stop=stop, tick=tick)
 
     def first_interrupt(signum: int, frame: object) -> None:
         stop.set()
@@ -629,7 +881,7 @@ def collect(request: CollectRequest, *, progress: Callable[[str], None]) -> Coll
 
     previous = signal.signal(signal.SIGINT, first_interrupt)
     try:
-        return run_collect(request, progress=progress, stop=stop)
+        return run_collect(request, progress=progress, stop=stop, tick=tick)
     finally:
         signal.signal(signal.SIGINT, previous)
 
@@ -648,14 +900,16 @@ class UpstreamDraftRun:
     run: DraftRun
 
 
-def upstream_repo(bundle: Bundle, repo: str | None) -> str:
-    """`--repo`, else the manifest's first `upstream` repository."""
+def upstream_repo(bundle: Bundle, repo: str | None, conf: Settings | None = None) -> str:
+    """`--repo`, else the manifest's first `upstream` repository, else the config's first."""
     from reporter.upstream.index import validate_repo
 
     if repo:
         return validate_repo(repo)
     if bundle.manifest.upstream:
         return validate_repo(bundle.manifest.upstream[0])
+    if conf is not None and conf.repos:
+        return validate_repo(conf.repos[0])
     raise UsageError(
         "no upstream repository to draft for",
         tip="pass --repo OWNER/NAME, or set `upstream = [...]` in bundle.toml",
@@ -688,18 +942,19 @@ def upstream_draft(
     """
     from reporter.upstream import publish
 
+    conf = settings()
     bundle, analysis = load_and_analyze([evidence], options or Options())
-    name = upstream_repo(bundle, repo)
+    name = upstream_repo(bundle, repo, conf)
     run = publish.make_draft(
         bundle,
         analysis,
         name,
-        forms_dir=forms,
+        forms_dir=forms or conf.forms,
         offline=offline,
-        db=db,
+        db=default_db(db, conf),
         link_related=link_related,
         base_url=base_url,
-        env=os.environ,
+        env=upstream_env(conf),
     )
     target = out or default_upstream_path(bundle, analysis, name, now=now or now_utc())
     backup = write_atomic(target, run.draft.document, backup=True)
@@ -722,24 +977,27 @@ def upstream_file(
     """`report upstream file`: a dry run unless `yes`; see `reporter.upstream.publish`."""
     from reporter.upstream import publish
 
+    conf = settings()
     bundle, analysis = load_and_analyze([evidence], options or Options())
     return publish.file_upstream(
         bundle,
         analysis,
-        upstream_repo(bundle, repo),
+        upstream_repo(bundle, repo, conf),
         yes=yes,
         force_new=force_new,
         base_url=base_url,
         draft_file=draft,
-        forms_dir=forms,
-        db=db,
+        forms_dir=forms or conf.forms,
+        db=default_db(db, conf),
         link_related=link_related,
-        env=os.environ,
+        env=upstream_env(conf),
     )
 
 
-def upstream_file_text(result: FileResult) -> str:
-    """What `report upstream file` prints: the decision, its reasons and the exact request."""
+def upstream_file_text(result: FileResult, *, show_body: bool = False) -> str:
+    """What `report upstream file` prints after the refusals (`refusal_lines`): the
+    decision, its reasons and the request. The body is printed in a dry run that could be
+    sent; when refused, only with `show_body` (the refusal is the news, not 25 KB of body)."""
     from reporter.upstream.publish import Action
 
     plan = result.plan
@@ -755,19 +1013,39 @@ def upstream_file_text(result: FileResult) -> str:
     request = plan.request
     if request is None:
         return "\n".join(lines)
-    lines.append("dry run: nothing was sent; pass --yes to send exactly this:")
+    if plan.refusals:
+        lines.append("nothing was sent; once fixed, --yes sends exactly this:")
+    else:
+        lines.append("dry run: nothing was sent; pass --yes to send exactly this:")
     lines.append(f"{request.method} {request.url}")
     if request.title is not None:
         lines.append(f"title: {request.title}")
         lines.append(f"labels: {', '.join(request.labels) if request.labels else '(none)'}")
-    lines.append(f"body ({len(request.body):,} characters) between the scissors lines:")
-    lines.append("-------- 8< --------")
-    lines.append(request.body.rstrip("\n"))
-    lines.append("-------- >8 --------")
+    if show_body or not plan.refusals:
+        lines.append(f"body ({len(request.body):,} characters) between the scissors lines:")
+        lines.append("-------- 8< --------")
+        lines.append(request.body.rstrip("\n"))
+        lines.append("-------- >8 --------")
+    else:
+        lines.append(f"body: {len(request.body):,} characters (--show-body prints it)")
     if plan.redactions:
         total = sum(e.count for e in plan.redactions)
         lines.append(f"redacted before sending: {total} value(s); see the draft's front matter")
     return "\n".join(lines)
+
+
+def refusal_lines(result: FileResult) -> list[str]:
+    """Why filing was refused, one `refused:` line each, then what to do (a `Tip:`)."""
+    plan = result.plan
+    if result.sent or not plan.refusals:
+        return []
+    lines = [f"refused: {refusal}" for refusal in plan.refusals]
+    if any("token" in r for r in plan.refusals):
+        tip = "see `report auth status` for where a token is looked for"
+    else:
+        tip = "fix the draft (`report upstream draft`, then `report lint` it) and pass --draft FILE"
+    lines.append(f"Tip: {tip}; --show-body prints what would be sent")
+    return lines
 
 
 def redaction_lines(entries: Sequence[RedactionEntry]) -> list[str]:

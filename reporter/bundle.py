@@ -45,27 +45,28 @@ so nothing the operator dropped into the folder is silently ignored.
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import re
-import tomllib
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from reporter.errors import EvidenceError, ManifestError, UsageError
 from reporter.evidence import metrics
 from reporter.evidence import sniff as sniffing
-from reporter.evidence._times import parse_duration
 from reporter.gcpause import gc_paused
+from reporter.manifest import (
+    MANIFEST_NAME,
+    ManifestEntry,
+    TomlDocument,
+    parse_manifest,
+)
 from reporter.model import (
     CONTEXT_KINDS,
     Bundle,
     CodeExcerpt,
     Environment,
-    EventKind,
     EvidenceFile,
     EvidenceKind,
     FailedDump,
@@ -75,13 +76,10 @@ from reporter.model import (
     MetricSeries,
     ParseWarning,
     ProcessDump,
-    ProcessNote,
     RankHint,
     TimelineEvent,
-    WedgeSettings,
 )
 
-MANIFEST_NAME = "bundle.toml"
 DEFAULT_MAX_FILE_BYTES = 512 * 1024 * 1024
 # Bytes inspected for NUL characters when deciding that a file is binary.
 _BINARY_PROBE = 8192
@@ -97,21 +95,27 @@ _NOT_EVIDENCE = (
     "*.go",
     "go.mod",
     "go.sum",
+    *(
+        # What reporter itself writes (reports, their backups, previews, charts, the
+        # filing record, the issue index): a report saved beside the evidence must not
+        # change the next analysis of it.
+        "*.bak",
+        "*.bak.*",
+        "*.html",
+        "*.svg",
+        "*.sqlite3",
+        "*.sqlite3-*",
+        "*.lock",
+        "*.tmp",
+    ),
+)
+# Reporter's own Markdown (report, upstream draft) whatever it was renamed to: region markers
+# or reporter front matter in the first lines.
+_OWN_OUTPUT_RE = re.compile(
+    r"\A(?:---\n(?:.*\n){0,40}?(?:reporter|kind: (?:incident-report|upstream-draft))\b"
+    r"|[\s\S]{0,4096}?<!-- reporter:begin )"
 )
 _NOT_EVIDENCE_RE = re.compile("|".join(fnmatch.translate(p) for p in _NOT_EVIDENCE))
-_KINDS = {kind.value: kind for kind in EvidenceKind if kind is not EvidenceKind.UNKNOWN}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Entry:
-    """One `[[evidence]]` table, resolved to one file."""
-
-    path: Path
-    display: str
-    kind: EvidenceKind | None
-    captured_at: datetime | None
-    hint: RankHint | None
-    description: str
 
 
 def load(paths: Sequence[Path], *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Bundle:
@@ -139,9 +143,29 @@ def load(paths: Sequence[Path], *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES)
         return _load_files(paths, max_file_bytes=max_file_bytes)
 
 
+def load_text(
+    text: str, *, display: str = "<stdin>", max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> Bundle:
+    """One pasted capture (`report analyze -`): loaded like a loose file named `display`."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="reporter-stdin-") as folder:
+        path = Path(folder) / "stdin.txt"
+        path.write_text(text, encoding="utf-8")
+        entry = ManifestEntry(
+            path=path, display=display, kind=None, captured_at=None, hint=None, description=""
+        )
+        with gc_paused():
+            return _assemble(
+                None, Manifest(), [entry], (), max_file_bytes=max_file_bytes, strict=True
+            )
+
+
 def _load_files(paths: Sequence[Path], *, max_file_bytes: int) -> Bundle:
     entries = [
-        _Entry(path=p, display=str(p), kind=None, captured_at=None, hint=None, description="")
+        ManifestEntry(
+            path=p, display=str(p), kind=None, captured_at=None, hint=None, description=""
+        )
         for p in paths
     ]
     return _assemble(None, Manifest(), entries, (), max_file_bytes=max_file_bytes, strict=True)
@@ -151,21 +175,25 @@ def _load_folder(root: Path, *, max_file_bytes: int) -> Bundle:
     manifest_path = root / MANIFEST_NAME
     warnings: list[ParseWarning] = []
     manifest = Manifest()
-    listed: list[_Entry] = []
+    listed: list[ManifestEntry] = []
     if manifest_path.is_file():
         text = _read_text(manifest_path, display=MANIFEST_NAME, max_file_bytes=max_file_bytes)
-        manifest, listed = parse_manifest(text, root=root)
+        read = parse_manifest(text, root=root, metric_name=metrics.parse_selector)
+        manifest, listed = read.manifest, list(read.entries)
+        warnings.extend(read.warnings)
     # Manifest entries are already relative to the root: compare relative names,
     # which costs no system call per file (resolving 4,096 paths does).
     seen = {entry.display for entry in listed}
-    extra: list[_Entry] = []
+    extra: list[ManifestEntry] = []
     # The baseline bundle and the deployed source copy are not this bundle's evidence.
     skip = tuple(p.strip("/") + "/" for p in (manifest.baseline, manifest.source_root) if p)
     for rel, path in _walk(root, skip=skip):
         if rel in seen:
             continue
         extra.append(
-            _Entry(path=path, display=rel, kind=None, captured_at=None, hint=None, description="")
+            ManifestEntry(
+                path=path, display=rel, kind=None, captured_at=None, hint=None, description=""
+            )
         )
         if listed:
             warnings.append(
@@ -225,7 +253,7 @@ def _walk(root: Path, *, skip: tuple[str, ...] = ()) -> list[tuple[str, Path]]:
 def _assemble(
     root: str | None,
     manifest: Manifest,
-    entries: Sequence[_Entry],
+    entries: Sequence[ManifestEntry],
     warnings: tuple[ParseWarning, ...],
     *,
     max_file_bytes: int,
@@ -262,6 +290,17 @@ def _assemble(
             all_warnings.append(
                 ParseWarning(source=Location(path=entry.display), message=f"skipped: {err.message}")
             )
+            continue
+        if entry.kind is None and _OWN_OUTPUT_RE.match(text):
+            if named:
+                raise EvidenceError(
+                    f"{entry.display}: a report written by reporter, not evidence "
+                    "(its embedded dumps would count twice)",
+                    tip="pass the bundle folder or the dump files the report was drafted from",
+                )
+            # A report this tool wrote, saved inside the bundle: never evidence, and not
+            # "unlisted evidence" either.
+            all_warnings = [w for w in all_warnings if w.source.path != entry.display]
             continue
         kind = entry.kind or sniffing.sniff(text)
         if kind is EvidenceKind.UNKNOWN:
@@ -414,329 +453,6 @@ def _human_size(size: int) -> str:
     return f"{size} bytes"  # pragma: no cover - loop always returns
 
 
-def parse_manifest(text: str, *, root: Path) -> tuple[Manifest, list[_Entry]]:
-    """Parse `bundle.toml`; every evidence path must resolve inside `root`."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ManifestError(
-            f"{MANIFEST_NAME}: {err}",
-            tip="fix the TOML syntax; `report init` writes a valid example",
-        ) from err
-    manifest = Manifest(
-        title=_string(data, "title", text),
-        upstream=tuple(_strings(data, "upstream", text)),
-        service=_string(data, "service", text),
-        version=_string(data, "version", text),
-        world_size=_optional_int(data, "world_size", text),
-        # Kept in the manifest's order: the author chose it (summary first, say).
-        fields=tuple((str(k), str(v)) for k, v in _table(data, "fields", text).items()),
-        events=_events(data, text),
-        wedge=_wedge(data, text),
-        baseline=_inside(data, "baseline", text, root),
-        source_root=_inside(data, "source_root", text, root),
-        upstream_ref=_upstream_ref(data, text),
-        processes=_collect_processes(data),
-    )
-    raw_entries = data.get("evidence", [])
-    if not isinstance(raw_entries, list):
-        raise ManifestError(
-            f"{MANIFEST_NAME}:{_line_of(text, 'evidence')}: `evidence` must be an array of tables",
-            tip="write each file as a [[evidence]] table",
-        )
-    entries: list[_Entry] = []
-    resolved_root = root.resolve()
-    for raw in raw_entries:
-        if not isinstance(raw, dict) or not isinstance(raw.get("path"), str):
-            raise ManifestError(
-                f"{MANIFEST_NAME}:{_line_of(text, '[[evidence]]')}: every [[evidence]] needs a `path`",
-                tip='add path = "relative/file.txt"',
-            )
-        entries.extend(_expand_entry(raw, root=root, resolved_root=resolved_root, text=text))
-    return manifest, entries
-
-
-def _expand_entry(
-    raw: dict[str, Any], *, root: Path, resolved_root: Path, text: str
-) -> Iterable[_Entry]:
-    pattern: str = raw["path"]
-    line = _line_of(text, pattern)
-    if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
-        raise ManifestError(
-            f"{MANIFEST_NAME}:{line}: evidence path {pattern!r} points outside the bundle",
-            tip="copy the file into the bundle folder and use a relative path",
-        )
-    kind_name = raw.get("kind")
-    kind: EvidenceKind | None = None
-    if kind_name is not None:
-        if kind_name not in _KINDS:
-            raise ManifestError(
-                f"{MANIFEST_NAME}:{_line_of(text, str(kind_name))}: unknown evidence kind {kind_name!r}",
-                tip="use one of: " + ", ".join(sorted(_KINDS)) + " (or leave it out to sniff)",
-            )
-        kind = _KINDS[kind_name]
-    captured_at = _datetime(raw.get("captured_at"), text)
-    rank = raw.get("rank")
-    if rank is not None and (not isinstance(rank, int) or rank < 0):
-        raise ManifestError(
-            f"{MANIFEST_NAME}:{line}: `rank` must be a non-negative integer, got {rank!r}"
-        )
-    hint = None
-    if rank is not None or raw.get("role") or raw.get("group") or raw.get("instance"):
-        hint = RankHint(
-            rank=rank,
-            role=_opt_str(raw.get("role")),
-            group=_opt_str(raw.get("group")),
-            instance=_opt_str(raw.get("instance")),
-        )
-    matches = sorted(root.glob(pattern)) if any(c in pattern for c in "*?[") else [root / pattern]
-    if not matches:
-        raise ManifestError(
-            f"{MANIFEST_NAME}:{line}: no file matches {pattern!r}",
-            tip="fix the path or remove the [[evidence]] entry",
-        )
-    for path in matches:
-        resolved = path.resolve()
-        if not resolved.is_relative_to(resolved_root):
-            raise ManifestError(
-                f"{MANIFEST_NAME}:{line}: evidence path {pattern!r} resolves outside the bundle",
-                tip="copy the file into the bundle folder instead of linking to it",
-            )
-        if not path.is_file():
-            raise ManifestError(
-                f"{MANIFEST_NAME}:{line}: {path.relative_to(root).as_posix()} does not exist",
-                tip="fix the path or remove the [[evidence]] entry",
-            )
-        yield _Entry(
-            path=path,
-            display=path.relative_to(root).as_posix(),
-            kind=kind,
-            captured_at=captured_at,
-            hint=hint,
-            description=_opt_str(raw.get("description")) or "",
-        )
-
-
-def _events(data: dict[str, Any], text: str) -> tuple[TimelineEvent, ...]:
-    """The `[[event]]` tables (`at`, `text`): what the operator did or saw, for the timeline."""
-    raw = data.get("event", [])
-    if not isinstance(raw, list):
-        raise ManifestError(
-            f"{MANIFEST_NAME}:{_line_of(text, 'event')}: `event` must be an array of tables",
-            tip='write each one as [[event]] with at = 2026-07-14T08:30:00Z and text = "..."',
-        )
-    # The n-th [[event]] header is the n-th table: its line is the event's source.
-    headers = [m.start() for m in re.finditer(r"(?m)^[ \t]*\[\[[ \t]*event[ \t]*\]\]", text)]
-    out: list[TimelineEvent] = []
-    for position, table in enumerate(raw):
-        at_char = headers[position] if position < len(headers) else -1
-        line = text.count("\n", 0, at_char) + 1 if at_char >= 0 else 0
-        where = f"{MANIFEST_NAME}:{line}"
-        if not isinstance(table, dict) or not isinstance(table.get("text"), str):
-            raise ManifestError(
-                f"{where}: every [[event]] needs `text`", tip='add text = "what happened"'
-            )
-        moment = _datetime(table.get("at"), text, key="at")
-        if moment is None:
-            raise ManifestError(
-                f"{where}: every [[event]] needs `at`", tip="add at = 2026-07-14T08:30:00Z (UTC)"
-            )
-        out.append(
-            TimelineEvent(
-                at=moment,
-                kind=EventKind.MANUAL,
-                text=" ".join(table["text"].split()),
-                source=Location(path=MANIFEST_NAME, line=line),
-            )
-        )
-    return tuple(out)
-
-
-def _wedge(data: dict[str, Any], text: str) -> WedgeSettings | None:
-    """The `[wedge]` table: metric names (`output`, `waiting`, `context`) and `window`."""
-    if "wedge" not in data:
-        return None
-    table = _table(data, "wedge", text)
-    lists: dict[str, tuple[str, ...]] = {}
-    for key in ("output", "waiting", "context"):
-        value = table.get(key, [])
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ManifestError(
-                f"{MANIFEST_NAME}:{_line_of(text, key)}: `wedge.{key}` must be a list of metric names"
-            )
-        for name in value:
-            if metrics.parse_selector(name) is None:
-                raise ManifestError(
-                    f"{MANIFEST_NAME}:{_line_of(text, name)}: {name!r} is not a metric name",
-                    tip='write it like "sglang:num_queue_reqs" or "x_total{mode=\\"decode\\"}"',
-                )
-        lists[key] = tuple(value)
-    window: float | None = None
-    if "window" in table:
-        window = parse_duration(table["window"])
-        if window is None:
-            raise ManifestError(
-                f"{MANIFEST_NAME}:{_line_of(text, 'window')}: `wedge.window` must be a duration",
-                tip='write it like "60s", "2m" or a number of seconds',
-            )
-    return WedgeSettings(
-        output=lists["output"],
-        waiting=lists["waiting"],
-        context=lists["context"],
-        window_seconds=window,
-    )
-
-
-def _inside(data: dict[str, Any], key: str, text: str, root: Path) -> str:
-    """A path key (`baseline`, `source_root`) that must name something inside the bundle."""
-    value = _string(data, key, text)
-    if not value:
-        return ""
-    where = f"{MANIFEST_NAME}:{_line_of(text, key)}"
-    if Path(value).is_absolute() or ".." in Path(value).parts:
-        raise ManifestError(
-            f"{where}: {key} {value!r} points outside the bundle",
-            tip="copy it into the bundle folder and use a relative path",
-        )
-    target = root / value
-    if not target.exists():
-        raise ManifestError(f"{where}: {key} {value!r} does not exist in the bundle")
-    if not target.resolve().is_relative_to(root.resolve()):
-        raise ManifestError(f"{where}: {key} {value!r} resolves outside the bundle")
-    return value
-
-
-_UPSTREAM_REF_KEYS = ("repo", "package", "module", "tag", "commit", "version", "path_prefix")
-
-
-def _collect_processes(data: dict[str, Any]) -> tuple[ProcessNote, ...]:
-    """`[[collect.target]]` and `[[collect.process]]`: the process tree `report collect`
-    recorded. Tolerant: an entry without an integer `pid` is skipped (the table is the
-    collector's own record, not something the loader must enforce)."""
-    collect = data.get("collect")
-    if not isinstance(collect, dict):
-        return ()
-    out: dict[int, ProcessNote] = {}
-    for key in ("target", "process"):
-        entries = collect.get(key, [])
-        if not isinstance(entries, list):
-            continue
-        for raw in entries:
-            if not isinstance(raw, dict) or not isinstance(raw.get("pid"), int):
-                continue
-
-            def num(name: str, raw: dict[str, Any] = raw) -> int | None:
-                value = raw.get(name)
-                return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-            def text_of(name: str, raw: dict[str, Any] = raw) -> str:
-                value = raw.get(name)
-                return value if isinstance(value, str) else ""
-
-            out.setdefault(
-                raw["pid"],
-                ProcessNote(
-                    pid=raw["pid"],
-                    ppid=num("ppid"),
-                    pgid=num("pgid"),
-                    title=text_of("title"),
-                    cmdline=text_of("cmdline"),
-                    launcher=num("launcher"),
-                ),
-            )
-    return tuple(out.values())
-
-
-def _upstream_ref(data: dict[str, Any], text: str) -> tuple[tuple[str, str], ...]:
-    """`[upstream_ref]`: how to turn the installed version into a git ref for permalinks."""
-    table = _table(data, "upstream_ref", text)
-    out: list[tuple[str, str]] = []
-    for key, value in table.items():
-        where = f"{MANIFEST_NAME}:{_line_of(text, key)}"
-        if key not in _UPSTREAM_REF_KEYS:
-            raise ManifestError(
-                f"{where}: unknown key `upstream_ref.{key}`",
-                tip="use: " + ", ".join(_UPSTREAM_REF_KEYS),
-            )
-        if not isinstance(value, str):
-            raise ManifestError(f"{where}: `upstream_ref.{key}` must be a string")
-        out.append((key, value))
-    return tuple(out)
-
-
-def _line_of(text: str, needle: str) -> int:
-    """1-based line of the first occurrence of `needle` in the manifest (0 if absent)."""
-    index = text.find(needle)
-    return text.count("\n", 0, index) + 1 if index >= 0 else 0
-
-
-def _string(data: dict[str, Any], key: str, text: str) -> str:
-    value = data.get(key, "")
-    if not isinstance(value, str):
-        raise ManifestError(f"{MANIFEST_NAME}:{_line_of(text, key)}: `{key}` must be a string")
-    return value
-
-
-def _strings(data: dict[str, Any], key: str, text: str) -> list[str]:
-    value = data.get(key, [])
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ManifestError(
-            f"{MANIFEST_NAME}:{_line_of(text, key)}: `{key}` must be a list of strings"
-        )
-    for repo in value:
-        if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
-            raise ManifestError(
-                f"{MANIFEST_NAME}:{_line_of(text, repo)}: upstream {repo!r} is not owner/name",
-                tip='write it like "sgl-project/sglang"',
-            )
-    return list(value)
-
-
-def _table(data: dict[str, Any], key: str, text: str) -> dict[str, Any]:
-    value = data.get(key, {})
-    if not isinstance(value, dict):
-        raise ManifestError(f"{MANIFEST_NAME}:{_line_of(text, key)}: `[{key}]` must be a table")
-    return value
-
-
-def _optional_int(data: dict[str, Any], key: str, text: str) -> int | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ManifestError(
-            f"{MANIFEST_NAME}:{_line_of(text, key)}: `{key}` must be a positive integer"
-        )
-    return value
-
-
-def _opt_str(value: object) -> str | None:
-    return str(value) if value is not None else None
-
-
-def _datetime(value: object, text: str, *, key: str = "captured_at") -> datetime | None:
-    """A TOML datetime or ISO string; naive values are taken as UTC."""
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        parsed = value
-    elif isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError as err:
-            raise ManifestError(
-                f"{MANIFEST_NAME}:{_line_of(text, value)}: {key} {value!r} is not a date-time",
-                tip="write it as 2026-07-14T08:34:44Z",
-            ) from err
-    else:
-        raise ManifestError(f"{MANIFEST_NAME}:{_line_of(text, key)}: {key} must be a date-time")
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
-
-
 def draft_manifest(root: Path) -> str:
     """A commented `bundle.toml` for the evidence found in `root`, for `report init`.
 
@@ -745,50 +461,47 @@ def draft_manifest(root: Path) -> str:
     """
     from reporter.analysis.ranks import rank_from_filename
 
-    lines = [
-        "# Evidence bundle manifest, written by `report init`. Every key is optional.",
-        "# Edit it, then run: report draft " + str(root),
-        "",
-        "# The incident title, used as the report title.",
-        f"title = {_toml_str(root.resolve().name.replace('-', ' ').replace('_', ' '))}",
-        "# Upstream repositories (owner/name) to search and file against.",
-        'upstream = []  # e.g. ["sgl-project/sglang"]',
-        "# What was running, and its version.",
-        'service = ""',
-        'version = ""',
-        "# Ranks expected; with it, absent ranks are named as missing.",
-        "# world_size = 8",
-        "",
-        "[fields]",
-        "# Free text for the report: any keys.",
-        '# summary = "Clients hang; /health says 200; GPUs idle."',
-        '# reproduction = "..."',
-    ]
+    doc = (
+        TomlDocument()
+        .comment("Evidence bundle manifest, written by `report init`. Every key is optional.")
+        .comment(f"Edit it, then run: report draft {root}")
+        .blank()
+        .comment("The incident title, used as the report title.")
+        .key("title", root.resolve().name.replace("-", " ").replace("_", " "))
+        .comment("Upstream repositories (owner/name) to search and file against.")
+        .key("upstream", [], comment='e.g. ["sgl-project/sglang"]')
+        .comment("What was running, and its version.")
+        .key("service", "")
+        .key("version", "")
+        .comment("Ranks expected; with it, absent ranks are named as missing.")
+        .comment("world_size = 8")
+        .table("fields")
+        .comment("Free text for the report: any keys.")
+        .comment('summary = "Clients hang; /health says 200; GPUs idle."')
+        .comment('reproduction = "..."')
+    )
     skipped: list[str] = []
     for rel, path in _walk(root):
         try:
             text = _read_text(path, display=rel, max_file_bytes=DEFAULT_MAX_FILE_BYTES)
         except EvidenceError as err:
-            skipped.append(f"# skipped {rel}: {err.message.removeprefix(rel + ': ')}")
+            skipped.append(f"skipped {rel}: {err.message.removeprefix(rel + ': ')}")
             continue
         kind = sniffing.sniff(text)
         if kind is EvidenceKind.UNKNOWN:
-            skipped.append(f"# skipped {rel}: not recognised as evidence")
+            skipped.append(f"skipped {rel}: not recognised as evidence")
             continue
-        lines += ["", "[[evidence]]", f"path = {_toml_str(rel)}", f'kind = "{kind.value}"']
-        lines.append("# captured_at = 2026-01-01T00:00:00Z  # when the dump was taken (UTC)")
+        doc.array_table("evidence").key("path", rel).key("kind", kind.value)
+        doc.comment("captured_at = 2026-01-01T00:00:00Z  # when the dump was taken (UTC)")
         rank = rank_from_filename(rel)
-        lines.append(
-            f"# rank = {rank}  # suggested by the file name; uncomment to assert it"
+        doc.comment(
+            f"rank = {rank}  # suggested by the file name; uncomment to assert it"
             if rank is not None
-            else "# rank = 0"
+            else "rank = 0"
         )
-        lines.append('# role = "scheduler"')
+        doc.comment('role = "scheduler"')
     if skipped:
-        lines += ["", *skipped]
-    return "\n".join(lines) + "\n"
-
-
-def _toml_str(text: str) -> str:
-    """A TOML basic string (JSON string escaping is valid TOML for these characters)."""
-    return json.dumps(text, ensure_ascii=False)
+        doc.blank()
+        for line in skipped:
+            doc.comment(line)
+    return doc.text()

@@ -1,47 +1,174 @@
 """The `report` command line: typer options -> one call into `reporter.app` -> print.
 
-Exit codes: 0 success, 1 unusable input or output failure, 2 usage error.
-Errors print one line (plus a `Tip:`); `--debug` shows the traceback.
+Exit codes: 0 success (also when the reader of a pipe stops early), 1 unusable input or
+output failure (also findings, refusals, incomplete collections), 2 usage error, 130
+interrupted. Errors, usage errors included, print one line plus a `Tip:`; `--debug`
+(before or after the command) shows the traceback. Only this module imports typer, and
+it imports the app layer inside each command so that `report --help` starts fast.
 """
 
 from __future__ import annotations
 
-import re
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+from typer import _click as click  # typer >= 0.29 vendors click; its errors are these
+from typer.core import TyperArgument, TyperGroup, TyperOption
 
-from reporter import __version__, app
-from reporter.analysis import Analysis, Similarity, format_ranks
+from reporter import __version__, console
 from reporter.errors import ReporterError, UsageError
 
 if TYPE_CHECKING:
+    from reporter import app
     from reporter.render.regions import MergeResult
     from reporter.upstream.search import SyncProgress, SyncReport
 
+# Flags of the `report` callback that are also accepted after the subcommand.
+GLOBAL_FLAGS = ("--debug", "--no-color")
+
+
+class _Report(TyperGroup):
+    """The `report` group: one-line usage errors, global flags anywhere, quiet broken pipes."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        argv = hoist_globals(list(sys.argv[1:] if args is None else args), self.commands)
+        plain_metavars(self)
+        try:
+            code = super().main(
+                args=argv,
+                prog_name=prog_name or "report",
+                complete_var=complete_var,
+                standalone_mode=False,
+                **extra,
+            )
+            sys.stdout.flush()
+        except click.exceptions.NoArgsIsHelpError as err:
+            # `report` alone: the help, and the usage-error code (as click gives it).
+            assert err.ctx is not None
+            print(err.ctx.get_help(), file=sys.stderr)
+            code = 2
+        except click.exceptions.UsageError as err:
+            _usage_error(err)
+            code = 2
+        except click.exceptions.ClickException as err:
+            print(f"error: {err.format_message()}", file=sys.stderr)
+            code = err.exit_code
+        except typer.Abort:
+            print("aborted", file=sys.stderr)
+            code = 1
+        except BrokenPipeError:
+            console.silence_stdout()
+            code = 0
+        code = code if isinstance(code, int) else 0
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            # `report status | head -1`: the reader has what it wanted; that is success.
+            console.silence_stdout()
+            raise typer.Exit(0) from None
+
+
+_METAVARS = {"str": "TEXT", "int": "N", "float": "NUMBER", "path": "PATH", "bool": "BOOL"}
+
+
+def plain_metavars(command: click.Command) -> None:
+    """Help text in the usual style: `--out PATH`, `--pid N`, `EVIDENCE`, not `<list[int]>`."""
+    ctx = click.Context(command)
+    for param in command.params:
+        if param.metavar is not None:
+            continue
+        if isinstance(param, TyperArgument):
+            param.metavar = (param.name or "arg").upper()
+            # The help line says what the argument is; `<list[Path]>` beside it is noise.
+            vars(param)["display_type_rich"] = _no_type
+        elif isinstance(param, TyperOption) and not param.is_flag and not param.count:
+            label = param.display_type(ctx).strip("<>")
+            label = label.removeprefix("list[").removesuffix("]")
+            param.metavar = _METAVARS.get(label, f"[{label}]" if "|" in label else label.upper())
+    if isinstance(command, TyperGroup):
+        for sub in command.commands.values():
+            plain_metavars(sub)
+
+
+def _no_type(ctx: click.Context) -> None:
+    return None
+
+
+def hoist_globals(args: list[str], commands: Any) -> list[str]:
+    """Move `--debug`/`--no-color` given after the subcommand to before it."""
+    position = next((i for i, a in enumerate(args) if a in commands), None)
+    if position is None:
+        return args
+    end = position + args[position:].index("--") if "--" in args[position:] else len(args)
+    moved = [a for a in args[position:end] if a in GLOBAL_FLAGS]
+    if not moved:
+        return args
+    rest = [a for i, a in enumerate(args) if not (position <= i < end and a in GLOBAL_FLAGS)]
+    return [*moved, *rest]
+
+
+def _usage_error(err: click.exceptions.UsageError) -> None:
+    """A click usage error as one line and a `Tip:`."""
+    print(f"error: {err.format_message()}", file=sys.stderr)
+    command = err.ctx.command_path if err.ctx is not None else "report"
+    print(f"Tip: `{command} --help` lists the options, with an example", file=sys.stderr)
+
+
 cli = typer.Typer(
     name="report",
+    cls=_Report,
     help="Turn hang evidence (py-spy dumps of every rank, tracebacks) into a verdict and a report.",
+    epilog="Example: report analyze bundles/incident-42    (docs/cli.md has every command)",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
+    # Plain help text: no rich boxes, and `[wedge]` stays text rather than markup.
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 
 _state = {"debug": False}
 T = TypeVar("T")
 
+
+class SimilarityName(StrEnum):
+    """The `--similarity` choices (`reporter.analysis.Similarity`; a test keeps them equal).
+
+    Declared here so that building the command line does not import the analysis layer.
+    """
+
+    EXACT = "exact"
+    LINES_IGNORED = "lines-ignored"
+    LOOSE = "loose"
+
+
 Evidence = Annotated[
     list[Path],
     typer.Argument(
-        help="A bundle folder, or one or more dump files (each file is one capture).",
+        help="A bundle folder, or one or more dump files (each file is one capture); "
+        "- reads one pasted dump from stdin.",
         show_default=False,
     ),
 ]
 SimilarityOpt = Annotated[
-    Similarity,
+    SimilarityName,
     typer.Option(
         "--similarity",
         help="How alike stacks must be to share a class: exact (with line numbers), "
@@ -58,23 +185,60 @@ StrictOpt = Annotated[
 ]
 
 
+JsonFlag = Annotated[
+    bool,
+    typer.Option(
+        "--json", help="Print the result as one JSON object (schema: docs/cli.md#json-output)."
+    ),
+]
+
+
 def _version(value: bool) -> None:
     if value:
-        print(f"reporter {__version__}")
+        print(version_text())
         raise typer.Exit()
+
+
+def version_text() -> str:
+    """`report --version`: reporter, Python and py-spy, each with where it runs from."""
+    from reporter.collect import envcap
+
+    found = envcap.find_pyspy()
+    if found.path:
+        said = envcap.program_version(found.path, timeout=5.0) or "py-spy (version unknown)"
+        pyspy = f"{said} ({found.path})"
+    else:
+        pyspy = f"py-spy: not found in {found.searched} (pip install py-spy)"
+    python = f"Python {sys.version.split()[0]} ({sys.executable})"
+    return "\n".join([f"reporter {__version__}", python, pyspy])
 
 
 @cli.callback()
 def _main(
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks on errors (also after the command).")
+    ] = False,
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="No colour or animation (as NO_COLOR=1 does).")
+    ] = False,
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+        bool,
+        typer.Option(
+            "--version",
+            callback=_version,
+            is_eager=True,
+            help="Print the versions of reporter, Python and py-spy.",
+        ),
     ] = False,
 ) -> None:
     _state["debug"] = debug
+    if no_color:
+        os.environ["NO_COLOR"] = "1"
 
 
 def _size(text: str) -> int:
+    import re
+
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", text.lower())
     if not match:
         raise UsageError(f"--max-file-size {text!r} is not a size", tip="write it like 512M or 2G")
@@ -103,15 +267,18 @@ BaselineOpt = Annotated[
 
 
 def _options(
-    similarity: Similarity,
+    similarity: SimilarityName,
     max_file_size: str,
     strict: bool,
     source_roots: list[Path] | None = None,
     baseline: Path | None = None,
     context: int = 6,
 ) -> app.Options:
+    from reporter import app
+    from reporter.analysis.result import Similarity
+
     return app.Options(
-        similarity=similarity,
+        similarity=Similarity(similarity.value),
         max_file_bytes=_size(max_file_size),
         strict=strict,
         source_roots=tuple(source_roots or ()),
@@ -136,11 +303,16 @@ def _run(action: Callable[[], T]) -> T:
         raise typer.Exit(130) from None
 
 
-@cli.command("analyze")
+def _notes(notes: Sequence[str]) -> None:
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+
+
+@cli.command("analyze", epilog="Example: report analyze fixtures/bundles/tp_desync")
 def analyze_cmd(
     evidence: Evidence,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the analysis as JSON.")] = False,
-    similarity: SimilarityOpt = Similarity.LINES_IGNORED,
+    as_json: JsonFlag = False,
+    similarity: SimilarityOpt = SimilarityName.LINES_IGNORED,
     max_file_size: MaxSizeOpt = "512M",
     strict: StrictOpt = False,
     source_root: SourceRootOpt = None,
@@ -148,6 +320,8 @@ def analyze_cmd(
     context: ContextOpt = 6,
 ) -> None:
     """Print the verdict for a bundle folder or loose dump files; writes nothing."""
+    from reporter import app
+
     options = _run(
         lambda: _options(similarity, max_file_size, strict, source_root, baseline, context)
     )
@@ -155,51 +329,14 @@ def analyze_cmd(
     if as_json:
         sys.stdout.write(app.analysis_json(analysis))
         return
-    print(_human(analysis))
+    print(app.verdict_text(analysis))
     for warning in bundle.warnings[:10]:
         print(f"warning: {warning}", file=sys.stderr)
     if len(bundle.warnings) > 10:
         print(f"warning: … {len(bundle.warnings) - 10} more (see --json)", file=sys.stderr)
 
 
-def _human(analysis: Analysis) -> str:
-    """A short plain-text verdict for the terminal."""
-    lines = [
-        f"verdict: {analysis.verdict.value} (confidence {analysis.confidence.value}, "
-        f"{analysis.snapshots} snapshot{'s' if analysis.snapshots != 1 else ''})",
-        analysis.summary,
-        "",
-    ]
-    for inst in analysis.instances:
-        lines.append(f"instance {inst.id}: {inst.verdict.value} ({inst.label})")
-    for stack_class in analysis.classes:
-        blocked = stack_class.collective or stack_class.wait or "-"
-        top = stack_class.frames[0].display() if stack_class.frames else "-"
-        label = (
-            f"{stack_class.instance}:{stack_class.label}"
-            if analysis.instances
-            else stack_class.label
-        )
-        lines.append(f"  {label:<12} {stack_class.state.value:<8} {blocked:<16} {top}")
-    for edge in analysis.waits_for:
-        where = f" at {edge.waiting.at}" if edge.waiting.at else ""
-        whom = edge.waited.at or edge.waited.state
-        prefix = f"instance {edge.instance}: " if analysis.instances else ""
-        lines.append(
-            f"waits: {prefix}{format_ranks(edge.waiting.ranks)} in {edge.waiting.collective}{where}"
-            f" -> {format_ranks(edge.waited.ranks)} {whom}"
-        )
-    if analysis.branch_point and analysis.branch_point.shared:
-        lines.append(f"branch point: {analysis.branch_point.shared.display()}")
-    for note in analysis.confidence_notes:
-        lines.append(f"note: {note}")
-    if analysis.wedge is not None:
-        lines.append(f"metrics: {analysis.wedge.summary}")
-    lines.append(f"signature: {analysis.signature.hash}")
-    return "\n".join(lines)
-
-
-@cli.command("draft")
+@cli.command("draft", epilog="Example: report draft fixtures/bundles/tp_desync -o reports/tp.md")
 def draft_cmd(
     evidence: Evidence,
     out: Annotated[
@@ -212,7 +349,8 @@ def draft_cmd(
             "--force", help="Replace an existing report instead of merging (old one kept as .bak)."
         ),
     ] = False,
-    similarity: SimilarityOpt = Similarity.LINES_IGNORED,
+    as_json: JsonFlag = False,
+    similarity: SimilarityOpt = SimilarityName.LINES_IGNORED,
     max_file_size: MaxSizeOpt = "512M",
     strict: StrictOpt = False,
     source_root: SourceRootOpt = None,
@@ -224,10 +362,15 @@ def draft_cmd(
     Into an existing report the new draft is merged: sections nobody edited are
     regenerated, reviewers' edits and text are kept byte for byte.
     """
+    from reporter import app, documents
+
     options = _run(
         lambda: _options(similarity, max_file_size, strict, source_root, baseline, context)
     )
     result = _run(lambda: app.draft(evidence, out=out, options=options, force=force))
+    if as_json:
+        console.emit_json(documents.draft_json(result))
+        return
     for line in _merge_summary(result.merge):
         print(line)
     if result.unchanged:
@@ -240,7 +383,7 @@ def draft_cmd(
         print(f"previous version kept as {result.backup}")
 
 
-@cli.command("diff")
+@cli.command("diff", epilog="Example: report diff bundles/monday bundles/tuesday --limit 5")
 def diff_cmd(
     good: Annotated[
         Path,
@@ -250,9 +393,7 @@ def diff_cmd(
         ),
     ],
     bad: Annotated[Path, typer.Argument(help="The bad run, in the same form.", show_default=False)],
-    as_json: Annotated[
-        bool, typer.Option("--json", help='Print {"changes": [...]} in rank order.')
-    ] = False,
+    as_json: JsonFlag = False,
     source_root: Annotated[
         list[Path] | None,
         typer.Option(
@@ -268,6 +409,8 @@ def diff_cmd(
     compared; a changed tuning knob outranks per-run noise (PIDs, invocation ids,
     timestamps, random ports, temporary paths). Each change says why it ranks where it does.
     """
+    from reporter import app
+
     run = _run(
         lambda: app.diff_runs(
             good, bad, source_roots=tuple(source_root or ()), max_file_bytes=_size(max_file_size)
@@ -300,21 +443,34 @@ def _merge_summary(merge: MergeResult | None) -> list[str]:
     return lines
 
 
-@cli.command("init")
+@cli.command("init", epilog="Example: report init /tmp/incident-42")
 def init_cmd(
     folder: Annotated[Path, typer.Argument(help="The folder of evidence files.")],
     force: Annotated[
         bool, typer.Option("--force", help="Replace an existing bundle.toml.")
     ] = False,
+    as_json: JsonFlag = False,
 ) -> None:
-    """Write a commented bundle.toml listing the evidence found in FOLDER."""
-    path = _run(lambda: app.init_manifest(folder, force=force))
+    """Write a commented bundle.toml listing the evidence found in FOLDER.
+
+    The upstream repository (from process titles, command lines, packages and frames),
+    the world size and evidence globs are guessed and written as comments to confirm.
+    """
+    from reporter import app, documents
+
+    result = _run(lambda: app.init_manifest(folder, force=force))
+    if as_json:
+        console.emit_json(documents.init_json(result))
+        return
+    for guess in result.suggestions:
+        print(f"guessed {guess.key}: {guess.value} ({guess.why})")
     print(
-        f"wrote {path}; edit the title, upstream repo and ranks, then run `report draft {folder}`"
+        f"wrote {result.path}; edit the title, upstream repo and ranks, "
+        f"then run `report draft {folder}`"
     )
 
 
-@cli.command("lint")
+@cli.command("lint", epilog="Example: report lint reports/")
 def lint_cmd(
     files: Annotated[
         list[Path],
@@ -322,7 +478,7 @@ def lint_cmd(
             help="Report files, or folders to lint every *.md under.", show_default=False
         ),
     ],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
+    as_json: JsonFlag = False,
     index: Annotated[
         Path | None,
         typer.Option("--index", help="SQLite issue index; upstream issue links must be in it."),
@@ -332,6 +488,8 @@ def lint_cmd(
 
     Exit code 0 when clean, 1 with findings, 2 for usage errors.
     """
+    from reporter import app
+
     run = _run(lambda: app.lint_reports(files, index=index))
     if as_json:
         sys.stdout.write(app.lint_json(run))
@@ -350,14 +508,16 @@ def lint_cmd(
         raise typer.Exit(1)
 
 
-@cli.command("status")
+@cli.command("status", epilog="Example: report status reports/ | head -5")
 def status_cmd(
     folder: Annotated[
         Path, typer.Argument(help="Folder holding the reports (searched recursively).")
     ] = Path("reports"),
-    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """List the reports under FOLDER with status, owners, open TODOs, signature and title."""
+    from reporter import app
+
     rows = _run(lambda: app.report_status(folder))
     if as_json:
         sys.stdout.write(app.status_json(rows))
@@ -367,16 +527,22 @@ def status_cmd(
         print(f"no reports under {folder}")
 
 
-@cli.command("preview")
+@cli.command("preview", epilog="Example: report preview reports/tp.md -o /tmp/tp.html")
 def preview_cmd(
     file: Annotated[Path, typer.Argument(help="The report's Markdown file.", show_default=False)],
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="HTML path (default: FILE with .html).")
     ] = None,
+    as_json: JsonFlag = False,
 ) -> None:
     """Write a standalone HTML preview of a report (diagrams drawn inline, no network needed)."""
+    from reporter import app, documents
+
     path = _run(lambda: app.preview(file, out=out))
-    print(f"wrote {path}")
+    if as_json:
+        console.emit_json(documents.preview_json(path))
+    else:
+        print(f"wrote {path}")
 
 
 # --- upstream issues -----------------------------------------------------------------
@@ -385,55 +551,55 @@ DbOpt = Annotated[
     Path | None,
     typer.Option(
         "--db",
-        help="The issue index (SQLite). Default: upstream-issues.sqlite3 in the user cache dir.",
+        help="The issue index (SQLite). Default: the config's `index`, else "
+        "upstream-issues.sqlite3 in the user cache dir.",
     ),
 ]
 
 index_app = typer.Typer(
     help="Move upstream issues in and out of the local index, as JSONL (one issue per line).",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 cli.add_typer(index_app, name="index")
 
 
-@cli.command("sync")
+@cli.command("sync", epilog="Example: report sync sgl-project/sglang vllm-project/vllm")
 def sync_cmd(
     repos: Annotated[
-        list[str], typer.Argument(help="Repositories as owner/name.", show_default=False)
-    ],
+        list[str] | None,
+        typer.Argument(
+            help="Repositories as owner/name (default: the config's `repos`).", show_default=False
+        ),
+    ] = None,
     db: DbOpt = None,
     full: Annotated[
         bool,
         typer.Option("--full", help="List every issue again instead of only the changed ones."),
     ] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Fetch upstream issues into the local index; later runs fetch only what changed.
 
     Each page is committed as it arrives: an interrupted sync loses nothing and the next
-    run resumes. Token: GITHUB_TOKEN, GH_TOKEN or the gh CLI's login.
+    run resumes. Token: see `report auth status`.
     """
-    from rich.console import Console
-    from rich.progress import Progress, TaskID
+    from reporter import app, documents
 
     def sync() -> tuple[list[SyncReport], list[str], Path]:
-        with Progress(console=Console(stderr=True), transient=True) as bar:
-            tasks: dict[str, TaskID] = {}
+        with console.progress_bars() as (_line, tick):
 
             def show(step: SyncProgress) -> None:
-                if step.repo not in tasks:
-                    tasks[step.repo] = bar.add_task(step.repo, total=step.last_page)
-                bar.update(
-                    tasks[step.repo],
-                    completed=step.page,
-                    total=step.last_page,
-                    description=f"{step.repo}: {step.stored} issues stored",
-                )
+                if tick is not None:
+                    tick(step.repo, step.page, step.last_page or step.page)
 
-            return app.sync_upstream(repos, db=db, full=full, progress=show)
+            return app.sync_upstream(repos or (), db=db, full=full, progress=show)
 
     reports, notes, path = _run(sync)
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
+    _notes(notes)
+    if as_json:
+        console.emit_json(documents.sync_json(reports, notes, path))
+        return
     for report in reports:
         if report.not_modified:
             what = "no changes (304)"
@@ -446,30 +612,46 @@ def sync_cmd(
     print(f"index: {path}")
 
 
-@index_app.command("import")
+@index_app.command("import", epilog="Example: report index import issues.jsonl")
 def index_import_cmd(
     file: Annotated[Path, typer.Argument(help="JSONL: repo, number, title, body, state, ...")],
     db: DbOpt = None,
+    as_json: JsonFlag = False,
 ) -> None:
     """Import issues from JSONL; a bad line is reported with its number and skipped."""
+    from reporter import app, documents
+
     result, path = _run(lambda: app.index_import(file, db=db))
+    if as_json:
+        console.emit_json(documents.import_json(result, path))
+        return
     for problem in result.skipped:
         print(f"skipped {problem}", file=sys.stderr)
     print(f"imported {result.imported} issues into {path}")
 
 
-@index_app.command("export")
+@index_app.command("export", epilog="Example: report index export --repo sgl-project/sglang")
 def index_export_cmd(
     repo: Annotated[
         str | None, typer.Option("--repo", help="Only this repository (owner/name).")
     ] = None,
     db: DbOpt = None,
+    as_json: JsonFlag = False,
 ) -> None:
-    """Print the indexed issues as JSONL, by repository and number."""
-    _run(lambda: app.index_export(write=print, db=db, repo=repo))
+    """Print the indexed issues as JSONL, by repository and number (--json: one object)."""
+    from reporter import app, documents
+
+    if not as_json:
+        _run(lambda: app.index_export(write=print, db=db, repo=repo))
+        return
+    lines: list[str] = []
+    _count, path = _run(lambda: app.index_export(write=lines.append, db=db, repo=repo))
+    console.emit_json(documents.export_json(lines, path, repo))
 
 
-@cli.command("search-upstream")
+@cli.command(
+    "search-upstream", epilog="Example: report search-upstream fixtures/bundles/tp_desync --offline"
+)
 def search_upstream_cmd(
     bundle: Annotated[
         Path | None,
@@ -482,7 +664,8 @@ def search_upstream_cmd(
         typer.Option(
             "--repo",
             "-r",
-            help="Repository to search (repeatable); default: the manifest's upstream.",
+            help="Repository to search (repeatable); default: the manifest's upstream, "
+            "else the config's `repos`.",
         ),
     ] = None,
     text_file: Annotated[
@@ -495,25 +678,27 @@ def search_upstream_cmd(
     limit: Annotated[
         int, typer.Option("--limit", "-n", help="Most candidates to show (1-100).")
     ] = 10,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the candidates as JSON.")] = False,
+    as_json: JsonFlag = False,
     online: Annotated[
         bool | None,
         typer.Option(
             "--online/--offline",
             help="--online: refresh from GitHub first; --offline: the local index only "
-            "(without an index and --db, an example index built from fixtures/github).",
+            "(without one, the example index shipped with reporter).",
+            show_default=False,
         ),
     ] = None,
     db: DbOpt = None,
 ) -> None:
     """Find upstream issues that look like this hang: likely duplicates first, with reasons."""
+    from reporter import app
+
     outcome = _run(
         lambda: app.search_upstream(
             bundle, repos=repo or (), text_file=text_file, limit=limit, online=online, db=db
         )
     )
-    for note in outcome.notes:
-        print(f"note: {note}", file=sys.stderr)
+    _notes(outcome.notes)
     if as_json:
         sys.stdout.write(app.search_upstream_json(outcome))
     else:
@@ -523,7 +708,9 @@ def search_upstream_cmd(
 # --- live capture ----------------------------------------------------------------------
 
 
-@cli.command("collect")
+@cli.command(
+    "collect", epilog="Example: report collect -o /tmp/incident-42 --match 'sglang::scheduler_TP'"
+)
 def collect_cmd(
     out: Annotated[
         Path,
@@ -560,6 +747,7 @@ def collect_cmd(
             "--blocking/--nonblocking",
             help="--blocking pauses each target while py-spy reads it (more accurate); "
             "default --nonblocking never pauses it.",
+            show_default=False,
         ),
     ] = False,
     metrics_url: Annotated[
@@ -595,7 +783,12 @@ def collect_cmd(
     ] = "10s",
     parallel: Annotated[int, typer.Option("--parallel", help="py-spy runs at once.")] = 4,
     pyspy: Annotated[
-        str | None, typer.Option("--py-spy", help="The py-spy executable (default: from PATH).")
+        str | None,
+        typer.Option(
+            "--py-spy",
+            help="The py-spy executable (default: beside this Python, then its scripts "
+            "folder, then PATH).",
+        ),
     ] = None,
     title: Annotated[str, typer.Option("--title", help="The bundle's title.")] = "",
     wedge_window: Annotated[
@@ -604,16 +797,19 @@ def collect_cmd(
             "--wedge-window", help="Write `[wedge] window` (for a scrape shorter than 60 s)."
         ),
     ] = None,
+    as_json: JsonFlag = False,
 ) -> None:
     """Capture evidence from live processes into a bundle, without disturbing them.
 
     py-spy dumps (non-blocking by default), /metrics scrapes, Prometheus query_range,
     /proc command lines and environments (secrets redacted), the targets' package
     versions and `systemctl show`. Never calls the serving API, never signals or
-    restarts a process. Ctrl-C leaves a valid partial bundle.
+    restarts a process. Ctrl-C leaves a valid partial bundle. Exit 1 with status
+    `incomplete` when no stack came back from any process it was asked to dump.
     """
     import shlex
 
+    from reporter import app, documents
     from reporter.collect import CollectRequest, CollectStatus, plan
 
     def request() -> CollectRequest:
@@ -645,21 +841,26 @@ def collect_cmd(
             command=shlex.join(["report", *sys.argv[1:]]),
         )
 
-    def progress(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
     made = _run(request)
-    summary = _run(lambda: app.collect(made, progress=progress))
-    print(
-        f"{summary.status.value}: {summary.files} files in {summary.out} "
-        f"({summary.dumps_ok} dumps, {summary.dumps_failed} failed; {summary.scrapes} scrapes; "
-        f"{len(summary.skipped)} skipped) in {summary.seconds:.1f} s"
-    )
-    for line in summary.advice:
-        print(line if line.startswith("py-spy") else f"  {line}", file=sys.stderr)
-    print(f"next: report analyze {shlex.quote(str(summary.out))}")
+    with console.progress_bars() as (line, tick):
+        summary = _run(lambda: app.collect(made, progress=line, tick=tick))
+    if as_json:
+        console.emit_json(documents.collect_json(summary))
+    else:
+        print(
+            f"{summary.status.value}: {summary.files} files in {summary.out} "
+            f"({summary.dumps_ok} dumps, {summary.dumps_failed} failed; {summary.scrapes} "
+            f"scrapes; {len(summary.skipped)} skipped) in {summary.seconds:.1f} s"
+        )
+        for why in summary.missing_stacks:
+            print(f"  no stacks: {why}", file=sys.stderr)
+        for advice in summary.advice:
+            print(advice if advice.startswith("py-spy") else f"  {advice}", file=sys.stderr)
+        print(f"next: report analyze {shlex.quote(str(summary.out))}")
     if summary.status is CollectStatus.INTERRUPTED:
         raise typer.Exit(130)
+    if summary.status is CollectStatus.INCOMPLETE:
+        raise typer.Exit(1)
 
 
 # --- upstream issues: drafts and filing ------------------------------------------------
@@ -667,6 +868,7 @@ def collect_cmd(
 upstream_app = typer.Typer(
     help="Upstream GitHub issues from a bundle: a redacted draft for review, then filing.",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 cli.add_typer(upstream_app, name="upstream")
 
@@ -675,22 +877,26 @@ BundleArg = Annotated[
 ]
 RepoOpt = Annotated[
     str | None,
-    typer.Option("--repo", "-r", help="Upstream repository (owner/name); default: the manifest's."),
+    typer.Option(
+        "--repo",
+        "-r",
+        help="Upstream repository (owner/name); default: the manifest's, else the config's.",
+    ),
 ]
 FormsOpt = Annotated[
     Path | None,
     typer.Option(
         "--forms",
         help="Folder of issue forms (*.yml, or a checkout with .github/ISSUE_TEMPLATE) "
-        "instead of fetching the repository's.",
+        "instead of fetching the repository's (default: the config's `forms`).",
     ),
 ]
 BaseUrlOpt = Annotated[
     str | None,
     typer.Option(
         "--base-url",
-        help="GitHub API URL (GitHub Enterprise: https://HOST/api/v3); default GITHUB_API_URL "
-        "or api.github.com.",
+        help="GitHub API URL (GitHub Enterprise: https://HOST/api/v3); default GITHUB_API_URL, "
+        "GH_HOST, the config's `host`, else api.github.com.",
     ),
 ]
 LinkRelatedOpt = Annotated[
@@ -703,7 +909,9 @@ LinkRelatedOpt = Annotated[
 ]
 
 
-@upstream_app.command("draft")
+@upstream_app.command(
+    "draft", epilog="Example: report upstream draft fixtures/bundles/full_incident --offline"
+)
 def upstream_draft_cmd(
     bundle: BundleArg,
     repo: RepoOpt = None,
@@ -725,12 +933,15 @@ def upstream_draft_cmd(
     db: DbOpt = None,
     link_related: LinkRelatedOpt = False,
     base_url: BaseUrlOpt = None,
+    as_json: JsonFlag = False,
 ) -> None:
     """Write a redacted upstream issue draft for review, following the repository's bug form.
 
     Secrets, addresses, host and user names become placeholders (<host-1>); mentions and
     issue references in evidence are made inert. `report lint` checks the draft again.
     """
+    from reporter import app, documents
+
     made = _run(
         lambda: app.upstream_draft(
             bundle,
@@ -744,8 +955,10 @@ def upstream_draft_cmd(
         )
     )
     draft = made.run.draft
-    for note in made.run.notes:
-        print(f"note: {note}", file=sys.stderr)
+    _notes(made.run.notes)
+    if as_json:
+        console.emit_json(documents.upstream_draft_json(made))
+        return
     form = "generic form" if made.run.form.generic else f"form {made.run.form.source}"
     print(f"wrote {made.path} ({draft.repo}, {form}, {len(draft.body):,} characters)")
     if made.backup:
@@ -762,7 +975,9 @@ def upstream_draft_cmd(
         print(f"trimmed: {trimmed}")
 
 
-@upstream_app.command("file")
+@upstream_app.command(
+    "file", epilog="Example: report upstream file bundles/incident-42 --draft reports/x.md --yes"
+)
 def upstream_file_cmd(
     bundle: BundleArg,
     repo: RepoOpt = None,
@@ -783,13 +998,21 @@ def upstream_file_cmd(
     forms: FormsOpt = None,
     db: DbOpt = None,
     link_related: LinkRelatedOpt = False,
+    show_body: Annotated[
+        bool,
+        typer.Option("--show-body", help="Print the issue body also when filing is refused."),
+    ] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """File the bundle upstream, or add "+1 with evidence" to the issue it duplicates.
 
     Runs the duplicate search first and follows "Duplicate of #N" to the canonical issue.
     Never sends anything the redaction scan still flags or with unfilled TODOs, and never
-    files twice (a hidden marker is looked for before any retry). Exit 1 when refused.
+    files twice (a hidden marker is looked for before any retry). Exit 1 when refused;
+    the refusal and its fix are printed first.
     """
+    from reporter import app, documents
+
     result = _run(
         lambda: app.upstream_file(
             bundle,
@@ -803,13 +1026,74 @@ def upstream_file_cmd(
             link_related=link_related,
         )
     )
-    for note in result.plan.notes:
-        print(f"note: {note}", file=sys.stderr)
-    print(app.upstream_file_text(result))
-    if result.plan.refusals and not result.sent:
-        for refusal in result.plan.refusals:
-            print(f"refused: {refusal}", file=sys.stderr)
+    refused = bool(result.plan.refusals) and not result.sent
+    if as_json:
+        _notes(result.plan.notes)
+        console.emit_json(documents.upstream_file_json(result))
+    else:
+        # The news first: a refusal and its fix, then notes, then what would be sent.
+        for line in app.refusal_lines(result):
+            print(line, file=sys.stderr, flush=True)
+        _notes(result.plan.notes)
+        sys.stderr.flush()
+        print(app.upstream_file_text(result, show_body=show_body))
+    if refused:
         raise typer.Exit(1)
+
+
+# --- settings: auth and config ---------------------------------------------------------
+
+auth_app = typer.Typer(
+    help="Which GitHub token the upstream commands use.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+cli.add_typer(auth_app, name="auth")
+config_app = typer.Typer(
+    help="The settings file (default repos, index, forms, host).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+cli.add_typer(config_app, name="config")
+
+
+@auth_app.command("status", epilog="Example: GH_HOST=ghe.corp.example report auth status")
+def auth_status_cmd(
+    base_url: BaseUrlOpt = None,
+    offline: Annotated[
+        bool, typer.Option("--offline", help="Do not ask GitHub for the rate limit left.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Say which host is used, where its token comes from and the rate limit left.
+
+    Tokens, like gh: GH_TOKEN / GITHUB_TOKEN for github.com, GH_ENTERPRISE_TOKEN /
+    GITHUB_ENTERPRISE_TOKEN for other hosts, gh's hosts.yml, then `gh auth token`
+    (the system keyring). Each token is only sent to its own host. The token itself
+    is never printed.
+    """
+    from reporter import app
+
+    status = _run(lambda: app.auth_status(base_url=base_url, check=not offline))
+    if as_json:
+        console.emit_json(status.to_json())
+    else:
+        print(app.auth_status_text(status))
+
+
+@config_app.command("show", epilog="Example: REPORTER_CONFIG=./reporter.toml report config show")
+def config_show_cmd(as_json: JsonFlag = False) -> None:
+    """Print the settings file's path and every setting (REPORTER_CONFIG overrides the path).
+
+    Keys: repos = ["owner/name"], index = "PATH", forms = "DIR", host = "github.com".
+    """
+    from reporter import app
+
+    conf = _run(app.settings)
+    if as_json:
+        console.emit_json(conf.to_json())
+    else:
+        print(app.config_show_text(conf))
 
 
 def main() -> None:

@@ -25,6 +25,18 @@ from enum import StrEnum
 from pathlib import PurePosixPath
 
 
+class Similarity(StrEnum):
+    """How loosely stacks group into classes (panicparse's similarity knob).
+
+    `exact`: function, file and line; `lines-ignored`: short function name and
+    short file; `loose`: like `lines-ignored` over the informative frames only.
+    """
+
+    EXACT = "exact"
+    LINES_IGNORED = "lines-ignored"
+    LOOSE = "loose"
+
+
 class EvidenceKind(StrEnum):
     """What an evidence file holds, as declared in a manifest or sniffed from content."""
 

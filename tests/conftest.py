@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -21,6 +21,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="rewrite tests/golden/*.md from the current renderer instead of comparing",
     )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_user_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Point the user cache, config and data folders at a temporary folder for the run.
+
+    Code under test keeps indexes in the user cache (platformdirs); without this a test
+    would read whatever another checkout or version left there, and write into it.
+    """
+    home = tmp_path_factory.mktemp("user-dirs")
+    names = ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
+    with pytest.MonkeyPatch.context() as patch:
+        for name in names:
+            patch.setenv(name, str(home / name.lower()))
+        yield
 
 
 @pytest.fixture

@@ -87,11 +87,11 @@ def test_loose_files_keep_command_line_order(tmp_path: Path) -> None:
         ('[[evidence]]\npath = "/etc/passwd"\n', "outside the bundle"),
         ('[[evidence]]\npath = "missing.txt"\n', "does not exist"),
         ('[[evidence]]\npath = "r.txt"\nkind = "pdf"\n', "unknown evidence kind"),
-        ('[[evidence]]\npath = "r.txt"\nrank = -1\n', "non-negative"),
+        ('[[evidence]]\npath = "r.txt"\nrank = -1\n', "an integer from 0"),
         ('[[evidence]]\npath = "r.txt"\ncaptured_at = "yesterday"\n', "not a date-time"),
         ('upstream = ["not a repo"]\n', "owner/name"),
         ("title = \n", "bundle.toml"),
-        ("world_size = 0\n", "positive integer"),
+        ("world_size = 0\n", "an integer from 1"),
     ],
 )
 def test_bad_manifests_name_the_problem(tmp_path: Path, manifest: str, message: str) -> None:

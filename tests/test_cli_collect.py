@@ -58,10 +58,12 @@ def test_a_run_as_a_subprocess(tmp_path: Path) -> None:
             [sys.executable, "-m", "reporter", "collect", "--out", str(out), "--pid", str(child.pid), "--py-spy", "/nonexistent/py-spy", "--unit", "reporter-test-none.service"],
             capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        assert done.stdout.startswith("complete: ")
+        # Asked to dump a process and got no stack: `incomplete`, exit 1, the reason per target.
+        assert done.returncode == 1, done.stderr
+        assert done.stdout.startswith("incomplete: ")
         assert f"next: report analyze {out}" in done.stdout
-        assert "py-spy not found" in done.stderr
+        assert f"no stacks: PID {child.pid} (" in done.stderr
+        assert "py-spy not found at /nonexistent/py-spy" in done.stderr
         assert (out / "bundle.toml").is_file()
     finally:
         child.kill()

@@ -18,13 +18,15 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is not installed")
 def test_ruff_check_is_clean() -> None:
-    result = _run("ruff", "check", "reporter", "tests", "benchmarks", "fixtures")
+    result = _run("ruff", "check", "reporter", "tests", "benchmarks", "fixtures", "tools")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 @pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is not installed")
 def test_ruff_format_is_clean() -> None:
-    result = _run("ruff", "format", "--check", "reporter", "tests", "benchmarks", "fixtures")
+    result = _run(
+        "ruff", "format", "--check", "reporter", "tests", "benchmarks", "fixtures", "tools"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 

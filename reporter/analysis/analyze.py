@@ -444,7 +444,7 @@ def _wedge_sentence(wedge: WedgeReport | None, bundle: Bundle) -> str:
     """What the metrics add to the stack verdict's summary ("" when they add nothing)."""
     if wedge is None or wedge.episode is None:
         return ""
-    from reporter.evidence._times import iso
+    from reporter.times import iso
 
     episode = wedge.episode
     state = (

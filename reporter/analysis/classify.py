@@ -20,13 +20,12 @@ All decisions come from the data file; this module only interprets it.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
-from importlib import resources
 
+from reporter import rules as data_files
 from reporter.errors import ReporterError
 from reporter.model import Frame
 
@@ -192,10 +191,7 @@ class RuleSet:
 
 def parse_rules(text: str, *, source: str = "frames.toml") -> RuleSet:
     """Compile the text of a frames.toml; malformed entries raise `ReporterError`."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ReporterError(f"{source}: not valid TOML: {exc}") from exc
+    data = data_files.parse(text, data_files.SHAPES["frames.toml"], source=source)
     rules: list[Rule] = []
     seen: set[str] = set()
     for section in RuleSection:
@@ -394,8 +390,7 @@ class Classifier:
 
 def load_rules() -> RuleSet:
     """The rules shipped in the package (`reporter/data/frames.toml`)."""
-    text = resources.files("reporter").joinpath("data", "frames.toml").read_text("utf-8")
-    return parse_rules(text, source="reporter/data/frames.toml")
+    return parse_rules(data_files.read_text("frames.toml"), source="reporter/data/frames.toml")
 
 
 @cache

@@ -27,13 +27,12 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
-from importlib import resources
 
+from reporter import rules as data_files
 from reporter.analysis.environment import REDACTED, Secrets, default_rules
 from reporter.errors import ReporterError
 from reporter.evidence.env import flag_map
@@ -133,10 +132,7 @@ class DiffRules:
 
 def parse_rules(text: str, *, source: str = "diff.toml") -> DiffRules:
     """Compile a diff.toml; a malformed entry raises `ReporterError` naming it."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ReporterError(f"{source}: not valid TOML: {err}") from err
+    data = data_files.parse(text, data_files.SHAPES["diff.toml"], source=source)
     kind_scores = {kind: _int(data.get("kind", {}), kind.value, source) for kind in ChangeKind}
     status_scores = {
         status: _int(data.get("status", {}), status.value, source) for status in ChangeStatus
@@ -195,8 +191,7 @@ def _int(table: Mapping[str, object], key: str, source: str) -> int:
 @cache
 def default_rules_diff() -> DiffRules:
     """The rules shipped in `reporter/data/diff.toml`."""
-    text = resources.files("reporter").joinpath("data/diff.toml").read_text(encoding="utf-8")
-    return parse_rules(text)
+    return parse_rules(data_files.read_text("diff.toml"), source="reporter/data/diff.toml")
 
 
 # --------------------------------------------------------------------------- sides

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
+from reporter import rules as data_files
 from reporter.errors import ReporterError
 from reporter.model import CommandLine, EnvFact, Environment, Gpu, Package
 
@@ -97,16 +96,11 @@ def _globs(patterns: Iterable[str], *, ignore_case: bool) -> re.Pattern[str]:
 
 def parse_show_rules(text: str, *, source: str = "env.toml") -> ShowRules:
     """Compile an env.toml; a malformed file raises `ReporterError` naming what is wrong."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ReporterError(f"{source}: not valid TOML: {err}") from err
+    data = data_files.parse(text, data_files.SHAPES["env.toml"], source=source)
 
     def strings(table: str, key: str) -> list[str]:
-        value = data.get(table, {}).get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ReporterError(f"{source}: [{table}] {key} must be a list of strings")
-        return list(value)
+        # The shape (reporter/rules.py) has checked that this is a list of strings.
+        return list(data.get(table, {}).get(key, []))
 
     def regexes(table: str) -> tuple[re.Pattern[str], ...]:
         out: list[re.Pattern[str]] = []
@@ -119,9 +113,7 @@ def parse_show_rules(text: str, *, source: str = "env.toml") -> ShowRules:
                 ) from err
         return tuple(out)
 
-    opaque = data.get("secret", {}).get("opaque_min_length", 32)
-    if not isinstance(opaque, int) or opaque < 8:
-        raise ReporterError(f"{source}: [secret] opaque_min_length must be an integer >= 8")
+    opaque: int = data.get("secret", {}).get("opaque_min_length", 32)  # an int >= 8 (shape)
     return ShowRules(
         show=_globs(strings("show", "names"), ignore_case=False),
         hide_names=_globs(strings("hide", "names"), ignore_case=False),
@@ -139,8 +131,7 @@ def parse_show_rules(text: str, *, source: str = "env.toml") -> ShowRules:
 @cache
 def default_rules() -> ShowRules:
     """The rules shipped in `reporter/data/env.toml`."""
-    text = resources.files("reporter").joinpath("data/env.toml").read_text(encoding="utf-8")
-    return parse_show_rules(text)
+    return parse_show_rules(data_files.read_text("env.toml"), source="reporter/data/env.toml")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -20,16 +20,14 @@ checkout), or that it matches.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import PurePosixPath
 from typing import Protocol
 
-from reporter.analysis.result import Analysis
-from reporter.errors import ReporterError
+from reporter import rules as data_files
+from reporter.analysis.result import Analysis, CodeView, ExcerptAnalysis
 from reporter.evidence.env import normalise_package
 from reporter.model import Bundle, CodeExcerpt, FileHash, Frame, Package
 
@@ -73,50 +71,12 @@ class UpstreamRule:
     origin: str = "reporter/data/upstream.toml"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CodeView:
-    """One excerpt as the report shows it; `lines` empty when the source was not found.
-
-    `path` is the repository path when an upstream rule applies, else the path as known.
-    `origin` is `excerpt file`, `source root` or `frame`; `cite` names the evidence.
-    """
-
-    title: str
-    path: str
-    start: int
-    end: int
-    lines: tuple[str, ...]
-    highlight: tuple[int, ...]
-    permalink: str
-    ref_note: str
-    status: str
-    origin: str
-    cite: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExcerptAnalysis:
-    """The excerpts, explicit first, and notes on what could not be resolved."""
-
-    excerpts: tuple[CodeView, ...]
-    notes: tuple[str, ...]
-
-    def __bool__(self) -> bool:
-        return bool(self.excerpts)
-
-
 def parse_upstream_rules(text: str, *, source: str = "upstream.toml") -> tuple[UpstreamRule, ...]:
     """Compile an upstream.toml; a malformed entry raises `ReporterError`."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ReporterError(f"{source}: not valid TOML: {err}") from err
+    data = data_files.parse(text, data_files.SHAPES["upstream.toml"], source=source)
     rules: list[UpstreamRule] = []
-    for index, entry in enumerate(data.get("package", [])):
-        if not isinstance(entry, dict) or not all(
-            isinstance(entry.get(k), str) for k in ("module", "dist", "repo")
-        ):
-            raise ReporterError(f"{source}: [[package]] #{index + 1} needs module, dist and repo")
+    # The shape (reporter/rules.py) has checked module, dist and repo are strings.
+    for entry in data.get("package", []):
         rules.append(
             UpstreamRule(
                 module=entry["module"],
@@ -133,8 +93,9 @@ def parse_upstream_rules(text: str, *, source: str = "upstream.toml") -> tuple[U
 @cache
 def default_upstream_rules() -> tuple[UpstreamRule, ...]:
     """The rules shipped in `reporter/data/upstream.toml`."""
-    text = resources.files("reporter").joinpath("data/upstream.toml").read_text(encoding="utf-8")
-    return parse_upstream_rules(text, source="reporter/data/upstream.toml")
+    return parse_upstream_rules(
+        data_files.read_text("upstream.toml"), source="reporter/data/upstream.toml"
+    )
 
 
 def manifest_rule(bundle: Bundle) -> UpstreamRule | None:

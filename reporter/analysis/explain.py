@@ -26,6 +26,7 @@ from reporter.analysis.result import (
 )
 from reporter.analysis.verdict import Finding
 from reporter.model import Frame
+from reporter.text import plural
 
 _LEVELS = (Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW)
 _LIST_LIMIT = 5
@@ -48,10 +49,6 @@ class Context:
     waits_for: tuple[WaitsFor, ...] = ()
     ambiguous: bool = False
     """Processes claiming the same rank were told apart by PID order only."""
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def _short_list(items: Sequence[str], sep: str = "; ") -> str:
@@ -92,7 +89,7 @@ def confidence(finding: Finding, ctx: Context) -> tuple[Confidence, tuple[str, .
         )
     if ctx.failed:
         notes.append(
-            f"{_plural(len(ctx.failed), 'dump')} failed: " + _short_list(_failure_texts(ctx.failed))
+            f"{plural(len(ctx.failed), 'dump')} failed: " + _short_list(_failure_texts(ctx.failed))
         )
     if ctx.unit == "pid" and ctx.ranks:
         notes.append(
@@ -101,7 +98,7 @@ def confidence(finding: Finding, ctx: Context) -> tuple[Confidence, tuple[str, .
         )
     elif ctx.unidentified:
         notes.append(
-            f"{_plural(len(ctx.unidentified), 'process')} without a rank identity left out: "
+            f"{plural(len(ctx.unidentified), 'process')} without a rank identity left out: "
             + _short_list(ctx.unidentified)
         )
     if ctx.ambiguous:
@@ -219,7 +216,7 @@ def summary(
 ) -> str:
     """One paragraph in plain English."""
     unit = ctx.unit
-    count = _plural(ctx.ranks, "rank" if unit == "rank" else "process")
+    count = plural(ctx.ranks, "rank" if unit == "rank" else "process")
     sentences: list[str] = []
     if finding.verdict is Verdict.COLLECTIVE_DESYNC:
         where = ""
@@ -284,5 +281,5 @@ def summary(
             f"{'is' if len(missing) == 1 else 'are'} missing from the evidence."
         )
     if ctx.failed:
-        sentences.append(f"{_plural(len(ctx.failed), 'dump')} failed.")
+        sentences.append(f"{plural(len(ctx.failed), 'dump')} failed.")
     return " ".join(sentences)

@@ -30,8 +30,8 @@ from reporter.analysis.result import (
     WaitsFor,
 )
 from reporter.analysis.wedge import WedgeReport
-from reporter.evidence._times import iso
 from reporter.model import Frame, TimelineEvent
+from reporter.times import iso
 
 JSON = dict[str, object]
 

@@ -21,15 +21,12 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import cache
-from importlib import resources
 
-from reporter.analysis.result import Similarity
-from reporter.errors import ReporterError
+from reporter import rules as data_files
 from reporter.model import (
     EventKind,
     GoDumpForm,
@@ -37,6 +34,7 @@ from reporter.model import (
     Goroutine,
     GoroutineDump,
     Location,
+    Similarity,
     TimelineEvent,
 )
 
@@ -65,33 +63,15 @@ def _globs(patterns: Iterable[str]) -> re.Pattern[str]:
 
 def parse_rules(text: str, *, source: str = "goroutines.toml") -> GoRules:
     """Compile a goroutines.toml; a malformed file raises `ReporterError`."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ReporterError(f"{source}: not valid TOML: {err}") from err
-
-    def strings(value: object, where: str) -> list[str]:
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ReporterError(f"{source}: {where} must be a list of strings")
-        return list(value)
-
-    waits: list[ClientWait] = []
-    for index, entry in enumerate(data.get("client_wait", [])):
-        where = f"[[client_wait]] #{index + 1}"
-        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
-            raise ReporterError(f"{source}: {where} needs a string `id`")
-        if not isinstance(entry.get("what"), str):
-            raise ReporterError(f"{source}: {where} needs a string `what`")
-        waits.append(
-            ClientWait(
-                id=entry["id"],
-                functions=_globs(strings(entry.get("functions"), f"{where} functions")),
-                what=entry["what"],
-            )
-        )
+    data = data_files.parse(text, data_files.SHAPES["goroutines.toml"], source=source)
+    # The shape (reporter/rules.py) has checked every type and required key.
+    waits = [
+        ClientWait(id=entry["id"], functions=_globs(entry.get("functions", [])), what=entry["what"])
+        for entry in data.get("client_wait", [])
+    ]
     return GoRules(
-        plumbing=_globs(strings(data.get("plumbing", {}).get("functions", []), "[plumbing]")),
-        runtime=_globs(strings(data.get("runtime", {}).get("functions", []), "[runtime]")),
+        plumbing=_globs(data.get("plumbing", {}).get("functions", [])),
+        runtime=_globs(data.get("runtime", {}).get("functions", [])),
         client_waits=tuple(waits),
     )
 
@@ -99,8 +79,9 @@ def parse_rules(text: str, *, source: str = "goroutines.toml") -> GoRules:
 @cache
 def default_go_rules() -> GoRules:
     """The rules shipped in `reporter/data/goroutines.toml`."""
-    text = resources.files("reporter").joinpath("data/goroutines.toml").read_text(encoding="utf-8")
-    return parse_rules(text)
+    return parse_rules(
+        data_files.read_text("goroutines.toml"), source="reporter/data/goroutines.toml"
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

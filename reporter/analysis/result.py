@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING
 
 from reporter.analysis.wedge import WedgeReport
 from reporter.model import FailedDump, Frame, ProcessDump, RankSource, TimelineEvent
+from reporter.model import Similarity as Similarity  # re-exported: its old home
 
 if TYPE_CHECKING:
-    # Annotations only: these modules import this one (Similarity), so no runtime import.
+    # Annotations only: keeps loading this module cheap; none of these imports it back.
     from reporter.analysis.diff import EnvDiff
     from reporter.analysis.environment import EnvironmentSummary
-    from reporter.analysis.excerpts import ExcerptAnalysis
     from reporter.analysis.goroutines import GoroutineAnalysis
 
 
@@ -59,18 +59,6 @@ class RankState(StrEnum):
     """Outside any collective, polling or sleeping in an idle loop in every snapshot."""
     UNKNOWN = "unknown"
     MIXED = "mixed"
-
-
-class Similarity(StrEnum):
-    """How loosely stacks group into classes (panicparse's similarity knob).
-
-    `exact`: function, file and line; `lines-ignored`: short function name and
-    short file; `loose`: like `lines-ignored` over the informative frames only.
-    """
-
-    EXACT = "exact"
-    LINES_IGNORED = "lines-ignored"
-    LOOSE = "loose"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -247,6 +235,38 @@ class InstanceVerdict:
     verdict: Verdict
     confidence: Confidence
     summary: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CodeView:
+    """One excerpt as the report shows it; `lines` empty when the source was not found.
+
+    `path` is the repository path when an upstream rule applies, else the path as known.
+    `origin` is `excerpt file`, `source root` or `frame`; `cite` names the evidence.
+    """
+
+    title: str
+    path: str
+    start: int
+    end: int
+    lines: tuple[str, ...]
+    highlight: tuple[int, ...]
+    permalink: str
+    ref_note: str
+    status: str
+    origin: str
+    cite: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExcerptAnalysis:
+    """The excerpts, explicit first, and notes on what could not be resolved."""
+
+    excerpts: tuple[CodeView, ...]
+    notes: tuple[str, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.excerpts)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,8 +18,7 @@ from operator import attrgetter
 from pathlib import PurePosixPath
 
 from reporter.analysis.classify import Classifier, FrameClass, StackFacts
-from reporter.analysis.result import Similarity
-from reporter.model import Frame
+from reporter.model import Frame, Similarity
 
 _EXACT = attrgetter("function", "file", "line")
 

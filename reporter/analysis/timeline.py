@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from reporter.analysis.wedge import WedgeReport
-from reporter.evidence._times import clock, iso
 from reporter.model import (
     Bundle,
     EventKind,
@@ -28,6 +27,7 @@ from reporter.model import (
     ProcessDump,
     TimelineEvent,
 )
+from reporter.times import clock, iso
 
 DUMP_CLUSTER = timedelta(seconds=5)
 _KIND_ORDER = {

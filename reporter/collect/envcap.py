@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -269,6 +270,48 @@ def find_program(name: str, explicit: str | None = None) -> str | None:
     if explicit:
         return explicit if Path(explicit).is_file() else None
     return shutil.which(name)
+
+
+def pyspy_candidates(
+    *, executable: str | None = None, scripts: str | None = None
+) -> tuple[Path, ...]:
+    """Where py-spy is looked for before PATH: beside the running interpreter, then the
+    environment's scripts folder.
+
+    A venv called by path (`/opt/report/bin/report`), `pipx` and `uv tool` install py-spy
+    next to the interpreter without putting that folder on PATH.
+    """
+    import sysconfig
+
+    name = "py-spy.exe" if os.name == "nt" else "py-spy"
+    folders = [Path(executable or sys.executable).parent]
+    scripts_dir = scripts if scripts is not None else sysconfig.get_path("scripts")
+    if scripts_dir:
+        folders.append(Path(scripts_dir))
+    return tuple(dict.fromkeys(folder / name for folder in folders))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Found:
+    """A program's path, or None and the places that were searched (for the message)."""
+
+    path: str | None
+    searched: str
+
+
+def find_pyspy(
+    explicit: str | None = None, *, executable: str | None = None, scripts: str | None = None
+) -> Found:
+    """py-spy: `--py-spy PATH`, else beside the interpreter, else the scripts dir, else PATH."""
+    if explicit:
+        return Found(path=explicit if Path(explicit).is_file() else None, searched=explicit)
+    candidates = pyspy_candidates(executable=executable, scripts=scripts)
+    for candidate in candidates:
+        if candidate.is_file():
+            return Found(path=str(candidate), searched=str(candidate))
+    on_path = shutil.which("py-spy")
+    where = ", ".join(str(c.parent) for c in candidates) + " and PATH"
+    return Found(path=on_path, searched=where)
 
 
 def program_version(program: str, *, timeout: float) -> str:

@@ -8,7 +8,7 @@ also when the run is interrupted. Besides the keys the loader knows (title, serv
 the evidence was taken and what was skipped, by example::
 
     [collect]
-    status = "complete"            # running | complete | interrupted | failed
+    status = "complete"            # running | complete | incomplete | interrupted | failed
     started_at = 2026-11-29T14:43:41.973Z
     finished_at = 2026-11-29T14:43:52.101Z
     command = "report collect --out b --match 'sglang::scheduler_TP'"
@@ -42,17 +42,14 @@ The loader ignores `[collect]`; the human summary of it goes to `[fields]`
 
 from __future__ import annotations
 
-import json
 import threading
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 
-from reporter.bundle import MANIFEST_NAME
-from reporter.evidence._times import iso
+from reporter.manifest import MANIFEST_NAME, TomlDocument
 from reporter.model import EvidenceKind
 from reporter.writer import write_atomic
 
@@ -67,6 +64,8 @@ class CollectStatus(StrEnum):
     COMPLETE = "complete"
     INTERRUPTED = "interrupted"
     FAILED = "failed"
+    INCOMPLETE = "incomplete"
+    """Finished, but no stack came back from any process it was asked to dump."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,16 +149,6 @@ class ManifestState:
     events: tuple[EventNote, ...] = ()
 
 
-def toml_str(text: str) -> str:
-    """A TOML basic string. JSON's escapes are valid TOML; DEL is the control JSON leaves raw."""
-    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007F")
-
-
-def toml_time(moment: datetime) -> str:
-    """A TOML offset date-time in UTC with milliseconds (not a string)."""
-    return iso(moment)
-
-
 def skipped_text(skipped: Sequence[SkipNote]) -> str:
     """The human list of skips for `[fields] skipped`: grouped by reason, first seen first."""
     groups: dict[str, list[str]] = {}
@@ -176,82 +165,64 @@ def skipped_text(skipped: Sequence[SkipNote]) -> str:
 
 def render(state: ManifestState) -> str:
     """`bundle.toml` text for `state`; `tomllib` and the bundle loader read it back."""
-    lines = [
-        "# Evidence bundle written by `report collect`; rewritten after every step, so an",
-        "# interrupted collection still leaves a readable bundle. Edit the title and fields freely.",
-        f"title = {toml_str(state.title)}",
-    ]
+    doc = (
+        TomlDocument()
+        .comment("Evidence bundle written by `report collect`; rewritten after every step, so an")
+        .comment(
+            "interrupted collection still leaves a readable bundle. "
+            "Edit the title and fields freely."
+        )
+        .key("title", state.title)
+    )
     if state.upstream:
-        lines.append("upstream = [" + ", ".join(toml_str(u) for u in state.upstream) + "]")
+        doc.key("upstream", list(state.upstream))
     if state.service:
-        lines.append(f"service = {toml_str(state.service)}")
+        doc.key("service", state.service)
     if state.version:
-        lines.append(f"version = {toml_str(state.version)}")
-    lines += ["", "[fields]"]
+        doc.key("version", state.version)
+    doc.table("fields")
     if state.summary:
-        lines.append(f"collection = {toml_str(state.summary)}")
+        doc.key("collection", state.summary)
     if state.advice:
-        lines.append(f"ptrace = {toml_str(' '.join(state.advice))}")
+        doc.key("ptrace", " ".join(state.advice))
     if state.skipped:
-        lines.append(f"skipped = {toml_str(skipped_text(state.skipped))}")
+        doc.key("skipped", skipped_text(state.skipped))
     if state.wedge_window is not None:
-        lines += ["", "[wedge]", f'window = "{state.wedge_window:g}s"']
+        doc.table("wedge").key("window", f"{state.wedge_window:g}s")
     for event in state.events:
-        lines += ["", "[[event]]", f"at = {toml_time(event.at)}", f"text = {toml_str(event.text)}"]
+        doc.array_table("event").key("at", event.at).key("text", event.text)
     # By path: the file order does not depend on which py-spy finished first.
     for entry in sorted(state.evidence, key=lambda e: e.path):
-        lines += ["", "[[evidence]]", f"path = {toml_str(entry.path)}", f'kind = "{entry.kind}"']
+        doc.array_table("evidence").key("path", entry.path).key("kind", str(entry.kind))
         if entry.captured_at is not None:
-            lines.append(f"captured_at = {toml_time(entry.captured_at)}")
+            doc.key("captured_at", entry.captured_at)
         if entry.description:
-            lines.append(f"description = {toml_str(entry.description)}")
-    lines += [
-        "",
-        "[collect]",
-        f"status = {toml_str(state.status.value)}",
-        f"started_at = {toml_time(state.started_at)}",
-    ]
+            doc.key("description", entry.description)
+    doc.table("collect").key("status", state.status.value).key("started_at", state.started_at)
     if state.finished_at is not None:
-        lines.append(f"finished_at = {toml_time(state.finished_at)}")
-    lines += [
-        f"command = {toml_str(state.command)}",
-        f"host = {toml_str(state.host)}",
-        f"tool = {toml_str(state.tool)}",
-    ]
+        doc.key("finished_at", state.finished_at)
+    doc.key("command", state.command).key("host", state.host).key("tool", state.tool)
     for key, value in (("pyspy", state.pyspy), ("mode", state.mode), ("ptrace", state.ptrace)):
         if value:
-            lines.append(f"{key} = {toml_str(value)}")
+            doc.key(key, value)
     for target in state.targets:
-        lines += [
-            "",
-            "[[collect.target]]",
-            f"pid = {target.pid}",
-            f"ppid = {target.ppid}",
-        ]
+        doc.array_table("collect.target").key("pid", target.pid).key("ppid", target.ppid)
         if target.uid is not None:
-            lines.append(f"uid = {target.uid}")
+            doc.key("uid", target.uid)
         if target.pgid is not None:
-            lines.append(f"pgid = {target.pgid}")
+            doc.key("pgid", target.pgid)
         if target.launcher is not None:
-            lines.append(f"launcher = {target.launcher}")
-        lines += [
-            f"title = {toml_str(target.title)}",
-            f"selected_by = {toml_str(target.selected_by)}",
-        ]
+            doc.key("launcher", target.launcher)
+        doc.key("title", target.title).key("selected_by", target.selected_by)
     for proc in state.processes:
-        lines += ["", "[[collect.process]]", f"pid = {proc.pid}", f"ppid = {proc.ppid}"]
+        doc.array_table("collect.process").key("pid", proc.pid).key("ppid", proc.ppid)
         if proc.pgid is not None:
-            lines.append(f"pgid = {proc.pgid}")
-        lines.append(f"cmdline = {toml_str(proc.cmdline)}")
+            doc.key("pgid", proc.pgid)
+        doc.key("cmdline", proc.cmdline)
     for skip in state.skipped:
-        lines += [
-            "",
-            "[[collect.skipped]]",
-            f"what = {toml_str(skip.what)}",
-            f"reason = {toml_str(skip.reason)}",
-            f"at = {toml_time(skip.at)}",
-        ]
-    return "\n".join(lines) + "\n"
+        doc.array_table("collect.skipped").key("what", skip.what).key("reason", skip.reason)
+        doc.key("at", skip.at)
+    return doc.text()
 
 
 @dataclass(slots=True)
@@ -299,9 +270,8 @@ class ManifestWriter:
     def save(self) -> Path:
         """Write `bundle.toml` atomically; the text is checked to parse first."""
         with self._lock:
+            # render() reads its text back: an unreadable manifest is never written.
             text = render(self.state)
-            # A manifest we cannot read back would make the whole bundle unreadable.
-            tomllib.loads(text)
             path = self.root / MANIFEST_NAME
             write_atomic(path, text)
         return path

@@ -339,7 +339,7 @@ def framework(titles: Iterable[str]) -> str:
 
 def seconds(text: str, *, option: str, allow_zero: bool = False) -> float:
     """A command-line duration (`0.5`, `30s`, `2m`, `1h`) in seconds; `UsageError` if not one."""
-    from reporter.evidence._times import parse_duration
+    from reporter.times import parse_duration
 
     value = parse_duration(text.strip())
     if value is None and allow_zero and text.strip() in {"0", "0s", "0.0"}:

@@ -26,8 +26,8 @@ from datetime import UTC, datetime
 
 import httpx
 
-from reporter.evidence._times import iso
 from reporter.evidence.metrics import SCRAPE_MARKER
+from reporter.times import iso
 
 # Ask for the classic text format (not OpenMetrics): it is what the parser reads.
 ACCEPT_TEXT = "text/plain;version=0.0.4;q=1.0, */*;q=0.1"

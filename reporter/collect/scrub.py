@@ -6,7 +6,7 @@ detector is the project's own, not a second list:
 * a value whose *name* says secret (`HF_TOKEN`, `--api-key`, `password`) or whose
   whole value has a credential's shape is replaced entirely: `Secrets.is_secret`,
   the rules of `reporter/data/env.toml` that the report and `report diff` use;
-* inside any other value, the spans that `reporter.upstream.secrets.scan` finds
+* inside any other value, the spans that `reporter.secrets.scan` finds
   (the shared list of secret shapes behind upstream redaction and `report lint`:
   provider tokens, bearer credentials, passwords in URLs, ...) are replaced, and the
   rest of the value is kept (`postgres://app:[redacted]@db/x`).
@@ -66,8 +66,8 @@ class SecretDetector:
 
 def default_detector() -> SecretDetector:
     """The project's detector: env.toml's rules plus the shared secret shapes."""
+    from reporter import secrets
     from reporter.analysis.environment import default_rules
-    from reporter.upstream import secrets
 
     def spans(text: str) -> list[tuple[int, int]]:
         try:

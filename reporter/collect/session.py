@@ -42,11 +42,14 @@ from reporter.collect.manifest import (
 )
 from reporter.collect.plan import CollectRequest, Selection, Target
 from reporter.errors import InputError, UsageError
-from reporter.evidence._times import iso
 from reporter.model import EvidenceKind
+from reporter.text import plural
+from reporter.times import iso
 from reporter.writer import write_atomic
 
 Progress = Callable[[str], None]
+Tick = Callable[[str, int, int], None]
+"""`tick(what, done, total)`: `py-spy dumps` and `/metrics scrapes` as they finish (for a bar)."""
 # How often the main thread looks at the stop switch while it waits for dumps.
 _WAIT_S = 0.1
 
@@ -65,6 +68,8 @@ class CollectSummary:
     skipped: tuple[SkipNote, ...]
     advice: tuple[str, ...]
     seconds: float
+    missing_stacks: tuple[str, ...] = ()
+    """Status `incomplete`: per target, `PID 4711 (title): why no stack came back`."""
 
 
 def _now() -> datetime:
@@ -74,9 +79,17 @@ def _now() -> datetime:
 class _Session:
     """One run of `report collect` (state shared by the steps)."""
 
-    def __init__(self, request: CollectRequest, progress: Progress, stop: threading.Event) -> None:
+    def __init__(
+        self,
+        request: CollectRequest,
+        progress: Progress,
+        stop: threading.Event,
+        tick: Tick | None = None,
+    ) -> None:
         self.request = request
         self.progress = progress
+        self.tick = tick
+        self.dumps_done = 0
         self.stop = stop
         self.began = time.monotonic()
         self.root = request.out
@@ -90,6 +103,10 @@ class _Session:
         self.advised: set[tuple[str, ...]] = set()
         self.said: set[str] = set()
         self.writer: ManifestWriter | None = None
+        self.no_pyspy = ""
+        self.dumped: set[int] = set()
+        self.dump_reasons: dict[int, str] = {}
+        self.targets: Sequence[Target] = ()
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -283,19 +300,20 @@ class _Session:
         )
 
     def dumps(
-        self, targets: Sequence[Target], pyspy: str | None, facts: ptrace.PtraceFacts
+        self, targets: Sequence[Target], found: envcap.Found, facts: ptrace.PtraceFacts
     ) -> None:
         request = self.request
         if not targets:
             return
+        pyspy = found.path
         if pyspy is None:
-            self.note_skip(
-                "py-spy dumps",
-                "py-spy not found"
-                + (f" at {request.pyspy}" if request.pyspy else " on PATH")
-                + " (pip install py-spy, or pass --py-spy PATH)",
+            where = f"at {found.searched}" if request.pyspy else f"in {found.searched}"
+            reason = f"py-spy not found {where} (pip install py-spy, or pass --py-spy PATH)"
+            self.note_skip("py-spy dumps", reason)
+            self.no_pyspy = reason
+            self.say(
+                f"py-spy not found {where}: no stack dumps (pip install py-spy, or --py-spy PATH)"
             )
-            self.say("py-spy not found: no stack dumps (pip install py-spy, or --py-spy PATH)")
             self.w.save()
             return
         start = time.monotonic()
@@ -362,6 +380,9 @@ class _Session:
                 result = future.result()
                 results.append((target, result))
                 self.record_dump(target, result, facts)
+                self.dumps_done += 1
+                if self.tick is not None:
+                    self.tick("py-spy dumps", self.dumps_done, len(targets) * request.snapshots)
         ok = sum(1 for _, r in results if r.status is DumpStatus.OK)
         self.say(
             f"py-spy snapshot {k + 1}/{request.snapshots}: {ok} of {len(targets)} dumps ok "
@@ -373,6 +394,7 @@ class _Session:
         proc = target.process
         what = f"py-spy dump of PID {proc.pid} ({proc.title[:60]}), snapshot {result.snapshot + 1}"
         if result.status in (DumpStatus.INTERRUPTED, DumpStatus.NOT_RUN):
+            self.dump_reasons.setdefault(proc.pid, result.reason)
             if result.status is DumpStatus.NOT_RUN and result.reason not in self.said:
                 self.said.add(result.reason)
                 self.say(f"py-spy did not start: {result.reason}")
@@ -395,9 +417,11 @@ class _Session:
             detail += f", {redacted} secret locals redacted"
         if result.status is DumpStatus.OK:
             self.dumps_ok += 1
+            self.dumped.add(proc.pid)
             description = f"py-spy dump of PID {proc.pid} ({proc.title[:80]}): {detail}"
         else:
             self.dumps_failed += 1
+            self.dump_reasons[proc.pid] = result.reason
             description = (
                 f"py-spy failed for PID {proc.pid} ({proc.title[:80]}): {result.reason}; {detail}"
             )
@@ -564,8 +588,12 @@ class _Session:
         first: list[datetime] = []
         last: list[datetime] = []
         with scrape.make_client() as client, path.open("a", encoding="utf-8") as sink:
+            total = plan.scrape_count(request.scrape_every, request.scrape_for)
 
             def on_result(result: scrape.ScrapeResult) -> None:
+                if self.tick is not None:
+                    done = self.scrapes_ok + self.scrapes_failed + 1
+                    self.tick("/metrics scrapes", done, total)
                 if result.error:
                     self.scrapes_failed += 1
                     self.note_skip(
@@ -664,6 +692,17 @@ class _Session:
         self.w.update(summary=self.summary_text(status))
         self.w.save()
 
+    def missing_stacks(self, targets: Sequence[Target]) -> tuple[str, ...]:
+        """Why no stack came back, per target, when none came back from any of them."""
+        if not targets or self.request.snapshots < 1 or self.dumped:
+            return ()
+        lines = []
+        for target in targets:
+            proc = target.process
+            why = self.no_pyspy or self.dump_reasons.get(proc.pid, "no dump was taken")
+            lines.append(f"PID {proc.pid} ({proc.title[:60]}): {why}")
+        return tuple(lines)
+
     def summary(self, status: CollectStatus) -> CollectSummary:
         state = self.writer.state if self.writer else None
         return CollectSummary(
@@ -677,11 +716,18 @@ class _Session:
             skipped=state.skipped if state else (),
             advice=state.advice if state else (),
             seconds=time.monotonic() - self.began,
+            missing_stacks=self.missing_stacks(self.targets)
+            if status is CollectStatus.INCOMPLETE
+            else (),
         )
 
 
 def collect(
-    request: CollectRequest, *, progress: Progress, stop: threading.Event
+    request: CollectRequest,
+    *,
+    progress: Progress,
+    stop: threading.Event,
+    tick: Tick | None = None,
 ) -> CollectSummary:
     """Collect evidence into `request.out`; see the module docstring for the order of steps.
 
@@ -690,12 +736,12 @@ def collect(
     Once the folder exists, a stop or an error leaves a valid partial bundle.
     """
     plan.validate(request)
-    session = _Session(request, progress, stop)
+    session = _Session(request, progress, stop, tick)
     session.check_out()
     selection = session.select()
     facts = ptrace.read_facts()
-    pyspy = envcap.find_program("py-spy", request.pyspy)
-    session.start(selection, pyspy, facts)
+    pyspy = envcap.find_pyspy(request.pyspy)
+    session.start(selection, pyspy.path, facts)
     session.say(
         f"collecting into {request.out}: {plural(len(selection.targets), 'process')}"
         + (
@@ -707,6 +753,7 @@ def collect(
     )
     status = CollectStatus.FAILED
     thread = None
+    session.targets = selection.targets
     try:
         thread = session.start_metrics()
         targets = selection.targets
@@ -723,10 +770,12 @@ def collect(
                 break
             step()
         status = CollectStatus.INTERRUPTED if stop.is_set() else CollectStatus.COMPLETE
+        if status is CollectStatus.COMPLETE and session.missing_stacks(targets):
+            status = CollectStatus.INCOMPLETE
     except KeyboardInterrupt:
         status = CollectStatus.INTERRUPTED
     finally:
-        if status is not CollectStatus.COMPLETE:
+        if status not in (CollectStatus.COMPLETE, CollectStatus.INCOMPLETE):
             stop.set()  # ends the scrape thread too
         if thread is not None:
             thread.join(request.timeout + 1.0)
@@ -734,6 +783,11 @@ def collect(
     if status is CollectStatus.INTERRUPTED:
         session.say(
             f"interrupted: partial bundle in {request.out} (valid: report analyze reads it)"
+        )
+    elif status is CollectStatus.INCOMPLETE:
+        session.say(
+            f"incomplete: no stacks from {plural(len(selection.targets), 'process')} "
+            f"it was asked to dump; {len(session.w.state.evidence)} files in {request.out}"
         )
     else:
         session.say(f"done: {len(session.w.state.evidence)} files in {request.out}")
@@ -770,13 +824,6 @@ def _service_version(service: str, freeze: str) -> str:
         if sep and name.strip().lower().replace("_", "-") in dists:
             return version.strip()
     return ""
-
-
-def plural(count: int, word: str) -> str:
-    """`1 process`, `2 processes`, `1 snapshot`, `3 snapshots`."""
-    if count == 1:
-        return f"1 {word}"
-    return f"{count} {word}es" if word.endswith("s") else f"{count} {word}s"
 
 
 def _default_title(count: int, service: str, host: str, started: datetime) -> str:

@@ -328,7 +328,9 @@ class _Parser:
             if current.created_by is None or current.created_by.function != function:
                 current.frames.append(GoFrame(function=function, args=args))
                 self.odd.warn(at, f"frame {function} has no location line")
-        if not current.frames and current.count == 1:
+        # `?debug=1` prints no `#` line for a stack that is all runtime (a goroutine that
+        # has not run yet shows only runtime.goexit): a record without frames is normal there.
+        if not current.frames and current.count == 1 and current.id is not None:
             self.odd.warn(current.source.line, f"goroutine {current.id} has no frames (cut?)")
         assert self._dump is not None
         self._dump.goroutines.append(

@@ -30,8 +30,8 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from reporter.evidence._text import clean_lines, excerpt
-from reporter.evidence._times import parse_iso
 from reporter.model import EventKind, Location, ParseResult, ParseWarning, TimelineEvent
+from reporter.times import parse_iso
 
 # Events kept per file; the rest are counted in a warning.
 MAX_EVENTS = 200

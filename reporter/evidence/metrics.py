@@ -56,7 +56,6 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from reporter.evidence._text import Unrecognised, clean_lines, excerpt
-from reporter.evidence._times import from_epoch, iso, parse_iso
 from reporter.model import (
     Location,
     MetricKind,
@@ -65,6 +64,7 @@ from reporter.model import (
     ParseResult,
     ParseWarning,
 )
+from reporter.times import from_epoch, iso, parse_iso
 
 Labels = tuple[tuple[str, str], ...]
 

@@ -22,8 +22,8 @@ import re
 from datetime import UTC, datetime, timedelta, timezone
 
 from reporter.evidence._text import clean_lines, excerpt
-from reporter.evidence._times import from_epoch, in_range
 from reporter.model import EventKind, Location, ParseResult, ParseWarning, TimelineEvent
+from reporter.times import from_epoch, in_range
 
 # Keys whose presence marks `systemctl show` output (for sniffing).
 MARKER_KEYS = (

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from reporter.analysis.wedge import Point, Role, Signal, WedgeReport
-from reporter.evidence._times import clock
 from reporter.render import svg
+from reporter.text import number, wrap
+from reporter.times import clock
 
 MAX_POINTS = 40
 MAX_CHARTS = 6
@@ -97,12 +98,6 @@ def _label(moment: datetime, span: float) -> str:
     return moment.strftime("%m-%d %H:%M")
 
 
-def _number(value: float) -> str:
-    if value == int(value) and abs(value) < 1e15:
-        return str(int(value))
-    return f"{value:.4g}"
-
-
 def _quote(text: str) -> str:
     """Text for a double-quoted Mermaid string (no double quotes inside)."""
     return text.replace('"', "'")
@@ -136,7 +131,7 @@ def build(wedge: WedgeReport | None) -> tuple[Chart, ...]:
         unit = _unit(signal)
         title = f"rate of {signal.name}" if signal.rate else signal.name
         labels = ", ".join(f'"{_label(at, span)}"' for at, _ in pairs)
-        values = ", ".join(_number(round(v, 4)) for _, v in pairs)
+        values = ", ".join(number(round(v, 4)) for _, v in pairs)
         source = "\n".join(
             [
                 "xychart-beta",
@@ -187,7 +182,7 @@ def svg_document(charts: Sequence[Chart], *, title: str) -> str:
         if drawing is None:  # pragma: no cover - our own Mermaid text always draws
             continue
         out.append(f'<g transform="translate(0 {y})">{drawing}</g>')
-        for index, line in enumerate(_wrap(chart.caption, 118)[:3]):
+        for index, line in enumerate(wrap(chart.caption, 118)[:3]):
             out.append(
                 f'<text x="12" y="{y + _CHART_H + 14 + 14 * index}" font-size="11" '
                 f'font-family="sans-serif" fill="#333">{svg.esc(line)}</text>'
@@ -195,17 +190,3 @@ def svg_document(charts: Sequence[Chart], *, title: str) -> str:
         y += _CHART_H + _CAPTION_H
     out.append("</svg>")
     return "\n".join(out) + "\n"
-
-
-def _wrap(text: str, width: int) -> list[str]:
-    lines: list[str] = []
-    current = ""
-    for word in text.split():
-        if current and len(current) + 1 + len(word) > width:
-            lines.append(current)
-            current = word
-        else:
-            current = f"{current} {word}".strip()
-    if current:
-        lines.append(current)
-    return lines

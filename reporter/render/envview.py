@@ -15,10 +15,11 @@ from datetime import datetime
 
 from reporter.analysis.diff import ChangeKind, EnvDiff
 from reporter.analysis.environment import EnvironmentSummary
-from reporter.analysis.excerpts import CodeView as Excerpt
-from reporter.analysis.excerpts import ExcerptAnalysis
 from reporter.analysis.goroutines import GoBucket, GoroutineAnalysis, minutes_text
+from reporter.analysis.result import CodeView as Excerpt
+from reporter.analysis.result import ExcerptAnalysis
 from reporter.render import markdown as md
+from reporter.text import plural
 
 # Changes listed in the report; `report diff --json` has them all.
 MAX_CHANGES = 15
@@ -48,10 +49,6 @@ def _value_cell(value: str | None) -> str:
     if value == "":
         return "(empty)"
     return md.code_cell(_short(value))
-
-
-def _plural(n: int, word: str, plural: str | None = None) -> str:
-    return f"{n} {word if n == 1 else (plural or word + 's')}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,7 +106,7 @@ def runtime_environment(summary: EnvironmentSummary | None) -> RuntimeEnvironmen
         for p in summary.packages
     )
     package_note = (
-        f"{_plural(summary.package_count, 'package')} listed; the key ones are shown."
+        f"{plural(summary.package_count, 'package')} listed; the key ones are shown."
         if summary.package_count
         else ""
     )
@@ -173,9 +170,9 @@ def changes(diff: EnvDiff | None) -> ChangesView | None:
     """The diff against the baseline, likeliest culprit first, or None without a baseline."""
     if diff is None:
         return None
-    equal = ", ".join(_plural(n, _KIND_WORDS[kind]) for kind, n in diff.unchanged if n)
+    equal = ", ".join(plural(n, _KIND_WORDS[kind]) for kind, n in diff.unchanged if n)
     intro = (
-        f"Compared with the baseline (the last good run): {_plural(len(diff.changes), 'change')}"
+        f"Compared with the baseline (the last good run): {plural(len(diff.changes), 'change')}"
         + (f"; unchanged: {equal}" if equal else "")
         + ". Likeliest culprit first: each score adds the weights listed under why "
         "(`reporter/data/diff.toml`); per-run noise such as process ids, invocation ids, "
@@ -318,12 +315,12 @@ def clients(analysis: GoroutineAnalysis | None, headline: str) -> ClientsView | 
     for dump in analysis.dumps:
         heading = (
             f"{md.code(str(dump.source))} ({dump.form.value}, {_clock(dump.captured_at)}): "
-            f"{_plural(dump.total, 'goroutine')} in "
-            f"{_plural(len(dump.buckets) + len(dump.runtime), 'bucket')}."
+            f"{plural(dump.total, 'goroutine')} in "
+            f"{plural(len(dump.buckets) + len(dump.runtime), 'bucket')}."
         )
         runtime_count = sum(b.count for b in dump.runtime)
         set_aside = (
-            f"Set aside: {_plural(runtime_count, 'goroutine')} of the Go runtime itself "
+            f"Set aside: {plural(runtime_count, 'goroutine')} of the Go runtime itself "
             f"({', '.join(sorted({b.state for b in dump.runtime if b.state}))})."
             if dump.runtime
             else ""

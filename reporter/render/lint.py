@@ -8,7 +8,7 @@ reads the files and opens the index. A finding prints as::
 
 Which rules apply depends on the front matter: incident reports (`kind: incident-report`)
 must have the required sections; upstream drafts (`kind: upstream-draft`) are checked for
-secrets (the shapes of `reporter.upstream.secrets`, shared with redaction) and GitHub's
+secrets (the shapes of `reporter.secrets`, shared with redaction) and GitHub's
 body size limit; `TODO(reviewer)` placeholders are allowed while
 `status: draft` and are findings once a report is in review.
 """
@@ -31,7 +31,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from reporter.errors import UsageError
 from reporter.render import frontmatter, regions
 from reporter.render.frontmatter import Status
-from reporter.upstream.secrets import find_secrets as find_secrets
+from reporter.secrets import find_secrets as find_secrets
 
 # The H2 sections every incident report has, in template order; the template and the
 # golden tests are checked against this list.

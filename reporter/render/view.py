@@ -26,10 +26,11 @@ from datetime import datetime
 from reporter import __version__
 from reporter.analysis import Analysis
 from reporter.analysis.result import RankProcess, StackClass, TreeNode
-from reporter.evidence._times import clock
 from reporter.model import Bundle, EventKind, Frame, TimelineEvent
 from reporter.render import envview
 from reporter.render import markdown as md
+from reporter.text import plural
+from reporter.times import clock
 
 # Above this many processes the report embeds one dump per class, not one per process.
 MAX_EMBEDDED_DUMPS = 32
@@ -150,9 +151,9 @@ def build_view(
     unit = analysis.rank_unit
     n_procs = len(analysis.processes)
     basis = (
-        f"Based on {_plural(analysis.snapshots, 'snapshot')} of "
-        f"{_plural(n_procs, 'rank') if unit == 'rank' else _plural(n_procs, 'process', 'processes')}"
-        f" from {_plural(len(bundle.files), 'evidence file')}."
+        f"Based on {plural(analysis.snapshots, 'snapshot')} of "
+        f"{plural(n_procs, 'rank') if unit == 'rank' else plural(n_procs, 'process', 'processes')}"
+        f" from {plural(len(bundle.files), 'evidence file')}."
     )
     if analysis.snapshots == 1:
         basis += " One snapshot cannot tell a stuck rank from a slow one."
@@ -365,10 +366,6 @@ def _clients_headline(analysis: Analysis) -> str:
     from reporter.analysis.surroundings import clients_sentence
 
     return clients_sentence(analysis.goroutines, analysis.wedge).strip()
-
-
-def _plural(n: int, word: str, plural: str | None = None) -> str:
-    return f"{n} {word if n == 1 else (plural or word + 's')}"
 
 
 def _version_key(version: str) -> tuple[int, ...]:

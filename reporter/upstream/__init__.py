@@ -9,7 +9,6 @@ Modules, from the wire inwards::
     query.py    a `Query` from a bundle's analysis or a free text; GitHub search strings
     rank.py     candidate scoring with reasons (text, BM25, stack, error similarity)
     search.py   use cases: sync, import, export, search-upstream
-    secrets.py  the one list of secret shapes (also used by `report lint` and collect)
     redact.py   secrets and identifiers -> consistent placeholders, with a report
     forms.py    GitHub issue forms: parse, pick the bug form, field roles
     draft.py    the upstream draft and the "+1 with evidence" comment (pure)

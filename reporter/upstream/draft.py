@@ -45,6 +45,7 @@ from reporter.model import Bundle, Frame, ProcessDump
 from reporter.render import markdown as md
 from reporter.render.lint import GITHUB_BODY_LIMIT, placeholders
 from reporter.render.view import BranchView, ClassRow, blocked_in
+from reporter.text import number, plural
 from reporter.upstream import redact as redactor
 from reporter.upstream.forms import (
     FieldType,
@@ -326,10 +327,6 @@ class _S(Protocol):
     def __call__(self, where: str, text: str, key: str = "") -> str: ...
 
 
-def _plural(n: int, word: str, plural: str | None = None) -> str:
-    return f"{n} {word if n == 1 else (plural or word + 's')}"
-
-
 def _state_text(stack_class: StackClass, snapshots: int) -> str:
     if stack_class.state is RankState.STUCK:
         return f"stuck in all {snapshots} snapshots" if snapshots > 1 else "seen once"
@@ -348,8 +345,8 @@ def _evidence(inputs: DraftInputs, s: _S, *, stacks_here: bool) -> EvidenceView:
     n_procs = len(analysis.processes)
     unit = "rank" if analysis.rank_unit == "rank" else "process"
     basis = (
-        f"from {_plural(analysis.snapshots, 'snapshot')} of "
-        f"{_plural(n_procs, unit, 'processes' if unit == 'process' else None)}"
+        f"from {plural(analysis.snapshots, 'snapshot')} of "
+        f"{plural(n_procs, unit, 'processes' if unit == 'process' else None)}"
     )
     classes = tuple(
         ClassRow(
@@ -470,11 +467,7 @@ def _evidence(inputs: DraftInputs, s: _S, *, stacks_here: bool) -> EvidenceView:
 
 
 def _number(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value == int(value) and abs(value) < 1e15:
-        return str(int(value))
-    return f"{value:.4g}"
+    return "-" if value is None else number(value)
 
 
 def _permalinks(analysis: Analysis) -> dict[tuple[str, int], str]:
@@ -594,7 +587,7 @@ def _environment(
         kept, dropped = _allowlisted_script(text, rules)
         script = Block(key="env-script", title=path, text=s(f"environment script {path}", kept))
         script_note = f"From {md.code(path)}" + (
-            f"; {_plural(dropped, 'environment variable line')} left out (not allowlisted)."
+            f"; {plural(dropped, 'environment variable line')} left out (not allowlisted)."
             if dropped
             else "."
         )
@@ -749,7 +742,7 @@ def _checklist(fmt: FormField, inputs: DraftInputs, rules: RoleRules) -> str:
     if open_required:
         lines.append("")
         lines.append(
-            f"_{TODO}: tick the {_plural(open_required, 'required box', 'required boxes')} above "
+            f"_{TODO}: tick the {plural(open_required, 'required box', 'required boxes')} above "
             "once true (the form requires them), then delete this line._"
         )
     return "\n".join(lines)
@@ -976,7 +969,7 @@ def build_draft(inputs: DraftInputs, *, budget: int = BODY_BUDGET) -> UpstreamDr
         raise AssertionError("draft view asked for different strings on its second pass")
     footer = (
         f"_Drafted by reporter {__version__} from an evidence bundle; "
-        f"{_plural(result.total(), 'value')} (addresses, host and user names, secrets) were "
+        f"{plural(result.total(), 'value')} (addresses, host and user names, secrets) were "
         "replaced by placeholders such as `<host-1>` before posting._"
         if result.total()
         else f"_Drafted by reporter {__version__} from an evidence bundle._"

@@ -28,16 +28,15 @@ task list items. The draft follows that shape so it reads as if filed through th
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
-from importlib import resources
 from typing import Any
 
 import yaml
 
+from reporter import rules as data_files
 from reporter.errors import InputError, ReporterError
 
 GENERIC_SOURCE = "generic"
@@ -214,12 +213,7 @@ def pick_bug_form(forms: Sequence[IssueForm]) -> IssueForm | None:
 @cache
 def generic_form() -> IssueForm:
     """The built-in form (`reporter/data/generic-bug-form.yml`): bug, reproduction, environment."""
-    text = (
-        resources.files("reporter")
-        .joinpath("data/generic-bug-form.yml")
-        .read_text(encoding="utf-8")
-    )
-    return parse_form(text, source=GENERIC_SOURCE)
+    return parse_form(data_files.read_text("generic-bug-form.yml"), source=GENERIC_SOURCE)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -232,14 +226,14 @@ class RoleRules:
 
 def parse_role_rules(text: str, *, source: str = "forms.toml") -> RoleRules:
     """Compile a forms.toml; a malformed one raises `ReporterError`."""
+    data = data_files.parse(text, data_files.SHAPES["forms.toml"], source=source)
     try:
-        data = tomllib.loads(text)
         roles = tuple(
             (Role(entry["role"]), re.compile(entry["match"], re.IGNORECASE))
             for entry in data.get("role", [])
         )
         tick = re.compile(data.get("tick", {}).get("searched", r"(?!)"), re.IGNORECASE)
-    except (tomllib.TOMLDecodeError, KeyError, ValueError, TypeError, re.error) as err:
+    except (ValueError, re.error) as err:
         raise ReporterError(f"{source}: {err}") from err
     return RoleRules(roles=roles, tick_searched=tick)
 
@@ -247,8 +241,7 @@ def parse_role_rules(text: str, *, source: str = "forms.toml") -> RoleRules:
 @cache
 def default_role_rules() -> RoleRules:
     """The rules shipped in `reporter/data/forms.toml`."""
-    text = resources.files("reporter").joinpath("data/forms.toml").read_text(encoding="utf-8")
-    return parse_role_rules(text)
+    return parse_role_rules(data_files.read_text("forms.toml"), source="reporter/data/forms.toml")
 
 
 def role_of(field: FormField, rules: RoleRules | None = None) -> Role:

@@ -17,24 +17,18 @@ Pagination follows `Link: <...>; rel="next"` until it is absent, refuses a `next
 another host (the token must not leave GitHub) and stops with an error when a `next`
 points back to a page already read. `CallStats` counts what was sent.
 
-Token lookup (`find_token`): `GITHUB_TOKEN`, then `GH_TOKEN`, then the gh CLI's
-`hosts.yml` (`$GH_CONFIG_DIR`, `$XDG_CONFIG_HOME/gh` or `~/.config/gh`)::
-
-    github.com:
-        user: octocat
-        oauth_token: gho_...
+Host and token discovery (`find_token`, `api_url`) follow the gh CLI's rules and live in
+`reporter.upstream.auth`; they are re-exported here.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
@@ -42,8 +36,17 @@ import httpx
 
 from reporter import __version__
 from reporter.errors import RateLimitError, UpstreamError
+from reporter.upstream.auth import (
+    API_URL,
+    Token,
+    api_url,
+    find_token,
+    gh_hosts_path,
+    host_of,
+    missing_token_tip,
+)
 
-API_URL = "https://api.github.com"
+__all__ = ["API_URL", "Token", "api_url", "find_token", "gh_hosts_path", "host_of"]
 PER_PAGE = 100
 MAX_PAGES = 5000
 
@@ -70,14 +73,6 @@ class SystemClock:
     def sleep(self, seconds: float) -> None:
         """`time.sleep()`."""
         time.sleep(seconds)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Token:
-    """A GitHub token and where it came from (for messages; the value is never printed)."""
-
-    value: str
-    source: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -134,61 +129,6 @@ class CallStats:
     rate_reset: int | None = None
 
 
-def gh_hosts_path(env: Mapping[str, str]) -> Path:
-    """Where the gh CLI keeps `hosts.yml`."""
-    if env.get("GH_CONFIG_DIR"):
-        return Path(env["GH_CONFIG_DIR"]) / "hosts.yml"
-    if env.get("XDG_CONFIG_HOME"):
-        return Path(env["XDG_CONFIG_HOME"]) / "gh" / "hosts.yml"
-    return Path(env.get("HOME", str(Path.home()))) / ".config" / "gh" / "hosts.yml"
-
-
-def host_of(base_url: str) -> str:
-    """The web host a token belongs to: `api.github.com` -> `github.com`."""
-    host = urlsplit(base_url).hostname or "github.com"
-    return "github.com" if host == "api.github.com" else host
-
-
-def find_token(
-    env: Mapping[str, str] | None = None, *, base_url: str = API_URL, hosts_path: Path | None = None
-) -> Token | None:
-    """The token to use: `GITHUB_TOKEN`, `GH_TOKEN`, else the gh CLI's hosts.yml; else None."""
-    env = os.environ if env is None else env
-    for name in ("GITHUB_TOKEN", "GH_TOKEN"):
-        value = env.get(name, "").strip()
-        if value:
-            return Token(value=value, source=name)
-    path = hosts_path or gh_hosts_path(env)
-    from_gh = _gh_token(path, host_of(base_url))
-    return Token(value=from_gh, source=f"gh CLI ({path})") if from_gh else None
-
-
-def _gh_token(path: Path, host: str) -> str | None:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    try:
-        import yaml  # PyYAML: only needed when the gh CLI is the token's source.
-
-        data = yaml.safe_load(text)
-    except Exception:  # a broken gh config just means "no token from gh"
-        return None
-    entry = data.get(host) if isinstance(data, dict) else None
-    if not isinstance(entry, dict):
-        return None
-    token = entry.get("oauth_token")
-    if isinstance(token, str) and token:
-        return token
-    # gh >= 2.40 may list several accounts under `users`; the active one is `user`.
-    users, user = entry.get("users"), entry.get("user")
-    if isinstance(users, dict) and isinstance(user, str) and isinstance(users.get(user), dict):
-        nested = users[user].get("oauth_token")
-        if isinstance(nested, str) and nested:
-            return nested
-    return None
-
-
 def parse_link(header: str | None) -> dict[str, str]:
     """`Link: <u1>; rel="next", <u2>; rel="last"` -> {"next": u1, "last": u2}."""
     links: dict[str, str] = {}
@@ -218,6 +158,15 @@ def _page_number(url: str | None) -> int | None:
     return None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RateLimit:
+    """The core REST limit: requests per hour, left now, and when it resets (epoch s)."""
+
+    limit: int
+    remaining: int
+    reset: int
+
+
 class GitHubClient:
     """A small, serial GitHub REST client; see the module docstring for its rules."""
 
@@ -233,7 +182,9 @@ class GitHubClient:
         advanced_search: bool = True,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self.token = token
+        # A token goes only to the host it belongs to: a github.com token never reaches an
+        # Enterprise or test server, whatever the caller passed.
+        self.token = token if token is not None and token.host == host_of(self.base_url) else None
         self.clock = clock or SystemClock()
         self.retry = retry or RetryPolicy()
         self.advanced_search = advanced_search
@@ -244,8 +195,8 @@ class GitHubClient:
             "X-GitHub-Api-Version": "2022-11-28",
             "User-Agent": f"reporter/{__version__}",
         }
-        if token is not None:
-            headers["Authorization"] = f"Bearer {token.value}"
+        if self.token is not None:
+            headers["Authorization"] = f"Bearer {self.token.value}"
         self._host = urlsplit(self.base_url).netloc
         self._timeout = timeout
         self._http = httpx.Client(headers=headers, timeout=timeout, transport=transport)
@@ -361,6 +312,17 @@ class GitHubClient:
         except (ValueError, UnicodeDecodeError) as err:
             raise UpstreamError(f"{repo}: {path} is not UTF-8 text ({err})") from err
 
+    def rate_limit(self) -> RateLimit:
+        """`GET /rate_limit` (free): the core limit left for this client's token."""
+        _, data = self._send(f"{self.base_url}/rate_limit")
+        core = data.get("resources", {}).get("core", {}) if isinstance(data, dict) else {}
+        try:
+            return RateLimit(
+                limit=int(core["limit"]), remaining=int(core["remaining"]), reset=int(core["reset"])
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise UpstreamError(f"GET /rate_limit: an answer without core limits ({err})") from err
+
     # --- the one place that talks to the network ---------------------------------
 
     def _check_host(self, url: str) -> None:
@@ -456,7 +418,7 @@ class GitHubClient:
         resource = response.headers.get("x-ratelimit-resource", "core")
         until = datetime.fromtimestamp(self.clock.now() + wait, tz=UTC)
         tip = (
-            "set GITHUB_TOKEN (or log in with `gh auth login`) for higher limits, or use --offline"
+            missing_token_tip(host_of(self.base_url)) + " for higher limits, or use --offline"
             if self.token is None
             else "wait, or search the local index with --offline"
         )
@@ -483,7 +445,7 @@ def _status_error(response: httpx.Response, path: str) -> UpstreamError:
         message = response.text[:120]
     status = response.status_code
     tips = {
-        401: "the token was refused: check GITHUB_TOKEN / GH_TOKEN or run `gh auth login`",
+        401: "the token was refused: check it with `report auth status`, or run `gh auth login`",
         403: "the token lacks access to this repository",
         404: "check the repository name (owner/name) and that the token can see it",
         422: "GitHub refused the query; try fewer or simpler terms",

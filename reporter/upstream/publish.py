@@ -19,7 +19,7 @@ File (a dry run unless `yes`)::
     record the URL in <bundle>/upstream.toml (and the --draft file's front matter)
 
 Network: the httpx client (forms, search) and PyGithub (`filing.Tracker`) share one base
-URL: `--base-url`, else `GITHUB_API_URL`, else api.github.com.
+URL: `--base-url`, else `GITHUB_API_URL`, else `GH_HOST`, else api.github.com.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from reporter.model import Bundle, EvidenceKind
 from reporter.render.lint import GITHUB_BODY_LIMIT, placeholders
 from reporter.upstream import draft as drafting
 from reporter.upstream import redact
+from reporter.upstream.auth import api_url, host_of, missing_token_tip
 from reporter.upstream.filing import (
     AmbiguousError,
     PyGithubTracker,
@@ -52,7 +53,6 @@ from reporter.upstream.filing import (
 )
 from reporter.upstream.forms import IssueForm, generic_form, parse_forms, pick_bug_form
 from reporter.upstream.github import (
-    API_URL,
     Clock,
     GitHubClient,
     RetryPolicy,
@@ -76,8 +76,8 @@ _DUPLICATE_RE = re.compile(
 
 
 def base_url_of(env: Mapping[str, str], base_url: str | None) -> str:
-    """The API base URL: `--base-url`, else `GITHUB_API_URL`, else api.github.com."""
-    return (base_url or env.get("GITHUB_API_URL", "") or API_URL).strip().rstrip("/")
+    """The API base URL: `--base-url`, `GITHUB_API_URL`, `GH_HOST`, else api.github.com."""
+    return api_url(env, base_url)
 
 
 # --- forms ---------------------------------------------------------------------------
@@ -485,6 +485,7 @@ def record(
     at: datetime,
 ) -> Path:
     """Append what was sent to `<bundle>/upstream.toml` (not evidence: *.toml is skipped)."""
+    from reporter.manifest import TomlDocument, toml_seconds
     from reporter.writer import write_atomic
 
     path = root / RECORD_NAME
@@ -496,14 +497,16 @@ def record(
             "# Filing reads it first and never sends the same bundle to the same repo twice.\n"
         )
     block = (
-        "\n[[filed]]\n"
-        f"repo = {json.dumps(repo)}\n"
-        f"action = {json.dumps(action)}\n"
-        f"number = {number}\n"
-        f"url = {json.dumps(url)}\n"
-        f"signature = {json.dumps(signature)}\n"
-        f"bundle_id = {json.dumps(ident)}\n"
-        f"at = {at:%Y-%m-%dT%H:%M:%SZ}\n"
+        TomlDocument()
+        .array_table("filed")
+        .key("repo", repo)
+        .key("action", action)
+        .key("number", number)
+        .key("url", url)
+        .key("signature", signature)
+        .key("bundle_id", ident)
+        .key("at", toml_seconds(at))
+        .text()
     )
     write_atomic(path, old + block)
     return path
@@ -734,7 +737,7 @@ def file_upstream(
                 plan,
                 refusals=(
                     *plan.refusals,
-                    "no GitHub token (GITHUB_TOKEN, GH_TOKEN or `gh auth login`)",
+                    f"no GitHub token for {host_of(url_base)}: {missing_token_tip(host_of(url_base))}",
                 )
                 if plan.request is not None
                 else plan.refusals,

@@ -8,7 +8,7 @@ the full evidence; only what leaves for GitHub passes through here.
 
 Two passes, so that a value learnt in one place is hidden everywhere:
 
-1. *find*: every piece is scanned for secrets (`reporter.upstream.secrets`: our
+1. *find*: every piece is scanned for secrets (`reporter.secrets`: our
    patterns plus detect-secrets' plugins; plus values whose key says secret, with the
    name rules and the opaque-token rule of `reporter/data/env.toml`, including the
    continuation lines of a multi-line env value) and identifiers (IPv4/IPv6, MAC,
@@ -31,15 +31,13 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 import re
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 
+from reporter import rules as data_files
+from reporter import secrets as secret_shapes
 from reporter.analysis.environment import Secrets, default_rules
-from reporter.errors import ReporterError
-from reporter.upstream import secrets as secret_shapes
 
 # Top-level domains that make `a.b` a host name. Left out on purpose: TLDs that are
 # also file extensions or Python attribute names (py, sh, so, md, pl, pt, cc, in, int,
@@ -158,16 +156,11 @@ def _globs(patterns: Iterable[str]) -> re.Pattern[str]:
 
 def parse_rules(text: str, *, secrets: Secrets, source: str = "redact.toml") -> Rules:
     """Compile a redact.toml; a malformed one raises `ReporterError` naming the key."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ReporterError(f"{source}: not valid TOML: {err}") from err
+    data = data_files.parse(text, data_files.SHAPES["redact.toml"], source=source)
 
     def strings(table: str, key: str) -> list[str]:
-        value = data.get(table, {}).get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ReporterError(f"{source}: [{table}] {key} must be a list of strings")
-        return list(value)
+        # The shape (reporter/rules.py) has checked that this is a list of strings.
+        return list(data.get(table, {}).get(key, []))
 
     return Rules(
         secrets=secrets,
@@ -186,8 +179,11 @@ def parse_rules(text: str, *, secrets: Secrets, source: str = "redact.toml") -> 
 @cache
 def default_redact_rules() -> Rules:
     """The rules shipped in `reporter/data/redact.toml` (secret names from env.toml)."""
-    text = resources.files("reporter").joinpath("data/redact.toml").read_text(encoding="utf-8")
-    return parse_rules(text, secrets=default_rules().secrets)
+    return parse_rules(
+        data_files.read_text("redact.toml"),
+        secrets=default_rules().secrets,
+        source="reporter/data/redact.toml",
+    )
 
 
 @dataclass(frozen=True, slots=True)

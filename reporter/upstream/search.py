@@ -33,7 +33,8 @@ import platformdirs
 import reporter
 from reporter.errors import UpstreamError, UsageError
 from reporter.upstream import rank, terms
-from reporter.upstream.github import API_URL, Clock, GitHubClient, find_token
+from reporter.upstream.auth import api_url, host_of, missing_token_tip
+from reporter.upstream.github import Clock, GitHubClient, find_token
 from reporter.upstream.index import (
     ImportResult,
     Index,
@@ -116,7 +117,11 @@ def default_db_path() -> Path:
 
 
 def example_jsonl() -> Path | None:
-    """The example issues shipped in the checkout (`fixtures/github/issues.jsonl`), if found."""
+    """The example issues shipped with the package (`reporter/data/example-issues.jsonl`,
+    a copy of the checkout's `fixtures/github/issues.jsonl`), if present."""
+    shipped = Path(reporter.__file__).resolve().parent / "data" / "example-issues.jsonl"
+    if shipped.is_file():
+        return shipped
     for root in (Path(reporter.__file__).resolve().parents[1], Path.cwd()):
         candidate = root / EXAMPLE_JSONL
         if candidate.is_file():
@@ -152,14 +157,14 @@ def open_for_search(
     source = example_jsonl()
     if source is None:
         raise UsageError(
-            f"no issue index at {path}, and no example issues ({EXAMPLE_JSONL}) to build one",
-            tip="run `report sync OWNER/NAME`, or pass --db",
+            f"no issue index at {path}, and no example issues to build one",
+            tip="build one with `report sync OWNER/NAME` or `report index import FILE.jsonl`",
         )
     target = path.with_name(EXAMPLE_DB_NAME)
     index = build_example_index(source, target)
     notes.append(
-        f"no issue index at {path}; searching the example index built from {source} "
-        f"({index.count()} issues) at {target}"
+        f"no issue index yet: searching the example index ({index.count()} issues); build "
+        f"yours with `report sync OWNER/NAME` or `report index import FILE.jsonl`"
     )
     return index, True
 
@@ -322,12 +327,12 @@ def make_client(
 ) -> GitHubClient:
     """A client for `GITHUB_API_URL` (default api.github.com) with the token found in `env`
     or the gh CLI's config; without a token, a note says so."""
-    base_url = env.get("GITHUB_API_URL", "").strip() or API_URL
+    base_url = api_url(env)
     token = find_token(env, base_url=base_url)
     if token is None:
         notes.append(
-            "no GitHub token (GITHUB_TOKEN, GH_TOKEN or `gh auth login`): using the "
-            "unauthenticated limits (60 requests/hour, 10 searches/minute)"
+            f"no GitHub token for {host_of(base_url)} ({missing_token_tip(host_of(base_url))}): "
+            "using the unauthenticated limits (60 requests/hour, 10 searches/minute)"
         )
     return GitHubClient(base_url=base_url, token=token, transport=transport, clock=clock)
 

@@ -486,15 +486,18 @@ def test_describe_stack(
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[[collective]]\nfunction = ['x']\n", "needs a string `id`"),
+        ("[[collective]]\nfunction = ['x']\n", "#1 needs `id`"),
         ("[[collective]]\nid = 'a'\n", "needs `function` or `qualname`"),
         ("[[wait]]\nid = 'a'\nfunction = ['x']\n", "needs a `name`"),
-        ("[[generic]]\nid = 'a'\nfunction = 'x'\n", "must be a non-empty list"),
+        ("[[generic]]\nid = 'a'\nfunction = 'x'\n", "function` must be a list of strings"),
         (
             "[[generic]]\nid = 'a'\nfunction = ['x']\n[[generic]]\nid = 'a'\nfunction = ['y']\n",
             "duplicate id",
         ),
-        ("[[generic]]\nid = 'a'\nfunction = ['x']\nnative = 'yes'\n", "`native` must be"),
+        (
+            "[[generic]]\nid = 'a'\nfunction = ['x']\nnative = 'yes'\n",
+            "native` must be true or false",
+        ),
         ("not toml [", "not valid TOML"),
     ],
 )

@@ -166,13 +166,13 @@ def test_source_trees_and_excerpts_are_compared(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ("[kind\n", "not valid TOML"),
-        ("[kind]\nflag = 'x'\n", "score for 'flag' must be an integer"),
-        ("[[rule]]\nweight = 1\n", "needs a string `id`"),
+        ("[kind]\nflag = 'x'\n", "`kind.flag` must be an integer"),
+        ("[[rule]]\nweight = 1\n", "#1 needs `id`"),
         ("[[rule]]\nid = 'a'\nweight = 1\nwhy = 'x'\n", "needs `keys`"),
-        ("[[value_rule]]\nid = 'a'\nweight = 1\nwhy = 'x'\n", "needs a `pattern`"),
+        ("[[value_rule]]\nid = 'a'\nweight = 1\nwhy = 'x'\n", "needs `pattern`"),
         ("[[value_rule]]\nid = 'a'\npattern = '('\nweight = 1\nwhy = 'x'\n", "bad pattern"),
         ("[[rule]]\nid = 'a'\nkeys = ['*']\nkinds = ['nope']\nweight = 1\nwhy = 'x'\n", "nope"),
-        ("[[rule]]\nid = 'a'\nkeys = ['*']\nwhy = 'x'\n", "integer `weight`"),
+        ("[[rule]]\nid = 'a'\nkeys = ['*']\nwhy = 'x'\n", "needs `weight`"),
         (
             "[[rule]]\nid = 'a'\nkeys = ['*']\nweight = 1\nwhy = 'x'\n"
             "[[rule]]\nid = 'a'\nkeys = ['*']\nweight = 1\nwhy = 'x'\n",

@@ -158,7 +158,7 @@ def test_empty_environment_is_falsy() -> None:
     ("text", "message"),
     [
         ("[show\n", "not valid TOML"),
-        ('[show]\nnames = "x"\n', "[show] names must be a list of strings"),
+        ('[show]\nnames = "x"\n', "`show.names` must be a list of strings"),
         ("[secret]\nvalues = ['(']\n", "[secret] value pattern"),
         ("[secret]\nopaque_min_length = 2\n", "opaque_min_length"),
     ],

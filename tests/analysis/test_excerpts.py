@@ -230,7 +230,7 @@ def test_deployed_hashes_and_dirty_versions() -> None:
 
 
 def test_bad_upstream_rules() -> None:
-    with pytest.raises(ReporterError, match="needs module, dist and repo"):
+    with pytest.raises(ReporterError, match=r"\[\[package\]\] #1 needs `dist`"):
         parse_upstream_rules("[[package]]\nmodule = 'x'\n")
     with pytest.raises(ReporterError, match="not valid TOML"):
         parse_upstream_rules("[[package\n")

@@ -23,7 +23,8 @@ from reporter.model import EventKind, GoroutineDump
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENTS = ROOT / "fixtures" / "goroutines" / "agents"
-REFERENCE = ROOT.parent / "shared" / "reference" / "other-dump-samples"
+# Real captures of fixtures/samples/go/main.go (capture_go.py).
+GO_SAMPLES = ROOT / "fixtures" / "samples" / "go"
 CAPTURED = datetime(2026, 11, 29, 15, 10, 43, tzinfo=UTC)
 ROUND_TRIP = "net/http.(*persistConn).roundTrip"
 
@@ -90,10 +91,7 @@ def test_without_capture_time_there_is_no_since_and_no_event() -> None:
 
 
 def test_runtime_goroutines_are_set_aside() -> None:
-    sample = REFERENCE / "go1.19_sigquit_full-dump_with-registers.txt"
-    if not sample.is_file():
-        pytest.skip(f"reference samples not found at {REFERENCE}")
-    text = sample.read_text(encoding="utf-8")
+    text = (GO_SAMPLES / "go1.19_sigquit_full-dump_with-registers.txt").read_text(encoding="utf-8")
     dump = parser.parse(text, source="q").goroutine_dumps[0]
     (summary,) = analyze_goroutines([dump]).dumps
     states = {b.state for b in summary.runtime}
@@ -117,8 +115,8 @@ def test_json_is_plain_data() -> None:
     [
         ("[plumbing\n", "not valid TOML"),
         ("[plumbing]\nfunctions = 1\n", "must be a list of strings"),
-        ("[[client_wait]]\nwhat = 'x'\nfunctions = []\n", "needs a string `id`"),
-        ("[[client_wait]]\nid = 'x'\nfunctions = []\n", "needs a string `what`"),
+        ("[[client_wait]]\nwhat = 'x'\nfunctions = []\n", "#1 needs `id`"),
+        ("[[client_wait]]\nid = 'x'\nfunctions = []\n", "needs `what`"),
     ],
 )
 def test_bad_rules(text: str, message: str) -> None:

@@ -1,4 +1,4 @@
-"""Fixtures for the collector tests: the shared py-spy samples (skipped when absent)."""
+"""Fixtures for the collector tests: the real py-spy captures in fixtures/samples/."""
 
 from __future__ import annotations
 
@@ -6,13 +6,10 @@ from pathlib import Path
 
 import pytest
 
-REFERENCE = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference"
+SAMPLES = Path(__file__).resolve().parents[2] / "fixtures" / "samples"
 
 
 @pytest.fixture(scope="session")
 def pyspy_samples() -> Path:
-    """`pyspy-samples/`: real py-spy captures, including its error texts."""
-    folder = REFERENCE / "pyspy-samples"
-    if not folder.is_dir():
-        pytest.skip(f"reference samples not found at {folder} (expected beside the repo)")
-    return folder.resolve()
+    """`pyspy/`: real py-spy captures, including its error texts."""
+    return SAMPLES / "pyspy"

@@ -314,8 +314,11 @@ def test_an_ordinary_user_collects_their_own_processes(live: Live, tmp_path: Pat
             env=env,
             cwd="/",
         )
-        assert theirs.returncode == 0, theirs.stderr
+        # No stack from the one process it was asked to dump: incomplete, exit 1, and why.
+        assert theirs.returncode == 1, theirs.stderr
+        assert theirs.stdout.startswith("incomplete: ")
         assert "(0 dumps, 1 failed;" in theirs.stdout
+        assert f"no stacks: PID {root_owned.pid} (" in theirs.stderr
         assert "Permission Denied" in theirs.stderr
         assert f"the target runs as uid 0, report collect as uid {65534}" in theirs.stderr
         assert "what to do: run as the target's user" in theirs.stderr

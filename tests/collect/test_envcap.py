@@ -209,3 +209,55 @@ def test_systemctl_show(tmp_path: Path) -> None:
         error
         == "systemctl show x.service: System has not been booted with systemd as init system (PID 1). Can't operate."
     )
+
+
+# --- where py-spy is found ------------------------------------------------------------
+
+
+def _program(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\necho py-spy 0.0.0\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_pyspy_beside_the_interpreter_wins_over_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A venv called by path (pipx, uv tool): py-spy sits beside python, not on PATH."""
+    venv_bin = tmp_path / "venv" / "bin"
+    beside = _program(venv_bin / "py-spy")
+    on_path = _program(tmp_path / "usr" / "bin" / "py-spy")
+    monkeypatch.setenv("PATH", str(on_path.parent))
+    found = envcap.find_pyspy(executable=str(venv_bin / "python"), scripts="")
+    assert found.path == str(beside)
+    # The scripts folder (sysconfig) is next, then PATH.
+    scripts = _program(tmp_path / "scripts" / "py-spy").parent
+    found = envcap.find_pyspy(executable=str(tmp_path / "nowhere" / "python"), scripts=str(scripts))
+    assert found.path == str(scripts / "py-spy")
+    found = envcap.find_pyspy(executable=str(tmp_path / "nowhere" / "python"), scripts="")
+    assert found.path == str(on_path)
+    # --py-spy PATH overrides all of them.
+    explicit = _program(tmp_path / "mine" / "py-spy")
+    assert envcap.find_pyspy(str(explicit), executable=str(venv_bin / "python")).path == str(
+        explicit
+    )
+
+
+def test_pyspy_missing_says_where_it_looked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    found = envcap.find_pyspy(executable=str(tmp_path / "venv" / "bin" / "python"), scripts="")
+    assert found.path is None
+    assert found.searched == f"{tmp_path / 'venv' / 'bin'} and PATH"
+    missing = envcap.find_pyspy(str(tmp_path / "no-py-spy"))
+    assert missing.path is None and missing.searched == str(tmp_path / "no-py-spy")
+
+
+def test_this_interpreter_finds_its_own_pyspy() -> None:
+    """The dev venv has py-spy as a dependency: it is found beside sys.executable."""
+    beside = Path(sys.executable).parent / "py-spy"
+    if not beside.is_file():
+        pytest.skip("py-spy is not installed beside this interpreter")
+    assert envcap.find_pyspy().path == str(beside)

@@ -62,6 +62,10 @@ def test_metrics_only_shows_the_wedge(server: Server, tmp_path: Path) -> None:
     assert server.serves()
 
 
+def child_title(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()[:60]
+
+
 def test_environment_without_pyspy(tmp_path: Path) -> None:
     child = subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(60)", "collect-env-marker"]
@@ -74,8 +78,12 @@ def test_environment_without_pyspy(tmp_path: Path) -> None:
             progress=lambda _line: None,
             stop=threading.Event(),
         )
-        assert summary.status is CollectStatus.COMPLETE
+        assert summary.status is CollectStatus.INCOMPLETE
         assert summary.dumps_ok == 0 and summary.dumps_failed == 0
+        assert summary.missing_stacks == (
+            f"PID {child.pid} ({child_title(child.pid)}): py-spy not found at "
+            "/nonexistent/py-spy (pip install py-spy, or pass --py-spy PATH)",
+        )
         files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
         assert files == [
             "bundle.toml",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,6 +13,8 @@ from hypothesis import strategies as st
 
 from reporter.evidence import faulthandler
 from reporter.model import EvidenceKind, Frame, ParseResult, ProcessDump, ThreadStatus
+
+from .conftest import line_of
 
 
 def _only(result: ParseResult) -> ProcessDump:
@@ -26,54 +29,76 @@ def _parse(folder: Path, name: str) -> ParseResult:
 # --------------------------------------------------------------------------- real captures
 
 
-def test_sigusr1_all_threads(other_samples: Path) -> None:
-    result = _parse(
-        other_samples, "faulthandler_py3.11_sigusr1_register_all-threads_100-frame-limit.txt"
-    )
+SIGUSR1 = "faulthandler_py3.11_sigusr1_register_all-threads_100-frame-limit.txt"
+PY = "/root/.pyenv/versions/3.11.7/lib/python3.11"
+FH_APP = "/tmp/reporter-demo/fh_app.py"
+
+
+def _hex(ident: int) -> str:
+    """A pthread id as faulthandler prints it."""
+    return f"0x{ident:016x}"
+
+
+def test_sigusr1_all_threads(faulthandler_samples: Path, facts: dict[str, Any]) -> None:
+    result = _parse(faulthandler_samples, SIGUSR1)
+    idents = facts["faulthandler-sigusr1"]["idents"]
     dump = _only(result)
     assert (dump.pid, dump.kind, dump.headline) == (None, EvidenceKind.FAULTHANDLER, None)
     # Printed newest first; kept oldest first, so the current (main) thread leads.
-    main, worker, deep = dump.threads
-    assert (main.thread_id, main.is_current) == ("0x00007f73387c5b80", True)
+    main, waiter, deep = dump.threads
+    assert (main.thread_id, main.is_current) == (_hex(idents["MainThread"]), True)
     assert main.frames == (
-        Frame(function="main_wait", file="/srv/fh-demo/fh_app.py", line=14),
-        Frame(function="<module>", file="/srv/fh-demo/fh_app.py", line=15),
+        Frame(function="wait", file=f"{PY}/threading.py", line=327),
+        Frame(function="wait", file=f"{PY}/threading.py", line=629),
+        Frame(function="main_wait", file=FH_APP, line=line_of("fh_app.py", "event.wait()")),
+        Frame(function="<module>", file=FH_APP, line=line_of("fh_app.py", "main_wait(never)")),
     )
-    assert worker.frames[0] == Frame(
-        function="wait", file="/usr/local/lib/python3.11/threading.py", line=327
+    assert waiter.thread_id == _hex(idents["waiter"])
+    assert waiter.frames[0] == Frame(function="wait", file=f"{PY}/threading.py", line=327)
+    assert not waiter.truncated and not waiter.is_current
+    # 150 calls deep: faulthandler prints 100 frames and "...".
+    assert (deep.thread_id, len(deep.frames), deep.truncated) == (_hex(idents["deep"]), 100, True)
+    assert deep.frames[0] == Frame(
+        function="deep", file=FH_APP, line=line_of("fh_app.py", "time.sleep(3600)")
     )
-    assert not worker.truncated and not worker.is_current
-    assert (deep.thread_id, len(deep.frames), deep.truncated) == ("0x00007f73372636c0", 100, True)
     assert dump.truncated
     assert all(t.status is ThreadStatus.UNKNOWN for t in dump.threads)
     assert not result.warnings
 
 
-def test_timeout_dump(other_samples: Path) -> None:
-    result = _parse(other_samples, "faulthandler_py3.11_dump_traceback_later_timeout.txt")
+def test_timeout_dump(faulthandler_samples: Path) -> None:
+    result = _parse(faulthandler_samples, "faulthandler_py3.11_dump_traceback_later_timeout.txt")
     dump = _only(result)
     assert dump.headline == "Timeout (0:00:01)!"
-    assert [t.thread_id for t in dump.threads] == ["0x00007f639aa88b80", "0x00007f639951f6c0"]
+    assert len(dump.threads) == 2
+    assert all(t.thread_id.startswith("0x0000") for t in dump.threads)
     assert not any(t.is_current for t in dump.threads)
     assert dump.threads[0].frames[0] == Frame(
-        function="stuck", file="/srv/fh-demo/fh_timeout.py", line=4
+        function="stuck",
+        file="/tmp/reporter-demo/fh_timeout.py",
+        line=line_of("fh_timeout.py", "    time.sleep(3600)"),
     )
     assert not result.warnings
 
 
-def test_fatal_segfault(other_samples: Path) -> None:
-    result = _parse(other_samples, "faulthandler_py3.11_fatal_segfault.txt")
+def test_fatal_segfault(faulthandler_samples: Path) -> None:
+    result = _parse(faulthandler_samples, "faulthandler_py3.11_fatal_segfault.txt")
     dump = _only(result)
     assert dump.headline == "Fatal Python error: Segmentation fault"
     current = dump.threads[0]
     assert current.is_current and current.frames[0].function == "string_at"
+    assert current.frames[1] == Frame(
+        function="read_forbidden",
+        file="/tmp/reporter-demo/fh_crash.py",
+        line=line_of("fh_crash.py", "return ctypes.string_at"),
+    )
     assert dump.source.line == 1
-    assert current.source.line == 9
+    assert current.source.line == 3
     assert not result.warnings
 
 
-def test_every_faulthandler_sample_parses(other_samples: Path) -> None:
-    files = sorted(other_samples.glob("faulthandler_*.txt"))
+def test_every_faulthandler_sample_parses(faulthandler_samples: Path) -> None:
+    files = sorted(faulthandler_samples.glob("faulthandler_*.txt"))
     assert len(files) == 3
     for path in files:
         result = faulthandler.parse(path.read_text(encoding="utf-8"), source=path.name)
@@ -263,8 +288,8 @@ def test_arbitrary_text_never_raises(text: str) -> None:
     max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.data())
-def test_mutated_samples_never_raise(other_samples: Path, data: st.DataObject) -> None:
-    path = other_samples / "faulthandler_py3.11_sigusr1_register_all-threads_100-frame-limit.txt"
+def test_mutated_samples_never_raise(faulthandler_samples: Path, data: st.DataObject) -> None:
+    path = faulthandler_samples / SIGUSR1
     lines = path.read_text(encoding="utf-8").split("\n")
     for _ in range(data.draw(st.integers(min_value=1, max_value=8))):
         index = data.draw(st.integers(min_value=0, max_value=len(lines) - 1))

@@ -114,8 +114,8 @@ def test_text_label_escapes_are_decoded() -> None:
     assert dict(series.labels) == {"path": "C:\\dir", "q": 'say "hi"'}
 
 
-def test_text_real_prometheus_client_sample(other_samples: Path) -> None:
-    path = other_samples / "prometheus_client-0.26_generate_latest_sglang-like.txt"
+def test_text_real_prometheus_client_sample(prometheus_samples: Path) -> None:
+    (path,) = prometheus_samples.glob("prometheus_client-*_generate_latest_sglang-like.txt")
     result = metrics.parse_text(path.read_text(encoding="utf-8"), source=path.name, captured_at=T0)
     assert not result.warnings
     # `_created` and `_bucket` are dropped; the histogram keeps `_count` and `_sum`.

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reporter.evidence import sniff
 from reporter.model import EvidenceKind, ParseResult
+
+from .conftest import SAMPLES
 
 
 @pytest.mark.parametrize(
@@ -86,25 +86,25 @@ def test_sniff_reads_only_the_head() -> None:
     assert sniff.sniff(text) is EvidenceKind.UNKNOWN
 
 
-def test_sniff_real_samples(reference: Path) -> None:
+def test_sniff_real_samples() -> None:
     expected_suffix = {".json": EvidenceKind.PYSPY_JSON, ".txt": EvidenceKind.PYSPY_TEXT}
-    for path in sorted((reference / "pyspy-samples").iterdir()):
+    pyspy_files = sorted((SAMPLES / "pyspy").iterdir())
+    assert len(pyspy_files) >= 30
+    for path in pyspy_files:
         if path.suffix in expected_suffix:
             assert sniff.sniff(path.read_text(encoding="utf-8")) is expected_suffix[path.suffix], (
                 path.name
             )
-    others = reference / "other-dump-samples"
-    for path in sorted(others.glob("*.txt")):
-        kind = (
-            EvidenceKind.FAULTHANDLER
-            if path.name.startswith("faulthandler")
-            else EvidenceKind.PROMETHEUS_TEXT
-            if path.name.startswith("prometheus_client")
-            else EvidenceKind.GOROUTINES
-            if path.name.startswith("go1.")
-            else EvidenceKind.UNKNOWN
-        )
-        assert sniff.sniff(path.read_text(encoding="utf-8")) is kind, path.name
+    others = {
+        "faulthandler": EvidenceKind.FAULTHANDLER,
+        "prometheus": EvidenceKind.PROMETHEUS_TEXT,
+        "go": EvidenceKind.GOROUTINES,
+    }
+    for folder, kind in others.items():
+        files = sorted((SAMPLES / folder).glob("*.txt"))
+        assert files, folder
+        for path in files:
+            assert sniff.sniff(path.read_text(encoding="utf-8")) is kind, path.name
 
 
 _DUMP_KINDS = [

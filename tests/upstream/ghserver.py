@@ -320,6 +320,20 @@ class _Handler(BaseHTTPRequestHandler):
                 return handled
         if path == "/search/issues":
             return self._search(query)
+        if path == "/rate_limit":
+            # As on GitHub: free, and the numbers of the caller (60 without a token).
+            authed = "authorization" in {k.lower() for k in self.headers}
+            core = {
+                "limit": 5000 if authed else 60,
+                "remaining": self.app.remaining if authed else 60,
+                "reset": int(time.time()) + 3600,
+            }
+            return self._raw(
+                200,
+                json.dumps({"resources": {"core": core}, "rate": core}).encode(),
+                {},
+                count=False,
+            )
         segments = path.strip("/").split("/")
         if len(segments) == 4 and segments[0] == "repos" and segments[3] == "issues":
             return self._listing(f"{segments[1]}/{segments[2]}", query, fault)

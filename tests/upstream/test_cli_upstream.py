@@ -89,6 +89,26 @@ def test_file_dry_run_prints_the_request_and_refuses_without_a_token(
     assert result.exit_code == 1, result.output
     assert "action: new-issue" in result.stdout
     assert f"POST {ghserver.url}/repos/acme/inference/issues" in result.stdout
-    assert "-------- 8< --------" in result.stdout
-    assert "refused: no GitHub token" in result.stderr
+    # Refused: the refusal and its fix come first (stderr), the body only with --show-body.
+    assert result.stderr.startswith("refused: no GitHub token for 127.0.0.1:")
+    assert "GH_ENTERPRISE_TOKEN" in result.stderr
+    assert "Tip: see `report auth status`" in result.stderr
+    assert "-------- 8< --------" not in result.stdout
+    assert "--show-body prints it" in result.stdout
+    shown = runner.invoke(
+        cli,
+        [
+            "upstream",
+            "file",
+            str(bundle),
+            "--repo",
+            "acme/inference",
+            "--base-url",
+            ghserver.url,
+            "--db",
+            str(bare_env / "index.sqlite3"),
+            "--show-body",
+        ],
+    )
+    assert shown.exit_code == 1 and "-------- 8< --------" in shown.stdout
     assert ghserver.posts() == []

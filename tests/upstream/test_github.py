@@ -59,7 +59,11 @@ def _ok(
 
 def test_headers_token_and_listing_parameters(clock: FakeClock) -> None:
     handler, seen = _sequence(_ok([{"number": 1}], {"ETag": 'W/"a"'}))
-    client = _client(handler, clock, token=Token(value="s3cret", source="GITHUB_TOKEN"))
+    client = _client(
+        handler,
+        clock,
+        token=Token(value="s3cret", source="GH_ENTERPRISE_TOKEN", host="api.example.test"),
+    )
     (page,) = list(client.list_issues("a/b", since="2025-01-01T00:00:00Z"))
     request = seen[0]
     assert request.headers["authorization"] == "Bearer s3cret"
@@ -197,7 +201,8 @@ def test_a_rate_limit_longer_than_the_allowed_wait_is_an_error(clock: FakeClock)
         list(_client(handler, clock).list_issues("a/b"))
     assert clock.sleeps == []
     assert len(seen) == 1
-    assert "GITHUB_TOKEN" in caught.value.tip
+    # api.example.test is not github.com: the tip names the Enterprise variables.
+    assert "GH_ENTERPRISE_TOKEN" in caught.value.tip
 
 
 def test_secondary_limit_without_headers_backs_off_from_60s(clock: FakeClock) -> None:
@@ -269,10 +274,11 @@ def test_parse_link(header: str, expected: dict[str, str]) -> None:
 
 
 def test_token_from_environment_first(tmp_path: Path) -> None:
+    # gh's order: GH_TOKEN before GITHUB_TOKEN.
     env = {"GITHUB_TOKEN": " t1 ", "GH_TOKEN": "t2", "HOME": str(tmp_path)}
-    assert find_token(env) == Token(value="t1", source="GITHUB_TOKEN")
-    assert find_token({"GH_TOKEN": "t2", "HOME": str(tmp_path)}) == Token(
-        value="t2", source="GH_TOKEN"
+    assert find_token(env) == Token(value="t2", source="GH_TOKEN")
+    assert find_token({"GITHUB_TOKEN": " t1 ", "HOME": str(tmp_path)}) == Token(
+        value="t1", source="GITHUB_TOKEN"
     )
     assert find_token({"HOME": str(tmp_path)}) is None
 

@@ -46,7 +46,11 @@ def filer(
     ghserver.issues[EMPTY] = []
     ghserver.stall = 1.5
     shutil.copytree(TP_DESYNC, tmp_path / "bundle")
-    env = {"GITHUB_TOKEN": "test-token", "GITHUB_API_URL": ghserver.url, "HOME": str(tmp_path)}
+    env = {
+        "GH_ENTERPRISE_TOKEN": "test-token",
+        "GITHUB_API_URL": ghserver.url,
+        "HOME": str(tmp_path),
+    }
 
     def file(repo: str, **options: Any) -> FileResult:
         bundle, analysis = app.load_and_analyze([tmp_path / "bundle"], app.Options())

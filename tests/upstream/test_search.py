@@ -178,7 +178,7 @@ def test_cli_text_from_stdin(cache_home: Path) -> None:
             "no such issue index",
         ),
         (["index", "export", "--db", "/nonexistent/x.sqlite3"], 2, "no such issue index"),
-        (["sync"], 2, "Missing argument"),
+        (["sync"], 2, "no repository to sync"),  # none given, none in the config
     ],
 )
 def test_cli_usage_errors(cache_home: Path, args: list[str], code: int, needle: str) -> None:
@@ -237,3 +237,10 @@ def test_example_jsonl_matches_its_generator() -> None:
     rows = [json.loads(line) for line in EXAMPLE_ISSUES.read_text(encoding="utf-8").splitlines()]
     assert len(rows) >= 40
     assert {r["number"] for r in rows} >= DUPLICATES
+
+
+def test_the_example_issues_ship_as_package_data() -> None:
+    """`search-upstream --offline` works outside a checkout: the copy in the package is current."""
+    shipped = ROOT / "reporter" / "data" / "example-issues.jsonl"
+    assert shipped.read_bytes() == EXAMPLE_ISSUES.read_bytes()
+    assert search.example_jsonl() == shipped

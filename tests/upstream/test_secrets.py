@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from reporter import secrets
 from reporter.render import lint
-from reporter.upstream import secrets
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import pytest
 
 from reporter.errors import RateLimitError, UpstreamError
 from reporter.upstream import search
+from reporter.upstream.auth import host_of
 from reporter.upstream.github import GitHubClient, RetryPolicy, Token
 from reporter.upstream.index import Index
 from reporter.upstream.query import query_from_text
@@ -48,7 +49,7 @@ def _close_clients() -> Iterator[None]:
 def _client(server: GitHubServer, clock: FakeClock, **kwargs: object) -> GitHubClient:
     client = GitHubClient(
         base_url=server.url,
-        token=Token(value="t0k", source="test"),
+        token=Token(value="t0k", source="test", host=host_of(server.url)),
         clock=clock,
         **kwargs,  # type: ignore[arg-type]
     )
@@ -239,7 +240,7 @@ def test_online_search_asks_github_and_ranks_locally(
     query = query_from_text(
         "Scheduler hangs in check_hicache_events\n\nranks stuck in all_reduce", repos=[REPO]
     )
-    env = {"GITHUB_API_URL": ghserver.url, "GITHUB_TOKEN": "x"}
+    env = {"GITHUB_API_URL": ghserver.url, "GH_ENTERPRISE_TOKEN": "x"}
     outcome = search.run_search(
         query, db=tmp_path / "o.sqlite3", online=True, limit=5, env=env, clock=clock
     )
@@ -262,7 +263,7 @@ def test_online_search_falls_back_to_the_index_when_github_fails(
         index.import_jsonl([json.dumps(line)], source="x")
     ghserver.inject(Fault("503", times=100))
     query = query_from_text("hang in check_hicache_events", repos=[REPO])
-    env = {"GITHUB_API_URL": ghserver.url, "GITHUB_TOKEN": "x"}
+    env = {"GITHUB_API_URL": ghserver.url, "GH_ENTERPRISE_TOKEN": "x"}
     outcome = search.run_search(query, db=db, online=True, limit=5, env=env, clock=clock)
     assert any("results come from the local index" in n for n in outcome.notes)
     assert [c.issue.record.number for c in outcome.candidates] == [5]

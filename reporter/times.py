@@ -1,4 +1,4 @@
-"""Time helpers shared by the metric, log and systemd parsers: read, check and print UTC times.
+"""Time helpers shared by every layer: read, check and print UTC times.
 
 Every time in the model is an aware `datetime` in UTC. Evidence gives times as
 ISO 8601 text (`2026-11-29T14:43:41.973Z`, `2026-11-29 14:43:41,973`), Unix

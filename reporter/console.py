@@ -1,0 +1,79 @@
+"""Terminal output for the CLI: JSON documents, colour and progress policy, broken pipes.
+
+Used by `reporter.cli` only. Colour and animation appear only on a terminal and never
+with `NO_COLOR` set (https://no-color.org) or `TERM=dumb`; piped output is plain text.
+rich is imported only when a progress bar is actually drawn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+
+def emit_json(document: Any, *, stream: TextIO | None = None) -> None:
+    """One JSON document on stdout, indented, UTF-8 kept as is."""
+    (stream or sys.stdout).write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+
+def fancy(stream: TextIO) -> bool:
+    """True when `stream` is a terminal that wants colour and animation."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def say(line: str) -> None:
+    """A progress or note line on stderr."""
+    print(line, file=sys.stderr, flush=True)
+
+
+@contextmanager
+def progress_bars(
+    line: Callable[[str], None] = say,
+) -> Iterator[tuple[Callable[[str], None], Callable[[str, int, int], None] | None]]:
+    """`(line, tick)` for a long-running command: on a terminal, rich bars on stderr
+    (`tick(what, done, total)` moves the bar named `what`; lines print above them);
+    elsewhere plain lines and no `tick`."""
+    if not fancy(sys.stderr):
+        yield line, None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+
+    console = Console(stderr=True)
+    bars: dict[str, TaskID] = {}
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+
+        def tick(what: str, done: int, total: int) -> None:
+            if what not in bars:
+                bars[what] = progress.add_task(what, total=total)
+            progress.update(bars[what], completed=done, total=total)
+
+        def print_line(text: str) -> None:
+            progress.console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+        yield print_line, tick
+
+
+def silence_stdout() -> None:
+    """After a broken pipe (`report status | head -1`): send the rest of stdout nowhere,
+    so the interpreter's final flush does not complain."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (a test runner's buffer): nothing to silence

@@ -1,0 +1,285 @@
+"""The `--json` documents of every command, as JSON Schema (draft 2020-12) data.
+
+One schema per command that produces a result. They are the contract: the tests
+validate every command's `--json` output against them, and `tools/gen_cli_docs.py`
+writes them into `docs/cli.md` and the README's "JSON output" section. Objects allow
+keys beyond the ones listed (new keys may be added; listed keys keep their meaning
+and type), except where a schema says otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Schema = dict[str, Any]
+
+STR: Schema = {"type": "string"}
+INT: Schema = {"type": "integer", "minimum": 0}
+NUM: Schema = {"type": "number"}
+BOOL: Schema = {"type": "boolean"}
+STR_OR_NULL: Schema = {"type": ["string", "null"]}
+STRS: Schema = {"type": "array", "items": STR}
+
+
+def obj(description: str, /, **properties: Schema) -> Schema:
+    """An object with these required properties (more keys allowed)."""
+    return {
+        "type": "object",
+        "description": description,
+        "required": list(properties),
+        "properties": properties,
+    }
+
+
+def array(items: Schema) -> Schema:
+    """A list of `items`."""
+    return {"type": "array", "items": items}
+
+
+def described(schema: Schema, description: str) -> Schema:
+    """`schema` with a description (shown in the docs)."""
+    return {**schema, "description": description}
+
+
+MERGE = {
+    "type": ["object", "null"],
+    "description": "null for a new report; else what merging into the edited report did "
+    "(region ids per outcome)",
+    "required": [
+        "regenerated",
+        "kept_edited",
+        "conflicts",
+        "added",
+        "removed_by_reviewer",
+        "retired",
+        "front_matter_added",
+        "damaged",
+    ],
+    "properties": {
+        **{
+            key: STRS
+            for key in (
+                "regenerated",
+                "kept_edited",
+                "conflicts",
+                "added",
+                "removed_by_reviewer",
+                "retired",
+                "front_matter_added",
+            )
+        },
+        "damaged": array(obj("a region left as text", line=INT, problem=STR)),
+    },
+}
+
+RATE = obj("the core REST limit", limit=INT, remaining=INT, reset=INT)
+
+SCHEMAS: dict[str, Schema] = {
+    "analyze": obj(
+        "The verdict and everything behind it (see README 'analyze --json').",
+        verdict=STR,
+        confidence=STR,
+        summary=STR,
+        snapshots=INT,
+        classes=array({"type": "object"}),
+        branch_point={"type": ["object", "null"]},
+        missing_ranks=array({"type": "integer"}),
+        failed_dumps=array({"type": "object"}),
+        signature={"type": ["object", "string"]},
+        warnings=array({"type": ["string", "object"]}),
+    ),
+    "draft": obj(
+        "Where the report went.",
+        path=described(STR, "the report written (or found up to date)"),
+        backup=described(STR_OR_NULL, "the previous version kept as .bak, if any"),
+        unchanged=described(BOOL, "true when the report was already up to date"),
+        charts=described(STR_OR_NULL, "the metrics SVG beside the report, if any"),
+        verdict=STR,
+        signature=STR,
+        merge=MERGE,
+    ),
+    "diff": obj(
+        "Ranked changes between two runs, likeliest culprit first.",
+        changes=array(
+            obj(
+                "one change",
+                kind=STR,
+                key=STR,
+                status=STR,
+                before=STR_OR_NULL,
+                after=STR_OR_NULL,
+                score={"type": "integer"},
+                why=STR,
+            )
+        ),
+        unchanged={"type": "object", "additionalProperties": {"type": "integer"}},
+        notes=STRS,
+        good=STR,
+        bad=STR,
+    ),
+    "init": obj(
+        "The manifest written and the guesses it holds as comments.",
+        path=STR,
+        suggestions=array(
+            obj(
+                "one guess, written commented out",
+                key=STR,
+                value={"type": ["string", "integer", "array"]},
+                why=STR,
+            )
+        ),
+    ),
+    "lint": obj(
+        "Findings, by file and line.",
+        files=STRS,
+        findings=array(obj("one finding", path=STR, line=INT, rule=STR, message=STR, hint=STR)),
+    ),
+    "status": {
+        "type": "array",
+        "description": "One row per report (kept a list for compatibility).",
+        "items": obj(
+            "one report",
+            path=STR,
+            kind=STR,
+            status=STR,
+            owners=STRS,
+            title=STR,
+            signature=STR,
+            todos=INT,
+            upstream_issue=STR_OR_NULL,
+        ),
+    },
+    "preview": obj("The HTML page written.", path=STR),
+    "search-upstream": obj(
+        "Candidates best first, the query and the index searched.",
+        candidates=array(
+            obj(
+                "one upstream issue",
+                repo=STR,
+                number=INT,
+                title=STR,
+                state=STR,
+                url=STR,
+                score=NUM,
+                level=STR,
+                reasons={"type": "object"},
+            )
+        ),
+        query=obj("what was searched for", repos=STRS, title=STR, errors=STRS),
+        index=obj(
+            "the index searched",
+            path=STR,
+            example=described(BOOL, "true for the bundled example index"),
+            issues_searched=INT,
+        ),
+        notes=STRS,
+    ),
+    "sync": obj(
+        "What each repository's sync fetched.",
+        index=STR,
+        repos=array(
+            obj(
+                "one repository",
+                repo=STR,
+                stored=INT,
+                pages=INT,
+                requests=INT,
+                not_modified=BOOL,
+                resumed=BOOL,
+            )
+        ),
+        notes=STRS,
+    ),
+    "index import": obj(
+        "Issues imported and lines skipped.",
+        index=STR,
+        imported=INT,
+        skipped=described(STRS, "`file:line: reason` per skipped line"),
+    ),
+    "index export": obj(
+        "The indexed issues (the same objects as the JSONL lines).",
+        index=STR,
+        repo=STR_OR_NULL,
+        count=INT,
+        issues=array({"type": "object", "required": ["repo", "number", "title"]}),
+    ),
+    "collect": obj(
+        "What a live collection took and skipped.",
+        status=described(
+            {"enum": ["complete", "incomplete", "interrupted", "failed"]},
+            "incomplete: no stack came back from any process it was asked to dump",
+        ),
+        out=STR,
+        targets=INT,
+        dumps_ok=INT,
+        dumps_failed=INT,
+        scrapes=INT,
+        files=INT,
+        seconds=NUM,
+        skipped=array(obj("one thing not captured", what=STR, reason=STR)),
+        missing_stacks=described(STRS, "status incomplete: why, per target"),
+        advice=STRS,
+    ),
+    "upstream draft": obj(
+        "The redacted draft written for review.",
+        path=STR,
+        backup=STR_OR_NULL,
+        repo=STR,
+        form=described(STR, "the issue form followed (or 'generic')"),
+        characters=INT,
+        redacted=described(INT, "values replaced by placeholders"),
+        redactions=array(obj("one kind of value in one place", kind=STR, where=STR, count=INT)),
+        todos=described(INT, "TODO(reviewer) lines left to fill"),
+        leaks=described(STRS, "what the final scan still flags"),
+        trimmed=STRS,
+        notes=STRS,
+    ),
+    "upstream file": obj(
+        "The decision and, when sent, the issue or comment URL.",
+        action=described(
+            {"enum": ["new-issue", "comment", "already-filed", "skip-identical-comment"]},
+            "what was (or would be) done",
+        ),
+        repo=STR,
+        sent=BOOL,
+        url=described(STR, "the filed issue or comment (sent), or the duplicate's"),
+        target={"type": ["integer", "null"]},
+        reasons=STRS,
+        refusals=described(STRS, "why it was not sent; empty when it could be"),
+        notes=STRS,
+        recorded=STR_OR_NULL,
+        request={
+            "type": ["object", "null"],
+            "description": "exactly what would be sent (the body only as its length)",
+            "required": ["method", "url", "title", "labels", "characters"],
+            "properties": {
+                "method": STR,
+                "url": STR,
+                "title": STR_OR_NULL,
+                "labels": STRS,
+                "characters": INT,
+            },
+        },
+    ),
+    "auth status": obj(
+        "Which host, where its token came from (never the token) and the limit left.",
+        host=STR,
+        api_url=STR,
+        authenticated=BOOL,
+        token_source=described(STR_OR_NULL, "e.g. GH_TOKEN, or gh auth token (keyring)"),
+        rate_limit={**RATE, "type": ["object", "null"]},
+        error=STR_OR_NULL,
+    ),
+    "config show": obj(
+        "The config file and the settings it gives.",
+        path=STR,
+        exists=BOOL,
+        settings=obj(
+            "every key, null when unset",
+            repos=STRS,
+            index=STR_OR_NULL,
+            forms=STR_OR_NULL,
+            host=STR_OR_NULL,
+        ),
+    ),
+}

@@ -1,0 +1,217 @@
+"""Every command that produces a result, run with `--json`, against its documented schema.
+
+The schemas are `reporter.schemas.SCHEMAS`; `docs/cli.md` and the README are generated
+from them (tests/test_cli_docs.py keeps those current). Each command runs for real:
+bundles from fixtures/, GitHub as the local server, py-spy against a child process.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from typer.testing import CliRunner
+from upstream.ghserver import GitHubServer
+
+from reporter import schemas
+from reporter.cli import cli, plain_metavars
+from reporter.collect import envcap
+
+ROOT = Path(__file__).resolve().parents[1]
+BUNDLES = ROOT / "fixtures" / "bundles"
+EXAMPLE_ISSUES = ROOT / "fixtures" / "github" / "issues.jsonl"
+runner = CliRunner()
+
+
+def check(name: str, args: list[str], *, code: int = 0) -> Any:
+    """Run `report ARGS --json`; the exit code must be `code` and stdout one valid document."""
+    result = runner.invoke(cli, [*args, "--json"])
+    assert result.exit_code == code, (name, result.output)
+    document = json.loads(result.stdout)
+    jsonschema.validate(document, schemas.SCHEMAS[name])
+    return document
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Caches, config and gh config in tmp; no token; GitHub unreachable unless a test says."""
+    for name in (
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "GH_ENTERPRISE_TOKEN",
+        "GITHUB_ENTERPRISE_TOKEN",
+        "GH_HOST",
+        "GH_CONFIG_DIR",
+        "REPORTER_CONFIG",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("GITHUB_API_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no gh
+    return tmp_path
+
+
+@pytest.fixture
+def server() -> Iterator[GitHubServer]:
+    ghserver = GitHubServer()
+    ghserver.start()
+    try:
+        yield ghserver
+    finally:
+        ghserver.stop()
+
+
+def test_every_json_command_has_a_schema() -> None:
+    """A `--json` flag without a documented schema (or the reverse) fails here."""
+    from typer.main import get_command
+
+    group = get_command(cli)
+    plain_metavars(group)
+    found: set[str] = set()
+
+    def walk(command: Any, path: tuple[str, ...]) -> None:
+        if any("--json" in getattr(p, "opts", ()) for p in command.params):
+            found.add(" ".join(path))
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, (*path, name))
+
+    walk(group, ())
+    assert found == set(schemas.SCHEMAS)
+    for schema in schemas.SCHEMAS.values():
+        jsonschema.Draft202012Validator.check_schema(schema)
+
+
+def test_report_commands_json(home: Path) -> None:
+    bundle = BUNDLES / "tp_desync"
+    analyzed = check("analyze", ["analyze", str(bundle)])
+    assert analyzed["verdict"]
+
+    out = home / "reports" / "tp.md"
+    drafted = check("draft", ["draft", str(bundle), "-o", str(out)])
+    assert drafted["path"] == str(out) and drafted["merge"] is None
+    assert drafted["verdict"] == analyzed["verdict"]
+    again = check("draft", ["draft", str(bundle), "-o", str(out)])
+    assert again["unchanged"] is True and again["merge"]["regenerated"] == []
+
+    rows = check("status", ["status", str(home / "reports")])
+    assert [r["path"] for r in rows] == [str(out)]
+    linted = check("lint", ["lint", str(out)], code=0)
+    assert linted["files"] == [str(out)]
+
+    html = home / "tp.html"
+    assert check("preview", ["preview", str(out), "-o", str(html)]) == {"path": str(html)}
+    assert html.is_file()
+
+    changed = check("diff", ["diff", str(BUNDLES / "dp_tp"), str(bundle)])
+    assert changed["good"] == str(BUNDLES / "dp_tp")
+
+    folder = home / "evidence"
+    shutil.copytree(bundle, folder, ignore=shutil.ignore_patterns("bundle.toml", "*.md"))
+    made = check("init", ["init", str(folder)])
+    assert made["path"] == str(folder / "bundle.toml")
+    assert {s["key"] for s in made["suggestions"]} >= {"upstream", "world_size"}
+
+
+def test_index_and_search_json(home: Path) -> None:
+    db = home / "index.sqlite3"
+    imported = check("index import", ["index", "import", str(EXAMPLE_ISSUES), "--db", str(db)])
+    assert imported["imported"] > 40 and imported["skipped"] == []
+    exported = check("index export", ["index", "export", "--db", str(db), "--repo", "a/b"])
+    assert exported["count"] == 0 and exported["repo"] == "a/b"
+    everything = check("index export", ["index", "export", "--db", str(db)])
+    assert everything["count"] == imported["imported"] == len(everything["issues"])
+    found = check(
+        "search-upstream", ["search-upstream", str(BUNDLES / "tp_desync"), "--db", str(db)]
+    )
+    assert found["index"]["path"] == str(db) and found["candidates"]
+
+
+def test_sync_auth_and_config_json(
+    home: Path, server: GitHubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for number in range(1, 4):
+        server.add_issue("a/b", number)
+    monkeypatch.setenv("GITHUB_API_URL", server.url)
+    synced = check("sync", ["sync", "a/b", "--db", str(home / "s.sqlite3")])
+    assert synced["repos"][0]["stored"] == 3 and synced["repos"][0]["repo"] == "a/b"
+
+    status = check("auth status", ["auth", "status"])
+    assert status["authenticated"] is False and status["token_source"] is None
+    assert status["rate_limit"]["limit"] == 60
+    monkeypatch.setenv("GH_ENTERPRISE_TOKEN", "ghe-secret-value")
+    status = check("auth status", ["auth", "status"])
+    assert status["token_source"] == "GH_ENTERPRISE_TOKEN"
+    assert status["rate_limit"]["limit"] == 5000
+
+    shown = check("config show", ["config", "show"])
+    assert shown["exists"] is False and shown["settings"]["repos"] == []
+
+
+def test_upstream_json(home: Path, server: GitHubServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    bundle = home / "bundle"
+    shutil.copytree(BUNDLES / "tp_desync", bundle)
+    out = home / "up.md"
+    drafted = check(
+        "upstream draft",
+        ["upstream", "draft", str(bundle), "--repo", "acme/inference", "--offline", "-o", str(out)],
+    )
+    assert drafted["path"] == str(out) and drafted["form"] == "generic"
+    assert drafted["characters"] > 1000
+
+    server.issues["acme/empty"] = []
+    common = ["upstream", "file", str(bundle), "--repo", "acme/empty"]
+    common += ["--base-url", server.url, "--db", str(home / "i.sqlite3")]
+    refused = check("upstream file", common, code=1)
+    assert refused["sent"] is False and refused["refusals"]
+    assert refused["request"]["characters"] > 1000
+    monkeypatch.setenv("GH_ENTERPRISE_TOKEN", "test-token")
+    filed = check("upstream file", [*common, "--yes"])
+    assert filed["sent"] is True and filed["action"] == "new-issue"
+    assert filed["url"] == server.issues["acme/empty"][0]["html_url"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_collect_json(home: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        time.sleep(0.3)
+        missing = check(
+            "collect",
+            [
+                "collect",
+                "-o",
+                str(home / "a"),
+                "--pid",
+                str(child.pid),
+                "--snapshots",
+                "1",
+                "--py-spy",
+                str(home / "no-py-spy"),
+            ],
+            code=1,
+        )
+        assert missing["status"] == "incomplete" and missing["dumps_ok"] == 0
+        assert missing["missing_stacks"] == [
+            f"PID {child.pid} ({sys.executable} -c import time; time.sleep(60)): py-spy not "
+            f"found at {home / 'no-py-spy'} (pip install py-spy, or pass --py-spy PATH)"
+        ]
+        if envcap.find_pyspy().path is None:
+            pytest.skip("py-spy is not installed beside this interpreter or on PATH")
+        taken = check(
+            "collect",
+            ["collect", "-o", str(home / "b"), "--pid", str(child.pid), "--snapshots", "1"],
+        )
+        assert taken["status"] == "complete" and taken["dumps_ok"] == 1
+    finally:
+        child.kill()
+        child.wait()
