@@ -139,9 +139,9 @@ SHAPES: dict[str, Shape] = {
                 "specific": Key(bool),
             }
         )
-        for name in ("collective", "wait", "generic", "idle")
+        for name in ("collective", "wait", "generic", "idle", "idle_loop")
     }
-    | {"library": Table({"file": _GLOBS})},
+    | {"library": Table({"file": _GLOBS}), "states": Table({"idle_waits": Key(Strings)})},
     "goroutines.toml": {
         "plumbing": Table({"functions": _GLOBS}),
         "runtime": Table({"functions": _GLOBS}),
