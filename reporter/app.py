@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 
 from reporter import bundle as bundle_io
 from reporter.analysis import Analysis, Similarity, analyze, format_ranks, to_json
+from reporter.analysis.export import dumps_deep
 from reporter.errors import InputError, OutputError, UsageError
 from reporter.manifest import MANIFEST_NAME
-from reporter.model import METRIC_KINDS, SUMMARISED_KINDS, Bundle
+from reporter.model import METRIC_KINDS, SUMMARISED_KINDS, Bundle, innermost_python
 from reporter.render import markdown as md
 from reporter.writer import write_atomic
 
@@ -205,7 +206,8 @@ def verdict_text(analysis: Analysis) -> str:
         lines.append(f"instance {inst.id}: {inst.verdict.value} ({inst.label})")
     for stack_class in analysis.classes:
         blocked = stack_class.collective or stack_class.wait or "-"
-        top = stack_class.frames[0].display() if stack_class.frames else "-"
+        innermost = innermost_python(stack_class.frames)
+        top = innermost.display() if innermost is not None else "-"
         label = (
             f"{stack_class.instance}:{stack_class.label}"
             if analysis.instances
@@ -242,7 +244,11 @@ def analysis_json(analysis: Analysis) -> str:
 
 def _json_lines(data: dict[str, object]) -> str:
     def dump(value: object) -> str:
-        return json.dumps(value, ensure_ascii=False)
+        try:
+            return json.dumps(value, ensure_ascii=False)
+        except RecursionError:
+            # A value nested past the C encoder's limit (the tree of a 10,000-frame stack).
+            return dumps_deep(value)
 
     out = ["{"]
     for index, (key, value) in enumerate(data.items()):

@@ -134,6 +134,7 @@ SHAPES: dict[str, Shape] = {
                 "name": Key(str),
                 "function": _GLOBS,
                 "file": _GLOBS,
+                "not_file": _GLOBS,
                 "qualname": _GLOBS,
                 "native": Key(bool),
                 "specific": Key(bool),

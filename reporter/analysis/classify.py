@@ -63,6 +63,7 @@ class Rule:
     qualname: re.Pattern[str] | None
     file: re.Pattern[str] | None
     native: bool | None
+    not_file: re.Pattern[str] | None = None
 
     def matches(self, short: str, function: str, file: str, native: bool) -> bool:
         """True when every field the rule gives matches this frame."""
@@ -71,6 +72,8 @@ class Rule:
         if self.function is not None and self.function.fullmatch(short) is None:
             return False
         if self.qualname is not None and self.qualname.fullmatch(function) is None:
+            return False
+        if self.not_file is not None and self.not_file.search(file) is not None:
             return False
         return self.file is None or self.file.search(file) is not None
 
@@ -211,6 +214,7 @@ def parse_rules(text: str, *, source: str = "frames.toml") -> RuleSet:
             function = _string_list(entry, "function", where)
             qualname = _string_list(entry, "qualname", where)
             files = _string_list(entry, "file", where)
+            not_files = _string_list(entry, "not_file", where)
             if function is None and qualname is None:
                 raise ReporterError(f"{where} ({rule_id}): needs `function` or `qualname`")
             name = entry.get("name")
@@ -237,6 +241,7 @@ def parse_rules(text: str, *, source: str = "frames.toml") -> RuleSet:
                     qualname=_name_regex(qualname) if qualname else None,
                     file=_file_regex(files) if files else None,
                     native=native,
+                    not_file=_file_regex(not_files) if not_files else None,
                 )
             )
     library = data.get("library", {})

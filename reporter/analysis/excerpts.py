@@ -29,7 +29,7 @@ from typing import Protocol
 from reporter import rules as data_files
 from reporter.analysis.result import Analysis, CodeView, ExcerptAnalysis
 from reporter.evidence.env import normalise_package
-from reporter.model import Bundle, CodeExcerpt, FileHash, Frame, Package
+from reporter.model import Bundle, CodeExcerpt, FileHash, Frame, Package, innermost_python
 
 DEFAULT_CONTEXT = 6
 MAX_AUTOMATIC = 8
@@ -261,8 +261,8 @@ def _targets(analysis: Analysis) -> list[_Target]:
                 last = branch.frames[-1]
                 add(last, f"{branch.label} waits here: `{last.function}`")
     for stack_class in analysis.classes:
-        if stack_class.frames:
-            top = stack_class.frames[0]
+        top = innermost_python(stack_class.frames)
+        if top is not None:
             add(top, f"{stack_class.label} innermost frame: `{top.function}`")
     return found
 

@@ -96,6 +96,11 @@ def confidence(finding: Finding, ctx: Context) -> tuple[Confidence, tuple[str, .
             "rank identities unknown: PIDs stand in for ranks, so collective groups and "
             "missing ranks cannot be checked"
         )
+    elif ctx.unit == "process" and ctx.ranks:
+        notes.append(
+            "rank identities and PIDs unknown: processes are numbered by their place in "
+            "the evidence, so collective groups and missing ranks cannot be checked"
+        )
     elif ctx.unidentified:
         notes.append(
             f"{plural(len(ctx.unidentified), 'process')} without a rank identity left out: "
@@ -136,10 +141,12 @@ def describe_class(stack: StackClass, classifier: Classifier) -> str:
 
 
 def _ranks_text(unit: str, ranks: Sequence[int]) -> str:
-    word = "rank" if unit == "rank" else "PID"
+    word, words = {"rank": ("rank", "ranks"), "pid": ("PID", "PIDs")}.get(
+        unit, ("process", "processes")
+    )
     if len(ranks) == 1:
         return f"{word} {ranks[0]}"
-    return f"{word}s {format_ranks(ranks)}"
+    return f"{words} {format_ranks(ranks)}"
 
 
 def _cap(text: str) -> str:

@@ -3,7 +3,8 @@
 Input: an `Analysis`. Output: a dict of str/int/list/dict/None only, in a
 fixed key order, so `json.dumps(to_json(a))` is byte-stable. Frames are
 `"function (file)"`, innermost first unless a key says otherwise; rank sets
-are lists of ints (ranks, or PIDs when `rank_unit` is `"pid"`). Later
+are lists of ints (ranks, or PIDs when `rank_unit` is `"pid"`, or positions in
+the evidence when it is `"process"`: no dump named a PID). Later
 versions add keys and never rename these. `wedge` (null without metrics) and
 `timeline` (a list of `{at, kind, text, source}`) carry times as ISO 8601 UTC.
 `environment` (allowlisted, redacted), `diff` (null without a baseline),
@@ -16,6 +17,7 @@ empty for one server or job, else one entry per instance (`id`, `label`, `pids`,
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from reporter.analysis.result import (
@@ -75,12 +77,64 @@ def branch_json(point: BranchPoint | None) -> JSON | None:
 
 
 def tree_json(node: TreeNode) -> JSON:
-    """The merged tree, root first; the root's `frame` is null."""
-    return {
-        "frame": node.frame.display() if node.frame is not None else None,
-        "label": node.label,
-        "children": [tree_json(child) for child in node.children],
-    }
+    """The merged tree, root first; the root's `frame` is null.
+
+    Built without recursion: a tree is as deep as the deepest stack (10,000 frames
+    in a runaway recursion).
+    """
+    out: JSON = {}
+    pending: list[tuple[TreeNode, JSON]] = [(node, out)]
+    while pending:
+        current, target = pending.pop()
+        children: list[JSON] = []
+        target["frame"] = current.frame.display() if current.frame is not None else None
+        target["label"] = current.label
+        target["children"] = children
+        for child in current.children:
+            slot: JSON = {}
+            children.append(slot)
+            pending.append((child, slot))
+    return out
+
+
+class _Raw(str):
+    """Output text queued between values while encoding (never a value itself)."""
+
+    __slots__ = ()
+
+
+def dumps_deep(value: object) -> str:
+    """`json.dumps(value, ensure_ascii=False)` for nesting of any depth, without recursion.
+
+    The C encoder recurses once per level and stops at the recursion limit; the
+    merged tree of a deep stack nests that far. Scalars still go through `json.dumps`.
+    """
+    parts: list[str] = []
+    # Work items: a value to encode, or a piece of output text (`_Raw`).
+    pending: list[object] = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, _Raw):
+            parts.append(item)
+        elif isinstance(item, dict):
+            pieces: list[object] = [_Raw("{")]
+            for index, (key, member) in enumerate(item.items()):
+                separator = ", " if index else ""
+                pieces.append(_Raw(separator + json.dumps(str(key), ensure_ascii=False) + ": "))
+                pieces.append(member)
+            pieces.append(_Raw("}"))
+            pending.extend(reversed(pieces))
+        elif isinstance(item, list):
+            pieces = [_Raw("[")]
+            for index, member in enumerate(item):
+                if index:
+                    pieces.append(_Raw(", "))
+                pieces.append(member)
+            pieces.append(_Raw("]"))
+            pending.extend(reversed(pieces))
+        else:
+            parts.append(json.dumps(item, ensure_ascii=False))
+    return "".join(parts)
 
 
 def process_json(process: RankProcess) -> JSON:

@@ -86,18 +86,34 @@ class _Node:
         self.children: dict[object, _Node] = {}
 
     def freeze(self) -> TreeNode:
-        ranks = tuple(sorted(set(chain.from_iterable(self.ranks))))
-        kids = sorted(
-            (child.freeze() for child in self.children.values()),
-            key=lambda n: (
-                n.ranks[0] if n.ranks else -1,
-                n.frame.display() if n.frame else "",
-                n.frame.line if n.frame and n.frame.line is not None else -1,
-            ),
-        )
-        return TreeNode(
-            frame=self.frame, ranks=ranks, label=format_ranks(ranks), children=tuple(kids)
-        )
+        """The frozen subtree, built bottom-up without recursion (stacks can be 10,000 deep)."""
+        order: list[_Node] = []
+        pending = [self]
+        while pending:
+            node = pending.pop()
+            order.append(node)
+            pending.extend(node.children.values())
+        frozen: dict[int, TreeNode] = {}
+        # Children come after their parent in `order`, so reversed order is bottom-up.
+        for node in reversed(order):
+            ranks = tuple(sorted(set(chain.from_iterable(node.ranks))))
+            kids = sorted(
+                (frozen.pop(id(child)) for child in node.children.values()),
+                key=_child_order,
+            )
+            frozen[id(node)] = TreeNode(
+                frame=node.frame, ranks=ranks, label=format_ranks(ranks), children=tuple(kids)
+            )
+        return frozen[id(self)]
+
+
+def _child_order(node: TreeNode) -> tuple[int, str, int]:
+    """Siblings by smallest rank, then frame text and line: byte-stable output."""
+    return (
+        node.ranks[0] if node.ranks else -1,
+        node.frame.display() if node.frame else "",
+        node.frame.line if node.frame and node.frame.line is not None else -1,
+    )
 
 
 def build_tree(

@@ -364,8 +364,9 @@ def _snapshot_order(dumps: list[tuple[int, ProcessDump]]) -> tuple[ProcessDump, 
 def _gather(bundle: Bundle) -> list[_Candidate]:
     by_key: dict[tuple[str, object], _Candidate] = {}
     for index, dump in enumerate(bundle.dumps):
+        # Without a PID a file is one process, unless its parser numbered several (`slot`).
         key: tuple[str, object] = (
-            ("pid", dump.pid) if dump.pid is not None else ("file", dump.source.path)
+            ("pid", dump.pid) if dump.pid is not None else ("file", (dump.source.path, dump.slot))
         )
         cand = by_key.get(key)
         if cand is None:
@@ -380,7 +381,12 @@ def _gather(bundle: Bundle) -> list[_Candidate]:
 
 
 def _label(cand: _Candidate) -> str:
-    what = f"PID {cand.pid}" if cand.pid is not None else f"the dump in {cand.paths[0]}"
+    if cand.pid is not None:
+        what = f"PID {cand.pid}"
+    else:
+        slot = cand.dumps[0][1].slot if cand.dumps else 0
+        where = f"{cand.paths[0]}:{cand.dumps[0][1].source.line}" if slot else cand.paths[0]
+        what = f"the dump in {where}"
     return f"{what} ({cand.title})" if cand.title else what
 
 
@@ -524,7 +530,9 @@ def _finish(
     if cand.pid is not None:
         key = f"rank:{rank}" if rank is not None else f"pid:{cand.pid}"
     else:
-        key = f"rank:{rank}" if rank is not None else f"file:{cand.paths[0]}"
+        slot = cand.dumps[0][1].slot if cand.dumps else 0
+        place = f"{cand.paths[0]}#{slot}" if slot else cand.paths[0]
+        key = f"rank:{rank}" if rank is not None else f"file:{place}"
     if multi and rank is not None:
         # Ranks repeat across instances; the key stays unique.
         key = f"instance:{cand.instance}/{key}"
@@ -534,7 +542,7 @@ def _finish(
         base = (
             f"no rank found; PID {cand.pid} stands in"
             if cand.pid is not None
-            else f"no rank or PID; numbered {unit} by position in the bundle"
+            else f"no rank or PID; {_label(cand)[len('the dump in ') :]} numbered {unit} by position in the bundle"
         )
         detail = "; ".join([base, *cand.notes])
     return RankedProcess(
@@ -879,7 +887,10 @@ def _pid_map(
     per_file: dict[str, int],
     warnings: list[str],
 ) -> RankMap:
-    """No process has a rank identity: PIDs stand in for ranks, one instance."""
+    """No process has a rank identity: PIDs stand in for ranks, one instance. When no dump
+    names a PID (faulthandler, pasted fragments) the processes are only numbered by
+    position: the unit is "process", not "PID"."""
+    unit = "pid" if any(c.pid is not None for c in cands) else "process"
     ranks: list[RankedProcess] = []
     others: list[RankedProcess] = []
     for cand in cands:
@@ -887,14 +898,14 @@ def _pid_map(
         proc = _finish(cand, unit_id, None, _group_key(cand))
         (others if is_other(cand) else ranks).append(proc)
     ranks.sort(key=lambda p: p.unit)
-    failed = _failed(bundle, hints, per_file, ranks, "pid", {}, set())
+    failed = _failed(bundle, hints, per_file, ranks, unit, {}, set())
     counts = {len(p.snapshots) for p in ranks}
     if len(counts) > 1:
         warnings.append(
             f"ranks have different numbers of snapshots ({min(counts)} to {max(counts)})"
         )
     return RankMap(
-        unit="pid",
+        unit=unit,
         ranks=tuple(ranks),
         others=tuple(sorted(others, key=lambda p: (p.pid is None, p.pid or 0, p.key))),
         world_size=None,
@@ -1030,11 +1041,11 @@ _TIMEOUT = re.compile(r"timed? ?out|timeout", re.IGNORECASE)
 def failure_state(failure: FailedDump) -> str:
     """`gone`, `refused`, `timeout` or `error` for a failed dump.
 
-    The parse half of issue 10 adds a `state` field to `FailedDump`; it wins when present.
-    Otherwise the reason and detail are read: "No such file or directory (os error 2)"
-    means the process is gone."""
-    given = getattr(failure, "state", None)
-    if isinstance(given, str) and given:
+    The parser's `FailedDump.state` wins unless it is the default `error`; then the reason
+    and detail are read: "No such file or directory (os error 2)" means the process is gone."""
+    given = str(failure.state)
+    if given != "error":
+        # The parser's reading wins; "error" is also its default, so the reason is read again.
         return given
     text = f"{failure.reason}\n{failure.detail}"
     if _GONE.search(text):

@@ -14,8 +14,10 @@ gives one `ProcessDump(pid=None, headline="Fatal Python error: Segmentation faul
 with two threads, ids kept as printed (`0x00007fcf15d3f6c0`), status UNKNOWN and
 `is_current=True` on the `Current thread`. A file may hold many dumps (repeated
 `dump_traceback_later`, several processes writing to one stderr): a headline, a
-thread id already seen in the current dump, or any header after `Current thread`
-(which faulthandler prints last) starts the next dump. Where the lines of two
+thread id already seen in the current dump, a header after the main thread (the
+one ending in `<module>`, printed last) or after a `Current thread` that is the main
+thread starts the next dump; a current worker thread is printed first and the
+rest of its dump follows it. Where the lines of two
 dumps are mixed line by line the parser keeps going and says so in a warning.
 Log prefixes are stripped as in the py-spy parser.
 
@@ -175,6 +177,10 @@ class _Parser:
         if not line:
             return
         first = line[0]
+        if first == "F" and line.startswith('File "') and ('", line ' in line):
+            # A dump pasted without its indentation: `File "a.py", line 3 in f`.
+            line = "  " + line
+            first = " "
         if first == " ":
             self._indented(number, raw, line)
         elif line.startswith(("Thread ", "Current thread ")):
@@ -193,7 +199,9 @@ class _Parser:
             if self._dump is None:
                 self._other(number, raw, line)
             else:
+                # faulthandler stops after 100 threads.
                 self._dump.truncated = True
+                self._unknown.warn(number, "threads cut at faulthandler's limit ('...')")
         elif line.startswith("Extension modules: "):
             if self._dump is not None:
                 self._dump.closed = True
@@ -259,7 +267,13 @@ class _Parser:
             # Every header is followed by at least one line of its own: two headers in a
             # row mean two writers are interleaved line by line.
             self._mixed(dump, number)
-        if dump is None or dump.closed or dump.has_current or tid in dump.seen:
+        if (
+            dump is None
+            or dump.closed
+            or tid in dump.seen
+            or (is_current and dump.has_current)
+            or _ended(dump)
+        ):
             carried = dump is not None and dump.mixed and not dump.closed
             dump = self._new_dump(number, raw, line)
             dump.mixed = carried
@@ -294,9 +308,14 @@ class _Parser:
         """Frame lines, `  ...` (frame limit) and thread notes."""
         thread = self._thread
         if thread is None:
-            self._other(number, raw, line)
-            return
+            if not line.startswith('  File "') or _frame(line) is None:
+                self._other(number, raw, line)
+                return
+            thread = self._fragment(number, raw, line)
         if line.startswith('  File "'):
+            glued = line.find('  File "', 8)
+            if glued > 0 and self._glued(number, thread, line, glued):
+                return
             frame = _frame(line)
             if frame is not None:
                 thread.frames.append(frame)
@@ -309,11 +328,45 @@ class _Parser:
                 return
             self._other(number, raw, line)
         elif line == "  ...":
+            # faulthandler stops after 100 frames per thread.
             thread.truncated = True
+            self._unknown.warn(
+                number, f"thread {thread.tid}: frames cut at faulthandler's limit ('...')"
+            )
         elif line in _THREAD_NOTES:
             thread.noted = True
+            if line == "  <truncated rest of calls>":
+                thread.truncated = True
+                self._unknown.warn(number, f"thread {thread.tid}: rest of the calls cut")
         else:
             self._other(number, raw, line)
+
+    def _fragment(self, number: int, raw: str, line: str) -> _Thread:
+        """`File` lines with no thread header above them: one anonymous thread holds them."""
+        dump = self._dump
+        if dump is None or dump.closed or dump.has_current:
+            dump = self._new_dump(number, raw, line)
+        thread = _Thread(tid=UNKNOWN_THREAD_ID, is_current=False, line=number)
+        dump.threads.append(thread)
+        self._thread = thread
+        self._unknown.warn(number, "frames without a thread header: one anonymous thread")
+        return thread
+
+    def _glued(self, number: int, thread: _Thread, line: str, at: int) -> bool:
+        """Two or more `File` frames on one line (a paste that lost newlines); False if not."""
+        pieces: list[str] = []
+        start = 0
+        while at > 0:
+            pieces.append(line[start:at])
+            start = at
+            at = line.find('  File "', at + 8)
+        pieces.append(line[start:])
+        frames = [_frame(piece.rstrip()) for piece in pieces]
+        if any(frame is None for frame in frames):
+            return False
+        thread.frames.extend(frame for frame in frames if frame is not None)
+        self._unknown.warn(number, f"{len(frames)} frames glued on one line; split")
+        return True
 
     # ------------------------------------------------------------ output
 
@@ -342,6 +395,30 @@ class _Parser:
             headline=dump.headline,
             source=Location(path=source, line=dump.line),
         )
+
+
+def _ended(dump: _Dump) -> bool:
+    """True when nothing more of this dump can follow.
+
+    faulthandler prints threads newest first, so the main thread (the oldest, whose
+    outermost frame is `<module>`) comes last. The current thread is usually the
+    main thread too (a fatal error, a signal handler), which ends the dump; but when
+    a worker thread called `dump_traceback` it is printed first, with the main
+    thread still to come: a current thread that started in `threading`'s bootstrap
+    does not end the dump.
+    """
+    last = dump.threads[-1] if dump.threads else None
+    if last is not None and last.frames and last.frames[-1].function == "<module>":
+        return True
+    if not dump.has_current:
+        return False
+    current = next((t for t in dump.threads if t.is_current), None)
+    return not (
+        current is not None
+        and current.frames
+        and current.frames[-1].function == "_bootstrap"
+        and current.frames[-1].file.endswith("threading.py")
+    )
 
 
 def _frame(line: str) -> Frame | None:

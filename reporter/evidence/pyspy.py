@@ -48,6 +48,7 @@ from reporter.gcpause import gc_paused
 from reporter.model import (
     EvidenceKind,
     FailedDump,
+    FailureState,
     Frame,
     Local,
     Location,
@@ -64,7 +65,24 @@ _WHAT = "py-spy output"
 # Line grammar (formats.md 1.2, 1.7). Numbers are bounded so int() never sees a huge literal.
 _PROCESS_RE = re.compile(r"Process (\d{1,18}): ?(.*)\Z")
 _PARENT_RE = re.compile(r"Parent Process (\d{1,18}): ?(.*)\Z")
-_THREAD_RE = re.compile(r'Thread (0x[0-9A-Fa-f]{1,32}|\d{1,18})(?: \(([a-z+]+)\))?(?:: "(.*)")?\Z')
+# The id is optional: condensed and hand-edited dumps print `Thread (idle) "MainThread"`.
+_THREAD_RE = re.compile(
+    r'Thread(?: (0x[0-9A-Fa-f]{1,32}|\d{1,18}))?(?: \(([a-z+]+)\))?(?::? "(.*)")?\Z'
+)
+# `Process 7985: sglang::scheduler_TP0   (Python 3.12.3)`: title and version on one line.
+_CONDENSED_RE = re.compile(r"(.*?)\s+\(Python v?(\d[\w.+-]{0,30})\)\Z")
+# SGLang's watchdog: `Pyspy failed (py-spy dump --native --pid 82). Error: Error: ...`, the
+# older `Pyspy failed to dump PID 171. Error: ...`, and the closing summary line.
+_FAILED_RE = re.compile(
+    r"Pyspy failed (?:\([^()\n]{0,200}?--pid (\d{1,18})\)|to dump PID (\d{1,18}))\.? ?"
+    r"(?:Error: ?)*(.*)\Z"
+)
+# `ray stack`: `Stack dump for USER  PID %CPU %MEM VSZ RSS TTY STAT START TIME COMMAND`
+# (a `ps aux` row) before each process's py-spy output.
+_RAY_STACK_RE = re.compile(r"Stack dump for \S+\s+(\d{1,18})\s()")
+_ALL_FAILED_RE = re.compile(r"All pyspy dump attempts failed for PID (\d{1,18})")
+# Two frame lines glued into one (a paste that lost a newline).
+_GLUE_SPLIT_RE = re.compile(r"(?<=\)) {2,}(?=\S)")
 # A thread line cut short (`Thread 8157 (idle): "Thread-1 (lock_wa`): keep the id and what follows.
 _THREAD_CUT_RE = re.compile(
     r"Thread (0x[0-9A-Fa-f]{1,32}|\d{1,18})(?: \(([a-z+]*)\)?)?(?:: \"?(.*))?\Z"
@@ -77,6 +95,7 @@ _PANIC_RE = re.compile(r"thread '[^']*' panicked at")
 _ANCHOR_RE = re.compile(
     r"Process \d{1,18}: |Python v\d"
     r'|Thread (?:0x[0-9A-Fa-f]+|\d+)(?: \([a-z+]+\)|: "|\Z)'
+    r'|Thread \([a-z+]+\):? "'
     r"|Pyspy dump (?:for )?PID \d"
 )
 _ERROR_ANCHOR_RE = re.compile(r"Error: |Permission Denied")
@@ -119,6 +138,47 @@ _FRAME_CACHE_MAX = 1 << 18
 
 # Parser states.
 _NONE, _HEADER, _META, _THREAD, _ERROR = range(5)
+
+# Thread id for thread lines that print none (`Thread (idle) "MainThread"`) and fragments.
+UNKNOWN_THREAD_ID = "?"
+
+# py-spy's error text → what it says about the process; first match wins (FailureState).
+_GONE_MARKERS = (
+    "no such file or directory (os error 2)",
+    "no such process",
+    "(os error 3)",
+    "process exited",
+    "process has exited",
+    "check that the process is running",
+    "is not running",
+    "process not found",
+)
+_REFUSED_MARKERS = (
+    "permission denied",
+    "operation not permitted",
+    "(os error 1)",
+    "(os error 13)",
+    "ptrace",
+    "access is denied",
+    "requires root",
+)
+_TIMEOUT_MARKERS = ("timed out", "timeout", "time out")
+
+
+def classify_failure(text: str) -> FailureState:
+    """What py-spy's error text (reason and detail) says about the process.
+
+    >>> classify_failure("Failed to get process executable name. No such file or directory (os error 2)")
+    <FailureState.GONE: 'gone'>
+    """
+    lowered = text.lower()
+    if any(marker in lowered for marker in _GONE_MARKERS):
+        return FailureState.GONE
+    if any(marker in lowered for marker in _REFUSED_MARKERS):
+        return FailureState.REFUSED
+    if any(marker in lowered for marker in _TIMEOUT_MARKERS):
+        return FailureState.TIMEOUT
+    return FailureState.ERROR
 
 
 def parse_text(text: str, *, source: str) -> ParseResult:
@@ -191,6 +251,7 @@ class _Thread:
     line: int
     frames: list[Frame] = field(default_factory=list)
     truncated: bool = False
+    shared_from: int | None = None  # line of the first thread line sharing this stack
 
 
 @dataclass(slots=True, eq=False)
@@ -211,6 +272,8 @@ class _Proc:
     label: str | None = None
     truncated: bool = False
     headline: str | None = None
+    headerless: bool = False  # threads (or frames) pasted without a `Process` line
+    slot: int = 0
 
 
 @dataclass(slots=True, eq=False)
@@ -322,6 +385,7 @@ class _TextParser:
     def result(self) -> ParseResult:
         """The dumps, failures and warnings gathered by `run`."""
         dumps: list[ProcessDump] = []
+        self._name_headerless()
         groups: dict[int, list[_Proc]] = {}
         for proc in self._procs:
             groups.setdefault(proc.group, []).append(proc)
@@ -333,6 +397,32 @@ class _TextParser:
         return ParseResult(
             dumps=tuple(dumps), failures=tuple(self._failures), warnings=tuple(warnings)
         )
+
+    def _name_headerless(self) -> None:
+        """PIDs and slots for blocks pasted without a `Process` line.
+
+        On Linux py-spy prints OS thread ids, and a main thread's id is its PID, so a
+        `Thread 8251 (idle): "MainThread"` names PID 8251 (said in a warning). Blocks
+        still without a PID are numbered 1, 2, ... in file order when there are several,
+        so each stays a process of its own; no PID is made up for them.
+        """
+        unnamed: list[_Proc] = []
+        for proc in self._procs:
+            if not proc.headerless or proc.pid is not None:
+                continue
+            main = next((t for t in proc.threads if t.name == "MainThread"), None)
+            if main is not None and main.tid.isdigit() and len(main.tid) < 19:
+                proc.pid = int(main.tid)
+                self._unknown.warn(
+                    main.line,
+                    f"PID {proc.pid} taken from the main thread's id (py-spy prints OS "
+                    "thread ids; on Linux the main thread's is the PID)",
+                )
+            else:
+                unnamed.append(proc)
+        if len(unnamed) > 1:
+            for index, proc in enumerate(unnamed, 1):
+                proc.slot = index
 
     # ------------------------------------------------------------ line dispatch
 
@@ -346,6 +436,10 @@ class _TextParser:
         if not line:
             return
         first = line[0]
+        if first == "\t":
+            # py-spy 0.1 (`ray stack`) indented frames with a tab: `\t run (threading.py:864)`.
+            line = "    " + line.lstrip("\t ")
+            first = " "
         if first == " ":
             self._indented(number, raw, line)
         elif first == "T" and line.startswith("Thread "):
@@ -382,6 +476,15 @@ class _TextParser:
             if match is not None:
                 self._wrapper(number, raw, match)
                 return
+        if line.startswith("Stack dump for "):
+            match = _RAY_STACK_RE.match(line)
+            if match is not None:
+                self._wrapper(number, "", match)
+                return
+        if ("yspy failed" in raw or "yspy dump attempts failed" in raw) and (
+            self._watchdog_failure(number, raw)
+        ):
+            return
         if self._retrying:
             self._not_understood(number, line)
             return
@@ -437,6 +540,12 @@ class _TextParser:
         self._block = block
         self._mode = _HEADER
         self._cmd_lines = 0
+        condensed = _CONDENSED_RE.match(match.group(2))
+        if condensed is not None:
+            # The condensed form carries the version on the header line; no `Python v` follows.
+            block.cmd = [condensed.group(1)]
+            block.version = condensed.group(2)
+            self._mode = _META
 
     def _stamp(self, block: _Proc, raw: str, line: str) -> None:
         """Capture time, tag and truncation from the SGLang line or the line's own prefix."""
@@ -444,6 +553,12 @@ class _TextParser:
         if context is not None:
             block.captured_at = context.captured_at
             block.label = context.label
+            if context.truncated and not block.truncated:
+                self._unknown.warn(
+                    context.line,
+                    f"process {context.pid}: SGLang says this py-spy output was cut "
+                    "(truncated or timed out); the stacks after it may be incomplete",
+                )
             block.truncated = block.truncated or context.truncated
             context.used = True
         if block.captured_at is None and len(raw) > len(line):
@@ -481,7 +596,7 @@ class _TextParser:
                 ("Process ", "Parent Process ", "Pyspy dump", "Permission Denied")
             )
         if first == "T":
-            return _THREAD_RE.match(line) is not None
+            return _thread_match(line) is not None
         if first == "-":
             return len(line) >= _SEPARATOR_MIN and not line.strip("-")
         if first == "E":
@@ -555,7 +670,7 @@ class _TextParser:
 
     def _thread_line(self, number: int, raw: str, line: str) -> None:
         """`Thread 8152 (active+gil): "cpu-worker-1"` and its shorter forms."""
-        match = _THREAD_RE.match(line)
+        match = _thread_match(line)
         cut = False
         if match is None:
             match = _THREAD_CUT_RE.match(line)
@@ -564,6 +679,9 @@ class _TextParser:
                 return
             cut = True
         tid, word, name = match.groups()
+        if tid is None:
+            tid = UNKNOWN_THREAD_ID
+        previous = self._thread if self._mode == _THREAD else None
         if self._loc_items:
             self._end_locals()
         self._loc_open = False
@@ -581,6 +699,28 @@ class _TextParser:
         block = self._block
         if block is None or self._separator_line or block.after_separator:
             block = self._owner(number, raw, line)
+        elif block.headerless and name == "MainThread" and _has_main(block):
+            # A second main thread in pasted threads: the next process of a hand-made file.
+            block = self._headerless(number, raw, line, "another 'MainThread' without a header")
+        if (
+            previous is not None
+            and not previous.frames
+            and not previous.truncated
+            and previous.line == number - 1
+            and _same_role(previous.name, name)
+        ):
+            # Thread lines of one role one after the other with no frames between: a
+            # hand-collapsed dump where they share the stack that follows; each gets it.
+            # py-spy itself prints frameless threads too (`Thread 4076 (idle)`, unnamed,
+            # or a main thread caught exiting), so differently named ones keep none.
+            thread.frames = previous.frames
+            if previous.shared_from is None:
+                self._unknown.warn(
+                    previous.line,
+                    "thread lines with no frames between them: each is given the stack "
+                    "that follows (a hand-collapsed dump?)",
+                )
+            thread.shared_from = previous.shared_from or previous.line
         block.threads.append(thread)
         self._thread = thread
         self._mode = _THREAD
@@ -613,12 +753,24 @@ class _TextParser:
                 block.after_separator = 0
                 self._group_root = block
             return block
-        # Threads pasted without their `Process` header.
+        return self._headerless(
+            number, raw, line, "threads without a 'Process N:' header: PID not given"
+        )
+
+    def _headerless(self, number: int, raw: str, line: str, why: str) -> _Proc:
+        """A new block for threads or frames pasted without their `Process` header."""
         self._end_group()
         self._group += 1
-        block = _Proc(pid=None, line=number, group=self._group, after_separator=0)
+        block = _Proc(pid=None, line=number, group=self._group, after_separator=0, headerless=True)
+        context = self._context
+        if context is not None and not context.used:
+            # A wrapper line named the PID (SGLang's `Pyspy dump PID N`, `ray stack`).
+            block.pid = context.pid
+            why = (
+                f"threads without a 'Process N:' header; PID {context.pid} from line {context.line}"
+            )
         self._stamp(block, raw, line)
-        self._unknown.warn(number, "threads without a 'Process N:' header; PID unknown")
+        self._unknown.warn(number, why)
         self._procs.append(block)
         self._block = self._group_root = block
         return block
@@ -627,16 +779,37 @@ class _TextParser:
         """Frame lines (4 spaces), `--locals` headers (8) and entries (12)."""
         thread = self._thread
         if self._mode != _THREAD or thread is None:
-            self._other(number, raw, line)
-            return
-        if not line.startswith("    ") or not line.strip():
-            if line.strip():
+            if self._mode in (_NONE, _META) and looks_like_frame(line):
+                thread = self._fragment(number, raw, line)
+            else:
                 self._other(number, raw, line)
+                return
+        if not line.strip():
+            return
+        if (not line.startswith("    ") or line[4] == " ") and not self._loc_open:
+            # Frames indented other than py-spy's four spaces (pasted, re-indented).
+            body = line.lstrip(" ")
+            if looks_like_frame(line):
+                line = "    " + body
+        if not line.startswith("    "):
+            self._other(number, raw, line)
             return
         if line[4] != " ":
             self._end_locals()
             self._loc_open = False
+            if line == "    ..." or line == "    …":
+                # Frames left out by whoever pasted the dump.
+                thread.truncated = True
+                self._unknown.warn(number, "frames left out here ('...'): the stack is partial")
+                return
             if line.endswith(")"):
+                glued = _GLUE_SPLIT_RE.split(line[4:]) if ")  " in line else None
+                if glued is not None and len(glued) > 1:
+                    frames = [_frame("    " + piece) for piece in glued]
+                    if all(f is not None for f in frames):
+                        thread.frames.extend(f for f in frames if f is not None)
+                        self._unknown.warn(number, f"{len(frames)} frames glued on one line; split")
+                        return
                 frame = _frame(line)
                 if frame is None:
                     self._other(number, raw, line)
@@ -667,6 +840,21 @@ class _TextParser:
             self._loc_items.append(Local(name=name, repr=value, is_arg=self._loc_arg))
             return
         self._other(number, raw, line)
+
+    def _fragment(self, number: int, raw: str, line: str) -> _Thread:
+        """Frames with no `Thread` line above them: one anonymous thread holds them."""
+        block = self._block
+        if block is None or self._separator_line:
+            block = self._headerless(
+                number, raw, line, "frames without a 'Thread' line: one anonymous thread"
+            )
+        else:
+            self._unknown.warn(number, "frames without a 'Thread' line: one anonymous thread")
+        thread = _Thread(tid=UNKNOWN_THREAD_ID, status=ThreadStatus.UNKNOWN, name=None, line=number)
+        block.threads.append(thread)
+        self._thread = thread
+        self._mode = _THREAD
+        return thread
 
     def _end_locals(self) -> None:
         """Attach pending `--locals` entries to the frame above them."""
@@ -734,6 +922,51 @@ class _TextParser:
             truncated="truncated=True" in tail or "timeout=True" in tail,
         )
 
+    def _watchdog_failure(self, number: int, raw: str) -> bool:
+        """SGLang's `Pyspy failed (... --pid N)` / `All pyspy dump attempts failed for PID N`.
+
+        The failure belongs to the PID the line names, never to the dump before it.
+        False when the line is neither.
+        """
+        failed = _FAILED_RE.search(raw)
+        summary = None if failed is not None else _ALL_FAILED_RE.search(raw)
+        if failed is None and summary is None:
+            return False
+        self._end_thread()
+        self._end_header(number)
+        self._end_error()
+        self._end_group()
+        self._unused_context()
+        self._block = None
+        self._mode = _NONE
+        match = failed if failed is not None else summary
+        assert match is not None
+        stamp = stamp_and_label(raw[: match.start()])[0]
+        if failed is not None:
+            pid = int(failed.group(1) or failed.group(2))
+            self._error = _Error(
+                pid=pid,
+                line=number,
+                reason=failed.group(3).strip() or "py-spy failed",
+                captured_at=stamp,
+                resume=_NONE,
+            )
+            self._mode = _ERROR
+            return True
+        assert summary is not None
+        pid = int(summary.group(1))
+        if not any(f.pid == pid for f in self._failures):
+            # The attempts' own lines are not in this file: the summary is all there is.
+            self._failures.append(
+                FailedDump(
+                    pid=pid,
+                    reason="all py-spy dump attempts failed",
+                    captured_at=stamp,
+                    source=Location(path=self._source, line=number),
+                )
+            )
+        return True
+
     def _unused_context(self) -> None:
         context = self._context
         if context is not None and not context.used:
@@ -794,7 +1027,7 @@ class _TextParser:
             if error.causes or error.panic or not looks_like_frame or error.resume != _THREAD:
                 error.detail.append(line)
                 return True
-        elif line.startswith(("Caused by:", "Stack backtrace:", "stack backtrace:")):
+        elif line.startswith(("Caused by:", "Reason: ", "Stack backtrace:", "stack backtrace:")):
             error.causes = True
             error.detail.append(line)
             return True
@@ -825,6 +1058,7 @@ class _TextParser:
                 reason=error.reason,
                 detail="\n".join(detail),
                 captured_at=error.captured_at,
+                state=classify_failure(error.reason + "\n" + "\n".join(detail)),
                 source=Location(path=self._source, line=error.line),
             )
         )
@@ -929,6 +1163,7 @@ class _TextParser:
             label=proc.label,
             truncated=proc.truncated or any(thread.truncated for thread in threads),
             headline=proc.headline,
+            slot=proc.slot,
             source=Location(path=source, line=proc.line),
         )
 
@@ -953,6 +1188,49 @@ def _stray_owner(
         visited.add(walk)
         walk = parent_of.get(walk)
     return root
+
+
+def _thread_match(line: str) -> re.Match[str] | None:
+    """`_THREAD_RE` with an id or a status at least (a bare `Thread` is not a thread line)."""
+    match = _THREAD_RE.match(line)
+    if match is None or (match.group(1) is None and match.group(2) is None):
+        return None
+    return match
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def _same_role(first: str | None, second: str | None) -> bool:
+    """Two thread names that differ at most in numbers (`worker-0`, `worker-1`)."""
+    if not first or not second:
+        return False
+    return first == second or _DIGITS.sub("#", first) == _DIGITS.sub("#", second)
+
+
+def _has_main(block: _Proc) -> bool:
+    return any(thread.name == "MainThread" for thread in block.threads)
+
+
+def looks_like_frame(line: str) -> bool:
+    """An indented `name (file:line)`, `name (lib.so)` or `name (?)`: a py-spy frame line.
+
+    Used for frames out of place (fragments, other indents) and by the sniffer.
+    """
+    body = line.lstrip(" ")
+    indent = len(line) - len(body)
+    if not 1 <= indent <= 16 or not body.endswith(")") or body[:1] in ("(", ""):
+        return False
+    cut = body.rfind(" (")
+    if cut <= 0:
+        return False
+    where = body[cut + 2 : -1]
+    if not where or "(" in where or ")" in where:
+        return False
+    if where == "?" or ".so" in where:
+        return True
+    colon = where.rfind(":")
+    return colon > 0 and where[colon + 1 :].isdigit()
 
 
 def _unique_threads(threads: list[_Thread]) -> list[_Thread]:
@@ -988,7 +1266,12 @@ def _frame(line: str) -> Frame | None:
         if tail.isdigit() and tail.isascii() and len(tail) < 10:
             number = int(tail) or None
             where = where[:colon]
-    frame = Frame(function=function, file=where, line=number, native=_is_native(function, where))
+    # `--native` prints interpreter frames with the binary's name and no line:
+    # `PyThread_acquire_lock_timed (python3.12)`; Python frames always carry `:line`.
+    native = _is_native(function, where) or (
+        number is None and colon < 0 and not where.endswith((".py", ".pyw", ">"))
+    )
+    frame = Frame(function=function, file=where, line=number, native=native)
     if len(_FRAME_CACHE) >= _FRAME_CACHE_MAX:
         _FRAME_CACHE.clear()
     _FRAME_CACHE[line] = frame
@@ -1000,7 +1283,7 @@ def _cut_frame(line: str) -> Frame:
     body = line[4:]
     cut = body.rfind(" (")
     if cut <= 0:
-        return Frame(function=body, file="")
+        return Frame(function=body, file="", native=_is_native(body, ""))
     function = body[:cut]
     where = body[cut + 2 :]
     if where.endswith(")"):
@@ -1017,6 +1300,8 @@ def _is_native(function: str, file: str) -> bool:
         return False
     if file == "?" or file.endswith(_NATIVE_SUFFIXES) or ".so." in file:
         return True
+    if "::" in function:
+        return True  # a C++ name (`c10d::ProcessGroupGloo::RecvWork::wait`); Python names use dots
     return function.startswith("0x") and _HEX_RE.match(function) is not None
 
 

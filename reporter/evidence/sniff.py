@@ -4,12 +4,15 @@
 
 * a JSON array (`[` then `{` or `]`) → PYSPY_JSON;
 * `Process N:` with a `Python v` line after it, `Thread N (idle)`, SGLang's
-  `Pyspy dump` line, or py-spy's own error text alone (`Error: ...`,
+  `Pyspy dump` line (or its `Pyspy failed` / `All pyspy dump attempts failed`), or py-spy's own error text alone (`Error: ...`,
   `Permission Denied`, a Rust panic) → PYSPY_TEXT;
 * `Thread 0x... (most recent call first):`, `Stack (most recent call first):`,
   `Fatal Python error:`, `Timeout (0:00:01)!` or `  File "...", line N in f`
   → FAULTHANDLER;
 * when both kinds appear, the one seen first wins;
+* no marker, but two or more indented `name (file:line)` lines making up two
+  thirds of the head → PYSPY_TEXT (a fragment of frames); the same with
+  faulthandler's `File "f.py", line N in f` lines at any indent → FAULTHANDLER;
 * then the other evidence kinds (`_sniff_more`): a JSON object with `resultType`
   or `status` → PROMETHEUS_JSON; `systemctl show` keys → SYSTEMD_SHOW; `# TYPE`,
   `# HELP`, `# scrape at` or sample lines → PROMETHEUS_TEXT; a CSV header starting
@@ -52,8 +55,14 @@ _PYSPY_MARKERS: tuple[_Marker, ...] = (
             r'Thread (?:\d+|0x[0-9A-F]+)(?: \((?:idle|active|active\+gil|gil)\))?(?:: ".*")?\r?$'
         ),
     ),
+    # The condensed form: `Thread (idle) "MainThread"`, no id.
+    ("Thread (", re.compile(r'Thread \((?:idle|active|active\+gil|gil)\):? "[^\n]*"\r?$')),
     ("Pyspy dump", re.compile(r"Pyspy dump (?:for )?PID \d")),
+    # SGLang's watchdog when py-spy failed: a failed dump is still py-spy evidence.
+    ("Pyspy failed ", re.compile(r"Pyspy failed (?:\([^()\n]*--pid \d|to dump PID \d)")),
+    ("All pyspy dump", re.compile(r"All pyspy dump attempts failed for PID \d")),
 )
+_CONDENSED_RE = re.compile(r"\(Python v?\d[\w.+-]{0,30}\)\r?$")
 _PYSPY_ERROR_MARKERS: tuple[_Marker, ...] = (
     ("Error: ", re.compile(r"Error: ")),
     ("Permission Denied", re.compile(r"Permission Denied")),
@@ -96,6 +105,10 @@ def _sniff_head(head: str) -> EvidenceKind:
         return EvidenceKind.PYSPY_TEXT
     if fault_at >= 0:
         return EvidenceKind.FAULTHANDLER
+    if _frames_only(head):
+        return EvidenceKind.PYSPY_TEXT
+    if _fault_frames_only(head):
+        return EvidenceKind.FAULTHANDLER
     # Imported here: a bundle of py-spy dumps never needs these parsers.
     from reporter.evidence import env, excerpts, goroutines
 
@@ -116,6 +129,39 @@ def _sniff_head(head: str) -> EvidenceKind:
         # py-spy's error text alone is a failed dump, and still py-spy evidence.
         return EvidenceKind.PYSPY_TEXT
     return EvidenceKind.UNKNOWN
+
+
+def _frames_only(head: str) -> bool:
+    """A fragment of py-spy frames with no `Thread` line: two or more frame lines, most lines."""
+    frames = 0
+    other = 0
+    for line in head.split("\n"):
+        line = line.rstrip("\r")
+        if not line.strip():
+            continue
+        if pyspy.looks_like_frame(line):
+            frames += 1
+        else:
+            other += 1
+    return frames >= 2 and frames >= 2 * other
+
+
+_FAULT_FRAME_RE = re.compile(r'File "[^"\n]{1,600}", line (?:\d+|\?\?\?) in \S')
+
+
+def _fault_frames_only(head: str) -> bool:
+    """faulthandler `File` lines that lost their indentation, making up most lines."""
+    frames = 0
+    other = 0
+    for line in head.split("\n"):
+        line = line.strip()
+        if not line:
+            continue
+        if _FAULT_FRAME_RE.match(line):
+            frames += 1
+        else:
+            other += 1
+    return frames >= 2 and frames >= 2 * other
 
 
 def _earliest(head: str, markers: tuple[_Marker, ...]) -> int:
@@ -150,8 +196,12 @@ def _find(head: str, needle: str, pattern: re.Pattern[str], limit: int) -> int:
 
 
 def _confirmed(head: str, needle: str, at: int) -> bool:
-    """`Process N:` is only py-spy's when a `Python v` line follows."""
-    return needle != "Process " or head.find("Python v", at) >= 0
+    """`Process N:` is only py-spy's when a `Python v` line follows (or, condensed, ends it)."""
+    if needle != "Process ":
+        return True
+    end = head.find("\n", at)
+    line = head[at : end if end >= 0 else len(head)]
+    return head.find("Python v", at) >= 0 or _CONDENSED_RE.search(line) is not None
 
 
 def parse(

@@ -143,14 +143,41 @@ def _render_front_matter(
     return f'<table class="front-matter"><tbody>{rows}</tbody></table>\n'
 
 
+class _Raw(str):
+    """Output text queued between values while flattening (never a value itself)."""
+
+    __slots__ = ()
+
+
 def _value(value: Any) -> str:
-    if value is None:
+    """A front-matter value as one line; nested lists and maps flattened without recursion."""
+    if isinstance(value, list) and not value:
         return "—"
-    if isinstance(value, list):
-        return ", ".join(_value(v) for v in value) or "—"
-    if isinstance(value, Mapping):
-        return ", ".join(f"{k}: {_value(v)}" for k, v in value.items())
-    return str(value)
+    parts: list[str] = []
+    # Work items: a value, or output text (`_Raw`); reviewers' YAML nests freely.
+    pending: list[Any] = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, _Raw):
+            parts.append(item)
+        elif item is None:
+            parts.append("—")
+        elif isinstance(item, list):
+            pieces: list[Any] = []
+            for index, member in enumerate(item):
+                if index:
+                    pieces.append(_Raw(", "))
+                pieces.append(member)
+            pending.extend(reversed(pieces or [_Raw("—")]))
+        elif isinstance(item, Mapping):
+            pieces = []
+            for index, (key, member) in enumerate(item.items()):
+                pieces.append(_Raw((", " if index else "") + f"{key}: "))
+                pieces.append(member)
+            pending.extend(reversed(pieces))
+        else:
+            parts.append(str(item))
+    return "".join(parts)
 
 
 def _render_fence(

@@ -230,30 +230,40 @@ def draw_flowchart(chart: Flowchart, *, direction: str = "TD", uid: str = "m") -
 
     span: dict[str, float] = {}
 
-    def measure(node: str) -> float:
-        kids = children[node]
-        inner = sum(measure(k) for k in kids) + GAP_X * max(0, len(kids) - 1)
-        span[node] = max(breadth(node), inner)
-        return span[node]
+    # Iterative (explicit stacks): a pasted chart can nest deeper than the recursion limit.
+    def measure(top: str) -> None:
+        order: list[str] = []
+        pending = [top]
+        while pending:
+            node = pending.pop()
+            order.append(node)
+            pending.extend(children[node])
+        for node in reversed(order):  # children before parents
+            kids = children[node]
+            inner = sum(span[k] for k in kids) + GAP_X * max(0, len(kids) - 1)
+            span[node] = max(breadth(node), inner)
 
-    def place(node: str, start: float, layer: int) -> None:
-        boxes[node].layer = layer
-        kids = children[node]
-        inner = sum(span[k] for k in kids) + GAP_X * max(0, len(kids) - 1)
-        offset = start + (span[node] - inner) / 2
-        for kid in kids:
-            place(kid, offset, layer + 1)
-            offset += span[kid] + GAP_X
-        centre = start + span[node] / 2
-        if vertical:
-            boxes[node].x = centre - boxes[node].w / 2
-        else:
-            boxes[node].y = centre - boxes[node].h / 2
+    def place(top: str, first: float) -> None:
+        pending = [(top, first, 0)]
+        while pending:
+            node, start, layer = pending.pop()
+            boxes[node].layer = layer
+            kids = children[node]
+            inner = sum(span[k] for k in kids) + GAP_X * max(0, len(kids) - 1)
+            offset = start + (span[node] - inner) / 2
+            for kid in kids:
+                pending.append((kid, offset, layer + 1))
+                offset += span[kid] + GAP_X
+            centre = start + span[node] / 2
+            if vertical:
+                boxes[node].x = centre - boxes[node].w / 2
+            else:
+                boxes[node].y = centre - boxes[node].h / 2
 
     cursor = 0.0
     for root in roots:
         measure(root)
-        place(root, cursor, 0)
+        place(root, cursor)
         cursor += span[root] + GAP_X
     # Layer positions along the depth axis: each layer as deep as its deepest box.
     depth_of: dict[int, float] = {}

@@ -26,7 +26,7 @@ from datetime import datetime
 from reporter import __version__
 from reporter.analysis import Analysis
 from reporter.analysis.result import RankProcess, StackClass, TreeNode
-from reporter.model import Bundle, EventKind, Frame, TimelineEvent
+from reporter.model import Bundle, EventKind, Frame, TimelineEvent, innermost_python
 from reporter.render import envview
 from reporter.render import markdown as md
 from reporter.text import plural
@@ -419,9 +419,7 @@ def blocked_in(stack_class: StackClass) -> str:
 
 
 def _class_row(stack_class: StackClass, multi: bool = False) -> ClassRow:
-    top = next((f for f in stack_class.frames if not f.native), None) or (
-        stack_class.frames[0] if stack_class.frames else None
-    )
+    top = innermost_python(stack_class.frames)
     return ClassRow(
         # Several servers or jobs number their ranks alike: say whose ranks these are.
         label=f"instance {stack_class.instance}: {stack_class.label}"
@@ -443,54 +441,60 @@ def _frame_text(frame: Frame | None) -> str:
 
 
 def tree_text(root: TreeNode) -> str:
-    """Draw the merged tree as text; single-child chains keep one indent level."""
-    lines: list[str] = []
+    """Draw the merged tree as text; single-child chains keep one indent level.
 
-    def walk(node: TreeNode, prefix: str) -> None:
+    Iterative (an explicit stack): a tree is as deep as the deepest stack.
+    """
+    lines: list[str] = []
+    # (node, prefix of its chain's lines, prefix of its first line), depth first.
+    starts = root.children if root.frame is None else (root,)
+    pending = [(start, "", "") for start in reversed(starts)]
+    while pending and len(lines) < MAX_TREE_LINES:
+        current, prefix, first_prefix = pending.pop()
+        lead = first_prefix
         # Follow the single-child chain at this indent, then fan out with box-drawing.
-        current = node
         while True:
             if len(lines) >= MAX_TREE_LINES:
-                return
-            lines.append(f"{prefix}{current.label} {_frame_text(current.frame)}")
+                break
+            lines.append(f"{lead}{current.label} {_frame_text(current.frame)}")
+            lead = prefix
             if len(current.children) != 1:
                 break
             current = current.children[0]
-        for index, child in enumerate(current.children):
-            last = index == len(current.children) - 1
-            branch_prefix = prefix + ("└─ " if last else "├─ ")
-            cont_prefix = prefix + ("   " if last else "│  ")
-            before = len(lines)
-            walk(child, cont_prefix)
-            if len(lines) > before:
-                lines[before] = branch_prefix + lines[before][len(cont_prefix) :]
-
-    starts = root.children if root.frame is None else (root,)
-    for start in starts:
-        walk(start, "")
+        count = len(current.children)
+        for index in range(count - 1, -1, -1):
+            last = index == count - 1
+            pending.append(
+                (
+                    current.children[index],
+                    prefix + ("   " if last else "│  "),
+                    prefix + ("└─ " if last else "├─ "),
+                )
+            )
     if len(lines) >= MAX_TREE_LINES:
         lines.append(f"… tree cut at {MAX_TREE_LINES} lines; `report analyze --json` has it whole")
     return "\n".join(lines)
 
 
 def mermaid(root: TreeNode) -> str:
-    """A Mermaid flowchart of the merged tree; each single-child chain is one node."""
+    """A Mermaid flowchart of the merged tree; each single-child chain is one node.
+
+    Iterative, depth first (node names follow the recursive order it replaced).
+    """
     out = ["flowchart TD"]
     counter = 0
     truncated = False
-
-    def chain(node: TreeNode) -> tuple[list[TreeNode], TreeNode]:
+    starts = root.children if root.frame is None else (root,)
+    pending: list[tuple[TreeNode, str | None]] = [(start, None) for start in reversed(starts)]
+    while pending:
+        node, parent = pending.pop()
+        if counter >= MAX_MERMAID_NODES:
+            truncated = True
+            break
         nodes = [node]
         while len(nodes[-1].children) == 1:
             nodes.append(nodes[-1].children[0])
-        return nodes, nodes[-1]
-
-    def emit(node: TreeNode, parent: str | None) -> None:
-        nonlocal counter, truncated
-        if counter >= MAX_MERMAID_NODES:
-            truncated = True
-            return
-        nodes, last = chain(node)
+        last = nodes[-1]
         name = f"n{counter}"
         counter += 1
         first = nodes[0]
@@ -506,11 +510,7 @@ def mermaid(root: TreeNode) -> str:
         out.append(f"  {name}[{md.mermaid_label(text)}]")
         if parent is not None:
             out.append(f"  {parent} --> {name}")
-        for child in last.children:
-            emit(child, name)
-
-    for start in root.children if root.frame is None else (root,):
-        emit(start, None)
+        pending.extend((child, name) for child in reversed(last.children))
     if truncated:
         out.append(f'  more["… more branches than {MAX_MERMAID_NODES} nodes; see the text tree"]')
     return "\n".join(out)

@@ -41,7 +41,7 @@ from reporter import __version__
 from reporter.analysis import Analysis
 from reporter.analysis.environment import ShowRules, default_rules
 from reporter.analysis.result import RankState, StackClass
-from reporter.model import Bundle, Frame, ProcessDump
+from reporter.model import Bundle, Frame, ProcessDump, innermost_python
 from reporter.render import markdown as md
 from reporter.render.lint import GITHUB_BODY_LIMIT, placeholders
 from reporter.render.view import BranchView, ClassRow, blocked_in
@@ -354,8 +354,8 @@ def _evidence(inputs: DraftInputs, s: _S, *, stacks_here: bool) -> EvidenceView:
             count=len(c.ranks),
             state=c.state.value,
             blocked_in=blocked_in(c),
-            top_frame=md.code_cell(s(f"class {c.label}", c.frames[0].display()))
-            if c.frames
+            top_frame=md.code_cell(s(f"class {c.label}", top.display()))
+            if (top := innermost_python(c.frames)) is not None
             else "-",
         )
         for c in analysis.classes

@@ -142,19 +142,19 @@ FRAME_CASES: list[tuple[str, FrameKind, str | None, str]] = [
     (
         "MessageQueue.dequeue (vllm/distributed/device_communicators/shm_broadcast.py:480)",
         W,
-        "shm-message-queue",
+        "shm-dequeue",
         "shm-message-queue",
     ),
     (
         "MessageQueue.acquire_read (vllm/distributed/device_communicators/shm_broadcast.py:420)",
         W,
-        "shm-message-queue",
+        "shm-dequeue",
         "shm-message-queue",
     ),
     (
         "MessageQueue.acquire_read (myapp/shm_queue.py:10)",
         W,
-        "shm-message-queue",
+        "shm-dequeue",
         "shm-message-queue-qualname",
     ),
     ("gloo::allreduce (libtorch_cpu.so)", C, "all_reduce", "native-all-reduce"),
@@ -179,6 +179,15 @@ FRAME_CASES: list[tuple[str, FrameKind, str | None, str]] = [
     ("Socket.recv_pyobj (zmq/sugar/socket.py:1000)", W, "zmq-recv", "zmq-recv"),
     ("zmq_poll (libzmq.so.5)", W, "zmq-poll", "zmq-native"),
     ("Queue.get (queue.py:171)", W, "queue-get", "queue-get"),
+    ("_shutdown (threading.py:1622)", W, "exiting", "interpreter-exit"),
+    # MessageQueue.recv lives under vllm/distributed/ but is no torch p2p recv (not_file).
+    (
+        "recv (vllm/distributed/device_communicators/shm_broadcast.py:802)",
+        W,
+        "shm-dequeue",
+        "shm-message-queue",
+    ),
+    ("recv (vllm/distributed/parallel_state.py:900)", C, "recv", "torch-p2p"),
     ("Queue.get (multiprocessing/queues.py:103)", W, "queue-get", "queue-get"),
     ("Event.wait (threading.py:629)", W, "event-wait", "event-wait"),
     ("Condition.wait (threading.py:327)", W, "condition-wait", "condition-wait"),
@@ -402,7 +411,7 @@ def test_bare_co_name_matches_like_qualname(classifier: Classifier) -> None:
     old = classifier.classify(
         frame("dequeue (vllm/distributed/device_communicators/shm_broadcast.py:480)")
     )
-    assert old.name == "shm-message-queue"
+    assert old.name == "shm-dequeue"
 
 
 def test_is_native() -> None:

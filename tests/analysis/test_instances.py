@@ -177,7 +177,7 @@ def test_pid_named_files_are_not_ranks() -> None:
 def test_implausible_file_name_ranks_are_overruled() -> None:
     dumps = [dump(pid=None, main=IDLE_A, source=f"dump_rank{n}.txt") for n in (8251, 8300)]
     rank_map = identify(bundle(*dumps))
-    assert rank_map.unit == "pid"
+    assert rank_map.unit == "process"  # no PIDs either: numbered by position
     assert any("implausible" in w for w in rank_map.warnings)
 
 

@@ -630,7 +630,8 @@ def _wrapped(result: ParseResult) -> None:
     assert first.captured_at == datetime(2026, 7, 14, 8, 34, 44, tzinfo=UTC)
     assert (second.pid, second.label, second.truncated) == (188, "TP7", True)
     assert second.captured_at == datetime(2026, 7, 14, 8, 35, 2, tzinfo=UTC)
-    assert not result.warnings
+    # Truncation is said once, for the dump SGLang marked.
+    assert [(w.source.line, "was cut" in w.message) for w in result.warnings] == [(7, True)]
 
 
 def _per_line_prefix(result: ParseResult) -> None:
@@ -848,11 +849,20 @@ def test_unknown_lines_become_one_warning_per_run() -> None:
     assert _only(result).threads[0].frames[0].function == "f"
 
 
-def test_threads_without_header_keep_unknown_pid() -> None:
+def test_threads_without_header_take_the_pid_of_their_main_thread() -> None:
     result = pyspy.parse_text('Thread 7 (idle): "MainThread"\n    f (a.py:1)\n', source="p.txt")
     dump = _only(result)
-    assert dump.pid is None
+    # On Linux py-spy prints OS thread ids, and the main thread's id is the PID.
+    assert dump.pid == 7
     assert dump.threads[0].frames[0].function == "f"
+    assert len(result.warnings) == 2
+    assert any("taken from the main thread" in w.message for w in result.warnings)
+
+
+def test_threads_without_header_or_main_thread_id_keep_unknown_pid() -> None:
+    result = pyspy.parse_text('Thread 0x7F (idle): "worker"\n    f (a.py:1)\n', source="p.txt")
+    dump = _only(result)
+    assert (dump.pid, dump.slot) == (None, 0)
     assert len(result.warnings) == 1
 
 
