@@ -18,6 +18,15 @@ top k; MRR = mean of 1/rank of the first duplicate (0 when none in the top 10). 
 precision of the `likely-duplicate` level (share of such candidates that are duplicates).
 
     python benchmarks/eval_search.py [--seed 7] [--families 60] [--distractors 600]
+
+With `--real DIR` it runs on a real duplicate set kept outside the repository (51 pairs
+from the vLLM and SGLang trackers, `pairs.jsonl` and `pool.jsonl`, see its README):
+ours with and without the semantic signal, plain BM25 and the keyword baseline, on the
+pairs that are not re-submissions and on all, over all queries and over each half of a
+fixed split by query (even numbers: the tuning half the semantic weight was chosen on;
+odd: the test half). The pool is searched per repository; a query never finds itself.
+
+    python benchmarks/eval_search.py --real /work/shared/eval/dupes-dev
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from upstream_corpus import Corpus, EvalQuery, generate
 
@@ -73,30 +83,35 @@ class PlainBM25:
     `unicode61` tokenizer over title and body, the query's words OR-ed (title, text and
     frame names, as the query would be typed or pasted), restricted to the query's repos."""
 
-    def __init__(self, corpus: Corpus) -> None:
+    def __init__(self, corpus: Corpus | Sequence[dict[str, Any]]) -> None:
+        issues = corpus.issues if isinstance(corpus, Corpus) else corpus
         self.db = sqlite3.connect(":memory:")
         self.db.execute(
             "CREATE VIRTUAL TABLE docs USING fts5(repo UNINDEXED, number UNINDEXED, title, body)"
         )
         self.db.executemany(
             "INSERT INTO docs(repo, number, title, body) VALUES (?, ?, ?, ?)",
-            [(i["repo"], i["number"], i["title"], i["body"]) for i in corpus.issues],
+            [(i["repo"], i["number"], i["title"], i["body"] or "") for i in issues],
         )
 
     def __call__(self, query: EvalQuery) -> list[tuple[str, int]]:
         q = query.query
         text = " ".join([q.title, q.text, *(k for s in q.stacks for k in s.keys)])
+        return self.rank(text, q.repos)
+
+    def rank(self, text: str, repos: Sequence[str], limit: int = 10) -> list[tuple[str, int]]:
+        """The top `limit` issues of `repos` for `text`, its words OR-ed."""
         words = dict.fromkeys(
             w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in terms.STOPWORDS
         )
         if not words:
             return []
         match = " OR ".join(f'"{w}"' for w in words)
-        marks = ",".join("?" * len(q.repos))
+        marks = ",".join("?" * len(repos))
         rows = self.db.execute(
             f"SELECT repo, number FROM docs WHERE docs MATCH ? AND repo IN ({marks}) "
-            "ORDER BY bm25(docs), rowid LIMIT 10",
-            (match, *q.repos),
+            "ORDER BY bm25(docs), rowid LIMIT ?",
+            (match, *repos, limit),
         ).fetchall()
         return [(str(repo), int(number)) for repo, number in rows]
 
@@ -104,28 +119,33 @@ class PlainBM25:
 class GitHubKeywords:
     """GitHub's issue search, simulated: rare title words ANDed over title and body."""
 
-    def __init__(self, corpus: Corpus) -> None:
+    def __init__(self, corpus: Corpus | Sequence[dict[str, Any]]) -> None:
+        issues = corpus.issues if isinstance(corpus, Corpus) else corpus
         self.docs: list[tuple[str, int, set[str], set[str], str]] = []
         self.df: dict[str, int] = {}
-        for issue in corpus.issues:
+        for issue in issues:
             title_words = set(_WORD_RE.findall(issue["title"].lower()))
-            words = title_words | set(_WORD_RE.findall(issue["body"].lower()))
-            self.docs.append(
-                (issue["repo"], issue["number"], title_words, words, issue["updated_at"])
-            )
+            words = title_words | set(_WORD_RE.findall((issue["body"] or "").lower()))
+            # Without dates (the real pool has none) the newest is the highest number.
+            updated = issue.get("updated_at") or f"{issue['number']:012d}"
+            self.docs.append((issue["repo"], issue["number"], title_words, words, updated))
             for word in words:
                 self.df[word] = self.df.get(word, 0) + 1
 
     def __call__(self, query: EvalQuery) -> list[tuple[str, int]]:
+        return self.rank(query.query.title, query.query.repos)
+
+    def rank(self, title: str, repos_: Sequence[str]) -> list[tuple[str, int]]:
+        """Issues of `repos_` holding the title's three rarest words, best first."""
         words = [
             w
-            for w in dict.fromkeys(_WORD_RE.findall(query.query.title.lower()))
+            for w in dict.fromkeys(_WORD_RE.findall(title.lower()))
             if w not in terms.STOPWORDS and len(w) > 2 and self.df.get(w)
         ]
         chosen = sorted(words, key=lambda w: (self.df[w], w))[:3]
         if not chosen:
             return []
-        repos = set(query.query.repos)
+        repos = set(repos_)
         found = [
             (len(title & set(words)), updated, repo, number)
             for repo, number, title, body, updated in self.docs
@@ -232,6 +252,216 @@ def _mean(runs: Sequence[Run]) -> dict[str, Scores]:
     }
 
 
+# --- the real evaluation set (outside the repository) ---------------------------------
+
+RESUBMISSION = ("identical re-submission", "same-title re-submission")
+REAL_METHODS = ("ours", "ours-no-semantic", "bm25", "github-keywords")
+
+
+@dataclass(frozen=True)
+class RealPair:
+    """One real query issue and the numbers of the issues it duplicates."""
+
+    repo: str
+    number: int
+    title: str
+    body: str
+    duplicates: frozenset[int]
+    resubmission: bool
+
+    @property
+    def half(self) -> str:
+        """`tuning` or `test`: a fixed split by query (the number's parity)."""
+        return "tuning" if self.number % 2 == 0 else "test"
+
+
+def load_real(folder: Path) -> tuple[list[RealPair], list[dict[str, Any]]]:
+    """The pairs and the pool of a real evaluation folder (see its README)."""
+    pairs_path, pool_path = folder / "pairs.jsonl", folder / "pool.jsonl"
+    missing = [p.name for p in (pairs_path, pool_path) if not p.is_file()]
+    if missing:
+        raise SystemExit(
+            f"{folder}: no {' or '.join(missing)} there; the real evaluation set is kept "
+            "outside the repository (e.g. /work/shared/eval/dupes-dev). "
+            "Tip: pass --real with the folder that holds pairs.jsonl and pool.jsonl"
+        )
+    pairs: list[RealPair] = []
+    for n, line in enumerate(pairs_path.read_text("utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            query = obj["query"]
+            pairs.append(
+                RealPair(
+                    repo=str(obj["repo"]),
+                    number=int(query["number"]),
+                    title=str(query["title"]),
+                    body=str(query.get("body") or ""),
+                    duplicates=frozenset(int(d) for d in obj["duplicates"]),
+                    resubmission=str(obj.get("evidence", "")).startswith(RESUBMISSION),
+                )
+            )
+        except (ValueError, KeyError, TypeError) as err:
+            raise SystemExit(f"{pairs_path}:{n}: not a pair ({err})") from err
+    pool: list[dict[str, Any]] = []
+    for n, line in enumerate(pool_path.read_text("utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            # Only what a tracker shows: the set's own bookkeeping (`role`) stays out.
+            pool.append(
+                {
+                    "repo": str(obj["repo"]),
+                    "number": int(obj["number"]),
+                    "title": str(obj["title"]),
+                    "body": str(obj.get("body") or ""),
+                    "state": obj.get("state") if obj.get("state") in ("open", "closed") else "open",
+                    "labels": list(obj.get("labels") or []),
+                }
+            )
+        except (ValueError, KeyError, TypeError) as err:
+            raise SystemExit(f"{pool_path}:{n}: not an issue ({err})") from err
+    return pairs, pool
+
+
+def _score_pairs(pairs: Sequence[RealPair], ranked: dict[int, list[int]]) -> Scores:
+    hits = dict.fromkeys(CUTOFFS, 0)
+    reciprocal = 0.0
+    for pair in pairs:
+        numbers = [n for n in ranked[id(pair)] if n != pair.number][: max(CUTOFFS)]
+        first = next((i for i, n in enumerate(numbers, 1) if n in pair.duplicates), None)
+        if first is not None:
+            reciprocal += 1.0 / first
+            for k in CUTOFFS:
+                hits[k] += first <= k
+    n = len(pairs) or 1
+    return Scores(recall={k: hits[k] / n for k in CUTOFFS}, mrr=reciprocal / n)
+
+
+def run_real(
+    folder: Path, *, semantic_weight: float | None = None
+) -> tuple[list[RealPair], dict[str, dict[int, list[int]]], list[str]]:
+    """Rank every pair's query with each method; the rankings (numbers, best first) by
+    method and pair, and notes."""
+    from reporter.upstream import rank, semantic
+
+    pairs, pool = load_real(folder)
+    notes: list[str] = []
+    model = semantic.load()
+    if model is None:
+        notes.append(semantic.MISSING_NOTE)
+    saved = rank.WEIGHTS["semantic"]
+    if semantic_weight is not None:
+        rank.WEIGHTS["semantic"] = semantic_weight
+    try:
+        return pairs, _rank_real(folder, pairs, pool, model), notes
+    finally:
+        rank.WEIGHTS["semantic"] = saved
+
+
+def _rank_real(
+    folder: Path, pairs: Sequence[RealPair], pool: Sequence[dict[str, Any]], model: Any
+) -> dict[str, dict[int, list[int]]]:
+    from reporter.upstream.query import query_from_text
+    from reporter.upstream.search import embed_missing
+
+    rankings: dict[str, dict[int, list[int]]] = {m: {} for m in REAL_METHODS}
+    plain, keywords = PlainBM25(pool), GitHubKeywords(pool)
+    with tempfile.TemporaryDirectory() as tmp, Index(Path(tmp) / "real.sqlite3") as index:
+        index.import_jsonl([json.dumps(issue) for issue in pool], source=str(folder))
+        if model is not None:
+            embed_missing(index, model)
+        for pair in pairs:
+            query = query_from_text(
+                f"{pair.title}\n{pair.body}", repos=(pair.repo,), title=pair.title
+            )
+            own = [(pair.repo, pair.number)]
+            for name, embedder in (("ours", model), ("ours-no-semantic", None)):
+                if name == "ours" and model is None:
+                    continue
+                found = find_duplicates(
+                    index, query, limit=11, include_weak=True, embedder=embedder, exclude=own
+                )
+                rankings[name][id(pair)] = [c.issue.record.number for c in found]
+            rankings["bm25"][id(pair)] = [
+                n for _, n in plain.rank(f"{pair.title} {pair.body}", (pair.repo,), limit=11)
+            ]
+            rankings["github-keywords"][id(pair)] = [
+                n for _, n in keywords.rank(pair.title, (pair.repo,))
+            ]
+    return {m: r for m, r in rankings.items() if r}
+
+
+def real_report(folder: Path, *, semantic_weight: float | None, as_json: bool) -> int:
+    """Print the real-set figures: all pairs and without re-submissions, each on all
+    queries and on the test half of the fixed split."""
+    started = time.perf_counter()
+    pairs, rankings, notes = run_real(folder, semantic_weight=semantic_weight)
+    subsets = {
+        "non-resubmission": [p for p in pairs if not p.resubmission],
+        "all": list(pairs),
+    }
+    halves = {"all queries": None, "test half": "test", "tuning half": "tuning"}
+    figures: dict[str, dict[str, dict[str, Scores]]] = {}
+    for subset, chosen in subsets.items():
+        figures[subset] = {}
+        for half_name, half in halves.items():
+            group = [p for p in chosen if half is None or p.half == half]
+            figures[subset][half_name] = {
+                m: _score_pairs(group, ranked) for m, ranked in rankings.items()
+            }
+    if as_json:
+        document = {
+            subset: {
+                half: {
+                    m: {"recall": s.recall, "mrr": s.mrr, "queries": n}
+                    for m, s in by_method.items()
+                    for n in [
+                        sum(
+                            1
+                            for p in subsets[subset]
+                            if halves[half] is None or p.half == halves[half]
+                        )
+                    ]
+                }
+                for half, by_method in by_half.items()
+            }
+            for subset, by_half in figures.items()
+        }
+        print(json.dumps({"real": document, "notes": notes}, indent=2))
+        return 0
+    for note in notes:
+        print(f"note: {note}")
+    from reporter.upstream import rank
+
+    print(
+        f"real set {folder}: {len(pairs)} pairs "
+        f"({len(subsets['non-resubmission'])} not re-submissions); semantic weight "
+        f"{rank.WEIGHTS['semantic']} (tuned on the tuning half: even query numbers)"
+    )
+    for subset, by_half in figures.items():
+        for half_name, results in by_half.items():
+            n = sum(
+                1
+                for p in subsets[subset]
+                if halves[half_name] is None or p.half == halves[half_name]
+            )
+            print(f"\n{subset}, {half_name} (n={n}):")
+            print("\n".join(_table(results)))
+    main = figures["non-resubmission"]["all queries"]
+    ours = main.get("ours", main["ours-no-semantic"])
+    gain = ours.recall[5] - main["bm25"].recall[5]
+    print(
+        f"\ngoal on the {len(subsets['non-resubmission'])} non-re-submission pairs: "
+        f"R@5 {ours.recall[5]:.3f} (>= 0.70), gain over BM25 {gain:+.3f} (>= +0.15), "
+        f"MRR {ours.mrr:.3f} (>= 0.55)"
+    )
+    print(f"({time.perf_counter() - started:.1f} s)")
+    return 0 if ours.recall[5] >= 0.70 and gain >= 0.15 and ours.mrr >= 0.55 else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=7)
@@ -239,7 +469,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--families", type=int, default=60)
     parser.add_argument("--distractors", type=int, default=600)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--real",
+        type=Path,
+        metavar="DIR",
+        help="evaluate on a real duplicate set (pairs.jsonl, pool.jsonl) read from DIR",
+    )
+    parser.add_argument(
+        "--semantic-weight",
+        type=float,
+        help="override the semantic sub-score's weight (for tuning on the tuning half)",
+    )
     args = parser.parse_args(argv)
+    if args.real is not None:
+        return real_report(args.real, semantic_weight=args.semantic_weight, as_json=args.json)
 
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else [args.seed]
     runs = [run(seed, args.families, args.distractors) for seed in seeds]

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from reporter.upstream.query import Query as UpstreamQuery
     from reporter.upstream.redact import RedactionEntry
     from reporter.upstream.search import SearchOutcome, SyncProgress, SyncReport
+    from reporter.upstream.triage import TriageOutcome
 
 # Lines of one evidence file embedded in a report; the bundle keeps the rest.
 MAX_EXCERPT_LINES = 1500
@@ -780,10 +781,27 @@ def search_upstream(
     online: bool | None = None,
     db: Path | None = None,
 ) -> SearchOutcome:
-    """`report search-upstream`: ranked upstream issues like the bundle's hang or the text."""
+    """`report search-upstream`: ranked upstream issues like the bundle's hang, the text,
+    or a stored issue given as `owner/repo#N` in place of the bundle."""
     from reporter.upstream import search
+    from reporter.upstream.query import Query
+    from reporter.upstream.triage import parse_issue_ref
 
     conf = settings()
+    ref = None if evidence is None or evidence.exists() else parse_issue_ref(str(evidence))
+    if ref is not None:
+        from reporter.upstream.index import validate_repo
+
+        names = tuple(validate_repo(r) for r in repos)
+        query = Query(repos=names, title="", text="")
+        return search.run_search(
+            query,
+            db=default_db(db, conf),
+            online=online,
+            limit=limit,
+            env=upstream_env(conf),
+            issue=ref,
+        )
     query = upstream_query(evidence, repos=repos, text_file=text_file)
     if not query.repos and conf.repos:
         from dataclasses import replace
@@ -791,6 +809,42 @@ def search_upstream(
         query = replace(query, repos=conf.repos)
     return search.run_search(
         query, db=default_db(db, conf), online=online, limit=limit, env=upstream_env(conf)
+    )
+
+
+def triage(
+    target: str,
+    *,
+    since: str | None = None,
+    text_file: Path | None = None,
+    limit: int = 5,
+    db: Path | None = None,
+    comment: bool = False,
+    post: bool = False,
+) -> TriageOutcome:
+    """`report triage`: likely duplicates of tracker issues (see `upstream.triage`)."""
+    import sys
+
+    from reporter.upstream.triage import run_triage
+
+    text: str | None = None
+    if text_file is not None:
+        try:
+            text = sys.stdin.read() if str(text_file) == "-" else text_file.read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise UsageError(
+                f"{text_file}: cannot read it ({err})", tip="pass a UTF-8 text file"
+            ) from err
+    conf = settings()
+    return run_triage(
+        target,
+        since=since,
+        text=text,
+        limit=limit,
+        db=default_db(db, conf),
+        comment=comment,
+        post=post,
+        env=upstream_env(conf),
     )
 
 
@@ -808,14 +862,25 @@ def search_upstream_text(outcome: SearchOutcome) -> str:
     return search.format_table(outcome)
 
 
+def triage_text(outcome: TriageOutcome, *, as_json: bool) -> str:
+    """The `report triage` table: Markdown, or the JSON document."""
+    from reporter.upstream import triage
+
+    if as_json:
+        return triage.rows_json(outcome.rows, outcome.notes)
+    return triage.markdown_table(outcome.rows)
+
+
 def sync_upstream(
     repos: Sequence[str],
     *,
     db: Path | None = None,
     full: bool = False,
     progress: Callable[[SyncProgress], None] | None = None,
+    fixed_in: bool = True,
 ) -> tuple[list[SyncReport], list[str], Path]:
-    """`report sync`: bring the local index of each repo up to date."""
+    """`report sync`: bring the local index of each repo up to date (and what fixed its
+    closed issues, with `fixed_in`)."""
     from reporter.upstream import search
 
     conf = settings()
@@ -825,7 +890,12 @@ def sync_upstream(
             "no repository to sync", tip="pass OWNER/NAME, or set `repos` in `report config show`"
         )
     return search.run_sync(
-        names, db=default_db(db, conf), full=full, env=upstream_env(conf), progress=progress
+        names,
+        db=default_db(db, conf),
+        full=full,
+        env=upstream_env(conf),
+        progress=progress,
+        fixed_in=fixed_in,
     )
 
 

@@ -577,6 +577,14 @@ def sync_cmd(
         bool,
         typer.Option("--full", help="List every issue again instead of only the changed ones."),
     ] = False,
+    fixed_in: Annotated[
+        bool,
+        typer.Option(
+            "--fixed-in/--no-fixed-in",
+            help="Look up what fixed issues closed as completed (pull request or commit, and "
+            "the first release tag with it), up to 200 per run.",
+        ),
+    ] = True,
     as_json: JsonFlag = False,
 ) -> None:
     """Fetch upstream issues into the local index; later runs fetch only what changed.
@@ -593,7 +601,9 @@ def sync_cmd(
                 if tick is not None:
                     tick(step.repo, step.page, step.last_page or step.page)
 
-            return app.sync_upstream(repos or (), db=db, full=full, progress=show)
+            return app.sync_upstream(
+                repos or (), db=db, full=full, progress=show, fixed_in=fixed_in
+            )
 
     reports, notes, path = _run(sync)
     _notes(notes)
@@ -606,8 +616,12 @@ def sync_cmd(
         else:
             what = f"{report.stored} issues stored from {report.pages} page{'s' if report.pages != 1 else ''}"
         resumed = ", resumed an interrupted sync" if report.resumed else ""
+        fixes = ""
+        if report.fixes is not None and report.fixes.checked:
+            fixes = f"; fixes of {report.fixes.checked} closed issues looked up ({report.fixes.found} found"
+            fixes += f", {report.fixes.left} left for the next sync)" if report.fixes.left else ")"
         print(
-            f"{report.repo}: {what}; {report.requests} request{'s' if report.requests != 1 else ''}{resumed}"
+            f"{report.repo}: {what}; {report.requests} request{'s' if report.requests != 1 else ''}{resumed}{fixes}"
         )
     print(f"index: {path}")
 
@@ -656,7 +670,9 @@ def search_upstream_cmd(
     bundle: Annotated[
         Path | None,
         typer.Argument(
-            help="A bundle folder (its analysis and manifest are the query).", show_default=False
+            help="A bundle folder (its analysis and manifest are the query), or an indexed "
+            "issue as OWNER/REPO#N.",
+            show_default=False,
         ),
     ] = None,
     repo: Annotated[
@@ -703,6 +719,66 @@ def search_upstream_cmd(
         sys.stdout.write(app.search_upstream_json(outcome))
     else:
         print(app.search_upstream_text(outcome))
+
+
+@cli.command("triage", epilog="Example: report triage vllm-project/vllm --since 2025-06-01")
+def triage_cmd(
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="OWNER/REPO#N (one indexed issue), or OWNER/REPO with --since or --text-file.",
+            show_default=False,
+        ),
+    ],
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="Every issue opened since this date (2025-01-31)."),
+    ] = None,
+    text_file: Annotated[
+        Path | None,
+        typer.Option("--text-file", help="Triage this text (a pasted issue; - for stdin)."),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Candidates per issue (1-100).")] = 5,
+    as_json: JsonFlag = False,
+    comment: Annotated[
+        bool,
+        typer.Option("--comment", help="Print the possible-duplicates comment (a dry run)."),
+    ] = False,
+    post: Annotated[
+        bool,
+        typer.Option(
+            "--post",
+            help="Post that comment on the issue (never twice: an earlier one is found by its "
+            "marker). Needs GITHUB_TOKEN.",
+        ),
+    ] = False,
+    db: DbOpt = None,
+) -> None:
+    """List likely duplicates of tracker issues for maintainers, never the issue itself."""
+    from reporter import app
+
+    outcome = _run(
+        lambda: app.triage(
+            target,
+            since=since,
+            text_file=text_file,
+            limit=limit,
+            db=db,
+            comment=comment,
+            post=post,
+        )
+    )
+    _notes(outcome.notes)
+    if outcome.comment is not None:
+        result = outcome.comment
+        if result.posted_url is not None:
+            print(f"posted: {result.posted_url}", file=sys.stderr)
+        elif result.skipped is not None:
+            print(f"not posted: {result.skipped}", file=sys.stderr)
+        if result.body is not None and not as_json:
+            sys.stdout.write(result.body)
+            return
+    sys.stdout.write(app.triage_text(outcome, as_json=as_json))
 
 
 # --- live capture ----------------------------------------------------------------------

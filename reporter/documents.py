@@ -80,6 +80,11 @@ def sync_json(reports: Sequence[SyncReport], notes: Sequence[str], index: Path) 
                 "requests": r.requests,
                 "not_modified": r.not_modified,
                 "resumed": r.resumed,
+                "fixes": (
+                    None
+                    if r.fixes is None
+                    else {"checked": r.fixes.checked, "found": r.fixes.found, "left": r.fixes.left}
+                ),
             }
             for r in reports
         ],

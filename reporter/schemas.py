@@ -163,8 +163,14 @@ SCHEMAS: dict[str, Schema] = {
                 score=NUM,
                 level=STR,
                 reasons={"type": "object"},
+                rank_in_repo=described(INT, "place among the candidates of the same repo"),
+                fixed_in=described(
+                    {"type": ["object", "null"]},
+                    "for a match closed as completed: change, release, deployment_has_fix",
+                ),
             )
         ),
+        fixed=described(STRS, '"matches #N, fixed in vX; this deployment runs Y" lines'),
         query=obj("what was searched for", repos=STRS, title=STR, errors=STRS),
         index=obj(
             "the index searched",
@@ -186,6 +192,26 @@ SCHEMAS: dict[str, Schema] = {
                 requests=INT,
                 not_modified=BOOL,
                 resumed=BOOL,
+                fixes=described(
+                    {"type": ["object", "null"]},
+                    "fix look-ups: checked, found, left for the next sync (null: not run)",
+                ),
+            )
+        ),
+        notes=STRS,
+    ),
+    "triage": obj(
+        "Each triaged issue with its likely duplicates, never itself.",
+        issues=array(
+            obj(
+                "one triaged issue",
+                repo=STR,
+                number={"type": ["integer", "null"]},
+                title=STR,
+                url=STR,
+                candidates=array(
+                    {"type": "object", "required": ["repo", "number", "score", "level"]}
+                ),
             )
         ),
         notes=STRS,

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import httpx
 
@@ -277,6 +277,50 @@ class GitHubClient:
             incomplete=bool(data.get("incomplete_results")),
             items=tuple(item for item in data["items"] if isinstance(item, dict)),
         )
+
+    def timeline(self, repo: str, number: int) -> list[dict[str, Any]]:
+        """Every event of `GET /repos/{repo}/issues/{number}/timeline` (closing commits,
+        cross-references from pull requests), oldest first."""
+        return self._all_pages(f"{self.base_url}/repos/{repo}/issues/{number}/timeline")
+
+    def pull(self, repo: str, number: int) -> dict[str, Any] | None:
+        """`GET /repos/{repo}/pulls/{number}` (its `merged_at`, `merge_commit_sha`), None
+        when it is not a pull request."""
+        _, data = self._send(f"{self.base_url}/repos/{repo}/pulls/{number}", missing_ok=True)
+        return data if isinstance(data, dict) else None
+
+    def tags(self, repo: str) -> list[str]:
+        """The names of every tag of `GET /repos/{repo}/tags`."""
+        items = self._all_pages(f"{self.base_url}/repos/{repo}/tags")
+        return [str(item["name"]) for item in items if isinstance(item.get("name"), str)]
+
+    def compare(self, repo: str, base: str, head: str) -> str:
+        """`GET /repos/{repo}/compare/{base}...{head}`'s `status`: `ahead` or
+        `identical` when `head` contains `base`; `behind` or `diverged` when not."""
+        url = (
+            f"{self.base_url}/repos/{repo}/compare/{quote(base, safe='')}...{quote(head, safe='')}"
+        )
+        _, data = self._send(str(httpx.URL(url).copy_merge_params({"per_page": "1"})))
+        if not isinstance(data, dict) or not isinstance(data.get("status"), str):
+            raise UpstreamError(f"{repo}: compare {base}...{head} has no status")
+        return str(data["status"])
+
+    def _all_pages(self, first: str) -> list[dict[str, Any]]:
+        url: str | None = str(httpx.URL(first).copy_merge_params({"per_page": str(PER_PAGE)}))
+        seen: set[str] = set()
+        out: list[dict[str, Any]] = []
+        while url is not None:
+            if url in seen or len(seen) >= MAX_PAGES:
+                raise UpstreamError(f"GitHub's pagination of {first} does not end ({url})")
+            seen.add(url)
+            response, data = self._send(url)
+            if not isinstance(data, list):
+                raise UpstreamError(f"expected a list from {url}")
+            out.extend(item for item in data if isinstance(item, dict))
+            url = parse_link(response.headers.get("link")).get("next")
+            if url is not None:
+                self._check_host(url)
+        return out
 
     def list_folder(self, repo: str, folder: str, *, etag: str | None = None) -> Folder:
         """`GET /repos/{repo}/contents/{folder}`: the folder's entries on the default branch.

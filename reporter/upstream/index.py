@@ -11,7 +11,19 @@ for ranking, document frequencies, and JSONL export. Tables::
     issue_terms   fts5vocab over issue_text (document frequency per term)
     issue_frames  (frame key, issue id): which issues show which informative frame
     sync_state    per repo: `since` and the ETag of the listing for it, resume point
+    line_df       per repo and line shape (`boilerplate.line_key`): how many issues
+                  carry it; shapes in many issues are issue-form boilerplate
+    issue_vectors per issue: the title's unit vector from the semantic model (int8
+                  blob, see `semantic.to_blob`) and the model's id; filled by `search.embed_missing`
+    vector_packs  per repo and model: every issue id (int64) and vector of the repo in
+                  two blobs, so a query reads one row per repo instead of one per issue;
+                  rebuilt from issue_vectors when a vector of the repo changes
+    issue_fixes   per closed issue: the change that fixed it (pull request or commit)
+                  and the first release tag containing it, found at sync
     meta          schema and tokenizer versions
+
+Schema 1 indexes are brought to schema 2 on open (the new tables are added, nothing
+is rewritten; line counts are rebuilt from the stored bodies).
 
 Every write is one transaction: an interrupted sync or import leaves the index as it
 was after the last page that completed. Pull requests are stored (so links to them
@@ -29,6 +41,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,10 +49,12 @@ from pathlib import Path
 from typing import Any
 
 from reporter.errors import InputError, UsageError
-from reporter.upstream import terms
+from reporter.upstream import boilerplate, terms
 from reporter.upstream.extract import extract
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+# Older schemas this version upgrades in place on open.
+_UPGRADABLE = frozenset({"1"})
 # Bump when terms.tokens() changes: contentless FTS rows are deleted by re-tokenizing.
 TOKENIZER_VERSION = "1"
 # Text beyond this is stored but not indexed: pasted logs add length, not meaning.
@@ -87,6 +102,41 @@ CREATE TABLE IF NOT EXISTS sync_state(
     complete INTEGER NOT NULL DEFAULT 0,
     synced_at TEXT
 );
+"""
+
+# Added by schema 2 (created on open in schema 1 indexes too).
+_SCHEMA_2 = """
+CREATE TABLE IF NOT EXISTS line_df(
+    repo TEXT NOT NULL COLLATE NOCASE,
+    key INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY(repo, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS issue_vectors(
+    issue INTEGER PRIMARY KEY,
+    repo TEXT NOT NULL COLLATE NOCASE,
+    model TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS issue_vectors_by_repo ON issue_vectors(repo, model);
+CREATE TABLE IF NOT EXISTS vector_packs(
+    repo TEXT NOT NULL COLLATE NOCASE,
+    model TEXT NOT NULL,
+    ids BLOB NOT NULL,
+    vectors BLOB NOT NULL,
+    PRIMARY KEY(repo, model)
+);
+CREATE TABLE IF NOT EXISTS issue_fixes(
+    repo TEXT NOT NULL COLLATE NOCASE,
+    number INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    ref TEXT NOT NULL,
+    url TEXT,
+    sha TEXT,
+    tag TEXT,
+    checked_at TEXT,
+    PRIMARY KEY(repo, number)
+) WITHOUT ROWID;
 """
 
 # BM25 column weights: a word in the title counts four times a word in the body.
@@ -152,6 +202,26 @@ class ImportResult:
 
     imported: int
     skipped: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fix:
+    """What fixed a closed issue, as a sync found it.
+
+    `kind` is `pull` (a pull request that closed it or was linked; `ref` is `#N`),
+    `commit` (a commit that closed it; `ref` is the short SHA) or `none` (looked up,
+    nothing found). `tag` is the first release tag that contains the change, None when
+    no release has it yet (or it was not found). `checked_at` is when it was looked up.
+    """
+
+    repo: str
+    number: int
+    kind: str
+    ref: str
+    url: str | None = None
+    sha: str | None = None
+    tag: str | None = None
+    checked_at: str | None = None
 
 
 @dataclass(slots=True)
@@ -282,6 +352,8 @@ class Index:
 
     def __init__(self, path: Path, *, create: bool = True) -> None:
         self.path = path
+        self._repo_counts: list[tuple[str, int]] | None = None
+        self._packs: dict[tuple[str, str], tuple[bytes, bytes]] = {}
         if not create and not path.is_file():
             raise UsageError(
                 f"{path}: no such issue index",
@@ -304,12 +376,19 @@ class Index:
         tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master")}
         if "meta" in tables:
             meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
-            if meta.get("schema") != SCHEMA_VERSION or meta.get("tokenizer") != TOKENIZER_VERSION:
+            schema, tokenizer = meta.get("schema"), meta.get("tokenizer")
+            if schema in _UPGRADABLE and tokenizer == TOKENIZER_VERSION:
+                self._upgrade()
+                return
+            if schema != SCHEMA_VERSION or tokenizer != TOKENIZER_VERSION:
                 raise InputError(
-                    f"{self.path}: issue index format {meta.get('schema')}/{meta.get('tokenizer')}, "
+                    f"{self.path}: issue index format {schema}/{tokenizer}, "
                     f"this reporter writes {SCHEMA_VERSION}/{TOKENIZER_VERSION}",
                     tip="export it with the older reporter, or delete it and sync again",
                 )
+            if "vector_packs" not in tables:
+                # Added to schema 2 after its first builds (derived data, empty is right).
+                self._db.executescript(f"BEGIN IMMEDIATE;{_SCHEMA_2}COMMIT;")
             return
         if tables - {"sqlite_sequence"}:
             raise InputError(
@@ -318,10 +397,23 @@ class Index:
             )
         # executescript commits any open transaction first, so the script brings its own.
         self._db.executescript(
-            f"BEGIN IMMEDIATE;{_SCHEMA}"
+            f"BEGIN IMMEDIATE;{_SCHEMA}{_SCHEMA_2}"
             f"INSERT INTO meta(key, value) VALUES ('schema', '{SCHEMA_VERSION}'), "
             f"('tokenizer', '{TOKENIZER_VERSION}');COMMIT;"
         )
+
+    def _upgrade(self) -> None:
+        """Schema 1 -> 2: add the new tables and count the stored bodies' line shapes."""
+        self._db.executescript(f"BEGIN IMMEDIATE;{_SCHEMA_2}")
+        try:
+            rows = self._db.execute("SELECT repo, body FROM issues WHERE is_pull = 0")
+            for repo, body in rows.fetchall():
+                self._count_lines(str(repo), str(body), +1)
+            self._db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     def close(self) -> None:
         """Close the database."""
@@ -360,11 +452,13 @@ class Index:
         return int(self._db.execute(sql, args).fetchone()[0])
 
     def repos(self) -> list[tuple[str, int]]:
-        """Each repo with its issue count, by name."""
-        rows = self._db.execute(
-            "SELECT repo, COUNT(*) FROM issues WHERE is_pull = 0 GROUP BY repo ORDER BY repo"
-        ).fetchall()
-        return [(str(r), int(n)) for r, n in rows]
+        """Each repo with its issue count, by name (kept until the next write)."""
+        if self._repo_counts is None:
+            rows = self._db.execute(
+                "SELECT repo, COUNT(*) FROM issues WHERE is_pull = 0 GROUP BY repo ORDER BY repo"
+            ).fetchall()
+            self._repo_counts = [(str(r), int(n)) for r, n in rows]
+        return list(self._repo_counts)
 
     def records(self, repo: str | None = None) -> Iterator[IssueRecord]:
         """Stored issues (not pull requests) by repo and number."""
@@ -454,6 +548,143 @@ class Index:
                 )
         return out
 
+    def boilerplate(self, keys: Iterable[int], repos: Sequence[str]) -> frozenset[int]:
+        """The line shapes among `keys` that are boilerplate in one of `repos` (any repo
+        when empty): carried by at least `boilerplate.threshold()` of its issues."""
+        wanted = sorted(set(keys))
+        if not wanted:
+            return frozenset()
+        sizes = {r.lower(): n for r, n in self.repos()}
+        allowed = {r.lower() for r in repos}
+        found: set[int] = set()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT repo, key, n FROM line_df WHERE key IN ({marks})"
+            for repo, key, n in self._db.execute(sql, chunk):
+                name = str(repo).lower()
+                if allowed and name not in allowed:
+                    continue
+                if int(n) >= boilerplate.threshold(sizes.get(name, 0)):
+                    found.add(int(key))
+        return frozenset(found)
+
+    def strip_boilerplate(self, body: str, repos: Sequence[str]) -> str:
+        """`body` without the lines that are boilerplate in `repos` (see `boilerplate`)."""
+        common = self.boilerplate(boilerplate.line_keys(body), repos)
+        return boilerplate.strip(body, common.__contains__)
+
+    def vectors(self, repos: Sequence[str], model: str) -> list[tuple[bytes, bytes]]:
+        """The vector packs of `model` for `repos` (all repos when empty): per repo, its
+        issue ids (int64, native order) and their vectors (int8 rows), in id order.
+        A stale or missing pack is rebuilt from `issue_vectors` and stored."""
+        names = list(repos) or [
+            str(r[0])
+            for r in self._db.execute(
+                "SELECT DISTINCT repo FROM issue_vectors WHERE model = ?", (model,)
+            )
+        ]
+        out: list[tuple[bytes, bytes]] = []
+        for repo in names:
+            key = (repo.lower(), model)
+            cached = self._packs.get(key)
+            if cached is None:
+                row = self._db.execute(
+                    "SELECT ids, vectors FROM vector_packs WHERE repo = ? AND model = ?",
+                    (repo, model),
+                ).fetchone()
+                cached = (bytes(row[0]), bytes(row[1])) if row else self._pack(repo, model)
+                self._packs[key] = cached
+            out.append(cached)
+        return out
+
+    def _pack(self, repo: str, model: str) -> tuple[bytes, bytes]:
+        rows = self._db.execute(
+            "SELECT issue, vector FROM issue_vectors WHERE repo = ? AND model = ? ORDER BY issue",
+            (repo, model),
+        ).fetchall()
+        ids = array("q", (int(r[0]) for r in rows)).tobytes()
+        vectors = b"".join(bytes(r[1]) for r in rows)
+        with self.transaction():
+            self._db.execute(
+                "INSERT OR REPLACE INTO vector_packs(repo, model, ids, vectors) VALUES (?, ?, ?, ?)",
+                (repo, model, ids, vectors),
+            )
+        return ids, vectors
+
+    def missing_vectors(self, model: str, limit: int) -> list[tuple[int, str, str]]:
+        """Up to `limit` issues (id, repo, title) without a vector of `model`."""
+        rows = self._db.execute(
+            "SELECT i.id, i.repo, i.title FROM issues i LEFT JOIN issue_vectors v "
+            "ON v.issue = i.id AND v.model = ? WHERE i.is_pull = 0 AND v.issue IS NULL "
+            "ORDER BY i.id LIMIT ?",
+            (model, limit),
+        ).fetchall()
+        return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
+
+    def save_vectors(self, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
+        """Store (issue id, repo, vector blob) rows of `model` in one transaction; their
+        repos' packs are rebuilt on the next read."""
+        with self.transaction():
+            self._db.executemany(
+                "INSERT INTO issue_vectors(issue, repo, model, vector) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(issue) DO UPDATE SET repo = excluded.repo, "
+                "model = excluded.model, vector = excluded.vector",
+                [(issue, repo, model, blob) for issue, repo, blob in rows],
+            )
+            repos = {repo for _, repo, _ in rows}
+            self._db.executemany(
+                "DELETE FROM vector_packs WHERE repo = ?", [(repo,) for repo in repos]
+            )
+        self._packs.clear()
+
+    def fix(self, repo: str, number: int) -> Fix | None:
+        """What fixed `repo#number`, if a sync looked it up."""
+        row = self._db.execute(
+            f"SELECT {_FIX_COLUMNS} FROM issue_fixes WHERE repo = ? AND number = ?",
+            (repo, number),
+        ).fetchone()
+        return None if row is None else _fix(row)
+
+    def fixes(self, repos: Sequence[str] = ()) -> list[Fix]:
+        """Every stored fix of `repos` (all when empty), by repo and number."""
+        where, args = _repo_filter(repos, "repo")
+        rows = self._db.execute(
+            f"SELECT {_FIX_COLUMNS} FROM issue_fixes WHERE 1 = 1{where} ORDER BY repo, number",
+            args,
+        ).fetchall()
+        return [_fix(row) for row in rows]
+
+    def unchecked_fixes(self, repo: str) -> list[IssueRecord]:
+        """Issues of `repo` closed as completed whose fix was not looked up since they
+        were last updated."""
+        rows = self._db.execute(
+            f"SELECT {_RECORD_COLUMNS} FROM issues i WHERE i.repo = ? AND i.is_pull = 0 "
+            "AND i.state = 'closed' AND COALESCE(i.state_reason, 'completed') = 'completed' "
+            "AND NOT EXISTS (SELECT 1 FROM issue_fixes f WHERE f.repo = i.repo "
+            "AND f.number = i.number AND f.checked_at >= COALESCE(i.updated_at, '')) "
+            "ORDER BY i.number",
+            (repo,),
+        ).fetchall()
+        return [_record(row) for row in rows]
+
+    def issue(self, repo: str, number: int) -> IssueRecord | None:
+        """One stored issue or pull request."""
+        row = self._db.execute(
+            f"SELECT {_RECORD_COLUMNS} FROM issues WHERE repo = ? AND number = ?",
+            (repo, number),
+        ).fetchone()
+        return None if row is None else _record(row)
+
+    def opened_since(self, repo: str, since: str) -> list[IssueRecord]:
+        """Issues of `repo` created at or after `since` (ISO 8601), oldest first."""
+        rows = self._db.execute(
+            f"SELECT {_RECORD_COLUMNS} FROM issues WHERE repo = ? AND is_pull = 0 "
+            "AND created_at >= ? ORDER BY created_at, number",
+            (repo, since),
+        ).fetchall()
+        return [_record(row) for row in rows]
+
     def sync_state(self, repo: str) -> SyncState | None:
         """The sync state of `repo`, or None if it was never synced."""
         row = self._db.execute(
@@ -524,6 +755,40 @@ class Index:
         self.upsert(records)
         return ImportResult(imported=len(records), skipped=tuple(skipped))
 
+    def save_fix(self, fix: Fix) -> None:
+        """Store (replace) what fixed one issue."""
+        with self.transaction():
+            self._db.execute(
+                f"INSERT OR REPLACE INTO issue_fixes({_FIX_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    fix.repo,
+                    fix.number,
+                    fix.kind,
+                    fix.ref,
+                    fix.url,
+                    fix.sha,
+                    fix.tag,
+                    fix.checked_at,
+                ),
+            )
+
+    def _count_lines(self, repo: str, body: str, delta: int) -> None:
+        keys = boilerplate.line_keys(body)
+        if not keys:
+            return
+        if delta > 0:
+            self._db.executemany(
+                "INSERT INTO line_df(repo, key, n) VALUES (?, ?, 1) "
+                "ON CONFLICT(repo, key) DO UPDATE SET n = n + 1",
+                [(repo, key) for key in keys],
+            )
+        else:
+            self._db.executemany(
+                "UPDATE line_df SET n = n - 1 WHERE repo = ? AND key = ?",
+                [(repo, key) for key in keys],
+            )
+            self._db.execute("DELETE FROM line_df WHERE repo = ? AND n <= 0", (repo,))
+
     def _put_state(self, state: SyncState) -> None:
         self._db.execute(
             "INSERT INTO sync_state(repo, since, etag, resume_since, complete, synced_at) "
@@ -562,7 +827,7 @@ class Index:
                 ):
                     batch.unchanged += 1
                     continue
-                self._remove(int(old[0]), old[1], old[2], bool(old[3]))
+                self._remove(int(old[0]), record.repo, old[1], old[2], bool(old[3]))
             found = extract(record.body) if not record.is_pull else None
             stacks = found.stacks if found else ()
             errors = found.errors if found else ()
@@ -597,6 +862,7 @@ class Index:
                     "INSERT INTO issue_text(rowid, title, body) VALUES (?, ?, ?)",
                     (rowid, title_text, body_text),
                 )
+                self._count_lines(record.repo, body, +1)
                 keys = sorted({key for stack in stacks for key in stack})
                 db.executemany(
                     "INSERT INTO issue_frames(key, issue) VALUES (?, ?)",
@@ -604,11 +870,19 @@ class Index:
                 )
             batch.written += 1
             batch.ids.append(rowid)
+        if batch.written:
+            # New or changed issues need vectors: `search.embed_missing` looks again.
+            db.execute("DELETE FROM meta WHERE key = 'vectors_complete'")
+            self._repo_counts = None
+            self._packs.clear()
         return batch
 
-    def _remove(self, rowid: int, title: str, body: str, is_pull: bool) -> None:
-        """Delete one issue row with its full-text and frame entries."""
+    def _remove(self, rowid: int, repo: str, title: str, body: str, is_pull: bool) -> None:
+        """Delete one issue row with its full-text, frame, line and vector entries."""
         if not is_pull:
+            self._count_lines(repo, body, -1)
+            self._db.execute("DELETE FROM issue_vectors WHERE issue = ?", (rowid,))
+            self._db.execute("DELETE FROM vector_packs WHERE repo = ?", (repo,))
             title_text, body_text = _fts_values(title, body)
             # A contentless table forgets a row only when given the values it indexed.
             self._db.execute(
@@ -617,6 +891,22 @@ class Index:
             )
             self._db.execute("DELETE FROM issue_frames WHERE issue = ?", (rowid,))
         self._db.execute("DELETE FROM issues WHERE id = ?", (rowid,))
+
+
+_FIX_COLUMNS = "repo, number, kind, ref, url, sha, tag, checked_at"
+
+
+def _fix(row: Sequence[Any]) -> Fix:
+    return Fix(
+        repo=str(row[0]),
+        number=int(row[1]),
+        kind=str(row[2]),
+        ref=str(row[3]),
+        url=row[4],
+        sha=row[5],
+        tag=row[6],
+        checked_at=row[7],
+    )
 
 
 _RECORD_COLUMNS = (

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from reporter.analysis.result import Analysis, RankState
 from reporter.model import Bundle
 from reporter.upstream import terms
 from reporter.upstream.extract import extract, normalize_error, stack_keys
+from reporter.upstream.fixes import deployed_version
+from reporter.upstream.index import IssueRecord
 
 # Weight of a stack class relative to a stuck / collective one: the ranks that wait say
 # more about the hang than ranks seen once outside a collective, and those more than
@@ -61,6 +63,10 @@ class Query:
     stacks: tuple[QueryStack, ...] = ()
     errors: tuple[str, ...] = ()
     signature: str | None = None
+    deployed: tuple[tuple[str, str], ...] = ()
+    """(repo, version) of the software the bundle's deployment runs, for "fixed in"."""
+    issue: tuple[str, int] | None = None
+    """The issue this query was made from (`owner/repo#N`): never a candidate."""
 
 
 def query_from_analysis(bundle: Bundle, analysis: Analysis, *, repos: Sequence[str] = ()) -> Query:
@@ -88,8 +94,20 @@ def query_from_analysis(bundle: Bundle, analysis: Analysis, *, repos: Sequence[s
         label = " ".join(x for x in (stack_class.label, stack_class.collective or "") if x)
         stacks.append(QueryStack(keys=keys, weight=weight, label=label))
     errors = tuple(dict.fromkeys(normalize_error(d.headline) for d in bundle.dumps if d.headline))
+    names = tuple(repos) or bundle.manifest.upstream
+    installed = {p.name.lower(): p.version for p in bundle.environment.packages if p.version}
+    deployed = tuple(
+        (repo, version)
+        for repo in names
+        if (
+            version := deployed_version(
+                repo, installed, bundle.manifest.version, bundle.manifest.service
+            )
+        )
+    )
     return Query(
-        repos=tuple(repos) or bundle.manifest.upstream,
+        repos=names,
+        deployed=deployed,
         title=title,
         text="\n".join(parts),
         stacks=tuple(_unique_stacks(stacks)),
@@ -113,6 +131,15 @@ def query_from_text(text: str, *, repos: Sequence[str] = (), title: str | None =
         stacks=tuple(stacks),
         errors=found.errors,
     )
+
+
+def query_from_issue(record: IssueRecord, *, repos: Sequence[str] = ()) -> Query:
+    """The query for a stored issue (triage): its title and body, searched in `repos`
+    (default: its own repo); the issue itself is excluded from the results."""
+    query = query_from_text(
+        f"{record.title}\n{record.body}", repos=tuple(repos) or (record.repo,), title=record.title
+    )
+    return replace(query, issue=(record.repo, record.number))
 
 
 def _unique_stacks(stacks: Sequence[QueryStack]) -> list[QueryStack]:

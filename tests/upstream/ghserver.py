@@ -9,6 +9,13 @@ Serves what `reporter.upstream.github` uses:
 * `GET /search/issues?q=...`: quoted phrases and words ANDed over title and body,
   `repo:` and `is:issue` qualifiers;
 * `X-RateLimit-*` headers on every answer;
+* for "fixed in" (as GitHub serves them): `GET /repos/{o}/{r}/issues/{n}/timeline`
+  (`closed` events with `commit_id`, `cross-referenced` events whose `source.issue` is a
+  pull request with `merged_at`), `GET /repos/{o}/{r}/pulls/{n}` (`merged_at`,
+  `merge_commit_sha`), `GET /repos/{o}/{r}/tags` (newest first, paginated with `Link`)
+  and `GET /repos/{o}/{r}/compare/{base}...{head}` (`status` `ahead`, `behind`,
+  `identical` or `diverged`, from a linear history given with `add_commits`;
+  an unknown ref is a 404);
 * for filing (PyGithub's traffic): `GET /repos/{o}/{r}/issues/{n}`, `POST /repos/{o}/{r}/issues`
   (201 with `number`, `html_url`, `url`), `GET|POST /repos/{o}/{r}/issues/{n}/comments`, and
   `GET /repos/{o}/{r}/contents/{path}` (a folder listing, or a file as base64) from `files`.
@@ -74,6 +81,10 @@ class GitHubServer:
     files: dict[str, dict[str, str]] = field(default_factory=dict)
     faults: list[Fault] = field(default_factory=list)
     requests: list[Seen] = field(default_factory=list)
+    timelines: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
+    pulls: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    history: dict[str, list[str]] = field(default_factory=dict)
+    tags: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     stall: float = 1.0
     remaining: int = 5000
     _next_id: int = 1000
@@ -172,6 +183,76 @@ class GitHubServer:
                     item.update(
                         state="closed", state_reason=reason, closed_at="2025-01-03T00:00:00Z"
                     )
+
+    def add_commits(self, repo: str, shas: list[str]) -> None:
+        """Append commits to `repo`'s (linear) history, oldest first."""
+        with self._lock:
+            self.history.setdefault(repo, []).extend(shas)
+
+    def add_tag(self, repo: str, name: str, sha: str) -> None:
+        """Tag a commit of the history (tags list newest first, as GitHub lists them)."""
+        with self._lock:
+            self.tags.setdefault(repo, []).insert(0, (name, sha))
+
+    def fix_issue(
+        self,
+        repo: str,
+        number: int,
+        *,
+        sha: str,
+        pull: int | None = None,
+        closing_commit: bool = True,
+        merged_at: str = "2025-01-02T12:00:00Z",
+    ) -> None:
+        """Close an issue as completed by a change: the timeline gets a `cross-referenced`
+        event from pull request `pull` (merged as `sha`) when given, and a `closed` event
+        whose `commit_id` is `sha` when `closing_commit` (a "Fixes #N" merge) or None (a
+        maintainer closed it by hand after the linked pull request was merged)."""
+        self.close_issue(repo, number)
+        events: list[dict[str, Any]] = [
+            {"event": "labeled", "created_at": "2024-12-02T00:00:00Z", "label": {"name": "bug"}}
+        ]
+        if pull is not None:
+            source = {
+                "number": pull,
+                "title": f"Fix for #{number}",
+                "html_url": f"https://github.com/{repo}/pull/{pull}",
+                "repository_url": f"https://api.github.com/repos/{repo}",
+                "state": "closed",
+                "pull_request": {
+                    "url": f"https://api.github.com/repos/{repo}/pulls/{pull}",
+                    "html_url": f"https://github.com/{repo}/pull/{pull}",
+                    "merged_at": merged_at,
+                },
+            }
+            events.append(
+                {
+                    "event": "cross-referenced",
+                    "created_at": "2025-01-01T00:00:00Z",
+                    "source": {"type": "issue", "issue": source},
+                }
+            )
+            with self._lock:
+                self.pulls[(repo, pull)] = {
+                    "number": pull,
+                    "state": "closed",
+                    "merged_at": merged_at,
+                    "merge_commit_sha": sha,
+                    "html_url": f"https://github.com/{repo}/pull/{pull}",
+                }
+        events.append(
+            {
+                "event": "closed",
+                "created_at": "2025-01-03T00:00:00Z",
+                "commit_id": sha if closing_commit else None,
+                "commit_url": (
+                    f"https://api.github.com/repos/{repo}/commits/{sha}" if closing_commit else None
+                ),
+                "state_reason": "completed",
+            }
+        )
+        with self._lock:
+            self.timelines[(repo, number)] = events
 
     def add_files(self, repo: str, files: dict[str, str]) -> None:
         """Serve `files` (path -> text) through the contents API of `repo`."""
@@ -337,6 +418,20 @@ class _Handler(BaseHTTPRequestHandler):
         segments = path.strip("/").split("/")
         if len(segments) == 4 and segments[0] == "repos" and segments[3] == "issues":
             return self._listing(f"{segments[1]}/{segments[2]}", query, fault)
+        if len(segments) == 4 and segments[0] == "repos" and segments[3] == "tags":
+            repo = f"{segments[1]}/{segments[2]}"
+            tags = [
+                {"name": name, "commit": {"sha": sha, "url": f"{self.app.url}/commits/{sha}"}}
+                for name, sha in self.app.tags.get(repo, [])
+            ]
+            return self._pages(f"/repos/{repo}/tags", tags, query)
+        if len(segments) == 5 and segments[0] == "repos" and segments[3] == "compare":
+            return self._compare(f"{segments[1]}/{segments[2]}", segments[4])
+        if len(segments) == 5 and segments[0] == "repos" and segments[3] == "pulls":
+            found = self.app.pulls.get((f"{segments[1]}/{segments[2]}", int(segments[4])))
+            if found is None:
+                return self._json(404, {"message": "Not Found"})
+            return self._json(200, found)
         if len(segments) >= 4 and segments[0] == "repos" and segments[3] == "contents":
             return self._contents(f"{segments[1]}/{segments[2]}", "/".join(segments[4:]))
         if len(segments) in (5, 6) and segments[0] == "repos" and segments[3] == "issues":
@@ -348,6 +443,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._json(404, {"message": "Not Found"})
             if len(segments) == 5:
                 return self._json(200, self._issue_json(item))
+            if segments[5] == "timeline":
+                events = self.app.timelines.get((repo, item["number"]), [])
+                return self._pages(f"/repos/{repo}/issues/{item['number']}/timeline", events, query)
             if segments[5] == "comments":
                 comments = self.app.comments.get((repo, item["number"]), [])
                 per_page = min(100, int(query.get("per_page", "30")))
@@ -460,6 +558,50 @@ class _Handler(BaseHTTPRequestHandler):
         if links:
             headers["Link"] = ", ".join(links)
         return self._raw(200, body, headers)
+
+    def _pages(self, path: str, items: list[dict[str, Any]], query: dict[str, str]) -> int:
+        """One page of `items` with GitHub's `Link` header (absolute URLs)."""
+        per_page = min(100, int(query.get("per_page", "30")))
+        page = int(query.get("page", "1"))
+        last = max(1, -(-len(items) // per_page))
+        links = []
+
+        def link(n: int, rel: str) -> str:
+            return f'<{self.app.url}{path}?{urlencode({**query, "page": str(n)})}>; rel="{rel}"'
+
+        if page < last:
+            links.append(link(page + 1, "next"))
+            links.append(link(last, "last"))
+        if page > 1:
+            links.append(link(1, "first"))
+            links.append(link(page - 1, "prev"))
+        headers = {"Link": ", ".join(links)} if links else {}
+        return self._json(200, items[(page - 1) * per_page : page * per_page], headers)
+
+    def _compare(self, repo: str, spec: str) -> int:
+        """`base...head` over the linear history: where head stands relative to base."""
+        base, _, head = spec.partition("...")
+        history = self.app.history.get(repo, [])
+        tags = dict(self.app.tags.get(repo, []))
+
+        def position(ref: str) -> int | None:
+            sha = tags.get(ref, ref)
+            matches = [i for i, s in enumerate(history) if s.startswith(sha)]
+            return matches[0] if matches else None
+
+        at_base, at_head = position(base), position(head)
+        if at_base is None or at_head is None:
+            return self._json(404, {"message": "Not Found"})
+        status = "identical" if at_head == at_base else "ahead" if at_head > at_base else "behind"
+        return self._json(
+            200,
+            {
+                "status": status,
+                "ahead_by": max(0, at_head - at_base),
+                "behind_by": max(0, at_base - at_head),
+                "total_commits": max(0, at_head - at_base),
+            },
+        )
 
     def _search(self, query: dict[str, str]) -> int:
         q = query.get("q", "")

@@ -83,7 +83,18 @@ def test_cli_offline_builds_the_example_index_and_prints_json(cache_home: Path) 
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     first = document["candidates"][0]
-    assert list(first) == ["repo", "number", "title", "state", "url", "score", "level", "reasons"]
+    assert list(first) == [
+        "repo",
+        "number",
+        "title",
+        "state",
+        "url",
+        "score",
+        "level",
+        "reasons",
+        "rank_in_repo",
+        "fixed_in",
+    ]
     assert {c["number"] for c in document["candidates"]} == DUPLICATES
     assert first["level"] == "likely-duplicate"
     assert set(first["reasons"]) == {"scores", "shared_frames", "terms", "notes"}
