@@ -19,7 +19,7 @@ from reporter.analysis import Analysis, Similarity, analyze, format_ranks, to_js
 from reporter.analysis.export import dumps_deep
 from reporter.errors import InputError, OutputError, UsageError
 from reporter.manifest import MANIFEST_NAME
-from reporter.model import METRIC_KINDS, SUMMARISED_KINDS, Bundle, innermost_python
+from reporter.model import Bundle, innermost_python
 from reporter.render import markdown as md
 from reporter.writer import write_atomic
 
@@ -28,10 +28,10 @@ if TYPE_CHECKING:
     from reporter.collect import CollectRequest, CollectSummary
     from reporter.config import Settings
     from reporter.guess import Suggestion
+    from reporter.render.answer import SeenReport
     from reporter.render.lint import Finding
     from reporter.render.regions import MergeResult
     from reporter.render.status import ReportStatus
-    from reporter.render.view import Excerpt
     from reporter.sources import SourceRoots
     from reporter.upstream.github import RateLimit
     from reporter.upstream.index import ImportResult
@@ -40,9 +40,6 @@ if TYPE_CHECKING:
     from reporter.upstream.redact import RedactionEntry
     from reporter.upstream.search import SearchOutcome, SyncProgress, SyncReport
     from reporter.upstream.triage import TriageOutcome
-
-# Lines of one evidence file embedded in a report; the bundle keeps the rest.
-MAX_EXCERPT_LINES = 1500
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -195,52 +192,36 @@ def diff_text(run: DiffRun, *, limit: int = 20) -> str:
     return "\n".join(lines)
 
 
-def verdict_text(analysis: Analysis) -> str:
-    """A short plain-text verdict for the terminal (`report analyze`)."""
-    lines = [
-        f"verdict: {analysis.verdict.value} (confidence {analysis.confidence.value}, "
-        f"{analysis.snapshots} snapshot{'s' if analysis.snapshots != 1 else ''})",
-        analysis.summary,
-        "",
-    ]
-    for inst in analysis.instances:
-        lines.append(f"instance {inst.id}: {inst.verdict.value} ({inst.label})")
-    for stack_class in analysis.classes:
-        blocked = stack_class.collective or stack_class.wait or "-"
-        innermost = innermost_python(stack_class.frames)
-        top = innermost.display() if innermost is not None else "-"
-        label = (
-            f"{stack_class.instance}:{stack_class.label}"
-            if analysis.instances
-            else stack_class.label
-        )
-        lines.append(f"  {label:<12} {stack_class.state.value:<8} {blocked:<16} {top}")
-    for edge in analysis.waits_for:
-        where = f" at {edge.waiting.at}" if edge.waiting.at else ""
-        whom = edge.waited.at or edge.waited.state
-        prefix = f"instance {edge.instance}: " if analysis.instances else ""
-        lines.append(
-            f"waits: {prefix}{format_ranks(edge.waiting.ranks)} in {edge.waiting.collective}{where}"
-            f" -> {format_ranks(edge.waited.ranks)} {whom}"
-        )
-    if analysis.branch_point and analysis.branch_point.shared:
-        lines.append(f"branch point: {analysis.branch_point.shared.display()}")
-    for note in analysis.confidence_notes:
-        lines.append(f"note: {note}")
-    if analysis.wedge is not None:
-        lines.append(f"metrics: {analysis.wedge.summary}")
-    lines.append(f"signature: {analysis.signature.hash}")
-    return "\n".join(lines)
-
-
-def analysis_json(analysis: Analysis) -> str:
+def analysis_json(
+    analysis: Analysis, bundle: Bundle | None = None, *, seen: Sequence[SeenReport] = ()
+) -> str:
     """The `analyze --json` document, byte-stable for the same evidence.
+
+    With the `bundle`, it adds `headline`, `summary_lines` (each summary line with its
+    topic and sources), `next_steps` (action, why, rule) and `seen_before`.
 
     One top-level key per line and one list item per line: readable, and written by
     the C encoder (`indent=` switches json to its pure-Python encoder, five times
     slower on a 4,096-rank bundle).
     """
-    return _json_lines(to_json(analysis))
+    data = to_json(analysis)
+    if bundle is not None:
+        from reporter.render import answer
+
+        ans = answer.build(bundle, analysis, seen=seen)
+        data["headline"] = ans.title
+        # `summary` stays the verdict paragraph (a documented key); the lines go beside it.
+        data["summary_lines"] = [
+            {"topic": line.topic, "text": line.text, "sources": list(line.sources)}
+            for line in ans.lines
+        ]
+        data["next_steps"] = [
+            {"action": step.action, "why": step.why, "rule": step.rule} for step in ans.steps
+        ]
+        data["seen_before"] = [
+            {"path": s.path, "date": s.date, "status": s.status, "same": s.same} for s in seen
+        ]
+    return _json_lines(data)
 
 
 def _json_lines(data: dict[str, object]) -> str:
@@ -266,25 +247,124 @@ def _json_lines(data: dict[str, object]) -> str:
 
 
 def render_draft(
-    bundle: Bundle, analysis: Analysis, *, now: datetime, chart_file: str | None = None
+    bundle: Bundle,
+    analysis: Analysis,
+    *,
+    now: datetime,
+    chart_file: str | None = None,
+    seen: Sequence[SeenReport] = (),
 ) -> str:
     """The Markdown report text for a loaded, analyzed bundle.
 
     `chart_file` is the name of the metrics SVG beside the report (default: the one
-    beside the default report path).
+    beside the default report path); `seen` are earlier reports of the same or a
+    similar hang (`seen_before`). Secret-shaped values are masked (`mask_secrets`).
     """
     # Imported here: Jinja costs `report analyze` start-up time it never uses.
-    from reporter.render import regions
+    from reporter.render import answer, regions
+    from reporter.render.mask import mask_secrets
     from reporter.render.render import render_report
     from reporter.render.view import build_view
 
     if chart_file is None:
         chart_file = chart_path(default_report_path(bundle, analysis, now=now)).name
-    excerpts, note = _excerpts(bundle, analysis)
     view = build_view(
-        bundle, analysis, excerpts=excerpts, now=now, evidence_note=note, chart_file=chart_file
+        bundle,
+        analysis,
+        raw=_raw_texts(bundle),
+        chart_file=chart_file,
+        answer=answer.build(bundle, analysis, seen=seen),
     )
-    return regions.seal(render_report(view))
+    return regions.seal(mask_secrets(render_report(view))[0])
+
+
+DEFAULT_REPORTS = Path("reports")
+
+
+def seen_before(
+    bundle: Bundle, analysis: Analysis, reports: Path | None, *, exclude: Path | None = None
+) -> tuple[SeenReport, ...]:
+    """Earlier reports under `reports` (default `reports/`, skipped when absent) of this hang.
+
+    `exclude` is the report being written; reports drafted from this bundle are this
+    incident and never count.
+    """
+    from reporter.render import seen
+
+    folder = reports if reports is not None else DEFAULT_REPORTS
+    if not folder.is_dir():
+        if reports is not None:
+            raise UsageError(
+                f"{reports}: no such folder", tip="pass the folder that holds earlier reports"
+            )
+        return ()
+    records = []
+    skip = str(exclude) if exclude is not None else ""
+    for path in sorted(p for p in folder.rglob("*.md") if p.is_file()):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue  # `report lint` says why
+        record = seen.read(text, path=str(path))
+        if record is not None:
+            records.append(record)
+    return seen.matches(
+        records,
+        signature=analysis.signature.hash,
+        signature_text=analysis.signature.text,
+        bundle=bundle.root or "",
+        exclude=skip,
+    )
+
+
+def analysis_text(bundle: Bundle, analysis: Analysis, *, seen: Sequence[SeenReport] = ()) -> str:
+    """`report analyze` for a terminal: the summary block first, then the classes."""
+    from reporter.render import answer
+
+    ans = answer.build(bundle, analysis, seen=seen)
+    lines = [
+        ans.title,
+        f"verdict: {ans.verdict_label} (confidence {analysis.confidence.value}, "
+        f"{analysis.snapshots} snapshot{'s' if analysis.snapshots != 1 else ''})",
+    ]
+    for line in ans.lines:
+        where = f"  [{', '.join(line.sources)}]" if line.sources else ""
+        lines.append(f"  {line.topic.lower()}: {line.text}{where}")
+    if ans.steps:
+        lines.append("next steps:")
+        lines.extend(f"  {n}. {step.action}" for n, step in enumerate(ans.steps[:4], start=1))
+    lines.append("")
+    lines.append(ans.paragraph)
+    if analysis.classes:
+        lines.append("")
+    for inst in analysis.instances:
+        lines.append(f"instance {inst.id}: {inst.verdict.value} ({inst.label})")
+    for stack_class in analysis.classes:
+        blocked = stack_class.collective or stack_class.wait or "-"
+        top = innermost_python(stack_class.frames)
+        where = (
+            f"{top.function} ({top.file}:{top.line})"
+            if top and top.line
+            else (top.display() if top else "-")
+        )
+        label = (
+            f"{stack_class.instance}:{stack_class.label}"
+            if analysis.instances
+            else stack_class.label
+        )
+        lines.append(f"  {label:<12} {stack_class.state.value:<8} {blocked:<16} {where}")
+    for edge in analysis.waits_for:
+        at = f" at {edge.waiting.at}" if edge.waiting.at else ""
+        whom = edge.waited.at or edge.waited.state
+        prefix = f"instance {edge.instance}: " if analysis.instances else ""
+        lines.append(
+            f"waits: {prefix}{format_ranks(edge.waiting.ranks)} in {edge.waiting.collective}{at}"
+            f" -> {format_ranks(edge.waited.ranks)} {whom}"
+        )
+    for note in analysis.confidence_notes:
+        lines.append(f"note: {note}")
+    lines.append(f"signature: {analysis.signature.hash}")
+    return "\n".join(lines)
 
 
 def chart_path(report: Path) -> Path:
@@ -300,7 +380,8 @@ def render_charts_svg(bundle: Bundle, analysis: Analysis) -> str | None:
     if not built:
         return None
     title = bundle.manifest.title or f"Metrics: {analysis.verdict.value}"
-    return charts.svg_document(built, title=title)
+    window = charts.window_text(analysis.wedge) if analysis.wedge is not None else ""
+    return charts.svg_document(built, title=title, window=window)
 
 
 def default_report_path(bundle: Bundle, analysis: Analysis, *, now: datetime) -> Path:
@@ -316,6 +397,7 @@ def draft(
     options: Options,
     force: bool = False,
     now: datetime | None = None,
+    reports: Path | None = None,
 ) -> DraftResult:
     """Write the report; into an existing report, merge (see `reporter.render.regions.merge`).
 
@@ -330,7 +412,8 @@ def draft(
     target = out or default_report_path(bundle, analysis, now=moment)
     if target.is_dir():
         target = target / default_report_path(bundle, analysis, now=moment).name
-    text = render_draft(bundle, analysis, now=moment, chart_file=chart_path(target).name)
+    seen = seen_before(bundle, analysis, reports, exclude=target)
+    text = render_draft(bundle, analysis, now=moment, chart_file=chart_path(target).name, seen=seen)
     svg = render_charts_svg(bundle, analysis)
     charts = chart_path(target) if svg is not None else None
     merged: regions.MergeResult | None = None
@@ -373,55 +456,18 @@ def draft(
     )
 
 
-def _excerpts(bundle: Bundle, analysis: Analysis) -> tuple[list[Excerpt], str]:
-    """Raw evidence to embed: every file for small bundles, else the files behind each class."""
-    from reporter.render.view import MAX_EMBEDDED_DUMPS, Excerpt
+def _raw_texts(bundle: Bundle) -> dict[str, str]:
+    """The text of the evidence files the report embeds as they are (logs, failed dumps)."""
+    from reporter.render.evidence import raw_paths
 
-    if bundle.root is None:
-        roots = {f.path: Path(f.path) for f in bundle.files}
-    else:
-        roots = {f.path: Path(bundle.root) / f.path for f in bundle.files}
-    # Metric histories are long and shown as charts; their files stay in the bundle.
-    chosen = [
-        f.path
-        for f in bundle.files
-        if f.kind not in METRIC_KINDS and f.kind not in SUMMARISED_KINDS
-    ]
-    summarised = sum(1 for f in bundle.files if f.kind in SUMMARISED_KINDS)
-    note = (
-        f"{summarised} environment, code excerpt and goroutine files are summarised in their "
-        "sections above (environment values allowlisted); the bundle keeps them whole."
-        if summarised
-        else ""
-    )
-    if len(chosen) > MAX_EMBEDDED_DUMPS:
-        wanted: dict[str, None] = {}
-        by_pid = {p.identity.pid: p for p in analysis.processes}
-        for stack_class in analysis.classes:
-            process = by_pid.get(stack_class.pids[0]) if stack_class.pids else None
-            if process and process.snapshots:
-                wanted.setdefault(process.snapshots[-1].source.path, None)
-        for failed in analysis.failed:
-            wanted.setdefault(failed.failure.source.path, None)
-        chosen = list(wanted)[:MAX_EMBEDDED_DUMPS]
-        note = (
-            f"{len(bundle.files)} evidence files; shown here: the {len(chosen)} that hold each "
-            "class's representative dump and any failed dump. The bundle keeps them all."
-        )
-    excerpts: list[Excerpt] = []
-    for rel in chosen:
+    out: dict[str, str] = {}
+    for rel in raw_paths(bundle):
+        path = Path(rel) if bundle.root is None else Path(bundle.root) / rel
         try:
-            text = roots[rel].read_text(encoding="utf-8", errors="replace")
+            out[rel] = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
-            continue
-        lines = text.splitlines()
-        cut = ""
-        if len(lines) > MAX_EXCERPT_LINES:
-            cut = f"\n… {len(lines) - MAX_EXCERPT_LINES} more lines in {rel}"
-            lines = lines[:MAX_EXCERPT_LINES]
-        kind = next(f.kind.value for f in bundle.files if f.path == rel)
-        excerpts.append(Excerpt(title=f"{rel} ({kind})", text="\n".join(lines) + cut))
-    return excerpts, note
+            continue  # named in the evidence index all the same
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -575,7 +621,7 @@ def report_status(folder: Path) -> tuple[ReportStatus, ...]:
         row = status.summarize(text, path=str(path))
         if row is not None:
             rows.append(row)
-    return tuple(rows)
+    return status.grouped(rows)
 
 
 def status_text(rows: Sequence[ReportStatus]) -> str:
@@ -1049,13 +1095,19 @@ def upstream_file(
     db: Path | None = None,
     link_related: bool = False,
     options: Options | None = None,
+    reports: Path | None = None,
+    report: Path | None = None,
 ) -> FileResult:
-    """`report upstream file`: a dry run unless `yes`; see `reporter.upstream.publish`."""
+    """`report upstream file`: a dry run unless `yes`; see `reporter.upstream.publish`.
+
+    Once filed (or commented), the issue's URL goes into the incident report's
+    `upstream_issue` (`record_upstream_issue`).
+    """
     from reporter.upstream import publish
 
     conf = settings()
     bundle, analysis = load_and_analyze([evidence], options or Options())
-    return publish.file_upstream(
+    result = publish.file_upstream(
         bundle,
         analysis,
         upstream_repo(bundle, repo, conf),
@@ -1068,6 +1120,54 @@ def upstream_file(
         link_related=link_related,
         env=upstream_env(conf),
     )
+    already = (publish.Action.ALREADY_FILED, publish.Action.SKIP_COMMENT)
+    if result.url and (result.sent or result.plan.action in already):
+        from dataclasses import replace
+
+        updated = record_upstream_issue(bundle, result.url, reports=reports, report=report)
+        result = replace(result, reports_updated=updated)
+    return result
+
+
+def record_upstream_issue(
+    bundle: Bundle, url: str, *, reports: Path | None = None, report: Path | None = None
+) -> tuple[Path, ...]:
+    """Write `url` into `upstream_issue` of the incident report(s) of this bundle.
+
+    `report` names the report; otherwise every incident report under `reports` (default
+    `reports/` when present) drafted from this bundle. A report whose `upstream_issue`
+    already names another issue is left alone (the reviewer chose it).
+    """
+    from reporter.render import frontmatter, seen
+
+    if report is not None:
+        candidates = [report]
+    else:
+        folder = reports if reports is not None else DEFAULT_REPORTS
+        candidates = []
+        if folder.is_dir() and bundle.root:
+            for path in sorted(p for p in folder.rglob("*.md") if p.is_file()):
+                try:
+                    record = seen.read(path.read_text(encoding="utf-8"), path=str(path))
+                except (OSError, UnicodeDecodeError):
+                    continue
+                if record is not None and record.bundle == bundle.root:
+                    candidates.append(path)
+    updated: list[Path] = []
+    for path in candidates:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise OutputError(f"{path}: cannot read the report to record {url} ({err})") from err
+        front = frontmatter.parse(text)
+        current = front.data.get("upstream_issue") if front and front.data else None
+        if current not in (None, "", url):
+            continue
+        new = frontmatter.set_value(text, "upstream_issue", url)
+        if new is not None and new != text:
+            write_atomic(path, new)
+            updated.append(path)
+    return tuple(updated)
 
 
 def upstream_file_text(result: FileResult, *, show_body: bool = False) -> str:
@@ -1083,6 +1183,7 @@ def upstream_file_text(result: FileResult, *, show_body: bool = False) -> str:
         lines.append(f"{verb}: {result.url}")
         if result.recorded is not None:
             lines.append(f"recorded in {result.recorded}")
+        lines.extend(f"upstream_issue set in {path}" for path in result.reports_updated)
         return "\n".join(lines)
     lines.append(f"action: {plan.action.value}" + (f" ({plan.url})" if plan.url else ""))
     lines.extend(f"  why: {reason}" for reason in plan.reasons)

@@ -53,7 +53,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from reporter.errors import EvidenceError, ManifestError, UsageError
-from reporter.evidence import metrics
+from reporter.evidence import flight_recorder, metrics
 from reporter.evidence import sniff as sniffing
 from reporter.gcpause import gc_paused
 from reporter.manifest import (
@@ -70,10 +70,12 @@ from reporter.model import (
     EvidenceFile,
     EvidenceKind,
     FailedDump,
+    FrTrace,
     GoroutineDump,
     Location,
     Manifest,
     MetricSeries,
+    ParseResult,
     ParseWarning,
     ProcessDump,
     RankHint,
@@ -275,10 +277,32 @@ def _assemble(
     environments: list[Environment] = []
     code_excerpts: list[CodeExcerpt] = []
     goroutine_dumps: list[GoroutineDump] = []
+    fr_traces: list[FrTrace] = []
     # Dates a scrape or log that has no time of its own: the earliest manifest time.
     reference = min((e.captured_at for e in entries if e.captured_at), default=None)
     for index, entry in enumerate(entries):
         named = strict or (listed is not None and index < listed)
+        pickled = _read_fr_pickle(entry, max_file_bytes=max_file_bytes)
+        if pickled is not None:
+            fr_result, size = pickled
+            fr_traces.extend(
+                replace(tr, captured_at=entry.captured_at) for tr in fr_result.flight_recorder
+            )
+            all_warnings.extend(fr_result.warnings)
+            if entry.hint is not None:
+                hints.append((entry.display, entry.hint))
+            files.append(
+                EvidenceFile(
+                    path=entry.display,
+                    kind=EvidenceKind.FLIGHT_RECORDER,
+                    sniffed=entry.kind is None,
+                    size=size,
+                    captured_at=entry.captured_at,
+                    rank_hint=entry.hint,
+                    description=entry.description,
+                )
+            )
+            continue
         try:
             text, size = _read_evidence(
                 entry.path, display=entry.display, max_file_bytes=max_file_bytes
@@ -316,9 +340,15 @@ def _assemble(
                 )
             )
             continue
-        result = sniffing.parse(
-            kind, text, source=entry.display, captured_at=entry.captured_at or reference
-        )
+        if kind is EvidenceKind.FLIGHT_RECORDER:
+            # The manifest's rank wins over the file name's.
+            result = flight_recorder.parse_json(
+                text, source=entry.display, rank=entry.hint.rank if entry.hint else None
+            )
+        else:
+            result = sniffing.parse(
+                kind, text, source=entry.display, captured_at=entry.captured_at or reference
+            )
         usable = result.failures or any(d.threads for d in result.dumps)
         if named and not usable and kind not in CONTEXT_KINDS:
             first = result.warnings[0].message if result.warnings else "no dump found"
@@ -345,6 +375,10 @@ def _assemble(
         if result.environment:
             environments.append(result.environment)
         code_excerpts.extend(result.excerpts)
+        fr_traces.extend(
+            replace(tr, captured_at=tr.captured_at or entry.captured_at)
+            for tr in result.flight_recorder
+        )
         goroutine_dumps.extend(
             g
             if g.captured_at or entry.captured_at is None
@@ -369,7 +403,14 @@ def _assemble(
     all_warnings.extend(series_warnings)
     events.sort(key=lambda e: (e.at, e.source.path, e.source.line, e.kind.value, e.text))
     if not (
-        dumps or failures or series or events or environment or code_excerpts or goroutine_dumps
+        dumps
+        or failures
+        or series
+        or events
+        or environment
+        or code_excerpts
+        or goroutine_dumps
+        or fr_traces
     ):
         where = root or ", ".join(e.display for e in entries)
         raise EvidenceError(
@@ -393,7 +434,39 @@ def _assemble(
         goroutine_dumps=tuple(
             sorted(goroutine_dumps, key=lambda g: g.captured_at or datetime.max.replace(tzinfo=UTC))
         ),
+        flight_recorder=tuple(
+            sorted(
+                fr_traces,
+                key=lambda tr: (tr.trace_set, tr.rank is None, tr.rank or 0, tr.source.path),
+            )
+        ),
     )
+
+
+def _read_fr_pickle(entry: ManifestEntry, *, max_file_bytes: int) -> tuple[ParseResult, int] | None:
+    """A pickled Flight Recorder dump (the only binary evidence), parsed; None for other files.
+
+    Any pickle is taken for one: one that holds code is refused by the parser, loudly.
+    """
+    if entry.kind not in (None, EvidenceKind.FLIGHT_RECORDER):
+        return None
+    try:
+        with open(entry.path, "rb") as handle:  # noqa: PTH123 - one open for the peek and the read
+            if not flight_recorder.sniff_bytes(handle.read(2)):
+                return None
+            size = os.fstat(handle.fileno()).st_size
+            if size > max_file_bytes:
+                raise EvidenceError(
+                    f"{entry.display}: {_human_size(size)} is larger than the "
+                    f"{_human_size(max_file_bytes)} limit for one evidence file",
+                    tip="raise the limit with --max-file-size",
+                )
+            handle.seek(0)
+            data = handle.read()
+    except OSError:
+        return None  # the text reader reports unreadable files
+    rank = entry.hint.rank if entry.hint else None
+    return flight_recorder.parse_pickle(data, source=entry.display, rank=rank), size
 
 
 def _read_text(path: Path, *, display: str, max_file_bytes: int) -> str:

@@ -257,6 +257,13 @@ ContextOpt = Annotated[
     int,
     typer.Option("--context", min=0, help="Lines shown on each side of a frame in code excerpts."),
 ]
+ReportsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--reports",
+        help="Earlier reports to look through for the same hang (default: reports/ when present).",
+    ),
+]
 BaselineOpt = Annotated[
     Path | None,
     typer.Option(
@@ -318,6 +325,7 @@ def analyze_cmd(
     source_root: SourceRootOpt = None,
     baseline: BaselineOpt = None,
     context: ContextOpt = 6,
+    reports: ReportsOpt = None,
 ) -> None:
     """Print the verdict for a bundle folder or loose dump files; writes nothing."""
     from reporter import app
@@ -326,10 +334,11 @@ def analyze_cmd(
         lambda: _options(similarity, max_file_size, strict, source_root, baseline, context)
     )
     bundle, analysis = _run(lambda: app.load_and_analyze(evidence, options))
+    seen = _run(lambda: app.seen_before(bundle, analysis, reports))
     if as_json:
-        sys.stdout.write(app.analysis_json(analysis))
+        sys.stdout.write(app.analysis_json(analysis, bundle, seen=seen))
         return
-    print(app.verdict_text(analysis))
+    print(app.analysis_text(bundle, analysis, seen=seen))
     for warning in bundle.warnings[:10]:
         print(f"warning: {warning}", file=sys.stderr)
     if len(bundle.warnings) > 10:
@@ -356,6 +365,7 @@ def draft_cmd(
     source_root: SourceRootOpt = None,
     baseline: BaselineOpt = None,
     context: ContextOpt = 6,
+    reports: ReportsOpt = None,
 ) -> None:
     """Write a Markdown incident report for a bundle (or loose dump files).
 
@@ -367,7 +377,9 @@ def draft_cmd(
     options = _run(
         lambda: _options(similarity, max_file_size, strict, source_root, baseline, context)
     )
-    result = _run(lambda: app.draft(evidence, out=out, options=options, force=force))
+    result = _run(
+        lambda: app.draft(evidence, out=out, options=options, force=force, reports=reports)
+    )
     if as_json:
         console.emit_json(documents.draft_json(result))
         return
@@ -873,6 +885,22 @@ def collect_cmd(
             "--wedge-window", help="Write `[wedge] window` (for a scrape shorter than 60 s)."
         ),
     ] = None,
+    torch_debug: Annotated[
+        str | None,
+        typer.Option(
+            "--torch-debug",
+            help="torch's debug server (rank 0, e.g. http://127.0.0.1:25999): fetch stacks, "
+            "py-spy dumps and Flight Recorder traces of every rank (GET only).",
+        ),
+    ] = None,
+    fr_dir: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--fr-dir",
+            help="A folder of Flight Recorder dumps a watchdog wrote (repeatable); "
+            "/tmp/nccl_trace_rank_* is always looked at.",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Capture evidence from live processes into a bundle, without disturbing them.
@@ -915,6 +943,8 @@ def collect_cmd(
             if wedge_window
             else None,
             command=shlex.join(["report", *sys.argv[1:]]),
+            torch_debug=torch_debug,
+            fr_dirs=tuple(fr_dir or ()),
         )
 
     made = _run(request)
@@ -1074,6 +1104,13 @@ def upstream_file_cmd(
     forms: FormsOpt = None,
     db: DbOpt = None,
     link_related: LinkRelatedOpt = False,
+    reports: ReportsOpt = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report", help="The incident report whose upstream_issue gets the filed URL."
+        ),
+    ] = None,
     show_body: Annotated[
         bool,
         typer.Option("--show-body", help="Print the issue body also when filing is refused."),
@@ -1100,6 +1137,8 @@ def upstream_file_cmd(
             forms=forms,
             db=db,
             link_related=link_related,
+            reports=reports,
+            report=report,
         )
     )
     refused = bool(result.plan.refusals) and not result.sent

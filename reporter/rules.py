@@ -140,7 +140,7 @@ SHAPES: dict[str, Shape] = {
                 "specific": Key(bool),
             }
         )
-        for name in ("collective", "wait", "generic", "idle", "idle_loop")
+        for name in ("collective", "wait", "generic", "idle", "gpu_sync", "idle_loop")
     }
     | {"library": Table({"file": _GLOBS}), "states": Table({"idle_waits": Key(Strings)})},
     "goroutines.toml": {
@@ -148,6 +148,23 @@ SHAPES: dict[str, Shape] = {
         "runtime": Table({"functions": _GLOBS}),
         "client_wait": Tables(
             {"id": _REQUIRED_ID, "functions": _GLOBS, "what": Key(str, required=True)}
+        ),
+    },
+    "next_steps.toml": {
+        "rule": Tables(
+            {
+                "id": _REQUIRED_ID,
+                "action": Key(str, required=True),
+                "why": Key(str, required=True),
+                **{
+                    name: Key(Strings)
+                    for name in ("verdict", "waited", "collective", "wait", "frame", "diff_kind")
+                },
+                **{
+                    name: Key(bool)
+                    for name in ("stacks", "wedge", "gone", "timeout", "one_collective")
+                },
+            }
         ),
     },
     "redact.toml": {

@@ -87,6 +87,19 @@ SCHEMAS: dict[str, Schema] = {
         failed_dumps=array({"type": "object"}),
         signature={"type": ["object", "string"]},
         warnings=array({"type": ["string", "object"]}),
+        headline=described(STR, "the title the report would get: who waits for whom"),
+        summary_lines=described(
+            array(obj("one line of the summary block", topic=STR, text=STR, sources=STRS)),
+            "the summary block; each line cites its evidence as file:line",
+        ),
+        next_steps=described(
+            array(obj("one suggested step", action=STR, why=STR, rule=STR)),
+            "from reporter/data/next_steps.toml",
+        ),
+        seen_before=described(
+            array(obj("an earlier report", path=STR, date=STR, status=STR, same=BOOL)),
+            "earlier reports of the same (same: true) or a similar hang",
+        ),
     ),
     "draft": obj(
         "Where the report went.",

@@ -1,6 +1,13 @@
-"""Small text helpers shared by every layer: counted nouns, compact numbers, word wrapping."""
+"""Small text helpers shared by every layer: counted nouns, compact numbers, word wrapping,
+version order."""
 
 from __future__ import annotations
+
+import re
+
+from packaging.version import InvalidVersion, Version
+
+_LEADING_VERSION = re.compile(r"\d+(?:\.\d+)*")
 
 _SIBILANT_ENDINGS = ("s", "sh", "ch", "x", "z")
 
@@ -34,3 +41,14 @@ def wrap(text: str, width: int) -> list[str]:
     if current:
         lines.append(current)
     return lines
+
+
+def version_key(text: str) -> tuple[Version, str]:
+    """Sort key putting version strings in release order (`3.9.1` < `3.10.0`, `3.13.0rc1` <
+    `3.13.0`), by `packaging.version`; a string it cannot read sorts by its leading
+    `N.N...` part (`3.12.0+` as 3.12.0), then by its text."""
+    try:
+        return Version(text), ""
+    except InvalidVersion:
+        match = _LEADING_VERSION.match(text.strip())
+        return Version(match.group(0) if match else "0"), text

@@ -140,7 +140,9 @@ def test_draft_with_baseline_has_the_changes_section(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("context", "spans"), [(1, [(117, 119), (122, 124), (126, 128)]), (3, [(115, 130)])]
+    # Both sides leave on_idle (lines 118 and 119), so the first excerpt reaches 120.
+    ("context", "spans"),
+    [(1, [(117, 120), (122, 124), (126, 128)]), (3, [(115, 130)])],
 )
 def test_context_sets_the_excerpt_size(context: int, spans: list[tuple[int, int]]) -> None:
     bundle_dir = ROOT / "fixtures" / "bundles" / "tp_desync"

@@ -106,7 +106,9 @@ def test_status_lists_reports_with_their_state(tmp_path: Path) -> None:
         "signature",
         "title",
     ]
-    assert len(lines) == 3  # sorted by path; README.md is not a report
+    # Sorted by path; README.md is not a report. Then the incident reports by signature.
+    assert len(lines) == 6 and lines[3] == "" and lines[4] == "incident reports by signature:"
+    assert lines[5].startswith("3f9c0a1b2c3d4e5f  2 reports")
     assert re.split(r"\s{2,}", lines[1])[:4] == [
         str(reports / "2026" / "b.md"),
         "in-review",

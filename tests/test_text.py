@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reporter.text import number, plural, wrap
+from reporter.text import number, plural, version_key, wrap
 
 
 @pytest.mark.parametrize(
@@ -32,3 +32,21 @@ def test_number(value: float, expected: str) -> None:
 def test_wrap_keeps_words_whole() -> None:
     assert wrap("a bb ccc dddddddddd e", 6) == ["a bb", "ccc", "dddddddddd", "e"]
     assert wrap("   ", 5) == []
+
+
+def test_versions_sort_in_release_order() -> None:
+    versions = ["3.10.0", "3.9.18", "3.13.0rc1", "3.13.0", "3.12.0+", "3.12.0", "3.8"]
+    assert sorted(versions, key=version_key) == [
+        "3.8",
+        "3.9.18",
+        "3.10.0",
+        "3.12.0",
+        "3.12.0+",
+        "3.13.0rc1",
+        "3.13.0",
+    ]
+
+
+def test_an_unreadable_version_sorts_by_its_leading_numbers() -> None:
+    assert version_key("3.11.4-custom") > version_key("3.11.3")
+    assert version_key("garbage") < version_key("0.1")

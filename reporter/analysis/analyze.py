@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from reporter.analysis import surroundings
+from reporter.analysis import flight_recorder, surroundings
 from reporter.analysis.branch import branch_point
 from reporter.analysis.classify import Classifier, FrameKind, default_classifier
 from reporter.analysis.explain import Context, confidence, summary
@@ -403,6 +403,7 @@ def _analyze(
         waits_for=tuple(e for part in parts for e in part.edges),
         instances=verdicts,
     )
+    analysis = flight_recorder.complete(analysis, bundle, classifier)
     done = surroundings.complete(analysis, bundle, sources=sources, context=context)
     if done.signature.text.count("\n") == 0:
         # Nothing from stacks: the signature rests on what the verdict rests on instead.

@@ -255,6 +255,21 @@ def _targets(analysis: Analysis) -> list[_Target]:
             point.shared,
             f"branch point: the classes share the stack down to `{_name(point.shared)}`",
         )
+        # Both sides of the split: each class leaves the shared frame at its own line.
+        by_label = {c.label: c for c in analysis.classes}
+        shared = point.shared
+        for branch in point.branches:
+            own = by_label.get(branch.label)
+            if own is not None and shared is not None:
+                at = next(
+                    (
+                        f
+                        for f in own.frames
+                        if (f.function, f.file) == (shared.function, shared.file)
+                    ),
+                    None,
+                )
+                add(at, f"{branch.label} leaves `{shared.function}` here")
         for branch in point.branches:
             if branch.frames:
                 add(branch.frames[0], f"{branch.label} parts here: `{branch.frames[0].function}`")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+from reporter.analysis import flight_recorder
 from reporter.analysis.result import (
     Analysis,
     BranchPoint,
@@ -246,6 +247,7 @@ def to_json(analysis: Analysis) -> JSON:
         "wedge": wedge_json(analysis.wedge),
         "timeline": [event_json(e) for e in analysis.timeline],
         **_surroundings_json(analysis),
+        "flight_recorder": flight_recorder.to_json(analysis.flight_recorder),
     }
 
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     # Annotations only: keeps loading this module cheap; none of these imports it back.
     from reporter.analysis.diff import EnvDiff
     from reporter.analysis.environment import EnvironmentSummary
+    from reporter.analysis.fr_result import FlightRecorderAnalysis
     from reporter.analysis.goroutines import GoroutineAnalysis
 
 
@@ -314,3 +315,5 @@ class Analysis:
     """Who waits for whom in each group where ranks hold a collective others are not in."""
     instances: tuple[InstanceVerdict, ...] = ()
     """Per-instance verdicts when the bundle holds several servers or jobs; () for one."""
+    flight_recorder: FlightRecorderAnalysis | None = None
+    """Flight Recorder traces aligned by sequence id; None when the bundle has none."""

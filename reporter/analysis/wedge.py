@@ -171,6 +171,8 @@ class WedgeReport:
     gaps: tuple[Gap, ...]
     summary: str
     notes: tuple[str, ...]
+    possible: Episode | None = None
+    """Zero output with work waiting up to the last sample, shorter than the window."""
 
     @property
     def found(self) -> bool:
@@ -333,11 +335,7 @@ def detect(
             f"{len(episodes)} wedge episodes; the report follows the first, the others start at "
             + ", ".join(iso(e.onset) for e in episodes[1:])
         )
-    if short is not None and episode is None:
-        notes.append(
-            f"output zero with work waiting since {iso(short.onset)}, {short.duration:g} s by the "
-            f"last sample: shorter than the {window:g} s window, possibly the start of a wedge"
-        )
+    # A stall shorter than the window is said once, in the headline (`_summary`).
     signals = tuple(_signal(c, episode, deciding_outputs) for c in chosen)
     steps = tuple(
         step
@@ -346,7 +344,8 @@ def detect(
         for step in _steps(signal, episode, last, window)
     )
     steps = tuple(sorted(steps, key=lambda s: (s.at, s.signal, s.kind.value)))
-    summary = _summary(episode, signals, steps, window, first, last, len(usable))
+    possible = short if episode is None else None
+    summary = _summary(episode, signals, steps, window, first, last, len(usable), possible)
     return WedgeReport(
         episode=episode,
         episodes=tuple(episodes),
@@ -359,6 +358,7 @@ def detect(
         gaps=gaps,
         summary=summary,
         notes=tuple(notes),
+        possible=possible,
     )
 
 
@@ -595,8 +595,15 @@ def _summary(
     first: datetime,
     last: datetime,
     count: int,
+    possible: Episode | None = None,
 ) -> str:
     span = f"{count} series from {iso(first)} to {iso(last)}"
+    if episode is None and possible is not None:
+        return (
+            f"Possibly wedged (window shorter than {window:g} s): output at zero with work "
+            f"waiting since {iso(possible.onset)}, {possible.duration:g} s by the last sample "
+            f"({span}); a longer history would tell a wedge from a pause."
+        )
     if episode is None:
         return (
             f"No wedge in the metrics: output never stayed at zero for {window:g} s while "

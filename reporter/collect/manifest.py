@@ -76,6 +76,8 @@ class EvidenceEntry:
     kind: EvidenceKind
     captured_at: datetime | None = None
     description: str = ""
+    rank: int | None = None
+    """Written as `rank = N` (per-rank files of torch's debug server)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -196,6 +198,8 @@ def render(state: ManifestState) -> str:
         doc.array_table("evidence").key("path", entry.path).key("kind", str(entry.kind))
         if entry.captured_at is not None:
             doc.key("captured_at", entry.captured_at)
+        if entry.rank is not None:
+            doc.key("rank", entry.rank)
         if entry.description:
             doc.key("description", entry.description)
     doc.table("collect").key("status", state.status.value).key("started_at", state.started_at)

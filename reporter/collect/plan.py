@@ -79,6 +79,10 @@ class CollectRequest:
     """Written as `[wedge] window` when given (a short collection needs a short window)."""
     command: str = ""
     """The command line as typed, for the manifest."""
+    torch_debug: str | None = None
+    """Base URL of torch's debug server (rank 0's frontend): stacks, py-spy, FR traces."""
+    fr_dirs: tuple[Path, ...] = ()
+    """Folders holding Flight Recorder dumps a watchdog already wrote."""
 
     @property
     def wants_processes(self) -> bool:
@@ -88,10 +92,29 @@ class CollectRequest:
 
 def validate(request: CollectRequest) -> None:
     """Raise `UsageError` for a request that cannot be carried out as asked."""
-    if not (request.wants_processes or request.metrics_url or request.prometheus or request.units):
+    if not (
+        request.wants_processes
+        or request.metrics_url
+        or request.prometheus
+        or request.units
+        or request.torch_debug
+        or request.fr_dirs
+    ):
         raise UsageError(
             "nothing to collect",
-            tip="name processes (--pid, --match, --children-of), --metrics-url, --prometheus or --unit",
+            tip="name processes (--pid, --match, --children-of), --metrics-url, --prometheus, "
+            "--unit, --torch-debug or --fr-dir",
+        )
+    for folder in request.fr_dirs:
+        if not folder.is_dir():
+            raise UsageError(
+                f"--fr-dir {folder}: not a folder",
+                tip="name the folder the watchdog wrote its dumps to",
+            )
+    if request.torch_debug is not None and not re.match(r"https?://", request.torch_debug):
+        raise UsageError(
+            f"--torch-debug {request.torch_debug!r}: not an http(s) URL",
+            tip="give rank 0's debug server, e.g. http://127.0.0.1:25999",
         )
     if request.match is not None:
         try:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from reporter import __version__
 from reporter.collect import dumps as dumping
-from reporter.collect import envcap, plan, procfs, ptrace, scrape, scrub
+from reporter.collect import envcap, plan, procfs, ptrace, scrape, scrub, torchdebug
 from reporter.collect.dumps import DumpResult, DumpStatus
 from reporter.collect.manifest import (
     CollectStatus,
@@ -559,6 +559,75 @@ class _Session:
                 self.say(f"query {index}: saved {rel}")
         self.w.save()
 
+    # -- torch's debug server and Flight Recorder dump files --------------------------------------
+
+    def torch_debug(self) -> None:
+        request = self.request
+        if not request.torch_debug:
+            return
+        with scrape.make_client() as client:
+            result = torchdebug.fetch_all(client, request.torch_debug, timeout=request.timeout)
+        for fetched in result.files:
+            self.save_file(fetched.path, fetched.text)
+            self.w.add_evidence(
+                EvidenceEntry(
+                    path=fetched.path,
+                    kind=fetched.kind,
+                    captured_at=_now(),
+                    description=fetched.description,
+                    rank=fetched.rank,
+                )
+            )
+        for failure in result.failures:
+            self.note_skip(failure.what, failure.reason)
+        self.w.save()
+        self.say(
+            f"torch debug server: {plural(len(result.files), 'file')}, "
+            f"{len(result.failures)} not fetched"
+        )
+
+    def fr_dumps(self) -> None:
+        request = self.request
+        found: list[torchdebug.DumpFile] = []
+        for folder in request.fr_dirs:
+            in_dir = torchdebug.find_in_dir(folder)
+            if not in_dir:
+                self.note_skip(f"Flight Recorder dumps in {folder}", "no dump file found there")
+            found.extend(in_dir)
+        for prefix in torchdebug.dump_prefixes(self.environs):
+            found.extend(torchdebug.find_prefixed(prefix))
+        copied = 0
+        seen: set[str] = set()
+        for dump in found:
+            if dump.path in seen:
+                continue
+            seen.add(dump.path)
+            try:
+                data = dump.source.read_bytes()
+            except OSError as err:
+                self.note_skip(
+                    f"Flight Recorder dump {dump.source}", f"cannot read ({err.strerror})"
+                )
+                continue
+            target = self.root / dump.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(target.name + ".partial")
+            partial.write_bytes(data)
+            partial.replace(target)
+            self.w.add_evidence(
+                EvidenceEntry(
+                    path=dump.path,
+                    kind=EvidenceKind.FLIGHT_RECORDER,
+                    captured_at=_now(),
+                    description=f"Flight Recorder dump copied from {dump.source}",
+                    rank=dump.rank,
+                )
+            )
+            copied += 1
+        if copied:
+            self.w.save()
+            self.say(f"Flight Recorder dumps: {plural(copied, 'file')} copied")
+
     # -- metrics thread --------------------------------------------------------------------------
 
     def start_metrics(self) -> threading.Thread | None:
@@ -759,6 +828,8 @@ def collect(
         targets = selection.targets
         steps: tuple[Callable[[], None], ...] = (
             lambda: session.environment(targets),
+            session.torch_debug,
+            session.fr_dumps,
             lambda: session.dumps(targets, pyspy, facts),
             lambda: session.packages(targets),
             session.units,

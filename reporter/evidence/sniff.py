@@ -32,10 +32,11 @@ start of a line or after a space, `|` or `]`.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import datetime
 from typing import assert_never
 
-from reporter.evidence import faulthandler, logs, metrics, pyspy, systemd
+from reporter.evidence import faulthandler, flight_recorder, logs, metrics, pyspy, systemd
 from reporter.evidence._text import strip_ansi
 from reporter.model import EvidenceKind, Location, ParseResult, ParseWarning
 
@@ -87,6 +88,8 @@ def sniff(text: str) -> EvidenceKind:
         if "\x00" in quick or env.looks_like_pip_json(quick):
             # /proc copies and pip's JSON: py-spy text never holds NUL, py-spy JSON has thread ids.
             return env.sniff_distinctive(text)
+    if flight_recorder.sniff_text(quick):
+        return EvidenceKind.FLIGHT_RECORDER
     if _JSON_RE.match(text, 0, SNIFF_CHARS):
         return EvidenceKind.PYSPY_JSON
     # Nearly every file shows its kind in the first lines; the earliest marker of a
@@ -221,7 +224,14 @@ def parse(
     if kind is EvidenceKind.SYSTEMD_SHOW:
         return systemd.parse(text, source=source)
     if kind is EvidenceKind.LOG:
-        return logs.parse(text, source=source, reference=captured_at)
+        result = logs.parse(text, source=source, reference=captured_at)
+        if flight_recorder.sniff_watchdog(text):
+            # The NCCL watchdog's timeout lines are Flight Recorder evidence too.
+            traces = flight_recorder.parse_watchdog(text, source=source).flight_recorder
+            result = replace(result, flight_recorder=traces)
+        return result
+    if kind is EvidenceKind.FLIGHT_RECORDER:
+        return flight_recorder.parse_json(text, source=source)
     if kind is EvidenceKind.PYSPY_TEXT:
         return pyspy.parse_text(text, source=source)
     if kind is EvidenceKind.PYSPY_JSON:
@@ -280,6 +290,6 @@ def _sniff_more(head: str) -> EvidenceKind:
     lines = [line.strip() for line in head.split("\n")[:50] if line.strip()]
     if lines and all(_PROM_SAMPLE_RE.fullmatch(line) for line in lines[:20]):
         return EvidenceKind.PROMETHEUS_TEXT
-    if logs.stamped_share(head) >= LOG_SHARE:
+    if logs.stamped_share(head) >= LOG_SHARE or flight_recorder.sniff_watchdog(head):
         return EvidenceKind.LOG
     return EvidenceKind.UNKNOWN

@@ -13,7 +13,8 @@ to at most `MAX_POINTS` points by averaging equal slices of time, e.g.::
         y-axis "per second"
         line [0, 543.68, 749.71, ...]
 
-The text under each chart names the wedge window. The SVG is drawn by
+The wedge window is said once (`window_text`) and drawn on every chart as bars at
+the chart's top over the wedge samples. The SVG is drawn by
 `reporter.render.svg` from the same Mermaid text (one line-chart drawer for the
 report preview and this file), charts stacked in one document.
 """
@@ -104,8 +105,14 @@ def _quote(text: str) -> str:
 
 
 def window_text(wedge: WedgeReport) -> str:
-    """The wedge window in words, for the text under each chart."""
+    """The wedge window in words, said once above the charts."""
     episode = wedge.episode
+    if episode is None and wedge.possible is not None:
+        return (
+            f"Possibly wedged from {clock(wedge.possible.onset)} UTC to the last sample "
+            f"({wedge.possible.duration:g} s, shorter than the {wedge.window:g} s window); "
+            "the bars on each chart mark it."
+        )
     if episode is None:
         return (
             f"No wedge: output never stayed at zero for {wedge.window:g} s while requests waited."
@@ -114,14 +121,27 @@ def window_text(wedge: WedgeReport) -> str:
         until = f"still wedged at the last sample ({clock(wedge.last_sample)})"
     else:
         until = f"to {clock(episode.end)} ({episode.end_reason})"
-    return f"Wedge window: {clock(episode.onset)} UTC, {until}, {episode.duration:g} s."
+    return (
+        f"Wedge window: {clock(episode.onset)} UTC, {until}, {episode.duration:g} s; "
+        "the bars on each chart mark it."
+    )
+
+
+def _wedge_band(wedge: WedgeReport, pairs: Sequence[tuple[datetime, float]]) -> list[float]:
+    """Bar values marking the wedge window: the chart's top inside it, 0 outside; [] without one."""
+    episode = wedge.episode or wedge.possible
+    if episode is None or not pairs:
+        return []
+    top = max((v for _, v in pairs), default=0.0) or 1.0
+    end = episode.end or wedge.last_sample
+    band = [round(top, 4) if episode.onset <= at <= end else 0.0 for at, _ in pairs]
+    return band if any(band) else []
 
 
 def build(wedge: WedgeReport | None) -> tuple[Chart, ...]:
     """One chart per chosen signal; () without metrics."""
     if wedge is None:
         return ()
-    window = window_text(wedge)
     charts = []
     for signal in choose(wedge):
         pairs = downsample(signal.points)
@@ -132,15 +152,18 @@ def build(wedge: WedgeReport | None) -> tuple[Chart, ...]:
         title = f"rate of {signal.name}" if signal.rate else signal.name
         labels = ", ".join(f'"{_label(at, span)}"' for at, _ in pairs)
         values = ", ".join(number(round(v, 4)) for _, v in pairs)
-        source = "\n".join(
-            [
-                "xychart-beta",
-                f'    title "{_quote(title)} ({unit})"',
-                f'    x-axis "UTC" [{labels}]',
-                f'    y-axis "{unit}"',
-                f"    line [{values}]",
-            ]
-        )
+        rows = [
+            "xychart-beta",
+            f'    title "{_quote(title)} ({unit})"',
+            f'    x-axis "UTC" [{labels}]',
+            f'    y-axis "{unit}"',
+        ]
+        band = _wedge_band(wedge, pairs)
+        if band:
+            # Bars first, so the line is drawn over the shaded wedge window.
+            rows.append(f"    bar [{', '.join(number(v) for v in band)}]")
+        rows.append(f"    line [{values}]")
+        source = "\n".join(rows)
         shown = (
             f"{len(pairs)} means of {len(signal.points)} samples"
             if len(pairs) < len(signal.points)
@@ -150,7 +173,8 @@ def build(wedge: WedgeReport | None) -> tuple[Chart, ...]:
         if signal.role is Role.OUTPUT and not signal.shows_wedge and wedge.episode is not None:
             role += ", not deciding"
         series = f", sum of {signal.series} series" if signal.series > 1 else ""
-        caption = f"{window} ({title}: {role}{series}; {shown}.)"
+        marked = "; bars mark the wedge window" if band else ""
+        caption = f"{title}: {role}{series}; {shown}{marked}."
         charts.append(
             Chart(
                 signal=signal.name,
@@ -165,8 +189,8 @@ def build(wedge: WedgeReport | None) -> tuple[Chart, ...]:
     return tuple(charts)
 
 
-def svg_document(charts: Sequence[Chart], *, title: str) -> str:
-    """All charts in one standalone SVG file, each with its caption under it."""
+def svg_document(charts: Sequence[Chart], *, title: str, window: str = "") -> str:
+    """All charts in one standalone SVG file, the wedge window once, each chart's caption under it."""
     height = _TITLE_H + len(charts) * (_CHART_H + _CAPTION_H)
     out = [
         '<?xml version="1.0" encoding="UTF-8"?>',
@@ -177,6 +201,11 @@ def svg_document(charts: Sequence[Chart], *, title: str) -> str:
         f'font-family="sans-serif" font-weight="bold" fill="#1b1b1b">{svg.esc(title)}</text>',
     ]
     y = _TITLE_H
+    if window:
+        out.append(
+            f'<text x="{_CHART_W / 2:.0f}" y="{_TITLE_H - 4}" text-anchor="middle" font-size="11" '
+            f'font-family="sans-serif" fill="#333">{svg.esc(window)}</text>'
+        )
     for chart in charts:
         drawing = svg.draw(chart.mermaid, uid=f"c{y}")
         if drawing is None:  # pragma: no cover - our own Mermaid text always draws

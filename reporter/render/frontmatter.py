@@ -12,13 +12,15 @@ A report starts with::
     signature: "3f9c0a1b2c3d4e5f"
     ---
 
-The reviewers own these values. `merge` keeps the existing block byte for byte and only
-appends top-level keys that a newer template added; it never re-serialises what is there,
-so comments and formatting survive.
+The reviewers own these values, except the generated ones (`GENERATED_KEYS`: the
+signature follows the evidence). `merge` keeps the existing block byte for byte but for the
+line of a generated key whose value changed, and appends top-level keys that a newer
+template added; it never re-serialises what is there, so comments and formatting survive.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -122,6 +124,27 @@ def parse(text: str) -> FrontMatter | None:
     return FrontMatter(raw=block, data=data, error="", end_line=closing)
 
 
+# Keys the tool writes and keeps up to date; every other key belongs to the reviewers.
+GENERATED_KEYS = ("signature",)
+
+
+def _refresh_generated(
+    existing: str, old: Mapping[Any, Any], new: Mapping[Any, Any], generated: str
+) -> str:
+    """`existing` with each generated key's line replaced by the generated one, when it differs."""
+    for key in GENERATED_KEYS:
+        if key not in new or key not in old or old[key] == new[key]:
+            continue
+        pattern = re.compile(rf"^{re.escape(key)}:.*$", re.M)
+        fresh = pattern.search(generated)
+        if fresh is not None and len(pattern.findall(existing)) == 1:
+            line = fresh.group(0)
+            start = pattern.search(existing)
+            if start is not None:
+                existing = existing[: start.start()] + line + existing[start.end() :]
+    return existing
+
+
 def merge(existing: str, generated: str) -> tuple[str, tuple[str, ...]]:
     """Merge two front matter blocks: the existing one wins, new top-level keys are appended.
 
@@ -137,6 +160,7 @@ def merge(existing: str, generated: str) -> tuple[str, tuple[str, ...]]:
     old = parse(existing)
     if old is None or old.data is None or new is None or new.data is None:
         return existing, ()
+    existing = _refresh_generated(existing, old.data, new.data, generated)
     added = [k for k in new.data if k not in old.data]
     if not added:
         return existing, ()
@@ -153,3 +177,18 @@ def merge(existing: str, generated: str) -> tuple[str, tuple[str, ...]]:
     if not head.endswith("\n"):
         head += "\n"
     return head + extra + closing, tuple(str(k) for k in added)
+
+
+def set_value(text: str, key: str, value: str) -> str | None:
+    """`text` with the top-level `key: ...` line of its front matter set to `value` (quoted).
+
+    None when the text has no front matter, or not exactly one such line to change.
+    """
+    block, _body, _start = split(text)
+    if not block:
+        return None
+    pattern = re.compile(rf"^{re.escape(key)}:.*$", re.M)
+    if len(pattern.findall(block)) != 1:
+        return None
+    line = f"{key}: {json.dumps(value, ensure_ascii=False)}"
+    return pattern.sub(lambda _m: line, block, count=1) + text[len(block) :]

@@ -253,9 +253,11 @@ def lint_text(text: str, *, path: str, index: IssueIndex | None = None) -> tuple
     _check_tables(tokens, lines, add)
     _check_links(lines, code_lines, index, add)
     _check_regions(text, status, add)
+    # Every report: incident reports are committed to repositories too.
+    where = "an upstream draft" if kind == frontmatter.UPSTREAM_DRAFT else "a report"
+    for number, name, sample in find_secrets(text):
+        add(number, Rule.SECRET, f"possible {name} ({sample}) in {where}")
     if kind == frontmatter.UPSTREAM_DRAFT:
-        for number, name, sample in find_secrets(text):
-            add(number, Rule.SECRET, f"possible {name} ({sample}) in an upstream draft")
         _block, body, _start = frontmatter.split(text)
         if len(body) > GITHUB_BODY_LIMIT:
             add(

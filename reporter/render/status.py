@@ -9,11 +9,14 @@ is not a report. `table` lays rows out for a terminal::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from reporter.render import frontmatter, lint, preview
+
+_DATE = re.compile(r"(\d{4}-\d{2}-\d{2})")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -29,6 +32,10 @@ class ReportStatus:
     todos: int
     """Lines with an unfilled `TODO(reviewer)` placeholder."""
     upstream_issue: str
+    date: str = ""
+    """The report's date: from its file name (`2026-07-12-...md`), else `incident_start`."""
+    same_signature: int = 1
+    """How many reports (this one included) share its signature; set by `grouped`."""
 
     def to_json(self) -> dict[str, Any]:
         """The `--json` form."""
@@ -41,6 +48,8 @@ class ReportStatus:
             "signature": self.signature,
             "todos": self.todos,
             "upstream_issue": self.upstream_issue or None,
+            "date": self.date or None,
+            "same_signature": self.same_signature,
         }
 
 
@@ -54,6 +63,9 @@ def summarize(text: str, *, path: str) -> ReportStatus | None:
     owner_names = tuple(str(o) for o in owners) if isinstance(owners, list) else ()
     tokens = lint.parser().parse(text)
     upstream = data.get("upstream_issue")
+    dated = _DATE.search(path.rsplit("/", 1)[-1]) or _DATE.search(
+        str(data.get("incident_start") or "")
+    )
     return ReportStatus(
         path=path,
         kind=front.kind,
@@ -63,7 +75,35 @@ def summarize(text: str, *, path: str) -> ReportStatus | None:
         signature=str(data.get("signature") or ""),
         todos=len(lint.placeholders(text, tokens)),
         upstream_issue=str(upstream) if upstream else "",
+        date=dated.group(1) if dated else "",
     )
+
+
+def grouped(rows: Sequence[ReportStatus]) -> tuple[ReportStatus, ...]:
+    """The rows with `same_signature` counted over the incident reports."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        if row.signature and row.kind == frontmatter.INCIDENT_REPORT:
+            counts[row.signature] = counts.get(row.signature, 0) + 1
+    return tuple(replace(r, same_signature=counts.get(r.signature, 1)) for r in rows)
+
+
+def signature_lines(rows: Sequence[ReportStatus]) -> list[str]:
+    """Incident reports by signature, most first: count, first and last date, paths."""
+    by: dict[str, list[ReportStatus]] = {}
+    for row in rows:
+        if row.kind == frontmatter.INCIDENT_REPORT:
+            by.setdefault(row.signature or "-", []).append(row)
+    out = []
+    for signature, members in sorted(by.items(), key=lambda item: (-len(item[1]), item[0])):
+        dates = sorted(m.date for m in members if m.date)
+        span = (
+            "" if not dates else dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
+        )
+        count = f"{len(members)} report{'s' if len(members) != 1 else ' '}"
+        paths = ", ".join(sorted(m.path for m in members))
+        out.append(f"{signature:<12}  {count}  {span:<24}  {paths}".rstrip())
+    return out
 
 
 def table(rows: Sequence[ReportStatus]) -> str:
@@ -81,4 +121,7 @@ def table(rows: Sequence[ReportStatus]) -> str:
             for index, (cell, width) in enumerate(zip(row, widths, strict=False))
         ]
         lines.append("  ".join([*cells, row[-1]]).rstrip())
+    groups = signature_lines(rows)
+    if groups:
+        lines.extend(["", "incident reports by signature:", *groups])
     return "\n".join(lines)

@@ -19,17 +19,26 @@ As Mermaid, each single-child chain becomes one node naming its first and last f
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from reporter import __version__
 from reporter.analysis import Analysis
 from reporter.analysis.result import RankProcess, StackClass, TreeNode
-from reporter.model import Bundle, EventKind, Frame, TimelineEvent, innermost_python
-from reporter.render import envview
+from reporter.model import (
+    SUMMARISED_KINDS,
+    Bundle,
+    EventKind,
+    Frame,
+    TimelineEvent,
+    innermost_python,
+)
+from reporter.render import answer as answers
+from reporter.render import envview, frview
+from reporter.render import evidence as evidence_blocks
 from reporter.render import markdown as md
-from reporter.text import plural
+from reporter.text import plural, version_key
 from reporter.times import clock
 
 # Above this many processes the report embeds one dump per class, not one per process.
@@ -92,6 +101,23 @@ class NamedBlock:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryView:
+    """The summary block: headline, one line per finding with its evidence, next steps."""
+
+    headline: str
+    lines: tuple[str, ...]
+    steps: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClassStack:
+    """One stack class's minimal stack, innermost first, diverging frames marked."""
+
+    title: str
+    body: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReportView:
     """Everything `report.md.j2` shows, already formatted."""
 
@@ -136,18 +162,37 @@ class ReportView:
     """Code at the branch point, with permalinks."""
     clients: envview.ClientsView | None = None
     """Go client goroutine buckets."""
+    summary_block: SummaryView | None = None
+    """The answer first: what, who waits for whom, since when, recovery, clients, next steps."""
+    class_stacks: tuple[ClassStack, ...] = ()
+    evidence_index: tuple[evidence_blocks.IndexRow, ...] = ()
+    factors: tuple[str, ...] = ()
+    """Contributing factors suggested from the evidence (the reviewer keeps or deletes each)."""
+    impact: tuple[str, ...] = ()
+    """Impact suggested from the evidence (wedge length, waiting clients)."""
+    actions: tuple[str, ...] = ()
+    """Action items suggested from the next steps."""
+    flight_recorder: frview.FlightRecorderView | None = None
+    """The Flight Recorder section (reporter.render.frview); None without traces."""
 
 
 def build_view(
     bundle: Bundle,
     analysis: Analysis,
     *,
-    excerpts: Sequence[Excerpt],
-    now: datetime,
-    evidence_note: str = "",
+    raw: Mapping[str, str],
+    now: datetime | None = None,
     chart_file: str = "",
+    answer: answers.Answer | None = None,
 ) -> ReportView:
-    """Format everything the template needs; `now` is injected so output is reproducible."""
+    """Format everything the template needs.
+
+    `raw` holds the text of the evidence files embedded as they are (logs, failed-dump
+    output), read by the application layer. `now` is not shown: a re-draft of the same
+    evidence must not change a byte; the header names the evidence's own capture times.
+    """
+    del now  # kept in the signature for callers; the report shows evidence times only
+    ans = answer if answer is not None else answers.build(bundle, analysis)
     unit = analysis.rank_unit
     n_procs = len(analysis.processes)
     basis = (
@@ -155,22 +200,34 @@ def build_view(
         f"{plural(n_procs, 'rank') if unit == 'rank' else plural(n_procs, 'process', 'processes')}"
         f" from {plural(len(bundle.files), 'evidence file')}."
     )
-    if analysis.snapshots == 1:
+    if not analysis.processes:
+        basis = f"Based on {plural(len(bundle.files), 'evidence file')}; no stack dumps."
+    notes = tuple(analysis.confidence_notes)
+    # One caveat per fact: the one-snapshot caveat is said here unless a note says it.
+    if analysis.snapshots == 1 and not any("snapshot" in n for n in notes):
         basis += " One snapshot cannot tell a stuck rank from a slow one."
-    versions = sorted(
-        {d.python_version for d in bundle.dumps if d.python_version}, key=_version_key
+    versions = sorted({d.python_version for d in bundle.dumps if d.python_version}, key=version_key)
+    title = bundle.manifest.title or ans.title
+    blocks, index = evidence_blocks.blocks(bundle, analysis, raw)
+    summarised = sum(1 for f in bundle.files if f.kind in SUMMARISED_KINDS)
+    evidence_note = (
+        "Every evidence file of the bundle and where this report shows it. Each process's "
+        "dumps appear once, as py-spy text (equal snapshots folded, `--json` and `--locals` "
+        "drawn as text, long files cut with the full file named); the bundle keeps every "
+        "file whole."
     )
-    title = bundle.manifest.title or _default_title(analysis)
+    if summarised:
+        evidence_note += " Environment values are allowlisted in their section."
     return ReportView(
         title=title,
-        generated_at=now.strftime("%Y-%m-%d %H:%M UTC"),
+        generated_at=_evidence_span(bundle, analysis),
         tool_version=__version__,
         bundle=bundle.root or ", ".join(f.path for f in bundle.files),
-        verdict=analysis.verdict.value,
+        verdict=ans.verdict_label,
         confidence=analysis.confidence.value,
-        summary=analysis.summary,
+        summary=_inline(ans.paragraph),
         basis=basis,
-        confidence_notes=analysis.confidence_notes,
+        confidence_notes=notes,
         fields=tuple((k.replace("_", " ").capitalize(), v) for k, v in bundle.manifest.fields),
         python_versions=", ".join(versions) if versions else "not shown in the dumps",
         processes=tuple(_process_row(p) for p in analysis.processes),
@@ -186,7 +243,7 @@ def build_view(
             BranchView(
                 label=b.label,
                 collective=b.collective or "no collective",
-                frames=tuple(f.display() for f in b.frames),
+                frames=tuple(_located(f) for f in b.frames),
             )
             for b in (analysis.branch_point.branches if analysis.branch_point else ())
         ),
@@ -213,7 +270,7 @@ def build_view(
         signature_hash=analysis.signature.hash,
         signature_text=md.fence(analysis.signature.text),
         evidence=tuple(
-            NamedBlock(title=md.summary_text(e.title), body=md.fence(e.text)) for e in excerpts
+            NamedBlock(title=md.summary_text(b.title), body=md.fence(b.text)) for b in blocks
         ),
         evidence_note=evidence_note,
         warnings=tuple(analysis.warnings),
@@ -224,7 +281,124 @@ def build_view(
         changes=envview.changes(analysis.diff),
         code=envview.code_section(analysis.excerpts),
         clients=envview.clients(analysis.goroutines, _clients_headline(analysis)),
+        summary_block=summary_view(ans, analysis),
+        class_stacks=class_stacks(analysis),
+        evidence_index=tuple(
+            evidence_blocks.IndexRow(path=md.code_cell(r.path), kind=r.kind, shown=md.cell(r.shown))
+            for r in index
+        ),
+        factors=tuple(_inline(f) for f in ans.factors),
+        impact=tuple(_inline(i) for i in ans.impact),
+        actions=tuple(_inline(a) for a in ans.actions),
+        flight_recorder=frview.flight_recorder_view(analysis.flight_recorder),
     )
+
+
+_INLINE_SPECIAL = re.compile(r"([\\*<>|])")
+
+
+def _inline(text: str) -> str:
+    """Generated text with `inline code` spans kept: specials outside the spans escaped."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # an odd number of backticks: no span is trusted
+        return _prose(text)
+    return "`".join(
+        part if index % 2 else _INLINE_SPECIAL.sub(r"\\\1", " ".join(part.split(" ")))
+        for index, part in enumerate(parts)
+    )
+
+
+def _sources(sources: Sequence[str]) -> str:
+    return f" ({', '.join(md.code(s) for s in sources)})" if sources else ""
+
+
+def summary_view(ans: answers.Answer, analysis: Analysis) -> SummaryView:
+    """The summary block: a headline, one bullet per finding with its sources, the next steps."""
+    headline = (
+        f"**{_inline(ans.title)}.** Verdict: **{ans.verdict_label}**, confidence "
+        f"{analysis.confidence.value}."
+    )
+    lines = tuple(
+        f"**{line.topic}:** {_inline(line.text)}{_sources(line.sources)}" for line in ans.lines
+    )
+    steps = tuple(f"{_inline(step.action)} _Why:_ {_inline(step.why)}" for step in ans.steps[:4])
+    return SummaryView(headline=headline, lines=lines, steps=steps)
+
+
+def _evidence_span(bundle: Bundle, analysis: Analysis) -> str:
+    """When the evidence was captured, from the evidence itself (stable across re-drafts)."""
+    times = sorted(e.at for e in analysis.timeline)
+    if not times:
+        dated = sorted(d.captured_at for d in bundle.dumps if d.captured_at is not None)
+        times = dated
+    if not times:
+        return ""
+    first, last = times[0], times[-1]
+    start, end = clock(first)[:8], clock(last)[:8]
+    if first.date() == last.date():
+        return (
+            f"{first:%Y-%m-%d} {start} UTC"
+            if start == end
+            else (f"{first:%Y-%m-%d} {start} to {end} UTC")
+        )
+    return f"{first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC"
+
+
+def _located(frame: Frame) -> str:
+    """`function (file:line)`: a frame with its line, as py-spy prints it."""
+    place = f"{frame.file}:{frame.line}" if frame.line is not None else frame.file
+    name = frame.function if len(frame.function) <= 110 else frame.function[:109] + "…"
+    return f"{name} ({place})"
+
+
+# Frames shown per class before the outer frames all classes share.
+MAX_CLASS_FRAMES = 30
+
+
+def class_stacks(analysis: Analysis) -> tuple[ClassStack, ...]:
+    """One minimal stack per class, innermost first, with line numbers.
+
+    Frames below the point where every class agrees (the common outer part, shown once
+    under Merged stacks) are left out but for the first; frames on this class's side of
+    the branch point are marked `>`.
+    """
+    classes = analysis.classes
+    if not classes:
+        return ()
+    keys = [[(f.function, f.file) for f in reversed(c.frames)] for c in classes]
+    common = 0
+    if len(classes) > 1:
+        while all(len(k) > common for k in keys) and len({k[common] for k in keys}) == 1:
+            common += 1
+    branches = {
+        b.label: {(f.function, f.file, f.line) for f in b.frames}
+        for b in (analysis.branch_point.branches if analysis.branch_point else ())
+    }
+    out: list[ClassStack] = []
+    for stack_class in classes:
+        frames = stack_class.frames
+        keep = len(frames) - max(common - 1, 0)
+        shown = frames[: min(keep, MAX_CLASS_FRAMES)]
+        marked = branches.get(stack_class.label, set())
+        lines = [
+            ("> " if (f.function, f.file, f.line) in marked else "  ") + _located(f) for f in shown
+        ]
+        hidden = len(frames) - len(shown)
+        if hidden:
+            lines.append(f"  … {hidden} outer frames shared by every class (see Merged stacks)")
+        what = stack_class.collective or (
+            f"wait: {stack_class.wait}" if stack_class.wait else "no collective"
+        )
+        ranks = "rank" if len(stack_class.ranks) == 1 else "ranks"
+        if analysis.rank_unit != "rank":
+            ranks = "PID" if len(stack_class.pids) == 1 else "PIDs"
+        out.append(
+            ClassStack(
+                title=f"{ranks} {stack_class.label}: {stack_class.state.value}, {what}",
+                body=md.fence("\n".join(lines)),
+            )
+        )
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -252,6 +426,8 @@ class MetricsView:
     """The metrics section: verdict paragraph, charts, signals table, step changes, notes."""
 
     verdict: str
+    window: str
+    """The wedge window, said once above the charts (the charts draw it as bars)."""
     charts: tuple[ChartView, ...]
     svg_note: str
     signals: tuple[SignalRow, ...]
@@ -305,6 +481,7 @@ def metrics_view(analysis: Analysis, *, chart_file: str = "") -> MetricsView | N
         )
     return MetricsView(
         verdict=_prose(wedge.summary),
+        window=_prose(charts.window_text(wedge)) if built else "",
         charts=tuple(
             ChartView(block=md.fence(c.mermaid, "mermaid"), caption=_prose(c.caption))
             for c in built
@@ -366,10 +543,6 @@ def _clients_headline(analysis: Analysis) -> str:
     from reporter.analysis.surroundings import clients_sentence
 
     return clients_sentence(analysis.goroutines, analysis.wedge).strip()
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
 
 
 def _default_title(analysis: Analysis) -> str:

@@ -45,7 +45,7 @@ from reporter.model import Bundle, Frame, ProcessDump, innermost_python
 from reporter.render import markdown as md
 from reporter.render.lint import GITHUB_BODY_LIMIT, placeholders
 from reporter.render.view import BranchView, ClassRow, blocked_in
-from reporter.text import number, plural
+from reporter.text import number, plural, version_key
 from reporter.upstream import redact as redactor
 from reporter.upstream.forms import (
     FieldType,
@@ -227,6 +227,8 @@ class EvidenceView:
     stacks_here: bool
     trimmed: tuple[str, ...]
     footer: str
+    flight_recorder: Block | None = None
+    """The minimal Flight Recorder excerpt showing the first mismatch (redacted)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -463,7 +465,18 @@ def _evidence(inputs: DraftInputs, s: _S, *, stacks_here: bool) -> EvidenceView:
         stacks_here=stacks_here,
         trimmed=(),
         footer="",
+        flight_recorder=_flight_recorder_block(analysis, s),
     )
+
+
+def _flight_recorder_block(analysis: Analysis, s: _S) -> Block | None:
+    """The aligned rows around the first FR mismatch, redacted like every other block."""
+    from reporter.render.frview import excerpt
+
+    text = excerpt(analysis.flight_recorder)
+    if not text:
+        return None
+    return Block(key="flight-recorder", title="Flight Recorder", text=s("flight recorder", text))
 
 
 def _number(value: float | None) -> str:
@@ -593,7 +606,7 @@ def _environment(
         )
     versions = sorted(
         {d.python_version for d in inputs.bundle.dumps if d.python_version},
-        key=lambda v: tuple(int(p) if p.isdigit() else 0 for p in v.split(".")),
+        key=version_key,
     )
     python = ", ".join(versions)
     packages: tuple[tuple[str, str], ...] = ()
@@ -791,12 +804,10 @@ def _sections(inputs: DraftInputs) -> tuple[tuple[SectionView, ...], bool, str]:
 
 
 def _title(inputs: DraftInputs, s: _S) -> str:
-    analysis = inputs.analysis
-    collectives = sorted({c.collective for c in analysis.classes if c.collective})
-    default = f"Hang: {analysis.verdict.value}" + (
-        f" in {', '.join(collectives)}" if collectives else ""
-    )
-    base = inputs.bundle.manifest.title or default
+    from reporter.render.answer import build as build_answer
+
+    # The local report's title: who waits for whom, or what the metrics show.
+    base = inputs.bundle.manifest.title or build_answer(inputs.bundle, inputs.analysis).title
     text = " ".join(s("title", base).split())
     prefix = inputs.form.title
     if prefix.strip() and not text.startswith(prefix.strip()):

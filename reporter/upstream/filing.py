@@ -4,16 +4,17 @@ Input: a base URL (`https://api.github.com`, or `https://HOST/api/v3` for GitHub
 Enterprise), a token, a timeout. Output: plain frozen records (`RemoteIssue`,
 `RemoteComment`) and three kinds of failure the use-case layer acts on:
 
-* `RateLimitedError(wait)`: GitHub refused the call (primary or secondary limit, 403 or 429);
-  nothing happened, and it may be tried again after `wait` seconds;
+* `RateLimitedError(reading)`: GitHub refused the call (primary or secondary limit, 403 or
+  429, read by `policy.read_rate_limit`); nothing happened, and it may be tried again after
+  `reading.wait` seconds;
 * `AmbiguousError`: a write may or may not have happened (a timeout or a dropped connection
   after the request was sent, a 5xx to a POST): look before trying again;
 * `UpstreamError`: a definite refusal (bad token, no access, unknown repository, a body
-  GitHub finds invalid) with a tip.
+  GitHub finds invalid) with a tip from `policy.status_error`.
 
 PyGithub's own retries are switched off (`retry=None`): a retried POST is exactly how an
 issue gets filed twice, so retries live in `reporter.upstream.publish`, which checks for
-its marker first. `Tracker` is the seam: tests may pass any object with these methods.
+its marker first, with the same `policy.RetryPolicy` the reads use. `Tracker` is the seam: tests may pass any object with these methods.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import requests
 from github import Auth, Github, GithubException, RateLimitExceededException
 from github.Issue import Issue
 
-from reporter.errors import UpstreamError
+from reporter.upstream.policy import RateLimitReading, RetryPolicy, read_rate_limit, status_error
 
 T = TypeVar("T")
 # How many recently created issues are read when looking for a draft's marker.
@@ -59,9 +60,14 @@ class RemoteComment:
 class RateLimitedError(Exception):
     """GitHub refused the call for its rate limit; nothing happened."""
 
-    def __init__(self, message: str, *, wait: float) -> None:
+    def __init__(self, message: str, *, reading: RateLimitReading) -> None:
         super().__init__(message)
-        self.wait = wait
+        self.reading = reading
+
+    @property
+    def wait(self) -> float:
+        """Seconds before GitHub takes the call again (jitter not included)."""
+        return self.reading.wait
 
 
 class AmbiguousError(Exception):
@@ -106,26 +112,6 @@ def _remote(repo: str, issue: Issue) -> RemoteIssue:
     )
 
 
-def _rate_wait(headers: dict[str, str], now: float) -> float:
-    """Seconds until GitHub takes requests again, in its documented order of headers."""
-    retry_after = str(headers.get("retry-after", "")).strip()
-    if retry_after.isdigit():
-        return float(retry_after)
-    reset = str(headers.get("x-ratelimit-reset", "")).strip()
-    if str(headers.get("x-ratelimit-remaining", "")) == "0" and reset.isdigit():
-        return max(0.0, int(reset) - now) + 1.0
-    return 60.0
-
-
-_TIPS = {
-    401: "the token was refused: check GITHUB_TOKEN / GH_TOKEN or run `gh auth login`",
-    403: "the token lacks the right to do this (issues: write) in this repository",
-    404: "check the repository (owner/name), --base-url, and that the token can see it",
-    410: "issues are disabled in this repository",
-    422: "GitHub refused the content; check the title, labels and body size",
-}
-
-
 class PyGithubTracker:
     """`Tracker` over PyGithub 2.x: `Github(auth=Auth.Token(...), base_url=..., retry=None)`."""
 
@@ -137,6 +123,7 @@ class PyGithubTracker:
         timeout: int = 15,
         pace: bool = True,
         now: Callable[[], float] = time.time,
+        policy: RetryPolicy | None = None,
     ) -> None:
         # GitHub asks for serial requests and a pause between writes (secondary limits);
         # PyGithub's pacing does that. Tests on 127.0.0.1 switch it off.
@@ -151,6 +138,8 @@ class PyGithubTracker:
             seconds_between_writes=1.0 if pace else None,
         )
         self._now = now
+        self._policy = policy or RetryPolicy()
+        self._limited = 0
 
     def close(self) -> None:
         """Close PyGithub's connections."""
@@ -159,26 +148,28 @@ class PyGithubTracker:
     def _call(self, what: str, action: Callable[[], T]) -> T:
         try:
             return action()
-        except RateLimitExceededException as err:
-            raise RateLimitedError(
-                f"{what}: GitHub rate limit ({err.status})",
-                wait=_rate_wait(err.headers or {}, self._now()),
-            ) from err
         except GithubException as err:
-            headers = err.headers or {}
-            if err.status == 429 or (err.status == 403 and "retry-after" in headers):
+            data = err.data if isinstance(err.data, dict) else {}
+            message = err.message or str(data.get("message") or "")
+            reading = read_rate_limit(
+                err.status,
+                err.headers or {},
+                message,
+                now=self._now(),
+                count=self._limited + 1,
+                policy=self._policy,
+                known=isinstance(err, RateLimitExceededException),
+            )
+            if reading is not None:
+                # Counted per tracker: a secondary limit hit again waits twice as long.
+                self._limited += 1
                 raise RateLimitedError(
-                    f"{what}: GitHub rate limit ({err.status})",
-                    wait=_rate_wait(headers, self._now()),
+                    f"{what}: GitHub rate limit ({err.status})", reading=reading
                 ) from err
             if err.status >= 500:
                 # A 5xx to a POST may come after the write: the caller looks before retrying.
                 raise AmbiguousError(f"{what}: GitHub answered {err.status}") from err
-            message = err.message or (err.data.get("message") if isinstance(err.data, dict) else "")
-            raise UpstreamError(
-                f"{what}: GitHub answered {err.status}" + (f": {message}" if message else ""),
-                tip=_TIPS.get(err.status, ""),
-            ) from err
+            raise status_error(what, err.status, message, write=True) from err
         except requests.exceptions.RequestException as err:
             raise AmbiguousError(f"{what}: {type(err).__name__}: no complete answer") from err
 

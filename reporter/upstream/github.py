@@ -6,14 +6,16 @@ One `httpx.Client` behind an injectable base URL (GitHub Enterprise:
 or point the base URL at a local server). Every request goes through `_send`, which:
 
 * sends `If-None-Match` when the caller has an ETag; a 304 costs no rate limit;
-* waits out rate limits (403/429 with `Retry-After`, or `X-RateLimit-Remaining: 0`
-  until `X-RateLimit-Reset`, or a secondary limit without either: 60 s doubling) when
-  the wait fits `RetryPolicy.max_wait`, else raises `RateLimitError` saying when the
-  limit resets;
-* retries 5xx answers, timeouts, resets and malformed JSON with exponential backoff,
-  at most `RetryPolicy.attempts` tries in all, then raises `UpstreamError`.
+* waits out rate limits when the wait fits `RetryPolicy.max_wait`, else raises
+  `RateLimitError` saying when the limit resets;
+* retries 5xx answers, timeouts, resets and malformed JSON with exponential backoff and
+  jitter, at most `RetryPolicy.attempts` tries in all, then raises `UpstreamError`.
 
-Pagination follows `Link: <...>; rel="next"` until it is absent, refuses a `next` on
+Waits, rate-limit reading and error tips are the shared rules of
+`reporter.upstream.policy`, which the PyGithub writes follow too.
+
+Pagination follows the `Link` header's `next` (httpx's `Response.links`) until it is
+absent, refuses a `next` on
 another host (the token must not leave GitHub) and stops with an error when a `next`
 points back to a page already read. `CallStats` counts what was sent.
 
@@ -25,11 +27,9 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 import httpx
@@ -45,45 +45,30 @@ from reporter.upstream.auth import (
     host_of,
     missing_token_tip,
 )
+from reporter.upstream.policy import (
+    Clock,
+    RateLimitReading,
+    RetryPolicy,
+    SystemClock,
+    gave_up,
+    rate_limit_error,
+    read_rate_limit,
+    status_error,
+)
 
-__all__ = ["API_URL", "Token", "api_url", "find_token", "gh_hosts_path", "host_of"]
+__all__ = [
+    "API_URL",
+    "Clock",
+    "RetryPolicy",
+    "SystemClock",
+    "Token",
+    "api_url",
+    "find_token",
+    "gh_hosts_path",
+    "host_of",
+]
 PER_PAGE = 100
 MAX_PAGES = 5000
-
-
-class Clock(Protocol):
-    """Wall time in epoch seconds, and a way to wait (tests pass a fake that only records)."""
-
-    def now(self) -> float:
-        """Seconds since the epoch."""
-        ...
-
-    def sleep(self, seconds: float) -> None:
-        """Wait `seconds`."""
-        ...
-
-
-class SystemClock:
-    """The real clock."""
-
-    def now(self) -> float:
-        """`time.time()`."""
-        return time.time()
-
-    def sleep(self, seconds: float) -> None:
-        """`time.sleep()`."""
-        time.sleep(seconds)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RetryPolicy:
-    """How hard the client tries: `attempts` per request in all, the first included."""
-
-    attempts: int = 4
-    backoff: float = 1.0
-    max_backoff: float = 16.0
-    max_wait: float = 60.0
-    secondary_wait: float = 60.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,26 +112,6 @@ class CallStats:
     waited: float = 0.0
     rate_remaining: int | None = None
     rate_reset: int | None = None
-
-
-def parse_link(header: str | None) -> dict[str, str]:
-    """`Link: <u1>; rel="next", <u2>; rel="last"` -> {"next": u1, "last": u2}."""
-    links: dict[str, str] = {}
-    if not header:
-        return links
-    for part in header.split(","):
-        section = part.strip().split(";")
-        if len(section) < 2:
-            continue
-        url = section[0].strip()
-        if not (url.startswith("<") and url.endswith(">")):
-            continue
-        for param in section[1:]:
-            key, _, value = param.strip().partition("=")
-            if key.strip() == "rel":
-                for rel in value.strip().strip('"').split():
-                    links[rel] = url[1:-1]
-    return links
 
 
 def _page_number(url: str | None) -> int | None:
@@ -250,8 +215,8 @@ class GitHubClient:
                 return
             if not isinstance(data, list):
                 raise UpstreamError(f"{repo}: expected a list of issues from {url}")
-            links = parse_link(response.headers.get("link"))
-            next_url = links.get("next")
+            links = response.links
+            next_url = links.get("next", {}).get("url")
             if next_url is not None:
                 self._check_host(next_url)
             yield Page(
@@ -259,7 +224,7 @@ class GitHubClient:
                 items=tuple(item for item in data if isinstance(item, dict)),
                 etag=response.headers.get("etag"),
                 next_url=next_url,
-                last_page=_page_number(links.get("last")) or _page_number(url),
+                last_page=_page_number(links.get("last", {}).get("url")) or _page_number(url),
             )
             url = next_url
 
@@ -317,7 +282,7 @@ class GitHubClient:
             if not isinstance(data, list):
                 raise UpstreamError(f"expected a list from {url}")
             out.extend(item for item in data if isinstance(item, dict))
-            url = parse_link(response.headers.get("link")).get("next")
+            url = response.links.get("next", {}).get("url")
             if url is not None:
                 self._check_host(url)
         return out
@@ -407,13 +372,21 @@ class GitHubClient:
                         return response, response.json()
                     except (json.JSONDecodeError, UnicodeDecodeError):
                         problem = f"malformed JSON ({response.text[:60]!r})"
-                elif status in (403, 429) and _rate_limited(response):
+                elif (
+                    reading := read_rate_limit(
+                        status,
+                        response.headers,
+                        response.text,
+                        now=self.clock.now(),
+                        count=limited + 1,
+                        policy=policy,
+                    )
+                ) is not None:
                     limited += 1
-                    wait = self._rate_wait(response, limited)
-                    if wait > policy.max_wait:
-                        raise self._limit_error(response, wait)
+                    if reading.wait > policy.max_wait:
+                        raise self._limit_error(path, reading)
                     if attempt < policy.attempts:
-                        self._sleep(wait)
+                        self._sleep(policy.rate_delay(reading.wait, self.clock.random()))
                         continue
                     problem = f"rate limited ({status}) after {attempt} attempts"
                 elif status >= 500:
@@ -421,11 +394,13 @@ class GitHubClient:
                 elif status == 404 and missing_ok:
                     return response, None
                 else:
-                    raise _status_error(response, path)
+                    raise status_error(f"GET {path}", status, _message(response))
             if attempt < policy.attempts:
-                self._sleep(min(policy.backoff * 2 ** (attempt - 1), policy.max_backoff))
-        raise UpstreamError(
-            f"GET {path}: {problem}; gave up after {policy.attempts} attempts",
+                self._sleep(policy.backoff_delay(attempt, self.clock.random()))
+        raise gave_up(
+            f"GET {path}",
+            problem,
+            policy,
             tip="check the network (or --base-url), or search the local index with --offline",
         )
 
@@ -447,54 +422,20 @@ class GitHubClient:
                 if notice not in self.notices:
                     self.notices.append(notice)
 
-    def _rate_wait(self, response: httpx.Response, count: int) -> float:
-        """Seconds to wait before retrying a rate-limited request (GitHub's documented order)."""
-        retry_after = response.headers.get("retry-after", "").strip()
-        if retry_after.isdigit():
-            return float(retry_after)
-        remaining = response.headers.get("x-ratelimit-remaining")
-        reset = response.headers.get("x-ratelimit-reset", "")
-        if remaining == "0" and reset.isdigit():
-            return max(0.0, int(reset) - self.clock.now()) + 1.0
-        return float(self.retry.secondary_wait * 2 ** (count - 1))
-
-    def _limit_error(self, response: httpx.Response, wait: float) -> RateLimitError:
-        resource = response.headers.get("x-ratelimit-resource", "core")
-        until = datetime.fromtimestamp(self.clock.now() + wait, tz=UTC)
+    def _limit_error(self, path: str, reading: RateLimitReading) -> RateLimitError:
         tip = (
             missing_token_tip(host_of(self.base_url)) + " for higher limits, or use --offline"
             if self.token is None
             else "wait, or search the local index with --offline"
         )
-        return RateLimitError(
-            f"GitHub rate limit reached for {resource} requests; it resets at "
-            f"{until:%H:%M:%S} UTC (in {wait:.0f} s, longer than the {self.retry.max_wait:.0f} s "
-            "this command waits)",
-            tip=tip,
+        return rate_limit_error(
+            f"GET {path}", reading, now=self.clock.now(), policy=self.retry, tip=tip
         )
 
 
-def _rate_limited(response: httpx.Response) -> bool:
-    if response.status_code == 429:
-        return True
-    if response.headers.get("x-ratelimit-remaining") == "0" or "retry-after" in response.headers:
-        return True
-    return "rate limit" in response.text[:500].lower()
-
-
-def _status_error(response: httpx.Response, path: str) -> UpstreamError:
+def _message(response: httpx.Response) -> str:
+    """GitHub's `message` from an error answer, else the start of its text."""
     try:
-        message = str(response.json().get("message", ""))
+        return str(response.json().get("message", ""))
     except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-        message = response.text[:120]
-    status = response.status_code
-    tips = {
-        401: "the token was refused: check it with `report auth status`, or run `gh auth login`",
-        403: "the token lacks access to this repository",
-        404: "check the repository name (owner/name) and that the token can see it",
-        422: "GitHub refused the query; try fewer or simpler terms",
-    }
-    return UpstreamError(
-        f"GET {path}: GitHub answered {status}" + (f": {message}" if message else ""),
-        tip=tips.get(status, ""),
-    )
+        return response.text[:120]

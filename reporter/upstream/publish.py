@@ -19,7 +19,9 @@ File (a dry run unless `yes`)::
     record the URL in <bundle>/upstream.toml (and the --draft file's front matter)
 
 Network: the httpx client (forms, search) and PyGithub (`filing.Tracker`) share one base
-URL: `--base-url`, else `GITHUB_API_URL`, else `GH_HOST`, else api.github.com.
+URL (`auth.api_url`: `--base-url`, else `GITHUB_API_URL`, else `GH_HOST`, else
+api.github.com), passed down as an argument, and one retry/rate-limit/error policy
+(`reporter.upstream.policy`).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from typing import Any, TypeVar
 import platformdirs
 
 from reporter.analysis import Analysis, Verdict
-from reporter.errors import RateLimitError, ReporterError, UpstreamError, UsageError
+from reporter.errors import ReporterError, UpstreamError, UsageError
 from reporter.model import Bundle, EvidenceKind
 from reporter.render.lint import GITHUB_BODY_LIMIT, placeholders
 from reporter.upstream import draft as drafting
@@ -52,12 +54,15 @@ from reporter.upstream.filing import (
     Tracker,
 )
 from reporter.upstream.forms import IssueForm, generic_form, parse_forms, pick_bug_form
-from reporter.upstream.github import (
+from reporter.upstream.github import GitHubClient, find_token
+from reporter.upstream.policy import (
+    FILING,
+    FILING_DRY_RUN,
     Clock,
-    GitHubClient,
     RetryPolicy,
     SystemClock,
-    find_token,
+    gave_up,
+    rate_limit_error,
 )
 from reporter.upstream.rank import Candidate, Level
 
@@ -73,11 +78,6 @@ _DUPLICATE_RE = re.compile(
     r"(?:https?://[^\s/]+/(?P<url_repo>[\w.-]+/[\w.-]+)/issues/(?P<url_number>\d+)"
     r"|(?P<repo>[\w.-]+/[\w.-]+)?#(?P<number>\d+))"
 )
-
-
-def base_url_of(env: Mapping[str, str], base_url: str | None) -> str:
-    """The API base URL: `--base-url`, `GITHUB_API_URL`, `GH_HOST`, else api.github.com."""
-    return api_url(env, base_url)
 
 
 # --- forms ---------------------------------------------------------------------------
@@ -189,7 +189,7 @@ def choose_form(
             if files is None:
                 notes.append(f"offline and no cached issue forms of {repo}: using the generic form")
         else:
-            url = base_url_of(env, base_url)
+            url = api_url(env, base_url)
             token = find_token(env, base_url=url)
             client = GitHubClient(
                 base_url=url,
@@ -239,6 +239,7 @@ def related_issues(
     db: Path | None,
     online: bool | None,
     env: Mapping[str, str],
+    base_url: str | None = None,
     notes: list[str],
     transport: Any = None,
     clock: Clock | None = None,
@@ -251,7 +252,14 @@ def related_issues(
     query = query_from_analysis(bundle, analysis, repos=(repo,))
     try:
         outcome = search.run_search(
-            query, db=db, online=online, limit=10, env=env, transport=transport, clock=clock
+            query,
+            db=db,
+            online=online,
+            limit=10,
+            env=env,
+            base_url=base_url,
+            transport=transport,
+            clock=clock,
         )
     except UsageError as err:
         notes.append(
@@ -307,7 +315,6 @@ def make_draft(
         transport=transport,
         clock=clock,
     )
-    search_env = {**env, "GITHUB_API_URL": base_url_of(env, base_url)}
     online: bool | None = False if offline else (True if online_search else None)
     related, searched = related_issues(
         bundle,
@@ -315,7 +322,8 @@ def make_draft(
         repo,
         db=db,
         online=online,
-        env=search_env,
+        env=env,
+        base_url=api_url(env, base_url),
         notes=notes,
         transport=transport,
         clock=clock,
@@ -402,16 +410,13 @@ class FileResult:
     sent: bool
     url: str
     recorded: Path | None = None
+    reports_updated: tuple[Path, ...] = ()
+    """Incident reports whose `upstream_issue` now names `url` (set by the application layer)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FilingPolicy:
-    """Bounded retries: `attempts` in all; rate-limit waits up to `max_wait` seconds."""
-
-    attempts: int = 4
-    backoff: float = 2.0
-    max_backoff: float = 30.0
-    max_wait: float = 120.0
+# Filing follows the one retry policy of the reads (`policy.RetryPolicy`); the name stays
+# for callers that pass their own.
+FilingPolicy = RetryPolicy
 
 
 def _retry(
@@ -419,7 +424,7 @@ def _retry(
     action: Callable[[], T],
     *,
     clock: Clock,
-    policy: FilingPolicy,
+    policy: RetryPolicy,
     look: Callable[[], T | None] | None = None,
 ) -> T:
     """Run `action`; wait out rate limits that fit the policy; after an ambiguous failure
@@ -430,16 +435,17 @@ def _retry(
             return action()
         except RateLimitedError as err:
             if err.wait > policy.max_wait:
-                until = datetime.fromtimestamp(clock.now() + err.wait, tz=UTC)
-                raise RateLimitError(
-                    f"{what}: GitHub's rate limit resets at {until:%H:%M:%S} UTC (in "
-                    f"{err.wait:.0f} s, longer than the {policy.max_wait:.0f} s this command waits); "
-                    "nothing was sent",
+                raise rate_limit_error(
+                    what,
+                    err.reading,
+                    now=clock.now(),
+                    policy=policy,
                     tip="run the same command again after that time: it will not file twice",
+                    tail="; nothing was sent",
                 ) from err
             problem = str(err)
             if attempt < policy.attempts:
-                clock.sleep(err.wait)
+                clock.sleep(policy.rate_delay(err.wait, clock.random()))
         except AmbiguousError as err:
             problem = str(err)
             if look is not None:
@@ -447,9 +453,11 @@ def _retry(
                 if found is not None:
                     return found
             if attempt < policy.attempts:
-                clock.sleep(min(policy.backoff * 2 ** (attempt - 1), policy.max_backoff))
-    raise UpstreamError(
-        f"{what}: {problem}; gave up after {policy.attempts} attempts",
+                clock.sleep(policy.backoff_delay(attempt, clock.random()))
+    raise gave_up(
+        what,
+        problem,
+        policy,
         tip="run the same command again later: it looks for what it sent before sending again",
     )
 
@@ -661,7 +669,7 @@ def file_upstream(
     env: Mapping[str, str],
     tracker: Tracker | None = None,
     clock: Clock | None = None,
-    policy: FilingPolicy | None = None,
+    policy: RetryPolicy | None = None,
     transport: Any = None,
     timeout: int = 15,
     pace: bool = True,
@@ -669,8 +677,8 @@ def file_upstream(
     """`report upstream file`: decide, check, and (with `yes`) send; see the module docstring."""
     clock = clock or SystemClock()
     # A dry run only reads: it gives up sooner on a GitHub it cannot reach.
-    policy = policy or (FilingPolicy() if yes else FilingPolicy(attempts=2, backoff=1.0))
-    url_base = base_url_of(env, base_url)
+    policy = policy or (FILING if yes else FILING_DRY_RUN)
+    url_base = api_url(env, base_url)
     token = find_token(env, base_url=url_base)
     ident = drafting.bundle_id(bundle)
     signature = analysis.signature.hash
@@ -708,7 +716,11 @@ def file_upstream(
     own = tracker is None
     if tracker is None:
         tracker = PyGithubTracker(
-            base_url=url_base, token=token.value if token else None, timeout=timeout, pace=pace
+            base_url=url_base,
+            token=token.value if token else None,
+            timeout=timeout,
+            pace=pace,
+            policy=policy,
         )
     try:
         plan = _plan(
@@ -773,7 +785,7 @@ def _plan(
     force_new: bool,
     url_base: str,
     clock: Clock,
-    policy: FilingPolicy,
+    policy: RetryPolicy,
     dry_run: bool,
     notes: list[str],
     likely: Sequence[int],
@@ -933,7 +945,7 @@ def _send(
     signature: str,
     ident: str,
     clock: Clock,
-    policy: FilingPolicy,
+    policy: RetryPolicy,
     draft_file: Path | None,
 ) -> FileResult:
     """Send the plan's request once; an ambiguous failure looks for the marker first."""

@@ -415,12 +415,13 @@ def make_client(
     env: Mapping[str, str],
     notes: list[str],
     *,
+    base_url: str | None = None,
     transport: Any = None,
     clock: Clock | None = None,
 ) -> GitHubClient:
-    """A client for `GITHUB_API_URL` (default api.github.com) with the token found in `env`
-    or the gh CLI's config; without a token, a note says so."""
-    base_url = api_url(env)
+    """A client for `base_url` (else `auth.api_url`'s rule over `env`) with the token found
+    in `env` or the gh CLI's config; without a token, a note says so."""
+    base_url = api_url(env, base_url)
     token = find_token(env, base_url=base_url)
     if token is None:
         notes.append(
@@ -481,6 +482,7 @@ def run_search(
     online: bool | None,
     limit: int,
     env: Mapping[str, str],
+    base_url: str | None = None,
     transport: Any = None,
     clock: Clock | None = None,
     issue: tuple[str, int] | None = None,
@@ -509,7 +511,9 @@ def run_search(
                     "--online needs the repositories to search",
                     tip="pass --repo OWNER/NAME, or name them in the bundle's manifest (upstream)",
                 )
-            with make_client(env, notes, transport=transport, clock=clock) as client:
+            with make_client(
+                env, notes, base_url=base_url, transport=transport, clock=clock
+            ) as client:
                 refresh_online(index, client, query, notes)
         searched = index.count(query.repos)
         if query.repos and searched == 0:

@@ -337,11 +337,11 @@ def replace_issue(query: Query, ref: tuple[str, int]) -> Query:
 
 
 def _tracker(env: Mapping[str, str]) -> Tracker:
+    from reporter.upstream.auth import api_url
     from reporter.upstream.filing import PyGithubTracker
     from reporter.upstream.github import find_token
-    from reporter.upstream.publish import base_url_of
 
-    base = base_url_of(env, None)
+    base = api_url(env)
     token = find_token(env, base_url=base)
     if token is None:
         raise UsageError(

@@ -46,7 +46,8 @@ def test_deep_stack_goes_through_analyze_json_and_draft(tmp_path: Path) -> None:
     folder = _bundle(tmp_path)
     human = runner.invoke(cli, ["analyze", str(folder)])
     assert human.exit_code == 0, human.output
-    assert human.stdout.startswith("verdict: ")
+    # The answer first: a headline, then the verdict line.
+    assert human.stdout.splitlines()[1].startswith("verdict: ")
     machine = runner.invoke(cli, ["analyze", "--json", str(folder)])
     assert machine.exit_code == 0, machine.output
     # Reading it back needs depth too: count levels without json.loads.

@@ -161,7 +161,8 @@ def test_automatic_excerpts_around_the_branch_point() -> None:
         "branch point: the classes share the stack down to `Scheduler.on_idle`"
     )
     merged = result.excerpts[0]
-    assert merged.highlight == (118, 123, 127)  # three frames of one file, one excerpt
+    # Four frames of one file, one excerpt: both sides leave on_idle (118, 119), then part.
+    assert merged.highlight == (118, 119, 123, 127)
     assert (merged.start, merged.end) == (116, 129)
     torch = next(v for v in result.excerpts if v.path.startswith("torch/"))
     assert torch.permalink == (

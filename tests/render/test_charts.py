@@ -77,9 +77,19 @@ def test_charts_are_mermaid_the_preview_can_draw() -> None:
         assert lines[0] == "xychart-beta"
         parsed = svg.parse_xychart(lines[1:])
         assert len(parsed.categories) == chart.points <= charts.MAX_POINTS
-        assert len(parsed.series) == 1 and len(parsed.series[0][2]) == chart.points
-        assert "Wedge window: 14:40:50.000 UTC, still wedged at the last sample" in chart.caption
+        # The wedge window is drawn as bars (first, under the line), the signal as the line.
+        kinds = [kind for kind, _name, _values in parsed.series]
+        assert kinds == ["bar", "line"]
+        assert all(len(values) == chart.points for _k, _n, values in parsed.series)
+        band = parsed.series[0][2]
+        assert band[0] == 0 and band[-1] > 0  # still wedged at the last sample
+        # One wedge caption for all charts: not repeated under each one.
+        assert "Wedge window" not in chart.caption
+        assert "bars mark the wedge window" in chart.caption
     assert "not deciding" in built[1].caption
+    assert charts.window_text(_report()).startswith(
+        "Wedge window: 14:40:50.000 UTC, still wedged at the last sample"
+    )
 
 
 def test_no_wedge_caption_and_no_metrics() -> None:
@@ -87,13 +97,14 @@ def test_no_wedge_caption_and_no_metrics() -> None:
     report = wedge.detect(series)
     assert report is not None
     (chart,) = charts.build(report)
-    assert chart.caption.startswith("No wedge")
+    assert charts.window_text(report).startswith("No wedge")
+    assert "bar [" not in chart.mermaid
     assert charts.build(None) == ()
 
 
 def test_svg_document_is_wellformed_and_names_the_window() -> None:
     built = charts.build(_report())
-    text = charts.svg_document(built, title='Wedge <"test">')
+    text = charts.svg_document(built, title='Wedge <"test">', window=charts.window_text(_report()))
     root = ET.fromstring(text.split("\n", 1)[1])
     assert root.tag.endswith("svg")
     assert text.count("<polyline") == len(built)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import shutil
 import sqlite3
 from contextlib import closing
 from datetime import UTC, datetime
@@ -151,13 +152,43 @@ def test_links_are_not_checked_without_an_index() -> None:
     assert Rule.UPSTREAM_LINK not in {f.rule for f in lint.lint_text(text, path="r.md")}
 
 
-def test_secrets_are_only_checked_in_upstream_drafts() -> None:
+def test_secrets_are_checked_in_every_report() -> None:
     body = "token ghp_0123456789abcdefghijABCDEFGHIJ012345\n"
-    assert not [f for f in lint.lint_text(_report(body), path="r.md") if f.rule == Rule.SECRET]
+    local = [f for f in lint.lint_text(_report(body), path="r.md") if f.rule == Rule.SECRET]
+    assert [f.line for f in local] == [5] and "in a report" in local[0].message
     upstream = lint.lint_text(_report(body, kind="upstream-draft"), path="u.md")
     assert [f.rule for f in upstream] == [Rule.SECRET]
     # The finding never repeats the secret itself.
     assert "ghp_0123456789abcdefghij" not in str(upstream[0])
+    assert "ghp_0123456789abcdefghij" not in str(local[0])
+
+
+def test_a_secret_in_a_bundle_log_is_masked_in_the_report_and_lint_catches_it_pasted_back(
+    tmp_path: Path,
+) -> None:
+    token = "ghp_" + "Zq8" * 12
+    bundle = tmp_path / "bundle"
+    shutil.copytree(ROOT / "fixtures" / "bundles" / "wedge_metrics", bundle)
+    log = bundle / "logs" / "server.log"
+    lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
+    # A log line the timeline quotes, carrying a token in a URL.
+    stamp = lines[0].split("]")[0] + "]"
+    lines.insert(1, f"{stamp} Restarted; pulling https://x-access-token:{token}@github.com/o/r\n")
+    log.write_text("".join(lines), encoding="utf-8")
+    bundle_obj, analysis = app.load_and_analyze([bundle], app.Options())
+    assert any(token in e.text for e in analysis.timeline), "the planted line reaches the timeline"
+    text = app.render_draft(bundle_obj, analysis, now=NOW)
+    assert token not in text
+    assert re.search(r"<[a-z-]+-1>", text), "a placeholder stands where the token was"
+    assert token in log.read_text(encoding="utf-8"), "the bundle keeps the raw value"
+    assert [f for f in lint.lint_text(text, path="r.md") if f.rule == Rule.SECRET] == []
+    # A reviewer pastes the raw line back by hand: lint fails on it.
+    pasted = text.replace("## Impact\n", f"## Impact\n\nFrom the log: {token}\n", 1)
+    run_dir = tmp_path / "reports"
+    run_dir.mkdir()
+    (run_dir / "r.md").write_text(pasted, encoding="utf-8")
+    run = app.lint_reports([run_dir])
+    assert [f.rule for f in run.findings if f.rule == Rule.SECRET] == [Rule.SECRET]
 
 
 @pytest.mark.parametrize(

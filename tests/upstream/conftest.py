@@ -17,7 +17,11 @@ TP_DESYNC = ROOT / "fixtures" / "bundles" / "tp_desync"
 
 
 class FakeClock:
-    """A clock that never waits: `sleep` records the seconds and moves `now` forward."""
+    """A clock that never waits: `sleep` records the seconds and moves `now` forward.
+
+    `random` draws 0.0, which takes no jitter off a backoff and adds none to a rate-limit
+    wait, so tests see the policy's plain schedule (tests/upstream/test_policy.py checks
+    the jitter bounds with other draws)."""
 
     def __init__(self, start: float = 1_750_000_000.0) -> None:
         self.time = start
@@ -29,6 +33,9 @@ class FakeClock:
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         self.time += seconds
+
+    def random(self) -> float:
+        return 0.0
 
 
 @pytest.fixture

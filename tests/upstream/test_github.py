@@ -17,7 +17,6 @@ from reporter.upstream.github import (
     find_token,
     gh_hosts_path,
     host_of,
-    parse_link,
 )
 
 from .conftest import FakeClock
@@ -252,22 +251,25 @@ def test_rate_headers_are_recorded(clock: FakeClock) -> None:
 
 
 @pytest.mark.parametrize(
-    ("header", "expected"),
+    ("header", "pages", "last"),
     [
-        (
-            '<https://x/a?page=2>; rel="next", <https://x/a?page=9>; rel="last"',
-            {"next": "https://x/a?page=2", "last": "https://x/a?page=9"},
-        ),
-        ("", {}),
-        ("garbage, <no-rel>", {}),
-        (
-            '<https://x/a?page=1>; rel="first prev"',
-            {"first": "https://x/a?page=1", "prev": "https://x/a?page=1"},
-        ),
+        ('<{base}/x?page=2>; rel="next", <{base}/x?page=9>; rel="last"', 2, 9),
+        ('<{base}/x?page=2>;rel=next;type="json"', 2, None),
+        ("", 1, None),
+        ("garbage, <no-rel>", 1, None),
     ],
 )
-def test_parse_link(header: str, expected: dict[str, str]) -> None:
-    assert parse_link(header) == expected
+def test_link_headers_drive_pagination(
+    clock: FakeClock, header: str, pages: int, last: int | None
+) -> None:
+    # The Link header is read by httpx (`Response.links`); a malformed one ends the listing.
+    handler, seen = _sequence(
+        httpx.Response(200, json=[{"number": 1}], headers={"link": header.format(base=BASE)}),
+        httpx.Response(200, json=[{"number": 2}]),
+    )
+    got = list(_client(handler, clock).list_issues("a/b"))
+    assert len(got) == len(seen) == pages
+    assert got[0].last_page == last
 
 
 # --- tokens ---------------------------------------------------------------------------

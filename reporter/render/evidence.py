@@ -1,0 +1,211 @@
+"""The report's evidence section without the noise: each process's dumps once, as py-spy text.
+
+Input: the `Analysis` (its processes and their snapshots, parsed from any dump form:
+py-spy text, `--json`, `--locals`, faulthandler), the bundle's file list, and the raw
+text of the files that are not dumps (logs, failed-dump output), read by the
+application layer. Output: `EvidenceBlock`s and an index row per evidence file, so every
+file of the bundle is named in the report.
+
+Snapshots of one process whose stacks are equal (same threads, functions, files and
+lines) are folded into one rendering that names every file it stands for; `--json`
+and `--locals` dumps are drawn as py-spy text, their locals as `name = repr` lines.
+A rendering is cut at `MAX_DUMP_LINES` lines and names the full file; native frame
+names longer than `MAX_FRAME_CHARS` are shortened (the bundle keeps them whole)::
+
+    PID 26038 (rank 0, sglang::scheduler_TP0), Python 3.11.7
+    snapshots/rank0_s0.txt:1, snapshots/rank0_s1.txt:1, json/rank0.json:1: identical
+    Thread 26038 (idle): "MainThread"
+        all_reduce (torch/distributed/distributed_c10d.py:3252)
+        ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from reporter.analysis.result import Analysis, RankProcess
+from reporter.model import (
+    METRIC_KINDS,
+    SUMMARISED_KINDS,
+    Bundle,
+    EvidenceKind,
+    Frame,
+    ProcessDump,
+    ThreadStack,
+)
+
+# Lines of one process's rendered dumps; the bundle keeps the whole files.
+MAX_DUMP_LINES = 60
+# Lines of a log or other raw file embedded in the report.
+MAX_RAW_LINES = 40
+# Longer native (C/C++) frame names are cut; long template names say nothing at a glance.
+MAX_FRAME_CHARS = 110
+# Locals are shown for the innermost frames of each thread only (where a thread waits),
+# at most so many per frame, each repr cut; the `--locals` file has them all.
+LOCALS_FRAMES = 3
+MAX_LOCALS = 6
+MAX_REPR_CHARS = 80
+_DUMP_KINDS = frozenset(
+    {EvidenceKind.PYSPY_TEXT, EvidenceKind.PYSPY_JSON, EvidenceKind.FAULTHANDLER}
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvidenceBlock:
+    """One collapsible block of the evidence section: a title and plain text to fence."""
+
+    title: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexRow:
+    """One evidence file and where the report shows it."""
+
+    path: str
+    kind: str
+    shown: str
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _frame_line(frame: Frame) -> str:
+    name = _shorten(frame.function, MAX_FRAME_CHARS) if frame.native else frame.function
+    place = f"{frame.file}:{frame.line}" if frame.line is not None else frame.file
+    return f"    {name} ({place})"
+
+
+def _thread_lines(thread: ThreadStack) -> list[str]:
+    status = f" ({thread.status.value})" if thread.status.value != "unknown" else ""
+    name = f' "{thread.name}"' if thread.name else ""
+    lines = [f"Thread {thread.thread_id}{status}:{name}"]
+    for depth, frame in enumerate(thread.frames):
+        lines.append(_frame_line(frame))
+        if frame.locals and depth < LOCALS_FRAMES:
+            args = [loc for loc in frame.locals if loc.is_arg]
+            rest = [loc for loc in frame.locals if not loc.is_arg]
+            for title, group in (("Arguments", args), ("Locals", rest)):
+                if not group:
+                    continue
+                lines.append(f"        {title}:")
+                for loc in group[:MAX_LOCALS]:
+                    lines.append(f"            {loc.name}: {_shorten(loc.repr, MAX_REPR_CHARS)}")
+                if len(group) > MAX_LOCALS:
+                    lines.append(f"            … {len(group) - MAX_LOCALS} more")
+    if thread.truncated:
+        lines.append("    … (the dump was truncated here)")
+    return lines
+
+
+def _key(dump: ProcessDump) -> tuple[object, ...]:
+    """What makes two snapshots the same picture: every thread's frames (locals ignored)."""
+    return tuple(
+        # `--json` gives pthread ids where text gives native ids: compare by name.
+        (t.name or t.thread_id, tuple((f.short_function, f.short_file, f.line) for f in t.frames))
+        for t in dump.threads
+    )
+
+
+def _richest(dumps: Sequence[ProcessDump]) -> ProcessDump:
+    """Of equal snapshots, the one with locals (it says the most), else the first."""
+    return max(dumps, key=lambda d: sum(1 for t in d.threads for f in t.frames if f.locals))
+
+
+def _heading(process: RankProcess) -> str:
+    ident = process.identity
+    who = f"rank {ident.rank}" if ident.rank is not None else (ident.role or "process")
+    pid = f"PID {ident.pid}" if ident.pid is not None else "PID ?"
+    title = f", {ident.title}" if ident.title else ""
+    versions = sorted({d.python_version for d in process.snapshots if d.python_version})
+    python = f", Python {versions[-1]}" if versions else ""
+    return f"{pid} ({who}{title}){python}"
+
+
+def process_block(process: RankProcess) -> EvidenceBlock:
+    """One process's snapshots as py-spy text, equal snapshots folded, cut at `MAX_DUMP_LINES`."""
+    groups: dict[tuple[object, ...], list[ProcessDump]] = {}
+    for dump in process.snapshots:
+        groups.setdefault(_key(dump), []).append(dump)
+    lines = [_heading(process)]
+    for members in groups.values():
+        where = ", ".join(str(d.source) for d in members)
+        same = ": identical" if len(members) > 1 else ""
+        lines.append(f"# {where}{same}")
+        shown = _richest(members)
+        for thread in shown.threads:
+            lines.extend(_thread_lines(thread))
+    files = list(dict.fromkeys(d.source.path for d in process.snapshots))
+    if len(lines) > MAX_DUMP_LINES:
+        more = len(lines) - MAX_DUMP_LINES
+        lines = lines[:MAX_DUMP_LINES]
+        lines.append(f"… {more} more lines; the full dumps: {', '.join(files)}")
+    ident = process.identity
+    who = f"rank {ident.rank}" if ident.rank is not None else (ident.role or "process")
+    distinct = len(groups)
+    title = (
+        f"{who}, PID {ident.pid if ident.pid is not None else '?'}: "
+        f"{len(process.snapshots)} snapshot{'s' if len(process.snapshots) != 1 else ''}"
+        f", {distinct} distinct"
+    )
+    return EvidenceBlock(title=title, text="\n".join(lines))
+
+
+def raw_block(path: str, kind: str, text: str) -> EvidenceBlock:
+    """A non-dump file (log, failed-dump output) as it is, cut at `MAX_RAW_LINES` lines."""
+    lines = text.splitlines()
+    cut = ""
+    if len(lines) > MAX_RAW_LINES:
+        cut = f"\n… {len(lines) - MAX_RAW_LINES} more lines in {path}"
+        lines = lines[:MAX_RAW_LINES]
+    return EvidenceBlock(title=f"{path} ({kind})", text="\n".join(lines) + cut)
+
+
+def raw_paths(bundle: Bundle) -> tuple[str, ...]:
+    """The files embedded raw: neither metrics, nor summarised, nor parsed dumps."""
+    dumped = {d.source.path for d in bundle.dumps}
+    return tuple(
+        f.path
+        for f in bundle.files
+        if f.kind not in METRIC_KINDS
+        and f.kind not in SUMMARISED_KINDS
+        and not (f.kind in _DUMP_KINDS and f.path in dumped)
+    )
+
+
+def blocks(
+    bundle: Bundle, analysis: Analysis, raw: Mapping[str, str]
+) -> tuple[tuple[EvidenceBlock, ...], tuple[IndexRow, ...]]:
+    """The evidence blocks (processes, then raw files) and the index of every evidence file."""
+    out = [process_block(p) for p in (*analysis.processes, *analysis.others) if p.snapshots]
+    shown_in: dict[str, str] = {}
+    for process in (*analysis.processes, *analysis.others):
+        ident = process.identity
+        who = f"rank {ident.rank}" if ident.rank is not None else f"PID {ident.pid}"
+        for dump in process.snapshots:
+            shown_in.setdefault(dump.source.path, f"dumps of {who}")
+            if f"dumps of {who}" not in shown_in[dump.source.path]:
+                shown_in[dump.source.path] += f", {who}"
+    for path in raw_paths(bundle):
+        if path in raw:
+            kind = next(f.kind.value for f in bundle.files if f.path == path)
+            out.append(raw_block(path, kind, raw[path]))
+            shown_in.setdefault(path, "as text below")
+    rows = []
+    for f in bundle.files:
+        if f.path in shown_in:
+            shown = shown_in[f.path]
+        elif f.kind in METRIC_KINDS:
+            shown = "charted under Metrics and the wedge"
+        elif f.kind is EvidenceKind.GOROUTINES:
+            shown = "bucketed under Clients"
+        elif f.kind is EvidenceKind.CODE_EXCERPT:
+            shown = "under Code at the branch point"
+        elif f.kind in SUMMARISED_KINDS:
+            shown = "summarised under Runtime environment (allowlisted)"
+        else:
+            shown = "kept in the bundle"
+        rows.append(IndexRow(path=f.path, kind=f.kind.value, shown=shown))
+    return tuple(out), tuple(rows)

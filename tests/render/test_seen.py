@@ -1,0 +1,149 @@
+"""Seen before: the same hang drafted twice is recognised; different hangs never are.
+
+The second capture of the same hang is the tp_desync bundle with every PID and every
+date changed (another run, another day); the different hang is the dead-rank bundle.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from reporter import app
+from reporter.render import seen
+
+ROOT = Path(__file__).resolve().parents[2]
+BUNDLES = ROOT / "fixtures" / "bundles"
+DAY1 = datetime(2026, 7, 12, 9, 0, tzinfo=UTC)
+DAY2 = datetime(2026, 7, 19, 16, 30, tzinfo=UTC)
+
+
+def _recapture(source: Path, target: Path) -> Path:
+    """`source` as if captured again: other PIDs (+5000) and another day (+4 days)."""
+    shutil.copytree(source, target)
+    for path in target.rglob("*"):
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="strict")
+        text = re.sub(r"\b(2[0-9]{4})\b", lambda m: str(int(m.group(1)) + 5000), text)
+        text = text.replace("2026-11-29", "2026-12-03")
+        path.write_text(text, encoding="utf-8")
+    return target
+
+
+def _draft(bundle: Path, reports: Path, now: datetime) -> tuple[Path, str]:
+    result = app.draft([bundle], out=reports, options=app.Options(), now=now, reports=reports)
+    return result.path, result.path.read_text(encoding="utf-8")
+
+
+def _summary(text: str) -> str:
+    return text[text.index("## Summary") : text.index("<!-- reporter:end id=summary -->")]
+
+
+def test_the_same_hang_on_another_day_is_seen_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    first_bundle = tmp_path / "run1"
+    shutil.copytree(BUNDLES / "tp_desync", first_bundle)
+    first, first_text = _draft(first_bundle, reports, DAY1)
+    assert "Seen before" not in _summary(first_text)
+    # A reviewer accepts an action item in the first report.
+    accepted = first_text.replace(
+        "- [ ] _TODO(reviewer): owner, action, due date._",
+        "- [ ] ana: gate writing_check on every rank, 2026-07-20",
+    )
+    first.write_text(accepted, encoding="utf-8")
+
+    second_bundle = _recapture(BUNDLES / "tp_desync", tmp_path / "run2")
+    bundle, analysis = app.load_and_analyze([second_bundle], app.Options())
+    assert {d.pid for d in bundle.dumps} & {26038, 26039} == set(), "other PIDs"
+    second, second_text = _draft(second_bundle, reports, DAY2)
+    assert second != first
+    summary = _summary(second_text)
+    assert "**Seen before:** Yes, second time since 2026-07-12" in summary
+    assert str(first) in summary
+    assert "status draft" in summary and "gate writing\\_check on every rank" in summary.replace(
+        "gate writing_check", "gate writing\\_check"
+    )
+    # `report analyze` says it too, in its summary and in --json.
+    found = app.seen_before(bundle, analysis, reports)
+    assert [s.path for s in found] == [str(first)] and found[0].same
+    assert "seen before: Yes, second time" in app.analysis_text(bundle, analysis, seen=found)
+    assert '"seen_before": [' in app.analysis_json(analysis, bundle, seen=found)
+
+
+def test_different_hangs_are_never_seen_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    names = ("tp_desync", "dead_rank", "vllm_like", "rank_never_enters", "healthy_loop")
+    for day, name in enumerate(names, start=1):
+        bundle = tmp_path / name
+        shutil.copytree(BUNDLES / name, bundle)
+        _path, text = _draft(bundle, reports, datetime(2026, 7, day, tzinfo=UTC))
+        assert "Seen before" not in _summary(text), name
+
+
+def test_a_redraft_of_the_same_bundle_is_not_a_recurrence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    bundle = tmp_path / "run1"
+    shutil.copytree(BUNDLES / "tp_desync", bundle)
+    _draft(bundle, reports, DAY1)
+    # Another report path for the same bundle (another day): still this incident.
+    _path, text = _draft(bundle, reports, DAY2)
+    assert "Seen before" not in _summary(text)
+
+
+def test_shape_keeps_call_sites_and_drops_files_labels_and_outer_frames() -> None:
+    text = (
+        "collective-desync\nall_reduce: run (x.py) > S.check (x.py) > all_reduce (c10d.py)\n"
+        "running: run (x.py) > S.on_idle (x.py) > S.sleep (x.py)"
+    )
+    # Another install prefix, a label renamed, one more outer frame: similar.
+    similar = (
+        "collective-desync\nall_reduce: main (m.py) > run (a/x.py) > check (a/x.py) > "
+        "all_reduce (t/c10d.py)\nidle: run (a/x.py) > on_idle (a/x.py) > sleep (a/x.py)"
+    )
+    # Another call site of the same collective: a different hang.
+    other = (
+        "collective-desync\nall_reduce: run (x.py) > S.forward (x.py) > all_reduce (c10d.py)\n"
+        "running: run (x.py) > S.on_idle (x.py) > S.sleep (x.py)"
+    )
+    assert (
+        seen.shape(text)
+        == seen.shape(similar)
+        == ("collective-desync | check>all_reduce, on_idle>sleep")
+    )
+    assert seen.shape(other) != seen.shape(text)
+    assert seen.shape("inconclusive") == ""
+
+
+def test_status_groups_reports_by_signature(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    shutil.copytree(BUNDLES / "tp_desync", tmp_path / "run1")
+    _draft(tmp_path / "run1", reports, DAY1)
+    _draft(_recapture(BUNDLES / "tp_desync", tmp_path / "run2"), reports, DAY2)
+    shutil.copytree(BUNDLES / "dead_rank", tmp_path / "dead")
+    _draft(tmp_path / "dead", reports, DAY2)
+    rows = app.report_status(reports)
+    text = app.status_text(rows)
+    grouped = text[text.index("by signature:") :]
+    assert "2 reports  2026-07-12 to 2026-07-19" in grouped
+    assert "1 report   2026-07-19" in grouped
