@@ -11,7 +11,9 @@ so far is kept. Example::
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -20,6 +22,8 @@ from dataclasses import dataclass
 
 # How often a waiting call looks at the stop switch.
 _POLL_S = 0.05
+# After a kill: how long to read what the helper left before giving up on its pipes.
+_DRAIN_S = 1.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,6 +69,9 @@ def run_bounded(
             errors="replace",
             env=dict(env) if env is not None else None,
             cwd=cwd,
+            # Its own process group, so a timeout ends what it started too: a wrapper
+            # script's grandchild would otherwise hold the pipes open past the kill.
+            start_new_session=True,
         )
     except OSError as err:
         return Finished(
@@ -92,10 +99,9 @@ def run_bounded(
                     timed_out = True
                 else:
                     continue
-                proc.kill()
-                out, errors = proc.communicate()
-                out_parts.append(out or "")
-                err_parts.append(errors or "")
+                out, errors = _end(proc)
+                out_parts.append(out)
+                err_parts.append(errors)
                 break
     return Finished(
         argv=tuple(argv),
@@ -106,6 +112,24 @@ def run_bounded(
         timed_out=timed_out,
         stopped=stopped,
     )
+
+
+def _end(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """Kill `proc` and its process group; the output it left, without waiting on held pipes."""
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.kill()
+    try:
+        out, errors = proc.communicate(timeout=_DRAIN_S)
+    except subprocess.TimeoutExpired:
+        # Something that left the group (setsid) still holds the pipes: stop reading.
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        proc.wait()
+        return "", ""
+    return out or "", errors or ""
 
 
 def helper_env(*, drop: Sequence[str] = ()) -> dict[str, str]:
