@@ -1,29 +1,41 @@
 """Redaction recall on the seeded corpus, and the false-positive rate on clean evidence.
 
-Corpus: `fixtures/redaction/` (written by `fixtures/redaction/make_corpus.py`): 46 kinds of
-secrets and identifiers seeded into an evidence bundle's environ, command line, logs,
-`--locals` values, metric labels and `collect_env.py` output.
+Corpus: `fixtures/redaction/` (written by `fixtures/redaction/make_corpus.py`): 100 kinds of
+secrets (89) and identifiers (11) seeded into an evidence bundle's environ, two command
+lines, logs (text and JSON lines), `--locals` values, metric labels, `collect_env.py`
+output and the manifest's free text.
 
 * *file recall*: each evidence file redacted on its own; a seed counts as removed when
   neither the value nor any 12-character window of it is left (a partial token is a leak);
 * *draft recall*: `report upstream draft` of the bundle with the generic, SGLang-style and
   vLLM-style forms; `exposed` counts the seeds that reach the draft's input strings at all
   (the environment allowlist stops the others before redaction);
+* *local surfaces* (`--surfaces`, run through the CLI in subprocesses, so the same
+  script measures any checkout: `PYTHONPATH=<old checkout> python benchmarks/eval_redaction.py
+  --surfaces` gives the "before" figures): the secrets (not identifiers, which local
+  output may show) that reach the terminal (`report analyze`), `analyze --json`, the
+  local report (`report draft`), `report diff` against a clean bundle, and the upstream
+  draft; and whether `report lint` flags a secret left in a local report;
 * *false positives*: clean evidence (`fixtures/redaction/clean/` plus the real py-spy
   captures of `fixtures/bundles/*` that hold no identifiers) redacted line by line; the
   rate is changed lines / lines, with the changed lines listed.
 
-    python benchmarks/eval_redaction.py [--show 10]
+    python benchmarks/eval_redaction.py [--show 10] [--surfaces]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "fixtures" / "redaction"
@@ -38,6 +50,22 @@ CLEAN_BUNDLES = (
     "vllm_like",
 )
 WINDOW = 12
+# Seed kinds that are identifiers (hosts, addresses, users): redacted upstream, shown locally.
+IDENTIFIER_KINDS = frozenset(
+    {
+        "ipv4-private",
+        "ipv4-public",
+        "ipv6",
+        "mac-address",
+        "fqdn-internal",
+        "fqdn-company",
+        "k8s-service",
+        "pod-hostname",
+        "login-user",
+        "email",
+        "mac-home-user",
+    }
+)
 
 
 @dataclass
@@ -76,8 +104,19 @@ def seeds() -> list[dict[str, object]]:
     return data
 
 
+def secret_core(value: str) -> str:
+    """The part of a seed that is the secret: a webhook or DSN URL without its scheme and
+    host (`https://acme` is not a leak: the host is an identifier, shown locally)."""
+    userinfo = re.match(r"https?://([^/@]+)@", value)
+    if userinfo:
+        return userinfo.group(1)
+    match = re.match(r"https?://[^/]+/", value)
+    return value[match.end() :] if match else value
+
+
 def leaked(value: str, text: str) -> bool:
     """True when `value`, its one-line `\\n` form, or any 12-character window of it is in `text`."""
+    value = secret_core(value)
     forms = {value, value.replace("\n", "\\n")}
     for form in forms:
         if form in text:
@@ -106,9 +145,16 @@ def clean_texts() -> list[tuple[str, str]]:
 def evaluate(*, drafts: bool = True, library: bool = True) -> Figures:
     """Run the whole evaluation (offline; a few seconds). `library=False` switches
     detect-secrets off, to show what it adds to our own patterns."""
-    from reporter import app, secrets
+    import importlib
+
+    from reporter import app
     from reporter.upstream import publish
     from reporter.upstream.redact import Piece, redact
+
+    try:
+        secrets: Any = importlib.import_module("reporter.secrets.shapes")
+    except ImportError:  # an older checkout, measured for the "before" figures
+        secrets = importlib.import_module("reporter.upstream.secrets")
 
     if not library:
         saved = secrets.library_hits
@@ -124,7 +170,7 @@ def evaluate(*, drafts: bool = True, library: bool = True) -> Figures:
     figures.seeds = len(corpus)
     figures.kinds_placed = sum(1 for s in corpus if s["files"])
     bundle_dir = CORPUS / "bundle"
-    for path in sorted(p for p in bundle_dir.rglob("*") if p.is_file() and p.name != "bundle.toml"):
+    for path in sorted(p for p in bundle_dir.rglob("*") if p.is_file()):
         text = path.read_text(encoding="utf-8")
         redacted = redact([Piece(where=path.name, text=text)]).texts[0]
         for seed in corpus:
@@ -173,6 +219,91 @@ def evaluate(*, drafts: bool = True, library: bool = True) -> Figures:
     return figures
 
 
+@dataclass
+class Surfaces:
+    """Secrets (not identifiers) that reached each local or upstream output."""
+
+    secrets: int = 0
+    leaks: dict[str, list[str]] = field(default_factory=dict)
+    lint_flags_planted: bool = False
+    exit_codes: dict[str, int] = field(default_factory=dict)
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "reporter", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
+        timeout=600,
+        check=False,
+    )
+
+
+def surfaces() -> Surfaces:
+    """Run the CLI on the seeded bundle and look for every secret seed in what it shows."""
+    out = Surfaces()
+    secret_seeds = [s for s in seeds() if s["kind"] not in IDENTIFIER_KINDS]
+    out.secrets = len(secret_seeds)
+    bundle_dir = CORPUS / "bundle"
+    clean = ROOT / "fixtures" / "bundles" / "full_incident"
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        report = work / "local.md"
+        upstream = work / "upstream.md"
+        runs = {
+            "terminal (analyze)": _cli("analyze", str(bundle_dir), cwd=work),
+            "--json (analyze)": _cli("analyze", "--json", str(bundle_dir), cwd=work),
+            "local report (draft)": _cli("draft", str(bundle_dir), "--out", str(report), cwd=work),
+            "diff (terminal)": _cli(
+                "diff", str(clean), str(bundle_dir), "--limit", "500", cwd=work
+            ),
+            "diff --json": _cli("diff", "--json", str(clean), str(bundle_dir), cwd=work),
+            "upstream draft": _cli(
+                "upstream",
+                "draft",
+                str(bundle_dir),
+                "--repo",
+                "sgl-project/sglang",
+                "--offline",
+                "--out",
+                str(upstream),
+                cwd=work,
+            ),
+        }
+        texts: dict[str, str] = {}
+        for name, run in runs.items():
+            out.exit_codes[name] = run.returncode
+            texts[name] = run.stdout + run.stderr
+        texts["local report (draft)"] += report.read_text("utf-8") if report.exists() else ""
+        texts["upstream draft"] += upstream.read_text("utf-8") if upstream.exists() else ""
+        for name, text in texts.items():
+            out.leaks[name] = [
+                str(s["kind"]) for s in secret_seeds if leaked(str(s["value"]), text)
+            ]
+        # Secrets typed into the upstream draft by hand: `report lint` (and so the filing
+        # gate, which runs the same check) must flag each of them.
+        if upstream.exists():
+            planted = work / "planted.upstream.md"
+            typed = [
+                "VLLM_PASS=" + "Zq7-ownpw81x",
+                "-p " + "s3cr3t-Pw9",
+                "?key=" + "AbCd1234EfGh5678",
+            ]
+            planted.write_text(
+                upstream.read_text("utf-8")
+                + "\n"
+                + "\n".join(f"ran with {t}" for t in typed)
+                + "\n",
+                encoding="utf-8",
+            )
+            lint = _cli("lint", str(planted), cwd=work)
+            said = lint.stdout + lint.stderr
+            out.lint_flags_planted = said.count("possible ") >= len(typed)
+    return out
+
+
 def _draft_inputs(made: object) -> list[str]:
     """The strings a draft was built from, before redaction (the values it learnt)."""
     from reporter.upstream.draft import UpstreamDraft
@@ -185,9 +316,18 @@ def main(argv: list[str] | None = None) -> int:
     """Print the figures; exit 1 when a seed leaks."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--show", type=int, default=10, help="false positives to list")
+    parser.add_argument(
+        "--surfaces", action="store_true", help="also run the CLI and check every output"
+    )
     args = parser.parse_args(argv)
+    # A private cache: the example issue index another checkout built must not be reused.
+    os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="eval-redaction-cache-")
     f = evaluate()
-    print(f"corpus: {f.seeds} seeded kinds, {f.kinds_placed} placed in evidence files")
+    secret_kinds = sum(1 for s in seeds() if s["kind"] not in IDENTIFIER_KINDS)
+    print(
+        f"corpus: {f.seeds} seeded kinds ({secret_kinds} secret shapes, "
+        f"{f.seeds - secret_kinds} identifiers), {f.kinds_placed} placed in evidence files"
+    )
     print(
         f"file recall: {f.file_recall:.1%} ({f.file_removed} of {f.file_occurrences} seeded occurrences removed)"
     )
@@ -215,6 +355,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     for line in f.clean_changed[: args.show]:
         print(f"  {line}")
+    if args.surfaces:
+        surf = surfaces()
+        total = 0
+        print(f"surfaces: {surf.secrets} secret seeds (identifiers excluded) looked for in:")
+        for name, kinds in surf.leaks.items():
+            total += len(kinds)
+            print(
+                f"  {name:<22} exit {surf.exit_codes.get(name, '-')}: {len(kinds)} secrets shown"
+                + (f" ({', '.join(kinds[:8])}{', ...' if len(kinds) > 8 else ''})" if kinds else "")
+            )
+        print(f"  lint flags 3 hand-typed secrets in an upstream draft: {surf.lint_flags_planted}")
+        print(f"surface leaks: {total}")
     bare = evaluate(drafts=False, library=False)
     print(
         f"without detect-secrets (our patterns only): file recall {bare.file_recall:.1%}"

@@ -18,10 +18,12 @@ from reporter import bundle as bundle_io
 from reporter.analysis import Analysis, Similarity, analyze, to_json
 from reporter.analysis.export import dumps_deep
 from reporter.errors import InputError, OutputError, UsageError
+from reporter.fileio import check_regular, read_text_bounded
 from reporter.manifest import MANIFEST_NAME
 from reporter.model import Bundle, innermost_python
 from reporter.render import markdown as md
-from reporter.writer import write_atomic
+from reporter.secrets import mask_data, mask_text
+from reporter.writer import check_target, locked, write_atomic
 
 if TYPE_CHECKING:
     from reporter.analysis.diff import EnvDiff
@@ -40,6 +42,10 @@ if TYPE_CHECKING:
     from reporter.upstream.redact import RedactionEntry
     from reporter.upstream.search import SearchOutcome, SyncProgress, SyncReport
     from reporter.upstream.triage import TriageOutcome
+
+
+# Reports, drafts and query texts are Markdown a person edits: 64 MiB is far beyond any.
+_REPORT_MAX_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -168,7 +174,7 @@ def diff_json_text(run: DiffRun) -> str:
     """The `diff --json` document: `{"changes": [...]}` in rank order, then counts and notes."""
     from reporter.analysis.diff import diff_json
 
-    return json.dumps(diff_json(run.diff), indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(mask_data(diff_json(run.diff)), indent=2, ensure_ascii=False) + "\n"
 
 
 def diff_text(run: DiffRun, *, limit: int = 20) -> str:
@@ -221,6 +227,9 @@ def analysis_json(
         data["seen_before"] = [
             {"path": s.path, "date": s.date, "status": s.status, "same": s.same} for s in seen
         ]
+    masked = mask_data(data)
+    assert isinstance(masked, dict)
+    data = masked
     return _json_lines(data)
 
 
@@ -392,7 +401,6 @@ def draft(
     With `force` the existing report is replaced instead. The previous file is kept as
     `<name>.bak`.
     """
-    from reporter.render import regions
 
     moment = now or now_utc()
     bundle, analysis = load_and_analyze(paths, options)
@@ -400,15 +408,41 @@ def draft(
     if target.is_dir():
         target = target / default_report_path(bundle, analysis, now=moment).name
     seen = seen_before(bundle, analysis, reports, exclude=target)
-    text = render_draft(bundle, analysis, now=moment, chart_file=chart_path(target).name, seen=seen)
+    # Evidence quoted in the report (raw dumps, log lines, locals) is masked like every
+    # other output: the local report is shared too (reporter.secrets).
+    text = mask_text(
+        render_draft(bundle, analysis, now=moment, chart_file=chart_path(target).name, seen=seen)
+    )
     svg = render_charts_svg(bundle, analysis)
     charts = chart_path(target) if svg is not None else None
+    # Read, merge and write under the folder's lock: two drafts of one report serialise.
+    with locked(target):
+        return _draft_into(target, text, svg, charts, analysis, force=force)
+
+
+def _draft_into(
+    target: Path,
+    text: str,
+    svg: str | None,
+    charts: Path | None,
+    analysis: Analysis,
+    *,
+    force: bool,
+) -> DraftResult:
+    """Merge `text` into the report at `target` (or write it), keeping a backup."""
+    from reporter.render import regions
+
     merged: regions.MergeResult | None = None
-    if target.exists():
+    if charts is not None:
+        check_target(charts)
+    if check_target(target):
         try:
-            old = target.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            raise OutputError(f"{target}: exists and cannot be read ({err})") from err
+            old = read_text_bounded(target, max_bytes=_REPORT_MAX_BYTES)
+        except InputError as err:
+            raise OutputError(
+                f"{target}: exists and cannot be read ({err.message.removeprefix(f'{target}: ')})",
+                tip="pass --out with another path, or --force to replace it (kept as .bak)",
+            ) from err
         if not force:
             parsed = regions.parse(old)
             if not parsed.regions and parsed.known is None and not parsed.damage:
@@ -451,8 +485,8 @@ def _raw_texts(bundle: Bundle) -> dict[str, str]:
     for rel in raw_paths(bundle):
         path = Path(rel) if bundle.root is None else Path(bundle.root) / rel
         try:
-            out[rel] = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            out[rel] = read_text_bounded(path, display=rel, errors="replace")
+        except (InputError, OSError):
             continue  # named in the evidence index all the same
     return out
 
@@ -474,7 +508,7 @@ def init_manifest(folder: Path, *, force: bool = False) -> InitResult:
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder", tip="pass the folder that holds the dumps")
     target = folder / MANIFEST_NAME
-    if target.exists() and not force:
+    if check_target(target) and not force:
         raise OutputError(
             f"{target}: already exists; not overwriting it",
             tip="edit it, or pass --force to replace it (the old one is kept as .bak)",
@@ -548,6 +582,8 @@ def _markdown_files(paths: Sequence[Path]) -> list[Path]:
             files.extend(sorted(p for p in path.rglob("*.md") if p.is_file()))
         elif path.is_file():
             files.append(path)
+        elif path.exists():
+            check_regular(path)  # raises: a FIFO, device or socket is named as such
         else:
             raise UsageError(f"{path}: no such file or folder", tip="pass report files or folders")
     return list(dict.fromkeys(files))
@@ -565,9 +601,9 @@ def lint_reports(paths: Sequence[Path], *, index: Path | None = None) -> LintRun
     try:
         for path in files:
             try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as err:
-                reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
+                text = read_text_bounded(path, max_bytes=_REPORT_MAX_BYTES)
+            except InputError as err:
+                reason = err.message.removeprefix(f"{path}: ")
                 findings.append(
                     lint.Finding(
                         path=str(path), line=1, rule=lint.Rule.UNREADABLE, message=str(reason)
@@ -602,8 +638,8 @@ def report_status(folder: Path) -> tuple[ReportStatus, ...]:
     rows: list[ReportStatus] = []
     for path in sorted(p for p in folder.rglob("*.md") if p.is_file()):
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            text = read_text_bounded(path, max_bytes=_REPORT_MAX_BYTES)
+        except InputError:
             continue  # not a report we can read; `report lint` says why
         row = status.summarize(text, path=str(path))
         if row is not None:
@@ -623,20 +659,21 @@ def status_json(rows: Sequence[ReportStatus]) -> str:
     return json.dumps([r.to_json() for r in rows], indent=2, ensure_ascii=False) + "\n"
 
 
-def preview(path: Path, *, out: Path | None = None) -> Path:
+def preview(path: Path, *, out: Path | None = None, force: bool = False) -> Path:
     """Write a standalone HTML preview of a report; returns its path (default: FILE.html)."""
     from reporter.render import preview as html_preview
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as err:
-        raise UsageError(f"{path}: no such file", tip="pass a report's Markdown file") from err
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"{path}: cannot be read as UTF-8 text ({err})") from err
+    if not path.exists():
+        raise UsageError(f"{path}: no such file", tip="pass a report's Markdown file")
+    text = read_text_bounded(path, max_bytes=_REPORT_MAX_BYTES)
     target = out or path.with_suffix(".html")
     if target.resolve() == path.resolve():
         raise UsageError(f"{target}: is the report itself", tip="pass --out with an .html path")
-    write_atomic(target, html_preview.to_html(text, source=path.name))
+    write_atomic(
+        target,
+        html_preview.to_html(text, source=path.name),
+        owned=None if force else (lambda head: html_preview.CSP in head),
+    )
     return target
 
 
@@ -778,7 +815,13 @@ def upstream_query(
     text: str | None = None
     if text_file is not None:
         try:
-            text = sys.stdin.read() if str(text_file) == "-" else text_file.read_text("utf-8")
+            text = (
+                sys.stdin.read(_REPORT_MAX_BYTES)
+                if str(text_file) == "-"
+                else read_text_bounded(text_file, max_bytes=_REPORT_MAX_BYTES)
+            )
+        except InputError as err:
+            raise UsageError(err.message, tip="pass a UTF-8 text file") from err
         except (OSError, UnicodeDecodeError) as err:
             raise UsageError(
                 f"{text_file}: cannot read it ({err})", tip="pass a UTF-8 text file"
@@ -1043,6 +1086,7 @@ def upstream_draft(
     base_url: str | None = None,
     options: Options | None = None,
     now: datetime | None = None,
+    force: bool = False,
 ) -> UpstreamDraftRun:
     """Write the upstream issue draft for review (front matter `kind: upstream-draft`).
 
@@ -1066,8 +1110,20 @@ def upstream_draft(
         env=upstream_env(conf),
     )
     target = out or default_upstream_path(bundle, analysis, name, now=now or now_utc())
-    backup = write_atomic(target, run.draft.document, backup=True)
+    backup = write_atomic(
+        target,
+        run.draft.document,
+        backup=True,
+        owned=None if force else _is_upstream_draft,
+    )
     return UpstreamDraftRun(path=target, backup=backup, run=run)
+
+
+def _is_upstream_draft(head: str) -> bool:
+    """True for a file `report upstream draft` wrote (front matter `kind: upstream-draft`)."""
+    from reporter.render import frontmatter
+
+    return f"kind: {frontmatter.UPSTREAM_DRAFT}" in head[:4096]
 
 
 def upstream_file(

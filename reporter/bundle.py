@@ -52,9 +52,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from reporter.errors import EvidenceError, ManifestError, UsageError
+from reporter.errors import EvidenceError, InputError, ManifestError, UsageError
 from reporter.evidence import flight_recorder, metrics
 from reporter.evidence import sniff as sniffing
+from reporter.fileio import check_regular, read_bytes_bounded
 from reporter.gcpause import gc_paused
 from reporter.manifest import (
     MANIFEST_NAME,
@@ -81,6 +82,7 @@ from reporter.model import (
     RankHint,
     TimelineEvent,
 )
+from reporter.secrets import mask_text
 
 DEFAULT_MAX_FILE_BYTES = 512 * 1024 * 1024
 # Bytes inspected for NUL characters when deciding that a file is binary.
@@ -130,7 +132,10 @@ def load(paths: Sequence[Path], *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES)
         raise UsageError("no evidence given", tip="pass a bundle folder or py-spy dump files")
     for path in paths:
         if not path.exists():
-            raise UsageError(f"{path}: no such file or folder")
+            raise UsageError(
+                f"{path}: no such file or folder",
+                tip="pass an existing file or bundle folder",
+            )
     folders = [p for p in paths if p.is_dir()]
     if folders and len(paths) > 1:
         raise UsageError(
@@ -186,12 +191,24 @@ def _load_folder(root: Path, *, max_file_bytes: int) -> Bundle:
     # Manifest entries are already relative to the root: compare relative names,
     # which costs no system call per file (resolving 4,096 paths does).
     seen = {entry.display for entry in listed}
+    resolved_root: Path | None = None
     extra: list[ManifestEntry] = []
     # The baseline bundle and the deployed source copy are not this bundle's evidence.
     skip = tuple(p.strip("/") + "/" for p in (manifest.baseline, manifest.source_root) if p)
     for rel, path in _walk(root, skip=skip):
         if rel in seen:
             continue
+        if path.is_symlink():
+            # An unlisted link is held to the rule listed ones are: it stays in the bundle.
+            resolved_root = resolved_root or root.resolve()
+            if not path.resolve().is_relative_to(resolved_root):
+                warnings.append(
+                    ParseWarning(
+                        source=Location(path=rel),
+                        message="skipped: a symbolic link that leaves the bundle",
+                    )
+                )
+                continue
         extra.append(
             ManifestEntry(
                 path=path, display=rel, kind=None, captured_at=None, hint=None, description=""
@@ -424,7 +441,7 @@ def _assemble(
         files=tuple(files),
         dumps=tuple(dumps),
         failures=tuple(failures),
-        warnings=tuple(all_warnings),
+        warnings=_inert_warnings(all_warnings),
         rank_hints=tuple(hints),
         series=series,
         events=tuple(events),
@@ -451,6 +468,12 @@ def _read_fr_pickle(entry: ManifestEntry, *, max_file_bytes: int) -> tuple[Parse
     if entry.kind not in (None, EvidenceKind.FLIGHT_RECORDER):
         return None
     try:
+        # Only a regular file is opened: a FIFO or device would block or never end here; the
+        # text reader refuses it with its reason.
+        check_regular(Path(entry.path), display=entry.display)
+    except InputError:
+        return None
+    try:
         with open(entry.path, "rb") as handle:  # noqa: PTH123 - one open for the peek and the read
             if not flight_recorder.sniff_bytes(handle.read(2)):
                 return None
@@ -469,25 +492,43 @@ def _read_fr_pickle(entry: ManifestEntry, *, max_file_bytes: int) -> tuple[Parse
     return flight_recorder.parse_pickle(data, source=entry.display, rank=rank), size
 
 
+# Above this many warnings, only our own secret shapes are looked for in them (the
+# detect-secrets plugins cost ~0.3 ms a line).
+_THOROUGH_WARNINGS = 2000
+
+
+def _inert_warnings(warnings: Sequence[ParseWarning]) -> tuple[ParseWarning, ...]:
+    """Warnings with secrets masked: they quote evidence lines, and reach the terminal and --json."""
+    thorough = len(warnings) <= _THOROUGH_WARNINGS
+    out: list[ParseWarning] = []
+    for warning in warnings:
+        message = mask_text(warning.message, library=thorough)
+        out.append(warning if message == warning.message else replace(warning, message=message))
+    return tuple(out)
+
+
 def _read_text(path: Path, *, display: str, max_file_bytes: int) -> str:
     """Read one evidence file as text, refusing empty, binary and oversized files."""
     return _read_evidence(path, display=display, max_file_bytes=max_file_bytes)[0]
 
 
 def _read_evidence(path: Path, *, display: str, max_file_bytes: int) -> tuple[str, int]:
-    """The text of one evidence file and its size in bytes; see `_read_text`."""
+    """The text of one evidence file and its size in bytes; see `_read_text`.
+
+    Only regular files are read (a FIFO, device, socket or folder is refused before it
+    is opened), and never past the size limit (`reporter.fileio`).
+    """
     try:
-        with open(path, "rb") as handle:  # noqa: PTH123 - one open + fstat, no pathlib overhead per file
-            size = os.fstat(handle.fileno()).st_size
-            if size > max_file_bytes:
-                raise EvidenceError(
-                    f"{display}: {_human_size(size)} is larger than the "
-                    f"{_human_size(max_file_bytes)} limit for one evidence file",
-                    tip="split the file per process, or raise the limit with --max-file-size",
-                )
-            data = handle.read()
-    except OSError as err:
-        raise EvidenceError(f"{display}: cannot read ({err.strerror})") from err
+        data = read_bytes_bounded(path, display=display, max_bytes=max_file_bytes)
+    except InputError as err:
+        if "larger than the" in err.message:
+            raise EvidenceError(
+                f"{display}: {err.message.split(': ', 1)[1].replace(' for one file', '')}"
+                " for one evidence file",
+                tip="split the file per process, or raise the limit with --max-file-size",
+            ) from err
+        raise EvidenceError(err.message, tip=err.tip) from err
+    size = len(data)
     if not data.strip():
         raise EvidenceError(
             f"{display}: the file is empty", tip="capture the dump again; py-spy may have failed"

@@ -10,18 +10,31 @@ it imports the app layer inside each command so that `report --help` starts fast
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TextIO, TypeVar
 
-import typer
-from typer import _click as click  # typer >= 0.29 vendors click; its errors are these
-from typer.core import TyperArgument, TyperGroup, TyperOption
 
-from reporter import __version__, console
-from reporter.errors import ReporterError, UsageError
+def _quiet_interrupt(_signum: int, _frame: object) -> None:  # pragma: no cover - timing
+    os.write(2, b"interrupted\n")
+    os._exit(130)
+
+
+if Path(sys.argv[0]).name in ("report", "__main__.py"):
+    # Ctrl-C while the imports below load exits quietly too (issue 16); main() puts
+    # Python's KeyboardInterrupt back once the handlers that map it to 130 are in place.
+    signal.signal(signal.SIGINT, _quiet_interrupt)
+
+import typer  # noqa: E402 - after the interrupt handler, on purpose
+from typer import _click as click  # noqa: E402 - typer >= 0.29 vendors click
+from typer.core import TyperArgument, TyperGroup, TyperOption  # noqa: E402
+
+from reporter import __version__, console  # noqa: E402
+from reporter.errors import ReporterError, UsageError  # noqa: E402
+from reporter.inert import for_terminal, one_line  # noqa: E402
 
 if TYPE_CHECKING:
     from reporter import app
@@ -45,6 +58,8 @@ class _Report(TyperGroup):
     ) -> Any:
         argv = hoist_globals(list(sys.argv[1:] if args is None else args), self.commands)
         plain_metavars(self)
+        if standalone_mode and signal.getsignal(signal.SIGINT) is _quiet_interrupt:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             code = super().main(
                 args=argv,
@@ -57,20 +72,32 @@ class _Report(TyperGroup):
         except click.exceptions.NoArgsIsHelpError as err:
             # `report` alone: the help, and the usage-error code (as click gives it).
             assert err.ctx is not None
-            print(err.ctx.get_help(), file=sys.stderr)
+            _echo(err.ctx.get_help(), file=sys.stderr)
             code = 2
         except click.exceptions.UsageError as err:
             _usage_error(err)
             code = 2
         except click.exceptions.ClickException as err:
-            print(f"error: {err.format_message()}", file=sys.stderr)
+            _echo(f"error: {err.format_message()}", file=sys.stderr)
             code = err.exit_code
         except typer.Abort:
-            print("aborted", file=sys.stderr)
+            _echo("aborted", file=sys.stderr)
             code = 1
         except BrokenPipeError:
             console.silence_stdout()
             code = 0
+        except KeyboardInterrupt:
+            _echo("interrupted", file=sys.stderr)
+            code = 130
+        except ReporterError as err:
+            if "--debug" in argv:
+                raise
+            _error_lines(err)
+            code = err.exit_code
+        except Exception as err:  # the catch-all (issue 16): one line, never a traceback
+            if "--debug" in argv:
+                raise
+            code = _unexpected(argv, err)
         code = code if isinstance(code, int) else 0
         if standalone_mode:
             sys.exit(code)
@@ -124,11 +151,56 @@ def hoist_globals(args: list[str], commands: Any) -> list[str]:
     return [*moved, *rest]
 
 
+def _echo(*parts: object, file: TextIO | None = None, flush: bool = False) -> None:
+    """`print` for everything the CLI says: evidence in it is inert (no escape sequences)."""
+    print(for_terminal(" ".join(str(p) for p in parts)), file=file, flush=flush)
+
+
+def _masked(text: str) -> str:
+    from reporter.secrets import mask_text
+
+    return mask_text(text)
+
+
+def _error_lines(err: ReporterError) -> None:
+    """A project error as one `error:` line and a `Tip:` (masked, inert)."""
+    _echo(f"error: {one_line(_masked(err.message), limit=2000)}", file=sys.stderr)
+    if err.tip:
+        _echo(f"Tip: {one_line(_masked(err.tip), limit=2000)}", file=sys.stderr)
+
+
+def _unexpected(argv: list[str], err: Exception) -> int:
+    """An exception nobody mapped: one line naming the command and input, exit 1.
+
+    SQLite errors (the issue index locked by another command, or damaged) get their own Tip.
+    """
+    if type(err).__module__ == "sqlite3":
+        busy = "locked" in str(err) or "busy" in str(err)
+        _echo(f"error: the issue index database: {one_line(str(err))}", file=sys.stderr)
+        tip = (
+            "another `report` command is using it; wait for it, or pass --db elsewhere"
+            if busy
+            else "the file is damaged: move it away and run `report sync` again"
+        )
+        _echo(f"Tip: {tip}", file=sys.stderr)
+        return 1
+    words = [a for a in argv if not a.startswith("-")]
+    groups = {"upstream", "index", "auth", "config"}
+    command = " ".join(words[:2]) if words and words[0] in groups else " ".join(words[:1])
+    rest = words[2:] if words and words[0] in groups else words[1:]
+    where = f" on {rest[0]}" if rest else ""
+    detail = str(err) or "no details"
+    text = f"report {command or '(no command)'} failed{where}: {type(err).__name__}: {detail}"
+    _echo(f"error: {one_line(_masked(text))}", file=sys.stderr)
+    _echo("Tip: re-run with --debug for the traceback, and report it", file=sys.stderr)
+    return 1
+
+
 def _usage_error(err: click.exceptions.UsageError) -> None:
     """A click usage error as one line and a `Tip:`."""
-    print(f"error: {err.format_message()}", file=sys.stderr)
+    _echo(f"error: {err.format_message()}", file=sys.stderr)
     command = err.ctx.command_path if err.ctx is not None else "report"
-    print(f"Tip: `{command} --help` lists the options, with an example", file=sys.stderr)
+    _echo(f"Tip: `{command} --help` lists the options, with an example", file=sys.stderr)
 
 
 cli = typer.Typer(
@@ -195,7 +267,7 @@ JsonFlag = Annotated[
 
 def _version(value: bool) -> None:
     if value:
-        print(version_text())
+        _echo(version_text())
         raise typer.Exit()
 
 
@@ -301,18 +373,16 @@ def _run(action: Callable[[], T]) -> T:
     except ReporterError as err:
         if _state["debug"]:
             raise
-        print(f"error: {err.message}", file=sys.stderr)
-        if err.tip:
-            print(f"Tip: {err.tip}", file=sys.stderr)
+        _error_lines(err)
         raise typer.Exit(err.exit_code) from None
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        _echo("interrupted", file=sys.stderr)
         raise typer.Exit(130) from None
 
 
 def _notes(notes: Sequence[str]) -> None:
     for note in notes:
-        print(f"note: {note}", file=sys.stderr)
+        _echo(f"note: {note}", file=sys.stderr)
 
 
 @cli.command("analyze", epilog="Example: report analyze fixtures/bundles/tp_desync")
@@ -338,11 +408,11 @@ def analyze_cmd(
     if as_json:
         sys.stdout.write(app.analysis_json(analysis, bundle, seen=seen))
         return
-    print(app.analysis_text(bundle, analysis, seen=seen))
+    _echo(_masked(app.analysis_text(bundle, analysis, seen=seen)))
     for warning in bundle.warnings[:10]:
-        print(f"warning: {warning}", file=sys.stderr)
+        _echo(f"warning: {warning}", file=sys.stderr)
     if len(bundle.warnings) > 10:
-        print(f"warning: … {len(bundle.warnings) - 10} more (see --json)", file=sys.stderr)
+        _echo(f"warning: … {len(bundle.warnings) - 10} more (see --json)", file=sys.stderr)
 
 
 @cli.command("draft", epilog="Example: report draft fixtures/bundles/tp_desync -o reports/tp.md")
@@ -384,15 +454,15 @@ def draft_cmd(
         console.emit_json(documents.draft_json(result))
         return
     for line in _merge_summary(result.merge):
-        print(line)
+        _echo(line)
     if result.unchanged:
-        print(f"{result.path}: up to date")
+        _echo(f"{result.path}: up to date")
         return
-    print(f"wrote {result.path} ({result.analysis.verdict.value})")
+    _echo(f"wrote {result.path} ({result.analysis.verdict.value})")
     if result.charts:
-        print(f"wrote {result.charts} (metrics charts)")
+        _echo(f"wrote {result.charts} (metrics charts)")
     if result.backup:
-        print(f"previous version kept as {result.backup}")
+        _echo(f"previous version kept as {result.backup}")
 
 
 @cli.command("diff", epilog="Example: report diff bundles/monday bundles/tuesday --limit 5")
@@ -431,7 +501,7 @@ def diff_cmd(
     if as_json:
         sys.stdout.write(app.diff_json_text(run))
     else:
-        print(app.diff_text(run, limit=max(limit, 0)))
+        _echo(_masked(app.diff_text(run, limit=max(limit, 0))))
 
 
 def _merge_summary(merge: MergeResult | None) -> list[str]:
@@ -475,8 +545,8 @@ def init_cmd(
         console.emit_json(documents.init_json(result))
         return
     for guess in result.suggestions:
-        print(f"guessed {guess.key}: {guess.value} ({guess.why})")
-    print(
+        _echo(f"guessed {guess.key}: {guess.value} ({guess.why})")
+    _echo(
         f"wrote {result.path}; edit the title, upstream repo and ranks, "
         f"then run `report draft {folder}`"
     )
@@ -507,15 +577,15 @@ def lint_cmd(
         sys.stdout.write(app.lint_json(run))
     else:
         for finding in run.findings:
-            print(finding)
-            print(f"  fix: {finding.hint}")
+            _echo(finding)
+            _echo(f"  fix: {finding.hint}")
         failing = len({f.path for f in run.findings})
         total = len(run.files)
         if run.findings:
             count = len(run.findings)
-            print(f"{count} finding{'s' if count != 1 else ''} in {failing} of {total} files")
+            _echo(f"{count} finding{'s' if count != 1 else ''} in {failing} of {total} files")
         else:
-            print(f"{total} file{'s' if total != 1 else ''} clean")
+            _echo(f"{total} file{'s' if total != 1 else ''} clean")
     if run.findings:
         raise typer.Exit(1)
 
@@ -534,9 +604,9 @@ def status_cmd(
     if as_json:
         sys.stdout.write(app.status_json(rows))
     elif rows:
-        print(app.status_text(rows))
+        _echo(_masked(app.status_text(rows)))
     else:
-        print(f"no reports under {folder}")
+        _echo(f"no reports under {folder}")
 
 
 @cli.command("preview", epilog="Example: report preview reports/tp.md -o /tmp/tp.html")
@@ -546,15 +616,18 @@ def preview_cmd(
         Path | None, typer.Option("--out", "-o", help="HTML path (default: FILE with .html).")
     ] = None,
     as_json: JsonFlag = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing file that is not a preview.")
+    ] = False,
 ) -> None:
     """Write a standalone HTML preview of a report (diagrams drawn inline, no network needed)."""
     from reporter import app, documents
 
-    path = _run(lambda: app.preview(file, out=out))
+    path = _run(lambda: app.preview(file, out=out, force=force))
     if as_json:
         console.emit_json(documents.preview_json(path))
     else:
-        print(f"wrote {path}")
+        _echo(f"wrote {path}")
 
 
 # --- upstream issues -----------------------------------------------------------------
@@ -632,10 +705,10 @@ def sync_cmd(
         if report.fixes is not None and report.fixes.checked:
             fixes = f"; fixes of {report.fixes.checked} closed issues looked up ({report.fixes.found} found"
             fixes += f", {report.fixes.left} left for the next sync)" if report.fixes.left else ")"
-        print(
+        _echo(
             f"{report.repo}: {what}; {report.requests} request{'s' if report.requests != 1 else ''}{resumed}{fixes}"
         )
-    print(f"index: {path}")
+    _echo(f"index: {path}")
 
 
 @index_app.command("import", epilog="Example: report index import issues.jsonl")
@@ -652,8 +725,8 @@ def index_import_cmd(
         console.emit_json(documents.import_json(result, path))
         return
     for problem in result.skipped:
-        print(f"skipped {problem}", file=sys.stderr)
-    print(f"imported {result.imported} issues into {path}")
+        _echo(f"skipped {problem}", file=sys.stderr)
+    _echo(f"imported {result.imported} issues into {path}")
 
 
 @index_app.command("export", epilog="Example: report index export --repo sgl-project/sglang")
@@ -672,7 +745,8 @@ def index_export_cmd(
         return
     lines: list[str] = []
     _count, path = _run(lambda: app.index_export(write=lines.append, db=db, repo=repo))
-    console.emit_json(documents.export_json(lines, path, repo))
+    # An export is data to import again: public issue text, kept byte for byte.
+    console.emit_json(documents.export_json(lines, path, repo), mask=False)
 
 
 @cli.command(
@@ -730,7 +804,7 @@ def search_upstream_cmd(
     if as_json:
         sys.stdout.write(app.search_upstream_json(outcome))
     else:
-        print(app.search_upstream_text(outcome))
+        _echo(app.search_upstream_text(outcome))
 
 
 @cli.command("triage", epilog="Example: report triage vllm-project/vllm --since 2025-06-01")
@@ -784,9 +858,9 @@ def triage_cmd(
     if outcome.comment is not None:
         result = outcome.comment
         if result.posted_url is not None:
-            print(f"posted: {result.posted_url}", file=sys.stderr)
+            _echo(f"posted: {result.posted_url}", file=sys.stderr)
         elif result.skipped is not None:
-            print(f"not posted: {result.skipped}", file=sys.stderr)
+            _echo(f"not posted: {result.skipped}", file=sys.stderr)
         if result.body is not None and not as_json:
             sys.stdout.write(result.body)
             return
@@ -953,16 +1027,16 @@ def collect_cmd(
     if as_json:
         console.emit_json(documents.collect_json(summary))
     else:
-        print(
+        _echo(
             f"{summary.status.value}: {summary.files} files in {summary.out} "
             f"({summary.dumps_ok} dumps, {summary.dumps_failed} failed; {summary.scrapes} "
             f"scrapes; {len(summary.skipped)} skipped) in {summary.seconds:.1f} s"
         )
         for why in summary.missing_stacks:
-            print(f"  no stacks: {why}", file=sys.stderr)
+            _echo(f"  no stacks: {why}", file=sys.stderr)
         for advice in summary.advice:
-            print(advice if advice.startswith("py-spy") else f"  {advice}", file=sys.stderr)
-        print(f"next: report analyze {shlex.quote(str(summary.out))}")
+            _echo(advice if advice.startswith("py-spy") else f"  {advice}", file=sys.stderr)
+        _echo(f"next: report analyze {shlex.quote(str(summary.out))}")
     if summary.status is CollectStatus.INTERRUPTED:
         raise typer.Exit(130)
     if summary.status is CollectStatus.INCOMPLETE:
@@ -1040,6 +1114,10 @@ def upstream_draft_cmd(
     link_related: LinkRelatedOpt = False,
     base_url: BaseUrlOpt = None,
     as_json: JsonFlag = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace an existing file that is not an upstream draft."),
+    ] = False,
 ) -> None:
     """Write a redacted upstream issue draft for review, following the repository's bug form.
 
@@ -1058,6 +1136,7 @@ def upstream_draft_cmd(
             db=db,
             link_related=link_related,
             base_url=base_url,
+            force=force,
         )
     )
     draft = made.run.draft
@@ -1066,19 +1145,19 @@ def upstream_draft_cmd(
         console.emit_json(documents.upstream_draft_json(made))
         return
     form = "generic form" if made.run.form.generic else f"form {made.run.form.source}"
-    print(f"wrote {made.path} ({draft.repo}, {form}, {len(draft.body):,} characters)")
+    _echo(f"wrote {made.path} ({draft.repo}, {form}, {len(draft.body):,} characters)")
     if made.backup:
-        print(f"previous version kept as {made.backup}")
+        _echo(f"previous version kept as {made.backup}")
     total = draft.redaction.total()
-    print(f"redacted: {total} value(s)" + (":" if total else ""))
+    _echo(f"redacted: {total} value(s)" + (":" if total else ""))
     for line in app.redaction_lines(draft.redaction.report):
-        print(f"  {line}")
+        _echo(f"  {line}")
     if draft.todos:
-        print(f"to fill before filing: {len(draft.todos)} TODO(reviewer) line(s)")
+        _echo(f"to fill before filing: {len(draft.todos)} TODO(reviewer) line(s)")
     for leak in draft.leaks:
-        print(f"warning: the final scan still flags {leak}", file=sys.stderr)
+        _echo(f"warning: the final scan still flags {leak}", file=sys.stderr)
     for trimmed in draft.trimmed:
-        print(f"trimmed: {trimmed}")
+        _echo(f"trimmed: {trimmed}")
 
 
 @upstream_app.command(
@@ -1148,10 +1227,13 @@ def upstream_file_cmd(
     else:
         # The news first: a refusal and its fix, then notes, then what would be sent.
         for line in app.refusal_lines(result):
-            print(line, file=sys.stderr, flush=True)
+            _echo(line, file=sys.stderr, flush=True)
         _notes(result.plan.notes)
         sys.stderr.flush()
-        print(app.upstream_file_text(result, show_body=show_body))
+        _echo(app.upstream_file_text(result, show_body=show_body))
+    for warning in result.warnings:
+        # Filed upstream, but a local write failed: the URL above is printed either way.
+        _echo(f"warning: {warning}", file=sys.stderr)
     if refused:
         raise typer.Exit(1)
 
@@ -1193,7 +1275,7 @@ def auth_status_cmd(
     if as_json:
         console.emit_json(status.to_json())
     else:
-        print(app.auth_status_text(status))
+        _echo(app.auth_status_text(status))
 
 
 @config_app.command("show", epilog="Example: REPORTER_CONFIG=./reporter.toml report config show")
@@ -1208,7 +1290,7 @@ def config_show_cmd(as_json: JsonFlag = False) -> None:
     if as_json:
         console.emit_json(conf.to_json())
     else:
-        print(app.config_show_text(conf))
+        _echo(app.config_show_text(conf))
 
 
 def main() -> None:

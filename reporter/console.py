@@ -15,8 +15,13 @@ from contextlib import contextmanager
 from typing import Any, TextIO
 
 
-def emit_json(document: Any, *, stream: TextIO | None = None) -> None:
-    """One JSON document on stdout, indented, UTF-8 kept as is."""
+def emit_json(document: Any, *, stream: TextIO | None = None, mask: bool = True) -> None:
+    """One JSON document on stdout, indented, UTF-8 kept as is; secrets in its strings
+    masked (`reporter.secrets.mask_data`) unless `mask=False` (a data export)."""
+    if mask:
+        from reporter.secrets import mask_data
+
+        document = mask_data(document)
     (stream or sys.stdout).write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 

@@ -308,9 +308,20 @@ def _expand_entry(
                 tip="copy the file into the bundle folder instead of linking to it",
             )
         if not path.is_file():
+            rel = path.relative_to(root).as_posix()
+            try:
+                mode = path.stat().st_mode
+            except OSError:
+                raise ManifestError(
+                    f"{MANIFEST_NAME}:{line}: {rel} does not exist",
+                    tip="fix the path or remove the [[evidence]] entry",
+                ) from None
+            from reporter.fileio import file_kind
+
+            # A FIFO or device listed as evidence (issue 16): named as such, never opened.
             raise ManifestError(
-                f"{MANIFEST_NAME}:{line}: {path.relative_to(root).as_posix()} does not exist",
-                tip="fix the path or remove the [[evidence]] entry",
+                f"{MANIFEST_NAME}:{line}: {rel} is {file_kind(mode)}, not a regular file",
+                tip="list regular files only (copy the data into a file first)",
             )
         yield ManifestEntry(
             path=path,

@@ -28,6 +28,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "secrets",
             "manifest",
             "writer",
+            "fileio",  # input files: regular only, read with a bound (issue 16)
+            "inert",  # evidence made inert for the terminal (issue 16)
             "gcpause",
             "config",  # the user's settings file, read by the app layer
         ),

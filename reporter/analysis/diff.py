@@ -37,6 +37,7 @@ from reporter.analysis.environment import REDACTED, Secrets, default_rules
 from reporter.errors import ReporterError
 from reporter.evidence.env import flag_map
 from reporter.model import Bundle, Environment
+from reporter.secrets import mask_text
 
 
 class ChangeKind(StrEnum):
@@ -367,10 +368,10 @@ def _change(
         why.append("values hidden: they look secret")
     return Change(
         kind=kind,
-        key=key,
+        key=mask_text(key),
         status=status,
-        before=REDACTED if hidden and before is not None else before,
-        after=REDACTED if hidden and after is not None else after,
+        before=REDACTED if hidden and before is not None else _masked(before),
+        after=REDACTED if hidden and after is not None else _masked(after),
         score=score,
         why=tuple(why),
     )
@@ -396,3 +397,8 @@ def diff_json(diff: EnvDiff) -> dict[str, object]:
         "good": diff.good,
         "bad": diff.bad,
     }
+
+
+def _masked(value: str | None) -> str | None:
+    """A shown value with any secret inside it masked (a package pin with a token URL)."""
+    return None if value is None else mask_text(value)

@@ -3,7 +3,8 @@
 Input: the bundle's `Environment` (every variable and value, as captured).
 Output: an `EnvironmentSummary` that holds only what `reporter/data/env.toml`
 allows, with secret-looking values replaced by `[redacted]`; the bundle keeps
-the rest. Secret detection (`Secrets`) is shared with `report diff`.
+the rest. Secret detection is `reporter.secrets` (shared with `report diff`, collect,
+lint and upstream drafts); an `env.toml` `[secret]` table may only add names and shapes.
 
 Shape, by example::
 
@@ -27,47 +28,11 @@ from functools import cache
 from reporter import rules as data_files
 from reporter.errors import ReporterError
 from reporter.model import CommandLine, EnvFact, Environment, Gpu, Package
+from reporter.secrets import OPAQUE_MIN_LENGTH, SecretPolicy, mask_text, policy_from
+from reporter.secrets import REDACTED as REDACTED
 
-REDACTED = "[redacted]"
-
-_OPAQUE_CHARS_RE = re.compile(r"[A-Za-z0-9+/=_-]+\Z")
-_HEX_RE = re.compile(r"[0-9a-fA-F]+\Z")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Secrets:
-    """Rules that decide a value must not be shown (names and value shapes)."""
-
-    names: re.Pattern[str]
-    values: tuple[re.Pattern[str], ...]
-    opaque_min_length: int
-
-    def is_secret(self, name: str, value: str | None) -> bool:
-        """True when `name` says secret, or `value` looks like a credential."""
-        if self.names.match(name):
-            return True
-        if not value:
-            return False
-        if any(p.search(value) for p in self.values):
-            return True
-        return _opaque(value, self.opaque_min_length)
-
-    def shown(self, name: str, value: str | None) -> str | None:
-        """`value`, or `[redacted]` when it looks secret; None stays None."""
-        if value is None:
-            return None
-        return REDACTED if self.is_secret(name, value) else value
-
-
-def _opaque(value: str, min_length: int) -> bool:
-    """A long token-like run: letters of both cases and digits, not hex, not a path."""
-    if len(value) < min_length or not _OPAQUE_CHARS_RE.match(value) or _HEX_RE.match(value):
-        return False
-    return (
-        any(c.islower() for c in value)
-        and any(c.isupper() for c in value)
-        and any(c.isdigit() for c in value)
-    )
+# One secret policy for the whole tool (reporter.secrets); re-exported for old callers.
+Secrets = SecretPolicy
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,16 +78,13 @@ def parse_show_rules(text: str, *, source: str = "env.toml") -> ShowRules:
                 ) from err
         return tuple(out)
 
-    opaque: int = data.get("secret", {}).get("opaque_min_length", 32)  # an int >= 8 (shape)
+    opaque: int = data.get("secret", {}).get("opaque_min_length", OPAQUE_MIN_LENGTH)  # shape: >= 8
+    secret_values = regexes("secret")
     return ShowRules(
         show=_globs(strings("show", "names"), ignore_case=False),
         hide_names=_globs(strings("hide", "names"), ignore_case=False),
         hide_values=regexes("hide"),
-        secrets=Secrets(
-            names=_globs(strings("secret", "names"), ignore_case=True),
-            values=regexes("secret"),
-            opaque_min_length=opaque,
-        ),
+        secrets=policy_from(strings("secret", "names"), [p.pattern for p in secret_values], opaque),
         key_packages=tuple(strings("packages", "key")),
         key_facts=_globs(strings("facts", "key"), ignore_case=True),
     )
@@ -215,7 +177,7 @@ def summarize(environment: Environment, rules: ShowRules | None = None) -> Envir
         shown.append(
             ShownVariable(
                 name=name,
-                values=(REDACTED,) if secret else tuple(values),
+                values=(REDACTED,) if secret else tuple(mask_text(v) for v in values),
                 redacted=secret,
                 sources=tuple(sources),
             )

@@ -26,7 +26,7 @@ from pathlib import Path
 from reporter.collect import procfs
 from reporter.collect.procfs import ProcessInfo
 from reporter.collect.runner import Finished, run_bounded
-from reporter.collect.scrub import SecretDetector, scrub_cmdline, scrub_environ
+from reporter.secrets.scrub import SecretDetector, scrub_cmdline, scrub_environ
 
 # Reads distribution metadata only; works on Python 3.8+. Paths given as arguments
 # (the target's PYTHONPATH) are searched first, as they were in the target.

@@ -43,6 +43,7 @@ from pathlib import Path
 
 from reporter.manifest import MANIFEST_NAME, TomlDocument
 from reporter.model import EvidenceKind
+from reporter.secrets import mask_text
 from reporter.writer import write_atomic
 
 # Skips listed one by one in the human summary; the rest are counted.
@@ -143,7 +144,11 @@ def skipped_text(skipped: Sequence[SkipNote]) -> str:
 
 
 def render(state: ManifestState) -> str:
-    """`bundle.toml` text for `state`; `tomllib` and the bundle loader read it back."""
+    """`bundle.toml` text for `state`; `tomllib` and the bundle loader read it back.
+
+    Free text (titles, command lines, descriptions) is secret-masked: it quotes processes.
+    """
+    m = mask_text
     doc = (
         TomlDocument()
         .comment("Evidence bundle written by `report collect`; rewritten after every step, so an")
@@ -151,7 +156,7 @@ def render(state: ManifestState) -> str:
             "interrupted collection still leaves a readable bundle. "
             "Edit the title and fields freely."
         )
-        .key("title", state.title)
+        .key("title", m(state.title))
     )
     if state.upstream:
         doc.key("upstream", list(state.upstream))
@@ -161,15 +166,15 @@ def render(state: ManifestState) -> str:
         doc.key("version", state.version)
     doc.table("fields")
     if state.summary:
-        doc.key("collection", state.summary)
+        doc.key("collection", m(state.summary))
     if state.advice:
-        doc.key("ptrace", " ".join(state.advice))
+        doc.key("ptrace", m(" ".join(state.advice)))
     if state.skipped:
-        doc.key("skipped", skipped_text(state.skipped))
+        doc.key("skipped", m(skipped_text(state.skipped)))
     if state.wedge_window is not None:
         doc.table("wedge").key("window", f"{state.wedge_window:g}s")
     for event in state.events:
-        doc.array_table("event").key("at", event.at).key("text", event.text)
+        doc.array_table("event").key("at", event.at).key("text", m(event.text))
     # By path: the file order does not depend on which py-spy finished first.
     for entry in sorted(state.evidence, key=lambda e: e.path):
         doc.array_table("evidence").key("path", entry.path).key("kind", str(entry.kind))
@@ -178,11 +183,11 @@ def render(state: ManifestState) -> str:
         if entry.rank is not None:
             doc.key("rank", entry.rank)
         if entry.description:
-            doc.key("description", entry.description)
+            doc.key("description", m(entry.description))
     doc.table("collect").key("status", state.status.value).key("started_at", state.started_at)
     if state.finished_at is not None:
         doc.key("finished_at", state.finished_at)
-    doc.key("command", state.command).key("host", state.host).key("tool", state.tool)
+    doc.key("command", m(state.command)).key("host", state.host).key("tool", state.tool)
     for key, value in (("pyspy", state.pyspy), ("mode", state.mode), ("ptrace", state.ptrace)):
         if value:
             doc.key(key, value)
@@ -190,9 +195,9 @@ def render(state: ManifestState) -> str:
         doc.array_table("collect.target").key("pid", target.pid).key("ppid", target.ppid)
         if target.uid is not None:
             doc.key("uid", target.uid)
-        doc.key("title", target.title).key("selected_by", target.selected_by)
+        doc.key("title", m(target.title)).key("selected_by", m(target.selected_by))
     for skip in state.skipped:
-        doc.array_table("collect.skipped").key("what", skip.what).key("reason", skip.reason)
+        doc.array_table("collect.skipped").key("what", m(skip.what)).key("reason", m(skip.reason))
         doc.key("at", skip.at)
     return doc.text()
 

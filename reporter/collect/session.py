@@ -28,7 +28,7 @@ from pathlib import Path
 
 from reporter import __version__
 from reporter.collect import dumps as dumping
-from reporter.collect import envcap, plan, procfs, ptrace, scrape, scrub, torchdebug
+from reporter.collect import envcap, plan, procfs, ptrace, scrape, torchdebug
 from reporter.collect.dumps import DumpResult, DumpStatus
 from reporter.collect.manifest import (
     CollectStatus,
@@ -42,6 +42,7 @@ from reporter.collect.manifest import (
 from reporter.collect.plan import CollectRequest, Selection, Target
 from reporter.errors import InputError, UsageError
 from reporter.model import EvidenceKind
+from reporter.secrets import mask_text, scrub
 from reporter.text import plural
 from reporter.times import iso
 from reporter.writer import write_atomic
@@ -150,7 +151,7 @@ class _Session:
                 what += f" among the descendants of PID {request.children_of}"
             raise InputError(
                 what + (f" (passed over: {passed})" if passed else ""),
-                tip=("Python processes here: " + ", ".join(seen))
+                tip=("Python processes here: " + mask_text(", ".join(seen)))
                 if seen
                 else "check the pattern with `ps -eo pid,args`",
             )

@@ -48,6 +48,7 @@ from reporter.model import (
     ParseResult,
     ParseWarning,
 )
+from reporter.secrets.names import is_secret_name
 
 SNIFF_CHARS = 64 * 1024
 
@@ -281,7 +282,7 @@ def _environ_lines(text: str, source: str) -> tuple[list[EnvVar], list[ParseWarn
                     ParseWarning(
                         source=where,
                         message=f"not NAME=VALUE; kept as a continuation of {last.name}: "
-                        f"{excerpt(raw)}",
+                        + ("[redacted]" if is_secret_name(last.name) else excerpt(raw)),
                     )
                 )
             else:

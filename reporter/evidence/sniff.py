@@ -82,10 +82,14 @@ _FAULTHANDLER_MARKERS: tuple[_Marker, ...] = (
 def sniff(text: str) -> EvidenceKind:
     """The kind of evidence in `text`, judged from its first 64 KiB."""
     quick = text[:_QUICK_CHARS]
-    if "\x00" in quick or quick.lstrip("\ufeff \t\r\n").startswith("["):
+    # A /proc copy separates its entries with NULs, not lines: one stray NUL in a
+    # line-oriented dump (issue 16) does not make it one.
+    nuls = quick.count("\x00")
+    proc_copy = nuls > 0 and nuls >= quick.count("\n")
+    if proc_copy or quick.lstrip("\ufeff \t\r\n").startswith("["):
         from reporter.evidence import env
 
-        if "\x00" in quick or env.looks_like_pip_json(quick):
+        if proc_copy or env.looks_like_pip_json(quick):
             # /proc copies and pip's JSON: py-spy text never holds NUL, py-spy JSON has thread ids.
             return env.sniff_distinctive(text)
     if flight_recorder.sniff_text(quick):

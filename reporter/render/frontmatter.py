@@ -104,13 +104,44 @@ def _find(text: str) -> tuple[str, str, int]:
     return "", "", 0
 
 
+# Front matter is a dozen keys a person types: these bounds are far above any real one and
+# keep a hostile block (a "billion laughs" alias bomb, 5,000 nested brackets) from costing
+# more than a linear scan.
+MAX_FRONT_MATTER = 256 * 1024
+MAX_DEPTH = 32
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _refuse_yaml(inner: str) -> str:
+    """Why this front matter is not parsed (too large, anchors or aliases, too deep); or ""."""
+    if len(inner) > MAX_FRONT_MATTER:
+        return f"not parsed: larger than {MAX_FRONT_MATTER // 1024} KiB"
+    depth = 0
+    try:
+        for event in yaml.parse(inner, Loader=_LOADER):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                return "not parsed: it uses YAML anchors or aliases (&name, *name); write the values out"
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    return f"not parsed: nested deeper than {MAX_DEPTH} levels"
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError:
+        return ""  # the real load below reports where the YAML is broken
+    return ""
+
+
 def parse(text: str) -> FrontMatter | None:
     """The front matter of a whole document, or None when it has none."""
     block, inner, closing = _find(text)
     if not block:
         return None
+    refused = _refuse_yaml(inner)
+    if refused:
+        return FrontMatter(raw=block, data=None, error=refused, end_line=closing)
     try:
-        data = yaml.safe_load(inner)
+        data = yaml.load(inner, Loader=_LOADER)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" (line {mark.line + 2})" if mark is not None else ""

@@ -54,7 +54,22 @@ def mermaid_label(text: str) -> str:
 
 
 def slug(text: str, *, limit: int = 60) -> str:
-    """Lower-case, dash-separated file-name part: 'TP desync: all_reduce' -> 'tp-desync-all-reduce'."""
-    words = re.findall(r"[a-z0-9]+", text.lower())
+    """Lower-case, dash-separated file-name part: 'TP desync: all_reduce' -> 'tp-desync-all-reduce'.
+
+    Accents are transliterated ('Désync' -> 'desync'); letters with no ASCII form (CJK,
+    Cyrillic) add a short hash of the text, so two such titles never share a file name.
+    """
+    import hashlib
+    import unicodedata
+
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    words = re.findall(r"[a-z0-9]+", ascii_text.lower())
     out = "-".join(words)[:limit].strip("-")
+    lost = any(
+        unicodedata.category(c).startswith(("L", "N")) and not c.isascii()
+        for c in unicodedata.normalize("NFKD", text)
+    )
+    if lost:
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+        return f"{out[: max(limit - 9, 0)]}-{digest}".strip("-")
     return out or "incident"

@@ -437,6 +437,7 @@ def merge(existing: str, generated: str) -> MergeResult:
         (after.setdefault(anchor, []) if anchor else at_end).append(ident)
 
     out: list[str] = [head]
+    foreign: set[str] = set()  # pasted regions kept as text: never entered in the record
     outcome: dict[str, list[str]] = {
         k: [] for k in ("updated", "unchanged", "kept_edited", "conflicts", "added", "retired")
     }
@@ -448,7 +449,12 @@ def merge(existing: str, generated: str) -> MergeResult:
             if chunk.edited:
                 out.append(chunk.raw)
         elif isinstance(chunk, Region):
-            _merge_region(chunk, generated_regions.get(chunk.id), out, outcome)
+            # A region this file was never given (its record does not list it) was pasted
+            # in from another report: reviewer text, never retired.
+            ours = old.known is None or chunk.id in old.known
+            if not ours and chunk.id not in generated_regions:
+                foreign.add(chunk.id)
+            _merge_region(chunk, generated_regions.get(chunk.id), out, outcome, ours=ours)
             for ident in after.get(chunk.id, ()):
                 _append(out, "\n" + region_text(ident, generated_regions[ident].body))
                 outcome["added"].append(ident)
@@ -458,7 +464,7 @@ def merge(existing: str, generated: str) -> MergeResult:
 
     record = [i for i in (old.known or ()) if i not in outcome["retired"]]
     for ident in (*(r.id for r in old.regions), *order):
-        if ident not in record and ident not in outcome["retired"]:
+        if ident not in record and ident not in outcome["retired"] and ident not in foreign:
             record.append(ident)
     _append(out, record_text(record))
     return MergeResult(
@@ -476,11 +482,16 @@ def merge(existing: str, generated: str) -> MergeResult:
 
 
 def _merge_region(
-    mine: Region, theirs: Region | None, out: list[str], outcome: dict[str, list[str]]
+    mine: Region,
+    theirs: Region | None,
+    out: list[str],
+    outcome: dict[str, list[str]],
+    *,
+    ours: bool = True,
 ) -> None:
     """Emit one existing region, merged with its regenerated version (if any)."""
     if theirs is None:
-        if mine.edited:
+        if mine.edited or not ours:
             out.append(mine.raw)
             outcome["kept_edited"].append(mine.id)
         else:

@@ -286,7 +286,7 @@ def record_from_json(obj: Any) -> IssueRecord:
     if not isinstance(repo, str) or not _REPO_RE.fullmatch(repo):
         raise ValueError(f"'repo' must be owner/name, not {repo!r}")
     number = obj["number"]
-    if isinstance(number, bool) or not isinstance(number, int) or number <= 0:
+    if isinstance(number, bool) or not isinstance(number, int) or not 0 < number < 2**63:
         raise ValueError(f"'number' must be a positive integer, not {number!r}")
     title, body, state = obj["title"], obj.get("body"), obj["state"]
     if not isinstance(title, str):
@@ -750,6 +750,8 @@ class Index:
                 records.append(record_from_json(json.loads(line)))
             except json.JSONDecodeError as err:
                 skipped.append(f"{source}:{number}: not JSON ({err.msg} at column {err.colno})")
+            except RecursionError:
+                skipped.append(f"{source}:{number}: JSON nested too deeply; line skipped")
             except (ValueError, TypeError) as err:
                 skipped.append(f"{source}:{number}: {err}")
         self.upsert(records)

@@ -412,6 +412,8 @@ class FileResult:
     recorded: Path | None = None
     reports_updated: tuple[Path, ...] = ()
     """Incident reports whose `upstream_issue` now names `url` (set by the application layer)."""
+    # Local writes that failed after GitHub accepted the post: the URL still counts.
+    warnings: tuple[str, ...] = ()
 
 
 # Filing follows the one retry policy of the reads (`policy.RetryPolicy`); the name stays
@@ -974,6 +976,31 @@ def _send(
         url, action, sent_number = issue.url, "issue", issue.number
     written: Path | None = None
     now = datetime.fromtimestamp(clock.now(), tz=UTC)
+    try:
+        written = _record_locally(
+            root, draft_file, repo, action, sent_number, url, signature, ident, now
+        )
+    except ReporterError as err:
+        # GitHub has the issue: a local write failing (read-only disk, full disk) must not
+        # hide its URL. The caller prints the URL and this line.
+        tip = f" ({err.tip})" if err.tip else ""
+        return FileResult(plan=plan, sent=True, url=url, warnings=(f"{err.message}{tip}",))
+    return FileResult(plan=plan, sent=True, url=url, recorded=written)
+
+
+def _record_locally(
+    root: Path | None,
+    draft_file: Path | None,
+    repo: str,
+    action: str,
+    sent_number: int,
+    url: str,
+    signature: str,
+    ident: str,
+    now: datetime,
+) -> Path | None:
+    """Record a sent post in the bundle and mark the reviewed draft filed."""
+    written: Path | None = None
     if root is not None:
         written = record(
             root,
@@ -986,8 +1013,9 @@ def _send(
             at=now,
         )
     if draft_file is not None and action == "issue":
+        from reporter.fileio import read_text_bounded
         from reporter.writer import write_atomic
 
-        text = draft_file.read_text(encoding="utf-8")
+        text = read_text_bounded(draft_file)
         write_atomic(draft_file, mark_draft_filed(text, url))
-    return FileResult(plan=plan, sent=True, url=url, recorded=written)
+    return written

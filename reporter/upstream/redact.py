@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from reporter import rules as data_files
-from reporter import secrets as secret_shapes
 from reporter.analysis.environment import Secrets, default_rules
+from reporter.secrets import shapes as secret_shapes
 
 # Top-level domains that make `a.b` a host name. Left out on purpose: TLDs that are
 # also file extensions or Python attribute names (py, sh, so, md, pl, pt, cc, in, int,

@@ -219,10 +219,11 @@ def build_example_index(source: Path, target: Path) -> Index:
 
 def import_file(index: Index, path: Path) -> ImportResult:
     """Import a JSONL file of issues; bad lines are skipped and named."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"{path}: cannot read it ({err})", tip="pass a UTF-8 JSONL file") from err
+    from reporter.fileio import read_text_bounded
+
+    if not path.exists():
+        raise UsageError(f"{path}: no such file", tip="pass a UTF-8 JSONL file")
+    text = read_text_bounded(path, max_bytes=4 << 30)
     return index.import_jsonl(text.splitlines(), source=str(path))
 
 

@@ -24,7 +24,9 @@ from functools import lru_cache
 
 _WORD_RE = re.compile(r"[^\W_]+")
 # snake_case identifiers: two or more letter/digit runs joined by underscores.
-_IDENT_RE = re.compile(r"[^\W_]+(?:_+[^\W_]+)+")
+# Linear time (issue 16): start only where a word starts, and never backtrack into a run
+# (a 40 KB hex string took 43 s with the plain pattern: every position retried the run).
+_IDENT_RE = re.compile(r"(?<![^\W_])[^\W_]++(?:_++[^\W_]++)+")
 
 _STOPWORD_TEXT = """
     a about above after again against all also am an and any are as at be because been before

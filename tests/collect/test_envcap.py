@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from reporter.collect import envcap, procfs, scrub
+from reporter.collect import envcap, procfs
 from reporter.collect.procfs import ProcessInfo
+from reporter.secrets import scrub
 
 GH = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4"
 DETECTOR = scrub.default_detector()

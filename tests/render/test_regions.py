@@ -296,3 +296,21 @@ def test_region_pasted_into_front_matter_is_reported_and_front_matter_left_alone
     assert result.damaged[0].problem.startswith("region markers inside the front matter")
     assert result.front_matter_added == ()
     assert "ranks [0-3]" in result.text
+
+
+def test_region_pasted_from_another_report_is_kept_as_reviewer_text() -> None:
+    # Issue 16: an untouched region whose id this file was never given (not in its record)
+    # came from another report; a re-draft keeps it instead of retiring it.
+    from reporter.render.regions import merge, record_text, region_text
+
+    existing = (
+        region_text("verdict", "## Verdict\n\nold\n")
+        + "\n"
+        + region_text("class-9", "## Class 9\n\npasted from the other incident\n")
+        + record_text(["verdict"])
+    )
+    generated = region_text("verdict", "## Verdict\n\nnew\n") + record_text(["verdict"])
+    result = merge(existing, generated)
+    assert "pasted from the other incident" in result.text
+    assert "class-9" in result.kept_edited
+    assert "class-9" not in result.retired

@@ -42,9 +42,13 @@ def test_corpus_is_what_the_script_writes(tmp_path: Path) -> None:
         )
 
 
-def test_every_seed_is_removed_and_few_clean_lines_change(evaluation: ModuleType) -> None:
+def test_every_seed_is_removed_and_few_clean_lines_change(
+    evaluation: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A private cache: an example index another checkout built must not be reused.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     figures = evaluation.evaluate()
-    assert figures.seeds >= 30 and figures.kinds_placed == figures.seeds
+    assert figures.seeds >= 100 and figures.kinds_placed == figures.seeds
     assert figures.file_leaks == [] and figures.file_recall == 1.0
     assert figures.draft_leaks == []
     assert len(figures.exposed) >= 30, "the drafts must show most seeded kinds, redacted"

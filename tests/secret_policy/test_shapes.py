@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from reporter import secrets
 from reporter.render import lint
+from reporter.secrets import shapes as secrets
 
 
 @pytest.mark.parametrize(

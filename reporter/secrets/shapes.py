@@ -1,13 +1,18 @@
-"""The one list of secret shapes: used by redaction, by the filing gate and by `report lint`.
+"""Secret *shapes*: where a secret sits inside any text (the detectors behind `reporter.secrets`).
 
 Input: any text. Output: `SecretHit`s (offsets, a stable `kind`, a human `name` and the
 secret `value`: the part to hide, not its context). Two sources, merged:
 
 * `SECRET_PATTERNS`: our regexes for provider token formats (GitHub, Hugging Face,
   OpenAI, Anthropic, AWS, Slack, Stripe, Google, GitLab, npm, PyPI, SendGrid, ...),
-  bearer / basic / JWT credentials, private-key blocks (also inside one-line env values
-  with literal `\\n`), passwords in URLs, `--api-key`-style flags and `key=value`
-  assignments whose key says secret;
+  bearer / basic / JWT credentials (also percent-encoded: `Bearer%20...`), private-key
+  blocks (also inside one-line env values with literal `\\n`), passwords in URLs
+  (`redis://:PW@host`), secret query parameters (`?key=`, `&sig=`, `access_token=`),
+  webhook URLs (Slack, Discord, Teams, Feishu, Zapier, ...), connection strings
+  (`AccountKey=`, `Password=`), authorization headers (`{"Authorization": "Token ..."}`),
+  `("user", "password")` tuples under a secret name, options whose name says secret
+  (`--admin-pass X`, `--sas=X`, `-p X`, `-a X`) and `name=value` / `name: value`
+  assignments whose name says secret (`reporter.secrets.names`: `VLLM_PASS`, `NCCL_KEY`);
 * detect-secrets' provider plugins (Yelp's maintained detector set), called through
   `analyze_string` only: that path is pure regex work and never makes the network
   verification calls that `analyze_line` may make. Its high-entropy plugins get their
@@ -30,6 +35,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from reporter.secrets.names import is_secret_name
+
 # Values made only of placeholders and punctuation are redaction output, not secrets.
 PLACEHOLDER_RE = re.compile(r"<[a-z][a-z0-9-]*-\d+>|\[redacted\]")
 _NOT_A_VALUE_RE = re.compile(r"[\s\"'`.,;:()\[\]{}<>-]*")
@@ -48,6 +55,8 @@ class SecretPattern:
     name: str
     pattern: re.Pattern[str]
     group: int = 0
+    # Group whose text must be a secret name (`is_secret_name`) for the match to count.
+    name_group: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,12 +70,6 @@ class SecretHit:
     end: int
 
 
-_KEY_WORDS = (
-    r"api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|client[_-]?secret"
-    r"|access[_-]?token|auth[_-]?token|refresh[_-]?token|session[_-]?token|token"
-    r"|password|passwd|passphrase|pwd|secret|credentials?"
-)
-
 SECRET_PATTERNS: tuple[SecretPattern, ...] = (
     SecretPattern(
         kind="private-key",
@@ -75,19 +78,19 @@ SECRET_PATTERNS: tuple[SecretPattern, ...] = (
         # off before its END line still hides the key lines that follow.
         pattern=re.compile(
             r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-            r"(?:(?:.|\n)*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-            r"|(?:\\n|\n|[A-Za-z0-9+/=: -])*)"
+            r"(?:[\s\S]{0,65536}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+            r"|(?:\\n|\n|[A-Za-z0-9+/=: -]){0,65536})"
         ),
     ),
     SecretPattern(
         kind="github-token",
         name="GitHub token",
-        pattern=re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})"),
+        pattern=re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{22,255})"),
     ),
     SecretPattern(
         kind="huggingface-token",
         name="Hugging Face token",
-        pattern=re.compile(r"\bhf_[A-Za-z0-9]{30,}"),
+        pattern=re.compile(r"\bhf_[A-Za-z0-9]{20,}"),
     ),
     SecretPattern(
         kind="anthropic-key",
@@ -180,7 +183,7 @@ SECRET_PATTERNS: tuple[SecretPattern, ...] = (
     SecretPattern(
         kind="url-password",
         name="password in a URL",
-        pattern=re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:([^/\s@]+)@"),
+        pattern=re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^/\s:@]{0,256}:([^/\s@]{1,1024})@"),
         group=1,
     ),
     SecretPattern(
@@ -200,21 +203,107 @@ SECRET_PATTERNS: tuple[SecretPattern, ...] = (
         group=1,
     ),
     SecretPattern(
+        kind="webhook-url",
+        name="webhook URL",
+        # The whole URL is the credential: its path holds the token.
+        pattern=re.compile(
+            r"https?://(?:"
+            r"(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d{5,30}/[\w-]{20,100}"
+            r"|[\w-]{1,63}\.webhook\.office\.com/webhookb2/[\w@/-]{20,300}"
+            r"|outlook\.office(?:365)?\.com/webhook/[\w@/-]{20,300}"
+            r"|hooks\.zapier\.com/hooks/catch/\d{1,20}/\w{4,40}/?"
+            r"|open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook/[\w-]{16,64}"
+            r"|qyapi\.weixin\.qq\.com/cgi-bin/webhook/send\?key=[\w-]{16,64}"
+            r"|[\w.-]{1,100}/hooks/[A-Za-z0-9]{20,64}"
+            r"|[\w.-]{1,100}/(?:[\w.-]{1,64}/){0,6}webhooks?/[\w/-]{0,200}?[A-Za-z0-9_-]{20,100}"
+            r")"
+        ),
+    ),
+    SecretPattern(
+        kind="percent-encoded-bearer",
+        name="percent-encoded bearer token",
+        pattern=re.compile(r"(?i)\b(?:bearer|token|basic)(?:%20|\+)([A-Za-z0-9._~/%-]{12,4096}=*)"),
+        group=1,
+    ),
+    SecretPattern(
+        kind="query-secret",
+        name="secret in a URL query",
+        pattern=re.compile(
+            r"(?i)[?&;](?:key|api[_-]?key|apikey|token|access[_-]?token|auth[_-]?token|sig|"
+            r"signature|secret|client[_-]?secret|password|passwd|pwd|auth|code|sas|"
+            r"x-amz-signature|x-amz-credential|x-goog-signature|x-goog-credential)"
+            r"=([^&\s#\"'<>]{4,4096})"
+        ),
+        group=1,
+    ),
+    SecretPattern(
+        kind="authorization-header",
+        name="authorization header",
+        # `Authorization: Token X`, `{"Authorization": "Bearer X"}`, `authorization=X`.
+        pattern=re.compile(
+            r"(?i)\b(?:proxy-)?authorization[\"']?\s{0,4}[:=]\s{0,4}[\"']?"
+            r"(?:(?:token|bearer|basic|digest|apikey|key|sso-key|dsn)(?:\s{1,4}|%20|\+))?"
+            r"([^\s\"',;}&]{6,4096})"
+        ),
+        group=1,
+    ),
+    SecretPattern(
+        kind="credential-tuple",
+        name="(user, password) pair",
+        # `auth: ("admin", "pw")`, `credentials=('svc', 'pw')`: the second item is the secret.
+        pattern=re.compile(
+            r"(?i)([\w.-]{1,64})[\"']?\s{0,4}(?::|=|=>)\s{0,4}[(\[]\s{0,4}[\"'][^\"'\n]{1,128}[\"']"
+            r"\s{0,4},\s{0,4}[\"']([^\"'\n]{1,256})[\"']\s{0,4}[)\]]"
+        ),
+        group=2,
+        name_group=1,
+    ),
+    SecretPattern(
         kind="secret-flag",
         name="secret command-line option",
+        # `--api-key X`, `--admin-pass=X`, `--sas X`, `-p X`, `-a X`: the option's name says.
         pattern=re.compile(
-            rf"(?i)(?<![\w-])--[a-z0-9-]*(?:{_KEY_WORDS}|key)(?:=|\s+)[\"']?([^\s\"'-][^\s\"']*)"
+            r"(?<![\w-])(-[A-Za-z]|--[A-Za-z0-9][A-Za-z0-9_.-]{0,63})(?:=|[ \t]{1,8})[\"']?"
+            r"([^\s\"'-][^\s\"']{0,4095})"
         ),
+        group=2,
+        name_group=1,
+    ),
+    SecretPattern(
+        kind="user-password-option",
+        name="user:password option",
+        # curl / wget style `-u user:pw`, `--user user:pw`, `--proxy-user user:pw`.
+        pattern=re.compile(
+            r"(?<![\w-])(?:-u|-U|--user|--proxy-user|--http-user)(?:=|[ \t]{1,8})[\"']?"
+            r"[^\s:\"'/]{1,64}:([^\s\"']{3,256})"
+        ),
+        group=1,
+    ),
+    SecretPattern(
+        kind="secret-short-flag",
+        name="password option (-pPASSWORD)",
+        # mysql's attached form; all-lowercase words (`-pthread`) are compiler flags.
+        pattern=re.compile(r"(?<![\w-])-p(?=[^\s\"']*[A-Z0-9!@#$%^&*])([^\s\"'-][^\s\"']{3,255})"),
         group=1,
     ),
     SecretPattern(
         kind="secret-assignment",
         name="secret-named value",
-        # `api_key=...`, `"password": "..."`, `token: ...`, `SECRET_KEY='...'`: the key
-        # must end in a secret word (TOKENIZERS_PARALLELISM and max_new_tokens do not).
+        # `api_key=...`, `"password": "..."`, `token: ...`, `SECRET_KEY='...'`, `VLLM_PASS=...`,
+        # `X-Api-Key: ...`: the name must say secret (`reporter.secrets.names`).
         pattern=re.compile(
-            rf"(?i)(?<![\w-])[\w.-]*(?:{_KEY_WORDS})[\"']?\s*(?::|=|=>)\s*[\"']?"
-            r"([^\s\"'<>,;&()\[\]{}][^\s\"'<>,;&()\[\]{}]{3,})"
+            r"(?<![\w.-])([A-Za-z_][\w.-]{0,127})[\"']?\s{0,4}(?::|=|=>)\s{0,4}[\"']?"
+            r"([^\s\"'<>,;&()\[\]{}][^\s\"'<>,;&()\[\]{}]{3,4095})"
+        ),
+        group=2,
+        name_group=1,
+    ),
+    SecretPattern(
+        kind="connection-string",
+        name="secret in a connection string",
+        pattern=re.compile(
+            r"(?i)(?:^|[;\s\"'])(?:password|pwd|accountkey|sharedaccesskey|sharedsecretvalue)"
+            r"\s{0,4}=\s{0,4}([^;\s\"']{3,4096})"
         ),
         group=1,
     ),
@@ -231,15 +320,42 @@ def _is_value(value: str) -> bool:
     return not re.fullmatch(r"[\d.:_-]+|[/~.][\w./-]*|\$\{?\w+\}?|%\(?\w+\)?s?|\*+", stripped)
 
 
+_AUTH_SCHEMES = frozenset({"basic", "bearer", "token", "digest", "negotiate", "apikey"})
+_NAMED_KINDS = frozenset({"secret-assignment", "secret-flag", "secret-short-flag"})
+
+
+def _matches(entry: SecretPattern, text: str) -> Iterator[re.Match[str]]:
+    """`entry`'s matches; for named patterns, only those whose name says secret.
+
+    A rejected name (`headers` in `headers: X-Api-Key: v`) must not swallow the
+    candidate that starts inside its match, so the search resumes one character on.
+    """
+    if not entry.name_group:
+        yield from entry.pattern.finditer(text)
+        return
+    at = 0
+    while at <= len(text):
+        match = entry.pattern.search(text, at)
+        if match is None:
+            return
+        if is_secret_name(match.group(entry.name_group)):
+            yield match
+            at = max(match.end(), at + 1)
+        else:
+            at = match.start(entry.name_group) + 1
+
+
 def pattern_hits(text: str) -> Iterator[SecretHit]:
     """Hits of `SECRET_PATTERNS` (ours only), in pattern order then position."""
     for entry in SECRET_PATTERNS:
-        for match in entry.pattern.finditer(text):
+        for match in _matches(entry, text):
             value = match.group(entry.group)
-            if not _is_value(value):
-                continue
-            if entry.kind in ("secret-assignment", "secret-flag") and value.isdigit():
-                continue
+            if not _is_value(value) or PLACEHOLDER_RE.search(value):
+                continue  # nothing, or what a previous masking left
+            if entry.kind in _NAMED_KINDS and (
+                value.isdigit() or value.startswith("<") or value.lower() in _AUTH_SCHEMES
+            ):
+                continue  # a number, a placeholder, or the scheme word before the credential
             yield SecretHit(
                 kind=entry.kind,
                 name=entry.name,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reporter.collect import scrub
+from reporter.secrets import scrub
 
 DETECTOR = scrub.default_detector()
 GH = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4"

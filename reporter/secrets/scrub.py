@@ -4,8 +4,8 @@ Pure functions: bytes or text in, redacted bytes or text and a count out. The
 detector is the project's own, not a second list:
 
 * a value whose *name* says secret (`HF_TOKEN`, `--api-key`, `password`) or whose
-  whole value has a credential's shape is replaced entirely: `Secrets.is_secret`,
-  the rules of `reporter/data/env.toml` that the report and `report diff` use;
+  whole value has a credential's shape is replaced entirely: `SecretPolicy.is_secret`,
+  the rules the report and `report diff` use;
 * inside any other value, the spans that `reporter.secrets.scan` finds
   (the shared list of secret shapes behind upstream redaction and `report lint`:
   provider tokens, bearer credentials, passwords in URLs, ...) are replaced, and the
@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from reporter.analysis.environment import REDACTED
+REDACTED = "[redacted]"  # reporter.secrets.REDACTED (no import cycle)
 
 # A `--locals` entry: 12 spaces of indent, `name: repr` (formats.md 1.3).
 _LOCAL_RE = re.compile(r"^(\s{8,})([A-Za-z_][A-Za-z0-9_]*): (.*)$")
@@ -65,19 +65,10 @@ class SecretDetector:
 
 
 def default_detector() -> SecretDetector:
-    """The project's detector: env.toml's rules plus the shared secret shapes."""
+    """The project's detector: the shared secret policy and shapes (`reporter.secrets`)."""
     from reporter import secrets
-    from reporter.analysis.environment import default_rules
 
-    def spans(text: str) -> list[tuple[int, int]]:
-        try:
-            hits = secrets.scan(text)
-        except ImportError:
-            # detect-secrets missing: our own patterns still apply.
-            hits = secrets.scan(text, library=False)
-        return [(h.start, h.end) for h in hits]
-
-    return SecretDetector(is_secret=default_rules().secrets.is_secret, spans=spans)
+    return SecretDetector(is_secret=secrets.is_secret, spans=secrets.spans)
 
 
 def scrub_environ(data: bytes, detector: SecretDetector) -> tuple[bytes, int]:
@@ -109,7 +100,7 @@ def scrub_argv(argv: Sequence[str], detector: SecretDetector) -> tuple[tuple[str
             if hidden:
                 out[index] = f"{name}={shown}"
         elif (
-            arg.startswith("--")
+            arg.startswith("-")
             and index + 1 < len(out)
             and not out[index + 1].startswith("-")
             and detector.is_secret(arg, out[index + 1])
