@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reporter import bundle as bundle_io
-from reporter.analysis import Analysis, Similarity, analyze, to_json
+from reporter.analysis import Analysis, Similarity, analyze, format_ranks, to_json
 from reporter.analysis.export import dumps_deep
 from reporter.errors import InputError, OutputError, UsageError
 from reporter.fileio import check_regular, read_text_bounded
@@ -346,6 +346,8 @@ def analysis_text(bundle: Bundle, analysis: Analysis, *, seen: Sequence[SeenRepo
     lines.append(ans.paragraph)
     if analysis.classes:
         lines.append("")
+    for inst in analysis.instances:
+        lines.append(f"instance {inst.id}: {inst.verdict.value} ({inst.label})")
     for stack_class in analysis.classes:
         blocked = stack_class.collective or stack_class.wait or "-"
         top = innermost_python(stack_class.frames)
@@ -354,8 +356,19 @@ def analysis_text(bundle: Bundle, analysis: Analysis, *, seen: Sequence[SeenRepo
             if top and top.line
             else (top.display() if top else "-")
         )
+        label = (
+            f"{stack_class.instance}:{stack_class.label}"
+            if analysis.instances
+            else stack_class.label
+        )
+        lines.append(f"  {label:<12} {stack_class.state.value:<8} {blocked:<16} {where}")
+    for edge in analysis.waits_for:
+        at = f" at {edge.waiting.at}" if edge.waiting.at else ""
+        whom = edge.waited.at or edge.waited.state
+        prefix = f"instance {edge.instance}: " if analysis.instances else ""
         lines.append(
-            f"  {stack_class.label:<12} {stack_class.state.value:<8} {blocked:<16} {where}"
+            f"waits: {prefix}{format_ranks(edge.waiting.ranks)} in {edge.waiting.collective}{at}"
+            f" -> {format_ranks(edge.waited.ranks)} {whom}"
         )
     for note in analysis.confidence_notes:
         lines.append(f"note: {note}")

@@ -34,6 +34,7 @@ from reporter.model import (
     Location,
     Manifest,
     ParseWarning,
+    ProcessNote,
     RankHint,
     TimelineEvent,
     WedgeSettings,
@@ -61,7 +62,16 @@ TOP_KEYS = (
     "upstream_ref",
     "collect",
 )
-EVIDENCE_KEYS = ("path", "kind", "captured_at", "rank", "role", "group", "description")
+EVIDENCE_KEYS = (
+    "path",
+    "kind",
+    "captured_at",
+    "rank",
+    "role",
+    "group",
+    "instance",
+    "description",
+)
 EVENT_KEYS = ("at", "text")
 WEDGE_KEYS = ("output", "waiting", "context", "window")
 UPSTREAM_REF_KEYS = ("repo", "package", "module", "tag", "commit", "version", "path_prefix")
@@ -217,6 +227,7 @@ def parse_manifest(
         baseline=_inside(data, "baseline", text, root),
         source_root=_inside(data, "source_root", text, root),
         upstream_ref=_upstream_ref(data, text),
+        processes=_collect_processes(data),
     )
     raw_entries = data.get("evidence", [])
     if not isinstance(raw_entries, list):
@@ -285,15 +296,20 @@ def _expand_entry(
             f"to {MAX_WORLD_SIZE - 1}, got {_shown(rank)}",
             tip="write the rank as a plain number, e.g. rank = 3, or leave it out",
         )
-    for key in ("role", "group", "description"):
+    for key in ("role", "group", "instance", "description"):
         if key in raw and not isinstance(raw[key], str):
             raise ManifestError(
                 f"{MANIFEST_NAME}:{line}: `{key}` must be a string, got {_shown(raw[key])}",
                 tip=f'quote it: {key} = "..."',
             )
     hint = None
-    if rank is not None or raw.get("role") or raw.get("group"):
-        hint = RankHint(rank=rank, role=_opt_str(raw.get("role")), group=_opt_str(raw.get("group")))
+    if rank is not None or raw.get("role") or raw.get("group") or raw.get("instance"):
+        hint = RankHint(
+            rank=rank,
+            role=_opt_str(raw.get("role")),
+            group=_opt_str(raw.get("group")),
+            instance=_opt_str(raw.get("instance")),
+        )
     matches = sorted(root.glob(pattern)) if any(c in pattern for c in "*?[") else [root / pattern]
     if not matches:
         raise ManifestError(
@@ -418,6 +434,44 @@ def _inside(data: dict[str, Any], key: str, text: str, root: Path) -> str:
     if not target.resolve().is_relative_to(root.resolve()):
         raise ManifestError(f"{where}: {key} {value!r} resolves outside the bundle")
     return value
+
+
+def _collect_processes(data: dict[str, Any]) -> tuple[ProcessNote, ...]:
+    """`[[collect.target]]` and `[[collect.process]]`: the process tree `report collect`
+    recorded. Tolerant: an entry without an integer `pid` is skipped (the table is the
+    collector's own record, not something the loader must enforce)."""
+    collect = data.get("collect")
+    if not isinstance(collect, dict):
+        return ()
+    out: dict[int, ProcessNote] = {}
+    for key in ("target", "process"):
+        entries = collect.get(key, [])
+        if not isinstance(entries, list):
+            continue
+        for raw in entries:
+            if not isinstance(raw, dict) or not isinstance(raw.get("pid"), int):
+                continue
+
+            def num(name: str, raw: dict[str, Any] = raw) -> int | None:
+                value = raw.get(name)
+                return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+            def text_of(name: str, raw: dict[str, Any] = raw) -> str:
+                value = raw.get(name)
+                return value if isinstance(value, str) else ""
+
+            out.setdefault(
+                raw["pid"],
+                ProcessNote(
+                    pid=raw["pid"],
+                    ppid=num("ppid"),
+                    pgid=num("pgid"),
+                    title=text_of("title"),
+                    cmdline=text_of("cmdline"),
+                    launcher=num("launcher"),
+                ),
+            )
+    return tuple(out.values())
 
 
 def _upstream_ref(data: dict[str, Any], text: str) -> tuple[tuple[str, str], ...]:

@@ -101,6 +101,7 @@ class RankSource(StrEnum):
 
     MANIFEST = "manifest"
     LOCALS = "locals"
+    ENVIRON = "environ"
     PROCESS_TITLE = "process-title"
     FILENAME = "filename"
     PID = "pid"
@@ -301,6 +302,9 @@ class RankHint:
     rank: int | None = None
     role: str | None = None
     group: str | None = None
+    instance: str | None = None
+    """Which server or job the file's process belongs to (`prefill`, `decode`): ranks are
+    numbered within it. The strongest instance signal."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -314,6 +318,20 @@ class EvidenceFile:
     captured_at: datetime | None = None
     rank_hint: RankHint | None = None
     description: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessNote:
+    """A process `report collect` targeted or found above a target: `[[collect.target]]`
+    and `[[collect.process]]` of `bundle.toml` (the launcher and process tree)."""
+
+    pid: int
+    ppid: int | None = None
+    pgid: int | None = None
+    title: str = ""
+    cmdline: str = ""
+    launcher: int | None = None
+    """The topmost ancestor below init that is not a shell: the server's or job's launcher."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -336,6 +354,8 @@ class Manifest:
     """`source_root = "src/"`: a folder inside the bundle holding deployed source files."""
     upstream_ref: tuple[tuple[str, str], ...] = ()
     """`[upstream_ref]` as (key, value) pairs: repo, package, tag rule, path prefix, commit."""
+    processes: tuple[ProcessNote, ...] = ()
+    """The process tree `report collect` recorded (`[collect]` targets and their ancestors)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -140,9 +140,9 @@ SHAPES: dict[str, Shape] = {
                 "specific": Key(bool),
             }
         )
-        for name in ("collective", "wait", "generic", "idle", "gpu_sync")
+        for name in ("collective", "wait", "generic", "idle", "gpu_sync", "idle_loop")
     }
-    | {"library": Table({"file": _GLOBS})},
+    | {"library": Table({"file": _GLOBS}), "states": Table({"idle_waits": Key(Strings)})},
     "goroutines.toml": {
         "plumbing": Table({"functions": _GLOBS}),
         "runtime": Table({"functions": _GLOBS}),

@@ -1,8 +1,10 @@
 """The analysis pipeline: `Bundle` in, `Analysis` out.
 
-Steps: identify ranks and their snapshots (ranks.py), intern every main
+Steps: identify instances, ranks and their snapshots (ranks.py); then, per
+instance (one server or job; the top-level verdict is the most severe one), intern every main
 stack and the latest snapshot's other threads (stacks.py), per-rank states
-(progress.py), classes and trees (merge.py), the verdict (verdict.py),
+(progress.py: stuck, moving, idle), classes and trees (merge.py), the verdict and
+who waits for whom (verdict.py),
 branch point (branch.py), confidence and summary (explain.py) and the
 signature (signature.py); then the metric history's wedge (wedge.py), the Go
 clients (goroutines.py), the timeline of everything dated (timeline.py), and the
@@ -12,31 +14,47 @@ deterministic output.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from reporter.analysis import flight_recorder, surroundings
 from reporter.analysis.branch import branch_point
-from reporter.analysis.classify import default_classifier
+from reporter.analysis.classify import Classifier, FrameKind, default_classifier
 from reporter.analysis.explain import Context, confidence, summary
-from reporter.analysis.merge import Member, ThreadSample, build_tree, split_threads, stack_classes
-from reporter.analysis.progress import UnitView, rank_state
-from reporter.analysis.ranks import RankedProcess, identify, main_thread
+from reporter.analysis.merge import (
+    Member,
+    ThreadSample,
+    build_tree,
+    split_threads,
+    stack_classes,
+)
+from reporter.analysis.progress import UnitView, rank_state, raw_state, snapshot_idle
+from reporter.analysis.ranks import Instance, RankedProcess, RankMap, identify, main_thread
 from reporter.analysis.result import (
     Analysis,
+    BranchPoint,
+    Confidence,
+    FailedRank,
+    InstanceVerdict,
     RankIdentity,
     RankProcess,
+    RankState,
+    Signature,
     Similarity,
     StackClass,
+    TreeNode,
     Verdict,
+    WaitsFor,
 )
-from reporter.analysis.signature import make_signature
+from reporter.analysis.signature import evidence_lines, make_signature
 from reporter.analysis.stacks import StackInfo, StackTable
 from reporter.analysis.timeline import build as build_timeline
-from reporter.analysis.verdict import Finding, decide
+from reporter.analysis.verdict import Finding, decide, waits_for
 from reporter.analysis.wedge import WedgeReport
 from reporter.analysis.wedge import detect as detect_wedge
 from reporter.gcpause import gc_paused
-from reporter.model import Bundle
+from reporter.model import Bundle, ThreadStatus
 
 if TYPE_CHECKING:
     from reporter.analysis.excerpts import SourceReader
@@ -50,6 +68,58 @@ def _history(process: RankedProcess, table: StackTable) -> tuple[StackInfo, ...]
     return tuple(out)
 
 
+def _states(process: RankedProcess, history: tuple[StackInfo, ...]) -> tuple[RankState, RankState]:
+    """(state shown, motion): idle when every snapshot idles, else stuck / moving / unknown."""
+    idle = []
+    for dump, info in zip(process.snapshots, history, strict=True):
+        thread = main_thread(dump)
+        idle.append(snapshot_idle(info, thread.status if thread else ThreadStatus.UNKNOWN))
+    return rank_state(history, idle), raw_state(history)
+
+
+_GROUP_ARGS = ("group", "process_group", "pg", "group_name")
+_QUOTED = re.compile(r"""^["'](.+)["']$""")
+# `kwargs: {"group": None}` in torch's c10d wrapper: the group as the caller passed it.
+_KWARG_GROUP = re.compile(
+    r"""["'](?:group|process_group|pg)["']\s*:\s*(None|["'][^"']*["']|<[^>]*>)"""
+)
+
+
+def _group_text(text: str) -> str:
+    text = text.strip()
+    if text == "None":
+        return "default"
+    quoted = _QUOTED.match(text)
+    if quoted is not None:
+        return quoted.group(1)
+    # An object: addresses differ between processes, so only "not the default" is known.
+    return "non-default"
+
+
+def _process_group(process: RankedProcess, classifier: Classifier) -> str | None:
+    """The process group of the collective in the latest `--locals` snapshot, as the caller
+    passed it: `default` for `group=None`, a quoted name as given, `non-default` for a
+    group object; None when unknown. torch replaces None by the default group object
+    inside the collective, so the wrapper's `kwargs` (outer) win over the inner argument."""
+    for dump in reversed(process.snapshots):
+        thread = main_thread(dump)
+        if thread is None or not any(f.locals for f in thread.frames):
+            continue
+        found: str | None = None
+        for frame in thread.frames:
+            if classifier.classify(frame).kind is FrameKind.APPLICATION:
+                break
+            for local in frame.locals:
+                if local.is_arg and local.name in _GROUP_ARGS:
+                    found = _group_text(local.repr)
+                elif local.name == "kwargs":
+                    match = _KWARG_GROUP.search(local.repr)
+                    if match is not None:
+                        found = _group_text(match.group(1))
+        return found
+    return None
+
+
 def _identity(process: RankedProcess) -> RankIdentity:
     latest = process.snapshots[-1] if process.snapshots else None
     return RankIdentity(
@@ -61,6 +131,7 @@ def _identity(process: RankedProcess) -> RankIdentity:
         detail=process.detail,
         pid=latest.pid if latest is not None and latest.pid is not None else process.pid,
         title=process.title,
+        instance=process.instance,
     )
 
 
@@ -94,20 +165,53 @@ def analyze(
         return _analyze(bundle, similarity, sources, context)
 
 
-def _analyze(
-    bundle: Bundle, similarity: Similarity, sources: SourceReader | None, context: int
-) -> Analysis:
-    classifier = default_classifier()
-    table = StackTable(classifier)
-    rank_map = identify(bundle)
+@dataclass(slots=True, kw_only=True)
+class _Part:
+    """One instance analysed on its own."""
 
+    instance: Instance
+    finding: Finding
+    level: Confidence
+    notes: tuple[str, ...]
+    summary: str
+    classes: tuple[StackClass, ...]
+    chosen: tuple[StackClass, ...]
+    tree: TreeNode
+    branch: BranchPoint | None
+    missing: tuple[int, ...]
+    processes: list[RankProcess]
+    samples: list[ThreadSample]
+    edges: tuple[WaitsFor, ...]
+    snapshots: int
+
+
+def _absent(
+    missing: tuple[int, ...], failed: tuple[FailedRank, ...], groups: dict[int, str]
+) -> list[tuple[int, str, str]]:
+    """Ranks without stacks, with their group and state (`gone` or `missing`)."""
+    gone = {f.rank for f in failed if f.rank is not None and f.state == "gone"}
+    only_group = next(iter(set(groups.values()))) if len(set(groups.values())) == 1 else None
+    out = []
+    for rank in missing:
+        group = only_group if only_group is not None else ""
+        out.append((rank, group, "gone" if rank in gone else "missing"))
+    return out
+
+
+def _part(
+    instance: Instance,
+    rank_map: RankMap,
+    table: StackTable,
+    similarity: Similarity,
+    classifier: Classifier,
+) -> _Part:
     views: list[UnitView] = []
     processes: list[RankProcess] = []
     members: list[Member] = []
     samples: list[ThreadSample] = []
-    for process in rank_map.ranks:
+    for process in instance.ranks:
         history = _history(process, table)
-        state = rank_state(history)
+        state, motion = _states(process, history)
         identity = _identity(process)
         views.append(
             UnitView(
@@ -116,6 +220,8 @@ def _analyze(
                 pid=identity.pid,
                 state=state,
                 history=history,
+                raw=motion,
+                pg=_process_group(process, classifier),
             )
         )
         processes.append(RankProcess(identity=identity, snapshots=process.snapshots, state=state))
@@ -133,24 +239,20 @@ def _analyze(
                         info=table.intern(thread.frames),
                     )
                 )
-    others = tuple(
-        RankProcess(
-            identity=_identity(p), snapshots=p.snapshots, state=rank_state(_history(p, table))
-        )
-        for p in rank_map.others
-    )
-
     classes, pairs = stack_classes(members, similarity)
+    classes = tuple(replace(c, instance=instance.id) for c in classes)
     tree = build_tree(pairs, similarity, table)
-    thread_groups, idle_threads = split_threads(samples, similarity, table)
-    snapshots = max((len(p.snapshots) for p in rank_map.ranks), default=0)
-    finding = decide(views, snapshots)
+    snapshots = max((len(p.snapshots) for p in instance.ranks), default=0)
 
     missing: tuple[int, ...] = ()
-    if rank_map.unit == "rank" and rank_map.world_size is not None:
-        present = {p.unit for p in rank_map.ranks}
-        missing = tuple(r for r in range(rank_map.world_size) if r not in present)
-
+    if rank_map.unit == "rank" and instance.world_size is not None:
+        present = {p.unit for p in instance.ranks}
+        missing = tuple(r for r in range(instance.world_size) if r not in present)
+    absent = _absent(missing, instance.failed, {v.unit: v.group for v in views})
+    finding = decide(views, snapshots, absent)
+    edges: tuple[WaitsFor, ...] = ()
+    if finding.verdict in (Verdict.COLLECTIVE_DESYNC, Verdict.ALL_STUCK, Verdict.INCONCLUSIVE):
+        edges = waits_for(views, absent=absent, instance=instance.id)
     chosen, wants_branch = _chosen_classes(finding, classes)
     branch = branch_point(chosen, table) if wants_branch else None
     ctx = Context(
@@ -160,49 +262,183 @@ def _analyze(
         classes=classes,
         branch_point=branch,
         missing=missing,
-        world_size=rank_map.world_size,
-        world_detail=rank_map.world_detail,
-        failed=rank_map.failed,
+        world_size=instance.world_size,
+        world_detail=instance.world_detail,
+        failed=instance.failed if len(rank_map.instances) > 1 else rank_map.failed,
         unidentified=rank_map.unidentified,
+        waits_for=edges,
+        ambiguous=instance.ambiguous,
     )
     level, notes = confidence(finding, ctx)
+    return _Part(
+        instance=instance,
+        finding=finding,
+        level=level,
+        notes=notes,
+        summary=summary(finding, ctx, chosen, classifier),
+        classes=classes,
+        chosen=chosen,
+        tree=tree,
+        branch=branch,
+        missing=missing,
+        processes=processes,
+        samples=samples,
+        edges=edges,
+        snapshots=snapshots,
+    )
+
+
+# Most severe first: the top-level verdict of several instances is the most severe one.
+_SEVERITY = {
+    Verdict.COLLECTIVE_DESYNC: 0,
+    Verdict.ALL_STUCK: 1,
+    Verdict.PROGRESSING: 2,
+    Verdict.INCONCLUSIVE: 3,
+}
+_LEVELS = (Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW)
+
+
+def _analyze(
+    bundle: Bundle, similarity: Similarity, sources: SourceReader | None, context: int
+) -> Analysis:
+    classifier = default_classifier()
+    table = StackTable(classifier)
+    rank_map = identify(bundle)
+    instances = rank_map.instances or (
+        Instance(
+            id="1",
+            label="",
+            how="",
+            ranks=(),
+            world_size=None,
+            world_detail="",
+            failed=rank_map.failed,
+        ),
+    )
+    parts = [_part(i, rank_map, table, similarity, classifier) for i in instances]
+    main = min(parts, key=lambda p: (_SEVERITY[p.finding.verdict], int(p.instance.id)))
+    multi = len(parts) > 1
+
+    others = tuple(
+        RankProcess(
+            identity=_identity(p),
+            snapshots=p.snapshots,
+            state=rank_state(_history(p, table)),
+        )
+        for p in rank_map.others
+    )
+    thread_groups, idle_threads = split_threads(main.samples, similarity, table)
     wedge = detect_wedge(bundle.series, bundle.manifest.wedge)
     clients = surroundings.go_clients(bundle, similarity)
     warnings = tuple(str(w) for w in bundle.warnings) + rank_map.warnings
-    if rank_map.world_size is not None and views and rank_map.unit == "rank":
-        beyond = [v.unit for v in views if v.unit >= rank_map.world_size]
-        if beyond:
-            warnings += (
-                f"ranks {beyond} lie beyond the world size {rank_map.world_size} "
-                f"({rank_map.world_detail})",
+    for part in parts:
+        inst = part.instance
+        if inst.world_size is not None and rank_map.unit == "rank":
+            beyond = [p.unit for p in inst.ranks if p.unit >= inst.world_size]
+            if beyond:
+                where = f" in instance {inst.id}" if multi else ""
+                warnings += (
+                    f"ranks {beyond}{where} lie beyond the world size {inst.world_size} "
+                    f"({inst.world_detail})",
+                )
+
+    level, notes, text = main.level, main.notes, main.summary
+    verdicts: tuple[InstanceVerdict, ...] = ()
+    if multi:
+        verdicts = tuple(
+            InstanceVerdict(
+                id=p.instance.id,
+                label=p.instance.label,
+                how=p.instance.how,
+                pids=tuple(sorted(r.pid for r in p.instance.ranks if r.pid is not None)),
+                ranks=tuple(sorted({r.unit for r in p.instance.ranks})),
+                verdict=p.finding.verdict,
+                confidence=p.level,
+                summary=p.summary,
             )
+            for p in parts
+        )
+        rest = [p for p in parts if p is not main]
+        text = (
+            f"{len(parts)} instances (servers or jobs) in the evidence, each with its own ranks. "
+            f"Instance {main.instance.id} ({main.instance.label}): {main.summary} "
+            + " ".join(
+                f"Instance {p.instance.id} ({p.instance.label}): {p.finding.verdict.value}."
+                for p in rest
+            )
+        )
+        if not main.instance.ambiguous and any(p.instance.ambiguous for p in parts):
+            notes = (
+                *notes,
+                "processes claiming the same rank were told apart only by PID order",
+            )
+            level = _LEVELS[min(len(notes), len(_LEVELS) - 1)]
+
+    processes = tuple(p for part in parts for p in part.processes)
     analysis = Analysis(
-        verdict=finding.verdict,
+        verdict=main.finding.verdict,
         confidence=level,
         confidence_notes=notes,
-        summary=summary(finding, ctx, chosen, classifier)
+        summary=text
         + _wedge_sentence(wedge, bundle)
         + surroundings.clients_sentence(clients, wedge),
-        snapshots=snapshots,
+        snapshots=max((p.snapshots for p in parts), default=0),
         rank_unit=rank_map.unit,
-        processes=tuple(processes),
+        processes=processes,
         others=others,
-        classes=classes,
-        tree=tree,
+        classes=tuple(c for part in parts for c in part.classes),
+        tree=main.tree,
         thread_groups=thread_groups,
         idle_threads=idle_threads,
-        branch_point=branch,
-        missing_ranks=missing,
+        branch_point=main.branch,
+        missing_ranks=main.missing,
         failed=rank_map.failed,
-        laggards=finding.laggards,
-        signature=make_signature(finding.verdict, chosen, classifier),
+        laggards=main.finding.laggards,
+        # A run without a hang still has stacks: its signature rests on all of them.
+        signature=make_signature(main.finding.verdict, main.chosen or main.classes, classifier),
         warnings=warnings,
         wedge=wedge,
         timeline=build_timeline(bundle, wedge, surroundings.clients_events(clients)),
         goroutines=clients,
+        waits_for=tuple(e for part in parts for e in part.edges),
+        instances=verdicts,
     )
     analysis = flight_recorder.complete(analysis, bundle, classifier)
-    return surroundings.complete(analysis, bundle, sources=sources, context=context)
+    done = surroundings.complete(analysis, bundle, sources=sources, context=context)
+    if done.signature.text.count("\n") == 0:
+        # Nothing from stacks: the signature rests on what the verdict rests on instead.
+        done = replace(done, signature=_evidence_signature(done, bundle, classifier))
+    return done
+
+
+def _evidence_signature(analysis: Analysis, bundle: Bundle, classifier: Classifier) -> Signature:
+    roles = {p.identity.pid: p.identity.role or "" for p in (*analysis.processes, *analysis.others)}
+    failures = sorted(
+        {
+            (
+                f.state,
+                roles.get(f.failure.pid, "") if f.failure.pid is not None else "",
+                f.failure.reason,
+            )
+            for f in analysis.failed
+        }
+    )
+    signals = (
+        [s.name for s in analysis.wedge.signals if s.shows_wedge]
+        if analysis.wedge is not None and analysis.wedge.episode is not None
+        else []
+    )
+    change = (
+        analysis.diff.changes[0] if analysis.diff is not None and analysis.diff.changes else None
+    )
+    top = f"{change.kind.value} {change.key}: {change.before} -> {change.after}" if change else None
+    lines = evidence_lines(
+        wedge_signals=signals,
+        failures=failures,
+        top_change=top,
+        kinds=sorted({f.kind.value for f in bundle.files}),
+    )
+    return make_signature(analysis.verdict, (), classifier, lines)
 
 
 def _wedge_sentence(wedge: WedgeReport | None, bundle: Bundle) -> str:

@@ -48,6 +48,7 @@ class RuleSection(StrEnum):
     WAIT = "wait"
     GENERIC = "generic"
     IDLE = "idle"
+    IDLE_LOOP = "idle_loop"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,11 +105,32 @@ class IdleMatch:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StackFacts:
-    """What a whole stack is doing: `wait` is only set when `collective` is None."""
+    """What a whole stack is doing: `wait` is only set when `collective` is None.
+
+    `site` is the call site: the innermost application frame, where the scan for the
+    collective or wait stopped (None when the stack has no application frame).
+    `idle_loop` is the innermost application frame an [[idle_loop]] rule claims, and
+    `idle_wait` is True when `wait` is a poll or sleep an idle loop blocks in.
+    """
 
     collective: str | None
     wait: str | None
     idle: IdleMatch | None
+    site: Frame | None = None
+    idle_loop: Frame | None = None
+    idle_wait: bool = False
+
+    @property
+    def site_text(self) -> str | None:
+        """`check_hicache_events (tp_desync.py:124)`: the call site, short."""
+        return frame_at(self.site) if self.site is not None else None
+
+
+def frame_at(frame: Frame) -> str:
+    """`function (file.py:line)` with the short function name and the file's basename."""
+    base = frame.file.rsplit("/", 1)[-1]
+    line = f":{frame.line}" if frame.line is not None else ""
+    return f"{frame.short_function} ({base}{line})"
 
 
 _NATIVE_FILE = re.compile(r"\.(?:so(?:\.[0-9]+)*|c|cc|cpp|cxx|h|hpp|S)$")
@@ -162,6 +184,8 @@ class RuleSet:
 
     rules: tuple[Rule, ...]
     library: re.Pattern[str] | None
+    idle_waits: frozenset[str] = frozenset()
+    """Wait names an idle loop blocks in (`[states] idle_waits`): poll, select, sleep, ..."""
 
     def section(self, section: RuleSection) -> tuple[Rule, ...]:
         """The rules of one section in file order."""
@@ -202,7 +226,10 @@ def parse_rules(text: str, *, source: str = "frames.toml") -> RuleSet:
                 raise ReporterError(f"{where} ({rule_id}): `native` must be true or false")
             if not isinstance(specific, bool):
                 raise ReporterError(f"{where} ({rule_id}): `specific` must be true or false")
-            if section in (RuleSection.WAIT, RuleSection.IDLE) and name is None:
+            if (
+                section in (RuleSection.WAIT, RuleSection.IDLE, RuleSection.IDLE_LOOP)
+                and name is None
+            ):
                 raise ReporterError(f"{where} ({rule_id}): needs a `name`")
             rules.append(
                 Rule(
@@ -221,8 +248,16 @@ def parse_rules(text: str, *, source: str = "frames.toml") -> RuleSet:
     library_files = (
         _string_list(library, "file", f"{source}: [library]") if isinstance(library, dict) else None
     )
+    states = data.get("states", {})
+    idle_waits = (
+        _string_list(states, "idle_waits", f"{source}: [states]")
+        if isinstance(states, dict)
+        else None
+    )
     return RuleSet(
-        rules=tuple(rules), library=_file_regex(library_files) if library_files else None
+        rules=tuple(rules),
+        library=_file_regex(library_files) if library_files else None,
+        idle_waits=frozenset(idle_waits or ()),
     )
 
 
@@ -242,8 +277,11 @@ class Classifier:
 
     def __init__(self, rules: RuleSet) -> None:
         self.rules = rules
-        self._frame_rules = tuple(r for r in rules.rules if r.section is not RuleSection.IDLE)
+        self._frame_rules = tuple(
+            r for r in rules.rules if r.section not in (RuleSection.IDLE, RuleSection.IDLE_LOOP)
+        )
         self._idle_rules = rules.section(RuleSection.IDLE)
+        self._idle_loop_rules = rules.section(RuleSection.IDLE_LOOP)
         # Keyed by the parser's native flag: is_native() derives the rest from the key.
         self._cache: dict[tuple[str, str, bool], FrameClass] = {}
         self._idle_cache: dict[tuple[str, str], Rule | None] = {}
@@ -322,10 +360,22 @@ class Classifier:
             elif c.kind is FrameKind.WAIT:
                 wait = c.name
         collective = collective or fallback
+        wait = None if collective else wait
+        loop = None
+        for frame, c in zip(frames, classes, strict=True):
+            if c.kind is FrameKind.APPLICATION and any(
+                r.matches(frame.short_function, frame.function, frame.file, False)
+                for r in self._idle_loop_rules
+            ):
+                loop = frame
+                break
         return StackFacts(
             collective=collective,
-            wait=None if collective else wait,
+            wait=wait,
             idle=self._idle(frames, classes),
+            site=frames[end] if end < len(frames) else None,
+            idle_loop=loop,
+            idle_wait=wait is not None and wait in self.rules.idle_waits,
         )
 
     def _idle(self, frames: Sequence[Frame], classes: Sequence[FrameClass]) -> IdleMatch | None:

@@ -22,6 +22,7 @@ from reporter.analysis.result import (
     RankState,
     StackClass,
     Verdict,
+    WaitsFor,
 )
 from reporter.analysis.verdict import Finding
 from reporter.model import Frame
@@ -45,6 +46,9 @@ class Context:
     world_detail: str
     failed: tuple[FailedRank, ...]
     unidentified: tuple[str, ...]
+    waits_for: tuple[WaitsFor, ...] = ()
+    ambiguous: bool = False
+    """Processes claiming the same rank were told apart by PID order only."""
 
 
 def _short_list(items: Sequence[str], sep: str = "; ") -> str:
@@ -102,6 +106,11 @@ def confidence(finding: Finding, ctx: Context) -> tuple[Confidence, tuple[str, .
             f"{plural(len(ctx.unidentified), 'process')} without a rank identity left out: "
             + _short_list(ctx.unidentified)
         )
+    if ctx.ambiguous:
+        notes.append(
+            "several processes claim the same ranks and nothing in the evidence told their "
+            "servers apart: they were kept apart by PID and grouped by PID order"
+        )
     if finding.verdict is Verdict.INCONCLUSIVE:
         notes.append(f"no decisive pattern: {finding.reason}")
     return _LEVELS[min(len(notes), len(_LEVELS) - 1)], tuple(notes)
@@ -152,6 +161,12 @@ def _class_text(unit: str, stack: StackClass, classifier: Classifier) -> str:
     elif stack.state is RankState.MOVING:
         verb = "keeps" if len(stack.ranks) == 1 else "keep"
         what = f"moving, last seen {what}"
+    elif stack.state is RankState.IDLE:
+        loop = next(
+            (f for f in stack.frames if classifier.classify(f).kind is FrameKind.APPLICATION),
+            None,
+        )
+        what = "idle" + (f" in {loop.short_function}" if loop is not None else "")
     elif stack.state is RankState.MIXED:
         what = f"{what} (some stuck, some moving)"
     return f"{_ranks_text(unit, stack.ranks)} {verb} {what}"
@@ -164,6 +179,37 @@ def _classes_text(unit: str, classes: Sequence[StackClass], classifier: Classifi
     if len(parts) <= 1:
         return "".join(parts)
     return ", ".join(parts[:-1]) + " while " + parts[-1]
+
+
+def waits_sentences(unit: str, edges: Sequence[WaitsFor]) -> list[str]:
+    """One sentence per waiting side: `Ranks [0-1] wait in all_reduce at writing_check
+    (tp_desync.py:60) for ranks [2-3] (idle in on_idle (tp_desync.py:122)).`"""
+    by_waiting: dict[tuple[tuple[int, ...], str, str], list[WaitsFor]] = {}
+    for edge in edges:
+        key = (edge.waiting.ranks, edge.waiting.collective, edge.waiting.at)
+        by_waiting.setdefault(key, []).append(edge)
+    out = []
+    for (ranks, collective, at), group in list(by_waiting.items())[:_LIST_LIMIT]:
+        parts = []
+        for edge in group:
+            who = _ranks_text(unit, edge.waited.ranks)
+            if edge.waited.state in ("gone", "missing"):
+                why = (
+                    "gone: the process no longer exists"
+                    if edge.waited.state == "gone"
+                    else "missing from the evidence"
+                )
+                parts.append(f"{who} ({why})")
+            else:
+                parts.append(f"{who} ({edge.waited.at})")
+        where = f" at {at}" if at else ""
+        verb = "waits" if len(ranks) == 1 else "wait"
+        out.append(
+            f"{_cap(_ranks_text(unit, ranks))} {verb} in {collective}{where} for "
+            + "; ".join(parts)
+            + "."
+        )
+    return out
 
 
 def _snapshot_text(snapshots: int) -> str:
@@ -193,18 +239,14 @@ def summary(
                 f"{len(finding.desync_groups)} collective groups disagree "
                 f"({', '.join(g or 'all ranks' for g in finding.desync_groups)})."
             )
-        if finding.laggards:
-            sentences.append(
-                f"{_cap(_ranks_text(unit, finding.laggards))} "
-                f"{'is' if len(finding.laggards) == 1 else 'are'} alone outside the "
-                "collective the rest of the group waits in."
-            )
+        sentences.extend(waits_sentences(unit, ctx.waits_for))
         sentences.append(_snapshot_text(ctx.snapshots))
     elif finding.verdict is Verdict.ALL_STUCK:
         sentences.append(
             f"All {count} show the same main stack in each of {ctx.snapshots} snapshots: "
             f"{_classes_text(unit, ctx.classes, classifier)}."
         )
+        sentences.extend(waits_sentences(unit, ctx.waits_for))
         if all(c.wait and not c.collective for c in ctx.classes):
             sentences.append(
                 "Every rank is blocked in a wait, not a collective: the service may simply be "
@@ -237,10 +279,13 @@ def summary(
             )
         if ctx.ranks:
             sentences.append(_snapshot_text(ctx.snapshots))
-    if ctx.missing:
+    # Ranks already named gone in a waits-for sentence are not "missing" again.
+    named_gone = {r for e in ctx.waits_for if e.waited.state == "gone" for r in e.waited.ranks}
+    missing = [r for r in ctx.missing if r not in named_gone]
+    if missing:
         sentences.append(
-            f"{_cap(_ranks_text(unit, ctx.missing))} "
-            f"{'is' if len(ctx.missing) == 1 else 'are'} missing from the evidence."
+            f"{_cap(_ranks_text(unit, missing))} "
+            f"{'is' if len(missing) == 1 else 'are'} missing from the evidence."
         )
     if ctx.failed:
         sentences.append(f"{plural(len(ctx.failed), 'dump')} failed.")

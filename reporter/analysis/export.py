@@ -9,7 +9,10 @@ versions add keys and never rename these. `wedge` (null without metrics) and
 `timeline` (a list of `{at, kind, text, source}`) carry times as ISO 8601 UTC.
 `environment` (allowlisted, redacted), `diff` (null without a baseline),
 `excerpts` and `goroutines` (null without Go dumps) come from their modules'
-`*_json` functions.
+`*_json` functions. `waits_for` lists who waits for whom (`{"waiting": {ranks, pids,
+collective, at}, "for": {ranks, pids, state, at}, group, instance}`); `instances` is
+empty for one server or job, else one entry per instance (`id`, `label`, `pids`,
+`ranks`, `verdict`, ...); classes and ranks carry their `instance` id.
 """
 
 from __future__ import annotations
@@ -22,10 +25,12 @@ from reporter.analysis.result import (
     Analysis,
     BranchPoint,
     IdleThread,
+    InstanceVerdict,
     RankProcess,
     StackClass,
     ThreadGroup,
     TreeNode,
+    WaitsFor,
 )
 from reporter.analysis.wedge import WedgeReport
 from reporter.model import Frame, TimelineEvent
@@ -48,6 +53,8 @@ def class_json(stack: StackClass) -> JSON:
         "state": stack.state.value,
         "frames": _frames(stack.frames),
         "pids": list(stack.pids),
+        "instance": stack.instance,
+        "call_site": stack.call_site,
     }
 
 
@@ -145,6 +152,43 @@ def process_json(process: RankProcess) -> JSON:
         "key": ident.key,
         "dims": dict(ident.dims),
         "snapshots": len(process.snapshots),
+        "instance": ident.instance,
+    }
+
+
+def waits_json(edge: WaitsFor) -> JSON:
+    """One waits-for edge: `waiting` ranks in a collective at a call site, and the ranks
+    they wait `for`, with their state and where they are."""
+    return {
+        "waiting": {
+            "ranks": list(edge.waiting.ranks),
+            "pids": list(edge.waiting.pids),
+            "collective": edge.waiting.collective,
+            "at": edge.waiting.at,
+            "process_group": edge.waiting.group,
+        },
+        "for": {
+            "ranks": list(edge.waited.ranks),
+            "pids": list(edge.waited.pids),
+            "state": edge.waited.state,
+            "at": edge.waited.at,
+        },
+        "group": edge.group,
+        "instance": edge.instance,
+    }
+
+
+def instance_json(inst: InstanceVerdict) -> JSON:
+    """One instance (server, job) of a bundle that holds several."""
+    return {
+        "id": inst.id,
+        "label": inst.label,
+        "pids": list(inst.pids),
+        "ranks": list(inst.ranks),
+        "verdict": inst.verdict.value,
+        "confidence": inst.confidence.value,
+        "separated_by": inst.how,
+        "summary": inst.summary,
     }
 
 
@@ -187,9 +231,12 @@ def to_json(analysis: Analysis) -> JSON:
                 "rank": f.rank,
                 "reason": f.failure.reason,
                 "source": str(f.failure.source),
+                "state": f.state,
             }
             for f in analysis.failed
         ],
+        "waits_for": [waits_json(e) for e in analysis.waits_for],
+        "instances": [instance_json(i) for i in analysis.instances],
         "ranks": [process_json(p) for p in analysis.processes],
         "others": [process_json(p) for p in analysis.others],
         "idle_threads": [idle_json(t) for t in analysis.idle_threads],

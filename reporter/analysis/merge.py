@@ -173,6 +173,7 @@ def stack_classes(
                 state=combine_states(m.state for m in bucket),
                 frames=info.frames,
                 pids=tuple(sorted({m.pid for m in bucket if m.pid is not None})),
+                call_site=facts.site_text,
             )
         )
         pairs.append((info, ranks))

@@ -15,10 +15,30 @@ from dataclasses import dataclass
 
 from reporter.analysis.result import RankState
 from reporter.analysis.stacks import StackInfo
+from reporter.model import ThreadStatus
 
 
-def rank_state(history: Sequence[StackInfo]) -> RankState:
-    """Stuck, moving, or unknown (fewer than two snapshots)."""
+def snapshot_idle(info: StackInfo, status: ThreadStatus) -> bool:
+    """True when one main stack idles: outside any collective, and either in an idle-loop
+    frame ([[idle_loop]]) or marked idle by py-spy while blocked in a poll or sleep."""
+    facts = info.facts
+    if facts.collective is not None or not info.frames:
+        return False
+    if facts.idle_loop is not None:
+        return True
+    return facts.idle_wait and status in (ThreadStatus.IDLE, ThreadStatus.UNKNOWN)
+
+
+def rank_state(history: Sequence[StackInfo], idle: Sequence[bool] = ()) -> RankState:
+    """Idle (every snapshot idles, see `snapshot_idle`), else stuck, moving, or unknown
+    (fewer than two snapshots)."""
+    if idle and len(idle) == len(history) and all(idle):
+        return RankState.IDLE
+    return raw_state(history)
+
+
+def raw_state(history: Sequence[StackInfo]) -> RankState:
+    """Stuck, moving, or unknown (fewer than two snapshots), whatever the stacks are."""
     if len(history) < 2:
         return RankState.UNKNOWN
     first = history[0].exact_id
@@ -36,12 +56,40 @@ class UnitView:
     pid: int | None
     state: RankState
     history: tuple[StackInfo, ...]
+    raw: RankState | None = None
+    """Stuck / moving / unknown before `idle` is told apart; None: same as `state`."""
+    pg: str | None = None
+    """The process group of the collective it is in, where `--locals` shows it
+    (`default` for `group=None`, else the group's name or type); None when unknown."""
+
+    @property
+    def motion(self) -> RankState:
+        """Stuck, moving or unknown: what the snapshots show, idle or not."""
+        return self.raw if self.raw is not None else self.state
 
     @property
     def latest(self) -> StackInfo:
         """The main stack of the latest snapshot."""
         return self.history[-1]
 
-    def visited(self, collective: str) -> bool:
-        """True when some snapshot shows this rank inside `collective`."""
-        return any(info.facts.collective == collective for info in self.history)
+    def visited(self, identity: tuple[object, ...]) -> bool:
+        """True when some snapshot shows this rank inside the collective `identity`
+        (see `collective_identity`)."""
+        return any(collective_identity(info) == identity for info in self.history)
+
+
+def collective_identity(info: StackInfo) -> tuple[object, ...] | None:
+    """Operation and call site of the collective a stack is in (None outside any).
+
+    Two ranks meet in a collective only when they call the same operation from the same
+    function: `all_reduce` from `writing_check (cache.py:60)` and `all_reduce` from
+    `forward (model.py:12)` never match each other."""
+    facts = info.facts
+    if facts.collective is None:
+        return None
+    site = facts.site
+    if site is None:
+        return (facts.collective,)
+    # Function and file, not the line: ranks running one code base call one site from one
+    # line, and line numbers are exactly what differs between two captures of a version.
+    return (facts.collective, site.short_function, site.file.rsplit("/", 1)[-1])

@@ -15,19 +15,31 @@ argument when larger)::
 
     sglang::scheduler_DP1_TP3 with DP sizes 2, TP size 4 -> rank 1*4 + 3 = 7
 
+`RANK` in the process's environ evidence ranks just below `--locals`. File names are the
+weakest source: a number equal to the dump's PID, or ranks in the thousands for a handful
+of processes, are not ranks (a warning says so).
+
+Ranks are numbered within an *instance* (one server, job or launcher): before ranks are
+final, the rank processes are split by the strongest instance signal (`instances.py`:
+the manifest's `instance`, the parent process, the rendezvous, ports). Two processes never
+share one rank label: when nothing separates them they are split by PID order, with a
+warning, and each part is marked `ambiguous`. Each `Instance` has its own world size and
+failed dumps.
+
 Also `format_ranks` / `parse_ranks` for compact rank sets (`[0-3,7]`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from reporter.analysis.instances import ProcessFacts, process_facts, signals, unit_pids
 from reporter.analysis.result import FailedRank
 from reporter.errors import UsageError
-from reporter.model import Bundle, ProcessDump, RankHint, RankSource, ThreadStack
+from reporter.model import Bundle, FailedDump, ProcessDump, RankHint, RankSource, ThreadStack
 
 # -- compact rank sets ---------------------------------------------------------------------------
 
@@ -250,11 +262,34 @@ class RankedProcess:
     title: str | None
     group: str
     snapshots: tuple[ProcessDump, ...]
+    instance: str = "1"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Instance:
+    """One server, job or launcher: ranks are numbered within it.
+
+    `id` is "1", "2", ... by smallest PID; `label` says what it is (`launcher PID 4700
+    (--port=30000)`), `how` which signal separated it from the others ("" when alone).
+    """
+
+    id: str
+    label: str
+    how: str
+    ranks: tuple[RankedProcess, ...]
+    world_size: int | None
+    world_detail: str
+    failed: tuple[FailedRank, ...]
+    ambiguous: bool = False
+    """True when nothing in the evidence separated it: processes were split by PID order."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RankMap:
-    """Processes split into ranks (sorted by unit) and others, plus what was learnt on the way."""
+    """Processes split into ranks (sorted by instance, then unit) and others, plus what was
+    learnt on the way. `world_size`, `failed` and so on describe the whole bundle when there
+    is one instance; `instances` holds each instance's own view (always at least one when
+    there are ranks)."""
 
     unit: str
     ranks: tuple[RankedProcess, ...]
@@ -264,6 +299,7 @@ class RankMap:
     failed: tuple[FailedRank, ...]
     unidentified: tuple[str, ...]
     warnings: tuple[str, ...]
+    instances: tuple[Instance, ...] = ()
 
 
 @dataclass(slots=True, eq=False)
@@ -285,6 +321,8 @@ class _Candidate:
     detail: str = ""
     group: str | None = None
     notes: list[str] = field(default_factory=list)
+    signals: dict[str, str] = field(default_factory=dict)
+    instance: str = "1"
 
 
 class _HintIndex:
@@ -405,6 +443,8 @@ def _read_evidence(
         cand.role = hint.role
     if hint is not None and hint.group:
         cand.group = hint.group
+    if hint is not None and hint.instance:
+        cand.signals["manifest"] = hint.instance
     if hint is not None and hint.rank is not None:
         cand.rank, cand.source = hint.rank, RankSource.MANIFEST
         cand.detail = f"rank {hint.rank} from the manifest entry for {own_paths[0]}"
@@ -484,13 +524,18 @@ def _group_key(cand: _Candidate) -> str:
     return " ".join(f"{d}{cand.dims[d]}" for d in ("DP", "PP") if d in cand.dims)
 
 
-def _finish(cand: _Candidate, unit: int, rank: int | None, group: str) -> RankedProcess:
+def _finish(
+    cand: _Candidate, unit: int, rank: int | None, group: str, *, multi: bool = False
+) -> RankedProcess:
     if cand.pid is not None:
         key = f"rank:{rank}" if rank is not None else f"pid:{cand.pid}"
     else:
         slot = cand.dumps[0][1].slot if cand.dumps else 0
         place = f"{cand.paths[0]}#{slot}" if slot else cand.paths[0]
         key = f"rank:{rank}" if rank is not None else f"file:{place}"
+    if multi and rank is not None:
+        # Ranks repeat across instances; the key stays unique.
+        key = f"instance:{cand.instance}/{key}"
     source = cand.source if rank is not None else RankSource.PID
     detail = cand.detail
     if rank is None:
@@ -512,6 +557,7 @@ def _finish(cand: _Candidate, unit: int, rank: int | None, group: str) -> Ranked
         title=cand.title,
         group=group,
         snapshots=_snapshot_order(cand.dumps),
+        instance=cand.instance,
     )
 
 
@@ -543,8 +589,156 @@ def _merge_same_rank(
     return sorted(by_rank.values(), key=lambda c: c.rank or 0), dropped
 
 
+def _claim(cand: _Candidate) -> object:
+    """What a rank candidate claims before radix ranks are final: its rank, or its dims."""
+    if cand.rank is not None:
+        return cand.rank
+    return tuple(sorted(cand.dims.items()))
+
+
+def _claim_text(cand: _Candidate) -> str:
+    if cand.rank is not None:
+        return f"rank {cand.rank}"
+    return " ".join(f"{d}{n}" for d, n in _sorted_dims(cand.dims))
+
+
+_SIGNAL_ORDER = ("manifest", "launcher", "rendezvous", "port")
+_SIGNAL_WORDS = {
+    "manifest": "the manifest's instance",
+    "launcher": "parent process (launcher)",
+    "rendezvous": "torch.distributed rendezvous in the environment",
+    "port": "ports in the command line",
+}
+
+
+def _split_by_signal(
+    cands: list[_Candidate],
+) -> tuple[list[tuple[str, str, list[_Candidate]]], str]:
+    """Partition rank candidates by the strongest signal that tells instances apart.
+
+    A signal kind is used when it gives at least two values; candidates without it
+    stay in one extra part. Returns (label, how, members) parts and the kind used."""
+    for kind in _SIGNAL_ORDER:
+        values = {c.signals[kind] for c in cands if kind in c.signals}
+        if len(values) < 2:
+            continue
+        parts: dict[str, list[_Candidate]] = {}
+        for cand in cands:
+            parts.setdefault(cand.signals.get(kind, ""), []).append(cand)
+        word = _SIGNAL_WORDS[kind]
+        out = [
+            (
+                f"{kind} {value}" if value else f"processes without a {kind} signal",
+                f"separated by {word}",
+                members,
+            )
+            for value, members in parts.items()
+        ]
+        return out, kind
+    return [("", "", cands)], ""
+
+
+def _split_collisions(
+    label: str, how: str, cands: list[_Candidate], warnings: list[str]
+) -> list[tuple[str, str, list[_Candidate], bool]]:
+    """Split one part further when several PIDs claim one rank: nothing told them apart,
+    so they are kept apart by PID, the k-th lowest PID of each rank going to part k
+    (one launcher starts its ranks one after the other, so their PIDs run together)."""
+    by_claim: dict[object, list[_Candidate]] = {}
+    for cand in cands:
+        by_claim.setdefault(_claim(cand), []).append(cand)
+    depth = max(
+        (len({c.pid for c in group if c.pid is not None}) for group in by_claim.values()),
+        default=0,
+    )
+    if depth < 2:
+        return [(label, how, cands, False)]
+    buckets: list[list[_Candidate]] = [[] for _ in range(depth)]
+    for group in by_claim.values():
+        with_pid = sorted((c for c in group if c.pid is not None), key=lambda c: c.pid or 0)
+        for i, cand in enumerate(with_pid):
+            buckets[i].append(cand)
+        # PID-less dumps of a claimed rank (faulthandler) cannot be told apart: first part.
+        buckets[0].extend(c for c in group if c.pid is None)
+    shared = sorted(
+        _claim_text(group[0])
+        for group in by_claim.values()
+        if len({c.pid for c in group if c.pid is not None}) > 1
+    )
+    pids = ", ".join(
+        f"{_claim_text(g[0])}: PIDs {', '.join(str(c.pid) for c in g if c.pid is not None)}"
+        for g in by_claim.values()
+        if len({c.pid for c in g if c.pid is not None}) > 1
+    )
+    warnings.append(
+        f"{len(shared)} rank identities are claimed by several processes ({pids}) and nothing "
+        "in the evidence tells their servers or jobs apart; they are kept apart by PID and "
+        "split into instances by PID order, which is a guess. Tip: dump with "
+        "`py-spy dump --subprocesses` of each launcher, or use `report collect`, which "
+        "records the process tree"
+    )
+    where = f"{label}, " if label else ""
+    return [
+        (
+            f"{where}PID group {i + 1}",
+            "split by PID order: nothing in the evidence separated these processes",
+            bucket,
+            True,
+        )
+        for i, bucket in enumerate(buckets)
+        if bucket
+    ]
+
+
+def _env_rank(cand: _Candidate, facts: ProcessFacts | None, warnings: list[str]) -> None:
+    """`RANK` from the process's environ evidence, when nothing stronger named the rank."""
+    if facts is None or cand.source in (RankSource.MANIFEST, RankSource.LOCALS):
+        return
+    if cand.source is RankSource.PROCESS_TITLE and (cand.rank is not None or cand.dims):
+        return
+    value = facts.env("RANK")
+    if value is None or not value.strip().isdigit():
+        return
+    if cand.rank is not None and cand.source is RankSource.FILENAME and cand.rank != int(value):
+        warnings.append(
+            f"{_label(cand)}: RANK={value} in its environment overrules rank {cand.rank} from "
+            "the file name (the weakest source)"
+        )
+    cand.rank, cand.source = int(value), RankSource.ENVIRON
+    cand.detail = f"rank {value} from RANK={value} in the process's environment"
+
+
+def _sanity(cands: list[_Candidate], warnings: list[str]) -> None:
+    """Overrule file-name ranks that cannot be ranks: a number equal to the dump's PID is a
+    PID, and numbers far beyond the processes seen are no ranks either."""
+    for cand in cands:
+        if cand.source is RankSource.FILENAME and cand.rank is not None and cand.rank == cand.pid:
+            warnings.append(
+                f"{_label(cand)}: the number {cand.rank} in the file name is its PID, not a "
+                "rank; file names are the weakest rank source"
+            )
+            cand.notes.append(f"file name number {cand.rank} is the PID")
+            cand.rank, cand.source, cand.detail = None, RankSource.PID, ""
+    named = [c for c in cands if c.source is RankSource.FILENAME and c.rank is not None]
+    if not named:
+        return
+    top = max(c.rank or 0 for c in named)
+    processes = len(cands)
+    # Evidence folders hold a handful to a few hundred ranks; a rank in the thousands with a
+    # few processes seen is a PID or a port in a file name.
+    if top >= 1024 and top + 1 > 8 * processes:
+        warnings.append(
+            f"file names give ranks up to {top} for {processes} processes: implausible, so the "
+            "numbers in these file names are not taken as ranks (weakest source overruled)"
+        )
+        for cand in named:
+            cand.notes.append(f"file name number {cand.rank} ignored as implausible")
+            cand.rank, cand.source, cand.detail = None, RankSource.PID, ""
+
+
 def identify(bundle: Bundle) -> RankMap:
-    """Group the bundle's dumps into processes and give each its rank identity."""
+    """Group the bundle's dumps into processes, separate instances, and give each process
+    its rank identity within its instance."""
     warnings: list[str] = []
     cands = _gather(bundle)
     per_file: dict[str, int] = {}
@@ -552,18 +746,26 @@ def identify(bundle: Bundle) -> RankMap:
         for path in cand.paths:
             per_file[path] = per_file.get(path, 0) + 1
     hints = _HintIndex(bundle.rank_hints)
+    facts = process_facts(bundle)
+    units = unit_pids(bundle)
     for cand in cands:
         _read_evidence(cand, hints, per_file, warnings)
-    sizes = _apply_radix(cands)
+        pid_facts = facts.get(cand.pid) if cand.pid is not None else None
+        _env_rank(cand, pid_facts, warnings)
+        cand.signals.update(signals(pid_facts, units))
+    _sanity(cands, warnings)
 
     # A process whose children were dumped and that names no role of its own is
     # their launcher (SGLang's launch_server, torchrun's agent, mp.spawn's parent).
     parents = {d.parent_pid for c in cands for _, d in c.dumps if d.parent_pid is not None}
+    parents |= {f.ppid for f in facts.values() if f.ppid is not None}
     for cand in cands:
-        if cand.role is None and cand.rank is None and cand.pid in parents:
+        if cand.role is None and cand.rank is None and not cand.dims and cand.pid in parents:
             cand.role = "launcher"
     demote_coordinators = any(
-        c.rank is not None and (c.role or "").lower() not in COORDINATOR_ROLES for c in cands
+        (c.rank is not None or any(d in c.dims for d in RADIX_DIMS))
+        and (c.role or "").lower() not in COORDINATOR_ROLES
+        for c in cands
     )
 
     def is_other(cand: _Candidate) -> bool:
@@ -572,34 +774,131 @@ def identify(bundle: Bundle) -> RankMap:
         role = (cand.role or "").lower()
         return role in NON_RANK_ROLES or (demote_coordinators and role in COORDINATOR_ROLES)
 
-    rank_cands = [c for c in cands if c.rank is not None and not is_other(c)]
+    claimants = [
+        c
+        for c in cands
+        if (c.rank is not None or any(d in c.dims for d in RADIX_DIMS)) and not is_other(c)
+    ]
+    if not claimants:
+        return _pid_map(bundle, cands, is_other, hints, per_file, warnings)
+
+    parts, _ = _split_by_signal(claimants)
+    final: list[tuple[str, str, list[_Candidate], bool]] = []
+    for label, how, members in parts:
+        final.extend(_split_collisions(label, how, members, warnings))
+    # Instances numbered by their smallest PID (then first appearance).
+    final.sort(key=lambda p: min((c.pid if c.pid is not None else 1 << 62, c.first) for c in p[2]))
+    multi = len(final) > 1
+
+    instances: list[Instance] = []
+    ranks: list[RankedProcess] = []
+    dropped_all: list[_Candidate] = []
+    world = None
+    world_detail = ""
+    all_failed: list[FailedRank] = []
+    claimed_failures: set[int] = set()
+    for number, (label, how, members, ambiguous) in enumerate(final, start=1):
+        ident = str(number)
+        for cand in members:
+            cand.instance = ident
+        sizes = _apply_radix(members)
+        merged, dropped = _merge_same_rank(members, warnings)
+        dropped_all.extend(dropped)
+        part_ranks = [_finish(c, c.rank or 0, c.rank, _group_key(c), multi=multi) for c in merged]
+        failed = _failed(bundle, hints, per_file, part_ranks, "rank", facts, claimed_failures)
+        world, world_detail = _world_size(bundle, members, part_ranks, sizes, "rank", failed)
+        if multi and bundle.manifest.world_size is not None:
+            world_detail = "from the manifest (one value for every instance)"
+        if world is not None and world_detail == _LARGEST_SEEN and world > 8 * len(part_ranks) + 8:
+            warnings.append(
+                f"the largest rank seen ({world - 1}) is far beyond the {len(part_ranks)} rank "
+                "processes seen: the world size is not inferred from it"
+            )
+            world, world_detail = None, ""
+        instances.append(
+            Instance(
+                id=ident,
+                label=_instance_label(label, part_ranks) if multi else "",
+                how=how if multi else "",
+                ranks=tuple(part_ranks),
+                world_size=world,
+                world_detail=world_detail,
+                failed=failed,
+                ambiguous=ambiguous,
+            )
+        )
+        ranks.extend(part_ranks)
+        all_failed.extend(failed)
+    # Failures no instance could claim still count, without a rank.
+    for index, failure in enumerate(bundle.failures):
+        if index not in claimed_failures:
+            all_failed.append(FailedRank(failure=failure, rank=None, state=failure_state(failure)))
+
+    taken = {id(c) for c in claimants}
+    dropped_ids = {id(c) for c in dropped_all}
     others: list[RankedProcess] = []
     unidentified: list[str] = []
-    if rank_cands:
-        unit = "rank"
-        merged, dropped = _merge_same_rank(rank_cands, warnings)
-        ranks = [_finish(c, c.rank or 0, c.rank, _group_key(c)) for c in merged]
-        taken = {id(c) for c in rank_cands}
-        dropped_ids = {id(c) for c in dropped}
-        rest = [c for c in cands if id(c) not in taken] + dropped
-        for cand in sorted(rest, key=lambda c: c.first):
-            if not is_other(cand) and id(cand) not in dropped_ids:
-                unidentified.append(_label(cand))
-                warnings.append(f"{_label(cand)}: no rank identity; left out of the rank analysis")
-            others.append(_finish(cand, cand.pid if cand.pid is not None else cand.first, None, ""))
-    else:
-        # PIDs stand in for ranks; when no dump names a PID (faulthandler, pasted
-        # fragments) the processes are only numbered by position: say "process", not "PID".
-        unit = "pid" if any(c.pid is not None for c in cands) else "process"
-        ranks = []
-        for cand in cands:
-            unit_id = cand.pid if cand.pid is not None else cand.first
-            proc = _finish(cand, unit_id, None, _group_key(cand))
-            (others if is_other(cand) else ranks).append(proc)
-        ranks.sort(key=lambda p: p.unit)
+    rest = [c for c in cands if id(c) not in taken] + dropped_all
+    for cand in sorted(rest, key=lambda c: c.first):
+        if not is_other(cand) and id(cand) not in dropped_ids:
+            unidentified.append(_label(cand))
+            warnings.append(f"{_label(cand)}: no rank identity; left out of the rank analysis")
+        others.append(_finish(cand, cand.pid if cand.pid is not None else cand.first, None, ""))
+    counts = {len(p.snapshots) for p in ranks}
+    if len(counts) > 1:
+        warnings.append(
+            f"ranks have different numbers of snapshots ({min(counts)} to {max(counts)})"
+        )
+    if multi:
+        warnings.append(
+            f"{len(instances)} instances (servers or jobs) in the evidence, each with its own "
+            "ranks: " + "; ".join(f"instance {i.id}: {i.label}" for i in instances)
+        )
+    single = instances[0] if not multi else None
+    return RankMap(
+        unit="rank",
+        ranks=tuple(ranks),
+        others=tuple(sorted(others, key=lambda p: (p.pid is None, p.pid or 0, p.key))),
+        world_size=single.world_size if single else None,
+        world_detail=single.world_detail if single else "",
+        failed=tuple(all_failed),
+        unidentified=tuple(unidentified),
+        warnings=tuple(warnings),
+        instances=tuple(instances),
+    )
 
-    failed = _failed(bundle, hints, per_file, ranks, unit)
-    world, world_detail = _world_size(bundle, cands, ranks, sizes, unit, failed)
+
+_LARGEST_SEEN = "from the largest rank seen + 1"
+
+
+def _instance_label(label: str, ranks: list[RankedProcess]) -> str:
+    """What an instance is, for people: the signal that separated it and its rank PIDs."""
+    pids = sorted(p.pid for p in ranks if p.pid is not None)
+    shown = ", ".join(str(p) for p in pids[:6]) + (", ..." if len(pids) > 6 else "")
+    base = label or "all rank processes"
+    return f"{base}; rank PIDs {shown}" if pids else base
+
+
+def _pid_map(
+    bundle: Bundle,
+    cands: list[_Candidate],
+    is_other: Callable[[_Candidate], bool],
+    hints: _HintIndex,
+    per_file: dict[str, int],
+    warnings: list[str],
+) -> RankMap:
+    """No process has a rank identity: PIDs stand in for ranks, one instance. When no dump
+    names a PID (faulthandler, pasted fragments) the processes are only numbered by
+    position: the unit is "process", not "PID"."""
+    unit = "pid" if any(c.pid is not None for c in cands) else "process"
+    ranks: list[RankedProcess] = []
+    others: list[RankedProcess] = []
+    for cand in cands:
+        unit_id = cand.pid if cand.pid is not None else cand.first
+        proc = _finish(cand, unit_id, None, _group_key(cand))
+        (others if is_other(cand) else ranks).append(proc)
+    ranks.sort(key=lambda p: p.unit)
+    failed = _failed(bundle, hints, per_file, ranks, unit, {}, set())
     counts = {len(p.snapshots) for p in ranks}
     if len(counts) > 1:
         warnings.append(
@@ -609,11 +908,22 @@ def identify(bundle: Bundle) -> RankMap:
         unit=unit,
         ranks=tuple(ranks),
         others=tuple(sorted(others, key=lambda p: (p.pid is None, p.pid or 0, p.key))),
-        world_size=world,
-        world_detail=world_detail,
+        world_size=None,
+        world_detail="",
         failed=failed,
-        unidentified=tuple(unidentified),
+        unidentified=(),
         warnings=tuple(warnings),
+        instances=(
+            Instance(
+                id="1",
+                label="",
+                how="",
+                ranks=tuple(ranks),
+                world_size=None,
+                world_detail="",
+                failed=failed,
+            ),
+        ),
     )
 
 
@@ -637,7 +947,7 @@ def _world_size(
     elif worlds := [c.world for c in cands if c.world is not None]:
         world, detail = max(worlds), "from the --locals argument world_size"
     else:
-        world, detail = max(p.unit for p in ranks) + 1, "from the largest rank seen + 1"
+        world, detail = max(p.unit for p in ranks) + 1, _LARGEST_SEEN
     # A failed dump that names its rank proves that the rank exists.
     failed_top = max((f.rank for f in failed if f.rank is not None), default=-1)
     if failed_top >= world:
@@ -654,16 +964,94 @@ def _failed(
     per_file: dict[str, int],
     ranks: list[RankedProcess],
     unit: str,
+    facts: dict[int, ProcessFacts],
+    claimed: set[int],
 ) -> tuple[FailedRank, ...]:
+    """The bundle's failed dumps that belong to these ranks (all of them with one instance).
+
+    A failure belongs here when its PID is one of these processes, when its PID's parent is
+    these ranks' launcher, or, with no PID, when its file names a rank. `claimed` collects
+    the indexes of failures already given to an instance."""
     by_pid = {
         d.pid: p.rank for p in ranks for d in p.snapshots if d.pid is not None and unit == "rank"
     }
+    pids = {p.pid for p in ranks if p.pid is not None}
+    parents = {facts[p].ppid for p in pids if p in facts and facts[p].ppid is not None}
     out: list[FailedRank] = []
-    for failure in bundle.failures:
+    for index, failure in enumerate(bundle.failures):
+        if index in claimed:
+            continue
         rank = by_pid.get(failure.pid) if failure.pid is not None else None
+        belongs = failure.pid is None or failure.pid in pids
+        if failure.pid is not None and not belongs:
+            parent = facts[failure.pid].ppid if failure.pid in facts else None
+            belongs = (parent is not None and parent in parents) or not parents
+        if not belongs:
+            continue
+        if rank is None and unit == "rank" and failure.pid in facts:
+            # A process that died before any dump: the title report collect recorded
+            # (`sglang::scheduler_TP3`) still names its rank.
+            rank = _rank_of_title(facts[failure.pid].title, ranks)
         # A file that also holds other processes cannot name the failed one.
         if rank is None and unit == "rank" and per_file.get(failure.source.path, 0) == 0:
             hint = hints.find(failure.source.path)
             rank = hint.rank if hint is not None else rank_from_filename(failure.source.path)
-        out.append(FailedRank(failure=failure, rank=rank))
+            if rank is not None and rank == failure.pid:
+                rank = None
+        claimed.add(index)
+        out.append(FailedRank(failure=failure, rank=rank, state=failure_state(failure)))
     return tuple(out)
+
+
+def _rank_of_title(title: str | None, ranks: list[RankedProcess]) -> int | None:
+    """The rank a recorded title names, laid out like the ranks whose dumps exist: a direct
+    rank (`rank=3`), or dims equal to an existing layout's (TP only, or DP x TP)."""
+    info = parse_title(title)
+    if info.rank is not None:
+        return info.rank
+    dims = dict(info.dims)
+    if not dims or (info.role or "").lower() in NON_RANK_ROLES:
+        return None
+    sizes = {d: 1 for d in RADIX_DIMS}
+    for proc in ranks:
+        for dim, value in proc.dims:
+            if dim in sizes:
+                sizes[dim] = max(sizes[dim], value + 1)
+    for dim in RADIX_DIMS:
+        sizes[dim] = max(sizes[dim], dims.get(dim, 0) + 1)
+    rank = 0
+    for dim in RADIX_DIMS:
+        rank = rank * sizes[dim] + dims.get(dim, 0)
+    return rank
+
+
+# py-spy's and the watchdogs' words for a process that no longer exists.
+_GONE = re.compile(
+    r"no such file or directory|no such process|os error 2\b|os error 3\b|"
+    r"check that the process is running|process .*(?:exited|is not running|not found)|"
+    r"failed to get process executable name",
+    re.IGNORECASE,
+)
+_REFUSED = re.compile(
+    r"permission denied|operation not permitted|os error 1\b|os error 13\b|ptrace", re.IGNORECASE
+)
+_TIMEOUT = re.compile(r"timed? ?out|timeout", re.IGNORECASE)
+
+
+def failure_state(failure: FailedDump) -> str:
+    """`gone`, `refused`, `timeout` or `error` for a failed dump.
+
+    The parser's `FailedDump.state` wins unless it is the default `error`; then the reason
+    and detail are read: "No such file or directory (os error 2)" means the process is gone."""
+    given = str(failure.state)
+    if given != "error":
+        # The parser's reading wins; "error" is also its default, so the reason is read again.
+        return given
+    text = f"{failure.reason}\n{failure.detail}"
+    if _GONE.search(text):
+        return "gone"
+    if _REFUSED.search(text):
+        return "refused"
+    if _TIMEOUT.search(text):
+        return "timeout"
+    return "error"

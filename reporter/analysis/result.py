@@ -56,6 +56,8 @@ class RankState(StrEnum):
 
     STUCK = "stuck"
     MOVING = "moving"
+    IDLE = "idle"
+    """Outside any collective, polling or sleeping in an idle loop in every snapshot."""
     UNKNOWN = "unknown"
     MIXED = "mixed"
 
@@ -77,6 +79,8 @@ class RankIdentity:
     detail: str
     pid: int | None
     title: str | None
+    instance: str = "1"
+    """The instance (server, job) the rank belongs to; ranks are numbered within it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,6 +108,10 @@ class StackClass:
     state: RankState
     frames: tuple[Frame, ...]
     pids: tuple[int, ...]
+    instance: str = "1"
+    """The instance (server, job) whose ranks these are; "1" when the bundle holds one."""
+    call_site: str | None = None
+    """Where the collective or wait is called from: `writing_check (tp_desync.py:60)`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -173,6 +181,61 @@ class FailedRank:
 
     failure: FailedDump
     rank: int | None
+    state: str = "error"
+    """`gone` (the process no longer exists), `refused` (no ptrace rights), `timeout`, `error`."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Waiting:
+    """Ranks blocked in one collective (operation + call site) of their group."""
+
+    ranks: tuple[int, ...]
+    pids: tuple[int, ...]
+    collective: str
+    at: str
+    """The call site, `writing_check (tp_desync.py:60)`; "" when the stack has none."""
+    group: str | None = None
+    """The process group where `--locals` shows it (`default`, or its name); else None."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaitedFor:
+    """Ranks of the same group that are not in that collective, and where they are.
+
+    `state`: `idle`, `stuck`, `moving`, `unknown` (one snapshot), `gone` (the dump failed
+    because the process no longer exists) or `missing` (no evidence of it at all).
+    `at`: `idle in on_idle (decode.py:812)`, `in all_reduce from forward (model.py:9)`,
+    `waiting in queue-get in get_batch (worker.py:40)`, or "" for gone and missing ranks.
+    """
+
+    ranks: tuple[int, ...]
+    pids: tuple[int, ...]
+    state: str
+    at: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaitsFor:
+    """One edge of the waits-for relation: `waiting` cannot finish until `waited` joins."""
+
+    waiting: Waiting
+    waited: WaitedFor
+    group: str = ""
+    instance: str = "1"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InstanceVerdict:
+    """One server, job or launcher of a bundle that holds several, with its own verdict."""
+
+    id: str
+    label: str
+    how: str
+    pids: tuple[int, ...]
+    ranks: tuple[int, ...]
+    verdict: Verdict
+    confidence: Confidence
+    summary: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -248,5 +311,9 @@ class Analysis:
     """Code at the branch point and the class frames, with permalinks; None when nothing to show."""
     goroutines: GoroutineAnalysis | None = None
     """Go client goroutine buckets; None when the bundle has no goroutine dump."""
+    waits_for: tuple[WaitsFor, ...] = ()
+    """Who waits for whom in each group where ranks hold a collective others are not in."""
+    instances: tuple[InstanceVerdict, ...] = ()
+    """Per-instance verdicts when the bundle holds several servers or jobs; () for one."""
     flight_recorder: FlightRecorderAnalysis | None = None
     """Flight Recorder traces aligned by sequence id; None when the bundle has none."""

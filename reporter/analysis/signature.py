@@ -4,8 +4,9 @@ Input: the verdict and the stack classes it rests on. Output: `Signature`
 with a readable `text` and `hash` = first 12 hex digits of sha256(text).
 Per class one line: what it is doing (collective, wait, or running) and up to
 six informative frames, innermost six, written outermost first as short
-function name and file basename. PIDs, thread ids, line numbers, ranks and
-generic frames stay out; lines are sorted and de-duplicated::
+function name and file basename. PIDs, thread ids, line numbers, ranks,
+install prefixes (only file basenames are kept) and generic frames stay out; lines are
+sorted and de-duplicated::
 
     collective-desync
     all_reduce: event_loop (scheduler.py) > check_hicache_events (scheduler.py) > all_reduce (distributed_c10d.py)
@@ -15,6 +16,7 @@ generic frames stay out; lines are sorted and de-duplicated::
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 
 from reporter.analysis.classify import Classifier
@@ -50,9 +52,39 @@ def class_line(stack: StackClass, classifier: Classifier) -> str:
 
 
 def make_signature(
-    verdict: Verdict, classes: Sequence[StackClass], classifier: Classifier
+    verdict: Verdict,
+    classes: Sequence[StackClass],
+    classifier: Classifier,
+    evidence: Sequence[str] = (),
 ) -> Signature:
-    """Signature of the verdict over `classes`."""
+    """Signature of the verdict over `classes`; without classes, over `evidence` lines
+    (see `evidence_lines`), so that bundles without stacks do not all share one."""
     lines = sorted({class_line(c, classifier) for c in classes})
+    if not lines:
+        lines = sorted(set(evidence))
     text = "\n".join([verdict.value, *lines])
     return Signature(hash=hashlib.sha256(text.encode("utf-8")).hexdigest()[:12], text=text)
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def evidence_lines(
+    *,
+    wedge_signals: Sequence[str] = (),
+    failures: Sequence[tuple[str, str, str]] = (),
+    top_change: str | None = None,
+    kinds: Sequence[str] = (),
+) -> tuple[str, ...]:
+    """What a verdict without stacks rests on, one line each: the metric signals that show
+    the wedge, each failed dump's state, role and reason (numbers stripped: PIDs and
+    addresses differ between captures) and the top change since the last good run. With
+    none of these, the evidence kinds present."""
+    out = [f"wedge: {name}" for name in wedge_signals]
+    for state, role, reason in failures:
+        out.append(f"failed {state}: {role or 'process'}: {_DIGITS.sub('N', reason).strip()}")
+    if top_change:
+        out.append(f"changed: {top_change}")
+    if not out:
+        out = [f"evidence: {kind}" for kind in kinds]
+    return tuple(out)

@@ -20,8 +20,16 @@ the evidence was taken and what was skipped, by example::
     pid = 4711
     ppid = 4700
     uid = 0
+    pgid = 4700
+    launcher = 4700
     title = "sglang::scheduler_TP0"
     selected_by = "--match"
+
+    [[collect.process]]               # each launcher above the targets
+    pid = 4700
+    ppid = 4650
+    pgid = 4700
+    cmdline = "python3 -m sglang.launch_server --tp 2 --port 30000"
 
     [[collect.skipped]]
     what = "environ of PID 4711"
@@ -91,6 +99,20 @@ class TargetNote:
     uid: int | None
     title: str
     selected_by: str
+    pgid: int | None = None
+    launcher: int | None = None
+    """The nearest ancestor that is not itself a target: the server's or job's launcher."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessEntry:
+    """A launcher above the targets (`[[collect.process]]`): the process tree that tells
+    two servers with identical titles apart. `cmdline` is redacted like env/pidN.cmdline."""
+
+    pid: int
+    ppid: int
+    pgid: int | None
+    cmdline: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,6 +146,7 @@ class ManifestState:
     advice: tuple[str, ...] = ()
     """What to do about permission problems, for `[fields] ptrace`."""
     targets: tuple[TargetNote, ...] = ()
+    processes: tuple[ProcessEntry, ...] = ()
     evidence: tuple[EvidenceEntry, ...] = ()
     skipped: tuple[SkipNote, ...] = ()
     events: tuple[EventNote, ...] = ()
@@ -195,7 +218,16 @@ def render(state: ManifestState) -> str:
         doc.array_table("collect.target").key("pid", target.pid).key("ppid", target.ppid)
         if target.uid is not None:
             doc.key("uid", target.uid)
+        if target.pgid is not None:
+            doc.key("pgid", target.pgid)
+        if target.launcher is not None:
+            doc.key("launcher", target.launcher)
         doc.key("title", m(target.title)).key("selected_by", m(target.selected_by))
+    for proc in state.processes:
+        doc.array_table("collect.process").key("pid", proc.pid).key("ppid", proc.ppid)
+        if proc.pgid is not None:
+            doc.key("pgid", proc.pgid)
+        doc.key("cmdline", m(proc.cmdline))
     for skip in state.skipped:
         doc.array_table("collect.skipped").key("what", m(skip.what)).key("reason", m(skip.reason))
         doc.key("at", skip.at)

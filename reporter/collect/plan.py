@@ -214,6 +214,23 @@ def ancestors(processes: Iterable[ProcessInfo], pid: int) -> set[int]:
     return out
 
 
+def launchers(processes: Iterable[ProcessInfo], targets: Sequence[int]) -> dict[int, int]:
+    """Per target PID, its launcher: the nearest ancestor that is not itself a target (the
+    server, job or engine process that started it). PID 1 and init-like roots are none."""
+    parent = {p.pid: p.ppid for p in processes}
+    chosen = set(targets)
+    out: dict[int, int] = {}
+    for pid in targets:
+        current = parent.get(pid, 0)
+        seen = {pid}
+        while current in chosen and current not in seen:
+            seen.add(current)
+            current = parent.get(current, 0)
+        if current > 1:
+            out[pid] = current
+    return out
+
+
 def select_targets(
     processes: Sequence[ProcessInfo],
     request: CollectRequest,

@@ -39,6 +39,7 @@ class ProcessInfo:
     argv: tuple[str, ...] = ()
     uid: int | None = None
     exe: str | None = None
+    pgid: int | None = None
 
     @property
     def title(self) -> str:
@@ -57,6 +58,14 @@ def parse_stat(text: str) -> tuple[str, str, int]:
     end = text.rindex(")")
     fields = text[end + 2 :].split()
     return text[start + 1 : end], fields[0], int(fields[1])
+
+
+def parse_pgid(text: str) -> int | None:
+    """The process group id from `/proc/PID/stat` (the field after the ppid), if readable."""
+    try:
+        return int(text[text.rindex(")") + 2 :].split()[2])
+    except (ValueError, IndexError):
+        return None
 
 
 def parse_status_uid(text: str) -> int | None:
@@ -98,9 +107,8 @@ def read_process(pid: int, *, proc: Path = PROC) -> ProcessInfo | None:
     """One process, or None when it is gone (or was never there)."""
     base = proc / str(pid)
     try:
-        comm, state, ppid = parse_stat(
-            (base / "stat").read_text(encoding="utf-8", errors="replace")
-        )
+        stat = (base / "stat").read_text(encoding="utf-8", errors="replace")
+        comm, state, ppid = parse_stat(stat)
         argv = split_cmdline((base / "cmdline").read_bytes())
     except (OSError, ValueError, IndexError):
         return None
@@ -112,7 +120,16 @@ def read_process(pid: int, *, proc: Path = PROC) -> ProcessInfo | None:
         exe: str | None = str((base / "exe").readlink())
     except OSError:
         exe = None
-    return ProcessInfo(pid=pid, ppid=ppid, state=state, comm=comm, argv=argv, uid=uid, exe=exe)
+    return ProcessInfo(
+        pid=pid,
+        ppid=ppid,
+        state=state,
+        comm=comm,
+        argv=argv,
+        uid=uid,
+        exe=exe,
+        pgid=parse_pgid(stat),
+    )
 
 
 def list_processes(*, proc: Path = PROC) -> list[ProcessInfo]:

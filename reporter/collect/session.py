@@ -36,6 +36,7 @@ from reporter.collect.manifest import (
     EvidenceEntry,
     ManifestState,
     ManifestWriter,
+    ProcessEntry,
     SkipNote,
     TargetNote,
 )
@@ -168,6 +169,9 @@ class _Session:
         started = _now()
         mode = "blocking" if request.blocking else "non-blocking"
         title = request.title or _default_title(len(selection.targets), service, host, started)
+        launchers = plan.launchers(
+            self.processes.values(), [t.process.pid for t in selection.targets]
+        )
         state = ManifestState(
             title=title,
             started_at=started,
@@ -187,9 +191,12 @@ class _Session:
                     uid=t.process.uid,
                     title=t.process.title,
                     selected_by=t.reason,
+                    pgid=t.process.pgid,
+                    launcher=launchers.get(t.process.pid),
                 )
                 for t in selection.targets
             ),
+            processes=self.launcher_entries(sorted(set(launchers.values()))),
         )
         self.root.mkdir(parents=True, exist_ok=True)
         self.writer = ManifestWriter(root=self.root, state=state)
@@ -242,6 +249,18 @@ class _Session:
         self.w.save()
         saved = sum(1 for e in self.w.state.evidence if e.path.startswith("env/"))
         self.say(f"environment: {saved} files (command lines, environments)")
+
+    def launcher_entries(self, pids: Sequence[int]) -> tuple[ProcessEntry, ...]:
+        """The launchers' process-tree records, command lines redacted as evidence is."""
+        out = []
+        for pid in pids:
+            proc = self.processes.get(pid)
+            if proc is None:
+                continue
+            captured = envcap.capture_cmdline(pid, detector=self.detector)
+            cmdline = " ".join(a for a in captured.text.split("\x00") if a) or proc.title
+            out.append(ProcessEntry(pid=pid, ppid=proc.ppid, pgid=proc.pgid, cmdline=cmdline))
+        return tuple(out)
 
     def save_cmdline(self, pid: int, what: str) -> None:
         captured = envcap.capture_cmdline(pid, detector=self.detector)

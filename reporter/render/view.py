@@ -233,7 +233,7 @@ def build_view(
         processes=tuple(_process_row(p) for p in analysis.processes),
         others=tuple(_process_row(p) for p in analysis.others),
         cmdlines=_cmdlines(analysis),
-        classes=tuple(_class_row(c) for c in analysis.classes),
+        classes=tuple(_class_row(c, bool(analysis.instances)) for c in analysis.classes),
         branch_shared=(
             analysis.branch_point.shared.display()
             if analysis.branch_point and analysis.branch_point.shared
@@ -591,10 +591,13 @@ def blocked_in(stack_class: StackClass) -> str:
     return md.cell(stack_class.collective or wait)
 
 
-def _class_row(stack_class: StackClass) -> ClassRow:
+def _class_row(stack_class: StackClass, multi: bool = False) -> ClassRow:
     top = innermost_python(stack_class.frames)
     return ClassRow(
-        label=stack_class.label,
+        # Several servers or jobs number their ranks alike: say whose ranks these are.
+        label=f"instance {stack_class.instance}: {stack_class.label}"
+        if multi
+        else stack_class.label,
         count=len(stack_class.ranks),
         state=stack_class.state.value,
         blocked_in=blocked_in(stack_class),

@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 
 import platformdirs
 
-from reporter.analysis import Analysis
+from reporter.analysis import Analysis, Verdict
 from reporter.errors import ReporterError, UpstreamError, UsageError
 from reporter.model import Bundle, EvidenceKind
 from reporter.render.lint import GITHUB_BODY_LIMIT, placeholders
@@ -596,6 +596,12 @@ def canonical_issue(
         current = read(f"GET {repo}#{target}", partial(tracker.issue, repo, target))
 
 
+def signature_decides(analysis: Analysis) -> bool:
+    """True when a signature match may by itself pick the issue to comment on: the
+    verdict is decided and rests on stacks."""
+    return analysis.verdict is not Verdict.INCONCLUSIVE and bool(analysis.classes)
+
+
 def _same_marker(text: str, signature: str, ident: str) -> bool:
     return drafting.find_marker(text) == (signature, ident)
 
@@ -819,6 +825,16 @@ def _plan(
             for i in recent
             if i.state == "open" and (drafting.find_marker(i.body) or ("", ""))[0] == signature
         ]
+        if candidates and not signature_decides(analysis):
+            # Without stacks, or without a verdict, a signature says too little to fold two
+            # incidents into one thread: only the duplicate search can name a target.
+            reasons.append(
+                f"the signature matches {', '.join(f'#{n}' for n in candidates)}, but the verdict "
+                f"is {analysis.verdict.value}"
+                + ("" if analysis.classes else " and there are no stacks")
+                + ": a signature match alone is not enough to comment there"
+            )
+            candidates = []
         candidates.extend(n for n in likely if n not in candidates)
         for number in candidates[:MAX_CANDIDATES]:
             try:

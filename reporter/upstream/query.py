@@ -84,9 +84,12 @@ def query_from_analysis(bundle: Bundle, analysis: Analysis, *, repos: Sequence[s
         keys = stack_keys(stack_class.frames)
         if not keys:
             continue
-        if stack_class.collective is not None or stack_class.state is RankState.STUCK:
+        idle_wait = stack_class.state is RankState.IDLE and stack_class.wait is not None
+        if stack_class.collective is not None or stack_class.state is RankState.STUCK or idle_wait:
+            # Ranks blocked in one wait (vLLM workers in the shm queue) say as much as stuck ones.
             weight = 1.0
-        elif stack_class.state is RankState.MOVING:
+        elif stack_class.state in (RankState.MOVING, RankState.IDLE):
+            # An idle loop passing through several places is ordinary work.
             weight = MOVING_STACK_WEIGHT
         else:
             weight = SIDE_STACK_WEIGHT

@@ -376,7 +376,11 @@ def test_idle_rule(
 
 def test_every_rule_is_exercised() -> None:
     rules = load_rules()
-    exercised = {case[3] for case in FRAME_CASES} | {case[2] for case in IDLE_CASES if case[2]}
+    exercised = (
+        {case[3] for case in FRAME_CASES}
+        | {case[2] for case in IDLE_CASES if case[2]}
+        | {str(case[2]) for case in IDLE_LOOP_CASES if case[2]}
+    )
     assert {r.id for r in rules.rules} == exercised
 
 
@@ -509,3 +513,65 @@ def test_describe_stack(
 def test_parse_rules_rejects(text: str, message: str) -> None:
     with pytest.raises(ReporterError, match=re.escape(message)):
         parse_rules(text, source="t.toml")
+
+
+IDLE_LOOP_CASES = [
+    (
+        [
+            "Scheduler.self_check_during_idle (tp_desync.py:131)",
+            "Scheduler.on_idle (tp_desync.py:122)",
+            "Scheduler.event_loop_overlap (tp_desync.py:89)",
+        ],
+        "self_check_during_idle",
+        "idle-handlers",
+    ),
+    (
+        [
+            "PullSocket.poll (simserve/runtime.py:112)",
+            "Scheduler.recv_requests (tp_desync.py:95)",
+            "Scheduler.event_loop_overlap (tp_desync.py:84)",
+        ],
+        "recv_requests",
+        "request-polling",
+    ),
+    (["forward_batch (myapp/model.py:10)", "event_loop (myapp/serve.py:3)"], None, None),
+]
+
+
+@pytest.mark.parametrize(("specs", "function", "rule"), IDLE_LOOP_CASES)
+def test_idle_loop_rule(
+    classifier: Classifier, specs: list[str], function: str | None, rule: str | None
+) -> None:
+    facts = classifier.describe(frames(specs))
+    loop = facts.idle_loop
+    assert (loop.short_function if loop else None) == function
+    if rule is not None:
+        assert loop is not None
+        matched = [
+            r.id
+            for r in load_rules().section(RuleSection.IDLE_LOOP)
+            if r.matches(loop.short_function, loop.function, loop.file, False)
+        ]
+        assert matched[0] == rule
+
+
+def test_call_site_is_the_innermost_application_frame(classifier: Classifier) -> None:
+    facts = classifier.describe(
+        frames(
+            [
+                "all_reduce (torch/distributed/distributed_c10d.py:2501)",
+                "wrapper (torch/distributed/c10d_logger.py:81)",
+                "HiRadixCache.writing_check (tp_desync.py:60)",
+                "Scheduler.check_hicache_events (tp_desync.py:126)",
+            ]
+        )
+    )
+    assert facts.collective == "all_reduce"
+    assert facts.site_text == "writing_check (tp_desync.py:60)"
+
+
+def test_idle_waits_come_from_the_states_table(classifier: Classifier) -> None:
+    facts = classifier.describe(frames(["Socket.poll (zmq/sugar/socket.py:10)", "loop (app.py:1)"]))
+    assert facts.wait == "zmq-poll" and facts.idle_wait
+    facts = classifier.describe(frames(["Work.wait (myapp/work.py:1)"]))
+    assert not facts.idle_wait

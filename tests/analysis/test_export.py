@@ -78,6 +78,8 @@ def test_required_keys_and_shapes() -> None:
             "<module> (<string>)",
         ],
         "pids": [100, 101],
+        "instance": "1",
+        "call_site": "recv_requests (scheduler.py:1012)",
     }
     assert data["branch_point"] == {
         "shared": "Scheduler.event_loop_overlap_disagg_decode (sglang/srt/disaggregation/decode.py)",
@@ -116,7 +118,13 @@ def test_required_keys_and_shapes() -> None:
     # Rank 3 is in another collective, not outside one: no laggard.
     assert data["laggards"] == []
     assert data["failed_dumps"] == [
-        {"pid": 102, "rank": None, "reason": "Error: No such process", "source": "all.txt:1"}
+        {
+            "pid": 102,
+            "rank": None,
+            "reason": "Error: No such process",
+            "source": "all.txt:1",
+            "state": "gone",
+        }
     ]
     assert data["idle_threads"] == [
         {
@@ -139,6 +147,7 @@ def test_required_keys_and_shapes() -> None:
         "key": "rank:0",
         "dims": {"TP": 0},
         "snapshots": 1,
+        "instance": "1",
     }
     assert data["warnings"] == ["all.txt:7: skipped a line"]
     signature = data["signature"]
@@ -157,3 +166,22 @@ def test_empty_bundle() -> None:
     assert data["classes"] == [] and data["branch_point"] is None
     assert data["tree"] == {"frame": None, "label": "[]", "children": []}
     json.dumps(data)
+
+
+def test_waits_for_instances_and_failed_dump_state() -> None:
+    data = to_json(analyze(_bundle()))
+    edges = data["waits_for"]
+    assert isinstance(edges, list) and edges
+    for edge in edges:
+        assert set(edge["waiting"]) >= {"ranks", "pids", "collective", "at"}
+        assert set(edge["for"]) == {"ranks", "pids", "state", "at"}
+        assert edge["for"]["state"] in {"idle", "stuck", "moving", "unknown", "gone", "missing"}
+    waiting = {(tuple(e["waiting"]["ranks"]), tuple(e["for"]["ranks"])) for e in edges}
+    assert ((0, 1), (3,)) in waiting
+    # One server: no instance list, and every class says instance "1".
+    assert data["instances"] == []
+    classes = data["classes"]
+    failed = data["failed_dumps"]
+    assert isinstance(classes, list) and isinstance(failed, list)
+    assert {c["instance"] for c in classes} == {"1"}
+    assert all("state" in f for f in failed)

@@ -304,28 +304,30 @@ def test_snapshots_in_bundle_order_without_times() -> None:
     assert proc.snapshots == (first, second)
 
 
-def test_same_rank_with_other_pids_in_other_files_is_one_process() -> None:
+def test_same_rank_with_other_pids_in_other_files_is_never_merged() -> None:
+    # Two processes never share one rank label: nothing separates them, so they are kept
+    # apart by PID (one instance each) and the analysis says so.
     rank_map = identify(
         bundle(
             dump(pid=10, main=IDLE, source="s1/rank0.txt"),
             dump(pid=99, main=IDLE, source="s2/rank0.txt"),
         )
     )
-    (proc,) = rank_map.ranks
-    assert len(proc.snapshots) == 2
-    assert "PID 99" in proc.detail
+    assert sorted(p.pid or 0 for p in rank_map.ranks) == [10, 99]
+    assert [len(i.ranks) for i in rank_map.instances] == [1, 1]
+    assert all(i.ambiguous for i in rank_map.instances)
+    assert any("kept apart by PID" in w for w in rank_map.warnings)
 
 
-def test_same_rank_twice_in_one_file_is_a_collision() -> None:
+def test_same_rank_twice_in_one_file_is_kept_apart() -> None:
     rank_map = identify(
         bundle(
             dump(pid=10, title="sglang::scheduler_TP0", main=IDLE, source="all.txt"),
             dump(pid=11, title="sglang::scheduler_TP0", main=IDLE, source="all.txt"),
         )
     )
-    assert [p.pid for p in rank_map.ranks] == [10]
-    assert [p.pid for p in rank_map.others] == [11]
-    assert any("also claims rank 0" in w for w in rank_map.warnings)
+    assert [[p.pid for p in i.ranks] for i in rank_map.instances] == [[10], [11]]
+    assert {p.key for p in rank_map.ranks} == {"instance:1/rank:0", "instance:2/rank:0"}
 
 
 def test_non_rank_processes_are_listed_apart() -> None:

@@ -124,3 +124,25 @@ def test_at_most_six_frames_per_class() -> None:
     signature = make_signature(Verdict.ALL_STUCK, [stack], default_classifier())
     line = signature.text.splitlines()[1]
     assert line == "running: " + " > ".join(f"f{i} (deep.py)" for i in reversed(range(MAX_FRAMES)))
+
+
+def test_bundles_without_stacks_get_signatures_from_their_evidence() -> None:
+    from reporter.analysis.signature import evidence_lines
+
+    classifier = default_classifier()
+    gone = evidence_lines(
+        failures=[("gone", "scheduler", "No such file or directory (os error 2)")]
+    )
+    wedge = evidence_lines(wedge_signals=["sglang:gen_throughput"])
+    diff = evidence_lines(top_change="env NCCL_ALGO: Ring -> Tree")
+    sigs = {
+        make_signature(Verdict.INCONCLUSIVE, (), classifier, lines).hash
+        for lines in (gone, wedge, diff, evidence_lines(kinds=["log"]))
+    }
+    assert len(sigs) == 4
+    # PIDs in reasons do not change it.
+    a = evidence_lines(failures=[("gone", "", "All pyspy dump attempts failed for PID 8251")])
+    b = evidence_lines(failures=[("gone", "", "All pyspy dump attempts failed for PID 12")])
+    assert make_signature(Verdict.INCONCLUSIVE, (), classifier, a) == make_signature(
+        Verdict.INCONCLUSIVE, (), classifier, b
+    )

@@ -141,3 +141,36 @@ def test_skipped_text_groups_and_caps() -> None:
     assert text.endswith("3 more reasons (see [collect] in bundle.toml)")
     many = [SkipNote(what=f"dump {i}", reason="same", at=AT) for i in range(6)]
     assert manifest.skipped_text(many) == "dump 0, dump 1, dump 2, dump 3 and 2 more: same"
+
+
+def test_the_process_tree_is_recorded_and_read_back(tmp_path: Path) -> None:
+    from reporter.collect.manifest import ProcessEntry
+
+    state = _state(
+        targets=(
+            TargetNote(
+                pid=7,
+                ppid=5,
+                uid=0,
+                title="sglang::scheduler_TP0",
+                selected_by="--match",
+                pgid=5,
+                launcher=5,
+            ),
+        ),
+        processes=(
+            ProcessEntry(
+                pid=5, ppid=1, pgid=5, cmdline="python3 -m sglang.launch_server --port 30000"
+            ),
+        ),
+        evidence=(),
+    )
+    data = tomllib.loads(manifest.render(state))
+    assert data["collect"]["target"][0]["launcher"] == 5
+    assert data["collect"]["target"][0]["pgid"] == 5
+    assert data["collect"]["process"][0]["cmdline"].endswith("--port 30000")
+    ManifestWriter(root=tmp_path, state=state).save()
+    loaded = bundle_io.load([tmp_path])
+    notes = {n.pid: n for n in loaded.manifest.processes}
+    assert notes[7].ppid == 5 and notes[7].launcher == 5 and notes[7].pgid == 5
+    assert notes[5].cmdline == "python3 -m sglang.launch_server --port 30000"

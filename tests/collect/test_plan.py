@@ -178,3 +178,18 @@ def test_names() -> None:
 )
 def test_framework(titles: list[str], expected: str) -> None:
     assert plan.framework(titles) == expected
+
+
+def test_launchers_are_the_nearest_ancestors_outside_the_targets() -> None:
+    procs = [
+        _proc(1, 0, ("/sbin/init",), exe="/sbin/init"),
+        _proc(10, 1, (PY, "-m", "sglang.launch_server", "--port", "30000")),
+        _proc(11, 10, ("sglang::scheduler_TP0",)),
+        _proc(12, 10, ("sglang::scheduler_TP1",)),
+        _proc(20, 1, (PY, "-m", "sglang.launch_server", "--port", "30001")),
+        _proc(21, 20, ("sglang::scheduler_TP0",)),
+        _proc(30, 1, ("orphan",)),
+        _proc(31, 30, ("child",)),
+    ]
+    found = plan.launchers(procs, [11, 12, 21, 30, 31])
+    assert found == {11: 10, 12: 10, 21: 20}

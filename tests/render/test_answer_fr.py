@@ -56,7 +56,7 @@ def test_skipped_rank_is_the_one_the_others_wait_for() -> None:
     assert waits == [
         "Ranks [0-2] issued all_reduce #5 on group 1 and wait for rank 3; stacks: stuck in "
         "work-wait at forward_batch (frjob.py:104).",
-        "Rank 3 never issued #5 (last issued all_reduce #4); stacks: stuck in sleep at "
+        "Rank 3 never issued #5 (last issued all_reduce #4); stacks: idle in sleep at "
         "poll_requests (frjob.py:153).",
     ]
 
