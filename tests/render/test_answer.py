@@ -191,8 +191,7 @@ def test_titles_say_what_happened(monkeypatch: pytest.MonkeyPatch) -> None:
         bundle, analysis = app.load_and_analyze([Path("fixtures/bundles") / name], app.Options())
         titles[name] = answer.build(bundle, analysis).title
     assert titles["tp_desync"] == (
-        "TP ranks [0-1] wait in all_reduce (writing_check) for [2-3] idle in "
-        "self_check_during_idle"
+        "TP ranks [0-1] wait in all_reduce (writing_check) for [2-3] idle in self_check_during_idle"
     )
     assert titles["healthy_loop"] == "No hang: 4 ranks progressing"
     assert titles["wedge_metrics"] == "Output stalled since 15:11:58 UTC, queue growing; no stacks"
