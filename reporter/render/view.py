@@ -207,7 +207,9 @@ def build_view(
     if analysis.snapshots == 1 and not any("snapshot" in n for n in notes):
         basis += " One snapshot cannot tell a stuck rank from a slow one."
     versions = sorted({d.python_version for d in bundle.dumps if d.python_version}, key=version_key)
-    title = bundle.manifest.title or ans.title
+    # A manifest title is typed by someone: inert like evidence. The derived one is built
+    # from escaped parts already.
+    title = md.prose(bundle.manifest.title) if bundle.manifest.title else ans.title
     blocks, index = evidence_blocks.blocks(bundle, analysis, raw)
     summarised = sum(1 for f in bundle.files if f.kind in SUMMARISED_KINDS)
     evidence_note = (
@@ -228,7 +230,9 @@ def build_view(
         summary=_inline(ans.paragraph),
         basis=basis,
         confidence_notes=notes,
-        fields=tuple((k.replace("_", " ").capitalize(), v) for k, v in bundle.manifest.fields),
+        fields=tuple(
+            (k.replace("_", " ").capitalize(), md.prose(v)) for k, v in bundle.manifest.fields
+        ),
         python_versions=", ".join(versions) if versions else "not shown in the dumps",
         processes=tuple(_process_row(p) for p in analysis.processes),
         others=tuple(_process_row(p) for p in analysis.others),

@@ -40,7 +40,6 @@ OWNED_ELSEWHERE = {
     "stack-5000-frames": "v10parse: no recursion on input depth (merge/render)",
     "stack-2000-frames-draft": "v10parse: no recursion on input depth (merge/render)",
     "mermaid-500-edge-chain": "v10parse: iterative tree layout in render/svg.py",
-    "manifest-html-and-mentions": "answer11: manifest fields escaped by the view builder",
 }
 
 
@@ -557,6 +556,9 @@ def check_inert_report(work: Path, outcome: Outcome) -> None:
     text = (work / "r.md").read_text()
     assert "<script>alert" not in text
     assert "<img src=x" not in text
+    # The mention is kept for the reader, as an inert code span, never as a live `@octocat`.
+    assert "`@octocat`" in text
+    assert " @octocat" not in text
 
 
 def check_no_escapes(work: Path, outcome: Outcome) -> None:

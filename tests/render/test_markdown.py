@@ -66,3 +66,17 @@ def test_slug(title: str, expected: str) -> None:
 
 def test_summary_text_escapes_html() -> None:
     assert md.summary_text("<module> & x\ny") == "&lt;module&gt; &amp; x y"
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        ("cc @alice <b>x</b>", "cc `@alice` &lt;b&gt;x&lt;/b&gt;"),
+        ("see #12 and @org/team", "see `#12` and `@org/team`"),
+        ("a_b *c* | d", "a\\_b \\*c\\* \\| d"),
+        ("mail me@example.com", "mail me@example.com"),
+        ("two\nlines", "two lines"),
+    ],
+)
+def test_prose_is_inert(typed: str, expected: str) -> None:
+    assert md.prose(typed) == expected
