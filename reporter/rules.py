@@ -162,7 +162,14 @@ SHAPES: dict[str, Shape] = {
                 },
                 **{
                     name: Key(bool)
-                    for name in ("stacks", "wedge", "gone", "timeout", "one_collective")
+                    for name in (
+                        "stacks",
+                        "wedge",
+                        "gone",
+                        "timeout",
+                        "one_collective",
+                        "flight_recorder",
+                    )
                 },
             }
         ),

@@ -635,6 +635,15 @@ def _tail(fr: FlightRecorderAnalysis) -> str:
     return f" ({', '.join(lasts)})" if lasts else ""
 
 
+def all_completed(fr: FlightRecorderAnalysis) -> bool:
+    """No mismatch, and every rank completed every collective it issued in every group."""
+    if fr.first_mismatch is not None or not fr.progress:
+        return False
+    return all(
+        p.last_completed is not None and p.last_completed == p.last_issued for p in fr.progress
+    )
+
+
 def complete(analysis: Analysis, bundle: Bundle, classifier: Classifier) -> Analysis:
     """Add the Flight Recorder analysis and its joined sentence to a finished stack analysis.
 
@@ -656,6 +665,21 @@ def complete(analysis: Analysis, bundle: Bundle, classifier: Classifier) -> Anal
     ):
         notes += (f"verdict from the Flight Recorder: the stacks alone said {verdict.value}",)
         verdict = Verdict.COLLECTIVE_DESYNC
+    elif (
+        fr is not None
+        and verdict is Verdict.ALL_STUCK
+        and all_completed(fr)
+        and analysis.classes
+        and all(c.collective is None and c.wait for c in analysis.classes)
+        and {p.identity.rank for p in analysis.processes} <= set(fr.ranks)
+    ):
+        # Blocked in a wait outside any collective with nothing pending in one: idle
+        # between steps (the recorder shows every collective done), not a hang.
+        notes += (
+            "verdict from the Flight Recorder: every rank completed every collective it "
+            "issued and waits outside any collective; the stacks alone said all-stuck",
+        )
+        verdict = Verdict.PROGRESSING
     summary = analysis.summary
     if not analysis.processes and fr is not None:
         # The stack summary can only say there are no stacks; the recorder speaks instead.

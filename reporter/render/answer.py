@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +37,7 @@ from reporter.times import clock
 
 if TYPE_CHECKING:
     from reporter.analysis.diff import Change
+    from reporter.analysis.fr_result import FlightRecorderAnalysis, FrMismatch, FrSide
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -310,13 +311,63 @@ def _native_edges(analysis: Analysis) -> tuple[WaitEdge, ...]:
     return tuple(edges)
 
 
+def _place_key(side: WaitSide) -> tuple[str, str]:
+    return (side.state, side.where)
+
+
+def _merge(sides: Sequence[WaitSide], unit: str) -> WaitSide:
+    """Sides at one place as one side: their ranks joined, the first side's words kept."""
+    first = sides[0]
+    if len(sides) == 1:
+        return first
+    ranks = tuple(sorted({r for s in sides for r in s.ranks}))
+    pids = tuple(sorted({p for s in sides for p in s.pids}))
+    return replace(
+        first,
+        label=format_ranks(ranks) if ranks else first.label,
+        name=_rel(ranks, unit) if ranks else first.name,
+        ranks=ranks,
+        pids=pids,
+    )
+
+
+def collapse(edges: Sequence[WaitEdge], unit: str) -> tuple[WaitEdge, ...]:
+    """One edge per pair of distinct places: ranks at the same place (state and code line)
+    are one side, and a "wait" between two sides at the same place is no wait at all.
+
+    Unresolved native frames make every rank its own stack class, so the derived relation
+    would otherwise pair rank 0 with rank 1 although both sit at `forward_batch (x.py:104)`.
+    """
+    groups: dict[tuple[tuple[str, str], str, tuple[str, str]], list[WaitEdge]] = {}
+    for edge in edges:
+        if edge.waited.where and _place_key(edge.waiting) == _place_key(edge.waited):
+            continue
+        key = (_place_key(edge.waiting), edge.collective, _place_key(edge.waited))
+        groups.setdefault(key, []).append(edge)
+    out: list[WaitEdge] = []
+    for members in groups.values():
+        out.append(
+            WaitEdge(
+                waiting=_merge([e.waiting for e in members], unit),
+                collective=members[0].collective,
+                waited=_merge([e.waited for e in members], unit),
+            )
+        )
+    return tuple(out)
+
+
 def waits_for(analysis: Analysis) -> tuple[WaitEdge, ...]:
     """Who waits for whom: the waiting ranks, their collective, and the ranks they wait for.
 
     The analysis's own relation when it has one (`Analysis.waits_for`); otherwise derived
     from the branch point (a desync), the laggards (one side is the odd one out), and
     missing or gone ranks (an all-stuck group waiting for a rank that is not there).
+    Either way, ranks at the same place are one side (`collapse`).
     """
+    return collapse(_waits_for(analysis), analysis.rank_unit)
+
+
+def _waits_for(analysis: Analysis) -> tuple[WaitEdge, ...]:
     native = _native_edges(analysis)
     if native:
         return native
@@ -368,6 +419,166 @@ def waits_for(analysis: Analysis) -> tuple[WaitEdge, ...]:
                     )
                 )
     return tuple(edges)
+
+
+# --- The Flight Recorder's first mismatch, when it has one, decides the summary.
+
+
+def fr_mismatch(analysis: Analysis) -> FrMismatch | None:
+    """The Flight Recorder's first mismatch, or None (no dump, or every group agrees)."""
+    fr = analysis.flight_recorder
+    return fr.first_mismatch if fr is not None else None
+
+
+def _fr_files(fr: FlightRecorderAnalysis, ranks: Sequence[int]) -> tuple[str, ...]:
+    by_rank = dict(zip(fr.ranks, fr.files, strict=False))
+    return tuple(by_rank[r] for r in ranks if r in by_rank)
+
+
+def _rank_places(analysis: Analysis) -> dict[int, tuple[str, str]]:
+    """Per rank: where its stack sits (`stuck in work-wait at forward_batch (frjob.py:104)`)
+    and the dump that shows it (its own latest main thread, `file:line`)."""
+    sources: dict[int, str] = {}
+    for process in analysis.processes:
+        rank = process.identity.rank
+        if rank is None or not process.snapshots:
+            continue
+        latest = process.snapshots[-1]
+        thread = main_thread(latest)
+        sources[rank] = str(thread.source if thread is not None else latest.source)
+    out: dict[int, tuple[str, str]] = {}
+    for stack_class in analysis.classes:
+        side = _side(analysis, stack_class, None, waiting=bool(stack_class.collective))
+        for rank in stack_class.ranks:
+            out[rank] = (side.doing, sources.get(rank, side.evidence))
+    return out
+
+
+def _places_text(
+    ranks: Sequence[int], places: dict[int, tuple[str, str]], *, one_side: bool
+) -> tuple[str, tuple[str, ...]]:
+    """Where `ranks` sit in the stacks, equal places said once, with the dumps cited."""
+    by_place: dict[str, list[int]] = {}
+    sources: dict[str, None] = {}
+    for rank in ranks:
+        if rank in places:
+            doing, source = places[rank]
+            if doing not in by_place and source:
+                sources.setdefault(source, None)
+            by_place.setdefault(doing, []).append(rank)
+    if not by_place:
+        return ("no stack in the bundle", ())
+    if len(by_place) == 1 and one_side and len(next(iter(by_place.values()))) == len(ranks):
+        return (next(iter(by_place)), tuple(sources))
+    text = "; ".join(f"{_rel(r, 'rank')} {doing}" for doing, r in by_place.items())
+    return (text, tuple(sources))
+
+
+def _fr_where(mismatch: FrMismatch) -> str:
+    from reporter.analysis.flight_recorder import group_name
+
+    return f"#{mismatch.seq_id} on {group_name(mismatch.group, mismatch.group_desc)}"
+
+
+def _fr_op(mismatch: FrMismatch, side: FrSide) -> str:
+    sized = mismatch.kind in ("sizes", "dtypes") and side.sizes
+    return f"{side.op} {side.sizes}" if sized else side.op
+
+
+def _fr_title(analysis: Analysis, mismatch: FrMismatch) -> str:
+    """`TP ranks [0-1] in all_reduce, ranks [2-3] in broadcast at #5 on group 1`."""
+    prefix = _role_prefix(analysis)
+    parts = [f"{_rel(side.ranks, 'rank')} in {_fr_op(mismatch, side)}" for side in mismatch.sides]
+    if parts and prefix.startswith("TP"):
+        parts[0] = "TP " + parts[0]
+    where = _fr_where(mismatch)
+    if mismatch.missing:
+        waiting = ", ".join(parts)
+        return (
+            f"{waiting[0].upper()}{waiting[1:]} {where} that "
+            f"{_rel(mismatch.missing, 'rank')} never issued"
+        )
+    text = ", ".join(parts) + f" at {where}"
+    return text[0].upper() + text[1:]
+
+
+def _fr_lines(
+    analysis: Analysis, fr: FlightRecorderAnalysis, mismatch: FrMismatch
+) -> list[SummaryLine]:
+    """What (the first mismatch) and who waits for whom (one line per side of the split)."""
+    places = _rank_places(analysis)
+    where = _fr_where(mismatch)
+    by_op = "; ".join(
+        f"{_fr_op(mismatch, side)} by {_rel(side.ranks, 'rank')}" for side in mismatch.sides
+    )
+    if mismatch.missing:
+        by_op += f"; {_rel(mismatch.missing, 'rank')} never issued it"
+    n = len(fr.ranks)
+    lines = [
+        SummaryLine(
+            topic="What",
+            text=(
+                f"Collective desync: the Flight Recorder ({fr.trace_set}/, {n} ranks) shows "
+                f"the first mismatch ({mismatch.kind}) at {where}: {by_op}."
+            ),
+            sources=fr.files,
+        )
+    ]
+    for side in mismatch.sides:
+        at, sources = _places_text(side.ranks, places, one_side=True)
+        name = _rel(side.ranks, "rank")
+        waits = (
+            f" and {'waits' if len(side.ranks) == 1 else 'wait'} for {_rel(mismatch.missing, 'rank')}"
+            if mismatch.missing
+            else ""
+        )
+        lines.append(
+            SummaryLine(
+                topic="Who waits for whom",
+                text=(
+                    f"{name[0].upper()}{name[1:]} issued {_fr_op(mismatch, side)} {where}{waits}; "
+                    f"stacks: {at}."
+                ),
+                sources=(*_fr_files(fr, side.ranks[:1]), *sources),
+            )
+        )
+    previous = {rank: (op, seq) for rank, op, seq in mismatch.previous}
+    missing_places: dict[str, list[int]] = {}
+    for rank in mismatch.missing:
+        op, seq = previous.get(rank, ("", None))
+        last = f"last issued {op} #{seq}" if seq is not None else "issued nothing there"
+        missing_places.setdefault(last, []).append(rank)
+    for last, ranks in missing_places.items():
+        at, sources = _places_text(ranks, places, one_side=True)
+        name = _rel(ranks, "rank")
+        lines.append(
+            SummaryLine(
+                topic="Who waits for whom",
+                text=f"{name[0].upper()}{name[1:]} never issued #{mismatch.seq_id} ({last}); stacks: {at}.",
+                sources=(*_fr_files(fr, ranks[:1]), *sources),
+            )
+        )
+    return lines
+
+
+def _fr_idle_line(analysis: Analysis, fr: FlightRecorderAnalysis) -> SummaryLine:
+    from reporter.analysis.flight_recorder import group_name
+
+    lasts = ", ".join(
+        f"{group_name(g.group, g.desc)} #{g.last_seq}" for g in fr.groups if g.last_seq is not None
+    )
+    places = _rank_places(analysis)
+    at, sources = _places_text(sorted(places), places, one_side=False)
+    at = at.replace("stuck in ", "blocked in ")
+    return SummaryLine(
+        topic="What",
+        text=(
+            f"No hang in the collectives: the Flight Recorder ({fr.trace_set}/, {len(fr.ranks)} "
+            f"ranks) shows every rank completed every collective it issued (up to {lasts}); "
+            f"the stacks wait outside any collective: {at}."
+        ),
+        sources=(*fr.files, *sources),
+    )
 
 
 def find_timeouts(bundle: Bundle) -> tuple[Timeout, ...]:
@@ -791,12 +1002,35 @@ def _services(analysis: Analysis, bundle: Bundle) -> str:
     return f"{' and '.join(f'`{u}`' for u in units)} with {who}" if units else who
 
 
+def _fr_idle(analysis: Analysis) -> bool:
+    from reporter.analysis.flight_recorder import all_completed
+
+    fr = analysis.flight_recorder
+    return fr is not None and all_completed(fr) and analysis.verdict is Verdict.PROGRESSING
+
+
 def build(bundle: Bundle, analysis: Analysis, *, seen: Sequence[SeenReport] = ()) -> Answer:
-    """The answer for `analysis`: title, verdict paragraph, summary lines and next steps."""
+    """The answer for `analysis`: title, verdict paragraph, summary lines and next steps.
+
+    When the Flight Recorder names a first mismatch, it decides the headline, the "What"
+    line and who waits for whom (one line per side of the split); otherwise the stacks do.
+    """
     edges = waits_for(analysis)
     timeouts = find_timeouts(bundle)
-    lines: list[SummaryLine] = [_what_line(bundle, analysis, edges), *_instance_lines(analysis)]
-    lines.extend(_wait_line(e) for e in edges[:2])
+    fr = analysis.flight_recorder
+    mismatch = fr_mismatch(analysis)
+    lines: list[SummaryLine]
+    if fr is not None and mismatch is not None:
+        fr_lines = _fr_lines(analysis, fr, mismatch)
+        lines = [fr_lines[0], *_instance_lines(analysis), *fr_lines[1:5]]
+        title = _fr_title(analysis, mismatch)
+    elif fr is not None and _fr_idle(analysis):
+        lines = [_fr_idle_line(analysis, fr), *_instance_lines(analysis)]
+        title = f"No hang: {len(fr.ranks)} ranks completed every collective (Flight Recorder)"
+    else:
+        lines = [_what_line(bundle, analysis, edges), *_instance_lines(analysis)]
+        lines.extend(_wait_line(e) for e in edges[:2])
+        title = _title(analysis, edges)
     for line in (
         _since_line(analysis),
         _recover_line(analysis, timeouts, edges),
@@ -812,7 +1046,7 @@ def build(bundle: Bundle, analysis: Analysis, *, seen: Sequence[SeenReport] = ()
     factors, actions = _suggestions(bundle, analysis, edges, steps)
     no_stack_wedge = not analysis.classes and analysis.wedge is not None and analysis.wedge.found
     return Answer(
-        title=_title(analysis, edges),
+        title=title,
         verdict_label="wedged (metrics only)" if no_stack_wedge else analysis.verdict.value,
         paragraph=paragraph,
         lines=tuple(lines),
@@ -859,6 +1093,7 @@ def _facts(
         "onset": f"{clock(wedge.episode.onset)} UTC" if wedge and wedge.episode else "",
         "services": _services(analysis, bundle),
         "timeouts": ", ".join(f"`{t.name}={t.value}`" for t in timeouts[:3]),
+        **_fr_values(analysis),
     }
     frames = tuple(
         f.function
@@ -878,8 +1113,28 @@ def _facts(
         diff_kinds=frozenset({change.kind.value} if change else ()),
         timeout=bool(timeouts),
         one_collective=len(collectives) == 1 and None not in collectives and bool(with_stacks),
+        flight_recorder=fr_mismatch(analysis) is not None,
         values=values,
     )
+
+
+def _fr_values(analysis: Analysis) -> dict[str, str]:
+    """The next-steps placeholders of the Flight Recorder's first mismatch ("" without one)."""
+    fr = analysis.flight_recorder
+    mismatch = fr_mismatch(analysis)
+    if fr is None or mismatch is None:
+        return {"fr_at": "", "fr_split": "", "fr_files": ""}
+    places = _rank_places(analysis)
+    parts = []
+    for side in mismatch.sides:
+        at, _ = _places_text(side.ranks, places, one_side=True)
+        parts.append(f"{_rel(side.ranks, 'rank')} issued {_fr_op(mismatch, side)} ({at})")
+    if mismatch.missing:
+        at, _ = _places_text(mismatch.missing, places, one_side=True)
+        parts.append(f"{_rel(mismatch.missing, 'rank')} never issued it ({at})")
+    files = fr.files
+    shown = ", ".join(f"`{f}`" for f in files[:2]) + (", ..." if len(files) > 2 else "")
+    return {"fr_at": _fr_where(mismatch), "fr_split": " versus ".join(parts), "fr_files": shown}
 
 
 def _paragraph(bundle: Bundle, analysis: Analysis) -> str:
@@ -948,6 +1203,15 @@ def _suggestions(
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Contributing factors and action items for the reviewer to accept or delete."""
     factors: list[str] = []
+    mismatch = fr_mismatch(analysis)
+    if mismatch is not None:
+        split = "; ".join(
+            f"{_rel(side.ranks, 'rank')} issued {_fr_op(mismatch, side)}" for side in mismatch.sides
+        )
+        if mismatch.missing:
+            split += f"; {_rel(mismatch.missing, 'rank')} never issued it"
+        factors.append(f"The ranks disagreed at {_fr_where(mismatch)} (Flight Recorder): {split}.")
+        edges = ()
     for edge in edges[:2]:
         factors.append(
             f"{edge.waiting.name[0].upper()}{edge.waiting.name[1:]} entered {edge.collective} "
@@ -960,7 +1224,8 @@ def _suggestions(
             f"`{change.key}` changed since the last good run "
             f"({_short_value(change.before)} → {_short_value(change.after)})."
         )
-    if not find_timeouts(bundle) and (edges or (analysis.wedge and analysis.wedge.found)):
+    stuck = bool(edges) or mismatch is not None or bool(analysis.wedge and analysis.wedge.found)
+    if not find_timeouts(bundle) and stuck:
         factors.append("No collective timeout or watchdog ended the wait.")
     actions = [step.action for step in steps[:4]]
     return tuple(factors), tuple(actions)

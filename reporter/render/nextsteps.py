@@ -37,6 +37,9 @@ PLACEHOLDERS = frozenset(
         "onset",
         "services",
         "timeouts",
+        "fr_at",
+        "fr_split",
+        "fr_files",
     }
 )
 VERDICTS = frozenset({"collective-desync", "all-stuck", "progressing", "inconclusive"})
@@ -47,7 +50,7 @@ WAITED_STATES = frozenset(
 # The closed vocabularies of `when` keys, checked on load so that a typo cannot silently
 # turn a rule off.
 _CHOICES = {"verdict": VERDICTS, "diff_kind": DIFF_KINDS, "waited": WAITED_STATES}
-_BOOL_KEYS = frozenset({"stacks", "wedge", "gone", "timeout", "one_collective"})
+_BOOL_KEYS = frozenset({"stacks", "wedge", "gone", "timeout", "one_collective", "flight_recorder"})
 _LIST_KEYS = frozenset({"verdict", "waited", "collective", "wait", "frame", "diff_kind"})
 _TIP = "see the comment at the top of reporter/data/next_steps.toml for the keys and placeholders"
 
@@ -77,6 +80,8 @@ class Facts:
     diff_kinds: frozenset[str] = frozenset()
     timeout: bool = False
     one_collective: bool = False
+    flight_recorder: bool = False
+    """True when the Flight Recorder names a first mismatch: it decides, not the stacks."""
     values: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -158,6 +163,7 @@ def applies(rule: Rule, facts: Facts) -> bool:
                 "gone": facts.gone,
                 "timeout": facts.timeout,
                 "one_collective": facts.one_collective,
+                "flight_recorder": facts.flight_recorder,
             }[key]
             if have is not want:
                 return False

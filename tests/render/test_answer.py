@@ -245,7 +245,7 @@ def test_shipped_rules_load_and_every_rule_can_fire() -> None:
                 for waited in ("idle", "stuck", "gone"):
                     for gone in (True, False):
                         for timeout in (True, False):
-                            for one in (True, False):
+                            for one, fr in ((True, False), (False, False), (False, True)):
                                 facts = nextsteps.Facts(
                                     verdict=verdict,
                                     stacks=stacks,
@@ -254,6 +254,7 @@ def test_shipped_rules_load_and_every_rule_can_fire() -> None:
                                     gone=gone,
                                     timeout=timeout,
                                     one_collective=one,
+                                    flight_recorder=fr,
                                     diff_kinds=frozenset({"env", "package"}),
                                 )
                                 fired.update(s.rule for s in nextsteps.suggest(rules, facts))
