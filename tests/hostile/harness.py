@@ -32,6 +32,8 @@ class Outcome:
     stdout: str
     stderr: str
     seconds: float
+    signalled: bool = False
+    """SIGINT was sent (the command was still running when `interrupt_after` came)."""
 
 
 def environment(work: Path) -> dict[str, str]:
@@ -61,6 +63,7 @@ def run_cli(
 ) -> Outcome:
     """`python -m reporter ARGS` in `work`; SIGINT after `interrupt_after` seconds if given."""
     started = time.perf_counter()
+    signalled = False
     proc = subprocess.Popen(
         [sys.executable, "-m", "reporter", *args],
         cwd=work,
@@ -78,6 +81,7 @@ def run_cli(
                 proc.wait(timeout=interrupt_after)
             except subprocess.TimeoutExpired:
                 proc.send_signal(signal.SIGINT)
+                signalled = True
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -85,7 +89,7 @@ def run_cli(
         raise AssertionError(
             f"hung: report {' '.join(args)} still running after {timeout} s\n{stderr[-2000:]}"
         ) from None
-    return Outcome(proc.returncode, stdout, stderr, time.perf_counter() - started)
+    return Outcome(proc.returncode, stdout, stderr, time.perf_counter() - started, signalled)
 
 
 def snapshot(

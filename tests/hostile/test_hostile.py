@@ -9,6 +9,7 @@ ever pointed at by symlinks and never written.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -691,6 +692,10 @@ def test_hostile(case: Case, tmp_path: Path) -> None:
     before = snapshot(work)
     outcome = run_cli(args, work=work, timeout=case.bound, interrupt_after=case.interrupt_after)
     elsewhere = OWNED_ELSEWHERE.get(case.id)
+    if case.interrupt_after is not None and not outcome.signalled:
+        # A fast machine finished before the interrupt came: nothing was interrupted, so the
+        # run must simply have succeeded.
+        case = dataclasses.replace(case, expect={0})
     try:
         # The rules hold for every row; a row owned elsewhere may still fail in one line.
         check_rules(outcome, expect=case.expect | ({1} if elsewhere else set()), args=args)
