@@ -1,0 +1,45 @@
+"""The `report collect` use case."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reporter.collect import CollectRequest, CollectSummary
+
+
+# --- report collect --------------------------------------------------------------------
+
+
+def collect(
+    request: CollectRequest,
+    *,
+    progress: Callable[[str], None],
+    tick: Callable[[str, int, int], None] | None = None,
+) -> CollectSummary:
+    """`report collect`: gather live evidence into a new bundle folder.
+
+    The first Ctrl-C asks the collection to stop at the next step boundary and to
+    leave a valid partial bundle; a second one interrupts at once (the manifest
+    written after the last finished step still stands).
+    """
+    import signal
+    import threading
+
+    from reporter.collect import collect as run_collect
+
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        return run_collect(request, progress=progress, stop=stop, tick=tick)
+
+    def first_interrupt(signum: int, frame: object) -> None:
+        stop.set()
+        progress("stopping: finishing the current step (Ctrl-C again to abort at once)")
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = signal.signal(signal.SIGINT, first_interrupt)
+    try:
+        return run_collect(request, progress=progress, stop=stop, tick=tick)
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -1,0 +1,481 @@
+"""Upstream use cases: sync, index, search-upstream, triage, upstream draft and file."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reporter.analysis import Analysis
+from reporter.app.report import (
+    DEFAULT_REPORTS,
+    REPORT_MAX_BYTES,
+    Options,
+    default_report_path,
+    load_and_analyze,
+    now_utc,
+)
+from reporter.app.settings import default_db, settings, upstream_env
+from reporter.errors import InputError, OutputError, UsageError
+from reporter.fileio import read_text_bounded
+from reporter.model import Bundle
+from reporter.render import markdown as md
+from reporter.writer import write_atomic
+
+if TYPE_CHECKING:
+    from reporter.config import Settings
+    from reporter.upstream.index import ImportResult
+    from reporter.upstream.publish import DraftRun, FileResult
+    from reporter.upstream.query import Query as UpstreamQuery
+    from reporter.upstream.redact import RedactionEntry
+    from reporter.upstream.search import SearchOutcome, SyncProgress, SyncReport
+    from reporter.upstream.triage import TriageOutcome
+
+
+# --- upstream issues: `report sync`, `report index ...`, `report search-upstream` -------
+# The work happens in reporter.upstream.search; these wrappers build the query from the
+# evidence and keep the upstream modules (httpx, sqlite) out of other commands' start-up.
+
+
+def upstream_query(
+    evidence: Path | None,
+    *,
+    repos: Sequence[str],
+    text_file: Path | None,
+    options: Options | None = None,
+) -> UpstreamQuery:
+    """The search query from a bundle (its analysis), a text file (`-`: stdin), or both."""
+    import sys
+
+    from reporter.upstream.index import validate_repo
+    from reporter.upstream.query import query_from_analysis, query_from_text
+
+    names = tuple(validate_repo(r) for r in repos)
+    text: str | None = None
+    if text_file is not None:
+        try:
+            text = (
+                sys.stdin.read(REPORT_MAX_BYTES)
+                if str(text_file) == "-"
+                else read_text_bounded(text_file, max_bytes=REPORT_MAX_BYTES)
+            )
+        except InputError as err:
+            raise UsageError(err.message, tip="pass a UTF-8 text file") from err
+        except (OSError, UnicodeDecodeError) as err:
+            raise UsageError(
+                f"{text_file}: cannot read it ({err})", tip="pass a UTF-8 text file"
+            ) from err
+    if evidence is None:
+        if text is None:
+            raise UsageError(
+                "nothing to search for",
+                tip="pass a BUNDLE, or --text-file with an issue draft or a dump",
+            )
+        return query_from_text(text, repos=names)
+    bundle, analysis = load_and_analyze([evidence], options or Options())
+    query = query_from_analysis(bundle, analysis, repos=names)
+    if text is None:
+        return query
+    extra = query_from_text(text)
+    from dataclasses import replace
+
+    return replace(
+        query,
+        text=f"{query.text}\n{extra.text}",
+        stacks=query.stacks + extra.stacks,
+        errors=tuple(dict.fromkeys(query.errors + extra.errors)),
+    )
+
+
+def search_upstream(
+    evidence: Path | None,
+    *,
+    repos: Sequence[str] = (),
+    text_file: Path | None = None,
+    limit: int = 10,
+    online: bool | None = None,
+    db: Path | None = None,
+) -> SearchOutcome:
+    """`report search-upstream`: ranked upstream issues like the bundle's hang, the text,
+    or a stored issue given as `owner/repo#N` in place of the bundle."""
+    from reporter.upstream import search
+    from reporter.upstream.query import Query
+    from reporter.upstream.triage import parse_issue_ref
+
+    conf = settings()
+    ref = None if evidence is None or evidence.exists() else parse_issue_ref(str(evidence))
+    if ref is not None:
+        from reporter.upstream.index import validate_repo
+
+        names = tuple(validate_repo(r) for r in repos)
+        query = Query(repos=names, title="", text="")
+        return search.run_search(
+            query,
+            db=default_db(db, conf),
+            online=online,
+            limit=limit,
+            env=upstream_env(conf),
+            issue=ref,
+        )
+    query = upstream_query(evidence, repos=repos, text_file=text_file)
+    if not query.repos and conf.repos:
+        from dataclasses import replace
+
+        query = replace(query, repos=conf.repos)
+    return search.run_search(
+        query, db=default_db(db, conf), online=online, limit=limit, env=upstream_env(conf)
+    )
+
+
+def triage(
+    target: str,
+    *,
+    since: str | None = None,
+    text_file: Path | None = None,
+    limit: int = 5,
+    db: Path | None = None,
+    comment: bool = False,
+    post: bool = False,
+) -> TriageOutcome:
+    """`report triage`: likely duplicates of tracker issues (see `upstream.triage`)."""
+    import sys
+
+    from reporter.upstream.triage import run_triage
+
+    text: str | None = None
+    if text_file is not None:
+        try:
+            text = sys.stdin.read() if str(text_file) == "-" else text_file.read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise UsageError(
+                f"{text_file}: cannot read it ({err})", tip="pass a UTF-8 text file"
+            ) from err
+    conf = settings()
+    return run_triage(
+        target,
+        since=since,
+        text=text,
+        limit=limit,
+        db=default_db(db, conf),
+        comment=comment,
+        post=post,
+        env=upstream_env(conf),
+    )
+
+
+def search_upstream_json(outcome: SearchOutcome) -> str:
+    """The `search-upstream --json` document."""
+    from reporter.upstream import search
+
+    return json.dumps(search.outcome_json(outcome), indent=2, ensure_ascii=False) + "\n"
+
+
+def search_upstream_text(outcome: SearchOutcome) -> str:
+    """The `search-upstream` listing for a terminal."""
+    from reporter.upstream import search
+
+    return search.format_table(outcome)
+
+
+def triage_text(outcome: TriageOutcome, *, as_json: bool) -> str:
+    """The `report triage` table: Markdown, or the JSON document."""
+    from reporter.upstream import triage
+
+    if as_json:
+        return triage.rows_json(outcome.rows, outcome.notes)
+    return triage.markdown_table(outcome.rows)
+
+
+def sync_upstream(
+    repos: Sequence[str],
+    *,
+    db: Path | None = None,
+    full: bool = False,
+    progress: Callable[[SyncProgress], None] | None = None,
+    fixed_in: bool = True,
+) -> tuple[list[SyncReport], list[str], Path]:
+    """`report sync`: bring the local index of each repo up to date (and what fixed its
+    closed issues, with `fixed_in`)."""
+    from reporter.upstream import search
+
+    conf = settings()
+    names = list(repos) or list(conf.repos)
+    if not names:
+        raise UsageError(
+            "no repository to sync", tip="pass OWNER/NAME, or set `repos` in `report config show`"
+        )
+    return search.run_sync(
+        names,
+        db=default_db(db, conf),
+        full=full,
+        env=upstream_env(conf),
+        progress=progress,
+        fixed_in=fixed_in,
+    )
+
+
+def index_import(file: Path, *, db: Path | None = None) -> tuple[ImportResult, Path]:
+    """`report index import`: JSONL issues into the index (default: the user cache index)."""
+    from reporter.upstream import search
+    from reporter.upstream.index import Index
+
+    path = default_db(db) or search.default_db_path()
+    with Index(path) as index:
+        return search.import_file(index, file), path
+
+
+def index_export(
+    *, write: Callable[[str], object], db: Path | None = None, repo: str | None = None
+) -> tuple[int, Path]:
+    """`report index export`: hand each stored issue's JSONL line to `write`; the count."""
+    from reporter.upstream import search
+    from reporter.upstream.index import Index, validate_repo
+
+    name = validate_repo(repo) if repo else None
+    count = 0
+    path = default_db(db) or search.default_db_path()
+    with Index(path, create=False) as index:
+        for line in search.export_lines(index, name):
+            write(line)
+            count += 1
+    return count, path
+
+
+# --- upstream drafts and filing: `report upstream draft`, `report upstream file` ---------
+# The work happens in reporter.upstream.publish; these wrappers resolve the repository and
+# the paths, and keep PyGithub and httpx out of other commands' start-up.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpstreamDraftRun:
+    """Where `report upstream draft` wrote the draft, and what it made."""
+
+    path: Path
+    backup: Path | None
+    run: DraftRun
+
+
+def upstream_repo(bundle: Bundle, repo: str | None, conf: Settings | None = None) -> str:
+    """`--repo`, else the manifest's first `upstream` repository, else the config's first."""
+    from reporter.upstream.index import validate_repo
+
+    if repo:
+        return validate_repo(repo)
+    if bundle.manifest.upstream:
+        return validate_repo(bundle.manifest.upstream[0])
+    if conf is not None and conf.repos:
+        return validate_repo(conf.repos[0])
+    raise UsageError(
+        "no upstream repository to draft for",
+        tip="pass --repo OWNER/NAME, or set `upstream = [...]` in bundle.toml",
+    )
+
+
+def default_upstream_path(bundle: Bundle, analysis: Analysis, repo: str, *, now: datetime) -> Path:
+    """`reports/<date>-<slug>.upstream-<owner>-<name>.md`, beside the incident report."""
+    report = default_report_path(bundle, analysis, now=now)
+    return report.with_name(f"{report.stem}.upstream-{md.slug(repo)}.md")
+
+
+def upstream_draft(
+    evidence: Path,
+    *,
+    repo: str | None = None,
+    out: Path | None = None,
+    forms: Path | None = None,
+    offline: bool = False,
+    db: Path | None = None,
+    link_related: bool = False,
+    base_url: str | None = None,
+    options: Options | None = None,
+    now: datetime | None = None,
+    force: bool = False,
+) -> UpstreamDraftRun:
+    """Write the upstream issue draft for review (front matter `kind: upstream-draft`).
+
+    Works with no network and no token: forms fall back to the cache or the generic form,
+    related issues to the local index. An existing file is kept as `.bak`.
+    """
+    from reporter.upstream import publish
+
+    conf = settings()
+    bundle, analysis = load_and_analyze([evidence], options or Options())
+    name = upstream_repo(bundle, repo, conf)
+    run = publish.make_draft(
+        bundle,
+        analysis,
+        name,
+        forms_dir=forms or conf.forms,
+        offline=offline,
+        db=default_db(db, conf),
+        link_related=link_related,
+        base_url=base_url,
+        env=upstream_env(conf),
+    )
+    target = out or default_upstream_path(bundle, analysis, name, now=now or now_utc())
+    backup = write_atomic(
+        target,
+        run.draft.document,
+        backup=True,
+        owned=None if force else _is_upstream_draft,
+    )
+    return UpstreamDraftRun(path=target, backup=backup, run=run)
+
+
+def _is_upstream_draft(head: str) -> bool:
+    """True for a file `report upstream draft` wrote (front matter `kind: upstream-draft`)."""
+    from reporter.render import frontmatter
+
+    return f"kind: {frontmatter.UPSTREAM_DRAFT}" in head[:4096]
+
+
+def upstream_file(
+    evidence: Path,
+    *,
+    repo: str | None = None,
+    yes: bool = False,
+    force_new: bool = False,
+    base_url: str | None = None,
+    draft: Path | None = None,
+    forms: Path | None = None,
+    db: Path | None = None,
+    link_related: bool = False,
+    options: Options | None = None,
+    reports: Path | None = None,
+    report: Path | None = None,
+) -> FileResult:
+    """`report upstream file`: a dry run unless `yes`; see `reporter.upstream.publish`.
+
+    Once filed (or commented), the issue's URL goes into the incident report's
+    `upstream_issue` (`record_upstream_issue`).
+    """
+    from reporter.upstream import publish
+
+    conf = settings()
+    bundle, analysis = load_and_analyze([evidence], options or Options())
+    result = publish.file_upstream(
+        bundle,
+        analysis,
+        upstream_repo(bundle, repo, conf),
+        yes=yes,
+        force_new=force_new,
+        base_url=base_url,
+        draft_file=draft,
+        forms_dir=forms or conf.forms,
+        db=default_db(db, conf),
+        link_related=link_related,
+        env=upstream_env(conf),
+    )
+    already = (publish.Action.ALREADY_FILED, publish.Action.SKIP_COMMENT)
+    if result.url and (result.sent or result.plan.action in already):
+        from dataclasses import replace
+
+        updated = record_upstream_issue(bundle, result.url, reports=reports, report=report)
+        result = replace(result, reports_updated=updated)
+    return result
+
+
+def record_upstream_issue(
+    bundle: Bundle, url: str, *, reports: Path | None = None, report: Path | None = None
+) -> tuple[Path, ...]:
+    """Write `url` into `upstream_issue` of the incident report(s) of this bundle.
+
+    `report` names the report; otherwise every incident report under `reports` (default
+    `reports/` when present) drafted from this bundle. A report whose `upstream_issue`
+    already names another issue is left alone (the reviewer chose it).
+    """
+    from reporter.render import frontmatter, seen
+
+    if report is not None:
+        candidates = [report]
+    else:
+        folder = reports if reports is not None else DEFAULT_REPORTS
+        candidates = []
+        if folder.is_dir() and bundle.root:
+            for path in sorted(p for p in folder.rglob("*.md") if p.is_file()):
+                try:
+                    record = seen.read(path.read_text(encoding="utf-8"), path=str(path))
+                except (OSError, UnicodeDecodeError):
+                    continue
+                if record is not None and record.bundle == bundle.root:
+                    candidates.append(path)
+    updated: list[Path] = []
+    for path in candidates:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise OutputError(f"{path}: cannot read the report to record {url} ({err})") from err
+        front = frontmatter.parse(text)
+        current = front.data.get("upstream_issue") if front and front.data else None
+        if current not in (None, "", url):
+            continue
+        new = frontmatter.set_value(text, "upstream_issue", url)
+        if new is not None and new != text:
+            write_atomic(path, new)
+            updated.append(path)
+    return tuple(updated)
+
+
+def upstream_file_text(result: FileResult, *, show_body: bool = False) -> str:
+    """What `report upstream file` prints after the refusals (`refusal_lines`): the
+    decision, its reasons and the request. The body is printed in a dry run that could be
+    sent; when refused, only with `show_body` (the refusal is the news, not 25 KB of body)."""
+    from reporter.upstream.publish import Action
+
+    plan = result.plan
+    lines: list[str] = []
+    if result.sent:
+        verb = "commented on" if plan.action is Action.COMMENT else "filed"
+        lines.append(f"{verb}: {result.url}")
+        if result.recorded is not None:
+            lines.append(f"recorded in {result.recorded}")
+        lines.extend(f"upstream_issue set in {path}" for path in result.reports_updated)
+        return "\n".join(lines)
+    lines.append(f"action: {plan.action.value}" + (f" ({plan.url})" if plan.url else ""))
+    lines.extend(f"  why: {reason}" for reason in plan.reasons)
+    request = plan.request
+    if request is None:
+        return "\n".join(lines)
+    if plan.refusals:
+        lines.append("nothing was sent; once fixed, --yes sends exactly this:")
+    else:
+        lines.append("dry run: nothing was sent; pass --yes to send exactly this:")
+    lines.append(f"{request.method} {request.url}")
+    if request.title is not None:
+        lines.append(f"title: {request.title}")
+        lines.append(f"labels: {', '.join(request.labels) if request.labels else '(none)'}")
+    if show_body or not plan.refusals:
+        lines.append(f"body ({len(request.body):,} characters) between the scissors lines:")
+        lines.append("-------- 8< --------")
+        lines.append(request.body.rstrip("\n"))
+        lines.append("-------- >8 --------")
+    else:
+        lines.append(f"body: {len(request.body):,} characters (--show-body prints it)")
+    if plan.redactions:
+        total = sum(e.count for e in plan.redactions)
+        lines.append(f"redacted before sending: {total} value(s); see the draft's front matter")
+    return "\n".join(lines)
+
+
+def refusal_lines(result: FileResult) -> list[str]:
+    """Why filing was refused, one `refused:` line each, then what to do (a `Tip:`)."""
+    plan = result.plan
+    if result.sent or not plan.refusals:
+        return []
+    lines = [f"refused: {refusal}" for refusal in plan.refusals]
+    if any("token" in r for r in plan.refusals):
+        tip = "see `report auth status` for where a token is looked for"
+    else:
+        tip = "fix the draft (`report upstream draft`, then `report lint` it) and pass --draft FILE"
+    lines.append(f"Tip: {tip}; --show-body prints what would be sent")
+    return lines
+
+
+def redaction_lines(entries: Sequence[RedactionEntry]) -> list[str]:
+    """The redaction report for a terminal: one `kind in where: count` line per entry."""
+    from reporter.upstream.redact import report_lines
+
+    return report_lines(entries)
