@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from reporter.analysis import flight_recorder, surroundings
 from reporter.analysis.branch import branch_point
 from reporter.analysis.classify import Classifier, FrameKind, default_classifier
+from reporter.analysis.clues import main_thread
 from reporter.analysis.explain import Context, confidence, summary
 from reporter.analysis.merge import (
     Member,
@@ -30,7 +31,7 @@ from reporter.analysis.merge import (
     stack_classes,
 )
 from reporter.analysis.progress import UnitView, rank_state, raw_state, snapshot_idle
-from reporter.analysis.ranks import Instance, RankedProcess, RankMap, identify, main_thread
+from reporter.analysis.ranks import Instance, RankedProcess, RankMap, identify
 from reporter.analysis.result import (
     Analysis,
     BranchPoint,

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
-from reporter.analysis.ranks import format_ranks
+from reporter.analysis.ranksets import format_ranks
 from reporter.analysis.result import (
     IdleThread,
     RankState,
