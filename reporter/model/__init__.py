@@ -6,67 +6,59 @@ bundle. All classes are frozen, slotted and keyword-only so that values can be
 hashed, compared and shared between threads without copying.
 
 Import every name from here (`from reporter.model import Bundle`); the modules group them:
-`evidence` (kinds, `Location`, `ParseWarning`), `stacks` (frames, threads, process and
-failed dumps), `metrics` (series and timeline events), `environment` (variables, command
-lines, packages, excerpts), `goroutines` (Go dumps), `flight_recorder` (torch Flight
-Recorder traces) and `bundle` (`ParseResult`, `Manifest`, `Bundle`).
+`stacks` (evidence kinds, `Location`, frames, threads, process and failed dumps),
+`context` (the evidence around the stacks: metrics, events, environment, excerpts, Go
+goroutines, Flight Recorder traces) and `bundle` (`ParseResult`, `Manifest`, `Bundle`).
 """
 
 from __future__ import annotations
 
 from reporter.model.bundle import (
     Bundle,
+    Evidence,
     EvidenceFile,
     Manifest,
     ParseResult,
     ProcessNote,
     RankHint,
 )
-from reporter.model.environment import (
+from reporter.model.context import (
     CodeExcerpt,
     CommandFlag,
     CommandLine,
     EnvFact,
     Environment,
     EnvVar,
+    EventKind,
     FileHash,
-    Gpu,
-    Package,
-)
-from reporter.model.evidence import (
-    CONTEXT_KINDS,
-    METRIC_KINDS,
-    SUMMARISED_KINDS,
-    EvidenceKind,
-    Location,
-    ParseWarning,
-)
-from reporter.model.flight_recorder import (
     FrEntry,
     FrGroupConfig,
     FrGroupStatus,
     FrOrigin,
     FrTrace,
-)
-from reporter.model.goroutines import (
     GoDumpForm,
     GoFrame,
     Goroutine,
     GoroutineDump,
-)
-from reporter.model.metrics import (
-    EventKind,
+    Gpu,
     MetricKind,
     MetricPoint,
     MetricSeries,
+    Package,
     TimelineEvent,
     WedgeSettings,
 )
 from reporter.model.stacks import (
+    CONTEXT_KINDS,
+    METRIC_KINDS,
+    SUMMARISED_KINDS,
+    EvidenceKind,
     FailedDump,
     FailureState,
     Frame,
     Local,
+    Location,
+    ParseWarning,
     ProcessDump,
     RankSource,
     Similarity,
@@ -87,6 +79,7 @@ __all__ = [
     "EnvVar",
     "Environment",
     "EventKind",
+    "Evidence",
     "EvidenceFile",
     "EvidenceKind",
     "FailedDump",

@@ -5,30 +5,45 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from reporter.model.environment import CodeExcerpt, Environment
-from reporter.model.evidence import EvidenceKind, ParseWarning
-from reporter.model.flight_recorder import FrTrace
-from reporter.model.goroutines import GoroutineDump
-from reporter.model.metrics import MetricSeries, TimelineEvent, WedgeSettings
-from reporter.model.stacks import FailedDump, ProcessDump
+from reporter.model.context import (
+    CodeExcerpt,
+    Environment,
+    FrTrace,
+    GoroutineDump,
+    MetricSeries,
+    TimelineEvent,
+    WedgeSettings,
+)
+from reporter.model.stacks import EvidenceKind, FailedDump, ParseWarning, ProcessDump
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ParseResult:
-    """What one parser made of one file."""
+class Evidence:
+    """What evidence files hold, by kind: the parts a `ParseResult` and a `Bundle` share."""
 
     dumps: tuple[ProcessDump, ...] = ()
     failures: tuple[FailedDump, ...] = ()
     warnings: tuple[ParseWarning, ...] = ()
     series: tuple[MetricSeries, ...] = ()
-    """Metric series as read (counters still raw); the loader merges files and makes rates."""
+    """Metric series (a `ParseResult`'s as read, counters still raw; a `Bundle`'s merged,
+    sorted by (name, labels), counters turned into rates)."""
     events: tuple[TimelineEvent, ...] = ()
-    """Dated things the file tells: service starts, notable log lines."""
+    """Dated things the files tell: service starts, notable log lines (and in a `Bundle`,
+    manual events), sorted by time in a `Bundle`."""
     environment: Environment = field(default_factory=lambda: Environment())
-    """Env vars, command lines, packages, GPUs and facts the file holds."""
+    """Env vars, command lines, packages, GPUs and facts, in file order."""
     excerpts: tuple[CodeExcerpt, ...] = ()
+    """Explicit code excerpt files, in file order."""
     goroutine_dumps: tuple[GoroutineDump, ...] = ()
+    """Go client dumps; in a `Bundle` in capture order where known, else file order."""
     flight_recorder: tuple[FrTrace, ...] = ()
+    """Flight Recorder traces (dumps and watchdog lines); sorted by (trace set, rank) in a
+    `Bundle`."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParseResult(Evidence):
+    """What one parser made of one file; the loader merges files and makes rates."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,7 +110,7 @@ class Manifest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Bundle:
+class Bundle(Evidence):
     """Everything ingested for one incident; the only input to analysis.
 
     `root` is None for loose files given on the command line. `dumps` are in
@@ -106,21 +121,6 @@ class Bundle:
     root: str | None
     manifest: Manifest = field(default_factory=Manifest)
     files: tuple[EvidenceFile, ...] = ()
-    dumps: tuple[ProcessDump, ...] = ()
-    failures: tuple[FailedDump, ...] = ()
-    warnings: tuple[ParseWarning, ...] = ()
     rank_hints: tuple[tuple[str, RankHint], ...] = ()
-    series: tuple[MetricSeries, ...] = ()
-    """Metric history, sorted by (name, labels); counters already turned into rates."""
-    events: tuple[TimelineEvent, ...] = ()
-    """Dated evidence events (service starts, log lines, manual events), sorted by time."""
-    environment: Environment = field(default_factory=lambda: Environment())
-    """Environment evidence of every file, in file order."""
-    excerpts: tuple[CodeExcerpt, ...] = ()
-    """Explicit code excerpt files of the bundle, in file order."""
-    goroutine_dumps: tuple[GoroutineDump, ...] = ()
-    """Go client dumps, in capture order where known, else file order."""
-    flight_recorder: tuple[FrTrace, ...] = ()
-    """Flight Recorder traces (dumps and watchdog lines), sorted by (trace set, rank)."""
     baseline: Bundle | None = None
     """The last good run (the manifest's `baseline` folder), loaded as a bundle of its own."""
