@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from reporter import rules as data_files
+from reporter.analysis.records import record
 from reporter.errors import ReporterError
 from reporter.model import CommandLine, EnvFact, Environment, Gpu, Package
 from reporter.secrets import OPAQUE_MIN_LENGTH, SecretPolicy, mask_text, policy_from
@@ -275,15 +276,7 @@ def _sources(environment: Environment) -> tuple[str, ...]:
 def summary_json(summary: EnvironmentSummary) -> dict[str, object]:
     """`analyze --json`'s `environment` object (allowlisted and redacted, like the report)."""
     return {
-        "variables": [
-            {
-                "name": v.name,
-                "values": list(v.values),
-                "redacted": v.redacted,
-                "sources": list(v.sources),
-            }
-            for v in summary.variables
-        ],
+        "variables": [record(v, "name values redacted sources") for v in summary.variables],
         "hidden_variables": summary.hidden,
         "redacted_variables": summary.redacted,
         "commands": [
@@ -296,27 +289,13 @@ def summary_json(summary: EnvironmentSummary) -> dict[str, object]:
             for c in summary.commands
         ],
         "packages": [
-            {
-                "name": p.name,
-                "version": p.version,
-                "origin": p.origin,
-                "source": p.source,
-                "other_versions": list(p.others),
-            }
-            for p in summary.packages
+            record(p, "name version origin source other_versions=others") for p in summary.packages
         ],
         "package_count": summary.package_count,
         "gpus": [
-            {
-                "index": g.index,
-                "name": g.name,
-                "memory_used_mib": g.memory_used_mib,
-                "memory_total_mib": g.memory_total_mib,
-                "utilization_pct": g.utilization_pct,
-                "source": str(g.source),
-            }
+            record(g, "index name memory_used_mib memory_total_mib utilization_pct source")
             for g in summary.gpus
         ],
-        "facts": [{"key": f.key, "value": f.value, "source": str(f.source)} for f in summary.facts],
+        "facts": [record(f, "key value source") for f in summary.facts],
         "sources": list(summary.sources),
     }

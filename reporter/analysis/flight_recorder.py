@@ -30,6 +30,7 @@ from reporter.analysis.fr_result import (
     FrSide,
 )
 from reporter.analysis.ranksets import format_ranks
+from reporter.analysis.records import JSON, record
 from reporter.model import Bundle, Frame
 
 if TYPE_CHECKING:
@@ -285,57 +286,35 @@ def complete(analysis: Analysis, bundle: Bundle, classifier: Classifier) -> Anal
 
 # --- JSON (`report analyze --json`, key `flight_recorder`)
 
-JSONValue = dict[str, object]
 
-
-def mismatch_json(mismatch: FrMismatch | None) -> JSONValue | None:
+def mismatch_json(mismatch: FrMismatch | None) -> JSON | None:
     """`first_mismatch`: group, seq_id, kind, by_op (op -> ranks), missing, not_completed."""
     if mismatch is None:
         return None
     return {
-        "group": mismatch.group,
-        "group_desc": mismatch.group_desc,
-        "seq_id": mismatch.seq_id,
-        "kind": mismatch.kind,
+        **record(mismatch, "group group_desc seq_id kind"),
         "by_op": {op: list(ranks) for op, ranks in mismatch.by_op},
-        "missing": list(mismatch.missing),
-        "not_completed": list(mismatch.not_completed),
-        "sides": [
-            {"op": s.op, "sizes": s.sizes, "ranks": list(s.ranks), "states": list(s.states)}
-            for s in mismatch.sides
-        ],
+        **record(mismatch, "missing not_completed"),
+        "sides": [record(s, "op sizes ranks states") for s in mismatch.sides],
     }
 
 
-def to_json(fr: FlightRecorderAnalysis | None) -> JSONValue | None:
+def to_json(fr: FlightRecorderAnalysis | None) -> JSON | None:
     """The Flight Recorder analysis as JSON-ready data; None without traces."""
     if fr is None:
         return None
-    ranks: dict[int, list[JSONValue]] = {}
+    ranks: dict[int, list[JSON]] = {}
     for p in fr.progress:
         ranks.setdefault(p.rank, []).append(
-            {
-                "group": p.group,
-                "last_issued": p.last_issued,
-                "last_issued_op": p.last_issued_op,
-                "last_completed": p.last_completed,
-            }
+            record(p, "group last_issued last_issued_op last_completed")
         )
     return {
-        "trace_set": fr.trace_set,
-        "origin": fr.origin.value,
-        "backend": fr.backend,
-        "version": fr.version,
-        "files": list(fr.files),
+        **record(fr, "trace_set origin backend version files"),
         "ranks": [{"rank": rank, "groups": groups} for rank, groups in sorted(ranks.items())],
         "first_mismatch": mismatch_json(fr.first_mismatch),
         "groups": [
             {
-                "group": g.group,
-                "desc": g.desc,
-                "members": list(g.members),
-                "first_seq": g.first_seq,
-                "last_seq": g.last_seq,
+                **record(g, "group desc members first_seq last_seq"),
                 "mismatch_seq": g.mismatch.seq_id if g.mismatch else None,
             }
             for g in fr.groups
