@@ -20,15 +20,7 @@ from reporter import rules
 from reporter.analysis.classify import Classifier, FrameKind, RuleSection, parse_rules
 from reporter.analysis.clues import main_thread
 from reporter.analysis.fr_align import DEFAULT_GROUP_DESC, analyze, analyze_set
-from reporter.analysis.fr_result import (
-    FlightRecorderAnalysis,
-    FrCell,
-    FrGroupView,
-    FrMismatch,
-    FrRankProgress,
-    FrRow,
-    FrSide,
-)
+from reporter.analysis.fr_result import FlightRecorderAnalysis, FrGroupView, FrMismatch, FrRow
 from reporter.analysis.ranksets import format_ranks
 from reporter.analysis.records import JSON, record
 from reporter.model import Bundle, Frame
@@ -39,12 +31,9 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_GROUP_DESC",
     "FlightRecorderAnalysis",
-    "FrCell",
     "FrGroupView",
     "FrMismatch",
-    "FrRankProgress",
     "FrRow",
-    "FrSide",
     "all_completed",
     "analyze",
     "analyze_set",
