@@ -27,13 +27,14 @@ from datetime import datetime, timedelta
 from functools import cache
 
 from reporter import rules as data_files
+from reporter.analysis.result import GoBucket as GoBucket  # re-exported: their old home
+from reporter.analysis.result import GoDumpSummary as GoDumpSummary
+from reporter.analysis.result import GoroutineAnalysis as GoroutineAnalysis
 from reporter.model import (
     EventKind,
-    GoDumpForm,
     GoFrame,
     Goroutine,
     GoroutineDump,
-    Location,
     Similarity,
     TimelineEvent,
 )
@@ -82,56 +83,6 @@ def default_go_rules() -> GoRules:
     return parse_rules(
         data_files.read_text("goroutines.toml"), source="reporter/data/goroutines.toml"
     )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GoBucket:
-    """Goroutines with the same stack (at the chosen similarity) in one dump.
-
-    `frames` come from the first goroutine (innermost first); `top` is the innermost
-    frame that is not plumbing; `waiting_since` is capture time minus the longest
-    wait, when both are known.
-    """
-
-    count: int
-    ids: tuple[int, ...]
-    state: str
-    min_minutes: int | None
-    max_minutes: int | None
-    untimed: int
-    top: GoFrame | None
-    created_by: GoFrame | None
-    frames: tuple[GoFrame, ...]
-    runtime: bool
-    client_wait: str
-    source: Location
-    summary: str
-    waiting_since: datetime | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GoDumpSummary:
-    """One dump: its buckets (largest first) and the runtime's own, set aside."""
-
-    source: Location
-    form: GoDumpForm
-    headline: str
-    captured_at: datetime | None
-    total: int
-    buckets: tuple[GoBucket, ...]
-    runtime: tuple[GoBucket, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GoroutineAnalysis:
-    """All Go dumps of the bundle; `waiting` holds the client-wait buckets, largest first."""
-
-    dumps: tuple[GoDumpSummary, ...]
-    waiting: tuple[GoBucket, ...]
-    similarity: Similarity
-
-    def __bool__(self) -> bool:
-        return bool(self.dumps)
 
 
 def analyze_goroutines(
