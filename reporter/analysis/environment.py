@@ -19,9 +19,8 @@ Shape, by example::
 
 from __future__ import annotations
 
-import fnmatch
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -55,11 +54,6 @@ class ShowRules:
     key_facts: re.Pattern[str]
 
 
-def _globs(patterns: Iterable[str], *, ignore_case: bool) -> re.Pattern[str]:
-    joined = "|".join(fnmatch.translate(p) for p in patterns) or r"(?!)"
-    return re.compile(joined, re.IGNORECASE if ignore_case else 0)
-
-
 def parse_show_rules(text: str, *, source: str = "env.toml") -> ShowRules:
     """Compile an env.toml; a malformed file raises `ReporterError` naming what is wrong."""
     data = data_files.parse(text, data_files.SHAPES["env.toml"], source=source)
@@ -82,12 +76,12 @@ def parse_show_rules(text: str, *, source: str = "env.toml") -> ShowRules:
     opaque: int = data.get("secret", {}).get("opaque_min_length", OPAQUE_MIN_LENGTH)  # shape: >= 8
     secret_values = regexes("secret")
     return ShowRules(
-        show=_globs(strings("show", "names"), ignore_case=False),
-        hide_names=_globs(strings("hide", "names"), ignore_case=False),
+        show=data_files.globs(strings("show", "names")),
+        hide_names=data_files.globs(strings("hide", "names")),
         hide_values=regexes("hide"),
         secrets=policy_from(strings("secret", "names"), [p.pattern for p in secret_values], opaque),
         key_packages=tuple(strings("packages", "key")),
-        key_facts=_globs(strings("facts", "key"), ignore_case=True),
+        key_facts=data_files.globs(strings("facts", "key"), ignore_case=True),
     )
 
 

@@ -19,9 +19,8 @@ server (`reporter/data/goroutines.toml`) with the time they have waited since
 
 from __future__ import annotations
 
-import fnmatch
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import cache
@@ -58,21 +57,21 @@ class GoRules:
     client_waits: tuple[ClientWait, ...]
 
 
-def _globs(patterns: Iterable[str]) -> re.Pattern[str]:
-    return re.compile("|".join(fnmatch.translate(p) for p in patterns) or r"(?!)")
-
-
 def parse_rules(text: str, *, source: str = "goroutines.toml") -> GoRules:
     """Compile a goroutines.toml; a malformed file raises `ReporterError`."""
     data = data_files.parse(text, data_files.SHAPES["goroutines.toml"], source=source)
     # The shape (reporter/rules.py) has checked every type and required key.
     waits = [
-        ClientWait(id=entry["id"], functions=_globs(entry.get("functions", [])), what=entry["what"])
+        ClientWait(
+            id=entry["id"],
+            functions=data_files.globs(entry.get("functions", [])),
+            what=entry["what"],
+        )
         for entry in data.get("client_wait", [])
     ]
     return GoRules(
-        plumbing=_globs(data.get("plumbing", {}).get("functions", [])),
-        runtime=_globs(data.get("runtime", {}).get("functions", [])),
+        plumbing=data_files.globs(data.get("plumbing", {}).get("functions", [])),
+        runtime=data_files.globs(data.get("runtime", {}).get("functions", [])),
         client_waits=tuple(waits),
     )
 
