@@ -267,7 +267,6 @@ def _mismatch(
             op=key[0],
             sizes=key[1] or _sizes_text(present[ranks[0]]),
             ranks=tuple(ranks),
-            label=format_ranks(ranks),
             states=tuple(sorted({present[r].state for r in ranks})),
         )
         for key, ranks in sorted(keys.items(), key=lambda kv: kv[1][0])

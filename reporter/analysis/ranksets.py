@@ -1,5 +1,7 @@
 """Compact rank sets: `[0-3,7]` for the ranks 0, 1, 2, 3 and 7, and back.
 
+`RankSet` is the base of every result record that holds a rank set with its label.
+
 Every report, JSON document and CLI option that names several ranks uses this form.
 """
 
@@ -7,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from reporter.errors import UsageError
 
@@ -49,3 +52,17 @@ def parse_ranks(text: str) -> tuple[int, ...]:
             raise UsageError(f"rank set {text!r}: range {part.strip()!r} runs backwards")
         out.update(range(low, high + 1))
     return tuple(sorted(out))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RankSet:
+    """A record holding a sorted rank set `ranks` and its compact `label` (`[0-3,7]`).
+
+    The label is derived, never passed, so that the two cannot disagree.
+    """
+
+    ranks: tuple[int, ...]
+    label: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "label", format_ranks(self.ranks))

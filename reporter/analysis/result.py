@@ -2,19 +2,19 @@
 
 The renderer and the CLI read only these; the records of the Go clients and the Flight
 Recorder live here too (those of the environment stay in `environment.py`, which the
-environment diff imports).
-Rank sets are sorted tuples of ints: ranks when the bundle names them, PIDs when it does
-not (`Analysis.rank_unit` says which); `label` fields hold the compact form (`[0-3,7]`).
-Frame tuples say in their docstring whether they run innermost or outermost first.
+environment diff imports). Rank sets are sorted tuples of ints: ranks when the bundle
+names them, PIDs when it does not (`Analysis.rank_unit` says which); records holding one
+derive from `RankSet`, whose `label` is its compact form (`[0-3,7]`). Frame tuples say in
+their docstring whether they run innermost or outermost first.
 
 Shape of a desync, by example::
 
     Analysis(verdict=Verdict.COLLECTIVE_DESYNC, confidence=Confidence.MEDIUM,
-             classes=(StackClass(ranks=(0, 1), label="[0-1]", collective="all_reduce", ...),
-                      StackClass(ranks=(2, 3), label="[2-3]", collective=None,
+             classes=(StackClass(ranks=(0, 1), collective="all_reduce", ...),
+                      StackClass(ranks=(2, 3), collective=None,
                                  wait="zmq-poll", ...)),
              branch_point=BranchPoint(shared=Frame(function="event_loop", ...),
-                                      branches=(Branch(label="[0-1]", ...), ...)),
+                                      branches=(Branch(ranks=(0, 1), ...), ...)),
              ...)
 """
 
@@ -25,6 +25,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from reporter.analysis.ranksets import RankSet
 from reporter.analysis.wedge import WedgeReport
 from reporter.model import (
     FailedDump,
@@ -104,7 +105,7 @@ class RankProcess:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StackClass:
+class StackClass(RankSet):
     """Ranks whose stacks are equal at the chosen similarity.
 
     `frames` are innermost first, taken from the smallest rank's latest
@@ -112,8 +113,6 @@ class StackClass:
     application frame; `wait` is set only when there is no collective.
     """
 
-    ranks: tuple[int, ...]
-    label: str
     collective: str | None
     wait: str | None
     state: RankState
@@ -126,26 +125,22 @@ class StackClass:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TreeNode:
+class TreeNode(RankSet):
     """A node of the merged prefix tree; the root has `frame=None` and all ranks.
 
     Children are sorted by (smallest rank, frame text).
     """
 
     frame: Frame | None
-    ranks: tuple[int, ...]
-    label: str
     children: tuple[TreeNode, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Branch:
+class Branch(RankSet):
     """One side of a branch point: `frames` outermost first, from the first frame
     that differs from the other classes down to the collective / wait or the
     innermost informative frame."""
 
-    label: str
-    ranks: tuple[int, ...]
     frames: tuple[Frame, ...]
     collective: str | None
 
@@ -160,11 +155,9 @@ class BranchPoint:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class IdleThread:
+class IdleThread(RankSet):
     """A background thread idle by design, listed so that nothing is hidden."""
 
-    ranks: tuple[int, ...]
-    label: str
     thread_name: str
     why: str
 
@@ -349,13 +342,11 @@ class FrRankProgress:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FrSide:
+class FrSide(RankSet):
     """Ranks that agree at the mismatching id: same op, sizes and dtypes (`op` "" = missing)."""
 
     op: str
     sizes: str
-    ranks: tuple[int, ...]
-    label: str
     states: tuple[str, ...] = ()
 
 
