@@ -62,26 +62,21 @@ from reporter.analysis.instances import (
 )
 from reporter.analysis.ranksets import format_ranks as format_ranks
 from reporter.analysis.ranksets import parse_ranks as parse_ranks
-from reporter.analysis.result import FailedRank
+from reporter.analysis.result import FailedRank, RankIdentity
 from reporter.model import Bundle, FailedDump, ProcessDump, RankSource
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RankedProcess:
-    """A process with its snapshots; `unit` is its rank, or its PID when ranks are unknown."""
+    """A process with its snapshots and its rank identity; `unit` is its rank, or its PID
+    when ranks are unknown. `pid` is the first PID seen for it (`identity.pid` the latest
+    snapshot's, where a rank's snapshots come from several PIDs)."""
 
+    identity: RankIdentity
     unit: int
-    rank: int | None
     pid: int | None
-    key: str
-    role: str | None
-    dims: tuple[tuple[str, int], ...]
-    source: RankSource
-    detail: str
-    title: str | None
     group: str
     snapshots: tuple[ProcessDump, ...]
-    instance: str = "1"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -334,19 +329,21 @@ def _finish(
             else f"no rank or PID; {_label(cand)[len('the dump in ') :]} numbered {unit} by position in the bundle"
         )
         detail = "; ".join([base, *cand.notes])
-    return RankedProcess(
-        unit=unit,
-        rank=rank,
-        pid=cand.pid,
+    snapshots = _snapshot_order(cand.dumps)
+    latest = snapshots[-1].pid if snapshots else None
+    identity = RankIdentity(
         key=key,
+        rank=rank,
         role=cand.role,
         dims=sorted_dims(cand.dims),
         source=source,
         detail=detail,
+        pid=latest if latest is not None else cand.pid,
         title=cand.title,
-        group=group,
-        snapshots=_snapshot_order(cand.dumps),
         instance=cand.instance,
+    )
+    return RankedProcess(
+        identity=identity, unit=unit, pid=cand.pid, group=group, snapshots=snapshots
     )
 
 
@@ -546,7 +543,7 @@ def identify(bundle: Bundle) -> RankMap:
     return RankMap(
         unit="rank",
         ranks=tuple(ranks),
-        others=tuple(sorted(others, key=lambda p: (p.pid is None, p.pid or 0, p.key))),
+        others=tuple(sorted(others, key=lambda p: (p.pid is None, p.pid or 0, p.identity.key))),
         world_size=single.world_size if single else None,
         world_detail=single.world_detail if single else "",
         failed=tuple(all_failed),
@@ -595,7 +592,7 @@ def _pid_map(
     return RankMap(
         unit=unit,
         ranks=tuple(ranks),
-        others=tuple(sorted(others, key=lambda p: (p.pid is None, p.pid or 0, p.key))),
+        others=tuple(sorted(others, key=lambda p: (p.pid is None, p.pid or 0, p.identity.key))),
         world_size=None,
         world_detail="",
         failed=failed,
@@ -661,7 +658,10 @@ def _failed(
     these ranks' launcher, or, with no PID, when its file names a rank. `claimed` collects
     the indexes of failures already given to an instance."""
     by_pid = {
-        d.pid: p.rank for p in ranks for d in p.snapshots if d.pid is not None and unit == "rank"
+        d.pid: p.identity.rank
+        for p in ranks
+        for d in p.snapshots
+        if d.pid is not None and unit == "rank"
     }
     pids = {p.pid for p in ranks if p.pid is not None}
     parents = {facts[p].ppid for p in pids if p in facts and facts[p].ppid is not None}
@@ -702,7 +702,7 @@ def _rank_of_title(title: str | None, ranks: list[RankedProcess]) -> int | None:
         return None
     sizes = {d: 1 for d in RADIX_DIMS}
     for proc in ranks:
-        for dim, value in proc.dims:
+        for dim, value in proc.identity.dims:
             if dim in sizes:
                 sizes[dim] = max(sizes[dim], value + 1)
     for dim in RADIX_DIMS:
