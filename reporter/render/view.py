@@ -18,7 +18,6 @@ As Mermaid, each single-child chain becomes one node naming its first and last f
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,6 +37,7 @@ from reporter.render import answer as answers
 from reporter.render import envview, frview
 from reporter.render import evidence as evidence_blocks
 from reporter.render import markdown as md
+from reporter.render.policy import LOCAL
 from reporter.text import plural, version_key
 from reporter.times import clock
 
@@ -209,7 +209,7 @@ def build_view(
     versions = sorted({d.python_version for d in bundle.dumps if d.python_version}, key=version_key)
     # A manifest title is typed by someone: inert like evidence. The derived one is built
     # from escaped parts already.
-    title = md.prose(bundle.manifest.title) if bundle.manifest.title else ans.title
+    title = LOCAL.typed(bundle.manifest.title) if bundle.manifest.title else ans.title
     blocks, index = evidence_blocks.blocks(bundle, analysis, raw)
     summarised = sum(1 for f in bundle.files if f.kind in SUMMARISED_KINDS)
     evidence_note = (
@@ -227,11 +227,11 @@ def build_view(
         bundle=bundle.root or ", ".join(f.path for f in bundle.files),
         verdict=ans.verdict_label,
         confidence=analysis.confidence.value,
-        summary=_inline(ans.paragraph),
+        summary=LOCAL.inline(ans.paragraph),
         basis=basis,
         confidence_notes=notes,
         fields=tuple(
-            (k.replace("_", " ").capitalize(), md.prose(v)) for k, v in bundle.manifest.fields
+            (k.replace("_", " ").capitalize(), LOCAL.typed(v)) for k, v in bundle.manifest.fields
         ),
         python_versions=", ".join(versions) if versions else "not shown in the dumps",
         processes=tuple(_process_row(p) for p in analysis.processes),
@@ -291,24 +291,10 @@ def build_view(
             evidence_blocks.IndexRow(path=md.code_cell(r.path), kind=r.kind, shown=md.cell(r.shown))
             for r in index
         ),
-        factors=tuple(_inline(f) for f in ans.factors),
-        impact=tuple(_inline(i) for i in ans.impact),
-        actions=tuple(_inline(a) for a in ans.actions),
+        factors=tuple(LOCAL.inline(f) for f in ans.factors),
+        impact=tuple(LOCAL.inline(i) for i in ans.impact),
+        actions=tuple(LOCAL.inline(a) for a in ans.actions),
         flight_recorder=frview.flight_recorder_view(analysis.flight_recorder),
-    )
-
-
-_INLINE_SPECIAL = re.compile(r"([\\*<>|])")
-
-
-def _inline(text: str) -> str:
-    """Generated text with `inline code` spans kept: specials outside the spans escaped."""
-    parts = text.split("`")
-    if len(parts) % 2 == 0:  # an odd number of backticks: no span is trusted
-        return _prose(text)
-    return "`".join(
-        part if index % 2 else _INLINE_SPECIAL.sub(r"\\\1", " ".join(part.split(" ")))
-        for index, part in enumerate(parts)
     )
 
 
@@ -319,13 +305,15 @@ def _sources(sources: Sequence[str]) -> str:
 def summary_view(ans: answers.Answer, analysis: Analysis) -> SummaryView:
     """The summary block: a headline, one bullet per finding with its sources, the next steps."""
     headline = (
-        f"**{_inline(ans.title)}.** Verdict: **{ans.verdict_label}**, confidence "
+        f"**{LOCAL.inline(ans.title)}.** Verdict: **{ans.verdict_label}**, confidence "
         f"{analysis.confidence.value}."
     )
     lines = tuple(
-        f"**{line.topic}:** {_inline(line.text)}{_sources(line.sources)}" for line in ans.lines
+        f"**{line.topic}:** {LOCAL.inline(line.text)}{_sources(line.sources)}" for line in ans.lines
     )
-    steps = tuple(f"{_inline(step.action)} _Why:_ {_inline(step.why)}" for step in ans.steps[:4])
+    steps = tuple(
+        f"{LOCAL.inline(step.action)} _Why:_ {LOCAL.inline(step.why)}" for step in ans.steps[:4]
+    )
     return SummaryView(headline=headline, lines=lines, steps=steps)
 
 
@@ -451,14 +439,8 @@ class TimelineRow:
 
 # Timeline entries shown in the report; `analyze --json` has all of them.
 MAX_TIMELINE_ROWS = 120
-_PROSE_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
 # Evidence text (log lines, operator notes) is quoted as code: it may hold anything.
 _QUOTED_KINDS = frozenset({"log", "manual", "service", "goroutines"})
-
-
-def _prose(text: str) -> str:
-    """Generated text safe as Markdown prose: inline specials escaped, one line."""
-    return _PROSE_SPECIAL.sub(r"\\\1", " ".join(text.split()))
 
 
 def _value(value: float | None) -> str:
@@ -484,10 +466,10 @@ def metrics_view(analysis: Analysis, *, chart_file: str = "") -> MetricsView | N
             "written beside this report."
         )
     return MetricsView(
-        verdict=_prose(wedge.summary),
-        window=_prose(charts.window_text(wedge)) if built else "",
+        verdict=LOCAL.prose(wedge.summary),
+        window=LOCAL.prose(charts.window_text(wedge)) if built else "",
         charts=tuple(
-            ChartView(block=md.fence(c.mermaid, "mermaid"), caption=_prose(c.caption))
+            ChartView(block=md.fence(c.mermaid, "mermaid"), caption=LOCAL.prose(c.caption))
             for c in built
         ),
         svg_note=svg_note,
@@ -504,8 +486,8 @@ def metrics_view(analysis: Analysis, *, chart_file: str = "") -> MetricsView | N
             )
             for s in wedge.signals
         ),
-        steps=tuple(f"{_prose(s.text)} ({md.code(str(s.source))})" for s in wedge.steps),
-        notes=tuple(_prose(n) for n in wedge.notes),
+        steps=tuple(f"{LOCAL.prose(s.text)} ({md.code(str(s.source))})" for s in wedge.steps),
+        notes=tuple(LOCAL.prose(n) for n in wedge.notes),
     )
 
 
@@ -522,7 +504,9 @@ def timeline_rows(events: Sequence[TimelineEvent]) -> tuple[TimelineRow, ...]:
         stamp = clock(event.at) if len(days) == 1 else f"{event.at:%Y-%m-%d} {clock(event.at)}"
         kind = event.kind.value
         text = (
-            md.code(" ".join(event.text.split())) if kind in _QUOTED_KINDS else _prose(event.text)
+            md.code(" ".join(event.text.split()))
+            if kind in _QUOTED_KINDS
+            else LOCAL.prose(event.text)
         )
         rows.append(TimelineRow(at=stamp, kind=kind, text=text, source=md.code(str(event.source))))
     return tuple(rows)

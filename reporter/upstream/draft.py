@@ -44,6 +44,7 @@ from reporter.analysis.result import RankState, StackClass
 from reporter.model import Bundle, Frame, ProcessDump, innermost_python
 from reporter.render import markdown as md
 from reporter.render.lint import GITHUB_BODY_LIMIT, placeholders
+from reporter.render.policy import BARE, INERT
 from reporter.render.view import BranchView, ClassRow, blocked_in
 from reporter.text import number, plural, version_key
 from reporter.upstream import redact as redactor
@@ -74,35 +75,8 @@ REPRODUCTION_FIELDS = ("reproduction", "reproduce", "steps", "steps_to_reproduce
 ENVIRONMENT_FIELDS = ("environment", "env", "versions", "hardware", "platform")
 DESCRIPTION_FIELDS = ("summary", "description", "symptoms", "symptom", "what_happened", "impact")
 
-_INERT_RE = re.compile(
-    r"`[^`\n]+`"  # code spans already there: kept as they are
-    r"|https?://[^\s/]+/[\w.-]+/[\w.-]+/(?:issues|pull|discussions)/\d+\S*"  # issue / PR URLs
-    r"|(?<![\w.-])[\w.-]+/[\w.-]+(?:#\d+|@[0-9a-fA-F]{7,40})\b"  # owner/repo#1, owner/repo@sha
-    r"|(?<![\w`])@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:/[\w.-]+)?"  # @user, @org/team
-    r"|(?<![\w&#])#\d+\b"  # #123
-    r"|\bGH-\d+\b"  # GH-123
-    r"|(?<![\w@])[\w.-]+@[0-9a-fA-F]{7,40}\b"  # user@sha
-    r"|(?<![\w-])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w-])"  # bare SHA
-    r"|<[a-z][a-z0-9-]*-\d+>"  # redaction placeholders: not HTML tags
-)
-_PROSE_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 _SUMMARY_RE = re.compile(r"<summary>(.*?)</summary>", re.IGNORECASE | re.DOTALL)
 _MARKER_RE = re.compile(r"<!-- reporter-upstream signature=([0-9a-f]+) bundle=([0-9a-f]+) -->")
-
-
-def inert(text: str) -> str:
-    """Prose from evidence, safe on GitHub: references and mentions in code spans, the
-    rest escaped, one line. `cc @alice, see #12` -> ``cc `@alice`, see `#12` ``."""
-    flat = " ".join(text.split())
-    out: list[str] = []
-    cursor = 0
-    for match in _INERT_RE.finditer(flat):
-        out.append(_PROSE_SPECIAL.sub(r"\\\1", flat[cursor : match.start()]))
-        found = match.group(0)
-        out.append(found if found.startswith("`") else md.code(found))
-        cursor = match.end()
-    out.append(_PROSE_SPECIAL.sub(r"\\\1", flat[cursor:]))
-    return "".join(out)
 
 
 def marker(signature: str, bundle_id: str) -> str:
@@ -340,7 +314,7 @@ def _state_text(stack_class: StackClass, snapshots: int) -> str:
 def _evidence(inputs: DraftInputs, s: _S, *, stacks_here: bool) -> EvidenceView:
     bundle, analysis = inputs.bundle, inputs.analysis
     notes = tuple(
-        inert(s("incident notes", value))
+        INERT(s("incident notes", value))
         for key, value in bundle.manifest.fields
         if key.lower() in DESCRIPTION_FIELDS and value.strip()
     )
@@ -403,7 +377,7 @@ def _evidence(inputs: DraftInputs, s: _S, *, stacks_here: bool) -> EvidenceView:
                 info="python" if excerpt.path.endswith(".py") else "text",
             )
         code.append(
-            CodeView(title=inert(s("code excerpt", excerpt.title)), where=where, block=block)
+            CodeView(title=INERT(s("code excerpt", excerpt.title)), where=where, block=block)
         )
     wedge = analysis.wedge
     signals = tuple(
@@ -417,12 +391,12 @@ def _evidence(inputs: DraftInputs, s: _S, *, stacks_here: bool) -> EvidenceView:
         for sig in (wedge.signals if wedge else ())
         if sig.shows_wedge
     )
-    steps = tuple(inert(s("metrics", step.text)) for step in (wedge.steps if wedge else ()))
+    steps = tuple(INERT(s("metrics", step.text)) for step in (wedge.steps if wedge else ()))
     clients = ""
     if analysis.goroutines:
         from reporter.analysis.surroundings import clients_sentence
 
-        clients = inert(s("clients", clients_sentence(analysis.goroutines, analysis.wedge).strip()))
+        clients = INERT(s("clients", clients_sentence(analysis.goroutines, analysis.wedge).strip()))
     related = tuple(_related(c, inputs.link_related) for c in inputs.related[:MAX_RELATED])
     if inputs.link_related:
         related_intro = "Found by reporter's duplicate search of the upstream issues:"
@@ -447,13 +421,13 @@ def _evidence(inputs: DraftInputs, s: _S, *, stacks_here: bool) -> EvidenceView:
         verdict=analysis.verdict.value,
         confidence=analysis.confidence.value,
         basis=basis,
-        summary=inert(s("verdict", analysis.summary)),
-        confidence_notes=tuple(inert(s("verdict", n)) for n in analysis.confidence_notes),
+        summary=INERT(s("verdict", analysis.summary)),
+        confidence_notes=tuple(INERT(s("verdict", n)) for n in analysis.confidence_notes),
         classes=classes,
         branch_shared=branch_shared,
         branches=branches,
         code=tuple(code),
-        wedge=inert(s("metrics", wedge.summary)) if wedge else "",
+        wedge=INERT(s("metrics", wedge.summary)) if wedge else "",
         signals=signals,
         steps=steps,
         clients=clients,
@@ -515,9 +489,9 @@ def _related(candidate: Candidate, link: bool) -> RelatedView:
         if link
         else f"{md.code(ref)} ({md.code(record.html_url)})",
         state=state,
-        title=inert(record.title),
+        title=INERT(record.title),
         level=level,
-        why=inert(reasons),
+        why=INERT(reasons),
     )
 
 
@@ -654,7 +628,7 @@ def _environment(
                 info="shell",
             )
     notes = tuple(
-        inert(s("incident notes", value))
+        INERT(s("incident notes", value))
         for key, value in inputs.bundle.manifest.fields
         if key.lower() in ENVIRONMENT_FIELDS and value.strip()
     )
@@ -944,12 +918,8 @@ def _replace_block(
         )
     else:
         environment = replace(environment, script=new)
-    evidence = replace(evidence, trimmed=tuple(_prose_escape(n) for n in notes))
+    evidence = replace(evidence, trimmed=tuple(BARE(n) for n in notes))
     return replace(view, evidence=evidence, environment=environment)
-
-
-def _prose_escape(text: str) -> str:
-    return _PROSE_SPECIAL.sub(r"\\\1", text)
 
 
 def _vocabulary(bundle: Bundle, analysis: Analysis) -> set[str]:
@@ -1135,7 +1105,7 @@ def build_comment(
         for key, value in manifest.fields:
             if key.lower() in ENVIRONMENT_FIELDS and value.strip():
                 versions.append(
-                    f"Environment (incident notes): {inert(s('incident notes', value))}"
+                    f"Environment (incident notes): {INERT(s('incident notes', value))}"
                 )
         delta: list[str] = []
         if analysis.diff is not None:
@@ -1163,7 +1133,7 @@ def build_comment(
         return CommentView(
             verdict=analysis.verdict.value,
             confidence=analysis.confidence.value,
-            summary=inert(s("verdict", analysis.summary)),
+            summary=INERT(s("verdict", analysis.summary)),
             signature_hash=analysis.signature.hash,
             signature=Block(
                 key="signature", title="signature", text=s("signature", analysis.signature.text)

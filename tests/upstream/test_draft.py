@@ -14,8 +14,9 @@ from reporter.analysis import Analysis
 from reporter.evidence.pyspy import parse_text
 from reporter.model import Bundle
 from reporter.render import lint
+from reporter.render.policy import INERT
 from reporter.upstream import draft as drafting
-from reporter.upstream.draft import DraftInputs, build_draft, inert
+from reporter.upstream.draft import DraftInputs, build_draft
 from reporter.upstream.forms import generic_form, parse_form
 from reporter.upstream.index import Index
 from reporter.upstream.search import find_duplicates
@@ -56,7 +57,7 @@ def tp() -> tuple[Bundle, Analysis]:
     ],
 )
 def test_inert(text: str, expected: str) -> None:
-    assert inert(text) == expected
+    assert INERT(text) == expected
 
 
 def test_marker_round_trip_and_bundle_id(tmp_path: Path, tp: tuple[Bundle, Analysis]) -> None:
