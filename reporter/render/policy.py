@@ -21,8 +21,9 @@ removed); it shares no character with these.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields, is_dataclass, replace
+from typing import Protocol, TypeVar, cast
 
 from reporter.render.markdown import code
 
@@ -101,13 +102,81 @@ BARE = Escape(INERT.specials, flatten=False)
 """Reporter's own notes about a draft (what was trimmed): the specials escaped, nothing else."""
 
 
+class Deferred:
+    """Text that waits for redaction: `make(*args)` once every argument is final.
+
+    A redacting policy hands out a `Deferred` for each evidence string (the piece's
+    number); the builder wraps it in the formatting it needs (`later(md.code, text)`)
+    without knowing whether it is final. After the one redaction call, `settle` walks
+    the finished view once and turns every `Deferred` into its string.
+    """
+
+    __slots__ = ("args", "make")
+
+    def __init__(self, make: Callable[..., str], args: tuple[object, ...]) -> None:
+        self.make = make
+        self.args = args
+
+    def final(self, texts: Sequence[str]) -> str:
+        """The string, given the redacted text of every piece."""
+        return self.make(*(a.final(texts) if isinstance(a, Deferred) else a for a in self.args))
+
+
+class Slot(Deferred):
+    """The redacted text of piece number `index`."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        super().__init__(str, ())
+        self.index = index
+
+    def final(self, texts: Sequence[str]) -> str:
+        return texts[self.index]
+
+
+Text = str | Deferred
+"""A view string: final (`str`), or waiting for the redaction of evidence (`Deferred`)."""
+
+
+def later(make: Callable[..., str], *args: object) -> Text:
+    """`make(*args)` now when every argument is final, else when the redaction is done."""
+    if any(isinstance(a, Deferred) for a in args):
+        return Deferred(make, args)
+    return make(*args)
+
+
+def final(text: Text) -> str:
+    """A string that must be final by now (after `settle`)."""
+    if isinstance(text, Deferred):
+        raise TypeError("view text used before the redaction settled it")
+    return text
+
+
+_T = TypeVar("_T")
+
+
+def settle(value: _T, texts: Sequence[str]) -> _T:
+    """`value` (a view: dataclasses, tuples, strings) with every `Deferred` made final:
+    one pass over the view after the one redaction call."""
+    if isinstance(value, Deferred):
+        return cast("_T", value.final(texts))
+    if isinstance(value, tuple):
+        return cast("_T", tuple(settle(item, texts) for item in value))
+    if is_dataclass(value) and not isinstance(value, type):
+        changed = {f.name: settle(getattr(value, f.name), texts) for f in fields(value)}
+        return cast("_T", replace(value, **changed))
+    return value
+
+
 class Hook(Protocol):
-    """A redaction hook: `hook(where, text, key)` is `text` as the document may show it."""
+    """A redaction hook: `hook(where, text, key)` is `text` as the document may show it
+    (or a `Deferred` that will be, once every evidence string is known)."""
 
-    def __call__(self, where: str, text: str, key: str = "") -> str: ...
+    def __call__(self, where: str, text: str, key: str = "") -> Text: ...
 
 
-def keep(where: str, text: str, key: str = "") -> str:
+def keep(where: str, text: str, key: str = "") -> Text:
     """The local report's hook: evidence stays whole (the report is not posted anywhere)."""
     del where, key
     return text
