@@ -44,8 +44,8 @@ from reporter.analysis.result import RankState, StackClass
 from reporter.model import Bundle, Frame, ProcessDump, innermost_python
 from reporter.render import markdown as md
 from reporter.render.lint import GITHUB_BODY_LIMIT, placeholders
-from reporter.render.policy import BARE, INERT
 from reporter.render.parts import BranchView, ClassRow, blocked_in
+from reporter.render.policy import BARE, INERT
 from reporter.text import number, plural, version_key
 from reporter.upstream import redact as redactor
 from reporter.upstream.forms import (

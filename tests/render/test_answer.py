@@ -16,7 +16,7 @@ import pytest
 from reporter import app
 from reporter.errors import ReporterError
 from reporter.model import CommandFlag, CommandLine, Environment, EnvVar, Location
-from reporter.render import answer, nextsteps, parts, view
+from reporter.render import answer, nextsteps, parts
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLES = ROOT / "fixtures" / "bundles"
