@@ -13,7 +13,7 @@ from reporter import app
 from reporter.analysis import Analysis
 from reporter.evidence.pyspy import parse_text
 from reporter.model import Bundle
-from reporter.render import lint
+from reporter.render import issueview, lint
 from reporter.render.policy import INERT
 from reporter.upstream import draft as drafting
 from reporter.upstream.draft import DraftInputs, build_draft
@@ -82,7 +82,7 @@ def test_marker_round_trip_and_bundle_id(tmp_path: Path, tp: tuple[Bundle, Analy
 def test_format_dump_reads_back_as_the_same_stacks(full: tuple[Bundle, Analysis]) -> None:
     bundle, _ = full
     dump = next(d for d in bundle.dumps if any(f.locals for t in d.threads for f in t.frames))
-    again = parse_text(drafting.format_dump(dump), source="x").dumps[0]
+    again = parse_text(issueview.format_dump(dump), source="x").dumps[0]
     assert again.pid == dump.pid
     assert [t.frames for t in again.threads] == [t.frames for t in dump.threads]
 
