@@ -16,6 +16,7 @@ from reporter.model import Bundle
 from reporter.render import issueview, lint
 from reporter.render.policy import INERT
 from reporter.upstream import draft as drafting
+from reporter.upstream import redact as redactor
 from reporter.upstream.draft import DraftInputs, build_draft
 from reporter.upstream.forms import generic_form, parse_form
 from reporter.upstream.index import Index
@@ -219,3 +220,25 @@ def test_a_huge_dump_still_fits_githubs_limit(tmp_path: Path) -> None:
     assert made.trimmed and "Trimmed to fit GitHub's size limit" in made.body
     assert made.body.count("<details") == made.body.count("</details>")
     assert "all_reduce (torch/distributed/distributed_c10d.py:2501)" in made.body
+
+
+def test_the_view_is_built_once_and_redacted_in_one_call(
+    full: tuple[Bundle, Analysis], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = {"evidence": 0, "redact": 0}
+    evidence_view, redact = issueview.evidence_view, redactor.redact
+
+    def counting_view(*args: Any, **kwargs: Any) -> issueview.EvidenceView:
+        calls["evidence"] += 1
+        return evidence_view(*args, **kwargs)
+
+    def counting_redact(*args: Any, **kwargs: Any) -> redactor.Redaction:
+        calls["redact"] += 1
+        return redact(*args, **kwargs)
+
+    monkeypatch.setattr(issueview, "evidence_view", counting_view)
+    monkeypatch.setattr(redactor, "redact", counting_redact)
+    made = build_draft(_inputs(full))
+    assert calls == {"evidence": 1, "redact": 1}
+    # One value, one placeholder, wherever the view shows it.
+    assert "<ip-1>" in made.body and made.redaction.total() > 0
