@@ -88,19 +88,21 @@ class EvidenceView:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EnvironmentView:
-    """The environment field: an environment script's output, or what the evidence shows."""
+    """The environment field: an environment script's output, or what the evidence shows.
 
-    script: Block | None
-    script_note: str
-    python: str
-    packages: tuple[tuple[str, Text], ...]
-    gpus: tuple[str, ...]
-    facts: tuple[tuple[str, Text], ...]
-    command: Block | None
-    variables: tuple[tuple[str, Text], ...]
-    variables_summary: str
-    missing_note: str
-    wrap_summary: str
+    `EnvironmentView(empty=True)`: the evidence shows nothing (the form gets a TODO)."""
+
+    script: Block | None = None
+    script_note: str = ""
+    python: str = ""
+    packages: tuple[tuple[str, Text], ...] = ()
+    gpus: tuple[str, ...] = ()
+    facts: tuple[tuple[str, Text], ...] = ()
+    command: Block | None = None
+    variables: tuple[tuple[str, Text], ...] = ()
+    variables_summary: str = ""
+    missing_note: str = ""
+    wrap_summary: str = ""
     notes: tuple[Text, ...] = ()
     empty: bool = False
 
@@ -531,20 +533,7 @@ def environment_view(
         if key.lower() in ENVIRONMENT_FIELDS and value.strip()
     )
     if not (script or python or packages or gpus or facts or variables or command or notes):
-        return EnvironmentView(
-            script=None,
-            script_note="",
-            python="",
-            packages=(),
-            gpus=(),
-            facts=(),
-            command=None,
-            variables=(),
-            variables_summary="",
-            missing_note="",
-            wrap_summary="",
-            empty=True,
-        )
+        return EnvironmentView(empty=True)
     wrap = _SUMMARY_RE.search(field_value or "")
     return EnvironmentView(
         script=script,

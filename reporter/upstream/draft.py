@@ -344,10 +344,11 @@ def _view(inputs: DraftInputs, policy: TextPolicy, mark: str) -> tuple[IssueView
     return view, title
 
 
-def _render(view: IssueView) -> str:
+def _render(template: str, view: IssueView | issueview.CommentView) -> str:
+    """The Markdown of an issue body or a comment: blank-line runs folded, one final newline."""
     from reporter.render.render import environment
 
-    text = environment().get_template("upstream_issue.md.j2").render(v=view)
+    text = environment().get_template(template).render(v=view)
     return re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
 
 
@@ -355,7 +356,7 @@ def _fit(view: IssueView, budget: int) -> tuple[str, IssueView]:
     """Render; while over `budget`, halve the largest evidence block, or drop it, with a note."""
     notes: list[str] = []
     while True:
-        body = _render(view)
+        body = _render("upstream_issue.md.j2", view)
         if len(body) <= budget:
             return body, view
         evidence, environment = view.evidence, view.environment
@@ -574,11 +575,7 @@ def build_comment(
     result = redactor.redact(
         pieces.pieces, vocabulary=[*vocabulary, *_vocabulary(bundle, analysis)]
     )
-    final_view = settle(built, result.texts)
-    from reporter.render.render import environment
-
-    text = environment().get_template("upstream_comment.md.j2").render(v=final_view)
-    body = re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
+    body = _render("upstream_comment.md.j2", settle(built, result.texts))
     return UpstreamComment(
         body=body, marker=mark, redaction=result, leaks=redactor.leaks(body, redaction=result)
     )

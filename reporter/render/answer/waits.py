@@ -105,6 +105,34 @@ def side_of(
     )
 
 
+def _ranks_side(
+    ranks: Sequence[int],
+    pids: Sequence[int],
+    unit: str,
+    state: str,
+    *,
+    where: str = "",
+    branch: str = "",
+    evidence: str = "",
+    doing: str = "",
+    brief: str = "",
+) -> WaitSide:
+    """A side known by its ranks alone (no stack class to read): missing, gone, or named by
+    the analysis's own relation."""
+    return WaitSide(
+        label=format_ranks(ranks),
+        name=ranks_name(ranks, unit),
+        ranks=tuple(ranks),
+        pids=tuple(pids),
+        state=state,
+        where=where,
+        branch=branch,
+        evidence=evidence,
+        doing=doing,
+        brief=brief,
+    )
+
+
 def gone_ranks(analysis: Analysis) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Ranks whose dumps failed because the process is not there, with the failure lines."""
     ranks: dict[int, None] = {}
@@ -143,16 +171,7 @@ def _native_edges(analysis: Analysis) -> tuple[WaitEdge, ...]:
         left_side = (
             side_of(analysis, left_class, shared)
             if left_class is not None
-            else WaitSide(
-                label=format_ranks(left.ranks),
-                name=ranks_name(left.ranks, unit),
-                ranks=tuple(left.ranks),
-                pids=tuple(left.pids),
-                state="stuck",
-                where="",
-                branch="",
-                evidence="",
-            )
+            else _ranks_side(left.ranks, left.pids, unit, "stuck")
         )
         at = str(right.at or "")
         state = str(right.state)
@@ -173,12 +192,11 @@ def _native_edges(analysis: Analysis) -> tuple[WaitEdge, ...]:
                     brief=left_side.brief,
                 ),
                 collective=str(left.collective),
-                waited=WaitSide(
-                    label=format_ranks(right.ranks),
-                    name=ranks_name(right.ranks, unit),
-                    ranks=tuple(right.ranks),
-                    pids=tuple(right.pids),
-                    state=state,
+                waited=_ranks_side(
+                    right.ranks,
+                    right.pids,
+                    unit,
+                    state,
                     where=located[-1] if located else "",
                     branch=side_of(analysis, right_class, shared).branch if right_class else "",
                     evidence=(
@@ -287,14 +305,11 @@ def _waits_for(analysis: Analysis) -> tuple[WaitEdge, ...]:
                     WaitEdge(
                         waiting=side_of(analysis, left, None),
                         collective=left.collective or "",
-                        waited=WaitSide(
-                            label=format_ranks(absent),
-                            name=ranks_name(absent, unit),
-                            ranks=tuple(absent),
-                            pids=(),
-                            state=state,
-                            where="",
-                            branch="",
+                        waited=_ranks_side(
+                            absent,
+                            (),
+                            unit,
+                            state,
                             evidence=sources[0] if sources else "",
                             doing=f", {state}",
                             brief=f", {state}",
