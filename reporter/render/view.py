@@ -50,14 +50,6 @@ MAX_TREE_LINES = 400
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Excerpt:
-    """Raw evidence text for one dump, cut from its file by the application layer."""
-
-    title: str
-    text: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class ProcessRow:
     rank: str
     pid: str
