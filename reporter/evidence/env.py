@@ -35,6 +35,7 @@ from collections.abc import Iterable
 
 from reporter.evidence._text import Unrecognised, clean_lines, excerpt
 from reporter.model import (
+    ENVIRONMENT_KINDS,
     CommandFlag,
     CommandLine,
     EnvFact,
@@ -864,15 +865,7 @@ def parse(kind: EvidenceKind, text: str, *, source: str) -> ParseResult:
     return parser(text, source=source)
 
 
-ENV_KINDS: tuple[EvidenceKind, ...] = (
-    EvidenceKind.ENVIRON,
-    EvidenceKind.CMDLINE,
-    EvidenceKind.PACKAGES,
-    EvidenceKind.SGLANG_CHECK_ENV,
-    EvidenceKind.VLLM_COLLECT_ENV,
-    EvidenceKind.NVIDIA_SMI,
-    EvidenceKind.SOURCE_HASHES,
-)
+ENV_KINDS: tuple[EvidenceKind, ...] = ENVIRONMENT_KINDS
 
 _PARSERS = {
     EvidenceKind.ENVIRON: parse_environ,

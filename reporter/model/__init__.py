@@ -50,6 +50,7 @@ from reporter.model.context import (
 )
 from reporter.model.stacks import (
     CONTEXT_KINDS,
+    ENVIRONMENT_KINDS,
     METRIC_KINDS,
     SUMMARISED_KINDS,
     EvidenceKind,
@@ -69,6 +70,7 @@ from reporter.model.stacks import (
 
 __all__ = [
     "CONTEXT_KINDS",
+    "ENVIRONMENT_KINDS",
     "METRIC_KINDS",
     "SUMMARISED_KINDS",
     "Bundle",
