@@ -35,7 +35,6 @@ from collections.abc import Iterable
 
 from reporter.evidence._text import Unrecognised, clean_lines, excerpt
 from reporter.model import (
-    ENVIRONMENT_KINDS,
     CommandFlag,
     CommandLine,
     EnvFact,
@@ -865,7 +864,15 @@ def parse(kind: EvidenceKind, text: str, *, source: str) -> ParseResult:
     return parser(text, source=source)
 
 
-ENV_KINDS: tuple[EvidenceKind, ...] = ENVIRONMENT_KINDS
+ENV_KINDS: tuple[EvidenceKind, ...] = (
+    EvidenceKind.ENVIRON,
+    EvidenceKind.CMDLINE,
+    EvidenceKind.PACKAGES,
+    EvidenceKind.SGLANG_CHECK_ENV,
+    EvidenceKind.VLLM_COLLECT_ENV,
+    EvidenceKind.NVIDIA_SMI,
+    EvidenceKind.SOURCE_HASHES,
+)
 
 _PARSERS = {
     EvidenceKind.ENVIRON: parse_environ,

@@ -50,7 +50,6 @@ from reporter.model.context import (
 )
 from reporter.model.stacks import (
     CONTEXT_KINDS,
-    ENVIRONMENT_KINDS,
     METRIC_KINDS,
     SUMMARISED_KINDS,
     EvidenceKind,
@@ -70,7 +69,6 @@ from reporter.model.stacks import (
 
 __all__ = [
     "CONTEXT_KINDS",
-    "ENVIRONMENT_KINDS",
     "METRIC_KINDS",
     "SUMMARISED_KINDS",
     "Bundle",

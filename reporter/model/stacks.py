@@ -49,23 +49,22 @@ class EvidenceKind(StrEnum):
 METRIC_KINDS = frozenset(
     {EvidenceKind.PROMETHEUS_TEXT, EvidenceKind.PROMETHEUS_JSON, EvidenceKind.GRAFANA_CSV}
 )
-# Kinds the environment parsers read (reporter.evidence.env), in their documented order.
-ENVIRONMENT_KINDS = (
-    EvidenceKind.ENVIRON,
-    EvidenceKind.CMDLINE,
-    EvidenceKind.PACKAGES,
-    EvidenceKind.SGLANG_CHECK_ENV,
-    EvidenceKind.VLLM_COLLECT_ENV,
-    EvidenceKind.NVIDIA_SMI,
-    EvidenceKind.SOURCE_HASHES,
-)
 # Kinds summarised in a report section of their own and never embedded raw: environment
 # files hold every variable (secrets too); excerpts and goroutine dumps have their sections.
-SUMMARISED_KINDS = frozenset(ENVIRONMENT_KINDS) | {
-    EvidenceKind.CODE_EXCERPT,
-    EvidenceKind.GOROUTINES,
-    EvidenceKind.FLIGHT_RECORDER,
-}
+SUMMARISED_KINDS = frozenset(
+    {
+        EvidenceKind.ENVIRON,
+        EvidenceKind.CMDLINE,
+        EvidenceKind.PACKAGES,
+        EvidenceKind.SGLANG_CHECK_ENV,
+        EvidenceKind.VLLM_COLLECT_ENV,
+        EvidenceKind.NVIDIA_SMI,
+        EvidenceKind.SOURCE_HASHES,
+        EvidenceKind.CODE_EXCERPT,
+        EvidenceKind.GOROUTINES,
+        EvidenceKind.FLIGHT_RECORDER,
+    }
+)
 # Evidence around the stacks; its problems are warnings even when the manifest names the file.
 CONTEXT_KINDS = METRIC_KINDS | SUMMARISED_KINDS | {EvidenceKind.SYSTEMD_SHOW, EvidenceKind.LOG}
 
