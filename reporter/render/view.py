@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from reporter import __version__
 from reporter.analysis import Analysis
@@ -40,6 +41,9 @@ from reporter.render import evidence as evidence_blocks
 from reporter.render import markdown as md
 from reporter.text import plural, version_key
 from reporter.times import clock
+
+if TYPE_CHECKING:
+    from reporter.render.charts import Chart
 
 # Above this many processes the report embeds one dump per class, not one per process.
 MAX_EMBEDDED_DUMPS = 32
@@ -433,6 +437,8 @@ class MetricsView:
     window: str
     """The wedge window, said once above the charts (the charts draw it as bars)."""
     charts: tuple[ChartView, ...]
+    drawn: tuple[Chart, ...]
+    """The chart data the blocks above and the SVG file beside the report are both made from."""
     svg_note: str
     signals: tuple[SignalRow, ...]
     steps: tuple[str, ...]
@@ -490,6 +496,7 @@ def metrics_view(analysis: Analysis, *, chart_file: str = "") -> MetricsView | N
             ChartView(block=md.fence(c.mermaid, "mermaid"), caption=_prose(c.caption))
             for c in built
         ),
+        drawn=built,
         svg_note=svg_note,
         signals=tuple(
             SignalRow(
