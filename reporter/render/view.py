@@ -288,7 +288,7 @@ def build_view(
         runtime_environment=envview.runtime_environment(analysis.environment),
         changes=envview.changes(analysis.diff),
         code=envview.code_section(analysis.excerpts),
-        clients=envview.clients(analysis.goroutines, _clients_headline(analysis)),
+        clients=envview.clients(analysis.goroutines, analysis.clients_sentence),
         summary_block=summary_view(ans, analysis),
         class_stacks=class_stacks(analysis),
         evidence_index=tuple(
@@ -547,13 +547,6 @@ def timeline_note(events: Sequence[TimelineEvent]) -> str:
             "`report analyze --json` lists them all."
         )
     return note
-
-
-def _clients_headline(analysis: Analysis) -> str:
-    """The sentence about waiting clients (also in the verdict), for the clients section."""
-    from reporter.analysis.surroundings import clients_sentence
-
-    return clients_sentence(analysis.goroutines, analysis.wedge).strip()
 
 
 def _default_title(analysis: Analysis) -> str:

@@ -418,11 +418,7 @@ def _evidence(inputs: DraftInputs, s: _S, *, stacks_here: bool) -> EvidenceView:
         if sig.shows_wedge
     )
     steps = tuple(inert(s("metrics", step.text)) for step in (wedge.steps if wedge else ()))
-    clients = ""
-    if analysis.goroutines:
-        from reporter.analysis.surroundings import clients_sentence
-
-        clients = inert(s("clients", clients_sentence(analysis.goroutines, analysis.wedge).strip()))
+    clients = inert(s("clients", analysis.clients_sentence)) if analysis.goroutines else ""
     related = tuple(_related(c, inputs.link_related) for c in inputs.related[:MAX_RELATED])
     if inputs.link_related:
         related_intro = "Found by reporter's duplicate search of the upstream issues:"
