@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from functools import partial
 
 from reporter.render import preview
 
@@ -48,8 +49,8 @@ def main() -> None:
         for n in sizes:
             fragment = piece * n
             page = f"# t\n\n<details>\n{fragment}\n\n</details>\n"
-            bare = _best(lambda f=fragment: preview.sanitize(f), args.repeat)
-            whole = _best(lambda p=page: preview.to_html(p), args.repeat)
+            bare = _best(partial(preview.sanitize, fragment), args.repeat)
+            whole = _best(partial(preview.to_html, page), args.repeat)
             ratios = (
                 (f"{bare / last[0]:6.2f}", f"{whole / last[1]:6.2f}")
                 if last and last[0] > 0 and last[1] > 0
