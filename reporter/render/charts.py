@@ -39,20 +39,35 @@ _CHART_W, _CHART_H, _CAPTION_H, _TITLE_H = 760, 380, 46, 40
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Chart:
-    """One signal's chart as data: title, time labels, the values, the wedge-window bars,
-    the caption under it, and how many samples it summarises."""
+    """One wedge signal's chart as data: time labels, the values (downsampled), the
+    wedge-window bars, and the caption under it (its role and how many samples it shows)."""
 
-    signal: str
-    role: str
-    title: str
-    unit: str
+    source: Signal
     labels: tuple[str, ...]
     values: tuple[float, ...]
     band: tuple[float, ...]
     """Bar values marking the wedge window (the chart's top inside it, 0 outside); () without."""
     caption: str
-    points: int
-    original_points: int
+
+    @property
+    def signal(self) -> str:
+        """The metric name charted."""
+        return self.source.name
+
+    @property
+    def title(self) -> str:
+        """`rate of <name>` for a counter, else the name."""
+        return _title(self.source)
+
+    @property
+    def unit(self) -> str:
+        """The y-axis unit: `per second`, `tokens/s`, `ratio`, `requests`, `tokens`, `value`."""
+        return _unit(self.source)
+
+    @property
+    def points(self) -> int:
+        """How many points the chart draws (at most `MAX_POINTS`)."""
+        return len(self.values)
 
     @property
     def heading(self) -> str:
@@ -123,6 +138,10 @@ def downsample(points: Sequence[Point], limit: int = MAX_POINTS) -> list[tuple[d
         (group[0].at, statistics.fmean(p.value for p in group))
         for _, group in sorted(buckets.items())
     ]
+
+
+def _title(signal: Signal) -> str:
+    return f"rate of {signal.name}" if signal.rate else signal.name
 
 
 def _unit(signal: Signal) -> str:
@@ -197,7 +216,6 @@ def build(wedge: WedgeReport | None) -> tuple[Chart, ...]:
         span = (
             (signal.points[-1].at - signal.points[0].at).total_seconds() if signal.points else 0.0
         )
-        title = f"rate of {signal.name}" if signal.rate else signal.name
         band = _wedge_band(wedge, pairs)
         shown = (
             f"{len(pairs)} means of {len(signal.points)} samples"
@@ -211,16 +229,11 @@ def build(wedge: WedgeReport | None) -> tuple[Chart, ...]:
         marked = "; bars mark the wedge window" if band else ""
         charts.append(
             Chart(
-                signal=signal.name,
-                role=signal.role.value,
-                title=title,
-                unit=_unit(signal),
+                source=signal,
                 labels=tuple(_label(at, span) for at, _ in pairs),
                 values=tuple(v for _, v in pairs),
                 band=tuple(band),
-                caption=f"{title}: {role}{series}; {shown}{marked}.",
-                points=len(pairs),
-                original_points=len(signal.points),
+                caption=f"{_title(signal)}: {role}{series}; {shown}{marked}.",
             )
         )
     return tuple(charts)
