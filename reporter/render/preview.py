@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from markdown_it import MarkdownIt
-from markdown_it.common.html_re import HTML_TAG_RE
+from markdown_it.common import html_re
 from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
@@ -36,6 +36,21 @@ ALLOWED_TAGS = frozenset(
     {"details", "summary", "br", "b", "i", "em", "strong", "code", "kbd", "sub", "sup", "s",
      "del", "ins", "mark", "small", "p", "hr", "span", "div", "input"}
 )  # fmt: skip
+# markdown-it's CommonMark grammar for one piece of raw HTML, joined here without the
+# leading `^` markdown-it-py 3 puts on its own compiled HTML_TAG_RE (it anchors to the
+# start of the string, not to the position a match is tried at).
+_HTML_TAG = re.compile(
+    "|".join(
+        (
+            html_re.open_tag,
+            html_re.close_tag,
+            html_re.comment,
+            html_re.processing,
+            html_re.declaration,
+            html_re.cdata,
+        )
+    )
+)
 _TAG_NAME = re.compile(r"</?([A-Za-z][A-Za-z0-9-]*)")
 # Raw-HTML pieces whose end may lie anywhere later in the text (comment, processing
 # instruction, CDATA, declaration): opener and closer. Where no closer follows, the
@@ -100,7 +115,7 @@ def sanitize(fragment: str) -> str:
             fragment.startswith(opener, start) and last[closer] < start + len(opener)
             for opener, closer in _OPEN_ENDED
         )
-        match = None if unclosed else HTML_TAG_RE.match(fragment, start)
+        match = None if unclosed else _HTML_TAG.match(fragment, start)
         if match is None:
             start = fragment.find("<", start + 1)
             continue
