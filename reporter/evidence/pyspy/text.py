@@ -16,6 +16,8 @@ from reporter.evidence._text import (
     Unrecognised,
     clean_lines,
     excerpt,
+    feed_lines,
+    reread,
     stamp_and_label,
 )
 from reporter.evidence.pyspy.blocks import (
@@ -96,13 +98,13 @@ class _TextParser:
         "_loc_items",
         "_loc_open",
         "_mode",
-        "_prefix",
         "_procs",
         "_retrying",
         "_separator_line",
         "_source",
         "_thread",
         "_unknown",
+        "prefix",
     )
 
     def __init__(self, source: str) -> None:
@@ -113,7 +115,7 @@ class _TextParser:
         self._block: ProcBlock | None = None
         self._thread: ThreadBlock | None = None
         self._mode = NONE
-        self._prefix: LinePrefix | None = None
+        self.prefix: LinePrefix | None = None
         self._group = 0
         self._group_root: ProcBlock | None = None
         self._separator_line = 0  # line of a separator not yet followed by a block; 0 = none
@@ -126,34 +128,13 @@ class _TextParser:
         self._loc_items: list[Local] = []
         self._retrying = False
 
-    # The hot loop. Most lines are frame lines seen before: one dict lookup and an
-    # append while `sink` is set (inside a thread, no pending `--locals`).
     def run(self, lines: list[str]) -> None:
         """Feed every line; `result()` afterwards."""
-        cache_get = FRAME_CACHE.get
-        sink: Callable[[Frame], None] | None = None
-        for number, raw in enumerate(lines, 1):
-            if sink is not None:
-                frame = cache_get(raw)
-                if frame is not None:
-                    sink(frame)
-                    continue
-            line = raw
-            prefix = self._prefix
-            if prefix is not None:
-                stripped = prefix.strip(raw)
-                if stripped is not None:
-                    line = stripped
-                    frame = cache_get(line) if sink is not None else None
-                    if sink is not None and frame is not None:
-                        sink(frame)
-                        continue
-            self._line(number, raw, line)
-            sink = self._frame_sink()
+        feed_lines(lines, self, FRAME_CACHE)
         self._finish(len(lines))
 
-    def _frame_sink(self) -> Callable[[Frame], None] | None:
-        """Where a plain frame line goes without the slow path, or None."""
+    def frame_sink(self) -> Callable[[Frame], None] | None:
+        """Where a plain frame line goes without `feed`: inside a thread, no pending `--locals`."""
         thread = self._thread
         if self._mode != THREAD or thread is None or self._loc_items or self._loc_open:
             return None
@@ -177,7 +158,7 @@ class _TextParser:
 
     # ------------------------------------------------------------ line dispatch
 
-    def _line(self, number: int, raw: str, line: str) -> None:
+    def feed(self, number: int, raw: str, line: str) -> None:
         """Everything but a cached frame line."""
         mode = self._mode
         if mode == HEADER and self._header_line(number, line):
@@ -239,24 +220,18 @@ class _TextParser:
         if self._retrying:
             self._not_understood(number, line)
             return
-        retry = line
         anchor = ANCHOR_RE.search(raw)
         if anchor is None and self._context is not None:
             # Right after an SGLang dump line, py-spy's error text may carry the log prefix too.
             anchor = ERROR_ANCHOR_RE.search(raw)
-        if anchor is not None and anchor.start() > 0:
-            prefix = LinePrefix(raw[: anchor.start()])
-            stripped = prefix.strip(raw)
-            if stripped is not None and stripped != line:
-                self._prefix = prefix
-                retry = stripped
-        # Trailing blanks (pasted text, editors) hide an otherwise valid line.
-        retry = retry.rstrip()
+        learned, retry = reread(raw, line, anchor)
+        if learned is not None:
+            self.prefix = learned
         if retry == line:
             self._not_understood(number, line)
             return
         self._retrying = True
-        self._line(number, raw, retry)
+        self.feed(number, raw, retry)
         self._retrying = False
 
     def _not_understood(self, number: int, line: str) -> None:
