@@ -153,6 +153,11 @@ def _to_datetime(match: re.Match[str]) -> datetime | None:
         return None
 
 
+def warning_at(source: str, line: int, message: str) -> ParseWarning:
+    """A parser's warning at 1-based `line` of `source` (0: about the file as a whole)."""
+    return ParseWarning(source=Location(path=source, line=line), message=message)
+
+
 class Unrecognised:
     """Collects lines a parser could not place; one warning per run of adjacent lines."""
 
@@ -189,17 +194,13 @@ class Unrecognised:
                 f"{self._count} lines (to line {self._last}) not understood as "
                 f"{self._what}, starting {excerpt(self._sample)}"
             )
-        self.warnings.append(
-            ParseWarning(source=Location(path=self._source, line=self._first), message=message)
-        )
+        self.warnings.append(warning_at(self._source, self._first, message))
         self._count = 0
 
     def warn(self, number: int, message: str) -> None:
         """Add a warning of its own at line `number`, keeping file order with the runs."""
         self.flush()
-        self.warnings.append(
-            ParseWarning(source=Location(path=self._source, line=number), message=message)
-        )
+        self.warnings.append(warning_at(self._source, number, message))
 
 
 class LineParser(Protocol):

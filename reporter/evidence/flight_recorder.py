@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from reporter.errors import EvidenceError
+from reporter.evidence._text import warning_at
 from reporter.model import (
     Frame,
     FrEntry,
@@ -146,9 +147,8 @@ def parse_json(text: str, *, source: str, rank: int | None = None) -> ParseResul
     except json.JSONDecodeError as exc:
         return ParseResult(
             warnings=(
-                ParseWarning(
-                    source=Location(path=source, line=exc.lineno),
-                    message=f"not valid JSON ({exc.msg}); Flight Recorder dump skipped",
+                warning_at(
+                    source, exc.lineno, f"not valid JSON ({exc.msg}); Flight Recorder dump skipped"
                 ),
             )
         )
@@ -167,9 +167,7 @@ class _Reader:
     def warn(self, message: str, entry: int | None = None) -> None:
         line = 0 if entry is None else entry + 1
         prefix = "" if entry is None else f"entry {entry}: "
-        self.warnings.append(
-            ParseWarning(source=Location(path=self.source, line=line), message=prefix + message)
-        )
+        self.warnings.append(warning_at(self.source, line, prefix + message))
 
 
 def _parse_dump(obj: object, *, source: str, rank: int | None, origin: FrOrigin) -> ParseResult:

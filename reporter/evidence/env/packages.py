@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from reporter.evidence._text import Unrecognised, clean_lines, excerpt
+from reporter.evidence._text import Unrecognised, clean_lines, excerpt, warning_at
 from reporter.evidence.env.grammar import (
     DASHES_RE,
     FREEZE_PIN_RE,
@@ -44,10 +44,7 @@ def _pip_json(text: str, source: str) -> ParseResult:
     except json.JSONDecodeError as err:
         return ParseResult(
             warnings=(
-                ParseWarning(
-                    source=Location(path=source, line=err.lineno),
-                    message=f"not valid JSON ({err.msg}); no packages read",
-                ),
+                warning_at(source, err.lineno, f"not valid JSON ({err.msg}); no packages read"),
             )
         )
     packages: list[Package] = []

@@ -11,7 +11,7 @@ import re
 import shlex
 from collections.abc import Iterable
 
-from reporter.evidence._text import clean_lines, excerpt
+from reporter.evidence._text import clean_lines, excerpt, warning_at
 from reporter.evidence.env.grammar import ASSIGN_RE, PY_RE
 from reporter.model import (
     CommandFlag,
@@ -130,7 +130,7 @@ def parse_cmdline(text: str, *, source: str) -> ParseResult:
         if argv and any(argv):
             cmdlines.append(split_command(argv, source=Location(path=source, line=1)))
         else:
-            warnings.append(ParseWarning(source=Location(path=source), message="empty cmdline"))
+            warnings.append(warning_at(source, 0, "empty cmdline"))
     else:
         for number, raw in enumerate(clean_lines(text), start=1):
             line = raw.strip()
@@ -146,7 +146,7 @@ def parse_cmdline(text: str, *, source: str) -> ParseResult:
                 argv = tuple(line.split())
             cmdlines.append(split_command(argv, source=where))
     if not cmdlines and not warnings:
-        warnings.append(ParseWarning(source=Location(path=source), message="no command line"))
+        warnings.append(warning_at(source, 0, "no command line"))
     return ParseResult(environment=Environment(cmdlines=tuple(cmdlines)), warnings=tuple(warnings))
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from reporter.evidence._text import warning_at
 from reporter.evidence.metrics.samples import Labels
 from reporter.model import Location, MetricKind, MetricPoint, MetricSeries, ParseWarning
 from reporter.times import iso
@@ -80,7 +81,7 @@ class _Tally:
 
     def warnings(self) -> list[ParseWarning]:
         out = [
-            ParseWarning(source=Location(path=path, line=first), message=f"{count} {problem}")
+            warning_at(path, first, f"{count} {problem}")
             for (path, problem), (count, first) in sorted(self.counts.items())
         ]
         return out + self.resets

@@ -9,9 +9,9 @@ import re
 from datetime import datetime
 from pathlib import PurePosixPath
 
-from reporter.evidence._text import Unrecognised, excerpt
+from reporter.evidence._text import Unrecognised, excerpt, warning_at
 from reporter.evidence.metrics.samples import Collector, Count, Labels, infer_kind, label_pairs
-from reporter.model import Location, MetricKind, ParseResult, ParseWarning
+from reporter.model import MetricKind, ParseResult
 from reporter.times import from_epoch, parse_iso
 
 _TIME_HEADERS = ("time", "timestamp", "date", "datetime", "ts")
@@ -126,19 +126,15 @@ def parse_csv(text: str, *, source: str) -> ParseResult:
     warnings = list(unread.warnings)
     if naive.count:
         warnings.append(
-            ParseWarning(
-                source=Location(path=source, line=naive.line),
-                message=f"{naive.count} times carry no zone; read as UTC",
-            )
+            warning_at(source, naive.line, f"{naive.count} times carry no zone; read as UTC")
         )
     if units.count:
         warnings.append(
-            ParseWarning(
-                source=Location(path=source, line=units.line),
-                message=(
-                    f"{units.count} values carry units (e.g. {units.example!r}: Grafana's "
-                    "formatted data); read as plain numbers"
-                ),
+            warning_at(
+                source,
+                units.line,
+                f"{units.count} values carry units (e.g. {units.example!r}: Grafana's "
+                "formatted data); read as plain numbers",
             )
         )
     return collector.result(warnings)

@@ -11,9 +11,9 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any
 
-from reporter.evidence._text import Unrecognised, clean_lines, excerpt
+from reporter.evidence._text import Unrecognised, clean_lines, excerpt, warning_at
 from reporter.evidence.metrics.samples import Collector, base_name, infer_kind, labels_of
-from reporter.model import Location, MetricKind, ParseResult, ParseWarning
+from reporter.model import MetricKind, ParseResult, ParseWarning
 from reporter.times import from_epoch, parse_iso
 
 SCRAPE_MARKER = "# scrape at "
@@ -84,18 +84,15 @@ def parse_text(text: str, *, source: str, captured_at: datetime | None = None) -
     warnings = list(unread.warnings)
     if untimed:
         warnings.append(
-            ParseWarning(
-                source=Location(path=source, line=untimed_line),
-                message=(
-                    f"{untimed} samples have no time (no timestamp, no `{SCRAPE_MARKER}...` line "
-                    "above them, no captured_at in bundle.toml); skipped"
-                ),
+            warning_at(
+                source,
+                untimed_line,
+                f"{untimed} samples have no time (no timestamp, no `{SCRAPE_MARKER}...` line "
+                "above them, no captured_at in bundle.toml); skipped",
             )
         )
     if not collector.series and not warnings:
-        warnings.append(
-            ParseWarning(source=Location(path=source), message="no Prometheus samples found")
-        )
+        warnings.append(warning_at(source, 0, "no Prometheus samples found"))
     return collector.result(warnings)
 
 
@@ -105,7 +102,7 @@ def parse_query_range(text: str, *, source: str) -> ParseResult:
     warnings: list[ParseWarning] = []
 
     def warn(line: int, message: str) -> None:
-        warnings.append(ParseWarning(source=Location(path=source, line=line), message=message))
+        warnings.append(warning_at(source, line, message))
 
     body = text.removeprefix("\ufeff")
     try:

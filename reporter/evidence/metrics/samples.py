@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from reporter.evidence._text import warning_at
 from reporter.model import (
     Location,
     MetricKind,
@@ -86,10 +87,7 @@ def capped(warnings: list[ParseWarning], source: str) -> tuple[ParseWarning, ...
     if len(warnings) <= MAX_WARNINGS_PER_FILE:
         return tuple(warnings)
     rest = len(warnings) - MAX_WARNINGS_PER_FILE
-    last = ParseWarning(
-        source=Location(path=source),
-        message=f"{rest} more problems in this file not listed",
-    )
+    last = warning_at(source, 0, f"{rest} more problems in this file not listed")
     return (*warnings[:MAX_WARNINGS_PER_FILE], last)
 
 

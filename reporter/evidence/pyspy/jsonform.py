@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from reporter.evidence._text import warning_at
 from reporter.model import (
     EvidenceKind,
     Frame,
@@ -45,15 +46,15 @@ def parse_json(text: str, *, source: str) -> ParseResult:
             value, position = decoder.raw_decode(text, position)
         except json.JSONDecodeError as err:
             warnings.append(
-                _warning(source, err.lineno, f"invalid JSON: {err.msg} (column {err.colno})")
+                warning_at(source, err.lineno, f"invalid JSON: {err.msg} (column {err.colno})")
             )
             break
         except (RecursionError, ValueError) as err:
-            warnings.append(_warning(source, start_line, f"invalid JSON: {err}"))
+            warnings.append(warning_at(source, start_line, f"invalid JSON: {err}"))
             break
         if not isinstance(value, list):
             warnings.append(
-                _warning(
+                warning_at(
                     source,
                     start_line,
                     f"expected a JSON array of threads, found {type(value).__name__}",
@@ -62,7 +63,7 @@ def parse_json(text: str, *, source: str) -> ParseResult:
             continue
         dumps.extend(_json_dump(value, source, start_line, thread_lines, warnings))
     if not dumps and not warnings:
-        warnings.append(_warning(source, 1, "no JSON found"))
+        warnings.append(warning_at(source, 1, "no JSON found"))
     return ParseResult(dumps=tuple(dumps), warnings=tuple(warnings))
 
 
@@ -88,7 +89,7 @@ def _json_dump(
     """One array → one dump per PID found in it (one, for py-spy's output)."""
     if not threads:
         warnings.append(
-            _warning(source, start_line, "empty JSON array: the process has no threads")
+            warning_at(source, start_line, "empty JSON array: the process has no threads")
         )
         return [
             ProcessDump(
@@ -103,7 +104,7 @@ def _json_dump(
     for index, item in enumerate(threads):
         line = lines[index]
         if not isinstance(item, dict):
-            warnings.append(_warning(source, line, f"thread {index}: expected an object"))
+            warnings.append(warning_at(source, line, f"thread {index}: expected an object"))
             continue
         stack = _json_thread(item, source, line, warnings)
         by_pid.setdefault(_int(item.get("pid")), []).append(stack)
@@ -135,7 +136,7 @@ def _json_thread(
         status = ThreadStatus.ACTIVE_GIL if owns_gil is True else ThreadStatus.ACTIVE
     thread_id = _int(item.get("thread_id"))
     if thread_id is None:
-        warnings.append(_warning(source, line, "thread object without an integer thread_id"))
+        warnings.append(warning_at(source, line, "thread object without an integer thread_id"))
     name = item.get("thread_name")
     frames: list[Frame] = []
     raw_frames = item.get("frames")
@@ -143,11 +144,13 @@ def _json_thread(
         for raw in raw_frames:
             frame = _json_frame(raw)
             if frame is None:
-                warnings.append(_warning(source, line, "frame without a name or filename skipped"))
+                warnings.append(
+                    warning_at(source, line, "frame without a name or filename skipped")
+                )
             else:
                 frames.append(frame)
     elif raw_frames is not None:
-        warnings.append(_warning(source, line, "thread 'frames' is not a list"))
+        warnings.append(warning_at(source, line, "thread 'frames' is not a list"))
     return ThreadStack(
         thread_id=str(thread_id) if thread_id is not None else "?",
         status=status,
@@ -197,7 +200,3 @@ def _json_frame(raw: Any) -> Frame | None:
 def _int(value: Any) -> int | None:
     """JSON integers only (booleans are ints in Python; they are not ids)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _warning(source: str, line: int, message: str) -> ParseWarning:
-    return ParseWarning(source=Location(path=source, line=line), message=message)
