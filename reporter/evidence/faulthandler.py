@@ -1,4 +1,4 @@
-"""Parse Python `faulthandler` dumps (formats.md section 2) into `ParseResult`s.
+"""Parse Python `faulthandler` dumps (docs/formats.md section 2) into `ParseResult`s.
 
 Input is the file's text and the name to cite; nothing here reads files. By example::
 
@@ -262,21 +262,23 @@ class _Parser:
             carried = dump is not None and dump.mixed and not dump.closed
             dump = self._new_dump(number, raw, line)
             dump.mixed = carried
-        thread = _Thread(tid=tid, is_current=is_current, line=number)
-        dump.threads.append(thread)
+        self._open_thread(dump, tid, is_current=is_current, number=number)
         dump.seen.add(tid)
-        dump.has_current = dump.has_current or is_current
-        self._thread = thread
 
     def _stack(self, number: int, raw: str, line: str) -> None:
         """`Stack (most recent call first):`: the current thread only, id not printed."""
         dump = self._dump
         if dump is None or dump.threads or dump.closed:
             dump = self._new_dump(number, raw, line)
-        thread = _Thread(tid=UNKNOWN_THREAD_ID, is_current=True, line=number)
+        self._open_thread(dump, UNKNOWN_THREAD_ID, is_current=True, number=number)
+
+    def _open_thread(self, dump: _Dump, tid: str, *, is_current: bool, number: int) -> _Thread:
+        """A new thread at the end of `dump`: frame lines go to it from now on."""
+        thread = _Thread(tid=tid, is_current=is_current, line=number)
         dump.threads.append(thread)
-        dump.has_current = True
+        dump.has_current = dump.has_current or is_current
         self._thread = thread
+        return thread
 
     def _mixed(self, dump: _Dump, number: int) -> None:
         if dump.mixed:
@@ -331,11 +333,8 @@ class _Parser:
         dump = self._dump
         if dump is None or dump.closed or dump.has_current:
             dump = self._new_dump(number, raw, line)
-        thread = _Thread(tid=UNKNOWN_THREAD_ID, is_current=False, line=number)
-        dump.threads.append(thread)
-        self._thread = thread
         self._unknown.warn(number, "frames without a thread header: one anonymous thread")
-        return thread
+        return self._open_thread(dump, UNKNOWN_THREAD_ID, is_current=False, number=number)
 
     def _glued(self, number: int, thread: _Thread, line: str, at: int) -> bool:
         """Two or more `File` frames on one line (a paste that lost newlines); False if not."""
