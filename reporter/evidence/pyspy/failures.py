@@ -26,33 +26,43 @@ _FAILED_RE = re.compile(
 )
 _ALL_FAILED_RE = re.compile(r"All pyspy dump attempts failed for PID (\d{1,18})")
 
-# What the error text says, strongest first. A concrete cause (the OS error under
-# `Caused by:`, a refusal, a timeout) outranks py-spy's own advice on top of it:
-# "Failed to get process executable name. Check that the process is running." is
-# printed whatever went wrong reading /proc/PID/exe, so it means "gone" only when no
-# cause says otherwise. `(os error 2)` and not a bare "No such file or directory":
-# SGLang's watchdog reports a missing py-spy binary with those words, and that process
-# is alive. First match wins.
-_READINGS = (
-    (FailureState.GONE, re.compile(r"\(os error [23]\)|no such process", re.IGNORECASE)),
+# What the error text says, strongest first; markers are matched in the lowered text.
+# A concrete cause (the OS error under `Caused by:`, a refusal, a timeout) outranks
+# py-spy's own advice on top of it: "Failed to get process executable name. Check that
+# the process is running." is printed whatever went wrong reading /proc/PID/exe, so it
+# means "gone" only when no cause says otherwise. `(os error 2)` and not a bare "No
+# such file or directory": SGLang's watchdog reports a missing py-spy binary with those
+# words, and that process is alive. Plain substrings: the text may be megabytes of
+# detail, and a case-blind regex search over it is slow.
+_READINGS: tuple[tuple[FailureState, tuple[str, ...]], ...] = (
+    (FailureState.GONE, ("(os error 2)", "(os error 3)", "no such process")),
     (
         FailureState.REFUSED,
-        re.compile(
-            r"permission denied|operation not permitted|\(os error (?:1|13)\)|ptrace"
-            r"|access is denied|requires root",
-            re.IGNORECASE,
+        (
+            "permission denied",
+            "operation not permitted",
+            "(os error 1)",
+            "(os error 13)",
+            "ptrace",
+            "access is denied",
+            "requires root",
         ),
     ),
-    (FailureState.TIMEOUT, re.compile(r"timed? ?out|timeout", re.IGNORECASE)),
+    (FailureState.TIMEOUT, ("timed out", "timedout", "timeout", "time out")),
     (
         FailureState.GONE,
-        re.compile(
-            r"check that the process is running|failed to get process executable name"
-            r"|is not running|process not found|process (?:\d+ )?(?:has )?exited",
-            re.IGNORECASE,
+        (
+            "check that the process is running",
+            "failed to get process executable name",
+            "is not running",
+            "process not found",
+            "process exited",
+            "process has exited",
         ),
     ),
 )
+# `process 4242 exited`, `process 4242 has exited`: the advice with a PID in it.
+_EXITED_RE = re.compile(r"process \d{1,18} (?:has )?exited")
 
 
 def classify_failure(text: str) -> FailureState:
@@ -61,10 +71,11 @@ def classify_failure(text: str) -> FailureState:
     >>> classify_failure("Failed to get process executable name. No such file or directory (os error 2)")
     <FailureState.GONE: 'gone'>
     """
-    for state, pattern in _READINGS:
-        if pattern.search(text):
+    lowered = text.lower()
+    for state, markers in _READINGS:
+        if any(marker in lowered for marker in markers):
             return state
-    return FailureState.ERROR
+    return FailureState.GONE if _EXITED_RE.search(lowered) else FailureState.ERROR
 
 
 def failure_state(failure: FailedDump) -> FailureState:
