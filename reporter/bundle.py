@@ -65,6 +65,9 @@ from reporter.manifest import (
 )
 from reporter.model import (
     CONTEXT_KINDS,
+    HEAD_LINES,
+    METRIC_KINDS,
+    SUMMARISED_KINDS,
     Bundle,
     CodeExcerpt,
     Environment,
@@ -404,6 +407,7 @@ def _assemble(
         )
         if entry.hint is not None:
             hints.append((entry.display, entry.hint))
+        head, lines = _head(kind, text, parsed=bool(result.dumps))
         files.append(
             EvidenceFile(
                 path=entry.display,
@@ -413,6 +417,8 @@ def _assemble(
                 captured_at=entry.captured_at,
                 rank_hint=entry.hint,
                 description=entry.description,
+                head=head,
+                lines=lines,
             )
         )
     environment = Environment.combined(environments)
@@ -458,6 +464,28 @@ def _assemble(
             )
         ),
     )
+
+
+# Dump kinds: embedded raw only when no dump parsed from the file (its failure output).
+_DUMP_KINDS = frozenset(
+    {EvidenceKind.PYSPY_TEXT, EvidenceKind.PYSPY_JSON, EvidenceKind.FAULTHANDLER}
+)
+# Environment-script outputs: the upstream draft quotes them whole (allowlisted there).
+_WHOLE_KINDS = frozenset({EvidenceKind.SGLANG_CHECK_ENV, EvidenceKind.VLLM_COLLECT_ENV})
+
+
+def _head(kind: EvidenceKind, text: str, *, parsed: bool) -> tuple[str, int]:
+    """`EvidenceFile.head` and `.lines` of one file: what later steps quote of it.
+
+    The report embeds raw every file that is neither metrics, nor summarised, nor a dump
+    that parsed (`reporter.render.evidence.raw_paths`): its first `HEAD_LINES` lines.
+    """
+    if kind in _WHOLE_KINDS:
+        return text, len(text.splitlines())
+    if kind in METRIC_KINDS or kind in SUMMARISED_KINDS or (kind in _DUMP_KINDS and parsed):
+        return "", 0
+    lines = text.splitlines()
+    return "\n".join(lines[:HEAD_LINES]), len(lines)
 
 
 def _read_fr_pickle(entry: ManifestEntry, *, max_file_bytes: int) -> tuple[ParseResult, int] | None:

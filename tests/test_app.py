@@ -20,3 +20,44 @@ def test_analysis_json_is_the_same_document_one_item_per_line() -> None:
     # Each rank sits on a line of its own, so `grep` and diffs stay readable.
     assert sum(1 for line in lines if '"key": "rank:' in line) == 4
     assert text == app.analysis_json(analysis)
+
+
+def test_the_draft_reads_the_evidence_once(tmp_path: Path) -> None:
+    """The loader keeps what the report quotes (issue 13): with the bundle's files gone
+    after loading, the draft is byte for byte the draft of the intact bundle."""
+    import shutil
+    from datetime import UTC, datetime
+
+    folder = tmp_path / "bundle"
+    shutil.copytree(ROOT / "fixtures" / "bundles" / "full_incident", folder)
+    log = folder / "logs" / "server.log"
+    # Past the cap, with line breaks other than \n that str.splitlines also counts.
+    log.write_text(
+        log.read_text(encoding="utf-8") + "".join(f"extra {n}\x0c\r\n" for n in range(50)),
+        encoding="utf-8",
+    )
+    now = datetime(2026, 7, 14, 9, tzinfo=UTC)
+    bundle, analysis = app.load_and_analyze([folder], app.Options())
+    intact = app.render_draft(bundle, analysis, now=now)
+    shutil.rmtree(folder)
+    assert app.render_draft(bundle, analysis, now=now) == intact
+    kept = next(f for f in bundle.files if f.path == "logs/server.log")
+    # The head is the first 40 lines joined by newlines (empty ones too).
+    assert kept.lines == 34 + 2 * 50 and len(kept.head.split("\n")) == 40
+    assert f"… {kept.lines - 40} more lines in logs/server.log" in intact
+
+
+def test_environment_scripts_come_from_the_bundle(tmp_path: Path) -> None:
+    """The upstream draft's environment script is the loader's copy, not a second read."""
+    import shutil
+
+    from reporter.upstream.publish import env_scripts
+
+    folder = tmp_path / "bundle"
+    shutil.copytree(ROOT / "fixtures" / "bundles" / "tp_desync", folder)
+    text = "Python: 3.11.7\nsglang: 0.4.1\nCUDA available: True\n"
+    (folder / "check_env.txt").write_text(text, encoding="utf-8")
+    bundle, _ = app.load_and_analyze([folder], app.Options())
+    shutil.rmtree(folder)
+    found = dict(env_scripts(bundle))
+    assert list(found.values()) == [text]

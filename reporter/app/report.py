@@ -241,7 +241,6 @@ def render_draft(
     view = build_view(
         bundle,
         analysis,
-        raw=_raw_texts(bundle),
         chart_file=chart_file,
         answer=answer.build(bundle, analysis, seen=seen),
     )
@@ -398,20 +397,6 @@ def _draft_into(
         merge=merged,
         charts=charts,
     )
-
-
-def _raw_texts(bundle: Bundle) -> dict[str, str]:
-    """The text of the evidence files the report embeds as they are (logs, failed dumps)."""
-    from reporter.render.evidence import raw_paths
-
-    out: dict[str, str] = {}
-    for rel in raw_paths(bundle):
-        path = Path(rel) if bundle.root is None else Path(bundle.root) / rel
-        try:
-            out[rel] = read_text_bounded(path, display=rel, errors="replace")
-        except (InputError, OSError):
-            continue  # named in the evidence index all the same
-    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
