@@ -55,7 +55,7 @@ from pathlib import Path
 from reporter.errors import EvidenceError, InputError, ManifestError, UsageError
 from reporter.evidence import flight_recorder, metrics
 from reporter.evidence import sniff as sniffing
-from reporter.fileio import check_regular, read_bytes_bounded
+from reporter.fileio import check_regular, human_size, read_bytes_bounded
 from reporter.gcpause import gc_paused
 from reporter.manifest import (
     MANIFEST_NAME,
@@ -508,8 +508,8 @@ def _read_fr_pickle(entry: ManifestEntry, *, max_file_bytes: int) -> tuple[Parse
             size = os.fstat(handle.fileno()).st_size
             if size > max_file_bytes:
                 raise EvidenceError(
-                    f"{entry.display}: {_human_size(size)} is larger than the "
-                    f"{_human_size(max_file_bytes)} limit for one evidence file",
+                    f"{entry.display}: {human_size(size)} is larger than the "
+                    f"{human_size(max_file_bytes)} limit for one evidence file",
                     tip="raise the limit with --max-file-size",
                 )
             handle.seek(0)
@@ -584,15 +584,6 @@ def _nul_separated_text(probe: bytes) -> bool:
         # A multi-byte character cut at the end of the probe decodes as a replacement char.
         text = text.rstrip("\ufffd")
     return not any((c < " " and c not in "\x00\t\n\r") or c in "\x7f\ufffd" for c in text)
-
-
-def _human_size(size: int) -> str:
-    value = float(size)
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{int(value)} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} bytes"  # pragma: no cover - loop always returns
 
 
 def draft_manifest(root: Path) -> str:

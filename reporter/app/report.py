@@ -355,6 +355,7 @@ def _draft_into(
     from reporter.render import regions
 
     merged: regions.MergeResult | None = None
+    unchanged = False
     if charts is not None:
         check_target(charts)
     if check_target(target):
@@ -375,24 +376,15 @@ def _draft_into(
                 )
             merged = regions.merge(old, text)
             text = merged.text
-        if old == text:
-            if charts is not None and svg is not None:
-                write_atomic(charts, svg)
-            return DraftResult(
-                path=target,
-                backup=None,
-                unchanged=True,
-                analysis=analysis,
-                merge=merged,
-                charts=charts,
-            )
-    backup = write_atomic(target, text, backup=True)
+        unchanged = old == text
+    # An unchanged report is not rewritten (no backup); its charts are, being derived.
+    backup = None if unchanged else write_atomic(target, text, backup=True)
     if charts is not None and svg is not None:
         write_atomic(charts, svg)
     return DraftResult(
         path=target,
         backup=backup,
-        unchanged=False,
+        unchanged=unchanged,
         analysis=analysis,
         merge=merged,
         charts=charts,
