@@ -41,35 +41,24 @@ def described(schema: Schema, description: str) -> Schema:
     return {**schema, "description": description}
 
 
+# What merging a draft into an edited report did: region ids per outcome, in this order.
+MERGE_OUTCOMES = (
+    "regenerated",
+    "kept_edited",
+    "conflicts",
+    "added",
+    "removed_by_reviewer",
+    "retired",
+    "front_matter_added",
+)
 MERGE = {
+    **obj(
+        "null for a new report; else what merging into the edited report did "
+        "(region ids per outcome)",
+        **dict.fromkeys(MERGE_OUTCOMES, STRS),
+        damaged=array(obj("a region left as text", line=INT, problem=STR)),
+    ),
     "type": ["object", "null"],
-    "description": "null for a new report; else what merging into the edited report did "
-    "(region ids per outcome)",
-    "required": [
-        "regenerated",
-        "kept_edited",
-        "conflicts",
-        "added",
-        "removed_by_reviewer",
-        "retired",
-        "front_matter_added",
-        "damaged",
-    ],
-    "properties": {
-        **{
-            key: STRS
-            for key in (
-                "regenerated",
-                "kept_edited",
-                "conflicts",
-                "added",
-                "removed_by_reviewer",
-                "retired",
-                "front_matter_added",
-            )
-        },
-        "damaged": array(obj("a region left as text", line=INT, problem=STR)),
-    },
 }
 
 RATE = obj("the core REST limit", limit=INT, remaining=INT, reset=INT)
