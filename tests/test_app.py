@@ -61,3 +61,31 @@ def test_environment_scripts_come_from_the_bundle(tmp_path: Path) -> None:
     shutil.rmtree(folder)
     found = dict(env_scripts(bundle))
     assert list(found.values()) == [text]
+
+
+def test_the_context_is_resolved_once_from_flags_environment_and_config(tmp_path: Path) -> None:
+    """`Context.resolve`: flags beat the environment, which beats the config file."""
+    from datetime import UTC, datetime
+
+    import pytest
+
+    from reporter.errors import UsageError
+
+    config = tmp_path / "config.toml"
+    config.write_text('host = "ghe.corp.example"\nindex = "/data/issues.db"\n', encoding="utf-8")
+    env = {"REPORTER_CONFIG": str(config), "SOURCE_DATE_EPOCH": "1784018084"}
+    ctx = app.Context.resolve(env)
+    assert ctx.now == datetime(2026, 7, 14, 8, 34, 44, tzinfo=UTC)
+    assert ctx.env["GH_HOST"] == "ghe.corp.example"  # the config's host as the default
+    assert ctx.api_url == "https://ghe.corp.example/api/v3" and ctx.host == "ghe.corp.example"
+    assert ctx.db(None) == Path("/data/issues.db") and ctx.db(tmp_path) == tmp_path
+    assert ctx.config_dir == tmp_path
+    with pytest.raises(TypeError):
+        ctx.env["GH_HOST"] = "other"  # type: ignore[index]  # read-only
+    flagged = app.Context.resolve({**env, "GH_HOST": "env.example"}, base_url="http://127.0.0.1:1")
+    assert flagged.env["GH_HOST"] == "env.example" and flagged.host == "127.0.0.1:1"
+    # A broken config file stops the commands that read it, not the report commands.
+    config.write_text("host = [\n", encoding="utf-8")
+    with pytest.raises(UsageError, match="not valid TOML"):
+        app.Context.resolve(env)
+    assert app.Context.resolve(env, read_config=False).config.exists is False
