@@ -1,9 +1,9 @@
 """The report's evidence section without the noise: each process's dumps once, as py-spy text.
 
 Input: the `Analysis` (its processes and their snapshots, parsed from any dump form:
-py-spy text, `--json`, `--locals`, faulthandler), the bundle's file list, and the raw
-text of the files that are not dumps (logs, failed-dump output), read by the
-application layer. Output: `EvidenceBlock`s and an index row per evidence file, so every
+py-spy text, `--json`, `--locals`, faulthandler), the bundle's file list, and the heads
+of the files that are not dumps (logs, failed-dump output), kept by the loader
+(`EvidenceFile.head`). Output: `EvidenceBlock`s and an index row per evidence file, so every
 file of the bundle is named in the report.
 
 Snapshots of one process whose stacks are equal (same threads, functions, files and
