@@ -30,20 +30,26 @@ def _path(path: Path | None) -> str | None:
     return None if path is None else str(path)
 
 
+# The outcomes of merging a draft into an edited report, in the order every output lists
+# them: (JSON key, `MergeResult` field, what the terminal says).
+MERGE_OUTCOMES = (
+    ("regenerated", "updated", "regenerated"),
+    ("kept_edited", "kept_edited", "kept your edits"),
+    ("conflicts", "conflicts", "kept your edits; newer text offered beside them"),
+    ("added", "added", "added"),
+    ("removed_by_reviewer", "removed_by_reviewer", "deleted by a reviewer, not restored"),
+    ("retired", "retired", "no longer generated, removed"),
+    ("front_matter_added", "front_matter_added", "front matter keys added"),
+)
+
+
 def merge_json(merge: MergeResult | None) -> JSON | None:
     """What merging a draft into an edited report did, by outcome."""
     if merge is None:
         return None
-    return {
-        "regenerated": list(merge.updated),
-        "kept_edited": list(merge.kept_edited),
-        "conflicts": list(merge.conflicts),
-        "added": list(merge.added),
-        "removed_by_reviewer": list(merge.removed_by_reviewer),
-        "retired": list(merge.retired),
-        "front_matter_added": list(merge.front_matter_added),
-        "damaged": [{"line": d.line, "problem": d.problem} for d in merge.damaged],
-    }
+    document: JSON = {key: list(getattr(merge, field)) for key, field, _ in MERGE_OUTCOMES}
+    document["damaged"] = [{"line": d.line, "problem": d.problem} for d in merge.damaged]
+    return document
 
 
 def draft_json(result: DraftResult) -> JSON:

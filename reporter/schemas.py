@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from reporter.documents import MERGE_OUTCOMES
+
 Schema = dict[str, Any]
 
 STR: Schema = {"type": "string"}
@@ -41,21 +43,11 @@ def described(schema: Schema, description: str) -> Schema:
     return {**schema, "description": description}
 
 
-# What merging a draft into an edited report did: region ids per outcome, in this order.
-MERGE_OUTCOMES = (
-    "regenerated",
-    "kept_edited",
-    "conflicts",
-    "added",
-    "removed_by_reviewer",
-    "retired",
-    "front_matter_added",
-)
 MERGE = {
     **obj(
         "null for a new report; else what merging into the edited report did "
         "(region ids per outcome)",
-        **dict.fromkeys(MERGE_OUTCOMES, STRS),
+        **{key: STRS for key, _field, _label in MERGE_OUTCOMES},
         damaged=array(obj("a region left as text", line=INT, problem=STR)),
     ),
     "type": ["object", "null"],
