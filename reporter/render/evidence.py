@@ -3,7 +3,7 @@
 Input: the `Analysis` (its processes and their snapshots, parsed from any dump form:
 py-spy text, `--json`, `--locals`, faulthandler), the bundle's file list, and the heads
 of the files that are not dumps (logs, failed-dump output), kept by the loader
-(`EvidenceFile.head`). Output: `EvidenceBlock`s and an index row per evidence file, so every
+(`EvidenceFile.head`). Output: `Block`s and an index row per evidence file, so every
 file of the bundle is named in the report.
 
 Snapshots of one process whose stacks are equal (same threads, functions, files and
@@ -36,6 +36,7 @@ from reporter.model import (
     ProcessDump,
     ThreadStack,
 )
+from reporter.render.parts import Block
 
 # Lines of one process's rendered dumps; the bundle keeps the whole files.
 MAX_DUMP_LINES = 60
@@ -51,14 +52,6 @@ MAX_REPR_CHARS = 80
 _DUMP_KINDS = frozenset(
     {EvidenceKind.PYSPY_TEXT, EvidenceKind.PYSPY_JSON, EvidenceKind.FAULTHANDLER}
 )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EvidenceBlock:
-    """One collapsible block of the evidence section: a title and plain text to fence."""
-
-    title: str
-    text: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,7 +119,7 @@ def _heading(process: RankProcess) -> str:
     return f"{pid} ({who}{title}){python}"
 
 
-def process_block(process: RankProcess) -> EvidenceBlock:
+def process_block(process: RankProcess) -> Block:
     """One process's snapshots as py-spy text, equal snapshots folded, cut at `MAX_DUMP_LINES`."""
     groups: dict[tuple[object, ...], list[ProcessDump]] = {}
     for dump in process.snapshots:
@@ -152,16 +145,16 @@ def process_block(process: RankProcess) -> EvidenceBlock:
         f"{len(process.snapshots)} snapshot{'s' if len(process.snapshots) != 1 else ''}"
         f", {distinct} distinct"
     )
-    return EvidenceBlock(title=title, text="\n".join(lines))
+    return Block(title=title, text="\n".join(lines))
 
 
-def raw_block(item: EvidenceFile) -> EvidenceBlock:
+def raw_block(item: EvidenceFile) -> Block:
     """A non-dump file (log, failed-dump output) as the loader kept it: its first
     `MAX_RAW_LINES` lines, then how many more lines the bundle's file has."""
     cut = ""
     if item.lines > MAX_RAW_LINES:
         cut = f"\n… {item.lines - MAX_RAW_LINES} more lines in {item.path}"
-    return EvidenceBlock(title=f"{item.path} ({item.kind.value})", text=item.head + cut)
+    return Block(title=f"{item.path} ({item.kind.value})", text=item.head + cut)
 
 
 def raw_paths(bundle: Bundle) -> tuple[str, ...]:
@@ -176,9 +169,7 @@ def raw_paths(bundle: Bundle) -> tuple[str, ...]:
     )
 
 
-def blocks(
-    bundle: Bundle, analysis: Analysis
-) -> tuple[tuple[EvidenceBlock, ...], tuple[IndexRow, ...]]:
+def blocks(bundle: Bundle, analysis: Analysis) -> tuple[tuple[Block, ...], tuple[IndexRow, ...]]:
     """The evidence blocks (processes, then raw files) and the index of every evidence file."""
     out = [process_block(p) for p in (*analysis.processes, *analysis.others) if p.snapshots]
     shown_in: dict[str, str] = {}
