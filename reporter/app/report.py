@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reporter import bundle as bundle_io
-from reporter.analysis import Analysis, Similarity, analyze, format_ranks, to_json
-from reporter.analysis.export import dumps_deep
+from reporter.analysis import Analysis, Similarity, analyze
+from reporter.app.settings import clock
 from reporter.errors import InputError, OutputError, UsageError
 from reporter.fileio import check_regular, read_text_bounded
 from reporter.manifest import MANIFEST_NAME
-from reporter.model import Bundle, innermost_python
+from reporter.model import Bundle
 from reporter.render import markdown as md
-from reporter.secrets import mask_data, mask_text
+from reporter.secrets import mask_text
 from reporter.writer import check_target, locked, write_atomic
 
 if TYPE_CHECKING:
@@ -32,6 +31,9 @@ if TYPE_CHECKING:
     from reporter.render.view import ReportView
     from reporter.sources import SourceRoots
 
+
+# The clock under its old name, for app/upstream.py until its use cases take a Context.
+now_utc = clock
 
 # Reports, drafts and query texts are Markdown a person edits: 64 MiB is far beyond any.
 REPORT_MAX_BYTES = 64 * 1024 * 1024
@@ -64,14 +66,6 @@ class DraftResult:
     """What happened to each region, when the draft was merged into an existing report."""
     charts: Path | None = None
     """The metrics SVG written beside the report, when the bundle has metrics."""
-
-
-def now_utc() -> datetime:
-    """The clock: `SOURCE_DATE_EPOCH` when set (reproducible output), else the real time."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch and epoch.isdigit():
-        return datetime.fromtimestamp(int(epoch), tz=UTC)
-    return datetime.now(tz=UTC)
 
 
 def load_and_analyze(paths: Sequence[Path], options: Options) -> tuple[Bundle, Analysis]:
@@ -159,91 +153,6 @@ def diff_runs(
     )
 
 
-def diff_json_text(run: DiffRun) -> str:
-    """The `diff --json` document: `{"changes": [...]}` in rank order, then counts and notes."""
-    from reporter.analysis.diff import diff_json
-
-    return json.dumps(mask_data(diff_json(run.diff)), indent=2, ensure_ascii=False) + "\n"
-
-
-def diff_text(run: DiffRun, *, limit: int = 20) -> str:
-    """The ranked changes for a terminal: one line each, the reasons under the first few."""
-    diff = run.diff
-    lines = [f"{diff.good} -> {diff.bad}: {len(diff.changes)} changes"]
-    for rank, change in enumerate(diff.changes[:limit], start=1):
-        before = change.before if change.before is not None else "(absent)"
-        after = change.after if change.after is not None else "(absent)"
-        lines.append(
-            f"{rank:>3}. [{change.score:>4}] {change.kind.value:<8} {change.key}: {before} -> {after}"
-        )
-        if rank <= 3:
-            lines.append(f"          why: {'; '.join(change.why)}")
-    if len(diff.changes) > limit:
-        lines.append(f"  … {len(diff.changes) - limit} more (see --json or --limit)")
-    equal = ", ".join(f"{n} {kind.value}" for kind, n in diff.unchanged)
-    if equal:
-        lines.append(f"unchanged: {equal}")
-    lines.extend(f"note: {note}" for note in diff.notes)
-    return "\n".join(lines)
-
-
-def analysis_json(
-    analysis: Analysis, bundle: Bundle | None = None, *, seen: Sequence[SeenReport] = ()
-) -> str:
-    """The `analyze --json` document, byte-stable for the same evidence.
-
-    With the `bundle`, it adds `headline`, `summary_lines` (each summary line with its
-    topic and sources), `next_steps` (action, why, rule) and `seen_before`.
-
-    One top-level key per line and one list item per line: readable, and written by
-    the C encoder (`indent=` switches json to its pure-Python encoder, five times
-    slower on a 4,096-rank bundle).
-    """
-    data = to_json(analysis)
-    if bundle is not None:
-        from reporter.render import answer
-
-        ans = answer.build(bundle, analysis, seen=seen)
-        data["headline"] = ans.title
-        # `summary` stays the verdict paragraph (a documented key); the lines go beside it.
-        data["summary_lines"] = [
-            {"topic": line.topic, "text": line.text, "sources": list(line.sources)}
-            for line in ans.lines
-        ]
-        data["next_steps"] = [
-            {"action": step.action, "why": step.why, "rule": step.rule} for step in ans.steps
-        ]
-        data["seen_before"] = [
-            {"path": s.path, "date": s.date, "status": s.status, "same": s.same} for s in seen
-        ]
-    masked = mask_data(data)
-    assert isinstance(masked, dict)
-    data = masked
-    return _json_lines(data)
-
-
-def _json_lines(data: dict[str, object]) -> str:
-    def dump(value: object) -> str:
-        try:
-            return json.dumps(value, ensure_ascii=False)
-        except RecursionError:
-            # A value nested past the C encoder's limit (the tree of a 10,000-frame stack).
-            return dumps_deep(value)
-
-    out = ["{"]
-    for index, (key, value) in enumerate(data.items()):
-        comma = "," if index < len(data) - 1 else ""
-        if isinstance(value, list) and value:
-            out.append(f"  {dump(key)}: [")
-            out.extend(f"    {dump(item)}," for item in value[:-1])
-            out.append(f"    {dump(value[-1])}")
-            out.append(f"  ]{comma}")
-        else:
-            out.append(f"  {dump(key)}: {dump(value)}{comma}")
-    out.append("}")
-    return "\n".join(out) + "\n"
-
-
 def render_draft(
     bundle: Bundle,
     analysis: Analysis,
@@ -278,7 +187,6 @@ def _draft_view(
     return build_view(
         bundle,
         analysis,
-        raw=_raw_texts(bundle),
         chart_file=chart_file,
         answer=answer.build(bundle, analysis, seen=seen),
     )
@@ -331,56 +239,6 @@ def seen_before(
     )
 
 
-def analysis_text(bundle: Bundle, analysis: Analysis, *, seen: Sequence[SeenReport] = ()) -> str:
-    """`report analyze` for a terminal: the summary block first, then the classes."""
-    from reporter.render import answer
-
-    ans = answer.build(bundle, analysis, seen=seen)
-    lines = [
-        ans.title,
-        f"verdict: {ans.verdict_label} (confidence {analysis.confidence.value}, "
-        f"{analysis.snapshots} snapshot{'s' if analysis.snapshots != 1 else ''})",
-    ]
-    for line in ans.lines:
-        where = f"  [{', '.join(line.sources)}]" if line.sources else ""
-        lines.append(f"  {line.topic.lower()}: {line.text}{where}")
-    if ans.steps:
-        lines.append("next steps:")
-        lines.extend(f"  {n}. {step.action}" for n, step in enumerate(ans.steps[:4], start=1))
-    lines.append("")
-    lines.append(ans.paragraph)
-    if analysis.classes:
-        lines.append("")
-    for inst in analysis.instances:
-        lines.append(f"instance {inst.id}: {inst.verdict.value} ({inst.label})")
-    for stack_class in analysis.classes:
-        blocked = stack_class.collective or stack_class.wait or "-"
-        top = innermost_python(stack_class.frames)
-        where = (
-            f"{top.function} ({top.file}:{top.line})"
-            if top and top.line
-            else (top.display() if top else "-")
-        )
-        label = (
-            f"{stack_class.instance}:{stack_class.label}"
-            if analysis.instances
-            else stack_class.label
-        )
-        lines.append(f"  {label:<12} {stack_class.state.value:<8} {blocked:<16} {where}")
-    for edge in analysis.waits_for:
-        at = f" at {edge.waiting.at}" if edge.waiting.at else ""
-        whom = edge.waited.at or edge.waited.state
-        prefix = f"instance {edge.instance}: " if analysis.instances else ""
-        lines.append(
-            f"waits: {prefix}{format_ranks(edge.waiting.ranks)} in {edge.waiting.collective}{at}"
-            f" -> {format_ranks(edge.waited.ranks)} {whom}"
-        )
-    for note in analysis.confidence_notes:
-        lines.append(f"note: {note}")
-    lines.append(f"signature: {analysis.signature.hash}")
-    return "\n".join(lines)
-
-
 def chart_path(report: Path) -> Path:
     """Where the metrics SVG of a report goes: `<report stem>.metrics.svg` beside it."""
     return report.with_name(f"{report.stem}.metrics.svg")
@@ -408,18 +266,17 @@ def draft(
     *,
     out: Path | None,
     options: Options,
+    now: datetime,
     force: bool = False,
-    now: datetime | None = None,
     reports: Path | None = None,
 ) -> DraftResult:
     """Write the report; into an existing report, merge (see `reporter.render.regions.merge`).
 
     Regions nobody edited are regenerated, reviewers' edits and text stay byte for byte.
     With `force` the existing report is replaced instead. The previous file is kept as
-    `<name>.bak`.
+    `<name>.bak`. `now` (the context's clock) dates the default file name.
     """
-
-    moment = now or now_utc()
+    moment = now
     bundle, analysis = load_and_analyze(paths, options)
     target = out or default_report_path(bundle, analysis, now=moment)
     if target.is_dir():
@@ -450,6 +307,7 @@ def _draft_into(
     from reporter.render import regions
 
     merged: regions.MergeResult | None = None
+    unchanged = False
     if charts is not None:
         check_target(charts)
     if check_target(target):
@@ -470,42 +328,19 @@ def _draft_into(
                 )
             merged = regions.merge(old, text)
             text = merged.text
-        if old == text:
-            if charts is not None and svg is not None:
-                write_atomic(charts, svg)
-            return DraftResult(
-                path=target,
-                backup=None,
-                unchanged=True,
-                analysis=analysis,
-                merge=merged,
-                charts=charts,
-            )
-    backup = write_atomic(target, text, backup=True)
+        unchanged = old == text
+    # An unchanged report is not rewritten (no backup); its charts are, being derived.
+    backup = None if unchanged else write_atomic(target, text, backup=True)
     if charts is not None and svg is not None:
         write_atomic(charts, svg)
     return DraftResult(
         path=target,
         backup=backup,
-        unchanged=False,
+        unchanged=unchanged,
         analysis=analysis,
         merge=merged,
         charts=charts,
     )
-
-
-def _raw_texts(bundle: Bundle) -> dict[str, str]:
-    """The text of the evidence files the report embeds as they are (logs, failed dumps)."""
-    from reporter.render.evidence import raw_paths
-
-    out: dict[str, str] = {}
-    for rel in raw_paths(bundle):
-        path = Path(rel) if bundle.root is None else Path(bundle.root) / rel
-        try:
-            out[rel] = read_text_bounded(path, display=rel, errors="replace")
-        except (InputError, OSError):
-            continue  # named in the evidence index all the same
-    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -634,15 +469,6 @@ def lint_reports(paths: Sequence[Path], *, index: Path | None = None) -> LintRun
     return LintRun(files=tuple(files), findings=tuple(findings))
 
 
-def lint_json(run: LintRun) -> str:
-    """The `lint --json` document."""
-    document = {
-        "files": [str(p) for p in run.files],
-        "findings": [f.to_json() for f in run.findings],
-    }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-
-
 def report_status(folder: Path) -> tuple[ReportStatus, ...]:
     """A status row for every report (Markdown with reporter front matter) under `folder`."""
     from reporter.render import status
@@ -662,18 +488,6 @@ def report_status(folder: Path) -> tuple[ReportStatus, ...]:
         if row is not None:
             rows.append(row)
     return status.grouped(rows)
-
-
-def status_text(rows: Sequence[ReportStatus]) -> str:
-    """The `status` table for a terminal."""
-    from reporter.render import status
-
-    return status.table(rows)
-
-
-def status_json(rows: Sequence[ReportStatus]) -> str:
-    """The `status --json` document."""
-    return json.dumps([r.to_json() for r in rows], indent=2, ensure_ascii=False) + "\n"
 
 
 def preview(path: Path, *, out: Path | None = None, force: bool = False) -> Path:

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from reporter.upstream.index import ImportResult
     from reporter.upstream.publish import DraftRun, FileResult
     from reporter.upstream.query import Query as UpstreamQuery
-    from reporter.upstream.redact import RedactionEntry
     from reporter.upstream.search import SearchOutcome, SyncProgress, SyncReport
     from reporter.upstream.triage import TriageOutcome
 
@@ -171,22 +170,6 @@ def search_upstream_json(outcome: SearchOutcome) -> str:
     from reporter.upstream import search
 
     return json.dumps(search.outcome_json(outcome), indent=2, ensure_ascii=False) + "\n"
-
-
-def search_upstream_text(outcome: SearchOutcome) -> str:
-    """The `search-upstream` listing for a terminal."""
-    from reporter.upstream import search
-
-    return search.format_table(outcome)
-
-
-def triage_text(outcome: TriageOutcome, *, as_json: bool) -> str:
-    """The `report triage` table: Markdown, or the JSON document."""
-    from reporter.upstream import triage
-
-    if as_json:
-        return triage.rows_json(outcome.rows, outcome.notes)
-    return triage.markdown_table(outcome.rows)
 
 
 def sync_upstream(
@@ -417,65 +400,3 @@ def record_upstream_issue(
             write_atomic(path, new)
             updated.append(path)
     return tuple(updated)
-
-
-def upstream_file_text(result: FileResult, *, show_body: bool = False) -> str:
-    """What `report upstream file` prints after the refusals (`refusal_lines`): the
-    decision, its reasons and the request. The body is printed in a dry run that could be
-    sent; when refused, only with `show_body` (the refusal is the news, not 25 KB of body)."""
-    from reporter.upstream.publish import Action
-
-    plan = result.plan
-    lines: list[str] = []
-    if result.sent:
-        verb = "commented on" if plan.action is Action.COMMENT else "filed"
-        lines.append(f"{verb}: {result.url}")
-        if result.recorded is not None:
-            lines.append(f"recorded in {result.recorded}")
-        lines.extend(f"upstream_issue set in {path}" for path in result.reports_updated)
-        return "\n".join(lines)
-    lines.append(f"action: {plan.action.value}" + (f" ({plan.url})" if plan.url else ""))
-    lines.extend(f"  why: {reason}" for reason in plan.reasons)
-    request = plan.request
-    if request is None:
-        return "\n".join(lines)
-    if plan.refusals:
-        lines.append("nothing was sent; once fixed, --yes sends exactly this:")
-    else:
-        lines.append("dry run: nothing was sent; pass --yes to send exactly this:")
-    lines.append(f"{request.method} {request.url}")
-    if request.title is not None:
-        lines.append(f"title: {request.title}")
-        lines.append(f"labels: {', '.join(request.labels) if request.labels else '(none)'}")
-    if show_body or not plan.refusals:
-        lines.append(f"body ({len(request.body):,} characters) between the scissors lines:")
-        lines.append("-------- 8< --------")
-        lines.append(request.body.rstrip("\n"))
-        lines.append("-------- >8 --------")
-    else:
-        lines.append(f"body: {len(request.body):,} characters (--show-body prints it)")
-    if plan.redactions:
-        total = sum(e.count for e in plan.redactions)
-        lines.append(f"redacted before sending: {total} value(s); see the draft's front matter")
-    return "\n".join(lines)
-
-
-def refusal_lines(result: FileResult) -> list[str]:
-    """Why filing was refused, one `refused:` line each, then what to do (a `Tip:`)."""
-    plan = result.plan
-    if result.sent or not plan.refusals:
-        return []
-    lines = [f"refused: {refusal}" for refusal in plan.refusals]
-    if any("token" in r for r in plan.refusals):
-        tip = "see `report auth status` for where a token is looked for"
-    else:
-        tip = "fix the draft (`report upstream draft`, then `report lint` it) and pass --draft FILE"
-    lines.append(f"Tip: {tip}; --show-body prints what would be sent")
-    return lines
-
-
-def redaction_lines(entries: Sequence[RedactionEntry]) -> list[str]:
-    """The redaction report for a terminal: one `kind in where: count` line per entry."""
-    from reporter.upstream.redact import report_lines
-
-    return report_lines(entries)

@@ -14,6 +14,7 @@ goroutines, Flight Recorder traces) and `bundle` (`ParseResult`, `Manifest`, `Bu
 from __future__ import annotations
 
 from reporter.model.bundle import (
+    HEAD_LINES,
     Bundle,
     Evidence,
     EvidenceFile,
@@ -69,6 +70,7 @@ from reporter.model.stacks import (
 
 __all__ = [
     "CONTEXT_KINDS",
+    "HEAD_LINES",
     "METRIC_KINDS",
     "SUMMARISED_KINDS",
     "Bundle",
