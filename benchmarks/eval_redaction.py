@@ -148,7 +148,7 @@ def evaluate(*, drafts: bool = True, library: bool = True) -> Figures:
     import importlib
 
     from reporter import app
-    from reporter.upstream import publish
+    from reporter.app import filing
     from reporter.upstream.redact import Piece, redact
 
     try:
@@ -188,7 +188,7 @@ def evaluate(*, drafts: bool = True, library: bool = True) -> Figures:
             ("sglang", FORMS / "sglang"),
             ("vllm", FORMS / "vllm"),
         ):
-            run = publish.make_draft(
+            run = filing.make_draft(
                 bundle,
                 analysis,
                 "sgl-project/sglang",

@@ -26,17 +26,19 @@ from reporter.render import markdown as md
 from reporter.writer import write_atomic
 
 if TYPE_CHECKING:
+    from reporter.app.filing import DraftRun
     from reporter.config import Settings
-    from reporter.upstream.index import ImportResult
-    from reporter.upstream.publish import DraftRun, FileResult
+    from reporter.upstream.publish import FileResult
     from reporter.upstream.query import Query as UpstreamQuery
+    from reporter.upstream.records import ImportResult
     from reporter.upstream.redact import RedactionEntry
-    from reporter.upstream.search import SearchOutcome, SyncProgress, SyncReport
+    from reporter.upstream.search import SearchOutcome
+    from reporter.upstream.sync import SyncProgress, SyncReport
     from reporter.upstream.triage import TriageOutcome
 
 
 # --- upstream issues: `report sync`, `report index ...`, `report search-upstream` -------
-# The work happens in reporter.upstream.search; these wrappers build the query from the
+# The work happens in reporter.app.issues; these wrappers build the query from the
 # evidence and keep the upstream modules (httpx, sqlite) out of other commands' start-up.
 
 
@@ -50,8 +52,8 @@ def upstream_query(
     """The search query from a bundle (its analysis), a text file (`-`: stdin), or both."""
     import sys
 
-    from reporter.upstream.index import validate_repo
     from reporter.upstream.query import query_from_analysis, query_from_text
+    from reporter.upstream.records import validate_repo
 
     names = tuple(validate_repo(r) for r in repos)
     text: str | None = None
@@ -101,18 +103,18 @@ def search_upstream(
 ) -> SearchOutcome:
     """`report search-upstream`: ranked upstream issues like the bundle's hang, the text,
     or a stored issue given as `owner/repo#N` in place of the bundle."""
-    from reporter.upstream import search
+    from reporter.app import issues
     from reporter.upstream.query import Query
     from reporter.upstream.triage import parse_issue_ref
 
     conf = settings()
     ref = None if evidence is None or evidence.exists() else parse_issue_ref(str(evidence))
     if ref is not None:
-        from reporter.upstream.index import validate_repo
+        from reporter.upstream.records import validate_repo
 
         names = tuple(validate_repo(r) for r in repos)
         query = Query(repos=names, title="", text="")
-        return search.run_search(
+        return issues.run_search(
             query,
             db=default_db(db, conf),
             online=online,
@@ -125,7 +127,7 @@ def search_upstream(
         from dataclasses import replace
 
         query = replace(query, repos=conf.repos)
-    return search.run_search(
+    return issues.run_search(
         query, db=default_db(db, conf), online=online, limit=limit, env=upstream_env(conf)
     )
 
@@ -143,7 +145,7 @@ def triage(
     """`report triage`: likely duplicates of tracker issues (see `upstream.triage`)."""
     import sys
 
-    from reporter.upstream.triage import run_triage
+    from reporter.app.issues import run_triage
 
     text: str | None = None
     if text_file is not None:
@@ -199,7 +201,7 @@ def sync_upstream(
 ) -> tuple[list[SyncReport], list[str], Path]:
     """`report sync`: bring the local index of each repo up to date (and what fixed its
     closed issues, with `fixed_in`)."""
-    from reporter.upstream import search
+    from reporter.app import issues
 
     conf = settings()
     names = list(repos) or list(conf.repos)
@@ -207,7 +209,7 @@ def sync_upstream(
         raise UsageError(
             "no repository to sync", tip="pass OWNER/NAME, or set `repos` in `report config show`"
         )
-    return search.run_sync(
+    return issues.run_sync(
         names,
         db=default_db(db, conf),
         full=full,
@@ -219,33 +221,34 @@ def sync_upstream(
 
 def index_import(file: Path, *, db: Path | None = None) -> tuple[ImportResult, Path]:
     """`report index import`: JSONL issues into the index (default: the user cache index)."""
-    from reporter.upstream import search
+    from reporter.app import issues
     from reporter.upstream.index import Index
 
-    path = default_db(db) or search.default_db_path()
+    path = default_db(db) or issues.default_db_path()
     with Index(path) as index:
-        return search.import_file(index, file), path
+        return issues.import_file(index, file), path
 
 
 def index_export(
     *, write: Callable[[str], object], db: Path | None = None, repo: str | None = None
 ) -> tuple[int, Path]:
     """`report index export`: hand each stored issue's JSONL line to `write`; the count."""
-    from reporter.upstream import search
-    from reporter.upstream.index import Index, validate_repo
+    from reporter.app import issues
+    from reporter.upstream.index import Index
+    from reporter.upstream.records import validate_repo
 
     name = validate_repo(repo) if repo else None
     count = 0
-    path = default_db(db) or search.default_db_path()
+    path = default_db(db) or issues.default_db_path()
     with Index(path, create=False) as index:
-        for line in search.export_lines(index, name):
+        for line in issues.export_lines(index, name):
             write(line)
             count += 1
     return count, path
 
 
 # --- upstream drafts and filing: `report upstream draft`, `report upstream file` ---------
-# The work happens in reporter.upstream.publish; these wrappers resolve the repository and
+# The work happens in reporter.app.filing; these wrappers resolve the repository and
 # the paths, and keep PyGithub and httpx out of other commands' start-up.
 
 
@@ -260,7 +263,7 @@ class UpstreamDraftRun:
 
 def upstream_repo(bundle: Bundle, repo: str | None, conf: Settings | None = None) -> str:
     """`--repo`, else the manifest's first `upstream` repository, else the config's first."""
-    from reporter.upstream.index import validate_repo
+    from reporter.upstream.records import validate_repo
 
     if repo:
         return validate_repo(repo)
@@ -299,12 +302,12 @@ def upstream_draft(
     Works with no network and no token: forms fall back to the cache or the generic form,
     related issues to the local index. An existing file is kept as `.bak`.
     """
-    from reporter.upstream import publish
+    from reporter.app import filing
 
     conf = settings()
     bundle, analysis = load_and_analyze([evidence], options or Options())
     name = upstream_repo(bundle, repo, conf)
-    run = publish.make_draft(
+    run = filing.make_draft(
         bundle,
         analysis,
         name,
@@ -347,16 +350,17 @@ def upstream_file(
     reports: Path | None = None,
     report: Path | None = None,
 ) -> FileResult:
-    """`report upstream file`: a dry run unless `yes`; see `reporter.upstream.publish`.
+    """`report upstream file`: a dry run unless `yes`; see `reporter.app.filing`.
 
     Once filed (or commented), the issue's URL goes into the incident report's
     `upstream_issue` (`record_upstream_issue`).
     """
-    from reporter.upstream import publish
+    from reporter.app import filing
+    from reporter.upstream.publish import Action
 
     conf = settings()
     bundle, analysis = load_and_analyze([evidence], options or Options())
-    result = publish.file_upstream(
+    result = filing.file_upstream(
         bundle,
         analysis,
         upstream_repo(bundle, repo, conf),
@@ -369,7 +373,7 @@ def upstream_file(
         link_related=link_related,
         env=upstream_env(conf),
     )
-    already = (publish.Action.ALREADY_FILED, publish.Action.SKIP_COMMENT)
+    already = (Action.ALREADY_FILED, Action.SKIP_COMMENT)
     if result.url and (result.sent or result.plan.action in already):
         from dataclasses import replace
 

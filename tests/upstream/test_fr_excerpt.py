@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reporter import app
-from reporter.upstream import publish
+from reporter.app import filing
 from reporter.upstream.index import Index
 
 from .conftest import ROOT
@@ -13,7 +13,7 @@ BUNDLES = ROOT / "fixtures" / "bundles"
 
 def _draft(name: str, example_index: Index) -> str:
     bundle, analysis = app.load_and_analyze([BUNDLES / name], app.Options())
-    run = publish.make_draft(
+    run = filing.make_draft(
         bundle,
         analysis,
         "pytorch/pytorch",

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from reporter import app
+from reporter.app import filing
 from reporter.errors import RateLimitError
-from reporter.upstream import publish
 from reporter.upstream.draft import find_marker
 from reporter.upstream.publish import Action, FileResult, FilingPolicy
 
@@ -54,7 +54,7 @@ def filer(
 
     def file(repo: str, **options: Any) -> FileResult:
         bundle, analysis = app.load_and_analyze([tmp_path / "bundle"], app.Options())
-        return publish.file_upstream(
+        return filing.file_upstream(
             bundle,
             analysis,
             repo,
@@ -213,7 +213,7 @@ def test_todos_and_leaks_refuse_then_a_reviewed_draft_files(
     assert ghserver.posts() == []
 
     bundle, analysis = app.load_and_analyze([tmp_path / "bundle"], app.Options())
-    run = publish.make_draft(bundle, analysis, EMPTY, forms_dir=FORMS, offline=True, env={})
+    run = filing.make_draft(bundle, analysis, EMPTY, forms_dir=FORMS, offline=True, env={})
     reviewed = "\n".join(
         line.replace("- [ ]", "- [X]")
         for line in run.draft.document.splitlines()
@@ -252,20 +252,20 @@ def test_forms_come_through_the_contents_api_and_are_cached(
     )
     env = {"GITHUB_API_URL": ghserver.url}
     notes: list[str] = []
-    form = publish.choose_form(
+    form = filing.choose_form(
         SGLANG, forms_dir=None, offline=False, env=env, notes=notes, clock=clock
     )
     assert form.source == "1-bug-report.yml" and notes == []
     fetched = ghserver.count("/contents/")
     assert fetched == 4  # the listing and three files
-    again = publish.choose_form(
+    again = filing.choose_form(
         SGLANG, forms_dir=None, offline=False, env=env, notes=notes, clock=clock
     )
     assert again == form and ghserver.count("/contents/") == fetched, "fresh cache: no request"
-    clock.time += publish.FORMS_TTL + 1
-    publish.choose_form(SGLANG, forms_dir=None, offline=False, env=env, notes=notes, clock=clock)
+    clock.time += filing.FORMS_TTL + 1
+    filing.choose_form(SGLANG, forms_dir=None, offline=False, env=env, notes=notes, clock=clock)
     assert ghserver.count("/contents/", status=304) == 1, "stale cache: one conditional request"
-    offline = publish.choose_form(SGLANG, forms_dir=None, offline=True, env={}, notes=notes)
+    offline = filing.choose_form(SGLANG, forms_dir=None, offline=True, env={}, notes=notes)
     assert offline == form
 
 
@@ -282,7 +282,7 @@ def test_a_signature_match_alone_never_picks_a_thread_without_stacks(
     body = f"Same hang?\n\n<!-- reporter-upstream signature={analysis.signature.hash} bundle=0123456789ab -->"
     ghserver.add_issue(EMPTY, 7, title="hang", body=body, state="open")
     env = {"GITHUB_TOKEN": "test-token", "GITHUB_API_URL": ghserver.url, "HOME": str(tmp_path)}
-    result = publish.file_upstream(
+    result = filing.file_upstream(
         bundle,
         analysis,
         EMPTY,
