@@ -28,8 +28,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
 from reporter.analysis import Analysis
 from reporter.app import issues
 from reporter.errors import ReporterError, UpstreamError, UsageError
@@ -48,9 +46,9 @@ FORMS_TTL = 24 * 3600
 RECORD_NAME = "upstream.toml"
 
 
-def forms_cache_dir(repo: str) -> Path:
-    """Where a repository's issue forms are cached (user cache dir)."""
-    return platformdirs.user_cache_path("reporter") / "forms" / repo.replace("/", "+")
+def forms_cache_dir(repo: str, cache_dir: Path | None = None) -> Path:
+    """Where a repository's issue forms are cached (in the cache dir)."""
+    return issues.cache_root(cache_dir) / "forms" / repo.replace("/", "+")
 
 
 def read_forms_dir(folder: Path) -> list[tuple[str, str]]:
@@ -139,6 +137,7 @@ def choose_form(
     notes: list[str],
     transport: Any = None,
     clock: Clock | None = None,
+    cache_dir: Path | None = None,
 ) -> IssueForm:
     """The bug form to follow: `--forms DIR`, else the repository's (cached / fetched
     unless `offline`), else the generic one; every fallback leaves a note."""
@@ -146,7 +145,7 @@ def choose_form(
         files: list[tuple[str, str]] | None = read_forms_dir(forms_dir)
         where = str(forms_dir)
     else:
-        cache = forms_cache_dir(repo)
+        cache = forms_cache_dir(repo, cache_dir)
         where = f"{repo}'s {FORMS_FOLDER}"
         if offline:
             cached = _read_cache(cache)
@@ -205,6 +204,7 @@ def related_issues(
     notes: list[str],
     transport: Any = None,
     clock: Clock | None = None,
+    cache_dir: Path | None = None,
 ) -> tuple[tuple[Candidate, ...], bool]:
     """The duplicate search for `repo`: (candidates best first, whether a real search of
     the repository's issues ran). A missing index is a note, not an error."""
@@ -221,6 +221,7 @@ def related_issues(
             base_url=base_url,
             transport=transport,
             clock=clock,
+            cache_dir=cache_dir,
         )
     except UsageError as err:
         notes.append(
@@ -262,6 +263,7 @@ def make_draft(
     online_search: bool = False,
     transport: Any = None,
     clock: Clock | None = None,
+    cache_dir: Path | None = None,
 ) -> DraftRun:
     """Build the draft; see the module docstring. Network only for forms (never with
     `offline`) and, with `online_search`, for the duplicate search."""
@@ -275,6 +277,7 @@ def make_draft(
         notes=notes,
         transport=transport,
         clock=clock,
+        cache_dir=cache_dir,
     )
     online: bool | None = False if offline else (True if online_search else None)
     related, searched = related_issues(
@@ -288,6 +291,7 @@ def make_draft(
         notes=notes,
         transport=transport,
         clock=clock,
+        cache_dir=cache_dir,
     )
     inputs = drafting.DraftInputs(
         bundle=bundle,
@@ -425,6 +429,7 @@ def file_upstream(
     transport: Any = None,
     timeout: int = 15,
     pace: bool = True,
+    cache_dir: Path | None = None,
 ) -> FileResult:
     """`report upstream file`: decide, check, and (with `yes`) send; see the module docstring."""
     clock = clock or SystemClock()
@@ -458,6 +463,7 @@ def file_upstream(
         online_search=not force_new,
         transport=transport,
         clock=clock,
+        cache_dir=cache_dir,
     )
     built = run.draft
     notes = list(run.notes)

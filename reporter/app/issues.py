@@ -49,9 +49,14 @@ EXAMPLE_DB_NAME = "example-upstream-issues.sqlite3"
 EXAMPLE_JSONL = Path("fixtures") / "github" / "issues.jsonl"
 
 
-def default_db_path() -> Path:
-    """The index in the user cache dir (e.g. `~/.cache/reporter/upstream-issues.sqlite3`)."""
-    return platformdirs.user_cache_path("reporter") / DB_NAME
+def cache_root(cache_dir: Path | None = None) -> Path:
+    """`cache_dir` (the context's), else the user cache dir (e.g. `~/.cache/reporter`)."""
+    return cache_dir or platformdirs.user_cache_path("reporter")
+
+
+def default_db_path(cache_dir: Path | None = None) -> Path:
+    """The index in the cache dir (e.g. `~/.cache/reporter/upstream-issues.sqlite3`)."""
+    return cache_root(cache_dir) / DB_NAME
 
 
 def example_jsonl() -> Path | None:
@@ -68,7 +73,12 @@ def example_jsonl() -> Path | None:
 
 
 def open_for_search(
-    db: Path | None, *, offline: bool, online: bool, notes: list[str]
+    db: Path | None,
+    *,
+    offline: bool,
+    online: bool,
+    notes: list[str],
+    cache_dir: Path | None = None,
 ) -> tuple[Index, bool]:
     """The index to search, and whether it is the example index.
 
@@ -83,7 +93,7 @@ def open_for_search(
                 tip=f"create it with `report sync OWNER/NAME --db {db}` or `report index import FILE --db {db}`",
             )
         return Index(db), False
-    path = default_db_path()
+    path = default_db_path(cache_dir)
     if path.is_file() or online:
         return Index(path), False
     if not offline:
@@ -172,6 +182,7 @@ def run_sync(
     transport: Any = None,
     clock: Clock | None = None,
     fixed_in: bool = True,
+    cache_dir: Path | None = None,
 ) -> tuple[list[SyncReport], list[str], Path]:
     """`report sync`: sync each repo into the index (and, with `fixed_in`, what fixed its
     closed issues), then store title vectors when the semantic model is installed;
@@ -181,7 +192,7 @@ def run_sync(
         raise UsageError(
             "name at least one repository", tip="e.g. `report sync sgl-project/sglang`"
         )
-    path = db or default_db_path()
+    path = db or default_db_path(cache_dir)
     notes: list[str] = []
     reports: list[SyncReport] = []
     with Index(path) as index, make_client(env, notes, transport=transport, clock=clock) as client:
@@ -217,6 +228,7 @@ def run_search(
     transport: Any = None,
     clock: Clock | None = None,
     issue: tuple[str, int] | None = None,
+    cache_dir: Path | None = None,
 ) -> SearchOutcome:
     """`report search-upstream` once the query is built: open (or build) the index,
     refresh it from GitHub when `online`, rank. `online=None` means neither flag.
@@ -228,7 +240,7 @@ def run_search(
         raise UsageError(f"--limit {limit}: must be between 1 and 100")
     notes: list[str] = []
     index, example = open_for_search(
-        db, offline=online is False, online=online is True, notes=notes
+        db, offline=online is False, online=online is True, notes=notes, cache_dir=cache_dir
     )
     with index:
         if issue is not None:
@@ -280,6 +292,7 @@ def run_triage(
     post: bool = False,
     env: Mapping[str, str],
     tracker: Tracker | None = None,
+    cache_dir: Path | None = None,
 ) -> TriageOutcome:
     """`report triage`: `owner/repo#N` (one issue from the index), `owner/repo --since
     DATE` (every issue opened since), or `owner/repo` with a text (a pasted issue)."""
@@ -296,7 +309,7 @@ def run_triage(
         raise UsageError("--comment and --post work on one issue", tip=f"name it as {repo}#NUMBER")
     if ref is not None and since is not None:
         raise UsageError("--since lists many issues; drop it or the #NUMBER")
-    path = db or default_db_path()
+    path = db or default_db_path(cache_dir)
     notes: list[str] = []
     with Index(path, create=False) as index:
         if index.count([repo]) == 0:

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reporter import bundle as bundle_io
-from reporter.analysis import Analysis, Similarity, analyze, format_ranks, to_json
+from reporter.analysis import Analysis, Similarity, analyze, to_json
 from reporter.analysis.export import dumps_deep
+from reporter.app.settings import clock
 from reporter.errors import InputError, OutputError, UsageError
 from reporter.fileio import check_regular, read_text_bounded
 from reporter.manifest import MANIFEST_NAME
-from reporter.model import Bundle, innermost_python
+from reporter.model import Bundle
 from reporter.render import markdown as md
 from reporter.secrets import mask_data, mask_text
 from reporter.writer import check_target, locked, write_atomic
@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from reporter.render.status import ReportStatus
     from reporter.sources import SourceRoots
 
+
+# The clock under its old name, for app/upstream.py until its use cases take a Context.
+now_utc = clock
 
 # Reports, drafts and query texts are Markdown a person edits: 64 MiB is far beyond any.
 REPORT_MAX_BYTES = 64 * 1024 * 1024
@@ -62,14 +65,6 @@ class DraftResult:
     """What happened to each region, when the draft was merged into an existing report."""
     charts: Path | None = None
     """The metrics SVG written beside the report, when the bundle has metrics."""
-
-
-def now_utc() -> datetime:
-    """The clock: `SOURCE_DATE_EPOCH` when set (reproducible output), else the real time."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch and epoch.isdigit():
-        return datetime.fromtimestamp(int(epoch), tz=UTC)
-    return datetime.now(tz=UTC)
 
 
 def load_and_analyze(paths: Sequence[Path], options: Options) -> tuple[Bundle, Analysis]:
@@ -162,27 +157,6 @@ def diff_json_text(run: DiffRun) -> str:
     from reporter.analysis.diff import diff_json
 
     return json.dumps(mask_data(diff_json(run.diff)), indent=2, ensure_ascii=False) + "\n"
-
-
-def diff_text(run: DiffRun, *, limit: int = 20) -> str:
-    """The ranked changes for a terminal: one line each, the reasons under the first few."""
-    diff = run.diff
-    lines = [f"{diff.good} -> {diff.bad}: {len(diff.changes)} changes"]
-    for rank, change in enumerate(diff.changes[:limit], start=1):
-        before = change.before if change.before is not None else "(absent)"
-        after = change.after if change.after is not None else "(absent)"
-        lines.append(
-            f"{rank:>3}. [{change.score:>4}] {change.kind.value:<8} {change.key}: {before} -> {after}"
-        )
-        if rank <= 3:
-            lines.append(f"          why: {'; '.join(change.why)}")
-    if len(diff.changes) > limit:
-        lines.append(f"  … {len(diff.changes) - limit} more (see --json or --limit)")
-    equal = ", ".join(f"{n} {kind.value}" for kind, n in diff.unchanged)
-    if equal:
-        lines.append(f"unchanged: {equal}")
-    lines.extend(f"note: {note}" for note in diff.notes)
-    return "\n".join(lines)
 
 
 def analysis_json(
@@ -313,56 +287,6 @@ def seen_before(
     )
 
 
-def analysis_text(bundle: Bundle, analysis: Analysis, *, seen: Sequence[SeenReport] = ()) -> str:
-    """`report analyze` for a terminal: the summary block first, then the classes."""
-    from reporter.render import answer
-
-    ans = answer.build(bundle, analysis, seen=seen)
-    lines = [
-        ans.title,
-        f"verdict: {ans.verdict_label} (confidence {analysis.confidence.value}, "
-        f"{analysis.snapshots} snapshot{'s' if analysis.snapshots != 1 else ''})",
-    ]
-    for line in ans.lines:
-        where = f"  [{', '.join(line.sources)}]" if line.sources else ""
-        lines.append(f"  {line.topic.lower()}: {line.text}{where}")
-    if ans.steps:
-        lines.append("next steps:")
-        lines.extend(f"  {n}. {step.action}" for n, step in enumerate(ans.steps[:4], start=1))
-    lines.append("")
-    lines.append(ans.paragraph)
-    if analysis.classes:
-        lines.append("")
-    for inst in analysis.instances:
-        lines.append(f"instance {inst.id}: {inst.verdict.value} ({inst.label})")
-    for stack_class in analysis.classes:
-        blocked = stack_class.collective or stack_class.wait or "-"
-        top = innermost_python(stack_class.frames)
-        where = (
-            f"{top.function} ({top.file}:{top.line})"
-            if top and top.line
-            else (top.display() if top else "-")
-        )
-        label = (
-            f"{stack_class.instance}:{stack_class.label}"
-            if analysis.instances
-            else stack_class.label
-        )
-        lines.append(f"  {label:<12} {stack_class.state.value:<8} {blocked:<16} {where}")
-    for edge in analysis.waits_for:
-        at = f" at {edge.waiting.at}" if edge.waiting.at else ""
-        whom = edge.waited.at or edge.waited.state
-        prefix = f"instance {edge.instance}: " if analysis.instances else ""
-        lines.append(
-            f"waits: {prefix}{format_ranks(edge.waiting.ranks)} in {edge.waiting.collective}{at}"
-            f" -> {format_ranks(edge.waited.ranks)} {whom}"
-        )
-    for note in analysis.confidence_notes:
-        lines.append(f"note: {note}")
-    lines.append(f"signature: {analysis.signature.hash}")
-    return "\n".join(lines)
-
-
 def chart_path(report: Path) -> Path:
     """Where the metrics SVG of a report goes: `<report stem>.metrics.svg` beside it."""
     return report.with_name(f"{report.stem}.metrics.svg")
@@ -391,18 +315,17 @@ def draft(
     *,
     out: Path | None,
     options: Options,
+    now: datetime,
     force: bool = False,
-    now: datetime | None = None,
     reports: Path | None = None,
 ) -> DraftResult:
     """Write the report; into an existing report, merge (see `reporter.render.regions.merge`).
 
     Regions nobody edited are regenerated, reviewers' edits and text stay byte for byte.
     With `force` the existing report is replaced instead. The previous file is kept as
-    `<name>.bak`.
+    `<name>.bak`. `now` (the context's clock) dates the default file name.
     """
-
-    moment = now or now_utc()
+    moment = now
     bundle, analysis = load_and_analyze(paths, options)
     target = out or default_report_path(bundle, analysis, now=moment)
     if target.is_dir():
@@ -645,13 +568,6 @@ def report_status(folder: Path) -> tuple[ReportStatus, ...]:
         if row is not None:
             rows.append(row)
     return status.grouped(rows)
-
-
-def status_text(rows: Sequence[ReportStatus]) -> str:
-    """The `status` table for a terminal."""
-    from reporter.render import status
-
-    return status.table(rows)
 
 
 def status_json(rows: Sequence[ReportStatus]) -> str:

@@ -1,37 +1,130 @@
-"""Settings for the commands: flags > environment > the config file; `auth status`, `config show`."""
+"""Settings for the commands: flags > environment > the config file; `auth status`, `config show`.
+
+The CLI resolves one `Context` per command (`Context.resolve`) and hands it to the use
+cases; below the CLI nothing reads `os.environ`, the config file or the real clock.
+"""
 
 from __future__ import annotations
 
-import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from reporter.config import Settings
+    from reporter.upstream.auth import Token
     from reporter.upstream.github import RateLimit
 
 
-# --- settings: flags > environment > the config file ---------------------------------
+def clock(env: Mapping[str, str] | None = None) -> datetime:
+    """Now: `SOURCE_DATE_EPOCH` when set (reproducible output), else the real time (UTC)."""
+    epoch = (os.environ if env is None else env).get("SOURCE_DATE_EPOCH")
+    if epoch and epoch.isdigit():
+        return datetime.fromtimestamp(int(epoch), tz=UTC)
+    return datetime.now(tz=UTC)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Context:
+    """What a command takes from outside its arguments, resolved once at the CLI edge.
+
+    Flags beat environment variables, which beat the config file. Example::
+
+        Context(env={"GH_HOST": "ghe.corp.example", ...}, config=Settings(path=...),
+                now=datetime(2026, 12, 1, tzinfo=UTC), cache_dir=Path("~/.cache/reporter"),
+                base_url=None)
+    """
+
+    env: Mapping[str, str]
+    """The environment the upstream code reads (a read-only copy): the process's, with
+    the config's `host` as `GH_HOST`'s default."""
+    config: Settings
+    """The config file's values (`reporter.config`); empty when the command reads none."""
+    now: datetime
+    """The clock (`clock`): report dates and default file names."""
+    cache_dir: Path
+    """The user cache dir: the default issue index, cached issue forms."""
+    base_url: str | None = None
+    """`--base-url`, when the command has it."""
+
+    @classmethod
+    def resolve(
+        cls,
+        env: Mapping[str, str] | None = None,
+        *,
+        base_url: str | None = None,
+        read_config: bool = True,
+    ) -> Context:
+        """The context for one command. `read_config=False` for the commands that use no
+        setting from the config file (a malformed file must not break `report analyze`)."""
+        import platformdirs
+
+        from reporter import config
+
+        env = dict(os.environ if env is None else env)
+        conf = config.load(env) if read_config else config.Settings(path=config.config_path(env))
+        return cls(
+            env=MappingProxyType(config.with_defaults(env, conf)),
+            config=conf,
+            now=clock(env),
+            cache_dir=platformdirs.user_cache_path("reporter"),
+            base_url=base_url,
+        )
+
+    @property
+    def config_dir(self) -> Path:
+        """The folder of the config file (`REPORTER_CONFIG` or the platform's)."""
+        return self.config.path.parent
+
+    def db(self, flag: Path | None = None) -> Path | None:
+        """The issue index: `--db`, else the config's `index`, else None (the cache dir's)."""
+        return flag or self.config.index
+
+    @property
+    def api_url(self) -> str:
+        """The GitHub API base URL: `--base-url`, `GITHUB_API_URL`, `GH_HOST` (or the
+        config's `host`), else api.github.com."""
+        from reporter.upstream.auth import api_url
+
+        return api_url(self.env, self.base_url)
+
+    @property
+    def host(self) -> str:
+        """The web host of `api_url` (`github.com`, `ghe.corp.example`)."""
+        from reporter.upstream.auth import host_of
+
+        return host_of(self.api_url)
+
+    def token(self) -> Token | None:
+        """The token for `host` and where it came from (may ask the gh program), or None."""
+        from reporter.upstream.auth import find_token
+
+        return find_token(self.env, base_url=self.api_url)
+
+
+# --- the pre-Context helpers: kept until every use case takes a Context ---------------
 
 
 def settings() -> Settings:
-    """The user's config file (`reporter.config`), read once per command."""
+    """The user's config file (`reporter.config`); prefer `Context.resolve().config`."""
     from reporter import config
 
     return config.load(os.environ)
 
 
 def upstream_env(conf: Settings | None = None) -> dict[str, str]:
-    """The environment the upstream code reads, with the config's host as a default."""
+    """The environment the upstream code reads; prefer `Context.env`."""
     from reporter import config
 
     return config.with_defaults(os.environ, conf or settings())
 
 
 def default_db(db: Path | None, conf: Settings | None = None) -> Path | None:
-    """`--db`, else the config's `index`, else None (the user cache dir's index)."""
+    """`--db`, else the config's `index`, else None; prefer `Context.db`."""
     return db or (conf or settings()).index
 
 
@@ -60,18 +153,16 @@ class AuthStatus:
         }
 
 
-def auth_status(*, base_url: str | None = None, check: bool = True) -> AuthStatus:
+def auth_status(ctx: Context, *, check: bool = True) -> AuthStatus:
     """Which GitHub host the upstream commands use, its token's source and the limit left.
 
     With `check`, asks `GET /rate_limit` (free); a failure is reported, not raised.
     """
     from reporter.errors import UpstreamError
-    from reporter.upstream.auth import api_url, find_token, host_of
     from reporter.upstream.github import GitHubClient, RetryPolicy
 
-    env = upstream_env()
-    url = api_url(env, base_url)
-    token = find_token(env, base_url=url)
+    url = ctx.api_url
+    token = ctx.token()
     limit = None
     error = None
     if check:
@@ -83,47 +174,9 @@ def auth_status(*, base_url: str | None = None, check: bool = True) -> AuthStatu
         except UpstreamError as err:
             error = err.message
     return AuthStatus(
-        host=host_of(url),
+        host=ctx.host,
         api_url=url,
         token_source=token.source if token else None,
         rate_limit=limit,
         error=error,
     )
-
-
-def auth_status_text(status: AuthStatus, *, now: float | None = None) -> str:
-    """`report auth status` for a terminal."""
-    import time
-
-    lines = [f"{status.host} ({status.api_url})"]
-    if status.token_source:
-        lines.append(f"  token: from {status.token_source}")
-    else:
-        from reporter.upstream.auth import missing_token_tip
-
-        lines.append(f"  token: none ({missing_token_tip(status.host)})")
-    if status.rate_limit is not None:
-        limit = status.rate_limit
-        minutes = max(0, round((limit.reset - (now or time.time())) / 60))
-        lines.append(
-            f"  rate limit: {limit.remaining} of {limit.limit} requests left "
-            f"(resets in {minutes} min)"
-        )
-    if status.error:
-        lines.append(f"  rate limit: not checked: {status.error}")
-    return "\n".join(lines)
-
-
-def config_show_text(conf: Settings) -> str:
-    """`report config show` for a terminal: the path, then each key."""
-    from reporter.config import KEYS
-
-    where = f"{conf.path}" + ("" if conf.exists else " (not created; every key unset)")
-    lines = [f"config file: {where}"]
-    values = conf.to_json()["settings"]
-    assert isinstance(values, dict)
-    for key in KEYS:
-        value = values[key]
-        shown = json.dumps(value) if value not in (None, []) else "(unset)"
-        lines.append(f"  {key} = {shown}")
-    return "\n".join(lines)

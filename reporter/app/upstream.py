@@ -16,9 +16,7 @@ from reporter.app.report import (
     Options,
     default_report_path,
     load_and_analyze,
-    now_utc,
 )
-from reporter.app.settings import default_db, settings, upstream_env
 from reporter.errors import InputError, OutputError, UsageError
 from reporter.fileio import read_text_bounded
 from reporter.model import Bundle
@@ -27,11 +25,11 @@ from reporter.writer import write_atomic
 
 if TYPE_CHECKING:
     from reporter.app.filing import DraftRun
+    from reporter.app.settings import Context
     from reporter.config import Settings
     from reporter.upstream.publish import FileResult
     from reporter.upstream.query import Query as UpstreamQuery
     from reporter.upstream.records import ImportResult
-    from reporter.upstream.redact import RedactionEntry
     from reporter.upstream.search import SearchOutcome
     from reporter.upstream.sync import SyncProgress, SyncReport
     from reporter.upstream.triage import TriageOutcome
@@ -93,6 +91,7 @@ def upstream_query(
 
 
 def search_upstream(
+    ctx: Context,
     evidence: Path | None,
     *,
     repos: Sequence[str] = (),
@@ -103,36 +102,33 @@ def search_upstream(
 ) -> SearchOutcome:
     """`report search-upstream`: ranked upstream issues like the bundle's hang, the text,
     or a stored issue given as `owner/repo#N` in place of the bundle."""
+    from dataclasses import replace
+
     from reporter.app import issues
     from reporter.upstream.query import Query
+    from reporter.upstream.records import validate_repo
     from reporter.upstream.triage import parse_issue_ref
 
-    conf = settings()
     ref = None if evidence is None or evidence.exists() else parse_issue_ref(str(evidence))
     if ref is not None:
-        from reporter.upstream.records import validate_repo
-
-        names = tuple(validate_repo(r) for r in repos)
-        query = Query(repos=names, title="", text="")
-        return issues.run_search(
-            query,
-            db=default_db(db, conf),
-            online=online,
-            limit=limit,
-            env=upstream_env(conf),
-            issue=ref,
-        )
-    query = upstream_query(evidence, repos=repos, text_file=text_file)
-    if not query.repos and conf.repos:
-        from dataclasses import replace
-
-        query = replace(query, repos=conf.repos)
+        query = Query(repos=tuple(validate_repo(r) for r in repos), title="", text="")
+    else:
+        query = upstream_query(evidence, repos=repos, text_file=text_file)
+        if not query.repos and ctx.config.repos:
+            query = replace(query, repos=ctx.config.repos)
     return issues.run_search(
-        query, db=default_db(db, conf), online=online, limit=limit, env=upstream_env(conf)
+        query,
+        db=ctx.db(db),
+        online=online,
+        limit=limit,
+        env=ctx.env,
+        issue=ref,
+        cache_dir=ctx.cache_dir,
     )
 
 
 def triage(
+    ctx: Context,
     target: str,
     *,
     since: str | None = None,
@@ -155,16 +151,16 @@ def triage(
             raise UsageError(
                 f"{text_file}: cannot read it ({err})", tip="pass a UTF-8 text file"
             ) from err
-    conf = settings()
     return run_triage(
         target,
         since=since,
         text=text,
         limit=limit,
-        db=default_db(db, conf),
+        db=ctx.db(db),
         comment=comment,
         post=post,
-        env=upstream_env(conf),
+        env=ctx.env,
+        cache_dir=ctx.cache_dir,
     )
 
 
@@ -175,23 +171,8 @@ def search_upstream_json(outcome: SearchOutcome) -> str:
     return json.dumps(search.outcome_json(outcome), indent=2, ensure_ascii=False) + "\n"
 
 
-def search_upstream_text(outcome: SearchOutcome) -> str:
-    """The `search-upstream` listing for a terminal."""
-    from reporter.upstream import search
-
-    return search.format_table(outcome)
-
-
-def triage_text(outcome: TriageOutcome, *, as_json: bool) -> str:
-    """The `report triage` table: Markdown, or the JSON document."""
-    from reporter.upstream import triage
-
-    if as_json:
-        return triage.rows_json(outcome.rows, outcome.notes)
-    return triage.markdown_table(outcome.rows)
-
-
 def sync_upstream(
+    ctx: Context,
     repos: Sequence[str],
     *,
     db: Path | None = None,
@@ -203,34 +184,34 @@ def sync_upstream(
     closed issues, with `fixed_in`)."""
     from reporter.app import issues
 
-    conf = settings()
-    names = list(repos) or list(conf.repos)
+    names = list(repos) or list(ctx.config.repos)
     if not names:
         raise UsageError(
             "no repository to sync", tip="pass OWNER/NAME, or set `repos` in `report config show`"
         )
     return issues.run_sync(
         names,
-        db=default_db(db, conf),
+        db=ctx.db(db),
         full=full,
-        env=upstream_env(conf),
+        env=ctx.env,
+        cache_dir=ctx.cache_dir,
         progress=progress,
         fixed_in=fixed_in,
     )
 
 
-def index_import(file: Path, *, db: Path | None = None) -> tuple[ImportResult, Path]:
+def index_import(ctx: Context, file: Path, *, db: Path | None = None) -> tuple[ImportResult, Path]:
     """`report index import`: JSONL issues into the index (default: the user cache index)."""
     from reporter.app import issues
     from reporter.upstream.index import Index
 
-    path = default_db(db) or issues.default_db_path()
+    path = ctx.db(db) or issues.default_db_path(ctx.cache_dir)
     with Index(path) as index:
         return issues.import_file(index, file), path
 
 
 def index_export(
-    *, write: Callable[[str], object], db: Path | None = None, repo: str | None = None
+    ctx: Context, *, write: Callable[[str], object], db: Path | None = None, repo: str | None = None
 ) -> tuple[int, Path]:
     """`report index export`: hand each stored issue's JSONL line to `write`; the count."""
     from reporter.app import issues
@@ -239,7 +220,7 @@ def index_export(
 
     name = validate_repo(repo) if repo else None
     count = 0
-    path = default_db(db) or issues.default_db_path()
+    path = ctx.db(db) or issues.default_db_path(ctx.cache_dir)
     with Index(path, create=False) as index:
         for line in issues.export_lines(index, name):
             write(line)
@@ -284,6 +265,7 @@ def default_upstream_path(bundle: Bundle, analysis: Analysis, repo: str, *, now:
 
 
 def upstream_draft(
+    ctx: Context,
     evidence: Path,
     *,
     repo: str | None = None,
@@ -292,9 +274,7 @@ def upstream_draft(
     offline: bool = False,
     db: Path | None = None,
     link_related: bool = False,
-    base_url: str | None = None,
     options: Options | None = None,
-    now: datetime | None = None,
     force: bool = False,
 ) -> UpstreamDraftRun:
     """Write the upstream issue draft for review (front matter `kind: upstream-draft`).
@@ -304,21 +284,21 @@ def upstream_draft(
     """
     from reporter.app import filing
 
-    conf = settings()
     bundle, analysis = load_and_analyze([evidence], options or Options())
-    name = upstream_repo(bundle, repo, conf)
+    name = upstream_repo(bundle, repo, ctx.config)
     run = filing.make_draft(
         bundle,
         analysis,
         name,
-        forms_dir=forms or conf.forms,
+        forms_dir=forms or ctx.config.forms,
         offline=offline,
-        db=default_db(db, conf),
+        db=ctx.db(db),
         link_related=link_related,
-        base_url=base_url,
-        env=upstream_env(conf),
+        base_url=ctx.base_url,
+        env=ctx.env,
+        cache_dir=ctx.cache_dir,
     )
-    target = out or default_upstream_path(bundle, analysis, name, now=now or now_utc())
+    target = out or default_upstream_path(bundle, analysis, name, now=ctx.now)
     backup = write_atomic(
         target,
         run.draft.document,
@@ -336,12 +316,12 @@ def _is_upstream_draft(head: str) -> bool:
 
 
 def upstream_file(
+    ctx: Context,
     evidence: Path,
     *,
     repo: str | None = None,
     yes: bool = False,
     force_new: bool = False,
-    base_url: str | None = None,
     draft: Path | None = None,
     forms: Path | None = None,
     db: Path | None = None,
@@ -358,20 +338,20 @@ def upstream_file(
     from reporter.app import filing
     from reporter.upstream.publish import Action
 
-    conf = settings()
     bundle, analysis = load_and_analyze([evidence], options or Options())
     result = filing.file_upstream(
         bundle,
         analysis,
-        upstream_repo(bundle, repo, conf),
+        upstream_repo(bundle, repo, ctx.config),
         yes=yes,
         force_new=force_new,
-        base_url=base_url,
+        base_url=ctx.base_url,
         draft_file=draft,
-        forms_dir=forms or conf.forms,
-        db=default_db(db, conf),
+        forms_dir=forms or ctx.config.forms,
+        db=ctx.db(db),
         link_related=link_related,
-        env=upstream_env(conf),
+        env=ctx.env,
+        cache_dir=ctx.cache_dir,
     )
     already = (Action.ALREADY_FILED, Action.SKIP_COMMENT)
     if result.url and (result.sent or result.plan.action in already):
@@ -421,65 +401,3 @@ def record_upstream_issue(
             write_atomic(path, new)
             updated.append(path)
     return tuple(updated)
-
-
-def upstream_file_text(result: FileResult, *, show_body: bool = False) -> str:
-    """What `report upstream file` prints after the refusals (`refusal_lines`): the
-    decision, its reasons and the request. The body is printed in a dry run that could be
-    sent; when refused, only with `show_body` (the refusal is the news, not 25 KB of body)."""
-    from reporter.upstream.publish import Action
-
-    plan = result.plan
-    lines: list[str] = []
-    if result.sent:
-        verb = "commented on" if plan.action is Action.COMMENT else "filed"
-        lines.append(f"{verb}: {result.url}")
-        if result.recorded is not None:
-            lines.append(f"recorded in {result.recorded}")
-        lines.extend(f"upstream_issue set in {path}" for path in result.reports_updated)
-        return "\n".join(lines)
-    lines.append(f"action: {plan.action.value}" + (f" ({plan.url})" if plan.url else ""))
-    lines.extend(f"  why: {reason}" for reason in plan.reasons)
-    request = plan.request
-    if request is None:
-        return "\n".join(lines)
-    if plan.refusals:
-        lines.append("nothing was sent; once fixed, --yes sends exactly this:")
-    else:
-        lines.append("dry run: nothing was sent; pass --yes to send exactly this:")
-    lines.append(f"{request.method} {request.url}")
-    if request.title is not None:
-        lines.append(f"title: {request.title}")
-        lines.append(f"labels: {', '.join(request.labels) if request.labels else '(none)'}")
-    if show_body or not plan.refusals:
-        lines.append(f"body ({len(request.body):,} characters) between the scissors lines:")
-        lines.append("-------- 8< --------")
-        lines.append(request.body.rstrip("\n"))
-        lines.append("-------- >8 --------")
-    else:
-        lines.append(f"body: {len(request.body):,} characters (--show-body prints it)")
-    if plan.redactions:
-        total = sum(e.count for e in plan.redactions)
-        lines.append(f"redacted before sending: {total} value(s); see the draft's front matter")
-    return "\n".join(lines)
-
-
-def refusal_lines(result: FileResult) -> list[str]:
-    """Why filing was refused, one `refused:` line each, then what to do (a `Tip:`)."""
-    plan = result.plan
-    if result.sent or not plan.refusals:
-        return []
-    lines = [f"refused: {refusal}" for refusal in plan.refusals]
-    if any("token" in r for r in plan.refusals):
-        tip = "see `report auth status` for where a token is looked for"
-    else:
-        tip = "fix the draft (`report upstream draft`, then `report lint` it) and pass --draft FILE"
-    lines.append(f"Tip: {tip}; --show-body prints what would be sent")
-    return lines
-
-
-def redaction_lines(entries: Sequence[RedactionEntry]) -> list[str]:
-    """The redaction report for a terminal: one `kind in where: count` line per entry."""
-    from reporter.upstream.redact import report_lines
-
-    return report_lines(entries)

@@ -396,20 +396,3 @@ def candidate_json(candidate: rank.Candidate) -> dict[str, Any]:
             "notes": list(candidate.reasons.notes),
         },
     }
-
-
-def format_table(outcome: SearchOutcome) -> str:
-    """A readable listing: one line per candidate, its reasons indented under it."""
-    if not outcome.candidates:
-        scope = ", ".join(outcome.query.repos) or "all repos"
-        return f"no likely duplicates or related issues among {outcome.searched} issues ({scope})"
-    lines: list[str] = [f"{note}." for note in fixed_notes(outcome)]
-    for n, candidate in enumerate(outcome.candidates, start=1):
-        record = candidate.issue.record
-        lines.append(
-            f"{n:>2}. {candidate.score:.2f}  {candidate.level.value:<16} "
-            f"{record.repo}#{record.number} ({record.state})  {record.title}"
-        )
-        lines.append(f"      {record.html_url}")
-        lines.extend(f"      - {note}" for note in candidate.reasons.notes)
-    return "\n".join(lines)

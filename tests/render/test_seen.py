@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from reporter import app
+from reporter.console.report import analysis_text, status_text
 from reporter.render import seen
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,7 +76,7 @@ def test_the_same_hang_on_another_day_is_seen_before(
     # `report analyze` says it too, in its summary and in --json.
     found = app.seen_before(bundle, analysis, reports)
     assert [s.path for s in found] == [str(first)] and found[0].same
-    assert "seen before: Yes, second time" in app.analysis_text(bundle, analysis, seen=found)
+    assert "seen before: Yes, second time" in analysis_text(bundle, analysis, seen=found)
     assert '"seen_before": [' in app.analysis_json(analysis, bundle, seen=found)
 
 
@@ -143,7 +144,7 @@ def test_status_groups_reports_by_signature(
     shutil.copytree(BUNDLES / "dead_rank", tmp_path / "dead")
     _draft(tmp_path / "dead", reports, DAY2)
     rows = app.report_status(reports)
-    text = app.status_text(rows)
+    text = status_text(rows)
     grouped = text[text.index("by signature:") :]
     assert "2 reports  2026-07-12 to 2026-07-19" in grouped
     assert "1 report   2026-07-19" in grouped

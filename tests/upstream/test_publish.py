@@ -17,6 +17,7 @@ import pytest
 
 from reporter import app
 from reporter.app import filing
+from reporter.console.upstream import upstream_file_text
 from reporter.errors import RateLimitError
 from reporter.upstream.draft import find_marker
 from reporter.upstream.publish import Action, FileResult, FilingPolicy
@@ -82,7 +83,7 @@ def test_dry_run_then_file_a_new_issue_once(
     assert ghserver.posts() == [], "a dry run sends nothing"
     request = dry.plan.request
     assert request is not None and request.url == f"{ghserver.url}/repos/{EMPTY}/issues"
-    printed = app.upstream_file_text(dry)
+    printed = upstream_file_text(dry)
     assert request.body.rstrip("\n") in printed and "pass --yes" in printed
 
     sent = filer(EMPTY, yes=True)

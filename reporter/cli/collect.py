@@ -1,0 +1,173 @@
+"""`report collect`: capture live evidence into a new bundle folder."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from reporter import console
+from reporter.cli.group import cli, echo_lines
+from reporter.cli.options import JsonFlag
+
+
+@cli.command(
+    "collect", epilog="Example: report collect -o /tmp/incident-42 --match 'sglang::scheduler_TP'"
+)
+def collect_cmd(
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", "-o", help="New bundle folder to write (must not exist, or be empty)."
+        ),
+    ],
+    pid: Annotated[
+        list[int] | None, typer.Option("--pid", help="A process to dump (repeatable).")
+    ] = None,
+    match: Annotated[
+        str | None,
+        typer.Option(
+            "--match",
+            help="Regex over process titles and command lines, e.g. 'sglang::scheduler_TP'.",
+        ),
+    ] = None,
+    children_of: Annotated[
+        int | None,
+        typer.Option(
+            "--children-of", help="Only descendants of this PID (with --match: that match)."
+        ),
+    ] = None,
+    snapshots: Annotated[int, typer.Option("--snapshots", help="py-spy dumps per process.")] = 3,
+    interval: Annotated[
+        str, typer.Option("--interval", help="Time between snapshots (0.5, 2s, 1m).")
+    ] = "1",
+    with_locals: Annotated[
+        bool, typer.Option("--locals", help="Also dump local variables (secrets redacted).")
+    ] = False,
+    blocking: Annotated[
+        bool,
+        typer.Option(
+            "--blocking/--nonblocking",
+            help="--blocking pauses each target while py-spy reads it (more accurate); "
+            "default --nonblocking never pauses it.",
+            show_default=False,
+        ),
+    ] = False,
+    metrics_url: Annotated[
+        str | None, typer.Option("--metrics-url", help="A Prometheus /metrics URL to scrape.")
+    ] = None,
+    scrape_every: Annotated[
+        str, typer.Option("--scrape-every", help="Time between scrapes.")
+    ] = "2s",
+    scrape_for: Annotated[str, typer.Option("--scrape-for", help="How long to scrape.")] = "60s",
+    prometheus: Annotated[
+        str | None, typer.Option("--prometheus", help="Prometheus base URL for --query.")
+    ] = None,
+    query: Annotated[
+        list[str] | None, typer.Option("--query", help="PromQL for query_range (repeatable).")
+    ] = None,
+    range_: Annotated[
+        str, typer.Option("--range", help="How far back the queries reach (30m, 2h).")
+    ] = "1h",
+    step: Annotated[
+        str | None, typer.Option("--step", help="query_range step (default: at most 1000 points).")
+    ] = None,
+    unit: Annotated[
+        list[str] | None,
+        typer.Option("--unit", help="A systemd unit for `systemctl show` (repeatable)."),
+    ] = None,
+    raw_env: Annotated[
+        bool,
+        typer.Option("--raw-env", help="Keep secrets in environments, command lines and locals."),
+    ] = False,
+    timeout: Annotated[
+        str,
+        typer.Option("--timeout", help="Limit for each py-spy run, helper program and request."),
+    ] = "10s",
+    parallel: Annotated[int, typer.Option("--parallel", help="py-spy runs at once.")] = 4,
+    pyspy: Annotated[
+        str | None,
+        typer.Option(
+            "--py-spy",
+            help="The py-spy executable (default: beside this Python, then its scripts "
+            "folder, then PATH).",
+        ),
+    ] = None,
+    title: Annotated[str, typer.Option("--title", help="The bundle's title.")] = "",
+    wedge_window: Annotated[
+        str | None,
+        typer.Option(
+            "--wedge-window", help="Write `[wedge] window` (for a scrape shorter than 60 s)."
+        ),
+    ] = None,
+    torch_debug: Annotated[
+        str | None,
+        typer.Option(
+            "--torch-debug",
+            help="torch's debug server (rank 0, e.g. http://127.0.0.1:25999): fetch stacks, "
+            "py-spy dumps and Flight Recorder traces of every rank (GET only).",
+        ),
+    ] = None,
+    fr_dir: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--fr-dir",
+            help="A folder of Flight Recorder dumps a watchdog wrote (repeatable); "
+            "/tmp/nccl_trace_rank_* is always looked at.",
+        ),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Capture evidence from live processes into a bundle, without disturbing them.
+
+    py-spy dumps (non-blocking by default), /metrics scrapes, Prometheus query_range,
+    /proc command lines and environments (secrets redacted), the targets' package
+    versions and `systemctl show`. Never calls the serving API, never signals or
+    restarts a process. Ctrl-C leaves a valid partial bundle. Exit 1 with status
+    `incomplete` when no stack came back from any process it was asked to dump.
+    """
+    import shlex
+
+    from reporter import app, documents
+    from reporter.collect import CollectRequest, CollectStatus, plan
+    from reporter.console.report import collect_lines
+
+    made = CollectRequest(
+        out=out,
+        pids=tuple(pid or ()),
+        match=match,
+        children_of=children_of,
+        snapshots=snapshots,
+        interval=plan.seconds(interval, option="--interval", allow_zero=True),
+        with_locals=with_locals,
+        blocking=blocking,
+        metrics_url=metrics_url,
+        scrape_every=plan.seconds(scrape_every, option="--scrape-every"),
+        scrape_for=plan.seconds(scrape_for, option="--scrape-for", allow_zero=True),
+        prometheus=prometheus,
+        queries=tuple(query or ()),
+        range_seconds=plan.seconds(range_, option="--range"),
+        step_seconds=plan.seconds(step, option="--step") if step else None,
+        units=tuple(unit or ()),
+        raw_env=raw_env,
+        timeout=plan.seconds(timeout, option="--timeout"),
+        parallel=parallel,
+        pyspy=pyspy,
+        title=title,
+        wedge_window=plan.seconds(wedge_window, option="--wedge-window") if wedge_window else None,
+        command=shlex.join(["report", *sys.argv[1:]]),
+        torch_debug=torch_debug,
+        fr_dirs=tuple(fr_dir or ()),
+    )
+    with console.progress_bars() as (line, tick):
+        summary = app.collect(made, progress=line, tick=tick)
+    if as_json:
+        console.emit_json(documents.collect_json(summary))
+    else:
+        echo_lines(collect_lines(summary))
+    if summary.status is CollectStatus.INTERRUPTED:
+        raise typer.Exit(130)
+    if summary.status is CollectStatus.INCOMPLETE:
+        raise typer.Exit(1)

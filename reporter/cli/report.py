@@ -1,0 +1,223 @@
+"""The report commands: analyze, draft, diff, init, lint, status, preview."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from reporter import console
+from reporter.cli.group import cli, echo, echo_lines, masked
+from reporter.cli.options import (
+    BaselineOpt,
+    ContextOpt,
+    Evidence,
+    JsonFlag,
+    MaxSizeOpt,
+    ReportsOpt,
+    SimilarityName,
+    SimilarityOpt,
+    SourceRootOpt,
+    StrictOpt,
+    evidence_options,
+    size,
+)
+from reporter.console import report as text
+
+
+@cli.command("analyze", epilog="Example: report analyze fixtures/bundles/tp_desync")
+def analyze_cmd(
+    evidence: Evidence,
+    as_json: JsonFlag = False,
+    similarity: SimilarityOpt = SimilarityName.LINES_IGNORED,
+    max_file_size: MaxSizeOpt = "512M",
+    strict: StrictOpt = False,
+    source_root: SourceRootOpt = None,
+    baseline: BaselineOpt = None,
+    context: ContextOpt = 6,
+    reports: ReportsOpt = None,
+) -> None:
+    """Print the verdict for a bundle folder or loose dump files; writes nothing."""
+    from reporter import app
+
+    options = evidence_options(similarity, max_file_size, strict, source_root, baseline, context)
+    bundle, analysis = app.load_and_analyze(evidence, options)
+    seen = app.seen_before(bundle, analysis, reports)
+    if as_json:
+        sys.stdout.write(app.analysis_json(analysis, bundle, seen=seen))
+        return
+    echo(masked(text.analysis_text(bundle, analysis, seen=seen)))
+    echo_lines((line, True) for line in text.warning_lines(bundle.warnings))
+
+
+@cli.command("draft", epilog="Example: report draft fixtures/bundles/tp_desync -o reports/tp.md")
+def draft_cmd(
+    evidence: Evidence,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Report path (default: reports/<date>-<slug>.md)."),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Replace an existing report instead of merging (old one kept as .bak)."
+        ),
+    ] = False,
+    as_json: JsonFlag = False,
+    similarity: SimilarityOpt = SimilarityName.LINES_IGNORED,
+    max_file_size: MaxSizeOpt = "512M",
+    strict: StrictOpt = False,
+    source_root: SourceRootOpt = None,
+    baseline: BaselineOpt = None,
+    context: ContextOpt = 6,
+    reports: ReportsOpt = None,
+) -> None:
+    """Write a Markdown incident report for a bundle (or loose dump files).
+
+    Into an existing report the new draft is merged: sections nobody edited are
+    regenerated, reviewers' edits and text are kept byte for byte.
+    """
+    from reporter import app, documents
+
+    options = evidence_options(similarity, max_file_size, strict, source_root, baseline, context)
+    ctx = app.Context.resolve(read_config=False)
+    result = app.draft(
+        evidence, out=out, options=options, now=ctx.now, force=force, reports=reports
+    )
+    if as_json:
+        console.emit_json(documents.draft_json(result))
+        return
+    for line in text.draft_lines(result):
+        echo(line)
+
+
+@cli.command("diff", epilog="Example: report diff bundles/monday bundles/tuesday --limit 5")
+def diff_cmd(
+    good: Annotated[
+        Path,
+        typer.Argument(
+            help="The last good run: a bundle folder, or an environ / cmdline / freeze file.",
+            show_default=False,
+        ),
+    ],
+    bad: Annotated[Path, typer.Argument(help="The bad run, in the same form.", show_default=False)],
+    as_json: JsonFlag = False,
+    source_root: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--source-root", help="Give it twice: GOOD's source tree, then BAD's; files are hashed."
+        ),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", help="Changes listed without --json.")] = 20,
+    max_file_size: MaxSizeOpt = "512M",
+) -> None:
+    """Rank what changed between the last good run and the bad one, likeliest culprit first.
+
+    Env vars, server options, package versions, GPUs, code excerpts and source files are
+    compared; a changed tuning knob outranks per-run noise (PIDs, invocation ids,
+    timestamps, random ports, temporary paths). Each change says why it ranks where it does.
+    """
+    from reporter import app
+
+    run = app.diff_runs(
+        good, bad, source_roots=tuple(source_root or ()), max_file_bytes=size(max_file_size)
+    )
+    if as_json:
+        sys.stdout.write(app.diff_json_text(run))
+    else:
+        echo(masked(text.diff_text(run, limit=max(limit, 0))))
+
+
+@cli.command("init", epilog="Example: report init /tmp/incident-42")
+def init_cmd(
+    folder: Annotated[Path, typer.Argument(help="The folder of evidence files.")],
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing bundle.toml.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Write a commented bundle.toml listing the evidence found in FOLDER.
+
+    The upstream repository (from process titles, command lines, packages and frames),
+    the world size and evidence globs are guessed and written as comments to confirm.
+    """
+    from reporter import app, documents
+
+    result = app.init_manifest(folder, force=force)
+    if as_json:
+        console.emit_json(documents.init_json(result))
+        return
+    for line in text.init_lines(result, folder):
+        echo(line)
+
+
+@cli.command("lint", epilog="Example: report lint reports/")
+def lint_cmd(
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Report files, or folders to lint every *.md under.", show_default=False
+        ),
+    ],
+    as_json: JsonFlag = False,
+    index: Annotated[
+        Path | None,
+        typer.Option("--index", help="SQLite issue index; upstream issue links must be in it."),
+    ] = None,
+) -> None:
+    """Check reports: sections, placeholders, fences, Mermaid, tables, links, secrets.
+
+    Exit code 0 when clean, 1 with findings, 2 for usage errors.
+    """
+    from reporter import app
+
+    run = app.lint_reports(files, index=index)
+    if as_json:
+        sys.stdout.write(app.lint_json(run))
+    else:
+        for line in text.lint_lines(run):
+            echo(line)
+    if run.findings:
+        raise typer.Exit(1)
+
+
+@cli.command("status", epilog="Example: report status reports/ | head -5")
+def status_cmd(
+    folder: Annotated[
+        Path, typer.Argument(help="Folder holding the reports (searched recursively).")
+    ] = Path("reports"),
+    as_json: JsonFlag = False,
+) -> None:
+    """List the reports under FOLDER with status, owners, open TODOs, signature and title."""
+    from reporter import app
+
+    rows = app.report_status(folder)
+    if as_json:
+        sys.stdout.write(app.status_json(rows))
+    elif rows:
+        echo(masked(text.status_text(rows)))
+    else:
+        echo(f"no reports under {folder}")
+
+
+@cli.command("preview", epilog="Example: report preview reports/tp.md -o /tmp/tp.html")
+def preview_cmd(
+    file: Annotated[Path, typer.Argument(help="The report's Markdown file.", show_default=False)],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="HTML path (default: FILE with .html).")
+    ] = None,
+    as_json: JsonFlag = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing file that is not a preview.")
+    ] = False,
+) -> None:
+    """Write a standalone HTML preview of a report (diagrams drawn inline, no network needed)."""
+    from reporter import app, documents
+
+    path = app.preview(file, out=out, force=force)
+    if as_json:
+        console.emit_json(documents.preview_json(path))
+    else:
+        echo(f"wrote {path}")

@@ -1,0 +1,55 @@
+"""`report auth status` and `report config show`: where the settings come from."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from reporter import console
+from reporter.cli.group import echo, subgroup
+from reporter.cli.options import BaseUrlOpt, JsonFlag
+
+auth_app = subgroup("auth", "Which GitHub token the upstream commands use.")
+config_app = subgroup("config", "The settings file (default repos, index, forms, host).")
+
+
+@auth_app.command("status", epilog="Example: GH_HOST=ghe.corp.example report auth status")
+def auth_status_cmd(
+    base_url: BaseUrlOpt = None,
+    offline: Annotated[
+        bool, typer.Option("--offline", help="Do not ask GitHub for the rate limit left.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Say which host is used, where its token comes from and the rate limit left.
+
+    Tokens, like gh: GH_TOKEN / GITHUB_TOKEN for github.com, GH_ENTERPRISE_TOKEN /
+    GITHUB_ENTERPRISE_TOKEN for other hosts, gh's hosts.yml, then `gh auth token`
+    (the system keyring). Each token is only sent to its own host. The token itself
+    is never printed.
+    """
+    from reporter import app
+    from reporter.console.upstream import auth_status_text
+
+    status = app.auth_status(app.Context.resolve(base_url=base_url), check=not offline)
+    if as_json:
+        console.emit_json(status.to_json())
+    else:
+        echo(auth_status_text(status))
+
+
+@config_app.command("show", epilog="Example: REPORTER_CONFIG=./reporter.toml report config show")
+def config_show_cmd(as_json: JsonFlag = False) -> None:
+    """Print the settings file's path and every setting (REPORTER_CONFIG overrides the path).
+
+    Keys: repos = ["owner/name"], index = "PATH", forms = "DIR", host = "github.com".
+    """
+    from reporter import app
+    from reporter.console.upstream import config_show_text
+
+    conf = app.Context.resolve().config
+    if as_json:
+        console.emit_json(conf.to_json())
+    else:
+        echo(config_show_text(conf))

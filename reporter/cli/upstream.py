@@ -1,0 +1,370 @@
+"""The upstream commands: sync, index import/export, search-upstream, triage, and
+upstream draft/file."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from reporter import console
+from reporter.cli.group import cli, echo, echo_lines, notes, subgroup
+from reporter.cli.options import (
+    BaseUrlOpt,
+    BundleArg,
+    DbOpt,
+    FormsOpt,
+    JsonFlag,
+    LinkRelatedOpt,
+    RepoOpt,
+    ReportsOpt,
+)
+from reporter.console import upstream as text
+
+if TYPE_CHECKING:
+    from reporter.upstream.search import SyncProgress
+
+index_app = subgroup(
+    "index", "Move upstream issues in and out of the local index, as JSONL (one issue per line)."
+)
+upstream_app = subgroup(
+    "upstream", "Upstream GitHub issues from a bundle: a redacted draft for review, then filing."
+)
+
+
+@cli.command("sync", epilog="Example: report sync sgl-project/sglang vllm-project/vllm")
+def sync_cmd(
+    repos: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Repositories as owner/name (default: the config's `repos`).", show_default=False
+        ),
+    ] = None,
+    db: DbOpt = None,
+    full: Annotated[
+        bool,
+        typer.Option("--full", help="List every issue again instead of only the changed ones."),
+    ] = False,
+    fixed_in: Annotated[
+        bool,
+        typer.Option(
+            "--fixed-in/--no-fixed-in",
+            help="Look up what fixed issues closed as completed (pull request or commit, and "
+            "the first release tag with it), up to 200 per run.",
+        ),
+    ] = True,
+    as_json: JsonFlag = False,
+) -> None:
+    """Fetch upstream issues into the local index; later runs fetch only what changed.
+
+    Each page is committed as it arrives: an interrupted sync loses nothing and the next
+    run resumes. Token: see `report auth status`.
+    """
+    from reporter import app, documents
+
+    with console.progress_bars() as (_line, tick):
+
+        def show(step: SyncProgress) -> None:
+            if tick is not None:
+                tick(step.repo, step.page, step.last_page or step.page)
+
+        reports, found, path = app.sync_upstream(
+            app.Context.resolve(), repos or (), db=db, full=full, progress=show, fixed_in=fixed_in
+        )
+    notes(found)
+    if as_json:
+        console.emit_json(documents.sync_json(reports, found, path))
+        return
+    for line in text.sync_lines(reports, path):
+        echo(line)
+
+
+@index_app.command("import", epilog="Example: report index import issues.jsonl")
+def index_import_cmd(
+    file: Annotated[Path, typer.Argument(help="JSONL: repo, number, title, body, state, ...")],
+    db: DbOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Import issues from JSONL; a bad line is reported with its number and skipped."""
+    from reporter import app, documents
+
+    result, path = app.index_import(app.Context.resolve(read_config=db is None), file, db=db)
+    if as_json:
+        console.emit_json(documents.import_json(result, path))
+        return
+    echo_lines((f"skipped {problem}", True) for problem in result.skipped)
+    echo(f"imported {result.imported} issues into {path}")
+
+
+@index_app.command("export", epilog="Example: report index export --repo sgl-project/sglang")
+def index_export_cmd(
+    repo: Annotated[
+        str | None, typer.Option("--repo", help="Only this repository (owner/name).")
+    ] = None,
+    db: DbOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Print the indexed issues as JSONL, by repository and number (--json: one object)."""
+    from reporter import app, documents
+
+    ctx = app.Context.resolve(read_config=db is None)
+    if not as_json:
+        app.index_export(ctx, write=print, db=db, repo=repo)
+        return
+    lines: list[str] = []
+    _count, path = app.index_export(ctx, write=lines.append, db=db, repo=repo)
+    # An export is data to import again: public issue text, kept byte for byte.
+    console.emit_json(documents.export_json(lines, path, repo), mask=False)
+
+
+@cli.command(
+    "search-upstream", epilog="Example: report search-upstream fixtures/bundles/tp_desync --offline"
+)
+def search_upstream_cmd(
+    bundle: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A bundle folder (its analysis and manifest are the query), or an indexed "
+            "issue as OWNER/REPO#N.",
+            show_default=False,
+        ),
+    ] = None,
+    repo: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--repo",
+            "-r",
+            help="Repository to search (repeatable); default: the manifest's upstream, "
+            "else the config's `repos`.",
+        ),
+    ] = None,
+    text_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--text-file",
+            help="Search with this text (an issue draft, a pasted dump; - for stdin).",
+        ),
+    ] = None,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", help="Most candidates to show (1-100).")
+    ] = 10,
+    as_json: JsonFlag = False,
+    online: Annotated[
+        bool | None,
+        typer.Option(
+            "--online/--offline",
+            help="--online: refresh from GitHub first; --offline: the local index only "
+            "(without one, the example index shipped with reporter).",
+            show_default=False,
+        ),
+    ] = None,
+    db: DbOpt = None,
+) -> None:
+    """Find upstream issues that look like this hang: likely duplicates first, with reasons."""
+    from reporter import app
+
+    outcome = app.search_upstream(
+        app.Context.resolve(),
+        bundle,
+        repos=repo or (),
+        text_file=text_file,
+        limit=limit,
+        online=online,
+        db=db,
+    )
+    notes(outcome.notes)
+    if as_json:
+        sys.stdout.write(app.search_upstream_json(outcome))
+    else:
+        echo(text.search_table(outcome))
+
+
+@cli.command("triage", epilog="Example: report triage vllm-project/vllm --since 2025-06-01")
+def triage_cmd(
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="OWNER/REPO#N (one indexed issue), or OWNER/REPO with --since or --text-file.",
+            show_default=False,
+        ),
+    ],
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="Every issue opened since this date (2025-01-31)."),
+    ] = None,
+    text_file: Annotated[
+        Path | None,
+        typer.Option("--text-file", help="Triage this text (a pasted issue; - for stdin)."),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Candidates per issue (1-100).")] = 5,
+    as_json: JsonFlag = False,
+    comment: Annotated[
+        bool,
+        typer.Option("--comment", help="Print the possible-duplicates comment (a dry run)."),
+    ] = False,
+    post: Annotated[
+        bool,
+        typer.Option(
+            "--post",
+            help="Post that comment on the issue (never twice: an earlier one is found by its "
+            "marker). Needs GITHUB_TOKEN.",
+        ),
+    ] = False,
+    db: DbOpt = None,
+) -> None:
+    """List likely duplicates of tracker issues for maintainers, never the issue itself."""
+    from reporter import app
+
+    outcome = app.triage(
+        app.Context.resolve(),
+        target,
+        since=since,
+        text_file=text_file,
+        limit=limit,
+        db=db,
+        comment=comment,
+        post=post,
+    )
+    notes(outcome.notes)
+    if outcome.comment is not None:
+        result = outcome.comment
+        if result.posted_url is not None:
+            echo(f"posted: {result.posted_url}", file=sys.stderr)
+        elif result.skipped is not None:
+            echo(f"not posted: {result.skipped}", file=sys.stderr)
+        if result.body is not None and not as_json:
+            sys.stdout.write(result.body)
+            return
+    sys.stdout.write(text.triage_text(outcome, as_json=as_json))
+
+
+@upstream_app.command(
+    "draft", epilog="Example: report upstream draft fixtures/bundles/full_incident --offline"
+)
+def upstream_draft_cmd(
+    bundle: BundleArg,
+    repo: RepoOpt = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="Draft path (default: reports/<date>-<slug>.upstream-<repo>.md)."
+        ),
+    ] = None,
+    forms: FormsOpt = None,
+    offline: Annotated[
+        bool,
+        typer.Option(
+            "--offline",
+            help="No network: cached or generic form; related issues from the local (or "
+            "example) index.",
+        ),
+    ] = False,
+    db: DbOpt = None,
+    link_related: LinkRelatedOpt = False,
+    base_url: BaseUrlOpt = None,
+    as_json: JsonFlag = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace an existing file that is not an upstream draft."),
+    ] = False,
+) -> None:
+    """Write a redacted upstream issue draft for review, following the repository's bug form.
+
+    Secrets, addresses, host and user names become placeholders (<host-1>); mentions and
+    issue references in evidence are made inert. `report lint` checks the draft again.
+    """
+    from reporter import app, documents
+
+    made = app.upstream_draft(
+        app.Context.resolve(base_url=base_url),
+        bundle,
+        repo=repo,
+        out=out,
+        forms=forms,
+        offline=offline,
+        db=db,
+        link_related=link_related,
+        force=force,
+    )
+    notes(made.run.notes)
+    if as_json:
+        console.emit_json(documents.upstream_draft_json(made))
+        return
+    echo_lines(text.upstream_draft_lines(made))
+
+
+@upstream_app.command(
+    "file", epilog="Example: report upstream file bundles/incident-42 --draft reports/x.md --yes"
+)
+def upstream_file_cmd(
+    bundle: BundleArg,
+    repo: RepoOpt = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Send it. Without --yes: a dry run that prints it.")
+    ] = False,
+    force_new: Annotated[
+        bool,
+        typer.Option(
+            "--force-new", help="File a new issue even when a likely duplicate exists upstream."
+        ),
+    ] = False,
+    base_url: BaseUrlOpt = None,
+    draft: Annotated[
+        Path | None,
+        typer.Option("--draft", help="Send this reviewed draft (from `upstream draft`)."),
+    ] = None,
+    forms: FormsOpt = None,
+    db: DbOpt = None,
+    link_related: LinkRelatedOpt = False,
+    reports: ReportsOpt = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report", help="The incident report whose upstream_issue gets the filed URL."
+        ),
+    ] = None,
+    show_body: Annotated[
+        bool,
+        typer.Option("--show-body", help="Print the issue body also when filing is refused."),
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """File the bundle upstream, or add "+1 with evidence" to the issue it duplicates.
+
+    Runs the duplicate search first and follows "Duplicate of #N" to the canonical issue.
+    Never sends anything the redaction scan still flags or with unfilled TODOs, and never
+    files twice (a hidden marker is looked for before any retry). Exit 1 when refused;
+    the refusal and its fix are printed first.
+    """
+    from reporter import app, documents
+
+    result = app.upstream_file(
+        app.Context.resolve(base_url=base_url),
+        bundle,
+        repo=repo,
+        yes=yes,
+        force_new=force_new,
+        draft=draft,
+        forms=forms,
+        db=db,
+        link_related=link_related,
+        reports=reports,
+        report=report,
+    )
+    refused = bool(result.plan.refusals) and not result.sent
+    if as_json:
+        notes(result.plan.notes)
+        console.emit_json(documents.upstream_file_json(result))
+    else:
+        # The news first: a refusal and its fix, then notes, then what would be sent.
+        for line in text.refusal_lines(result):
+            echo(line, file=sys.stderr, flush=True)
+        notes(result.plan.notes)
+        sys.stderr.flush()
+        echo(text.upstream_file_text(result, show_body=show_body))
+    # Filed upstream, but a local write failed: the URL above is printed either way.
+    echo_lines((f"warning: {warning}", True) for warning in result.warnings)
+    if refused:
+        raise typer.Exit(1)
