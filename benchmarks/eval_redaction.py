@@ -149,6 +149,7 @@ def evaluate(*, drafts: bool = True, library: bool = True) -> Figures:
 
     from reporter import app
     from reporter.app import filing
+    from reporter.app.issues import GitHubAccess
     from reporter.upstream.redact import Piece, redact
 
     try:
@@ -194,7 +195,7 @@ def evaluate(*, drafts: bool = True, library: bool = True) -> Figures:
                 "sgl-project/sglang",
                 forms_dir=forms,
                 offline=True,
-                env={},
+                access=GitHubAccess(env={}),
                 db=None,
             )
             made = run.draft

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,14 +30,15 @@ from typing import Any
 
 from reporter.analysis import Analysis
 from reporter.app import issues
+from reporter.app.issues import GitHubAccess
 from reporter.errors import ReporterError, UpstreamError, UsageError
 from reporter.model import Bundle, EvidenceKind
 from reporter.upstream import draft as drafting
-from reporter.upstream.auth import api_url, host_of, missing_token_tip
+from reporter.upstream.auth import host_of, missing_token_tip
 from reporter.upstream.filing import PyGithubTracker, Tracker
 from reporter.upstream.forms import IssueForm, generic_form, parse_forms, pick_bug_form
-from reporter.upstream.github import GitHubClient, find_token
-from reporter.upstream.policy import FILING, FILING_DRY_RUN, Clock, RetryPolicy, SystemClock
+from reporter.upstream.github import GitHubClient
+from reporter.upstream.policy import FILING, FILING_DRY_RUN, RetryPolicy, SystemClock
 from reporter.upstream.publish import FileResult, FilingPlan, Sent, plan_filing, send
 from reporter.upstream.rank import Candidate, Level
 
@@ -132,12 +133,8 @@ def choose_form(
     *,
     forms_dir: Path | None,
     offline: bool,
-    env: Mapping[str, str],
-    base_url: str | None = None,
+    access: GitHubAccess,
     notes: list[str],
-    transport: Any = None,
-    clock: Clock | None = None,
-    cache_dir: Path | None = None,
 ) -> IssueForm:
     """The bug form to follow: `--forms DIR`, else the repository's (cached / fetched
     unless `offline`), else the generic one; every fallback leaves a note."""
@@ -145,7 +142,7 @@ def choose_form(
         files: list[tuple[str, str]] | None = read_forms_dir(forms_dir)
         where = str(forms_dir)
     else:
-        cache = forms_cache_dir(repo, cache_dir)
+        cache = forms_cache_dir(repo, access.cache_dir)
         where = f"{repo}'s {FORMS_FOLDER}"
         if offline:
             cached = _read_cache(cache)
@@ -153,20 +150,10 @@ def choose_form(
             if files is None:
                 notes.append(f"offline and no cached issue forms of {repo}: using the generic form")
         else:
-            url = api_url(env, base_url)
-            token = find_token(env, base_url=url)
-            client = GitHubClient(
-                base_url=url,
-                token=token,
-                timeout=10.0,
-                retry=RetryPolicy(attempts=2, backoff=0.5, max_wait=10.0),
-                transport=transport,
-                clock=clock,
-            )
-            with client:
-                files = fetch_forms(
-                    client, repo, cache=cache, now=(clock or SystemClock()).now(), notes=notes
-                )
+            retry = RetryPolicy(attempts=2, backoff=0.5, max_wait=10.0)
+            with access.client(timeout=10.0, retry=retry) as client:
+                now = (access.clock or SystemClock()).now()
+                files = fetch_forms(client, repo, cache=cache, now=now, notes=notes)
     if files is None:
         return generic_form()
     forms, skipped = parse_forms(files)
@@ -199,12 +186,8 @@ def related_issues(
     *,
     db: Path | None,
     online: bool | None,
-    env: Mapping[str, str],
-    base_url: str | None = None,
+    access: GitHubAccess,
     notes: list[str],
-    transport: Any = None,
-    clock: Clock | None = None,
-    cache_dir: Path | None = None,
 ) -> tuple[tuple[Candidate, ...], bool]:
     """The duplicate search for `repo`: (candidates best first, whether a real search of
     the repository's issues ran). A missing index is a note, not an error."""
@@ -212,17 +195,7 @@ def related_issues(
 
     query = query_from_analysis(bundle, analysis, repos=(repo,))
     try:
-        outcome = issues.run_search(
-            query,
-            db=db,
-            online=online,
-            limit=10,
-            env=env,
-            base_url=base_url,
-            transport=transport,
-            clock=clock,
-            cache_dir=cache_dir,
-        )
+        outcome = issues.run_search(query, db=db, online=online, limit=10, access=access)
     except UsageError as err:
         notes.append(
             f"related issues not searched: {err.message}" + (f" ({err.tip})" if err.tip else "")
@@ -258,40 +231,16 @@ def make_draft(
     offline: bool = False,
     db: Path | None = None,
     link_related: bool = False,
-    base_url: str | None = None,
-    env: Mapping[str, str],
+    access: GitHubAccess,
     online_search: bool = False,
-    transport: Any = None,
-    clock: Clock | None = None,
-    cache_dir: Path | None = None,
 ) -> DraftRun:
     """Build the draft; see the module docstring. Network only for forms (never with
     `offline`) and, with `online_search`, for the duplicate search."""
     notes: list[str] = []
-    form = choose_form(
-        repo,
-        forms_dir=forms_dir,
-        offline=offline,
-        env=env,
-        base_url=base_url,
-        notes=notes,
-        transport=transport,
-        clock=clock,
-        cache_dir=cache_dir,
-    )
+    form = choose_form(repo, forms_dir=forms_dir, offline=offline, access=access, notes=notes)
     online: bool | None = False if offline else (True if online_search else None)
     related, searched = related_issues(
-        bundle,
-        analysis,
-        repo,
-        db=db,
-        online=online,
-        env=env,
-        base_url=api_url(env, base_url),
-        notes=notes,
-        transport=transport,
-        clock=clock,
-        cache_dir=cache_dir,
+        bundle, analysis, repo, db=db, online=online, access=access, notes=notes
     )
     inputs = drafting.DraftInputs(
         bundle=bundle,
@@ -417,26 +366,23 @@ def file_upstream(
     *,
     yes: bool = False,
     force_new: bool = False,
-    base_url: str | None = None,
     draft_file: Path | None = None,
     forms_dir: Path | None = None,
     db: Path | None = None,
     link_related: bool = False,
-    env: Mapping[str, str],
+    access: GitHubAccess,
     tracker: Tracker | None = None,
-    clock: Clock | None = None,
     policy: RetryPolicy | None = None,
-    transport: Any = None,
     timeout: int = 15,
     pace: bool = True,
-    cache_dir: Path | None = None,
 ) -> FileResult:
     """`report upstream file`: decide, check, and (with `yes`) send; see the module docstring."""
-    clock = clock or SystemClock()
+    clock = access.clock or SystemClock()
+    access = replace(access, clock=clock)
     # A dry run only reads: it gives up sooner on a GitHub it cannot reach.
     policy = policy or (FILING if yes else FILING_DRY_RUN)
-    url_base = api_url(env, base_url)
-    token = find_token(env, base_url=url_base)
+    url_base = access.api_url
+    token = access.token()
     ident = drafting.bundle_id(bundle)
     signature = analysis.signature.hash
     root = Path(bundle.root) if bundle.root else None
@@ -458,12 +404,8 @@ def file_upstream(
         offline=False,
         db=db,
         link_related=link_related,
-        base_url=url_base,
-        env=env,
+        access=access,
         online_search=not force_new,
-        transport=transport,
-        clock=clock,
-        cache_dir=cache_dir,
     )
     built = run.draft
     notes = list(run.notes)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,8 @@ from reporter.upstream.triage import (
 )
 
 if TYPE_CHECKING:
+    from reporter.app.settings import Context
+    from reporter.upstream.auth import Token
     from reporter.upstream.filing import Tracker
 
 DB_NAME = "upstream-issues.sqlite3"
@@ -152,24 +154,44 @@ def export_lines(index: Index, repo: str | None = None) -> Iterator[str]:
         yield json.dumps(record_to_json(record), ensure_ascii=False, sort_keys=False)
 
 
-def make_client(
-    env: Mapping[str, str],
-    notes: list[str],
-    *,
-    base_url: str | None = None,
-    transport: Any = None,
-    clock: Clock | None = None,
-) -> GitHubClient:
-    """A client for `base_url` (else `auth.api_url`'s rule over `env`) with the token found
-    in `env` or the gh CLI's config; without a token, a note says so."""
-    base_url = api_url(env, base_url)
-    token = find_token(env, base_url=base_url)
-    if token is None:
-        notes.append(
-            f"no GitHub token for {host_of(base_url)} ({missing_token_tip(host_of(base_url))}): "
-            "using the unauthenticated limits (60 requests/hour, 10 searches/minute)"
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GitHubAccess:
+    """How the upstream use cases reach GitHub and their cache, resolved once: the
+    environment the host and token come from (the context's), `--base-url`, the cache
+    dir; tests add an httpx transport and a clock (for retries' sleeps)."""
+
+    env: Mapping[str, str]
+    base_url: str | None = None
+    cache_dir: Path | None = None
+    transport: Any = None
+    clock: Clock | None = None
+
+    @classmethod
+    def of(cls, ctx: Context) -> GitHubAccess:
+        """The access a command's context gives."""
+        return cls(env=ctx.env, base_url=ctx.base_url, cache_dir=ctx.cache_dir)
+
+    @property
+    def api_url(self) -> str:
+        """`--base-url`, else `auth.api_url`'s rule over the environment."""
+        return api_url(self.env, self.base_url)
+
+    def token(self) -> Token | None:
+        """The token for `api_url` from the environment or the gh CLI's config."""
+        return find_token(self.env, base_url=self.api_url)
+
+    def client(self, notes: list[str] | None = None, **options: Any) -> GitHubClient:
+        """A client for `api_url` with the token (`options`: timeout, retry); without a
+        token, a note in `notes` says so."""
+        url, token = self.api_url, self.token()
+        if token is None and notes is not None:
+            notes.append(
+                f"no GitHub token for {host_of(url)} ({missing_token_tip(host_of(url))}): "
+                "using the unauthenticated limits (60 requests/hour, 10 searches/minute)"
+            )
+        return GitHubClient(
+            base_url=url, token=token, transport=self.transport, clock=self.clock, **options
         )
-    return GitHubClient(base_url=base_url, token=token, transport=transport, clock=clock)
 
 
 def run_sync(
@@ -177,12 +199,9 @@ def run_sync(
     *,
     db: Path | None,
     full: bool = False,
-    env: Mapping[str, str],
+    access: GitHubAccess,
     progress: Callable[[SyncProgress], None] | None = None,
-    transport: Any = None,
-    clock: Clock | None = None,
     fixed_in: bool = True,
-    cache_dir: Path | None = None,
 ) -> tuple[list[SyncReport], list[str], Path]:
     """`report sync`: sync each repo into the index (and, with `fixed_in`, what fixed its
     closed issues), then store title vectors when the semantic model is installed;
@@ -192,10 +211,10 @@ def run_sync(
         raise UsageError(
             "name at least one repository", tip="e.g. `report sync sgl-project/sglang`"
         )
-    path = db or default_db_path(cache_dir)
+    path = db or default_db_path(access.cache_dir)
     notes: list[str] = []
     reports: list[SyncReport] = []
-    with Index(path) as index, make_client(env, notes, transport=transport, clock=clock) as client:
+    with Index(path) as index, access.client(notes) as client:
         for repo in names:
             reports.append(
                 sync_repo(
@@ -223,12 +242,8 @@ def run_search(
     db: Path | None,
     online: bool | None,
     limit: int,
-    env: Mapping[str, str],
-    base_url: str | None = None,
-    transport: Any = None,
-    clock: Clock | None = None,
+    access: GitHubAccess,
     issue: tuple[str, int] | None = None,
-    cache_dir: Path | None = None,
 ) -> SearchOutcome:
     """`report search-upstream` once the query is built: open (or build) the index,
     refresh it from GitHub when `online`, rank. `online=None` means neither flag.
@@ -240,7 +255,7 @@ def run_search(
         raise UsageError(f"--limit {limit}: must be between 1 and 100")
     notes: list[str] = []
     index, example = open_for_search(
-        db, offline=online is False, online=online is True, notes=notes, cache_dir=cache_dir
+        db, offline=online is False, online=online is True, notes=notes, cache_dir=access.cache_dir
     )
     with index:
         if issue is not None:
@@ -254,9 +269,7 @@ def run_search(
                     "--online needs the repositories to search",
                     tip="pass --repo OWNER/NAME, or name them in the bundle's manifest (upstream)",
                 )
-            with make_client(
-                env, notes, base_url=base_url, transport=transport, clock=clock
-            ) as client:
+            with access.client(notes) as client:
                 refresh_online(index, client, query, notes)
         searched = index.count(query.repos)
         if query.repos and searched == 0:
@@ -290,9 +303,8 @@ def run_triage(
     db: Path | None,
     comment: bool = False,
     post: bool = False,
-    env: Mapping[str, str],
+    access: GitHubAccess,
     tracker: Tracker | None = None,
-    cache_dir: Path | None = None,
 ) -> TriageOutcome:
     """`report triage`: `owner/repo#N` (one issue from the index), `owner/repo --since
     DATE` (every issue opened since), or `owner/repo` with a text (a pasted issue)."""
@@ -309,7 +321,7 @@ def run_triage(
         raise UsageError("--comment and --post work on one issue", tip=f"name it as {repo}#NUMBER")
     if ref is not None and since is not None:
         raise UsageError("--since lists many issues; drop it or the #NUMBER")
-    path = db or default_db_path(cache_dir)
+    path = db or default_db_path(access.cache_dir)
     notes: list[str] = []
     with Index(path, create=False) as index:
         if index.count([repo]) == 0:
@@ -342,7 +354,7 @@ def run_triage(
     result: CommentResult | None = None
     if comment or post:
         if tracker is None and post:
-            tracker = _tracker(env)
+            tracker = _tracker(access)
         if tracker is None:
             result = CommentResult(
                 body=comment_body(rows[0]), skipped="dry run (pass --post to post it)"
@@ -352,11 +364,11 @@ def run_triage(
     return TriageOutcome(rows=tuple(rows), notes=tuple(notes), comment=result)
 
 
-def _tracker(env: Mapping[str, str]) -> Tracker:
+def _tracker(access: GitHubAccess) -> Tracker:
     from reporter.upstream.filing import PyGithubTracker
 
-    base = api_url(env)
-    token = find_token(env, base_url=base)
+    base = access.api_url
+    token = access.token()
     if token is None:
         raise UsageError(
             "--post needs a GitHub token",

@@ -105,6 +105,7 @@ def search_upstream(
     from dataclasses import replace
 
     from reporter.app import issues
+    from reporter.app.issues import GitHubAccess
     from reporter.upstream.query import Query
     from reporter.upstream.records import validate_repo
     from reporter.upstream.triage import parse_issue_ref
@@ -121,9 +122,8 @@ def search_upstream(
         db=ctx.db(db),
         online=online,
         limit=limit,
-        env=ctx.env,
+        access=GitHubAccess.of(ctx),
         issue=ref,
-        cache_dir=ctx.cache_dir,
     )
 
 
@@ -141,7 +141,7 @@ def triage(
     """`report triage`: likely duplicates of tracker issues (see `upstream.triage`)."""
     import sys
 
-    from reporter.app.issues import run_triage
+    from reporter.app.issues import GitHubAccess, run_triage
 
     text: str | None = None
     if text_file is not None:
@@ -159,8 +159,7 @@ def triage(
         db=ctx.db(db),
         comment=comment,
         post=post,
-        env=ctx.env,
-        cache_dir=ctx.cache_dir,
+        access=GitHubAccess.of(ctx),
     )
 
 
@@ -183,6 +182,7 @@ def sync_upstream(
     """`report sync`: bring the local index of each repo up to date (and what fixed its
     closed issues, with `fixed_in`)."""
     from reporter.app import issues
+    from reporter.app.issues import GitHubAccess
 
     names = list(repos) or list(ctx.config.repos)
     if not names:
@@ -193,8 +193,7 @@ def sync_upstream(
         names,
         db=ctx.db(db),
         full=full,
-        env=ctx.env,
-        cache_dir=ctx.cache_dir,
+        access=GitHubAccess.of(ctx),
         progress=progress,
         fixed_in=fixed_in,
     )
@@ -283,6 +282,7 @@ def upstream_draft(
     related issues to the local index. An existing file is kept as `.bak`.
     """
     from reporter.app import filing
+    from reporter.app.issues import GitHubAccess
 
     bundle, analysis = load_and_analyze([evidence], options or Options())
     name = upstream_repo(bundle, repo, ctx.config)
@@ -294,9 +294,7 @@ def upstream_draft(
         offline=offline,
         db=ctx.db(db),
         link_related=link_related,
-        base_url=ctx.base_url,
-        env=ctx.env,
-        cache_dir=ctx.cache_dir,
+        access=GitHubAccess.of(ctx),
     )
     target = out or default_upstream_path(bundle, analysis, name, now=ctx.now)
     backup = write_atomic(
@@ -336,6 +334,7 @@ def upstream_file(
     `upstream_issue` (`record_upstream_issue`).
     """
     from reporter.app import filing
+    from reporter.app.issues import GitHubAccess
     from reporter.upstream.publish import Action
 
     bundle, analysis = load_and_analyze([evidence], options or Options())
@@ -345,13 +344,11 @@ def upstream_file(
         upstream_repo(bundle, repo, ctx.config),
         yes=yes,
         force_new=force_new,
-        base_url=ctx.base_url,
         draft_file=draft,
         forms_dir=forms or ctx.config.forms,
         db=ctx.db(db),
         link_related=link_related,
-        env=ctx.env,
-        cache_dir=ctx.cache_dir,
+        access=GitHubAccess.of(ctx),
     )
     already = (Action.ALREADY_FILED, Action.SKIP_COMMENT)
     if result.url and (result.sent or result.plan.action in already):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reporter import app
 from reporter.app import filing
+from reporter.app.issues import GitHubAccess
 from reporter.upstream.index import Index
 
 from .conftest import ROOT
@@ -19,7 +20,7 @@ def _draft(name: str, example_index: Index) -> str:
         "pytorch/pytorch",
         forms_dir=ROOT / "fixtures" / "forms" / "sglang",
         db=example_index.path,
-        env={},
+        access=GitHubAccess(env={}),
     )
     return run.draft.document
 

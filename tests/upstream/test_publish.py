@@ -17,6 +17,7 @@ import pytest
 
 from reporter import app
 from reporter.app import filing
+from reporter.app.issues import GitHubAccess
 from reporter.console.upstream import upstream_file_text
 from reporter.errors import RateLimitError
 from reporter.upstream.draft import find_marker
@@ -59,9 +60,8 @@ def filer(
             bundle,
             analysis,
             repo,
-            env=options.pop("env", env),
+            access=GitHubAccess(env=options.pop("env", env), clock=clock),
             db=tmp_path / "index.sqlite3",
-            clock=clock,
             pace=False,
             timeout=1,
             **options,
@@ -214,7 +214,9 @@ def test_todos_and_leaks_refuse_then_a_reviewed_draft_files(
     assert ghserver.posts() == []
 
     bundle, analysis = app.load_and_analyze([tmp_path / "bundle"], app.Options())
-    run = filing.make_draft(bundle, analysis, EMPTY, forms_dir=FORMS, offline=True, env={})
+    run = filing.make_draft(
+        bundle, analysis, EMPTY, forms_dir=FORMS, offline=True, access=GitHubAccess(env={})
+    )
     reviewed = "\n".join(
         line.replace("- [ ]", "- [X]")
         for line in run.draft.document.splitlines()
@@ -254,19 +256,35 @@ def test_forms_come_through_the_contents_api_and_are_cached(
     env = {"GITHUB_API_URL": ghserver.url}
     notes: list[str] = []
     form = filing.choose_form(
-        SGLANG, forms_dir=None, offline=False, env=env, notes=notes, clock=clock
+        SGLANG,
+        forms_dir=None,
+        offline=False,
+        access=GitHubAccess(env=env, clock=clock),
+        notes=notes,
     )
     assert form.source == "1-bug-report.yml" and notes == []
     fetched = ghserver.count("/contents/")
     assert fetched == 4  # the listing and three files
     again = filing.choose_form(
-        SGLANG, forms_dir=None, offline=False, env=env, notes=notes, clock=clock
+        SGLANG,
+        forms_dir=None,
+        offline=False,
+        access=GitHubAccess(env=env, clock=clock),
+        notes=notes,
     )
     assert again == form and ghserver.count("/contents/") == fetched, "fresh cache: no request"
     clock.time += filing.FORMS_TTL + 1
-    filing.choose_form(SGLANG, forms_dir=None, offline=False, env=env, notes=notes, clock=clock)
+    filing.choose_form(
+        SGLANG,
+        forms_dir=None,
+        offline=False,
+        access=GitHubAccess(env=env, clock=clock),
+        notes=notes,
+    )
     assert ghserver.count("/contents/", status=304) == 1, "stale cache: one conditional request"
-    offline = filing.choose_form(SGLANG, forms_dir=None, offline=True, env={}, notes=notes)
+    offline = filing.choose_form(
+        SGLANG, forms_dir=None, offline=True, access=GitHubAccess(env={}), notes=notes
+    )
     assert offline == form
 
 
@@ -287,9 +305,8 @@ def test_a_signature_match_alone_never_picks_a_thread_without_stacks(
         bundle,
         analysis,
         EMPTY,
-        env=env,
+        access=GitHubAccess(env=env, clock=clock),
         db=tmp_path / "index.sqlite3",
-        clock=clock,
         pace=False,
         timeout=1,
     )

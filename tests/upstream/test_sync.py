@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from reporter.app import issues
+from reporter.app.issues import GitHubAccess
 from reporter.errors import RateLimitError, UpstreamError
 from reporter.upstream import sync
 from reporter.upstream.auth import host_of
@@ -220,7 +221,9 @@ def test_run_sync_reports_each_repo(
     _fill(ghserver, 3, repo="pytorch/pytorch")
     env = {"GITHUB_API_URL": ghserver.url, "HOME": str(tmp_path)}
     reports, notes, path = issues.run_sync(
-        [REPO, "pytorch/pytorch"], db=tmp_path / "s.sqlite3", env=env, clock=clock
+        [REPO, "pytorch/pytorch"],
+        db=tmp_path / "s.sqlite3",
+        access=GitHubAccess(env=env, clock=clock),
     )
     assert [(r.repo, r.pages, r.stored) for r in reports] == [
         (REPO, 2, 120),
@@ -243,7 +246,11 @@ def test_online_search_asks_github_and_ranks_locally(
     )
     env = {"GITHUB_API_URL": ghserver.url, "GH_ENTERPRISE_TOKEN": "x"}
     outcome = issues.run_search(
-        query, db=tmp_path / "o.sqlite3", online=True, limit=5, env=env, clock=clock
+        query,
+        db=tmp_path / "o.sqlite3",
+        online=True,
+        limit=5,
+        access=GitHubAccess(env=env, clock=clock),
     )
     assert any("never synced" in n for n in outcome.notes)
     assert ghserver.count("/search/issues") >= 1
@@ -265,6 +272,8 @@ def test_online_search_falls_back_to_the_index_when_github_fails(
     ghserver.inject(Fault("503", times=100))
     query = query_from_text("hang in check_hicache_events", repos=[REPO])
     env = {"GITHUB_API_URL": ghserver.url, "GH_ENTERPRISE_TOKEN": "x"}
-    outcome = issues.run_search(query, db=db, online=True, limit=5, env=env, clock=clock)
+    outcome = issues.run_search(
+        query, db=db, online=True, limit=5, access=GitHubAccess(env=env, clock=clock)
+    )
     assert any("results come from the local index" in n for n in outcome.notes)
     assert [c.issue.record.number for c in outcome.candidates] == [5]

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reporter.app import issues
+from reporter.app.issues import GitHubAccess
 from reporter.cli import cli
 from reporter.errors import UsageError
 from reporter.upstream import search, triage
@@ -96,7 +97,9 @@ def test_issue_references(text: str, expected: tuple[str, int] | None) -> None:
 
 
 def test_an_issue_finds_its_duplicate_and_never_itself(db: Path) -> None:
-    outcome = issues.run_triage(f"{REPO}#200", since=None, text=None, limit=5, db=db, env={})
+    outcome = issues.run_triage(
+        f"{REPO}#200", since=None, text=None, limit=5, db=db, access=GitHubAccess(env={})
+    )
     (row,) = outcome.rows
     numbers = [c.issue.record.number for c in row.candidates]
     assert 200 not in numbers
@@ -152,13 +155,25 @@ def test_since_makes_one_markdown_table(db: Path) -> None:
 
 def test_triage_refuses_what_it_cannot_do(db: Path) -> None:
     with pytest.raises(UsageError, match="name an issue or a period"):
-        issues.run_triage(REPO, since=None, text=None, limit=5, db=db, env={})
+        issues.run_triage(REPO, since=None, text=None, limit=5, db=db, access=GitHubAccess(env={}))
     with pytest.raises(UsageError, match="work on one issue"):
-        issues.run_triage(REPO, since="2025-01-01", text=None, limit=5, db=db, env={}, post=True)
+        issues.run_triage(
+            REPO,
+            since="2025-01-01",
+            text=None,
+            limit=5,
+            db=db,
+            access=GitHubAccess(env={}),
+            post=True,
+        )
     with pytest.raises(UsageError, match="not a date"):
-        issues.run_triage(REPO, since="last tuesday", text=None, limit=5, db=db, env={})
+        issues.run_triage(
+            REPO, since="last tuesday", text=None, limit=5, db=db, access=GitHubAccess(env={})
+        )
     with pytest.raises(UsageError, match="no issues of other/repo"):
-        issues.run_triage("other/repo#1", since=None, text=None, limit=5, db=db, env={})
+        issues.run_triage(
+            "other/repo#1", since=None, text=None, limit=5, db=db, access=GitHubAccess(env={})
+        )
 
 
 def test_text_file_triage(db: Path, tmp_path: Path) -> None:
@@ -180,7 +195,13 @@ def test_the_comment_is_posted_once(db: Path, ghserver: GitHubServer) -> None:
     tracker = PyGithubTracker(base_url=ghserver.url, token="t0k", pace=False)
     try:
         dry = issues.run_triage(
-            f"{REPO}#200", since=None, text=None, limit=5, db=db, env={}, comment=True
+            f"{REPO}#200",
+            since=None,
+            text=None,
+            limit=5,
+            db=db,
+            access=GitHubAccess(env={}),
+            comment=True,
         )
         assert dry.comment is not None and dry.comment.body is not None
         assert dry.comment.skipped == "dry run (pass --post to post it)"
@@ -195,7 +216,7 @@ def test_the_comment_is_posted_once(db: Path, ghserver: GitHubServer) -> None:
             text=None,
             limit=5,
             db=db,
-            env={},
+            access=GitHubAccess(env={}),
             post=True,
             tracker=tracker,
         )
@@ -207,7 +228,7 @@ def test_the_comment_is_posted_once(db: Path, ghserver: GitHubServer) -> None:
             text=None,
             limit=5,
             db=db,
-            env={},
+            access=GitHubAccess(env={}),
             post=True,
             tracker=tracker,
         )

@@ -16,6 +16,7 @@ from markdown_it import MarkdownIt
 
 from reporter import app
 from reporter.app import filing
+from reporter.app.issues import GitHubAccess
 from reporter.render import lint
 from reporter.render.lint import GITHUB_BODY_LIMIT
 from reporter.upstream.draft import split_document
@@ -56,7 +57,7 @@ def _draft(case: str, tmp_path: Path, example_index: Index) -> str:
         repo,
         forms_dir=FORMS / forms,
         db=example_index.path,
-        env={},
+        access=GitHubAccess(env={}),
     )
     return run.draft.document
 
