@@ -1,9 +1,8 @@
-"""Use cases of the upstream index: sync, import, export, and the duplicate search.
+"""The duplicate search over the local index, and its `search-upstream --json` document.
 
-Inputs: an `Index`, a `GitHubClient` (only for sync and online search), a `Query`.
-Outputs: result objects (`SyncReport`, `SearchOutcome`) and notes for stderr; nothing
-here prints. Progress of a sync goes to a callback so that only the CLI knows about
-progress bars.
+Inputs: an open `Index` and a `Query`. Outputs: ranked `rank.Candidate`s with reasons,
+the stored fixes of the closed ones, and notes for stderr; nothing here prints, reads
+settings or opens files (where the index lives is `reporter.app.issues`'s business).
 
 Search, step by step (`find_duplicates`):
 
@@ -76,12 +75,6 @@ class SearchOutcome:
     searched: int
     fixes: Mapping[tuple[str, int], Fix] = field(default_factory=dict)
     """Stored fixes of candidates closed as completed, by (repo lowercased, number)."""
-
-
-# --- import / export ---------------------------------------------------------------
-
-
-# --- sync --------------------------------------------------------------------------
 
 
 def search_and_explain(
