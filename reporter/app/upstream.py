@@ -48,26 +48,11 @@ def upstream_query(
     options: Options | None = None,
 ) -> UpstreamQuery:
     """The search query from a bundle (its analysis), a text file (`-`: stdin), or both."""
-    import sys
-
     from reporter.upstream.query import query_from_analysis, query_from_text
     from reporter.upstream.records import validate_repo
 
     names = tuple(validate_repo(r) for r in repos)
-    text: str | None = None
-    if text_file is not None:
-        try:
-            text = (
-                sys.stdin.read(REPORT_MAX_BYTES)
-                if str(text_file) == "-"
-                else read_text_bounded(text_file, max_bytes=REPORT_MAX_BYTES)
-            )
-        except InputError as err:
-            raise UsageError(err.message, tip="pass a UTF-8 text file") from err
-        except (OSError, UnicodeDecodeError) as err:
-            raise UsageError(
-                f"{text_file}: cannot read it ({err})", tip="pass a UTF-8 text file"
-            ) from err
+    text = None if text_file is None else read_text_arg(text_file, max_bytes=REPORT_MAX_BYTES)
     if evidence is None:
         if text is None:
             raise UsageError(
@@ -88,6 +73,24 @@ def upstream_query(
         stacks=query.stacks + extra.stacks,
         errors=tuple(dict.fromkeys(query.errors + extra.errors)),
     )
+
+
+def read_text_arg(path: Path, *, max_bytes: int | None = None) -> str:
+    """The text of a `--text-file` (`-`: stdin), at most `max_bytes` when given; one that
+    cannot be read is a `UsageError` with a tip."""
+    import sys
+
+    tip = "pass a UTF-8 text file"
+    try:
+        if str(path) == "-":
+            return sys.stdin.read(-1 if max_bytes is None else max_bytes)
+        if max_bytes is None:
+            return path.read_text("utf-8")
+        return read_text_bounded(path, max_bytes=max_bytes)
+    except InputError as err:
+        raise UsageError(err.message, tip=tip) from err
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"{path}: cannot read it ({err})", tip=tip) from err
 
 
 def search_upstream(
@@ -139,22 +142,12 @@ def triage(
     post: bool = False,
 ) -> TriageOutcome:
     """`report triage`: likely duplicates of tracker issues (see `upstream.triage`)."""
-    import sys
-
     from reporter.app.issues import GitHubAccess, run_triage
 
-    text: str | None = None
-    if text_file is not None:
-        try:
-            text = sys.stdin.read() if str(text_file) == "-" else text_file.read_text("utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            raise UsageError(
-                f"{text_file}: cannot read it ({err})", tip="pass a UTF-8 text file"
-            ) from err
     return run_triage(
         target,
         since=since,
-        text=text,
+        text=None if text_file is None else read_text_arg(text_file),
         limit=limit,
         db=ctx.db(db),
         comment=comment,
