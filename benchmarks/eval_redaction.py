@@ -149,6 +149,7 @@ def evaluate(*, drafts: bool = True, library: bool = True) -> Figures:
 
     from reporter import app
     from reporter.app import filing
+    from reporter.app.filing import DraftSource
     from reporter.app.issues import GitHubAccess
     from reporter.upstream.redact import Piece, redact
 
@@ -190,13 +191,15 @@ def evaluate(*, drafts: bool = True, library: bool = True) -> Figures:
             ("vllm", FORMS / "vllm"),
         ):
             run = filing.make_draft(
-                bundle,
-                analysis,
-                "sgl-project/sglang",
-                forms_dir=forms,
+                DraftSource(
+                    bundle=bundle,
+                    analysis=analysis,
+                    repo="sgl-project/sglang",
+                    forms_dir=forms,
+                    db=None,
+                ),
                 offline=True,
                 access=GitHubAccess(env={}),
-                db=None,
             )
             made = run.draft
             figures.drafts[name] = made.redaction.total()

@@ -222,25 +222,37 @@ class DraftRun:
     related: tuple[Candidate, ...] = ()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DraftSource:
+    """What an upstream draft is made from: the bundle and its analysis, the repository,
+    the forms folder (`--forms`; None: the repository's own), the index for related
+    issues (`--db`; None: the default) and whether the draft links them."""
+
+    bundle: Bundle
+    analysis: Analysis
+    repo: str
+    forms_dir: Path | None = None
+    db: Path | None = None
+    link_related: bool = False
+
+
 def make_draft(
-    bundle: Bundle,
-    analysis: Analysis,
-    repo: str,
+    source: DraftSource,
     *,
-    forms_dir: Path | None = None,
-    offline: bool = False,
-    db: Path | None = None,
-    link_related: bool = False,
     access: GitHubAccess,
+    offline: bool = False,
     online_search: bool = False,
 ) -> DraftRun:
     """Build the draft; see the module docstring. Network only for forms (never with
     `offline`) and, with `online_search`, for the duplicate search."""
+    bundle, analysis, repo = source.bundle, source.analysis, source.repo
     notes: list[str] = []
-    form = choose_form(repo, forms_dir=forms_dir, offline=offline, access=access, notes=notes)
+    form = choose_form(
+        repo, forms_dir=source.forms_dir, offline=offline, access=access, notes=notes
+    )
     online: bool | None = False if offline else (True if online_search else None)
     related, searched = related_issues(
-        bundle, analysis, repo, db=db, online=online, access=access, notes=notes
+        bundle, analysis, repo, db=source.db, online=online, access=access, notes=notes
     )
     inputs = drafting.DraftInputs(
         bundle=bundle,
@@ -250,7 +262,7 @@ def make_draft(
         related=related,
         searched=searched,
         env_scripts=env_scripts(bundle),
-        link_related=link_related,
+        link_related=source.link_related,
     )
     built = drafting.build_draft(inputs)
     return DraftRun(draft=built, form=form, notes=tuple(notes) + built.notes, related=related)
@@ -360,16 +372,11 @@ def _reviewed_draft(path: Path, built: drafting.UpstreamDraft) -> tuple[str, tup
 
 
 def file_upstream(
-    bundle: Bundle,
-    analysis: Analysis,
-    repo: str,
+    source: DraftSource,
     *,
     yes: bool = False,
     force_new: bool = False,
     draft_file: Path | None = None,
-    forms_dir: Path | None = None,
-    db: Path | None = None,
-    link_related: bool = False,
     access: GitHubAccess,
     tracker: Tracker | None = None,
     policy: RetryPolicy | None = None,
@@ -377,6 +384,7 @@ def file_upstream(
     pace: bool = True,
 ) -> FileResult:
     """`report upstream file`: decide, check, and (with `yes`) send; see the module docstring."""
+    bundle, analysis, repo = source.bundle, source.analysis, source.repo
     clock = access.clock or SystemClock()
     access = replace(access, clock=clock)
     # A dry run only reads: it gives up sooner on a GitHub it cannot reach.
@@ -396,17 +404,7 @@ def file_upstream(
                 reason=f"{root / RECORD_NAME} records it: {previous}",
             )
             return FileResult(plan=plan, sent=False, url=previous)
-    run = make_draft(
-        bundle,
-        analysis,
-        repo,
-        forms_dir=forms_dir,
-        offline=False,
-        db=db,
-        link_related=link_related,
-        access=access,
-        online_search=not force_new,
-    )
+    run = make_draft(source, access=access, online_search=not force_new)
     built = run.draft
     notes = list(run.notes)
     if draft_file is not None:

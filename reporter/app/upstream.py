@@ -24,7 +24,7 @@ from reporter.render import markdown as md
 from reporter.writer import write_atomic
 
 if TYPE_CHECKING:
-    from reporter.app.filing import DraftRun
+    from reporter.app.filing import DraftRun, DraftSource
     from reporter.app.settings import Context
     from reporter.config import Settings
     from reporter.upstream.publish import FileResult
@@ -256,6 +256,31 @@ def default_upstream_path(bundle: Bundle, analysis: Analysis, repo: str, *, now:
     return report.with_name(f"{report.stem}.upstream-{md.slug(repo)}.md")
 
 
+def draft_source(
+    ctx: Context,
+    evidence: Path,
+    *,
+    repo: str | None,
+    forms: Path | None,
+    db: Path | None,
+    link_related: bool,
+    options: Options | None,
+) -> DraftSource:
+    """What `upstream draft` and `upstream file` draft from: the bundle analysed, the
+    repository (`upstream_repo`), `--forms` else the config's, `--db` else the config's."""
+    from reporter.app.filing import DraftSource
+
+    bundle, analysis = load_and_analyze([evidence], options or Options())
+    return DraftSource(
+        bundle=bundle,
+        analysis=analysis,
+        repo=upstream_repo(bundle, repo, ctx.config),
+        forms_dir=forms or ctx.config.forms,
+        db=ctx.db(db),
+        link_related=link_related,
+    )
+
+
 def upstream_draft(
     ctx: Context,
     evidence: Path,
@@ -277,19 +302,11 @@ def upstream_draft(
     from reporter.app import filing
     from reporter.app.issues import GitHubAccess
 
-    bundle, analysis = load_and_analyze([evidence], options or Options())
-    name = upstream_repo(bundle, repo, ctx.config)
-    run = filing.make_draft(
-        bundle,
-        analysis,
-        name,
-        forms_dir=forms or ctx.config.forms,
-        offline=offline,
-        db=ctx.db(db),
-        link_related=link_related,
-        access=GitHubAccess.of(ctx),
+    source = draft_source(
+        ctx, evidence, repo=repo, forms=forms, db=db, link_related=link_related, options=options
     )
-    target = out or default_upstream_path(bundle, analysis, name, now=ctx.now)
+    run = filing.make_draft(source, access=GitHubAccess.of(ctx), offline=offline)
+    target = out or default_upstream_path(source.bundle, source.analysis, source.repo, now=ctx.now)
     backup = write_atomic(
         target,
         run.draft.document,
@@ -330,24 +347,17 @@ def upstream_file(
     from reporter.app.issues import GitHubAccess
     from reporter.upstream.publish import Action
 
-    bundle, analysis = load_and_analyze([evidence], options or Options())
+    source = draft_source(
+        ctx, evidence, repo=repo, forms=forms, db=db, link_related=link_related, options=options
+    )
     result = filing.file_upstream(
-        bundle,
-        analysis,
-        upstream_repo(bundle, repo, ctx.config),
-        yes=yes,
-        force_new=force_new,
-        draft_file=draft,
-        forms_dir=forms or ctx.config.forms,
-        db=ctx.db(db),
-        link_related=link_related,
-        access=GitHubAccess.of(ctx),
+        source, yes=yes, force_new=force_new, draft_file=draft, access=GitHubAccess.of(ctx)
     )
     already = (Action.ALREADY_FILED, Action.SKIP_COMMENT)
     if result.url and (result.sent or result.plan.action in already):
         from dataclasses import replace
 
-        updated = record_upstream_issue(bundle, result.url, reports=reports, report=report)
+        updated = record_upstream_issue(source.bundle, result.url, reports=reports, report=report)
         result = replace(result, reports_updated=updated)
     return result
 

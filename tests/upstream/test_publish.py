@@ -17,6 +17,7 @@ import pytest
 
 from reporter import app
 from reporter.app import filing
+from reporter.app.filing import DraftSource
 from reporter.app.issues import GitHubAccess
 from reporter.console.upstream import upstream_file_text
 from reporter.errors import RateLimitError
@@ -57,11 +58,8 @@ def filer(
     def file(repo: str, **options: Any) -> FileResult:
         bundle, analysis = app.load_and_analyze([tmp_path / "bundle"], app.Options())
         return filing.file_upstream(
-            bundle,
-            analysis,
-            repo,
+            DraftSource(bundle=bundle, analysis=analysis, repo=repo, db=tmp_path / "index.sqlite3"),
             access=GitHubAccess(env=options.pop("env", env), clock=clock),
-            db=tmp_path / "index.sqlite3",
             pace=False,
             timeout=1,
             **options,
@@ -215,7 +213,9 @@ def test_todos_and_leaks_refuse_then_a_reviewed_draft_files(
 
     bundle, analysis = app.load_and_analyze([tmp_path / "bundle"], app.Options())
     run = filing.make_draft(
-        bundle, analysis, EMPTY, forms_dir=FORMS, offline=True, access=GitHubAccess(env={})
+        DraftSource(bundle=bundle, analysis=analysis, repo=EMPTY, forms_dir=FORMS),
+        offline=True,
+        access=GitHubAccess(env={}),
     )
     reviewed = "\n".join(
         line.replace("- [ ]", "- [X]")
@@ -302,11 +302,8 @@ def test_a_signature_match_alone_never_picks_a_thread_without_stacks(
     ghserver.add_issue(EMPTY, 7, title="hang", body=body, state="open")
     env = {"GITHUB_TOKEN": "test-token", "GITHUB_API_URL": ghserver.url, "HOME": str(tmp_path)}
     result = filing.file_upstream(
-        bundle,
-        analysis,
-        EMPTY,
+        DraftSource(bundle=bundle, analysis=analysis, repo=EMPTY, db=tmp_path / "index.sqlite3"),
         access=GitHubAccess(env=env, clock=clock),
-        db=tmp_path / "index.sqlite3",
         pace=False,
         timeout=1,
     )

@@ -16,6 +16,7 @@ from markdown_it import MarkdownIt
 
 from reporter import app
 from reporter.app import filing
+from reporter.app.filing import DraftSource
 from reporter.app.issues import GitHubAccess
 from reporter.render import lint
 from reporter.render.lint import GITHUB_BODY_LIMIT
@@ -52,11 +53,13 @@ def _draft(case: str, tmp_path: Path, example_index: Index) -> str:
     repo, forms = CASES[case]
     bundle, analysis = app.load_and_analyze([_bundle(case, tmp_path)], app.Options())
     run = filing.make_draft(
-        bundle,
-        analysis,
-        repo,
-        forms_dir=FORMS / forms,
-        db=example_index.path,
+        DraftSource(
+            bundle=bundle,
+            analysis=analysis,
+            repo=repo,
+            forms_dir=FORMS / forms,
+            db=example_index.path,
+        ),
         access=GitHubAccess(env={}),
     )
     return run.draft.document
