@@ -19,6 +19,7 @@ from reporter.analysis.goroutines import GoBucket, GoroutineAnalysis, minutes_te
 from reporter.analysis.result import CodeView as Excerpt
 from reporter.analysis.result import ExcerptAnalysis
 from reporter.render import markdown as md
+from reporter.render.parts import Block
 from reporter.text import plural
 
 # Changes listed in the report; `report diff --json` has them all.
@@ -49,14 +50,6 @@ def _value_cell(value: str | None) -> str:
     if value == "":
         return "(empty)"
     return md.code_cell(_short(value))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Block:
-    """A titled fenced block for a `<details>`."""
-
-    title: str
-    body: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -301,9 +294,7 @@ def _stack(bucket: GoBucket) -> Block:
     if bucket.created_by is not None:
         creator = bucket.created_by
         lines.append(f"created by {creator.function}\n    {creator.file}:{creator.line}")
-    return Block(
-        title=md.summary_text(bucket.summary.replace("`", "")), body=md.fence("\n".join(lines))
-    )
+    return Block(title=md.summary_text(bucket.summary.replace("`", "")), text="\n".join(lines))
 
 
 def clients(analysis: GoroutineAnalysis | None, headline: str) -> ClientsView | None:

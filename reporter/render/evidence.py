@@ -3,7 +3,7 @@
 Input: the `Analysis` (its processes and their snapshots, parsed from any dump form:
 py-spy text, `--json`, `--locals`, faulthandler), the bundle's file list, and the raw
 text of the files that are not dumps (logs, failed-dump output), read by the
-application layer. Output: `EvidenceBlock`s and an index row per evidence file, so every
+application layer. Output: `Block`s and an index row per evidence file, so every
 file of the bundle is named in the report.
 
 Snapshots of one process whose stacks are equal (same threads, functions, files and
@@ -34,6 +34,7 @@ from reporter.model import (
     ProcessDump,
     ThreadStack,
 )
+from reporter.render.parts import Block
 
 # Lines of one process's rendered dumps; the bundle keeps the whole files.
 MAX_DUMP_LINES = 60
@@ -49,14 +50,6 @@ MAX_REPR_CHARS = 80
 _DUMP_KINDS = frozenset(
     {EvidenceKind.PYSPY_TEXT, EvidenceKind.PYSPY_JSON, EvidenceKind.FAULTHANDLER}
 )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EvidenceBlock:
-    """One collapsible block of the evidence section: a title and plain text to fence."""
-
-    title: str
-    text: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,7 +117,7 @@ def _heading(process: RankProcess) -> str:
     return f"{pid} ({who}{title}){python}"
 
 
-def process_block(process: RankProcess) -> EvidenceBlock:
+def process_block(process: RankProcess) -> Block:
     """One process's snapshots as py-spy text, equal snapshots folded, cut at `MAX_DUMP_LINES`."""
     groups: dict[tuple[object, ...], list[ProcessDump]] = {}
     for dump in process.snapshots:
@@ -150,17 +143,17 @@ def process_block(process: RankProcess) -> EvidenceBlock:
         f"{len(process.snapshots)} snapshot{'s' if len(process.snapshots) != 1 else ''}"
         f", {distinct} distinct"
     )
-    return EvidenceBlock(title=title, text="\n".join(lines))
+    return Block(title=title, text="\n".join(lines))
 
 
-def raw_block(path: str, kind: str, text: str) -> EvidenceBlock:
+def raw_block(path: str, kind: str, text: str) -> Block:
     """A non-dump file (log, failed-dump output) as it is, cut at `MAX_RAW_LINES` lines."""
     lines = text.splitlines()
     cut = ""
     if len(lines) > MAX_RAW_LINES:
         cut = f"\n… {len(lines) - MAX_RAW_LINES} more lines in {path}"
         lines = lines[:MAX_RAW_LINES]
-    return EvidenceBlock(title=f"{path} ({kind})", text="\n".join(lines) + cut)
+    return Block(title=f"{path} ({kind})", text="\n".join(lines) + cut)
 
 
 def raw_paths(bundle: Bundle) -> tuple[str, ...]:
@@ -177,7 +170,7 @@ def raw_paths(bundle: Bundle) -> tuple[str, ...]:
 
 def blocks(
     bundle: Bundle, analysis: Analysis, raw: Mapping[str, str]
-) -> tuple[tuple[EvidenceBlock, ...], tuple[IndexRow, ...]]:
+) -> tuple[tuple[Block, ...], tuple[IndexRow, ...]]:
     """The evidence blocks (processes, then raw files) and the index of every evidence file."""
     out = [process_block(p) for p in (*analysis.processes, *analysis.others) if p.snapshots]
     shown_in: dict[str, str] = {}

@@ -11,6 +11,7 @@ the mismatch, as plain text for a fenced block. Rows fold equal entries into ran
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from reporter.analysis.flight_recorder import (
@@ -64,22 +65,32 @@ class FlightRecorderView:
     notes: tuple[str, ...]
 
 
-def _issued(row: FrRow) -> str:
+def _folded(pairs: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
+    """What -> the ranks that show it, in order of first appearance."""
     folded: dict[str, list[int]] = {}
-    for cell in row.cells:
-        what = f"{cell.op} {cell.sizes}".strip() if cell.op else "nothing"
-        folded.setdefault(what, []).append(cell.rank)
+    for what, rank in pairs:
+        folded.setdefault(what, []).append(rank)
+    return folded
+
+
+def _on_ranks(folded: dict[str, list[int]]) -> str:
     return "; ".join(f"{what} on {format_ranks(ranks)}" for what, ranks in folded.items())
 
 
+def _issued(row: FrRow) -> str:
+    return _on_ranks(
+        _folded(
+            (f"{cell.op} {cell.sizes}".strip() if cell.op else "nothing", cell.rank)
+            for cell in row.cells
+        )
+    )
+
+
 def _states(row: FrRow) -> str:
-    folded: dict[str, list[int]] = {}
-    for cell in row.cells:
-        if cell.op:
-            folded.setdefault(cell.state or "?", []).append(cell.rank)
+    folded = _folded((cell.state or "?", cell.rank) for cell in row.cells if cell.op)
     if len(folded) == 1:
         return next(iter(folded))
-    return "; ".join(f"{state} on {format_ranks(ranks)}" for state, ranks in folded.items())
+    return _on_ranks(folded)
 
 
 def finding_text(mismatch: FrMismatch | None) -> str:

@@ -73,33 +73,3 @@ def slug(text: str, *, limit: int = 60) -> str:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
         return f"{out[: max(limit - 9, 0)]}-{digest}".strip("-")
     return out or "incident"
-
-
-_PROSE_SPECIALS = re.compile(r"([\\`*_\[\]|~])")
-# `@user`, `@org/team` and `#123` notify or link on GitHub; inside a code span they do neither.
-_NOTIFYING = re.compile(
-    r"(?<![\w@/#])(?:@[A-Za-z0-9][A-Za-z0-9-]{0,38}(?:/[\w.-]{1,100})?|#\d{1,10})\b"
-)
-
-
-def prose(text: str) -> str:
-    """Text someone typed (a manifest title or field) safe as one line of Markdown prose.
-
-    HTML is escaped as entities (it shows as typed, never runs), Markdown specials are
-    escaped, and mentions and issue references become inert code spans:
-    `cc @alice <b>` -> ``cc `@alice` &lt;b&gt;``.
-    """
-    flat = " ".join(text.split())
-    out: list[str] = []
-    cursor = 0
-    for match in _NOTIFYING.finditer(flat):
-        out.append(_prose_part(flat[cursor : match.start()]))
-        out.append(code(match.group(0)))
-        cursor = match.end()
-    out.append(_prose_part(flat[cursor:]))
-    return "".join(out)
-
-
-def _prose_part(text: str) -> str:
-    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _PROSE_SPECIALS.sub(r"\\\1", escaped)

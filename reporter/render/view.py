@@ -18,26 +18,26 @@ As Mermaid, each single-child chain becomes one node naming its first and last f
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from reporter import __version__
 from reporter.analysis import Analysis
-from reporter.analysis.result import RankProcess, StackClass, TreeNode
+from reporter.analysis.result import RankProcess, TreeNode
 from reporter.model import (
     SUMMARISED_KINDS,
     Bundle,
     EventKind,
     Frame,
     TimelineEvent,
-    innermost_python,
 )
 from reporter.render import answer as answers
-from reporter.render import envview, frview
+from reporter.render import envview, frview, parts
 from reporter.render import evidence as evidence_blocks
 from reporter.render import markdown as md
+from reporter.render.parts import Block, located
+from reporter.render.policy import LOCAL, final
 from reporter.text import plural, version_key
 from reporter.times import clock
 
@@ -47,23 +47,6 @@ MAX_EMBEDDED_DUMPS = 32
 MAX_MERMAID_NODES = 60
 # Text-tree lines kept in the report; the full tree is in `analyze --json`.
 MAX_TREE_LINES = 400
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Excerpt:
-    """Raw evidence text for one dump, cut from its file by the application layer."""
-
-    title: str
-    text: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClassRow:
-    label: str
-    count: int
-    state: str
-    blocked_in: str
-    top_frame: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,35 +69,12 @@ class FailedRow:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class BranchView:
-    label: str
-    collective: str
-    frames: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NamedBlock:
-    """A titled fenced block (thread-group trees, evidence dumps)."""
-
-    title: str
-    body: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class SummaryView:
     """The summary block: headline, one line per finding with its evidence, next steps."""
 
     headline: str
     lines: tuple[str, ...]
     steps: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClassStack:
-    """One stack class's minimal stack, innermost first, diverging frames marked."""
-
-    title: str
-    body: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,19 +95,19 @@ class ReportView:
     processes: tuple[ProcessRow, ...]
     others: tuple[ProcessRow, ...]
     cmdlines: str
-    classes: tuple[ClassRow, ...]
+    classes: tuple[parts.ClassRow, ...]
     branch_shared: str
-    branches: tuple[BranchView, ...]
+    branches: tuple[parts.BranchView, ...]
     tree_text: str
     mermaid: str
-    thread_groups: tuple[NamedBlock, ...]
+    thread_groups: tuple[Block, ...]
     idle_threads: tuple[tuple[str, str, str], ...]
     missing_ranks: str
     failed: tuple[FailedRow, ...]
     laggards: str
     signature_hash: str
     signature_text: str
-    evidence: tuple[NamedBlock, ...]
+    evidence: tuple[Block, ...]
     evidence_note: str
     warnings: tuple[str, ...]
     metrics: MetricsView | None = None
@@ -164,7 +124,7 @@ class ReportView:
     """Go client goroutine buckets."""
     summary_block: SummaryView | None = None
     """The answer first: what, who waits for whom, since when, recovery, clients, next steps."""
-    class_stacks: tuple[ClassStack, ...] = ()
+    class_stacks: tuple[Block, ...] = ()
     evidence_index: tuple[evidence_blocks.IndexRow, ...] = ()
     factors: tuple[str, ...] = ()
     """Contributing factors suggested from the evidence (the reviewer keeps or deletes each)."""
@@ -209,7 +169,7 @@ def build_view(
     versions = sorted({d.python_version for d in bundle.dumps if d.python_version}, key=version_key)
     # A manifest title is typed by someone: inert like evidence. The derived one is built
     # from escaped parts already.
-    title = md.prose(bundle.manifest.title) if bundle.manifest.title else ans.title
+    title = LOCAL.typed(bundle.manifest.title) if bundle.manifest.title else ans.title
     blocks, index = evidence_blocks.blocks(bundle, analysis, raw)
     summarised = sum(1 for f in bundle.files if f.kind in SUMMARISED_KINDS)
     evidence_note = (
@@ -227,35 +187,27 @@ def build_view(
         bundle=bundle.root or ", ".join(f.path for f in bundle.files),
         verdict=ans.verdict_label,
         confidence=analysis.confidence.value,
-        summary=_inline(ans.paragraph),
+        summary=LOCAL.inline(ans.paragraph),
         basis=basis,
         confidence_notes=notes,
         fields=tuple(
-            (k.replace("_", " ").capitalize(), md.prose(v)) for k, v in bundle.manifest.fields
+            (k.replace("_", " ").capitalize(), LOCAL.typed(v)) for k, v in bundle.manifest.fields
         ),
         python_versions=", ".join(versions) if versions else "not shown in the dumps",
         processes=tuple(_process_row(p) for p in analysis.processes),
         others=tuple(_process_row(p) for p in analysis.others),
         cmdlines=_cmdlines(analysis),
-        classes=tuple(_class_row(c, bool(analysis.instances)) for c in analysis.classes),
+        classes=parts.class_rows(analysis, LOCAL, instances=bool(analysis.instances)),
         branch_shared=(
             analysis.branch_point.shared.display()
             if analysis.branch_point and analysis.branch_point.shared
             else ""
         ),
-        branches=tuple(
-            BranchView(
-                label=b.label,
-                collective=b.collective or "no collective",
-                frames=tuple(_located(f) for f in b.frames),
-            )
-            for b in (analysis.branch_point.branches if analysis.branch_point else ())
-        ),
+        branches=parts.branch_views(analysis.branch_point, lambda _label, f: located(f)),
         tree_text=md.fence(tree_text(analysis.tree)),
         mermaid=md.fence(mermaid(analysis.tree), "mermaid") if analysis.tree.children else "",
         thread_groups=tuple(
-            NamedBlock(title=g.name, body=md.fence(tree_text(g.tree)))
-            for g in analysis.thread_groups
+            Block(title=g.name, text=tree_text(g.tree)) for g in analysis.thread_groups
         ),
         idle_threads=tuple(
             (md.cell(t.thread_name), t.label, md.cell(t.why)) for t in analysis.idle_threads
@@ -273,9 +225,7 @@ def build_view(
         laggards=_ranks_text(analysis.laggards),
         signature_hash=analysis.signature.hash,
         signature_text=md.fence(analysis.signature.text),
-        evidence=tuple(
-            NamedBlock(title=md.summary_text(b.title), body=md.fence(b.text)) for b in blocks
-        ),
+        evidence=tuple(replace(b, title=md.summary_text(final(b.title))) for b in blocks),
         evidence_note=evidence_note,
         warnings=tuple(analysis.warnings),
         metrics=metrics_view(analysis, chart_file=chart_file),
@@ -291,24 +241,10 @@ def build_view(
             evidence_blocks.IndexRow(path=md.code_cell(r.path), kind=r.kind, shown=md.cell(r.shown))
             for r in index
         ),
-        factors=tuple(_inline(f) for f in ans.factors),
-        impact=tuple(_inline(i) for i in ans.impact),
-        actions=tuple(_inline(a) for a in ans.actions),
+        factors=tuple(LOCAL.inline(f) for f in ans.factors),
+        impact=tuple(LOCAL.inline(i) for i in ans.impact),
+        actions=tuple(LOCAL.inline(a) for a in ans.actions),
         flight_recorder=frview.flight_recorder_view(analysis.flight_recorder),
-    )
-
-
-_INLINE_SPECIAL = re.compile(r"([\\*<>|])")
-
-
-def _inline(text: str) -> str:
-    """Generated text with `inline code` spans kept: specials outside the spans escaped."""
-    parts = text.split("`")
-    if len(parts) % 2 == 0:  # an odd number of backticks: no span is trusted
-        return _prose(text)
-    return "`".join(
-        part if index % 2 else _INLINE_SPECIAL.sub(r"\\\1", " ".join(part.split(" ")))
-        for index, part in enumerate(parts)
     )
 
 
@@ -319,13 +255,15 @@ def _sources(sources: Sequence[str]) -> str:
 def summary_view(ans: answers.Answer, analysis: Analysis) -> SummaryView:
     """The summary block: a headline, one bullet per finding with its sources, the next steps."""
     headline = (
-        f"**{_inline(ans.title)}.** Verdict: **{ans.verdict_label}**, confidence "
+        f"**{LOCAL.inline(ans.title)}.** Verdict: **{ans.verdict_label}**, confidence "
         f"{analysis.confidence.value}."
     )
     lines = tuple(
-        f"**{line.topic}:** {_inline(line.text)}{_sources(line.sources)}" for line in ans.lines
+        f"**{line.topic}:** {LOCAL.inline(line.text)}{_sources(line.sources)}" for line in ans.lines
     )
-    steps = tuple(f"{_inline(step.action)} _Why:_ {_inline(step.why)}" for step in ans.steps[:4])
+    steps = tuple(
+        f"{LOCAL.inline(step.action)} _Why:_ {LOCAL.inline(step.why)}" for step in ans.steps[:4]
+    )
     return SummaryView(headline=headline, lines=lines, steps=steps)
 
 
@@ -348,18 +286,11 @@ def _evidence_span(bundle: Bundle, analysis: Analysis) -> str:
     return f"{first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC"
 
 
-def _located(frame: Frame) -> str:
-    """`function (file:line)`: a frame with its line, as py-spy prints it."""
-    place = f"{frame.file}:{frame.line}" if frame.line is not None else frame.file
-    name = frame.function if len(frame.function) <= 110 else frame.function[:109] + "…"
-    return f"{name} ({place})"
-
-
 # Frames shown per class before the outer frames all classes share.
 MAX_CLASS_FRAMES = 30
 
 
-def class_stacks(analysis: Analysis) -> tuple[ClassStack, ...]:
+def class_stacks(analysis: Analysis) -> tuple[Block, ...]:
     """One minimal stack per class, innermost first, with line numbers.
 
     Frames below the point where every class agrees (the common outer part, shown once
@@ -378,14 +309,14 @@ def class_stacks(analysis: Analysis) -> tuple[ClassStack, ...]:
         b.label: {(f.function, f.file, f.line) for f in b.frames}
         for b in (analysis.branch_point.branches if analysis.branch_point else ())
     }
-    out: list[ClassStack] = []
+    out: list[Block] = []
     for stack_class in classes:
         frames = stack_class.frames
         keep = len(frames) - max(common - 1, 0)
         shown = frames[: min(keep, MAX_CLASS_FRAMES)]
         marked = branches.get(stack_class.label, set())
         lines = [
-            ("> " if (f.function, f.file, f.line) in marked else "  ") + _located(f) for f in shown
+            ("> " if (f.function, f.file, f.line) in marked else "  ") + located(f) for f in shown
         ]
         hidden = len(frames) - len(shown)
         if hidden:
@@ -397,9 +328,9 @@ def class_stacks(analysis: Analysis) -> tuple[ClassStack, ...]:
         if analysis.rank_unit != "rank":
             ranks = "PID" if len(stack_class.pids) == 1 else "PIDs"
         out.append(
-            ClassStack(
+            Block(
                 title=f"{ranks} {stack_class.label}: {stack_class.state.value}, {what}",
-                body=md.fence("\n".join(lines)),
+                text="\n".join(lines),
             )
         )
     return tuple(out)
@@ -414,18 +345,6 @@ class ChartView:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SignalRow:
-    signal: str
-    role: str
-    series: int
-    before: str
-    at_onset: str
-    last: str
-    range: str
-    shows: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class MetricsView:
     """The metrics section: verdict paragraph, charts, signals table, step changes, notes."""
 
@@ -434,7 +353,7 @@ class MetricsView:
     """The wedge window, said once above the charts (the charts draw it as bars)."""
     charts: tuple[ChartView, ...]
     svg_note: str
-    signals: tuple[SignalRow, ...]
+    signals: tuple[parts.SignalRow, ...]
     steps: tuple[str, ...]
     notes: tuple[str, ...]
 
@@ -451,22 +370,8 @@ class TimelineRow:
 
 # Timeline entries shown in the report; `analyze --json` has all of them.
 MAX_TIMELINE_ROWS = 120
-_PROSE_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
 # Evidence text (log lines, operator notes) is quoted as code: it may hold anything.
 _QUOTED_KINDS = frozenset({"log", "manual", "service", "goroutines"})
-
-
-def _prose(text: str) -> str:
-    """Generated text safe as Markdown prose: inline specials escaped, one line."""
-    return _PROSE_SPECIAL.sub(r"\\\1", " ".join(text.split()))
-
-
-def _value(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value == int(value) and abs(value) < 1e15:
-        return str(int(value))
-    return f"{value:.4g}"
 
 
 def metrics_view(analysis: Analysis, *, chart_file: str = "") -> MetricsView | None:
@@ -484,28 +389,16 @@ def metrics_view(analysis: Analysis, *, chart_file: str = "") -> MetricsView | N
             "written beside this report."
         )
     return MetricsView(
-        verdict=_prose(wedge.summary),
-        window=_prose(charts.window_text(wedge)) if built else "",
+        verdict=LOCAL.prose(wedge.summary),
+        window=LOCAL.prose(charts.window_text(wedge)) if built else "",
         charts=tuple(
-            ChartView(block=md.fence(c.mermaid, "mermaid"), caption=_prose(c.caption))
+            ChartView(block=md.fence(c.mermaid, "mermaid"), caption=LOCAL.prose(c.caption))
             for c in built
         ),
         svg_note=svg_note,
-        signals=tuple(
-            SignalRow(
-                signal=md.code_cell(s.name),
-                role=s.role.value + (" (rate)" if s.rate else ""),
-                series=s.series,
-                before=_value(s.before),
-                at_onset=_value(s.at_onset),
-                last=_value(s.last),
-                range=f"{_value(s.minimum)} to {_value(s.maximum)}",
-                shows="yes" if s.shows_wedge else "-",
-            )
-            for s in wedge.signals
-        ),
-        steps=tuple(f"{_prose(s.text)} ({md.code(str(s.source))})" for s in wedge.steps),
-        notes=tuple(_prose(n) for n in wedge.notes),
+        signals=tuple(parts.signal_row(s) for s in wedge.signals),
+        steps=tuple(f"{LOCAL.prose(s.text)} ({md.code(str(s.source))})" for s in wedge.steps),
+        notes=tuple(LOCAL.prose(n) for n in wedge.notes),
     )
 
 
@@ -522,7 +415,9 @@ def timeline_rows(events: Sequence[TimelineEvent]) -> tuple[TimelineRow, ...]:
         stamp = clock(event.at) if len(days) == 1 else f"{event.at:%Y-%m-%d} {clock(event.at)}"
         kind = event.kind.value
         text = (
-            md.code(" ".join(event.text.split())) if kind in _QUOTED_KINDS else _prose(event.text)
+            md.code(" ".join(event.text.split()))
+            if kind in _QUOTED_KINDS
+            else LOCAL.prose(event.text)
         )
         rows.append(TimelineRow(at=stamp, kind=kind, text=text, source=md.code(str(event.source))))
     return tuple(rows)
@@ -587,26 +482,6 @@ def _cmdlines(analysis: Analysis) -> str:
                 if line:
                     seen.setdefault(line, None)
     return md.fence("\n".join(seen)) if seen else ""
-
-
-def blocked_in(stack_class: StackClass) -> str:
-    """The class's "blocked in" cell: its collective, else `wait: <kind>`, else `-`."""
-    wait = f"wait: {stack_class.wait}" if stack_class.wait else "-"
-    return md.cell(stack_class.collective or wait)
-
-
-def _class_row(stack_class: StackClass, multi: bool = False) -> ClassRow:
-    top = innermost_python(stack_class.frames)
-    return ClassRow(
-        # Several servers or jobs number their ranks alike: say whose ranks these are.
-        label=f"instance {stack_class.instance}: {stack_class.label}"
-        if multi
-        else stack_class.label,
-        count=len(stack_class.ranks),
-        state=stack_class.state.value,
-        blocked_in=blocked_in(stack_class),
-        top_frame=md.code_cell(top.display()) if top else "-",
-    )
 
 
 def _shorten(text: str, limit: int) -> str:

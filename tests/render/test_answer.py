@@ -16,7 +16,7 @@ import pytest
 from reporter import app
 from reporter.errors import ReporterError
 from reporter.model import CommandFlag, CommandLine, Environment, EnvVar, Location
-from reporter.render import answer, nextsteps, view
+from reporter.render import answer, nextsteps, parts
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLES = ROOT / "fixtures" / "bundles"
@@ -108,13 +108,13 @@ def test_every_class_frame_and_every_evidence_file_is_reachable(
     text = app.render_draft(bundle, analysis, now=NOW)
     for stack_class in analysis.classes:
         for frame in stack_class.frames:
-            assert view._located(frame) in text or frame.function in text, (
+            assert parts.located(frame) in text or frame.function in text, (
                 stack_class.label,
                 frame,
             )
         # The class's own innermost frames are shown with their line numbers.
         innermost = stack_class.frames[0]
-        assert view._located(innermost) in text
+        assert parts.located(innermost) in text
     for evidence in bundle.files:
         assert f"`{evidence.path}`" in text, evidence.path
 

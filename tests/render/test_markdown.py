@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from reporter.render import markdown as md
+from reporter.render import policy
 
 
 @pytest.mark.parametrize(
@@ -79,4 +80,4 @@ def test_summary_text_escapes_html() -> None:
     ],
 )
 def test_prose_is_inert(typed: str, expected: str) -> None:
-    assert md.prose(typed) == expected
+    assert policy.TYPED(typed) == expected

@@ -13,9 +13,11 @@ from reporter import app
 from reporter.analysis import Analysis
 from reporter.evidence.pyspy import parse_text
 from reporter.model import Bundle
-from reporter.render import lint
+from reporter.render import issueview, lint
+from reporter.render.policy import INERT
 from reporter.upstream import draft as drafting
-from reporter.upstream.draft import DraftInputs, build_draft, inert
+from reporter.upstream import redact as redactor
+from reporter.upstream.draft import DraftInputs, build_draft
 from reporter.upstream.forms import generic_form, parse_form
 from reporter.upstream.index import Index
 from reporter.upstream.search import find_duplicates
@@ -56,7 +58,7 @@ def tp() -> tuple[Bundle, Analysis]:
     ],
 )
 def test_inert(text: str, expected: str) -> None:
-    assert inert(text) == expected
+    assert INERT(text) == expected
 
 
 def test_marker_round_trip_and_bundle_id(tmp_path: Path, tp: tuple[Bundle, Analysis]) -> None:
@@ -81,7 +83,7 @@ def test_marker_round_trip_and_bundle_id(tmp_path: Path, tp: tuple[Bundle, Analy
 def test_format_dump_reads_back_as_the_same_stacks(full: tuple[Bundle, Analysis]) -> None:
     bundle, _ = full
     dump = next(d for d in bundle.dumps if any(f.locals for t in d.threads for f in t.frames))
-    again = parse_text(drafting.format_dump(dump), source="x").dumps[0]
+    again = parse_text(issueview.format_dump(dump), source="x").dumps[0]
     assert again.pid == dump.pid
     assert [t.frames for t in again.threads] == [t.frames for t in dump.threads]
 
@@ -218,3 +220,25 @@ def test_a_huge_dump_still_fits_githubs_limit(tmp_path: Path) -> None:
     assert made.trimmed and "Trimmed to fit GitHub's size limit" in made.body
     assert made.body.count("<details") == made.body.count("</details>")
     assert "all_reduce (torch/distributed/distributed_c10d.py:2501)" in made.body
+
+
+def test_the_view_is_built_once_and_redacted_in_one_call(
+    full: tuple[Bundle, Analysis], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = {"evidence": 0, "redact": 0}
+    evidence_view, redact = issueview.evidence_view, redactor.redact
+
+    def counting_view(*args: Any, **kwargs: Any) -> issueview.EvidenceView:
+        calls["evidence"] += 1
+        return evidence_view(*args, **kwargs)
+
+    def counting_redact(*args: Any, **kwargs: Any) -> redactor.Redaction:
+        calls["redact"] += 1
+        return redact(*args, **kwargs)
+
+    monkeypatch.setattr(issueview, "evidence_view", counting_view)
+    monkeypatch.setattr(redactor, "redact", counting_redact)
+    made = build_draft(_inputs(full))
+    assert calls == {"evidence": 1, "redact": 1}
+    # One value, one placeholder, wherever the view shows it.
+    assert "<ip-1>" in made.body and made.redaction.total() > 0

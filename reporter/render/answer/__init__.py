@@ -1,0 +1,54 @@
+"""The answer first: what is wrong, who waits for whom, since when, whether it recovers, what to do.
+
+Input: a `Bundle`, its `Analysis` and, from the application layer, the earlier reports
+with the same or a similar signature (`SeenBefore`). Output: a frozen `Answer` of plain
+text (Markdown inline code allowed) in which every claim carries the evidence it rests
+on as `file:line` strings. The report's summary block, its title and verdict paragraph,
+`report analyze`'s first screen and the `summary` / `next_steps` keys of
+`analyze --json` are all laid out from it, so they never disagree.
+
+"Who waits for whom" goes through one function, `waits_for`: it reads the analysis's
+own waits-for relation when the analysis has one, and otherwise derives it from the
+branch point, the laggards, the classes and the failed dumps. Example::
+
+    WaitEdge(waiting=WaitSide(label="[0-1]", state="stuck",
+                              where="writing_check (tp_desync.py:66)",
+                              branch="on_idle (tp_desync.py:118)",
+                              evidence="snapshots/rank0_s2.txt:3"),
+             collective="all_reduce",
+             waited=WaitSide(label="[2-3]", state="moving",
+                             where="self_check_during_idle (tp_desync.py:127)",
+                             branch="on_idle (tp_desync.py:119)", ...))
+
+The parts: `records` (the frozen records), `waits` (the waits-for relation), `lines`
+(one summary line per topic), `flight` (the Flight Recorder's first mismatch) and
+`compose` (the answer and the reviewer's suggestions).
+"""
+
+from reporter.render.answer.compose import build
+from reporter.render.answer.flight import fr_mismatch
+from reporter.render.answer.lines import find_timeouts
+from reporter.render.answer.records import (
+    Answer,
+    SeenReport,
+    SummaryLine,
+    Timeout,
+    WaitEdge,
+    WaitSide,
+)
+from reporter.render.answer.waits import collapse, gone_ranks, waits_for
+
+__all__ = [
+    "Answer",
+    "SeenReport",
+    "SummaryLine",
+    "Timeout",
+    "WaitEdge",
+    "WaitSide",
+    "build",
+    "collapse",
+    "find_timeouts",
+    "fr_mismatch",
+    "gone_ranks",
+    "waits_for",
+]

@@ -1,0 +1,93 @@
+"""The answer's records: the sides of a wait, timeouts, earlier reports, summary lines, the answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from reporter.render import nextsteps
+
+if TYPE_CHECKING:
+    pass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaitSide:
+    """One side of a wait: ranks, their state, where they are (code `file:line`), the dump."""
+
+    label: str
+    name: str
+    """`ranks [0-1]`, `rank 3`, `PIDs [10,12]`: the label in a sentence."""
+    ranks: tuple[int, ...]
+    pids: tuple[int, ...]
+    state: str
+    where: str
+    """`function (file:line)`: the call site of the collective, or the innermost app frame."""
+    branch: str
+    """The shared frame at the line this side left it (`on_idle (scheduler.py:118)`), or ""."""
+    evidence: str
+    """The dump that shows it: `snapshots/rank0_s2.txt:3`; "" for missing ranks."""
+    doing: str = ""
+    """What the ranks do, after their name: `idle in on_idle (decode.py:812)`, `, gone`."""
+    brief: str = ""
+    """`doing` without code locations, for titles: `idle in on_idle`."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaitEdge:
+    """`waiting` ranks sit in `collective` until the `waited` ranks join it."""
+
+    waiting: WaitSide
+    collective: str
+    waited: WaitSide
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Timeout:
+    """A collective timeout or watchdog found in a command line or the environment."""
+
+    name: str
+    value: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SeenReport:
+    """An earlier report with the same (or a similar) signature."""
+
+    path: str
+    date: str
+    status: str
+    same: bool
+    """True: the same signature; False: similar (same collectives, other lines or ranks)."""
+    action_items: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryLine:
+    """One line of the summary block: its topic, the text, and the evidence it cites."""
+
+    topic: str
+    text: str
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Answer:
+    """Everything the first screen says, in one place."""
+
+    title: str
+    verdict_label: str
+    """The verdict as the report headline says it (`wedged (metrics only)` when no stacks)."""
+    paragraph: str
+    """The verdict paragraph: the stack finding, the wedge, clients, the top change, restarts."""
+    lines: tuple[SummaryLine, ...]
+    steps: tuple[nextsteps.Step, ...]
+    factors: tuple[str, ...]
+    """Contributing factors to suggest (the reviewer accepts or deletes each)."""
+    actions: tuple[str, ...]
+    """Action items to suggest."""
+    impact: tuple[str, ...] = ()
+    """Impact to suggest: how long it was wedged, who waited."""
+    edges: tuple[WaitEdge, ...]
+    timeouts: tuple[Timeout, ...]

@@ -1,0 +1,322 @@
+"""Who waits for whom: the analysis's own waits-for relation, or one derived from the branch point,
+the laggards and missing or gone ranks; ranks at one place are one side."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from reporter.analysis.ranks import format_ranks, main_thread
+from reporter.analysis.result import Analysis, StackClass, Verdict
+from reporter.model import Frame
+from reporter.render.answer.records import WaitEdge, WaitSide
+
+if TYPE_CHECKING:
+    pass
+
+
+# py-spy's words for a process that is not there any more.
+_GONE = re.compile(
+    r"no such (file|process)|process is running|not running|has exited|process .* exited",
+    re.IGNORECASE,
+)
+# Log and manual lines that mark a restart or a deploy on the timeline.
+
+_TORCH_FILE = re.compile(r"(^|/)torch/")
+
+
+def ranks_name(ranks: Sequence[int], unit: str) -> str:
+    text = format_ranks(ranks)
+    if unit != "rank":
+        return f"PIDs {text}"
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {text}"
+
+
+def _at(frame: Frame | None) -> str:
+    if frame is None:
+        return ""
+    name = frame.short_function
+    place = (
+        f"{frame.short_file.rpartition('/')[2]}:{frame.line}" if frame.line else frame.short_file
+    )
+    return f"{name} ({place})"
+
+
+def dump_of(analysis: Analysis, stack_class: StackClass) -> str:
+    """The dump behind a class: its smallest rank's latest main thread, as `file:line`."""
+    by_pid = {p.identity.pid: p for p in analysis.processes}
+    for pid in stack_class.pids:
+        process = by_pid.get(pid)
+        if process is None or not process.snapshots:
+            continue
+        latest = process.snapshots[-1]
+        thread = main_thread(latest)
+        return str(thread.source if thread is not None else latest.source)
+    return ""
+
+
+def _app_frames(frames: Sequence[Frame]) -> list[Frame]:
+    """Application frames, innermost first (`frames.toml` decides: collective wrappers such
+    as `tensor_model_parallel_all_reduce` are library frames); else Python frames outside
+    torch."""
+    from reporter.analysis.classify import FrameKind, default_classifier
+
+    classifier = default_classifier()
+    found = [f for f in frames if classifier.classify(f).kind is FrameKind.APPLICATION]
+    return found or [f for f in frames if not f.native and not _TORCH_FILE.search(f.file)]
+
+
+def side_of(
+    analysis: Analysis, stack_class: StackClass, shared: Frame | None, *, waiting: bool = True
+) -> WaitSide:
+    """A class as one side of a wait: the waiting side where it calls the collective (its
+    innermost application frame), the waited-for side where it is (its innermost Python
+    frame outside torch, e.g. the queue read it polls)."""
+    if waiting:
+        app = _app_frames(stack_class.frames)
+    else:
+        app = [f for f in stack_class.frames if not f.native and not _TORCH_FILE.search(f.file)]
+    where = app[0] if app else (stack_class.frames[0] if stack_class.frames else None)
+    branch = ""
+    if shared is not None:
+        match = next(
+            (f for f in stack_class.frames if f.short_function == shared.short_function), None
+        )
+        branch = _at(match)
+    state = stack_class.state.value
+    if stack_class.collective:
+        state = f"{state} in {stack_class.collective}"
+    elif stack_class.wait and state != "moving":
+        state = f"{state} in {stack_class.wait}"
+    place = _at(where)
+    return WaitSide(
+        label=stack_class.label,
+        name=ranks_name(stack_class.ranks, analysis.rank_unit),
+        ranks=stack_class.ranks,
+        pids=stack_class.pids,
+        state=state,
+        where=place,
+        branch=branch,
+        evidence=dump_of(analysis, stack_class),
+        doing=f"{state} at {place}" if place else state,
+        brief=f"{state} in {place.partition(' (')[0]}" if place else state,
+    )
+
+
+def _ranks_side(
+    ranks: Sequence[int],
+    pids: Sequence[int],
+    unit: str,
+    state: str,
+    *,
+    where: str = "",
+    branch: str = "",
+    evidence: str = "",
+    doing: str = "",
+    brief: str = "",
+) -> WaitSide:
+    """A side known by its ranks alone (no stack class to read): missing, gone, or named by
+    the analysis's own relation."""
+    return WaitSide(
+        label=format_ranks(ranks),
+        name=ranks_name(ranks, unit),
+        ranks=tuple(ranks),
+        pids=tuple(pids),
+        state=state,
+        where=where,
+        branch=branch,
+        evidence=evidence,
+        doing=doing,
+        brief=brief,
+    )
+
+
+def gone_ranks(analysis: Analysis) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Ranks whose dumps failed because the process is not there, with the failure lines."""
+    ranks: dict[int, None] = {}
+    sources: dict[str, None] = {}
+    for failed in analysis.failed:
+        # The analysis's own failure state (`FailedRank.state`) when it has one.
+        state = getattr(failed, "state", None)
+        gone = state == "gone" if state is not None else bool(_GONE.search(failed.failure.reason))
+        if gone and failed.rank is not None:
+            ranks.setdefault(failed.rank, None)
+            sources.setdefault(str(failed.failure.source), None)
+    return tuple(sorted(ranks)), tuple(sources)
+
+
+_LOCATION = re.compile(r" \([^()]*\)")
+
+
+def _native_edges(analysis: Analysis) -> tuple[WaitEdge, ...]:
+    """The analysis's own waits-for relation (`Analysis.waits_for`), as `WaitEdge`s.
+
+    Read through `getattr`: older analyses have no such field, and then () tells
+    `waits_for` to derive the relation itself.
+    """
+    native: Sequence[Any] = getattr(analysis, "waits_for", ())
+    if not native:
+        return ()
+    unit = analysis.rank_unit
+    shared = analysis.branch_point.shared if analysis.branch_point else None
+    by_rank = {r: c for c in analysis.classes for r in c.ranks}
+    _gone, gone_sources = gone_ranks(analysis)
+    edges: list[WaitEdge] = []
+    for edge in native:
+        left, right = edge.waiting, edge.waited
+        left_class = by_rank.get(left.ranks[0]) if left.ranks else None
+        right_class = by_rank.get(right.ranks[0]) if right.ranks else None
+        left_side = (
+            side_of(analysis, left_class, shared)
+            if left_class is not None
+            else _ranks_side(left.ranks, left.pids, unit, "stuck")
+        )
+        at = str(right.at or "")
+        state = str(right.state)
+        doing = (at if at.startswith(state) else f"{state} {at}") if at else f", {state}"
+        located = re.findall(r"\S+ \([^()]*:\d+\)", at)
+        edges.append(
+            WaitEdge(
+                waiting=WaitSide(
+                    label=left_side.label,
+                    name=left_side.name,
+                    ranks=tuple(left.ranks),
+                    pids=tuple(left.pids),
+                    state=left_side.state,
+                    where=str(left.at or left_side.where),
+                    branch=left_side.branch,
+                    evidence=left_side.evidence,
+                    doing=left_side.doing,
+                    brief=left_side.brief,
+                ),
+                collective=str(left.collective),
+                waited=_ranks_side(
+                    right.ranks,
+                    right.pids,
+                    unit,
+                    state,
+                    where=located[-1] if located else "",
+                    branch=side_of(analysis, right_class, shared).branch if right_class else "",
+                    evidence=(
+                        dump_of(analysis, right_class)
+                        if right_class is not None
+                        else (gone_sources[0] if gone_sources else "")
+                    ),
+                    doing=doing,
+                    brief=_LOCATION.sub("", doing),
+                ),
+            )
+        )
+    return tuple(edges)
+
+
+def _place_key(side: WaitSide) -> tuple[str, str]:
+    return (side.state, side.where)
+
+
+def _merge(sides: Sequence[WaitSide], unit: str) -> WaitSide:
+    """Sides at one place as one side: their ranks joined, the first side's words kept."""
+    first = sides[0]
+    if len(sides) == 1:
+        return first
+    ranks = tuple(sorted({r for s in sides for r in s.ranks}))
+    pids = tuple(sorted({p for s in sides for p in s.pids}))
+    return replace(
+        first,
+        label=format_ranks(ranks) if ranks else first.label,
+        name=ranks_name(ranks, unit) if ranks else first.name,
+        ranks=ranks,
+        pids=pids,
+    )
+
+
+def collapse(edges: Sequence[WaitEdge], unit: str) -> tuple[WaitEdge, ...]:
+    """One edge per pair of distinct places: ranks at the same place (state and code line)
+    are one side, and a "wait" between two sides at the same place is no wait at all.
+
+    Unresolved native frames make every rank its own stack class, so the derived relation
+    would otherwise pair rank 0 with rank 1 although both sit at `forward_batch (x.py:104)`.
+    """
+    groups: dict[tuple[tuple[str, str], str, tuple[str, str]], list[WaitEdge]] = {}
+    for edge in edges:
+        if edge.waited.where and _place_key(edge.waiting) == _place_key(edge.waited):
+            continue
+        key = (_place_key(edge.waiting), edge.collective, _place_key(edge.waited))
+        groups.setdefault(key, []).append(edge)
+    out: list[WaitEdge] = []
+    for members in groups.values():
+        out.append(
+            WaitEdge(
+                waiting=_merge([e.waiting for e in members], unit),
+                collective=members[0].collective,
+                waited=_merge([e.waited for e in members], unit),
+            )
+        )
+    return tuple(out)
+
+
+def waits_for(analysis: Analysis) -> tuple[WaitEdge, ...]:
+    """Who waits for whom: the waiting ranks, their collective, and the ranks they wait for.
+
+    The analysis's own relation when it has one (`Analysis.waits_for`); otherwise derived
+    from the branch point (a desync), the laggards (one side is the odd one out), and
+    missing or gone ranks (an all-stuck group waiting for a rank that is not there).
+    Either way, ranks at the same place are one side (`collapse`).
+    """
+    return collapse(_waits_for(analysis), analysis.rank_unit)
+
+
+def _waits_for(analysis: Analysis) -> tuple[WaitEdge, ...]:
+    native = _native_edges(analysis)
+    if native:
+        return native
+    unit = analysis.rank_unit
+    classes = analysis.classes
+    edges: list[WaitEdge] = []
+    if analysis.verdict is Verdict.COLLECTIVE_DESYNC and analysis.branch_point is not None:
+        shared = analysis.branch_point.shared
+        by_label = {c.label: c for c in classes}
+        sides = [by_label[b.label] for b in analysis.branch_point.branches if b.label in by_label]
+        lag = set(analysis.laggards)
+        waited = [c for c in sides if c.collective is None]
+        if not waited and lag:
+            waited = [c for c in sides if lag.issuperset(c.ranks)]
+        if not waited and len(sides) >= 2:
+            waited = sides[1:]
+        waiting = [c for c in sides if c not in waited and c.collective]
+        for left in waiting:
+            for right in waited:
+                edges.append(
+                    WaitEdge(
+                        waiting=side_of(analysis, left, shared),
+                        collective=left.collective or "",
+                        waited=side_of(analysis, right, shared, waiting=bool(right.collective)),
+                    )
+                )
+    if analysis.verdict in (Verdict.ALL_STUCK, Verdict.COLLECTIVE_DESYNC) and not edges:
+        gone, sources = gone_ranks(analysis)
+        absent = sorted(set(analysis.missing_ranks) | set(gone))
+        if absent:
+            state = "gone" if gone else "missing"
+            for left in (c for c in classes if c.collective):
+                edges.append(
+                    WaitEdge(
+                        waiting=side_of(analysis, left, None),
+                        collective=left.collective or "",
+                        waited=_ranks_side(
+                            absent,
+                            (),
+                            unit,
+                            state,
+                            evidence=sources[0] if sources else "",
+                            doing=f", {state}",
+                            brief=f", {state}",
+                        ),
+                    )
+                )
+    return tuple(edges)
+
+
+# --- The Flight Recorder's first mismatch, when it has one, decides the summary.
