@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from reporter.analysis.ranks import format_ranks
 from reporter.analysis.result import Analysis, RankProcess
 from reporter.model import (
     METRIC_KINDS,
@@ -168,11 +169,65 @@ def raw_paths(bundle: Bundle) -> tuple[str, ...]:
     )
 
 
+def _picture(process: RankProcess) -> tuple[object, ...]:
+    """The distinct stacks of a process, in order: equal for ranks that show the same thing."""
+    return tuple(dict.fromkeys(_key(d) for d in process.snapshots))
+
+
+def _who(process: RankProcess) -> str:
+    ident = process.identity
+    return f"rank {ident.rank}" if ident.rank is not None else (ident.role or "process")
+
+
+def same_as_block(first: RankProcess, alike: Sequence[RankProcess]) -> Block:
+    """Processes whose stacks equal `first`'s (shown above): one line each, naming their files.
+
+    Ranks of one class usually differ only in PIDs, thread ids, addresses and locals'
+    reprs; drawing each again hides the one rank that differs among eight that do not.
+    """
+    lines = [
+        f"The same threads, functions and lines as {_who(first)} (PID {first.identity.pid}) "
+        "above; thread ids, addresses and locals differ and are in the files:"
+    ]
+    for process in alike:
+        files = ", ".join(dict.fromkeys(str(d.source) for d in process.snapshots))
+        lines.append(f"{_heading(process)}: {files}")
+    ranks = [p.identity.rank for p in alike if p.identity.rank is not None]
+    if len(ranks) == len(alike):
+        who = f"rank{'s' if len(ranks) > 1 else ''} {format_ranks(ranks)}"
+    else:
+        who = ", ".join(_who(p) for p in alike)
+    title = f"{who}: the same stacks as {_who(first)}"
+    return Block(title=title, text="\n".join(lines))
+
+
+def process_blocks(processes: Sequence[RankProcess]) -> list[Block]:
+    """A block per process, but processes with the same stacks as an earlier one share a block."""
+    firsts: dict[tuple[object, ...], RankProcess] = {}
+    alike: dict[tuple[object, ...], list[RankProcess]] = {}
+    order: list[tuple[str, tuple[object, ...]]] = []
+    for process in processes:
+        picture = _picture(process)
+        if picture in firsts:
+            if not alike.setdefault(picture, []):
+                order.append(("same", picture))
+            alike[picture].append(process)
+        else:
+            firsts[picture] = process
+            order.append(("first", picture))
+    return [
+        process_block(firsts[picture])
+        if kind == "first"
+        else same_as_block(firsts[picture], alike[picture])
+        for kind, picture in order
+    ]
+
+
 def blocks(
     bundle: Bundle, analysis: Analysis, raw: Mapping[str, str]
 ) -> tuple[tuple[Block, ...], tuple[IndexRow, ...]]:
     """The evidence blocks (processes, then raw files) and the index of every evidence file."""
-    out = [process_block(p) for p in (*analysis.processes, *analysis.others) if p.snapshots]
+    out = process_blocks([p for p in (*analysis.processes, *analysis.others) if p.snapshots])
     shown_in: dict[str, str] = {}
     for process in (*analysis.processes, *analysis.others):
         ident = process.identity

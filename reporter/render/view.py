@@ -174,9 +174,9 @@ def build_view(
     summarised = sum(1 for f in bundle.files if f.kind in SUMMARISED_KINDS)
     evidence_note = (
         "Every evidence file of the bundle and where this report shows it. Each process's "
-        "dumps appear once, as py-spy text (equal snapshots folded, `--json` and `--locals` "
-        "drawn as text, long files cut with the full file named); the bundle keeps every "
-        "file whole."
+        "dumps appear once, as py-spy text (equal snapshots folded, ranks with the same "
+        "stacks as one shown listed under it, `--json` and `--locals` drawn as text, long "
+        "files cut with the full file named); the bundle keeps every file whole."
     )
     if summarised:
         evidence_note += " Environment values are allowlisted in their section."

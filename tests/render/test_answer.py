@@ -316,3 +316,19 @@ def test_source_root_shows_the_code_on_both_sides_of_the_branch(
     # The code follows the per-class stacks, right after the verdict.
     assert text.index("## Stacks by class") < text.index("## Code at the branch point")
     assert text.index("## Code at the branch point") < text.index("## Ranks and classes")
+
+
+def test_ranks_with_the_same_stacks_share_one_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eight ranks in two classes: two full dumps at most per class, the rest one line each."""
+    monkeypatch.chdir(ROOT)
+    bundle, analysis = app.load_and_analyze([Path("fixtures/bundles/tp8_desync")], app.Options())
+    text = app.render_draft(bundle, analysis, now=NOW)
+    evidence = text[text.index("## Evidence") :]
+    assert "<summary>ranks [1-5]: the same stacks as rank 0</summary>" in evidence
+    # Ranks 1-5 are named with their PID and every file, but not drawn again.
+    for rank in range(1, 6):
+        assert f"(rank {rank}, sglang::scheduler_TP{rank})" in evidence
+        assert f"locals/rank{rank}.txt:1" in evidence
+        assert f"<summary>rank {rank}, PID" not in evidence
+    assert evidence.count("all_reduce (torch/distributed/distributed_c10d.py:") == 1
+    assert len(text.encode("utf-8")) < 30 * 1024
