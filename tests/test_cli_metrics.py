@@ -5,8 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
+from reporter.analysis import wedge as wedge_module
 from reporter.cli import cli
 from reporter.render import preview, regions
 
@@ -46,3 +48,34 @@ def test_stack_only_bundle_writes_no_svg(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert not list(tmp_path.glob("*.svg"))
     assert "## Metrics and the wedge" not in out.read_text(encoding="utf-8")
+
+
+def test_draft_builds_the_charts_once_and_draws_the_svg_from_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reporter.render import charts, svg
+
+    built: list[int] = []
+    real_build = charts.build
+
+    def counting_build(wedge: wedge_module.WedgeReport | None) -> tuple[charts.Chart, ...]:
+        found = real_build(wedge)
+        built.append(len(found))
+        return found
+
+    def no_parsing(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the SVG file must not be drawn by re-reading Mermaid text")
+
+    monkeypatch.setattr(charts, "build", counting_build)
+    monkeypatch.setattr(svg, "parse_xychart", no_parsing)
+    bundle = ROOT / "fixtures" / "bundles" / "wedge_metrics"
+    out = tmp_path / "wedge.md"
+    result = runner.invoke(cli, ["draft", str(bundle), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert len(built) == 1 and built[0] > 0
+    drawn = (tmp_path / "wedge.metrics.svg").read_text(encoding="utf-8")
+    assert (
+        drawn.count("<polyline")
+        == built[0]
+        == out.read_text(encoding="utf-8").count("xychart-beta")
+    )

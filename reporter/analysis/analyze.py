@@ -375,13 +375,14 @@ def _analyze(
             level = _LEVELS[min(len(notes), len(_LEVELS) - 1)]
 
     processes = tuple(p for part in parts for p in part.processes)
+    clients_text = surroundings.clients_sentence(clients, wedge)
     analysis = Analysis(
         verdict=main.finding.verdict,
         confidence=level,
         confidence_notes=notes,
         summary=text
         + _wedge_sentence(wedge, bundle)
-        + surroundings.clients_sentence(clients, wedge),
+        + (f" {clients_text}" if clients_text else ""),
         snapshots=max((p.snapshots for p in parts), default=0),
         rank_unit=rank_map.unit,
         processes=processes,
@@ -400,6 +401,7 @@ def _analyze(
         wedge=wedge,
         timeline=build_timeline(bundle, wedge, surroundings.clients_events(clients)),
         goroutines=clients,
+        clients_sentence=clients_text,
         waits_for=tuple(e for part in parts for e in part.edges),
         instances=verdicts,
     )

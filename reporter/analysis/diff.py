@@ -132,7 +132,11 @@ class DiffRules:
 
 
 def parse_rules(text: str, *, source: str = "diff.toml") -> DiffRules:
-    """Compile a diff.toml; a malformed entry raises `ReporterError` naming it."""
+    """Compile a diff.toml; a malformed entry raises `ReporterError` naming it.
+
+    Types, required keys and unknown keys are checked by the declared shape
+    (`reporter.rules.SHAPES`); what a shape cannot say is checked here.
+    """
     data = data_files.parse(text, data_files.SHAPES["diff.toml"], source=source)
     kind_scores = {kind: _int(data.get("kind", {}), kind.value, source) for kind in ChangeKind}
     status_scores = {
@@ -143,8 +147,6 @@ def parse_rules(text: str, *, source: str = "diff.toml") -> DiffRules:
     for section in ("rule", "value_rule"):
         for index, entry in enumerate(data.get(section, [])):
             where = f"{source}: [[{section}]] #{index + 1}"
-            if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
-                raise ReporterError(f"{where}: needs a string `id`")
             rule_id = entry["id"]
             if rule_id in seen:
                 raise ReporterError(f"{where}: duplicate id {rule_id!r}")
@@ -157,16 +159,10 @@ def parse_rules(text: str, *, source: str = "diff.toml") -> DiffRules:
             if section == "rule" and not keys:
                 raise ReporterError(f"{where} ({rule_id}): needs `keys`")
             pattern_text = entry.get("pattern")
-            if section == "value_rule" and not isinstance(pattern_text, str):
-                raise ReporterError(f"{where} ({rule_id}): needs a `pattern`")
             try:
-                pattern = re.compile(pattern_text) if isinstance(pattern_text, str) else None
+                pattern = re.compile(pattern_text) if pattern_text is not None else None
             except re.error as err:
                 raise ReporterError(f"{where} ({rule_id}): bad pattern: {err}") from err
-            weight = entry.get("weight")
-            why = entry.get("why")
-            if not isinstance(weight, int) or not isinstance(why, str):
-                raise ReporterError(f"{where} ({rule_id}): needs an integer `weight` and a `why`")
             glob = "|".join(fnmatch.translate(k) for k in keys) if keys else None
             rules.append(
                 Rule(
@@ -175,8 +171,8 @@ def parse_rules(text: str, *, source: str = "diff.toml") -> DiffRules:
                     keys=re.compile(glob) if glob else None,
                     keys_nocase=re.compile(glob, re.IGNORECASE) if glob else None,
                     pattern=pattern,
-                    weight=weight,
-                    why=why,
+                    weight=entry["weight"],
+                    why=entry["why"],
                 )
             )
     return DiffRules(kind_scores=kind_scores, status_scores=status_scores, rules=tuple(rules))

@@ -311,6 +311,9 @@ class Analysis:
     """Code at the branch point and the class frames, with permalinks; None when nothing to show."""
     goroutines: GoroutineAnalysis | None = None
     """Go client goroutine buckets; None when the bundle has no goroutine dump."""
+    clients_sentence: str = ""
+    """The one sentence about waiting Go clients (`Clients: 34 goroutines waiting for ...`), said
+    at the end of `summary`, in the report's clients section and in upstream drafts; "" without."""
     waits_for: tuple[WaitsFor, ...] = ()
     """Who waits for whom in each group where ranks hold a collective others are not in."""
     instances: tuple[InstanceVerdict, ...] = ()

@@ -43,14 +43,16 @@ def clients_events(goroutines: GoroutineAnalysis | None) -> tuple[TimelineEvent,
 
 
 def clients_sentence(goroutines: GoroutineAnalysis | None, wedge: WedgeReport | None) -> str:
-    """` Clients: ... waiting since at least 17:41 UTC; server wedge onset 17:40 UTC.` or ""."""
+    """`Clients: ... waiting since at least 17:41 UTC; server wedge onset 17:40 UTC.` or "".
+
+    Computed once per analysis (`Analysis.clients_sentence`); every output reads it there.
+    """
     if goroutines is None:
         return ""
     from reporter.analysis.goroutines import clients_line
 
     onset = wedge.episode.onset if wedge is not None and wedge.episode is not None else None
-    line = clients_line(goroutines, onset)
-    return f" {line}" if line else ""
+    return clients_line(goroutines, onset)
 
 
 def _may_have_code(bundle: Bundle, sources: SourceReader | None) -> bool:

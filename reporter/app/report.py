@@ -25,9 +25,11 @@ if TYPE_CHECKING:
     from reporter.analysis.diff import EnvDiff
     from reporter.guess import Suggestion
     from reporter.render.answer import SeenReport
+    from reporter.render.charts import Chart
     from reporter.render.lint import Finding
     from reporter.render.regions import MergeResult
     from reporter.render.status import ReportStatus
+    from reporter.render.view import ReportView
     from reporter.sources import SourceRoots
 
 
@@ -230,21 +232,37 @@ def render_draft(
     beside the default report path); `seen` are earlier reports of the same or a
     similar hang (`seen_before`). Secret-shaped values are masked (`mask_secrets`).
     """
+    return _report_text(_draft_view(bundle, analysis, now=now, chart_file=chart_file, seen=seen))
+
+
+def _draft_view(
+    bundle: Bundle,
+    analysis: Analysis,
+    *,
+    now: datetime,
+    chart_file: str | None,
+    seen: Sequence[SeenReport],
+) -> ReportView:
     # Imported here: Jinja costs `report analyze` start-up time it never uses.
-    from reporter.render import answer, regions
-    from reporter.render.mask import mask_secrets
-    from reporter.render.render import render_report
+    from reporter.render import answer
     from reporter.render.view import build_view
 
     if chart_file is None:
         chart_file = chart_path(default_report_path(bundle, analysis, now=now)).name
-    view = build_view(
+    return build_view(
         bundle,
         analysis,
         raw=_raw_texts(bundle),
         chart_file=chart_file,
         answer=answer.build(bundle, analysis, seen=seen),
     )
+
+
+def _report_text(view: ReportView) -> str:
+    from reporter.render import regions
+    from reporter.render.mask import mask_secrets
+    from reporter.render.render import render_report
+
     return regions.seal(mask_secrets(render_report(view))[0])
 
 
@@ -292,11 +310,10 @@ def chart_path(report: Path) -> Path:
     return report.with_name(f"{report.stem}.metrics.svg")
 
 
-def render_charts_svg(bundle: Bundle, analysis: Analysis) -> str | None:
-    """The metrics charts as one SVG document, or None when there is nothing to chart."""
+def render_charts_svg(bundle: Bundle, analysis: Analysis, built: Sequence[Chart]) -> str | None:
+    """The charts `built` for the report as one SVG document, or None when there are none."""
     from reporter.render import charts
 
-    built = charts.build(analysis.wedge)
     if not built:
         return None
     title = bundle.manifest.title or f"Metrics: {analysis.verdict.value}"
@@ -333,10 +350,10 @@ def draft(
     seen = seen_before(bundle, analysis, reports, exclude=target)
     # Evidence quoted in the report (raw dumps, log lines, locals) is masked like every
     # other output: the local report is shared too (reporter.secrets).
-    text = mask_text(
-        render_draft(bundle, analysis, now=moment, chart_file=chart_path(target).name, seen=seen)
-    )
-    svg = render_charts_svg(bundle, analysis)
+    view = _draft_view(bundle, analysis, now=moment, chart_file=chart_path(target).name, seen=seen)
+    text = mask_text(_report_text(view))
+    # The SVG is drawn from the charts the report's Mermaid blocks were made from.
+    svg = render_charts_svg(bundle, analysis, view.metrics.drawn if view.metrics else ())
     charts = chart_path(target) if svg is not None else None
     # Read, merge and write under the folder's lock: two drafts of one report serialise.
     with locked(target):

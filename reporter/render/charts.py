@@ -14,9 +14,10 @@ to at most `MAX_POINTS` points by averaging equal slices of time, e.g.::
         line [0, 543.68, 749.71, ...]
 
 The wedge window is said once (`window_text`) and drawn on every chart as bars at
-the chart's top over the wedge samples. The SVG is drawn by
-`reporter.render.svg` from the same Mermaid text (one line-chart drawer for the
-report preview and this file), charts stacked in one document.
+the chart's top over the wedge samples. A `Chart` is data (labels, figures, bars);
+its Mermaid text (`Chart.mermaid`) and its SVG drawing (`reporter.render.svg`, the
+line-chart drawer the report preview uses too) are both made from that data, so
+nothing re-reads generated Mermaid. `svg_document` stacks the drawings in one file.
 """
 
 from __future__ import annotations
@@ -38,15 +39,78 @@ _CHART_W, _CHART_H, _CAPTION_H, _TITLE_H = 760, 380, 46, 40
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Chart:
-    """One signal's chart: its Mermaid source, the caption under it, and what it shows."""
+    """One wedge signal's chart as data: time labels, the values (downsampled), the
+    wedge-window bars, and the caption under it (its role and how many samples it shows)."""
 
-    signal: str
-    role: str
-    title: str
-    mermaid: str
+    source: Signal
+    labels: tuple[str, ...]
+    values: tuple[float, ...]
+    band: tuple[float, ...]
+    """Bar values marking the wedge window (the chart's top inside it, 0 outside); () without."""
     caption: str
-    points: int
-    original_points: int
+
+    @property
+    def signal(self) -> str:
+        """The metric name charted."""
+        return self.source.name
+
+    @property
+    def title(self) -> str:
+        """`rate of <name>` for a counter, else the name."""
+        return _title(self.source)
+
+    @property
+    def unit(self) -> str:
+        """The y-axis unit: `per second`, `tokens/s`, `ratio`, `requests`, `tokens`, `value`."""
+        return _unit(self.source)
+
+    @property
+    def points(self) -> int:
+        """How many points the chart draws (at most `MAX_POINTS`)."""
+        return len(self.values)
+
+    @property
+    def heading(self) -> str:
+        """The title drawn above the chart, with its unit."""
+        return f"{_quote(self.title)} ({self.unit})"
+
+    @property
+    def mermaid(self) -> str:
+        """The chart as a Mermaid `xychart-beta` block (without the fence)."""
+        labels = ", ".join(f'"{label}"' for label in self.labels)
+        rows = [
+            "xychart-beta",
+            f'    title "{self.heading}"',
+            f'    x-axis "UTC" [{labels}]',
+            f'    y-axis "{self.unit}"',
+        ]
+        if self.band:
+            # Bars first, so the line is drawn over the shaded wedge window.
+            rows.append(f"    bar [{', '.join(_figure(v) for v in self.band)}]")
+        rows.append(f"    line [{', '.join(_figure(v) for v in self.values)}]")
+        return "\n".join(rows)
+
+    def drawing(self) -> str | None:
+        """The chart as SVG, the same figures the Mermaid text shows; None without values."""
+        if not self.values:
+            return None
+        series = [("bar", "", [float(_figure(v)) for v in self.band])] if self.band else []
+        series.append(("line", "", [float(_figure(v)) for v in self.values]))
+        return svg.draw_xychart(
+            svg.XYChart(
+                title=self.heading,
+                x_title="UTC",
+                y_title=self.unit,
+                categories=list(self.labels),
+                series=series,
+            )
+        )
+
+
+def _figure(value: float) -> str:
+    """A chart value as written in the Mermaid text and drawn in the SVG: 4 decimals at most,
+    4 significant digits (`reporter.text.number`)."""
+    return number(round(value, 4))
 
 
 def choose(wedge: WedgeReport) -> tuple[Signal, ...]:
@@ -74,6 +138,10 @@ def downsample(points: Sequence[Point], limit: int = MAX_POINTS) -> list[tuple[d
         (group[0].at, statistics.fmean(p.value for p in group))
         for _, group in sorted(buckets.items())
     ]
+
+
+def _title(signal: Signal) -> str:
+    return f"rate of {signal.name}" if signal.rate else signal.name
 
 
 def _unit(signal: Signal) -> str:
@@ -148,22 +216,7 @@ def build(wedge: WedgeReport | None) -> tuple[Chart, ...]:
         span = (
             (signal.points[-1].at - signal.points[0].at).total_seconds() if signal.points else 0.0
         )
-        unit = _unit(signal)
-        title = f"rate of {signal.name}" if signal.rate else signal.name
-        labels = ", ".join(f'"{_label(at, span)}"' for at, _ in pairs)
-        values = ", ".join(number(round(v, 4)) for _, v in pairs)
-        rows = [
-            "xychart-beta",
-            f'    title "{_quote(title)} ({unit})"',
-            f'    x-axis "UTC" [{labels}]',
-            f'    y-axis "{unit}"',
-        ]
         band = _wedge_band(wedge, pairs)
-        if band:
-            # Bars first, so the line is drawn over the shaded wedge window.
-            rows.append(f"    bar [{', '.join(number(v) for v in band)}]")
-        rows.append(f"    line [{values}]")
-        source = "\n".join(rows)
         shown = (
             f"{len(pairs)} means of {len(signal.points)} samples"
             if len(pairs) < len(signal.points)
@@ -174,16 +227,13 @@ def build(wedge: WedgeReport | None) -> tuple[Chart, ...]:
             role += ", not deciding"
         series = f", sum of {signal.series} series" if signal.series > 1 else ""
         marked = "; bars mark the wedge window" if band else ""
-        caption = f"{title}: {role}{series}; {shown}{marked}."
         charts.append(
             Chart(
-                signal=signal.name,
-                role=signal.role.value,
-                title=title,
-                mermaid=source,
-                caption=caption,
-                points=len(pairs),
-                original_points=len(signal.points),
+                source=signal,
+                labels=tuple(_label(at, span) for at, _ in pairs),
+                values=tuple(v for _, v in pairs),
+                band=tuple(band),
+                caption=f"{_title(signal)}: {role}{series}; {shown}{marked}.",
             )
         )
     return tuple(charts)
@@ -207,8 +257,8 @@ def svg_document(charts: Sequence[Chart], *, title: str, window: str = "") -> st
             f'font-family="sans-serif" fill="#333">{svg.esc(window)}</text>'
         )
     for chart in charts:
-        drawing = svg.draw(chart.mermaid, uid=f"c{y}")
-        if drawing is None:  # pragma: no cover - our own Mermaid text always draws
+        drawing = chart.drawing()
+        if drawing is None:  # pragma: no cover - every chosen signal has points
             continue
         out.append(f'<g transform="translate(0 {y})">{drawing}</g>')
         for index, line in enumerate(wrap(chart.caption, 118)[:3]):

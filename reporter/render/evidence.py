@@ -36,6 +36,7 @@ from reporter.model import (
     ThreadStack,
 )
 from reporter.render.parts import Block
+from reporter.text import version_key
 
 # Lines of one process's rendered dumps; the bundle keeps the whole files.
 MAX_DUMP_LINES = 60
@@ -113,7 +114,9 @@ def _heading(process: RankProcess) -> str:
     who = f"rank {ident.rank}" if ident.rank is not None else (ident.role or "process")
     pid = f"PID {ident.pid}" if ident.pid is not None else "PID ?"
     title = f", {ident.title}" if ident.title else ""
-    versions = sorted({d.python_version for d in process.snapshots if d.python_version})
+    versions = sorted(
+        {d.python_version for d in process.snapshots if d.python_version}, key=version_key
+    )
     python = f", Python {versions[-1]}" if versions else ""
     return f"{pid} ({who}{title}){python}"
 

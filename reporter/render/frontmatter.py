@@ -34,6 +34,7 @@ REPORT_KINDS = ("incident-report", "upstream-draft")
 INCIDENT_REPORT = "incident-report"
 UPSTREAM_DRAFT = "upstream-draft"
 _LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
+_DATE = re.compile(r"(\d{4}-\d{2}-\d{2})")
 
 
 class Status(StrEnum):
@@ -74,6 +75,13 @@ class FrontMatter:
         """The `status` value as written ("" when absent)."""
         value = self.data.get("status") if self.data else None
         return "" if value is None else str(value)
+
+    def date(self, path: str) -> str:
+        """The report's day: from its file name (`2026-07-12-...md`), else `incident_start`;
+        "" when neither has one."""
+        start = self.data.get("incident_start") if self.data else None
+        found = _DATE.search(path.rsplit("/", 1)[-1]) or _DATE.search(str(start or ""))
+        return found.group(1) if found else ""
 
 
 def lines_of(text: str) -> list[str]:

@@ -252,10 +252,7 @@ def evidence_view(
     )
     clients: Text = ""
     if analysis.goroutines:
-        from reporter.analysis.surroundings import clients_sentence
-
-        sentence = clients_sentence(analysis.goroutines, analysis.wedge).strip()
-        clients = later(policy.prose, ev("clients", sentence))
+        clients = later(policy.prose, ev("clients", analysis.clients_sentence))
     if link_related:
         related_intro = "Found by reporter's duplicate search of the upstream issues:"
     else:

@@ -9,8 +9,10 @@ Input: the report's Markdown text. Output: one HTML document with embedded CSS:
   other Mermaid kinds stay as code.
 
 Raw HTML in the Markdown passes only through an allow-list (`details`, `summary`,
-`br`, a few inline tags); everything else is shown as text, comments are dropped, and
-a Content-Security-Policy forbids scripts in case anything slipped through.
+`br`, a few inline tags, rebuilt from their names without attributes); everything else
+is shown as text, comments are dropped, and a Content-Security-Policy forbids scripts in
+case anything slipped through. Tags are found with markdown-it's own CommonMark grammar
+for raw HTML (the one that decided the text is HTML), in time linear in the text.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from markdown_it import MarkdownIt
+from markdown_it.common import html_re
 from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
@@ -33,10 +36,26 @@ ALLOWED_TAGS = frozenset(
     {"details", "summary", "br", "b", "i", "em", "strong", "code", "kbd", "sub", "sup", "s",
      "del", "ins", "mark", "small", "p", "hr", "span", "div", "input"}
 )  # fmt: skip
-_HTML_PIECE = re.compile(
-    r"(?P<comment><!--.*?-->)|(?P<tag></?(?P<name>[A-Za-z][A-Za-z0-9-]*)(?P<attrs>(?:[^>\"']|\"[^\"]*\"|'[^']*')*)>)",
-    re.S,
+# markdown-it's CommonMark grammar for one piece of raw HTML, joined here without the
+# leading `^` markdown-it-py 3 puts on its own compiled HTML_TAG_RE (it anchors to the
+# start of the string, not to the position a match is tried at).
+_HTML_TAG = re.compile(
+    "|".join(
+        (
+            html_re.open_tag,
+            html_re.close_tag,
+            html_re.comment,
+            html_re.processing,
+            html_re.declaration,
+            html_re.cdata,
+        )
+    )
 )
+_TAG_NAME = re.compile(r"</?([A-Za-z][A-Za-z0-9-]*)")
+# Raw-HTML pieces whose end may lie anywhere later in the text (comment, processing
+# instruction, CDATA, declaration): opener and closer. Where no closer follows, the
+# opener is text; checking that first keeps a long run of unclosed openers linear.
+_OPEN_ENDED = (("<!--", "-->"), ("<?", "?>"), ("<![CDATA[", "]]>"), ("<!", ">"))
 _ENTITY = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#\d{1,7}|#[xX][0-9A-Fa-f]{1,6});")
 
 CSS = """
@@ -88,28 +107,47 @@ def sanitize(fragment: str) -> str:
     """Keep allow-listed tags without their attributes (but `<details open>` and a disabled
     checkbox for `<input>`); escape every other tag; drop comments."""
     out: list[str] = []
+    last = {closer: fragment.rfind(closer) for _opener, closer in _OPEN_ENDED}
     pos = 0
-    for match in _HTML_PIECE.finditer(fragment):
-        out.append(_escape_text(fragment[pos : match.start()]))
-        pos = match.end()
-        if match.group("comment"):
+    start = fragment.find("<")
+    while start >= 0:
+        unclosed = any(
+            fragment.startswith(opener, start) and last[closer] < start + len(opener)
+            for opener, closer in _OPEN_ENDED
+        )
+        match = None if unclosed else _HTML_TAG.match(fragment, start)
+        if match is None:
+            start = fragment.find("<", start + 1)
             continue
-        name = match.group("name").lower()
-        closing = match.group("tag").startswith("</")
-        if name not in ALLOWED_TAGS:
-            out.append(html.escape(match.group("tag"), quote=False))
-        elif closing:
-            out.append(f"</{name}>")
-        elif name == "details" and re.search(r"(?:^|\s)open(?:\s|=|$)", match.group("attrs")):
-            out.append("<details open>")
-        elif name == "input":
-            # Task-list checkboxes (the tasklists plugin writes them as inline HTML).
-            checked = " checked" if re.search(r"\bchecked\b", match.group("attrs")) else ""
-            out.append(f'<input type="checkbox" disabled{checked}>')
-        else:
-            out.append(f"<{name}>")
+        out.append(_escape_text(fragment[pos:start]))
+        out.append(_allowed(match.group(0)))
+        pos = match.end()
+        start = fragment.find("<", pos)
     out.append(_escape_text(fragment[pos:]))
     return "".join(out)
+
+
+def _allowed(piece: str) -> str:
+    """One raw-HTML piece: an allow-listed tag rebuilt from its name, a comment dropped, the
+    rest (other tags, declarations, processing instructions) escaped as text."""
+    if piece.startswith("<!--"):
+        return ""
+    tag = _TAG_NAME.match(piece)
+    if tag is None:
+        return _escape_text(piece)
+    name = tag.group(1).lower()
+    if name not in ALLOWED_TAGS:
+        return html.escape(piece, quote=False)
+    attrs = piece[tag.end() : -1]
+    if piece.startswith("</"):
+        return f"</{name}>"
+    if name == "details" and re.search(r"(?:^|\s)open(?:\s|=|$)", attrs):
+        return "<details open>"
+    if name == "input":
+        # Task-list checkboxes (the tasklists plugin writes them as inline HTML).
+        checked = " checked" if re.search(r"\bchecked\b", attrs) else ""
+        return f'<input type="checkbox" disabled{checked}>'
+    return f"<{name}>"
 
 
 def _escape_text(text: str) -> str:

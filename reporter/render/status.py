@@ -9,14 +9,11 @@ is not a report. `table` lays rows out for a terminal::
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from reporter.render import frontmatter, lint, preview
-
-_DATE = re.compile(r"(\d{4}-\d{2}-\d{2})")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,9 +60,6 @@ def summarize(text: str, *, path: str) -> ReportStatus | None:
     owner_names = tuple(str(o) for o in owners) if isinstance(owners, list) else ()
     tokens = lint.parser().parse(text)
     upstream = data.get("upstream_issue")
-    dated = _DATE.search(path.rsplit("/", 1)[-1]) or _DATE.search(
-        str(data.get("incident_start") or "")
-    )
     return ReportStatus(
         path=path,
         kind=front.kind,
@@ -75,7 +69,7 @@ def summarize(text: str, *, path: str) -> ReportStatus | None:
         signature=str(data.get("signature") or ""),
         todos=len(lint.placeholders(text, tokens)),
         upstream_issue=str(upstream) if upstream else "",
-        date=dated.group(1) if dated else "",
+        date=front.date(path),
     )
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from reporter import __version__
 from reporter.analysis import Analysis
@@ -40,6 +41,9 @@ from reporter.render.parts import Block, located
 from reporter.render.policy import LOCAL, final
 from reporter.text import plural, version_key
 from reporter.times import clock
+
+if TYPE_CHECKING:
+    from reporter.render.charts import Chart
 
 # Above this many processes the report embeds one dump per class, not one per process.
 MAX_EMBEDDED_DUMPS = 32
@@ -234,7 +238,7 @@ def build_view(
         runtime_environment=envview.runtime_environment(analysis.environment),
         changes=envview.changes(analysis.diff),
         code=envview.code_section(analysis.excerpts),
-        clients=envview.clients(analysis.goroutines, _clients_headline(analysis)),
+        clients=envview.clients(analysis.goroutines, analysis.clients_sentence),
         summary_block=summary_view(ans, analysis),
         class_stacks=class_stacks(analysis),
         evidence_index=tuple(
@@ -352,6 +356,8 @@ class MetricsView:
     window: str
     """The wedge window, said once above the charts (the charts draw it as bars)."""
     charts: tuple[ChartView, ...]
+    drawn: tuple[Chart, ...]
+    """The chart data the blocks above and the SVG file beside the report are both made from."""
     svg_note: str
     signals: tuple[parts.SignalRow, ...]
     steps: tuple[str, ...]
@@ -395,6 +401,7 @@ def metrics_view(analysis: Analysis, *, chart_file: str = "") -> MetricsView | N
             ChartView(block=md.fence(c.mermaid, "mermaid"), caption=LOCAL.prose(c.caption))
             for c in built
         ),
+        drawn=built,
         svg_note=svg_note,
         signals=tuple(parts.signal_row(s) for s in wedge.signals),
         steps=tuple(f"{LOCAL.prose(s.text)} ({md.code(str(s.source))})" for s in wedge.steps),
@@ -435,13 +442,6 @@ def timeline_note(events: Sequence[TimelineEvent]) -> str:
             "`report analyze --json` lists them all."
         )
     return note
-
-
-def _clients_headline(analysis: Analysis) -> str:
-    """The sentence about waiting clients (also in the verdict), for the clients section."""
-    from reporter.analysis.surroundings import clients_sentence
-
-    return clients_sentence(analysis.goroutines, analysis.wedge).strip()
 
 
 def _default_title(analysis: Analysis) -> str:

@@ -122,3 +122,18 @@ def test_json_is_plain_data() -> None:
 def test_bad_rules(text: str, message: str) -> None:
     with pytest.raises(ReporterError, match=message):
         parse_rules(text)
+
+
+def test_the_clients_sentence_is_computed_once_and_read_by_every_output(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from reporter import app
+
+    monkeypatch.chdir(ROOT)
+    bundle, analysis = app.load_and_analyze([Path("fixtures/bundles/full_incident")], app.Options())
+    sentence = analysis.clients_sentence
+    assert sentence.startswith("Clients: ") and sentence.endswith(".")
+    assert analysis.summary.endswith(f" {sentence}")
+    report = app.render_draft(bundle, analysis, now=CAPTURED)
+    # Once in the verdict, once heading the clients section.
+    assert report.count(sentence.removeprefix("Clients: ")) == 2

@@ -110,3 +110,12 @@ def test_svg_document_is_wellformed_and_names_the_window() -> None:
     assert text.count("<polyline") == len(built)
     assert "Wedge &lt;&quot;test&quot;&gt;" in text
     assert "Wedge window: 14:40:50.000 UTC" in text
+
+
+def test_svg_is_drawn_from_the_chart_data_as_the_mermaid_text_shows_it() -> None:
+    # The SVG file no longer re-reads the Mermaid text; both come from the same data and
+    # must still agree with what the preview draws from the report's Mermaid block.
+    for chart in charts.build(_report()):
+        drawing = chart.drawing()
+        assert drawing is not None and drawing == svg.draw(chart.mermaid)
+        assert chart.labels[0] in drawing and chart.heading in chart.mermaid
