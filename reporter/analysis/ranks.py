@@ -39,6 +39,7 @@ from pathlib import PurePosixPath
 from reporter.analysis.instances import ProcessFacts, process_facts, signals, unit_pids
 from reporter.analysis.result import FailedRank
 from reporter.errors import UsageError
+from reporter.evidence.pyspy import failure_state as read_failure_state
 from reporter.model import Bundle, FailedDump, ProcessDump, RankHint, RankSource, ThreadStack
 
 # -- compact rank sets ---------------------------------------------------------------------------
@@ -1025,33 +1026,9 @@ def _rank_of_title(title: str | None, ranks: list[RankedProcess]) -> int | None:
     return rank
 
 
-# py-spy's and the watchdogs' words for a process that no longer exists.
-_GONE = re.compile(
-    r"no such file or directory|no such process|os error 2\b|os error 3\b|"
-    r"check that the process is running|process .*(?:exited|is not running|not found)|"
-    r"failed to get process executable name",
-    re.IGNORECASE,
-)
-_REFUSED = re.compile(
-    r"permission denied|operation not permitted|os error 1\b|os error 13\b|ptrace", re.IGNORECASE
-)
-_TIMEOUT = re.compile(r"timed? ?out|timeout", re.IGNORECASE)
-
-
 def failure_state(failure: FailedDump) -> str:
     """`gone`, `refused`, `timeout` or `error` for a failed dump.
 
-    The parser's `FailedDump.state` wins unless it is the default `error`; then the reason
-    and detail are read: "No such file or directory (os error 2)" means the process is gone."""
-    given = str(failure.state)
-    if given != "error":
-        # The parser's reading wins; "error" is also its default, so the reason is read again.
-        return given
-    text = f"{failure.reason}\n{failure.detail}"
-    if _GONE.search(text):
-        return "gone"
-    if _REFUSED.search(text):
-        return "refused"
-    if _TIMEOUT.search(text):
-        return "timeout"
-    return "error"
+    The evidence layer's one reading (`reporter.evidence.pyspy.failure_state`): the
+    parser's state, or the reason and detail read again when it left the default `error`."""
+    return str(read_failure_state(failure))

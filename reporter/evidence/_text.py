@@ -17,9 +17,11 @@ could not place into one warning per run instead of one per line.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Protocol
 
-from reporter.model import Location, ParseWarning
+from reporter.model import Frame, Location, ParseWarning
 
 # CSI sequences (colours, cursor moves) that terminals and `script` leave in captures.
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -151,6 +153,11 @@ def _to_datetime(match: re.Match[str]) -> datetime | None:
         return None
 
 
+def warning_at(source: str, line: int, message: str) -> ParseWarning:
+    """A parser's warning at 1-based `line` of `source` (0: about the file as a whole)."""
+    return ParseWarning(source=Location(path=source, line=line), message=message)
+
+
 class Unrecognised:
     """Collects lines a parser could not place; one warning per run of adjacent lines."""
 
@@ -187,14 +194,71 @@ class Unrecognised:
                 f"{self._count} lines (to line {self._last}) not understood as "
                 f"{self._what}, starting {excerpt(self._sample)}"
             )
-        self.warnings.append(
-            ParseWarning(source=Location(path=self._source, line=self._first), message=message)
-        )
+        self.warnings.append(warning_at(self._source, self._first, message))
         self._count = 0
 
     def warn(self, number: int, message: str) -> None:
         """Add a warning of its own at line `number`, keeping file order with the runs."""
         self.flush()
-        self.warnings.append(
-            ParseWarning(source=Location(path=self._source, line=number), message=message)
-        )
+        self.warnings.append(warning_at(self._source, number, message))
+
+
+class LineParser(Protocol):
+    """A dump parser fed line by line, whose frame lines seen before can skip its dispatch."""
+
+    @property
+    def prefix(self) -> LinePrefix | None:
+        """The log prefix learned so far, stripped from every line after it."""
+
+    def feed(self, number: int, raw: str, line: str) -> None:
+        """Handle line `number`: `raw` as in the file, `line` without the known prefix."""
+
+    def frame_sink(self) -> Callable[[Frame], None] | None:
+        """Where a frame line goes without `feed` (the current thread's frames), or None."""
+
+
+def feed_lines(lines: list[str], parser: LineParser, cache: dict[str, Frame]) -> None:
+    """Feed `lines` to `parser`; a line found in `cache` goes straight to its frame sink.
+
+    The hot loop of the dump parsers: a bundle of thousands of ranks repeats the same
+    few hundred frame lines millions of times, so most lines are one dict lookup and
+    an append (tried on the line as written, then without the known prefix).
+    """
+    cache_get = cache.get
+    sink: Callable[[Frame], None] | None = None
+    for number, raw in enumerate(lines, 1):
+        if sink is not None:
+            frame = cache_get(raw)
+            if frame is not None:
+                sink(frame)
+                continue
+        line = raw
+        prefix = parser.prefix
+        if prefix is not None:
+            stripped = prefix.strip(raw)
+            if stripped is not None:
+                line = stripped
+                frame = cache_get(line) if sink is not None else None
+                if sink is not None and frame is not None:
+                    sink(frame)
+                    continue
+        parser.feed(number, raw, line)
+        sink = parser.frame_sink()
+
+
+def reread(raw: str, line: str, anchor: re.Match[str] | None) -> tuple[LinePrefix | None, str]:
+    """A line no branch took, made ready for one more try.
+
+    `anchor` is where the tool's own text starts in `raw`; the text before it is a log
+    prefix to learn. Returns that new prefix (None: keep the old one) and the line to
+    try again without trailing blanks (pasted text, editors); it equals `line` when
+    there is nothing new to try.
+    """
+    retry = line
+    learned: LinePrefix | None = None
+    if anchor is not None and anchor.start() > 0:
+        candidate = LinePrefix(raw[: anchor.start()])
+        stripped = candidate.strip(raw)
+        if stripped is not None and stripped != line:
+            learned, retry = candidate, stripped
+    return learned, retry.rstrip()

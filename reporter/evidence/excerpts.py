@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from reporter.evidence._text import clean_lines, excerpt
+from reporter.evidence._text import clean_lines, excerpt, warning_at
 from reporter.model import CodeExcerpt, Location, ParseResult, ParseWarning
 
 MARKER = "reporter-excerpt: 1"
@@ -64,7 +64,9 @@ def parse(text: str, *, source: str) -> ParseResult:
             continue
         if current is None:
             if raw.strip():
-                warnings.append(_warn(source, number, f"text before `{MARKER}`: {excerpt(raw)}"))
+                warnings.append(
+                    warning_at(source, number, f"text before `{MARKER}`: {excerpt(raw)}")
+                )
             continue
         if current.in_body:
             current.body.append(raw)
@@ -77,7 +79,7 @@ def parse(text: str, *, source: str) -> ParseResult:
         key, sep, value = raw.partition(":")
         key = key.strip().lower()
         if not sep or key not in _KEYS:
-            warnings.append(_warn(source, number, f"unknown header line: {excerpt(raw)}"))
+            warnings.append(warning_at(source, number, f"unknown header line: {excerpt(raw)}"))
             continue
         # A trailing ` # comment` is allowed, except in the free-text note.
         value = (value if key == "note" else value.split(" #", 1)[0]).strip()
@@ -91,18 +93,16 @@ def parse(text: str, *, source: str) -> ParseResult:
     return ParseResult(excerpts=tuple(excerpts), warnings=tuple(warnings))
 
 
-def _warn(source: str, line: int, message: str) -> ParseWarning:
-    return ParseWarning(source=Location(path=source, line=line), message=message)
-
-
 def _build(block: _Block, source: str, warnings: list[ParseWarning]) -> CodeExcerpt | None:
     header = block.header
     if "path" not in header or not header["path"][0]:
-        warnings.append(_warn(source, block.start_line, "excerpt without `path:`; skipped"))
+        warnings.append(warning_at(source, block.start_line, "excerpt without `path:`; skipped"))
         return None
     if not block.in_body:
         warnings.append(
-            _warn(source, block.start_line, "excerpt without a `---` line before the code; skipped")
+            warning_at(
+                source, block.start_line, "excerpt without a `---` line before the code; skipped"
+            )
         )
         return None
     body = list(block.body)
@@ -114,15 +114,17 @@ def _build(block: _Block, source: str, warnings: list[ParseWarning]) -> CodeExce
         value, line = header["lines"]
         match = _RANGE_RE.match(value)
         if match is None:
-            warnings.append(_warn(source, line, f"`lines: {value}` is not N or N-M; starts at 1"))
+            warnings.append(
+                warning_at(source, line, f"`lines: {value}` is not N or N-M; starts at 1")
+            )
         else:
             start = int(match.group(1))
             end = int(match.group(2) or match.group(1))
             if end < start:
-                warnings.append(_warn(source, line, f"`lines: {value}` ends before it starts"))
+                warnings.append(warning_at(source, line, f"`lines: {value}` ends before it starts"))
             elif end - start + 1 != len(body):
                 warnings.append(
-                    _warn(
+                    warning_at(
                         source,
                         line,
                         f"`lines: {value}` names {end - start + 1} lines but {len(body)} follow; "
@@ -136,13 +138,15 @@ def _build(block: _Block, source: str, warnings: list[ParseWarning]) -> CodeExce
         for part in (p for p in value.split(",") if p.strip()):
             match = _RANGE_RE.match(part)
             if match is None:
-                warnings.append(_warn(source, line, f"highlight {part.strip()!r} is not N or N-M"))
+                warnings.append(
+                    warning_at(source, line, f"highlight {part.strip()!r} is not N or N-M")
+                )
                 continue
             low, high = int(match.group(1)), int(match.group(2) or match.group(1))
             outside = [n for n in range(low, high + 1) if not start <= n <= end_line]
             if outside:
                 warnings.append(
-                    _warn(
+                    warning_at(
                         source,
                         line,
                         f"highlight {part.strip()} lies outside lines {start}-{end_line}",
@@ -151,11 +155,11 @@ def _build(block: _Block, source: str, warnings: list[ParseWarning]) -> CodeExce
             highlight.extend(n for n in range(low, high + 1) if start <= n <= end_line)
     repo = header.get("repo", ("", 0))
     if repo[0] and not _REPO_RE.match(repo[0]):
-        warnings.append(_warn(source, repo[1], f"repo {repo[0]!r} is not owner/name; ignored"))
+        warnings.append(warning_at(source, repo[1], f"repo {repo[0]!r} is not owner/name; ignored"))
         repo = ("", 0)
     sha = header.get("sha256", ("", 0))
     if sha[0] and not _SHA_RE.match(sha[0]):
-        warnings.append(_warn(source, sha[1], "sha256 is not 64 hex digits; ignored"))
+        warnings.append(warning_at(source, sha[1], "sha256 is not 64 hex digits; ignored"))
         sha = ("", 0)
     return CodeExcerpt(
         path=header["path"][0].removeprefix("./"),

@@ -1,4 +1,4 @@
-"""Parse Python `faulthandler` dumps (formats.md section 2) into `ParseResult`s.
+"""Parse Python `faulthandler` dumps (docs/formats.md section 2) into `ParseResult`s.
 
 Input is the file's text and the name to cite; nothing here reads files. By example::
 
@@ -38,6 +38,8 @@ from reporter.evidence._text import (
     Unrecognised,
     clean_lines,
     excerpt,
+    feed_lines,
+    reread,
     stamp_and_label,
 )
 from reporter.gcpause import gc_paused
@@ -121,11 +123,11 @@ class _Parser:
         "_c_stack",
         "_dump",
         "_dumps",
-        "_prefix",
         "_retrying",
         "_source",
         "_thread",
         "_unknown",
+        "prefix",
     )
 
     def __init__(self, source: str) -> None:
@@ -133,32 +135,20 @@ class _Parser:
         self._dumps: list[_Dump] = []
         self._dump: _Dump | None = None
         self._thread: _Thread | None = None
-        self._prefix: LinePrefix | None = None
+        self.prefix: LinePrefix | None = None
         self._c_stack = False
         self._retrying = False
         self._unknown = Unrecognised(source, _WHAT)
 
     def run(self, lines: list[str]) -> None:
         """Feed every line; `result()` afterwards."""
-        cache_get = _FRAME_CACHE.get
-        # The current thread's frames.append: frame lines seen before skip the slow path.
-        sink: Callable[[Frame], None] | None = None
-        for number, raw in enumerate(lines, 1):
-            if sink is not None:
-                frame = cache_get(raw)
-                if frame is not None:
-                    sink(frame)
-                    continue
-            line = raw
-            prefix = self._prefix
-            if prefix is not None:
-                stripped = prefix.strip(raw)
-                if stripped is not None:
-                    line = stripped
-            self._line(number, raw, line)
-            thread = self._thread
-            sink = thread.frames.append if thread is not None and not self._c_stack else None
+        feed_lines(lines, self, _FRAME_CACHE)
         self._unknown.flush()
+
+    def frame_sink(self) -> Callable[[Frame], None] | None:
+        """The current thread's frames.append: frame lines seen before skip `feed`."""
+        thread = self._thread
+        return thread.frames.append if thread is not None and not self._c_stack else None
 
     def result(self) -> ParseResult:
         """The dumps and warnings gathered by `run`."""
@@ -169,7 +159,8 @@ class _Parser:
 
     # ------------------------------------------------------------ dispatch
 
-    def _line(self, number: int, raw: str, line: str) -> None:
+    def feed(self, number: int, raw: str, line: str) -> None:
+        """One line that is not a frame line seen before."""
         if self._c_stack:
             if line.startswith(" "):
                 return
@@ -216,20 +207,14 @@ class _Parser:
         if self._retrying:
             self._unknown.add(number, line)
             return
-        retry = line
-        anchor = _ANCHOR_RE.search(raw)
-        if anchor is not None and anchor.start() > 0:
-            prefix = LinePrefix(raw[: anchor.start()])
-            stripped = prefix.strip(raw)
-            if stripped is not None and stripped != line:
-                self._prefix = prefix
-                retry = stripped
-        retry = retry.rstrip()
+        learned, retry = reread(raw, line, _ANCHOR_RE.search(raw))
+        if learned is not None:
+            self.prefix = learned
         if retry == line:
             self._unknown.add(number, line)
             return
         self._retrying = True
-        self._line(number, raw, retry)
+        self.feed(number, raw, retry)
         self._retrying = False
 
     # ------------------------------------------------------------ structure
@@ -277,21 +262,23 @@ class _Parser:
             carried = dump is not None and dump.mixed and not dump.closed
             dump = self._new_dump(number, raw, line)
             dump.mixed = carried
-        thread = _Thread(tid=tid, is_current=is_current, line=number)
-        dump.threads.append(thread)
+        self._open_thread(dump, tid, is_current=is_current, number=number)
         dump.seen.add(tid)
-        dump.has_current = dump.has_current or is_current
-        self._thread = thread
 
     def _stack(self, number: int, raw: str, line: str) -> None:
         """`Stack (most recent call first):`: the current thread only, id not printed."""
         dump = self._dump
         if dump is None or dump.threads or dump.closed:
             dump = self._new_dump(number, raw, line)
-        thread = _Thread(tid=UNKNOWN_THREAD_ID, is_current=True, line=number)
+        self._open_thread(dump, UNKNOWN_THREAD_ID, is_current=True, number=number)
+
+    def _open_thread(self, dump: _Dump, tid: str, *, is_current: bool, number: int) -> _Thread:
+        """A new thread at the end of `dump`: frame lines go to it from now on."""
+        thread = _Thread(tid=tid, is_current=is_current, line=number)
         dump.threads.append(thread)
-        dump.has_current = True
+        dump.has_current = dump.has_current or is_current
         self._thread = thread
+        return thread
 
     def _mixed(self, dump: _Dump, number: int) -> None:
         if dump.mixed:
@@ -346,11 +333,8 @@ class _Parser:
         dump = self._dump
         if dump is None or dump.closed or dump.has_current:
             dump = self._new_dump(number, raw, line)
-        thread = _Thread(tid=UNKNOWN_THREAD_ID, is_current=False, line=number)
-        dump.threads.append(thread)
-        self._thread = thread
         self._unknown.warn(number, "frames without a thread header: one anonymous thread")
-        return thread
+        return self._open_thread(dump, UNKNOWN_THREAD_ID, is_current=False, number=number)
 
     def _glued(self, number: int, thread: _Thread, line: str, at: int) -> bool:
         """Two or more `File` frames on one line (a paste that lost newlines); False if not."""

@@ -39,8 +39,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from typing import Any
 
 from reporter.errors import EvidenceError
+from reporter.evidence._text import warning_at
 from reporter.model import (
     Frame,
     FrEntry,
@@ -146,9 +148,8 @@ def parse_json(text: str, *, source: str, rank: int | None = None) -> ParseResul
     except json.JSONDecodeError as exc:
         return ParseResult(
             warnings=(
-                ParseWarning(
-                    source=Location(path=source, line=exc.lineno),
-                    message=f"not valid JSON ({exc.msg}); Flight Recorder dump skipped",
+                warning_at(
+                    source, exc.lineno, f"not valid JSON ({exc.msg}); Flight Recorder dump skipped"
                 ),
             )
         )
@@ -167,9 +168,7 @@ class _Reader:
     def warn(self, message: str, entry: int | None = None) -> None:
         line = 0 if entry is None else entry + 1
         prefix = "" if entry is None else f"entry {entry}: "
-        self.warnings.append(
-            ParseWarning(source=Location(path=self.source, line=line), message=prefix + message)
-        )
+        self.warnings.append(warning_at(self.source, line, prefix + message))
 
 
 def _parse_dump(obj: object, *, source: str, rank: int | None, origin: FrOrigin) -> ParseResult:
@@ -352,16 +351,23 @@ def _entry(raw: object, index: int, reader: _Reader, version: str) -> FrEntry | 
     )
 
 
-def _status(value: object, reader: _Reader) -> tuple[FrGroupStatus, ...]:
+def _entries(value: object, reader: _Reader, key: str) -> list[tuple[object, Mapping[Any, Any]]]:
+    """The (key, dict) entries of a per-group table (`pg_status`, `pg_config`).
+
+    A table that is not a dict is ignored with a warning; entries that are not dicts
+    are skipped.
+    """
     if value is None:
-        return ()
+        return []
     if not isinstance(value, Mapping):
-        reader.warn("`pg_status` is not a dict; ignored")
-        return ()
+        reader.warn(f"`{key}` is not a dict; ignored")
+        return []
+    return [(name, raw) for name, raw in value.items() if isinstance(raw, Mapping)]
+
+
+def _status(value: object, reader: _Reader) -> tuple[FrGroupStatus, ...]:
     out: list[FrGroupStatus] = []
-    for group, raw in value.items():
-        if not isinstance(raw, Mapping):
-            continue
+    for group, raw in _entries(value, reader, "pg_status"):
 
         def known(key: str, raw: Mapping[object, object] = raw) -> int | None:
             number = _int(raw.get(key))
@@ -379,15 +385,8 @@ def _status(value: object, reader: _Reader) -> tuple[FrGroupStatus, ...]:
 
 
 def _groups(value: object, reader: _Reader) -> tuple[FrGroupConfig, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, Mapping):
-        reader.warn("`pg_config` is not a dict; ignored")
-        return ()
     out: list[FrGroupConfig] = []
-    for key, raw in value.items():
-        if not isinstance(raw, Mapping):
-            continue
+    for key, raw in _entries(value, reader, "pg_config"):
         name = str(raw.get("name", key))
         ranks: tuple[int, ...] = ()
         text = raw.get("ranks", "")

@@ -1,4 +1,4 @@
-"""Parse Go goroutine dumps (formats.md section 3) into `GoroutineDump`s.
+"""Parse Go goroutine dumps (docs/formats.md section 3) into `GoroutineDump`s.
 
 Input: the file's text and the name to cite; nothing here reads files. Accepted:
 `runtime.Stack(buf, true)` and `/debug/pprof/goroutine?debug=2` tracebacks,

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
-from reporter.evidence._text import clean_lines, excerpt
+from reporter.evidence._text import clean_lines, excerpt, warning_at
 from reporter.model import EventKind, Location, ParseResult, ParseWarning, TimelineEvent
 from reporter.times import parse_iso
 
@@ -200,12 +200,11 @@ def parse(text: str, *, source: str, reference: datetime | None = None) -> Parse
             backwards += 1
             if backwards <= 3:
                 warnings.append(
-                    ParseWarning(
-                        source=Location(path=source, line=number),
-                        message=(
-                            f"time goes back {(last - found.at).total_seconds():.0f} s here "
-                            "(several writers, a clock change, or a wrong timestamp)"
-                        ),
+                    warning_at(
+                        source,
+                        number,
+                        f"time goes back {(last - found.at).total_seconds():.0f} s here "
+                        "(several writers, a clock change, or a wrong timestamp)",
                     )
                 )
         last = found.at if last is None else max(last, found.at)
@@ -242,35 +241,31 @@ def parse(text: str, *, source: str, reference: datetime | None = None) -> Parse
             source=event.source,
         )
     if naive_line:
-        warnings.append(
-            ParseWarning(
-                source=Location(path=source, line=naive_line),
-                message="log times carry no zone; read as UTC",
-            )
-        )
+        warnings.append(warning_at(source, naive_line, "log times carry no zone; read as UTC"))
     if yearless:
         warnings.append(
-            ParseWarning(
-                source=Location(path=source, line=yearless_line),
-                message=(
-                    f"{yearless} lines have times without a year (syslog or vLLM form) and the "
-                    "bundle gives no captured_at to take it from; skipped"
-                ),
+            warning_at(
+                source,
+                yearless_line,
+                f"{yearless} lines have times without a year (syslog or vLLM form) and the "
+                "bundle gives no captured_at to take it from; skipped",
             )
         )
     if dropped:
         warnings.append(
-            ParseWarning(
-                source=Location(path=source),
-                message=f"{dropped} more notable lines after the first {MAX_EVENTS} not put on the timeline",
+            warning_at(
+                source,
+                0,
+                f"{dropped} more notable lines after the first {MAX_EVENTS} not put on the timeline",
             )
         )
     if not stamped and not yearless:
         first = next((line for line in clean_lines(text) if line.strip()), "")
         warnings.append(
-            ParseWarning(
-                source=Location(path=source, line=1),
-                message=f"no line starts with a time this reader knows (first line: {excerpt(first)})",
+            warning_at(
+                source,
+                1,
+                f"no line starts with a time this reader knows (first line: {excerpt(first)})",
             )
         )
     return ParseResult(events=tuple(events), warnings=tuple(warnings))

@@ -37,8 +37,8 @@ from datetime import datetime
 from typing import assert_never
 
 from reporter.evidence import faulthandler, flight_recorder, logs, metrics, pyspy, systemd
-from reporter.evidence._text import strip_ansi
-from reporter.model import EvidenceKind, Location, ParseResult, ParseWarning
+from reporter.evidence._text import strip_ansi, warning_at
+from reporter.model import EvidenceKind, ParseResult
 
 SNIFF_CHARS = 64 * 1024
 _QUICK_CHARS = 4 * 1024
@@ -263,9 +263,8 @@ def parse(
 
         return goroutines.parse(text, source=source)
     if kind is EvidenceKind.UNKNOWN:
-        warning = ParseWarning(
-            source=Location(path=source),
-            message="not recognised as a py-spy dump (text or --json) or a faulthandler dump",
+        warning = warning_at(
+            source, 0, "not recognised as a py-spy dump (text or --json) or a faulthandler dump"
         )
         return ParseResult(warnings=(warning,))
     assert_never(kind)

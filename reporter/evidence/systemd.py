@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta, timezone
 
-from reporter.evidence._text import clean_lines, excerpt
+from reporter.evidence._text import clean_lines, excerpt, warning_at
 from reporter.model import EventKind, Location, ParseResult, ParseWarning, TimelineEvent
 from reporter.times import from_epoch, in_range
 
@@ -77,18 +77,18 @@ def parse(text: str, *, source: str) -> ParseResult:
             moment, zoned = _stamp(value)
             if moment is None:
                 warnings.append(
-                    ParseWarning(
-                        source=Location(path=source, line=number),
-                        message=f"{key}: time {excerpt(value)} not understood; skipped",
+                    warning_at(
+                        source, number, f"{key}: time {excerpt(value)} not understood; skipped"
                     )
                 )
                 continue
             if not zoned and not zone_warned:
                 zone_warned = True
                 warnings.append(
-                    ParseWarning(
-                        source=Location(path=source, line=number),
-                        message=f"{key}: zone in {excerpt(value)} is not UTC or an offset; read as UTC",
+                    warning_at(
+                        source,
+                        number,
+                        f"{key}: zone in {excerpt(value)} is not UTC or an offset; read as UTC",
                     )
                 )
             text = f"{name}: {what}"
@@ -132,9 +132,8 @@ def parse(text: str, *, source: str) -> ParseResult:
         match = _KEY_RE.fullmatch(line)
         if match is None:
             warnings.append(
-                ParseWarning(
-                    source=Location(path=source, line=index + 1),
-                    message=f"not a KEY=VALUE line of `systemctl show`: {excerpt(line)}",
+                warning_at(
+                    source, index + 1, f"not a KEY=VALUE line of `systemctl show`: {excerpt(line)}"
                 )
             )
             continue
@@ -142,14 +141,13 @@ def parse(text: str, *, source: str) -> ParseResult:
         unit.setdefault(match.group(1), (match.group(2), index + 1))
     flush()
     if not seen_key:
-        warnings.append(
-            ParseWarning(source=Location(path=source), message="no `systemctl show` keys found")
-        )
+        warnings.append(warning_at(source, 0, "no `systemctl show` keys found"))
     elif not events and not warnings:
         warnings.append(
-            ParseWarning(
-                source=Location(path=source),
-                message="no start or stop timestamps (ExecMainStartTimestamp, ActiveEnterTimestamp, ...)",
+            warning_at(
+                source,
+                0,
+                "no start or stop timestamps (ExecMainStartTimestamp, ActiveEnterTimestamp, ...)",
             )
         )
     return ParseResult(events=tuple(events), warnings=tuple(warnings[:20]))

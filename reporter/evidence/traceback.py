@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from reporter.evidence._text import LinePrefix, clean_lines
+from reporter.evidence._text import LinePrefix, clean_lines, warning_at
 from reporter.model import (
     EvidenceKind,
     Frame,
@@ -134,10 +134,7 @@ def _finish(trace: _Trace, warnings: list[ParseWarning], source: str) -> None:
     """Close `trace`; a traceback that never reached its frames is worth a warning."""
     if not trace.frames:
         warnings.append(
-            ParseWarning(
-                source=Location(path=source, line=trace.line),
-                message="traceback header without any `File ...` line",
-            )
+            warning_at(source, trace.line, "traceback header without any `File ...` line")
         )
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 REDACTED = "[redacted]"  # reporter.secrets.REDACTED (no import cycle)
 
-# A `--locals` entry: 12 spaces of indent, `name: repr` (formats.md 1.3).
+# A `--locals` entry: 12 spaces of indent, `name: repr` (docs/formats.md 1.3).
 _LOCAL_RE = re.compile(r"^(\s{8,})([A-Za-z_][A-Za-z0-9_]*): (.*)$")
 _LOCALS_HEADERS = ("Arguments:", "Locals:")
 

@@ -213,6 +213,17 @@ def test_old_watchdog_form_names_its_pid() -> None:
         ("Permission Denied: Try running again with elevated permissions", "refused"),
         ("py-spy timed out after 10s", "timeout"),
         ("Failed to copy Py_Version symbol", "error"),
+        # A cause under py-spy's advice outranks the advice: the process is there.
+        (
+            "Failed to get process executable name. Check that the process is running.\n"
+            "Caused by:\n    0: Permission denied (os error 13)",
+            "refused",
+        ),
+        # The advice alone (the cause lines cut off) still says gone.
+        ("Failed to get process executable name.", "gone"),
+        ("process 4242 has exited", "gone"),
+        # SGLang's watchdog without py-spy installed: the words, but the process is alive.
+        ("[Errno 2] No such file or directory: 'py-spy'", "error"),
     ],
 )
 def test_failure_states(text: str, state: str) -> None:

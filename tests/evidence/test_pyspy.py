@@ -12,9 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from reporter.analysis import ranks
 from reporter.evidence import pyspy
 from reporter.model import (
     EvidenceKind,
+    FailureState,
     Frame,
     Local,
     ParseResult,
@@ -386,7 +388,32 @@ TEXT_SAMPLES: list[tuple[str, Check]] = [
         "pyspy-0.4.3_subprocesses_non-python-child-aborts_stderr.txt",
         _failure("Failed to find python version from target process"),
     ),
+    (
+        "pyspy-0.4.3_error_permission-denied_other-user.txt",
+        _failure(
+            "Permission Denied: Try running again with elevated permissions by going "
+            "'sudo env \"PATH=$PATH\" !!'"
+        ),
+    ),
 ]
+
+ERROR_STATES = [
+    ("pyspy-0.4.3_broken-pipe_stderr.txt", FailureState.ERROR),
+    ("pyspy-0.4.3_error_deep-recursion-5000-frames.txt", FailureState.ERROR),
+    ("pyspy-0.4.3_error_no-such-pid.txt", FailureState.GONE),
+    ("pyspy-0.4.3_error_no-such-pid_RUST_BACKTRACE-1.txt", FailureState.GONE),
+    ("pyspy-0.4.3_error_not-a-python-process.txt", FailureState.ERROR),
+    ("pyspy-0.4.3_error_permission-denied_other-user.txt", FailureState.REFUSED),
+]
+
+
+@pytest.mark.parametrize(("name", "state"), ERROR_STATES, ids=[n for n, _ in ERROR_STATES])
+def test_real_error_text_is_classified(pyspy_samples: Path, name: str, state: FailureState) -> None:
+    (failure,) = _text(pyspy_samples, name).failures
+    assert failure.state is state
+    # Analysis reads a failure the same way: one classifier, in the evidence layer.
+    assert pyspy.failure_state(failure) is state
+    assert ranks.failure_state(failure) == state.value
 
 
 @pytest.mark.parametrize(("name", "check"), TEXT_SAMPLES, ids=[name for name, _ in TEXT_SAMPLES])
