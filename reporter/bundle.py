@@ -55,7 +55,7 @@ from pathlib import Path
 from reporter.errors import EvidenceError, InputError, ManifestError, UsageError
 from reporter.evidence import flight_recorder, metrics
 from reporter.evidence import sniff as sniffing
-from reporter.fileio import check_regular, read_bytes_bounded
+from reporter.fileio import check_regular, human_size, read_bytes_bounded
 from reporter.gcpause import gc_paused
 from reporter.manifest import (
     MANIFEST_NAME,
@@ -65,6 +65,9 @@ from reporter.manifest import (
 )
 from reporter.model import (
     CONTEXT_KINDS,
+    HEAD_LINES,
+    METRIC_KINDS,
+    SUMMARISED_KINDS,
     Bundle,
     CodeExcerpt,
     Environment,
@@ -404,6 +407,7 @@ def _assemble(
         )
         if entry.hint is not None:
             hints.append((entry.display, entry.hint))
+        head, lines = _head(kind, text, parsed=bool(result.dumps))
         files.append(
             EvidenceFile(
                 path=entry.display,
@@ -413,6 +417,8 @@ def _assemble(
                 captured_at=entry.captured_at,
                 rank_hint=entry.hint,
                 description=entry.description,
+                head=head,
+                lines=lines,
             )
         )
     environment = Environment.combined(environments)
@@ -460,6 +466,28 @@ def _assemble(
     )
 
 
+# Dump kinds: embedded raw only when no dump parsed from the file (its failure output).
+_DUMP_KINDS = frozenset(
+    {EvidenceKind.PYSPY_TEXT, EvidenceKind.PYSPY_JSON, EvidenceKind.FAULTHANDLER}
+)
+# Environment-script outputs: the upstream draft quotes them whole (allowlisted there).
+_WHOLE_KINDS = frozenset({EvidenceKind.SGLANG_CHECK_ENV, EvidenceKind.VLLM_COLLECT_ENV})
+
+
+def _head(kind: EvidenceKind, text: str, *, parsed: bool) -> tuple[str, int]:
+    """`EvidenceFile.head` and `.lines` of one file: what later steps quote of it.
+
+    The report embeds raw every file that is neither metrics, nor summarised, nor a dump
+    that parsed (`reporter.render.evidence.raw_paths`): its first `HEAD_LINES` lines.
+    """
+    if kind in _WHOLE_KINDS:
+        return text, len(text.splitlines())
+    if kind in METRIC_KINDS or kind in SUMMARISED_KINDS or (kind in _DUMP_KINDS and parsed):
+        return "", 0
+    lines = text.splitlines()
+    return "\n".join(lines[:HEAD_LINES]), len(lines)
+
+
 def _read_fr_pickle(entry: ManifestEntry, *, max_file_bytes: int) -> tuple[ParseResult, int] | None:
     """A pickled Flight Recorder dump (the only binary evidence), parsed; None for other files.
 
@@ -480,8 +508,8 @@ def _read_fr_pickle(entry: ManifestEntry, *, max_file_bytes: int) -> tuple[Parse
             size = os.fstat(handle.fileno()).st_size
             if size > max_file_bytes:
                 raise EvidenceError(
-                    f"{entry.display}: {_human_size(size)} is larger than the "
-                    f"{_human_size(max_file_bytes)} limit for one evidence file",
+                    f"{entry.display}: {human_size(size)} is larger than the "
+                    f"{human_size(max_file_bytes)} limit for one evidence file",
                     tip="raise the limit with --max-file-size",
                 )
             handle.seek(0)
@@ -556,15 +584,6 @@ def _nul_separated_text(probe: bytes) -> bool:
         # A multi-byte character cut at the end of the probe decodes as a replacement char.
         text = text.rstrip("\ufffd")
     return not any((c < " " and c not in "\x00\t\n\r") or c in "\x7f\ufffd" for c in text)
-
-
-def _human_size(size: int) -> str:
-    value = float(size)
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{int(value)} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} bytes"  # pragma: no cover - loop always returns
 
 
 def draft_manifest(root: Path) -> str:

@@ -12,9 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from reporter.app import DraftResult, InitResult, UpstreamDraftRun
+    from reporter.analysis import Analysis
+    from reporter.app import DiffRun, DraftResult, InitResult, LintRun, UpstreamDraftRun
     from reporter.collect import CollectSummary
+    from reporter.model import Bundle
+    from reporter.render.answer import SeenReport
     from reporter.render.regions import MergeResult
+    from reporter.render.status import ReportStatus
     from reporter.upstream.index import ImportResult
     from reporter.upstream.publish import FileResult
     from reporter.upstream.search import SyncReport
@@ -26,20 +30,26 @@ def _path(path: Path | None) -> str | None:
     return None if path is None else str(path)
 
 
+# The outcomes of merging a draft into an edited report, in the order every output lists
+# them: (JSON key, `MergeResult` field, what the terminal says).
+MERGE_OUTCOMES = (
+    ("regenerated", "updated", "regenerated"),
+    ("kept_edited", "kept_edited", "kept your edits"),
+    ("conflicts", "conflicts", "kept your edits; newer text offered beside them"),
+    ("added", "added", "added"),
+    ("removed_by_reviewer", "removed_by_reviewer", "deleted by a reviewer, not restored"),
+    ("retired", "retired", "no longer generated, removed"),
+    ("front_matter_added", "front_matter_added", "front matter keys added"),
+)
+
+
 def merge_json(merge: MergeResult | None) -> JSON | None:
     """What merging a draft into an edited report did, by outcome."""
     if merge is None:
         return None
-    return {
-        "regenerated": list(merge.updated),
-        "kept_edited": list(merge.kept_edited),
-        "conflicts": list(merge.conflicts),
-        "added": list(merge.added),
-        "removed_by_reviewer": list(merge.removed_by_reviewer),
-        "retired": list(merge.retired),
-        "front_matter_added": list(merge.front_matter_added),
-        "damaged": [{"line": d.line, "problem": d.problem} for d in merge.damaged],
-    }
+    document: JSON = {key: list(getattr(merge, field)) for key, field, _ in MERGE_OUTCOMES}
+    document["damaged"] = [{"line": d.line, "problem": d.problem} for d in merge.damaged]
+    return document
 
 
 def draft_json(result: DraftResult) -> JSON:
@@ -53,6 +63,90 @@ def draft_json(result: DraftResult) -> JSON:
         "signature": result.analysis.signature.hash,
         "merge": merge_json(result.merge),
     }
+
+
+def analysis_json(
+    analysis: Analysis, bundle: Bundle | None = None, *, seen: Sequence[SeenReport] = ()
+) -> str:
+    """The `analyze --json` document, byte-stable for the same evidence.
+
+    With the `bundle`, it adds `headline`, `summary_lines` (each summary line with its
+    topic and sources), `next_steps` (action, why, rule) and `seen_before`.
+
+    One top-level key per line and one list item per line: readable, and written by
+    the C encoder (`indent=` switches json to its pure-Python encoder, five times
+    slower on a 4,096-rank bundle). Secret-shaped values are masked.
+    """
+    from reporter.analysis import to_json
+    from reporter.secrets import mask_data
+
+    data = to_json(analysis)
+    if bundle is not None:
+        from reporter.render import answer
+
+        ans = answer.build(bundle, analysis, seen=seen)
+        data["headline"] = ans.title
+        # `summary` stays the verdict paragraph (a documented key); the lines go beside it.
+        data["summary_lines"] = [
+            {"topic": line.topic, "text": line.text, "sources": list(line.sources)}
+            for line in ans.lines
+        ]
+        data["next_steps"] = [
+            {"action": step.action, "why": step.why, "rule": step.rule} for step in ans.steps
+        ]
+        data["seen_before"] = [
+            {"path": s.path, "date": s.date, "status": s.status, "same": s.same} for s in seen
+        ]
+    masked = mask_data(data)
+    assert isinstance(masked, dict)
+    return _json_lines(masked)
+
+
+def _json_lines(data: dict[str, object]) -> str:
+    """`data` with one top-level key, and one item of a top-level list, per line."""
+    import json
+
+    from reporter.analysis.export import dumps_deep
+
+    def dump(value: object) -> str:
+        try:
+            return json.dumps(value, ensure_ascii=False)
+        except RecursionError:
+            # A value nested past the C encoder's limit (the tree of a 10,000-frame stack).
+            return dumps_deep(value)
+
+    out = ["{"]
+    for index, (key, value) in enumerate(data.items()):
+        comma = "," if index < len(data) - 1 else ""
+        if isinstance(value, list) and value:
+            out.append(f"  {dump(key)}: [")
+            out.extend(f"    {dump(item)}," for item in value[:-1])
+            out.append(f"    {dump(value[-1])}")
+            out.append(f"  ]{comma}")
+        else:
+            out.append(f"  {dump(key)}: {dump(value)}{comma}")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def diff_json(run: DiffRun) -> JSON:
+    """`report diff --json`: `{"changes": [...]}` in rank order, then counts and notes."""
+    from reporter.analysis.diff import diff_json as document
+
+    return document(run.diff)
+
+
+def lint_json(run: LintRun) -> JSON:
+    """`report lint --json`."""
+    return {
+        "files": [str(p) for p in run.files],
+        "findings": [f.to_json() for f in run.findings],
+    }
+
+
+def status_json(rows: Sequence[ReportStatus]) -> list[JSON]:
+    """`report status --json`: one object per report."""
+    return [r.to_json() for r in rows]
 
 
 def init_json(result: InitResult) -> JSON:

@@ -318,6 +318,16 @@ class EvidenceFile:
     captured_at: datetime | None = None
     rank_hint: RankHint | None = None
     description: str = ""
+    head: str = ""
+    """What later steps quote, kept by the loader so that none reopens the file: the first
+    `HEAD_LINES` lines joined by newlines for a file the report embeds raw, the whole text
+    for an environment script (the upstream draft); "" for every other file."""
+    lines: int = 0
+    """The file's line count (`str.splitlines`) when `head` is kept, else 0."""
+
+
+# Lines of a raw evidence file (a log, a failed dump's output) that the loader keeps.
+HEAD_LINES = 40
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

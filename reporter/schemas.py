@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from reporter.documents import MERGE_OUTCOMES
+
 Schema = dict[str, Any]
 
 STR: Schema = {"type": "string"}
@@ -41,36 +43,19 @@ def described(schema: Schema, description: str) -> Schema:
     return {**schema, "description": description}
 
 
-MERGE = {
-    "type": ["object", "null"],
-    "description": "null for a new report; else what merging into the edited report did "
-    "(region ids per outcome)",
-    "required": [
-        "regenerated",
-        "kept_edited",
-        "conflicts",
-        "added",
-        "removed_by_reviewer",
-        "retired",
-        "front_matter_added",
-        "damaged",
-    ],
-    "properties": {
-        **{
-            key: STRS
-            for key in (
-                "regenerated",
-                "kept_edited",
-                "conflicts",
-                "added",
-                "removed_by_reviewer",
-                "retired",
-                "front_matter_added",
-            )
-        },
-        "damaged": array(obj("a region left as text", line=INT, problem=STR)),
-    },
-}
+def nullable(schema: Schema) -> Schema:
+    """An object schema that may also be null."""
+    return {**schema, "type": ["object", "null"]}
+
+
+MERGE = nullable(
+    obj(
+        "null for a new report; else what merging into the edited report did "
+        "(region ids per outcome)",
+        **{key: STRS for key, _field, _label in MERGE_OUTCOMES},
+        damaged=array(obj("a region left as text", line=INT, problem=STR)),
+    )
+)
 
 RATE = obj("the core REST limit", limit=INT, remaining=INT, reset=INT)
 
@@ -287,18 +272,16 @@ SCHEMAS: dict[str, Schema] = {
         refusals=described(STRS, "why it was not sent; empty when it could be"),
         notes=STRS,
         recorded=STR_OR_NULL,
-        request={
-            "type": ["object", "null"],
-            "description": "exactly what would be sent (the body only as its length)",
-            "required": ["method", "url", "title", "labels", "characters"],
-            "properties": {
-                "method": STR,
-                "url": STR,
-                "title": STR_OR_NULL,
-                "labels": STRS,
-                "characters": INT,
-            },
-        },
+        request=nullable(
+            obj(
+                "exactly what would be sent (the body only as its length)",
+                method=STR,
+                url=STR,
+                title=STR_OR_NULL,
+                labels=STRS,
+                characters=INT,
+            )
+        ),
     ),
     "auth status": obj(
         "Which host, where its token came from (never the token) and the limit left.",
@@ -306,7 +289,7 @@ SCHEMAS: dict[str, Schema] = {
         api_url=STR,
         authenticated=BOOL,
         token_source=described(STR_OR_NULL, "e.g. GH_TOKEN, or gh auth token (keyring)"),
-        rate_limit={**RATE, "type": ["object", "null"]},
+        rate_limit=nullable(RATE),
         error=STR_OR_NULL,
     ),
     "config show": obj(

@@ -166,17 +166,10 @@ def choose_form(
 
 
 def env_scripts(bundle: Bundle) -> tuple[tuple[str, str], ...]:
-    """(path, text) of the bundle's `sglang.check_env` / vLLM `collect_env.py` output files."""
-    out: list[tuple[str, str]] = []
-    for item in bundle.files:
-        if item.kind not in (EvidenceKind.SGLANG_CHECK_ENV, EvidenceKind.VLLM_COLLECT_ENV):
-            continue
-        path = Path(bundle.root) / item.path if bundle.root else Path(item.path)
-        try:
-            out.append((item.path, path.read_text(encoding="utf-8", errors="replace")))
-        except OSError:
-            continue
-    return tuple(out)
+    """(path, text) of the bundle's `sglang.check_env` / vLLM `collect_env.py` output files,
+    as the loader kept them (`EvidenceFile.head`: the whole text)."""
+    kinds = (EvidenceKind.SGLANG_CHECK_ENV, EvidenceKind.VLLM_COLLECT_ENV)
+    return tuple((item.path, item.head) for item in bundle.files if item.kind in kinds)
 
 
 def related_issues(

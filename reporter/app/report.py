@@ -10,15 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reporter import bundle as bundle_io
-from reporter.analysis import Analysis, Similarity, analyze, to_json
-from reporter.analysis.export import dumps_deep
+from reporter.analysis import Analysis, Similarity, analyze
 from reporter.app.settings import clock
 from reporter.errors import InputError, OutputError, UsageError
 from reporter.fileio import check_regular, read_text_bounded
 from reporter.manifest import MANIFEST_NAME
 from reporter.model import Bundle
 from reporter.render import markdown as md
-from reporter.secrets import mask_data, mask_text
+from reporter.secrets import mask_text
 from reporter.writer import check_target, locked, write_atomic
 
 if TYPE_CHECKING:
@@ -154,70 +153,6 @@ def diff_runs(
     )
 
 
-def diff_json_text(run: DiffRun) -> str:
-    """The `diff --json` document: `{"changes": [...]}` in rank order, then counts and notes."""
-    from reporter.analysis.diff import diff_json
-
-    return json.dumps(mask_data(diff_json(run.diff)), indent=2, ensure_ascii=False) + "\n"
-
-
-def analysis_json(
-    analysis: Analysis, bundle: Bundle | None = None, *, seen: Sequence[SeenReport] = ()
-) -> str:
-    """The `analyze --json` document, byte-stable for the same evidence.
-
-    With the `bundle`, it adds `headline`, `summary_lines` (each summary line with its
-    topic and sources), `next_steps` (action, why, rule) and `seen_before`.
-
-    One top-level key per line and one list item per line: readable, and written by
-    the C encoder (`indent=` switches json to its pure-Python encoder, five times
-    slower on a 4,096-rank bundle).
-    """
-    data = to_json(analysis)
-    if bundle is not None:
-        from reporter.render import answer
-
-        ans = answer.build(bundle, analysis, seen=seen)
-        data["headline"] = ans.title
-        # `summary` stays the verdict paragraph (a documented key); the lines go beside it.
-        data["summary_lines"] = [
-            {"topic": line.topic, "text": line.text, "sources": list(line.sources)}
-            for line in ans.lines
-        ]
-        data["next_steps"] = [
-            {"action": step.action, "why": step.why, "rule": step.rule} for step in ans.steps
-        ]
-        data["seen_before"] = [
-            {"path": s.path, "date": s.date, "status": s.status, "same": s.same} for s in seen
-        ]
-    masked = mask_data(data)
-    assert isinstance(masked, dict)
-    data = masked
-    return _json_lines(data)
-
-
-def _json_lines(data: dict[str, object]) -> str:
-    def dump(value: object) -> str:
-        try:
-            return json.dumps(value, ensure_ascii=False)
-        except RecursionError:
-            # A value nested past the C encoder's limit (the tree of a 10,000-frame stack).
-            return dumps_deep(value)
-
-    out = ["{"]
-    for index, (key, value) in enumerate(data.items()):
-        comma = "," if index < len(data) - 1 else ""
-        if isinstance(value, list) and value:
-            out.append(f"  {dump(key)}: [")
-            out.extend(f"    {dump(item)}," for item in value[:-1])
-            out.append(f"    {dump(value[-1])}")
-            out.append(f"  ]{comma}")
-        else:
-            out.append(f"  {dump(key)}: {dump(value)}{comma}")
-    out.append("}")
-    return "\n".join(out) + "\n"
-
-
 def render_draft(
     bundle: Bundle,
     analysis: Analysis,
@@ -252,7 +187,6 @@ def _draft_view(
     return build_view(
         bundle,
         analysis,
-        raw=_raw_texts(bundle),
         chart_file=chart_file,
         answer=answer.build(bundle, analysis, seen=seen),
     )
@@ -373,6 +307,7 @@ def _draft_into(
     from reporter.render import regions
 
     merged: regions.MergeResult | None = None
+    unchanged = False
     if charts is not None:
         check_target(charts)
     if check_target(target):
@@ -393,42 +328,19 @@ def _draft_into(
                 )
             merged = regions.merge(old, text)
             text = merged.text
-        if old == text:
-            if charts is not None and svg is not None:
-                write_atomic(charts, svg)
-            return DraftResult(
-                path=target,
-                backup=None,
-                unchanged=True,
-                analysis=analysis,
-                merge=merged,
-                charts=charts,
-            )
-    backup = write_atomic(target, text, backup=True)
+        unchanged = old == text
+    # An unchanged report is not rewritten (no backup); its charts are, being derived.
+    backup = None if unchanged else write_atomic(target, text, backup=True)
     if charts is not None and svg is not None:
         write_atomic(charts, svg)
     return DraftResult(
         path=target,
         backup=backup,
-        unchanged=False,
+        unchanged=unchanged,
         analysis=analysis,
         merge=merged,
         charts=charts,
     )
-
-
-def _raw_texts(bundle: Bundle) -> dict[str, str]:
-    """The text of the evidence files the report embeds as they are (logs, failed dumps)."""
-    from reporter.render.evidence import raw_paths
-
-    out: dict[str, str] = {}
-    for rel in raw_paths(bundle):
-        path = Path(rel) if bundle.root is None else Path(bundle.root) / rel
-        try:
-            out[rel] = read_text_bounded(path, display=rel, errors="replace")
-        except (InputError, OSError):
-            continue  # named in the evidence index all the same
-    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -557,15 +469,6 @@ def lint_reports(paths: Sequence[Path], *, index: Path | None = None) -> LintRun
     return LintRun(files=tuple(files), findings=tuple(findings))
 
 
-def lint_json(run: LintRun) -> str:
-    """The `lint --json` document."""
-    document = {
-        "files": [str(p) for p in run.files],
-        "findings": [f.to_json() for f in run.findings],
-    }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-
-
 def report_status(folder: Path) -> tuple[ReportStatus, ...]:
     """A status row for every report (Markdown with reporter front matter) under `folder`."""
     from reporter.render import status
@@ -585,11 +488,6 @@ def report_status(folder: Path) -> tuple[ReportStatus, ...]:
         if row is not None:
             rows.append(row)
     return status.grouped(rows)
-
-
-def status_json(rows: Sequence[ReportStatus]) -> str:
-    """The `status --json` document."""
-    return json.dumps([r.to_json() for r in rows], indent=2, ensure_ascii=False) + "\n"
 
 
 def preview(path: Path, *, out: Path | None = None, force: bool = False) -> Path:

@@ -40,13 +40,13 @@ def analyze_cmd(
     reports: ReportsOpt = None,
 ) -> None:
     """Print the verdict for a bundle folder or loose dump files; writes nothing."""
-    from reporter import app
+    from reporter import app, documents
 
     options = evidence_options(similarity, max_file_size, strict, source_root, baseline, context)
     bundle, analysis = app.load_and_analyze(evidence, options)
     seen = app.seen_before(bundle, analysis, reports)
     if as_json:
-        sys.stdout.write(app.analysis_json(analysis, bundle, seen=seen))
+        sys.stdout.write(documents.analysis_json(analysis, bundle, seen=seen))
         return
     echo(masked(text.analysis_text(bundle, analysis, seen=seen)))
     echo_lines((line, True) for line in text.warning_lines(bundle.warnings))
@@ -119,13 +119,13 @@ def diff_cmd(
     compared; a changed tuning knob outranks per-run noise (PIDs, invocation ids,
     timestamps, random ports, temporary paths). Each change says why it ranks where it does.
     """
-    from reporter import app
+    from reporter import app, documents
 
     run = app.diff_runs(
         good, bad, source_roots=tuple(source_root or ()), max_file_bytes=size(max_file_size)
     )
     if as_json:
-        sys.stdout.write(app.diff_json_text(run))
+        console.emit_json(documents.diff_json(run))
     else:
         echo(masked(text.diff_text(run, limit=max(limit, 0))))
 
@@ -171,11 +171,11 @@ def lint_cmd(
 
     Exit code 0 when clean, 1 with findings, 2 for usage errors.
     """
-    from reporter import app
+    from reporter import app, documents
 
     run = app.lint_reports(files, index=index)
     if as_json:
-        sys.stdout.write(app.lint_json(run))
+        console.emit_json(documents.lint_json(run), mask=False)
     else:
         for line in text.lint_lines(run):
             echo(line)
@@ -191,11 +191,11 @@ def status_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """List the reports under FOLDER with status, owners, open TODOs, signature and title."""
-    from reporter import app
+    from reporter import app, documents
 
     rows = app.report_status(folder)
     if as_json:
-        sys.stdout.write(app.status_json(rows))
+        console.emit_json(documents.status_json(rows), mask=False)
     elif rows:
         echo(masked(text.status_text(rows)))
     else:

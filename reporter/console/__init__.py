@@ -1,5 +1,8 @@
 """Terminal output for the CLI: JSON documents, colour and progress policy, broken pipes.
 
+The terminal text of each command is built beside this module, from app-layer results:
+`console.report` (analyze, draft, diff, init, lint, status, collect) and
+`console.upstream` (sync, search-upstream, triage, upstream draft/file, auth, config).
 Used by `reporter.cli` only. Colour and animation appear only on a terminal and never
 with `NO_COLOR` set (https://no-color.org) or `TERM=dumb`; piped output is plain text.
 rich is imported only when a progress bar is actually drawn.

@@ -83,18 +83,13 @@ def warning_lines(warnings: Sequence[object], *, most: int = 10) -> list[str]:
 
 def merge_lines(merge: MergeResult | None) -> list[str]:
     """One line per kind of outcome of merging a draft into an edited report."""
+    from reporter.documents import MERGE_OUTCOMES
+
     if merge is None:
         return []
     lines = []
-    for label, ids in (
-        ("regenerated", merge.updated),
-        ("kept your edits", merge.kept_edited),
-        ("kept your edits; newer text offered beside them", merge.conflicts),
-        ("added", merge.added),
-        ("deleted by a reviewer, not restored", merge.removed_by_reviewer),
-        ("no longer generated, removed", merge.retired),
-        ("front matter keys added", merge.front_matter_added),
-    ):
+    for _key, field, label in MERGE_OUTCOMES:
+        ids: tuple[str, ...] = getattr(merge, field)
         if ids:
             lines.append(f"{label}: {', '.join(ids)}")
     for damage in merge.damaged:

@@ -1,9 +1,9 @@
 """The report's evidence section without the noise: each process's dumps once, as py-spy text.
 
 Input: the `Analysis` (its processes and their snapshots, parsed from any dump form:
-py-spy text, `--json`, `--locals`, faulthandler), the bundle's file list, and the raw
-text of the files that are not dumps (logs, failed-dump output), read by the
-application layer. Output: `Block`s and an index row per evidence file, so every
+py-spy text, `--json`, `--locals`, faulthandler), the bundle's file list, and the heads
+of the files that are not dumps (logs, failed-dump output), kept by the loader
+(`EvidenceFile.head`). Output: `Block`s and an index row per evidence file, so every
 file of the bundle is named in the report.
 
 Snapshots of one process whose stacks are equal (same threads, functions, files and
@@ -21,15 +21,17 @@ names longer than `MAX_FRAME_CHARS` are shortened (the bundle keeps them whole):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reporter.analysis.ranks import format_ranks
 from reporter.analysis.result import Analysis, RankProcess
 from reporter.model import (
+    HEAD_LINES,
     METRIC_KINDS,
     SUMMARISED_KINDS,
     Bundle,
+    EvidenceFile,
     EvidenceKind,
     Frame,
     ProcessDump,
@@ -40,8 +42,8 @@ from reporter.text import version_key
 
 # Lines of one process's rendered dumps; the bundle keeps the whole files.
 MAX_DUMP_LINES = 60
-# Lines of a log or other raw file embedded in the report.
-MAX_RAW_LINES = 40
+# Lines of a log or other raw file embedded in the report: all the loader keeps.
+MAX_RAW_LINES = HEAD_LINES
 # Longer native (C/C++) frame names are cut; long template names say nothing at a glance.
 MAX_FRAME_CHARS = 110
 # Locals are shown for the innermost frames of each thread only (where a thread waits),
@@ -150,14 +152,13 @@ def process_block(process: RankProcess) -> Block:
     return Block(title=title, text="\n".join(lines))
 
 
-def raw_block(path: str, kind: str, text: str) -> Block:
-    """A non-dump file (log, failed-dump output) as it is, cut at `MAX_RAW_LINES` lines."""
-    lines = text.splitlines()
+def raw_block(item: EvidenceFile) -> Block:
+    """A non-dump file (log, failed-dump output) as the loader kept it: its first
+    `MAX_RAW_LINES` lines, then how many more lines the bundle's file has."""
     cut = ""
-    if len(lines) > MAX_RAW_LINES:
-        cut = f"\n… {len(lines) - MAX_RAW_LINES} more lines in {path}"
-        lines = lines[:MAX_RAW_LINES]
-    return Block(title=f"{path} ({kind})", text="\n".join(lines) + cut)
+    if item.lines > MAX_RAW_LINES:
+        cut = f"\n… {item.lines - MAX_RAW_LINES} more lines in {item.path}"
+    return Block(title=f"{item.path} ({item.kind.value})", text=item.head + cut)
 
 
 def raw_paths(bundle: Bundle) -> tuple[str, ...]:
@@ -226,9 +227,7 @@ def process_blocks(processes: Sequence[RankProcess]) -> list[Block]:
     ]
 
 
-def blocks(
-    bundle: Bundle, analysis: Analysis, raw: Mapping[str, str]
-) -> tuple[tuple[Block, ...], tuple[IndexRow, ...]]:
+def blocks(bundle: Bundle, analysis: Analysis) -> tuple[tuple[Block, ...], tuple[IndexRow, ...]]:
     """The evidence blocks (processes, then raw files) and the index of every evidence file."""
     out = process_blocks([p for p in (*analysis.processes, *analysis.others) if p.snapshots])
     shown_in: dict[str, str] = {}
@@ -239,11 +238,11 @@ def blocks(
             shown_in.setdefault(dump.source.path, f"dumps of {who}")
             if f"dumps of {who}" not in shown_in[dump.source.path]:
                 shown_in[dump.source.path] += f", {who}"
-    for path in raw_paths(bundle):
-        if path in raw:
-            kind = next(f.kind.value for f in bundle.files if f.path == path)
-            out.append(raw_block(path, kind, raw[path]))
-            shown_in.setdefault(path, "as text below")
+    raw = set(raw_paths(bundle))
+    for item in bundle.files:
+        if item.path in raw and item.lines:
+            out.append(raw_block(item))
+            shown_in.setdefault(item.path, "as text below")
     rows = []
     for f in bundle.files:
         if f.path in shown_in:

@@ -18,7 +18,7 @@ As Mermaid, each single-child chain becomes one node naming its first and last f
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -144,15 +144,14 @@ def build_view(
     bundle: Bundle,
     analysis: Analysis,
     *,
-    raw: Mapping[str, str],
     now: datetime | None = None,
     chart_file: str = "",
     answer: answers.Answer | None = None,
 ) -> ReportView:
     """Format everything the template needs.
 
-    `raw` holds the text of the evidence files embedded as they are (logs, failed-dump
-    output), read by the application layer. `now` is not shown: a re-draft of the same
+    Evidence files embedded as they are (logs, failed-dump output) come from the heads
+    the loader kept (`EvidenceFile.head`). `now` is not shown: a re-draft of the same
     evidence must not change a byte; the header names the evidence's own capture times.
     """
     del now  # kept in the signature for callers; the report shows evidence times only
@@ -174,7 +173,7 @@ def build_view(
     # A manifest title is typed by someone: inert like evidence. The derived one is built
     # from escaped parts already.
     title = LOCAL.typed(bundle.manifest.title) if bundle.manifest.title else ans.title
-    blocks, index = evidence_blocks.blocks(bundle, analysis, raw)
+    blocks, index = evidence_blocks.blocks(bundle, analysis)
     summarised = sum(1 for f in bundle.files if f.kind in SUMMARISED_KINDS)
     evidence_note = (
         "Every evidence file of the bundle and where this report shows it. Each process's "

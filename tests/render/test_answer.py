@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reporter import app
+from reporter import app, documents
 from reporter.errors import ReporterError
 from reporter.model import CommandFlag, CommandLine, Environment, EnvVar, Location
 from reporter.render import answer, nextsteps, parts
@@ -124,7 +124,7 @@ def test_summary_and_next_steps_in_json(monkeypatch: pytest.MonkeyPatch) -> None
     bundle, analysis = app.load_and_analyze([Path("fixtures/bundles/dead_rank")], app.Options())
     import json
 
-    data = json.loads(app.analysis_json(analysis, bundle))
+    data = json.loads(documents.analysis_json(analysis, bundle))
     assert data["verdict"] == "all-stuck"  # existing keys stay
     assert data["summary"] == analysis.summary  # the documented string key is kept
     topics = [line["topic"] for line in data["summary_lines"]]
@@ -136,7 +136,7 @@ def test_summary_and_next_steps_in_json(monkeypatch: pytest.MonkeyPatch) -> None
         step["action"] and step["why"] for step in data["next_steps"]
     )
     # Without the bundle the document is the analysis alone, as before.
-    assert "summary_lines" not in json.loads(app.analysis_json(analysis))
+    assert "summary_lines" not in json.loads(documents.analysis_json(analysis))
 
 
 def test_timeouts_from_command_line_and_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reporter import app
+from reporter import app, documents
 from reporter.console.report import analysis_text, status_text
 from reporter.render import seen
 
@@ -77,7 +77,7 @@ def test_the_same_hang_on_another_day_is_seen_before(
     found = app.seen_before(bundle, analysis, reports)
     assert [s.path for s in found] == [str(first)] and found[0].same
     assert "seen before: Yes, second time" in analysis_text(bundle, analysis, seen=found)
-    assert '"seen_before": [' in app.analysis_json(analysis, bundle, seen=found)
+    assert '"seen_before": [' in documents.analysis_json(analysis, bundle, seen=found)
 
 
 def test_different_hangs_are_never_seen_before(
