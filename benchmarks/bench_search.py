@@ -26,7 +26,8 @@ from upstream_corpus import bulk, generate
 from reporter.upstream import semantic
 from reporter.upstream.index import Index
 from reporter.upstream.query import Query
-from reporter.upstream.search import embed_missing, find_duplicates
+from reporter.upstream.search import find_duplicates
+from reporter.upstream.titles import embed_missing
 
 
 def _latency(

@@ -26,7 +26,7 @@ from typing import Any
 
 from reporter.upstream.github import GitHubClient, Token
 from reporter.upstream.index import Index
-from reporter.upstream.search import sync_repo
+from reporter.upstream.sync import sync_repo
 
 ROOT = Path(__file__).resolve().parents[1]
 REPO = "sgl-project/sglang"

@@ -148,7 +148,9 @@ def evaluate(*, drafts: bool = True, library: bool = True) -> Figures:
     import importlib
 
     from reporter import app
-    from reporter.upstream import publish
+    from reporter.app import filing
+    from reporter.app.filing import DraftSource
+    from reporter.app.issues import GitHubAccess
     from reporter.upstream.redact import Piece, redact
 
     try:
@@ -188,14 +190,16 @@ def evaluate(*, drafts: bool = True, library: bool = True) -> Figures:
             ("sglang", FORMS / "sglang"),
             ("vllm", FORMS / "vllm"),
         ):
-            run = publish.make_draft(
-                bundle,
-                analysis,
-                "sgl-project/sglang",
-                forms_dir=forms,
+            run = filing.make_draft(
+                DraftSource(
+                    bundle=bundle,
+                    analysis=analysis,
+                    repo="sgl-project/sglang",
+                    forms_dir=forms,
+                    db=None,
+                ),
                 offline=True,
-                env={},
-                db=None,
+                access=GitHubAccess(env={}),
             )
             made = run.draft
             figures.drafts[name] = made.redaction.total()

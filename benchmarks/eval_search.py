@@ -365,7 +365,7 @@ def _rank_real(
     folder: Path, pairs: Sequence[RealPair], pool: Sequence[dict[str, Any]], model: Any
 ) -> dict[str, dict[int, list[int]]]:
     from reporter.upstream.query import query_from_text
-    from reporter.upstream.search import embed_missing
+    from reporter.upstream.titles import embed_missing
 
     rankings: dict[str, dict[int, list[int]]] = {m: {} for m in REAL_METHODS}
     plain, keywords = PlainBM25(pool), GitHubKeywords(pool)

@@ -51,7 +51,7 @@ def test_environment_scripts_come_from_the_bundle(tmp_path: Path) -> None:
     """The upstream draft's environment script is the loader's copy, not a second read."""
     import shutil
 
-    from reporter.upstream.publish import env_scripts
+    from reporter.app.filing import env_scripts
 
     folder = tmp_path / "bundle"
     shutil.copytree(ROOT / "fixtures" / "bundles" / "tp_desync", folder)

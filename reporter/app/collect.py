@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -17,21 +18,26 @@ def collect(
     *,
     progress: Callable[[str], None],
     tick: Callable[[str, int, int], None] | None = None,
+    clock: Callable[[], datetime] | None = None,
 ) -> CollectSummary:
     """`report collect`: gather live evidence into a new bundle folder.
 
     The first Ctrl-C asks the collection to stop at the next step boundary and to
     leave a valid partial bundle; a second one interrupts at once (the manifest
-    written after the last finished step still stands).
+    written after the last finished step still stands). `clock` stamps the manifest (by
+    default the wall clock: collection times are facts, `SOURCE_DATE_EPOCH` does not apply).
     """
     import signal
     import threading
 
     from reporter.collect import collect as run_collect
+    from reporter.collect.state import utc_now
+
+    clock = clock or utc_now
 
     stop = threading.Event()
     if threading.current_thread() is not threading.main_thread():
-        return run_collect(request, progress=progress, stop=stop, tick=tick)
+        return run_collect(request, progress=progress, stop=stop, tick=tick, clock=clock)
 
     def first_interrupt(signum: int, frame: object) -> None:
         stop.set()
@@ -40,6 +46,6 @@ def collect(
 
     previous = signal.signal(signal.SIGINT, first_interrupt)
     try:
-        return run_collect(request, progress=progress, stop=stop, tick=tick)
+        return run_collect(request, progress=progress, stop=stop, tick=tick, clock=clock)
     finally:
         signal.signal(signal.SIGINT, previous)

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from reporter import bundle as bundle_io
 from reporter.analysis import Analysis, Similarity, analyze
-from reporter.app.settings import clock
 from reporter.errors import InputError, OutputError, UsageError
 from reporter.fileio import check_regular, read_text_bounded
 from reporter.manifest import MANIFEST_NAME
@@ -33,8 +32,6 @@ if TYPE_CHECKING:
 
 
 # The clock under its old name, for app/upstream.py until its use cases take a Context.
-now_utc = clock
-
 # Reports, drafts and query texts are Markdown a person edits: 64 MiB is far beyond any.
 REPORT_MAX_BYTES = 64 * 1024 * 1024
 

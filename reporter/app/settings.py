@@ -109,25 +109,6 @@ class Context:
 # --- the pre-Context helpers: kept until every use case takes a Context ---------------
 
 
-def settings() -> Settings:
-    """The user's config file (`reporter.config`); prefer `Context.resolve().config`."""
-    from reporter import config
-
-    return config.load(os.environ)
-
-
-def upstream_env(conf: Settings | None = None) -> dict[str, str]:
-    """The environment the upstream code reads; prefer `Context.env`."""
-    from reporter import config
-
-    return config.with_defaults(os.environ, conf or settings())
-
-
-def default_db(db: Path | None, conf: Settings | None = None) -> Path | None:
-    """`--db`, else the config's `index`, else None; prefer `Context.db`."""
-    return db or (conf or settings()).index
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AuthStatus:
     """`report auth status`: the host, where its token came from, and the limit left."""

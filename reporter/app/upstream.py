@@ -16,9 +16,7 @@ from reporter.app.report import (
     Options,
     default_report_path,
     load_and_analyze,
-    now_utc,
 )
-from reporter.app.settings import default_db, settings, upstream_env
 from reporter.errors import InputError, OutputError, UsageError
 from reporter.fileio import read_text_bounded
 from reporter.model import Bundle
@@ -26,16 +24,19 @@ from reporter.render import markdown as md
 from reporter.writer import write_atomic
 
 if TYPE_CHECKING:
+    from reporter.app.filing import DraftRun, DraftSource
+    from reporter.app.settings import Context
     from reporter.config import Settings
-    from reporter.upstream.index import ImportResult
-    from reporter.upstream.publish import DraftRun, FileResult
+    from reporter.upstream.publish import FileResult
     from reporter.upstream.query import Query as UpstreamQuery
-    from reporter.upstream.search import SearchOutcome, SyncProgress, SyncReport
+    from reporter.upstream.records import ImportResult
+    from reporter.upstream.search import SearchOutcome
+    from reporter.upstream.sync import SyncProgress, SyncReport
     from reporter.upstream.triage import TriageOutcome
 
 
 # --- upstream issues: `report sync`, `report index ...`, `report search-upstream` -------
-# The work happens in reporter.upstream.search; these wrappers build the query from the
+# The work happens in reporter.app.issues; these wrappers build the query from the
 # evidence and keep the upstream modules (httpx, sqlite) out of other commands' start-up.
 
 
@@ -47,26 +48,11 @@ def upstream_query(
     options: Options | None = None,
 ) -> UpstreamQuery:
     """The search query from a bundle (its analysis), a text file (`-`: stdin), or both."""
-    import sys
-
-    from reporter.upstream.index import validate_repo
     from reporter.upstream.query import query_from_analysis, query_from_text
+    from reporter.upstream.records import validate_repo
 
     names = tuple(validate_repo(r) for r in repos)
-    text: str | None = None
-    if text_file is not None:
-        try:
-            text = (
-                sys.stdin.read(REPORT_MAX_BYTES)
-                if str(text_file) == "-"
-                else read_text_bounded(text_file, max_bytes=REPORT_MAX_BYTES)
-            )
-        except InputError as err:
-            raise UsageError(err.message, tip="pass a UTF-8 text file") from err
-        except (OSError, UnicodeDecodeError) as err:
-            raise UsageError(
-                f"{text_file}: cannot read it ({err})", tip="pass a UTF-8 text file"
-            ) from err
+    text = None if text_file is None else read_text_arg(text_file, max_bytes=REPORT_MAX_BYTES)
     if evidence is None:
         if text is None:
             raise UsageError(
@@ -89,7 +75,26 @@ def upstream_query(
     )
 
 
+def read_text_arg(path: Path, *, max_bytes: int | None = None) -> str:
+    """The text of a `--text-file` (`-`: stdin), at most `max_bytes` when given; one that
+    cannot be read is a `UsageError` with a tip."""
+    import sys
+
+    tip = "pass a UTF-8 text file"
+    try:
+        if str(path) == "-":
+            return sys.stdin.read(-1 if max_bytes is None else max_bytes)
+        if max_bytes is None:
+            return path.read_text("utf-8")
+        return read_text_bounded(path, max_bytes=max_bytes)
+    except InputError as err:
+        raise UsageError(err.message, tip=tip) from err
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"{path}: cannot read it ({err})", tip=tip) from err
+
+
 def search_upstream(
+    ctx: Context,
     evidence: Path | None,
     *,
     repos: Sequence[str] = (),
@@ -100,36 +105,33 @@ def search_upstream(
 ) -> SearchOutcome:
     """`report search-upstream`: ranked upstream issues like the bundle's hang, the text,
     or a stored issue given as `owner/repo#N` in place of the bundle."""
-    from reporter.upstream import search
+    from dataclasses import replace
+
+    from reporter.app import issues
+    from reporter.app.issues import GitHubAccess
     from reporter.upstream.query import Query
+    from reporter.upstream.records import validate_repo
     from reporter.upstream.triage import parse_issue_ref
 
-    conf = settings()
     ref = None if evidence is None or evidence.exists() else parse_issue_ref(str(evidence))
     if ref is not None:
-        from reporter.upstream.index import validate_repo
-
-        names = tuple(validate_repo(r) for r in repos)
-        query = Query(repos=names, title="", text="")
-        return search.run_search(
-            query,
-            db=default_db(db, conf),
-            online=online,
-            limit=limit,
-            env=upstream_env(conf),
-            issue=ref,
-        )
-    query = upstream_query(evidence, repos=repos, text_file=text_file)
-    if not query.repos and conf.repos:
-        from dataclasses import replace
-
-        query = replace(query, repos=conf.repos)
-    return search.run_search(
-        query, db=default_db(db, conf), online=online, limit=limit, env=upstream_env(conf)
+        query = Query(repos=tuple(validate_repo(r) for r in repos), title="", text="")
+    else:
+        query = upstream_query(evidence, repos=repos, text_file=text_file)
+        if not query.repos and ctx.config.repos:
+            query = replace(query, repos=ctx.config.repos)
+    return issues.run_search(
+        query,
+        db=ctx.db(db),
+        online=online,
+        limit=limit,
+        access=GitHubAccess.of(ctx),
+        issue=ref,
     )
 
 
 def triage(
+    ctx: Context,
     target: str,
     *,
     since: str | None = None,
@@ -140,28 +142,17 @@ def triage(
     post: bool = False,
 ) -> TriageOutcome:
     """`report triage`: likely duplicates of tracker issues (see `upstream.triage`)."""
-    import sys
+    from reporter.app.issues import GitHubAccess, run_triage
 
-    from reporter.upstream.triage import run_triage
-
-    text: str | None = None
-    if text_file is not None:
-        try:
-            text = sys.stdin.read() if str(text_file) == "-" else text_file.read_text("utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            raise UsageError(
-                f"{text_file}: cannot read it ({err})", tip="pass a UTF-8 text file"
-            ) from err
-    conf = settings()
     return run_triage(
         target,
         since=since,
-        text=text,
+        text=None if text_file is None else read_text_arg(text_file),
         limit=limit,
-        db=default_db(db, conf),
+        db=ctx.db(db),
         comment=comment,
         post=post,
-        env=upstream_env(conf),
+        access=GitHubAccess.of(ctx),
     )
 
 
@@ -173,6 +164,7 @@ def search_upstream_json(outcome: SearchOutcome) -> str:
 
 
 def sync_upstream(
+    ctx: Context,
     repos: Sequence[str],
     *,
     db: Path | None = None,
@@ -182,53 +174,54 @@ def sync_upstream(
 ) -> tuple[list[SyncReport], list[str], Path]:
     """`report sync`: bring the local index of each repo up to date (and what fixed its
     closed issues, with `fixed_in`)."""
-    from reporter.upstream import search
+    from reporter.app import issues
+    from reporter.app.issues import GitHubAccess
 
-    conf = settings()
-    names = list(repos) or list(conf.repos)
+    names = list(repos) or list(ctx.config.repos)
     if not names:
         raise UsageError(
             "no repository to sync", tip="pass OWNER/NAME, or set `repos` in `report config show`"
         )
-    return search.run_sync(
+    return issues.run_sync(
         names,
-        db=default_db(db, conf),
+        db=ctx.db(db),
         full=full,
-        env=upstream_env(conf),
+        access=GitHubAccess.of(ctx),
         progress=progress,
         fixed_in=fixed_in,
     )
 
 
-def index_import(file: Path, *, db: Path | None = None) -> tuple[ImportResult, Path]:
+def index_import(ctx: Context, file: Path, *, db: Path | None = None) -> tuple[ImportResult, Path]:
     """`report index import`: JSONL issues into the index (default: the user cache index)."""
-    from reporter.upstream import search
+    from reporter.app import issues
     from reporter.upstream.index import Index
 
-    path = default_db(db) or search.default_db_path()
+    path = ctx.db(db) or issues.default_db_path(ctx.cache_dir)
     with Index(path) as index:
-        return search.import_file(index, file), path
+        return issues.import_file(index, file), path
 
 
 def index_export(
-    *, write: Callable[[str], object], db: Path | None = None, repo: str | None = None
+    ctx: Context, *, write: Callable[[str], object], db: Path | None = None, repo: str | None = None
 ) -> tuple[int, Path]:
     """`report index export`: hand each stored issue's JSONL line to `write`; the count."""
-    from reporter.upstream import search
-    from reporter.upstream.index import Index, validate_repo
+    from reporter.app import issues
+    from reporter.upstream.index import Index
+    from reporter.upstream.records import validate_repo
 
     name = validate_repo(repo) if repo else None
     count = 0
-    path = default_db(db) or search.default_db_path()
+    path = ctx.db(db) or issues.default_db_path(ctx.cache_dir)
     with Index(path, create=False) as index:
-        for line in search.export_lines(index, name):
+        for line in issues.export_lines(index, name):
             write(line)
             count += 1
     return count, path
 
 
 # --- upstream drafts and filing: `report upstream draft`, `report upstream file` ---------
-# The work happens in reporter.upstream.publish; these wrappers resolve the repository and
+# The work happens in reporter.app.filing; these wrappers resolve the repository and
 # the paths, and keep PyGithub and httpx out of other commands' start-up.
 
 
@@ -243,7 +236,7 @@ class UpstreamDraftRun:
 
 def upstream_repo(bundle: Bundle, repo: str | None, conf: Settings | None = None) -> str:
     """`--repo`, else the manifest's first `upstream` repository, else the config's first."""
-    from reporter.upstream.index import validate_repo
+    from reporter.upstream.records import validate_repo
 
     if repo:
         return validate_repo(repo)
@@ -263,7 +256,33 @@ def default_upstream_path(bundle: Bundle, analysis: Analysis, repo: str, *, now:
     return report.with_name(f"{report.stem}.upstream-{md.slug(repo)}.md")
 
 
+def draft_source(
+    ctx: Context,
+    evidence: Path,
+    *,
+    repo: str | None,
+    forms: Path | None,
+    db: Path | None,
+    link_related: bool,
+    options: Options | None,
+) -> DraftSource:
+    """What `upstream draft` and `upstream file` draft from: the bundle analysed, the
+    repository (`upstream_repo`), `--forms` else the config's, `--db` else the config's."""
+    from reporter.app.filing import DraftSource
+
+    bundle, analysis = load_and_analyze([evidence], options or Options())
+    return DraftSource(
+        bundle=bundle,
+        analysis=analysis,
+        repo=upstream_repo(bundle, repo, ctx.config),
+        forms_dir=forms or ctx.config.forms,
+        db=ctx.db(db),
+        link_related=link_related,
+    )
+
+
 def upstream_draft(
+    ctx: Context,
     evidence: Path,
     *,
     repo: str | None = None,
@@ -272,9 +291,7 @@ def upstream_draft(
     offline: bool = False,
     db: Path | None = None,
     link_related: bool = False,
-    base_url: str | None = None,
     options: Options | None = None,
-    now: datetime | None = None,
     force: bool = False,
 ) -> UpstreamDraftRun:
     """Write the upstream issue draft for review (front matter `kind: upstream-draft`).
@@ -282,23 +299,14 @@ def upstream_draft(
     Works with no network and no token: forms fall back to the cache or the generic form,
     related issues to the local index. An existing file is kept as `.bak`.
     """
-    from reporter.upstream import publish
+    from reporter.app import filing
+    from reporter.app.issues import GitHubAccess
 
-    conf = settings()
-    bundle, analysis = load_and_analyze([evidence], options or Options())
-    name = upstream_repo(bundle, repo, conf)
-    run = publish.make_draft(
-        bundle,
-        analysis,
-        name,
-        forms_dir=forms or conf.forms,
-        offline=offline,
-        db=default_db(db, conf),
-        link_related=link_related,
-        base_url=base_url,
-        env=upstream_env(conf),
+    source = draft_source(
+        ctx, evidence, repo=repo, forms=forms, db=db, link_related=link_related, options=options
     )
-    target = out or default_upstream_path(bundle, analysis, name, now=now or now_utc())
+    run = filing.make_draft(source, access=GitHubAccess.of(ctx), offline=offline)
+    target = out or default_upstream_path(source.bundle, source.analysis, source.repo, now=ctx.now)
     backup = write_atomic(
         target,
         run.draft.document,
@@ -316,12 +324,12 @@ def _is_upstream_draft(head: str) -> bool:
 
 
 def upstream_file(
+    ctx: Context,
     evidence: Path,
     *,
     repo: str | None = None,
     yes: bool = False,
     force_new: bool = False,
-    base_url: str | None = None,
     draft: Path | None = None,
     forms: Path | None = None,
     db: Path | None = None,
@@ -330,33 +338,26 @@ def upstream_file(
     reports: Path | None = None,
     report: Path | None = None,
 ) -> FileResult:
-    """`report upstream file`: a dry run unless `yes`; see `reporter.upstream.publish`.
+    """`report upstream file`: a dry run unless `yes`; see `reporter.app.filing`.
 
     Once filed (or commented), the issue's URL goes into the incident report's
     `upstream_issue` (`record_upstream_issue`).
     """
-    from reporter.upstream import publish
+    from reporter.app import filing
+    from reporter.app.issues import GitHubAccess
+    from reporter.upstream.publish import Action
 
-    conf = settings()
-    bundle, analysis = load_and_analyze([evidence], options or Options())
-    result = publish.file_upstream(
-        bundle,
-        analysis,
-        upstream_repo(bundle, repo, conf),
-        yes=yes,
-        force_new=force_new,
-        base_url=base_url,
-        draft_file=draft,
-        forms_dir=forms or conf.forms,
-        db=default_db(db, conf),
-        link_related=link_related,
-        env=upstream_env(conf),
+    source = draft_source(
+        ctx, evidence, repo=repo, forms=forms, db=db, link_related=link_related, options=options
     )
-    already = (publish.Action.ALREADY_FILED, publish.Action.SKIP_COMMENT)
+    result = filing.file_upstream(
+        source, yes=yes, force_new=force_new, draft_file=draft, access=GitHubAccess.of(ctx)
+    )
+    already = (Action.ALREADY_FILED, Action.SKIP_COMMENT)
     if result.url and (result.sent or result.plan.action in already):
         from dataclasses import replace
 
-        updated = record_upstream_issue(bundle, result.url, reports=reports, report=report)
+        updated = record_upstream_issue(source.bundle, result.url, reports=reports, report=report)
         result = replace(result, reports_updated=updated)
     return result
 

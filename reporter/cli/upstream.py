@@ -71,7 +71,7 @@ def sync_cmd(
                 tick(step.repo, step.page, step.last_page or step.page)
 
         reports, found, path = app.sync_upstream(
-            repos or (), db=db, full=full, progress=show, fixed_in=fixed_in
+            app.Context.resolve(), repos or (), db=db, full=full, progress=show, fixed_in=fixed_in
         )
     notes(found)
     if as_json:
@@ -90,7 +90,7 @@ def index_import_cmd(
     """Import issues from JSONL; a bad line is reported with its number and skipped."""
     from reporter import app, documents
 
-    result, path = app.index_import(file, db=db)
+    result, path = app.index_import(app.Context.resolve(read_config=db is None), file, db=db)
     if as_json:
         console.emit_json(documents.import_json(result, path))
         return
@@ -109,11 +109,12 @@ def index_export_cmd(
     """Print the indexed issues as JSONL, by repository and number (--json: one object)."""
     from reporter import app, documents
 
+    ctx = app.Context.resolve(read_config=db is None)
     if not as_json:
-        app.index_export(write=print, db=db, repo=repo)
+        app.index_export(ctx, write=print, db=db, repo=repo)
         return
     lines: list[str] = []
-    _count, path = app.index_export(write=lines.append, db=db, repo=repo)
+    _count, path = app.index_export(ctx, write=lines.append, db=db, repo=repo)
     # An export is data to import again: public issue text, kept byte for byte.
     console.emit_json(documents.export_json(lines, path, repo), mask=False)
 
@@ -165,7 +166,13 @@ def search_upstream_cmd(
     from reporter import app
 
     outcome = app.search_upstream(
-        bundle, repos=repo or (), text_file=text_file, limit=limit, online=online, db=db
+        app.Context.resolve(),
+        bundle,
+        repos=repo or (),
+        text_file=text_file,
+        limit=limit,
+        online=online,
+        db=db,
     )
     notes(outcome.notes)
     if as_json:
@@ -211,6 +218,7 @@ def triage_cmd(
     from reporter import app
 
     outcome = app.triage(
+        app.Context.resolve(),
         target,
         since=since,
         text_file=text_file,
@@ -270,6 +278,7 @@ def upstream_draft_cmd(
     from reporter import app, documents
 
     made = app.upstream_draft(
+        app.Context.resolve(base_url=base_url),
         bundle,
         repo=repo,
         out=out,
@@ -277,7 +286,6 @@ def upstream_draft_cmd(
         offline=offline,
         db=db,
         link_related=link_related,
-        base_url=base_url,
         force=force,
     )
     notes(made.run.notes)
@@ -333,11 +341,11 @@ def upstream_file_cmd(
     from reporter import app, documents
 
     result = app.upstream_file(
+        app.Context.resolve(base_url=base_url),
         bundle,
         repo=repo,
         yes=yes,
         force_new=force_new,
-        base_url=base_url,
         draft=draft,
         forms=forms,
         db=db,

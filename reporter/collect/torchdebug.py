@@ -56,36 +56,26 @@ class Endpoint:
     """A failure here is expected on some jobs (the NCCL trace on a gloo job)."""
 
 
-ENDPOINTS = (
+# One row per page: path, folder under torch-debug/, file suffix, kind, what it is,
+# optional (a failure is expected on some jobs: the NCCL trace on a gloo job).
+_PAGES: tuple[tuple[str, str, str, EvidenceKind, str, bool], ...] = (
+    ("/fr_trace_json", "fr_trace", ".json", EvidenceKind.FLIGHT_RECORDER,
+     "Flight Recorder trace (JSON)", False),
+    ("/fr_trace_nccl_json", "fr_trace_nccl", ".json", EvidenceKind.FLIGHT_RECORDER,
+     "NCCL Flight Recorder trace (JSON)", True),
+    ("/pyspy_dump", "pyspy", ".txt", EvidenceKind.PYSPY_TEXT, "py-spy dump", False),
+    ("/stacks", "stacks", ".txt", EvidenceKind.FAULTHANDLER, "Python stacks (faulthandler)", False),
+)  # fmt: skip
+ENDPOINTS = tuple(
     Endpoint(
-        path="/fr_trace_json",
-        folder="torch-debug/fr_trace",
-        suffix=".json",
-        kind=EvidenceKind.FLIGHT_RECORDER,
-        what="Flight Recorder trace (JSON)",
-    ),
-    Endpoint(
-        path="/fr_trace_nccl_json",
-        folder="torch-debug/fr_trace_nccl",
-        suffix=".json",
-        kind=EvidenceKind.FLIGHT_RECORDER,
-        what="NCCL Flight Recorder trace (JSON)",
-        optional=True,
-    ),
-    Endpoint(
-        path="/pyspy_dump",
-        folder="torch-debug/pyspy",
-        suffix=".txt",
-        kind=EvidenceKind.PYSPY_TEXT,
-        what="py-spy dump",
-    ),
-    Endpoint(
-        path="/stacks",
-        folder="torch-debug/stacks",
-        suffix=".txt",
-        kind=EvidenceKind.FAULTHANDLER,
-        what="Python stacks (faulthandler)",
-    ),
+        path=path,
+        folder=f"torch-debug/{folder}",
+        suffix=suffix,
+        kind=kind,
+        what=what,
+        optional=optional,
+    )
+    for path, folder, suffix, kind, what, optional in _PAGES
 )
 
 

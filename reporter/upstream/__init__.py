@@ -3,15 +3,24 @@
 Modules, from the wire inwards::
 
     github.py   httpx client: listing with Link/ETag, search, rate limits, retries
-    index.py    SQLite + FTS5 store, sync state per repo, JSONL import/export
+    records.py  issue records, sync state, fixes; GitHub API and JSONL conversion
+    schema.py   the index's SQL tables and format versions
+    index.py    SQLite + FTS5 store, sync state per repo, JSONL import
+    sync.py     listings into the index (resumable, ETag), fixes of closed issues
     extract.py  stacks and error lines pasted in issue text (reuses the evidence parsers)
     terms.py    the one tokenizer shared by the index, queries and ranking
     query.py    a `Query` from a bundle's analysis or a free text; GitHub search strings
     rank.py     candidate scoring with reasons (text, BM25, stack, error similarity)
-    search.py   use cases: sync, import, export, search-upstream
+    titles.py   title vectors of the semantic model: stored, and the nearest titles
+    search.py   the duplicate search over the index, and its JSON document
+    triage.py   likely duplicates of tracker issues, as a table or a comment
     redact.py   secrets and identifiers -> consistent placeholders, with a report
     forms.py    GitHub issue forms: parse, pick the bug form, field roles
     draft.py    the upstream draft and the "+1 with evidence" comment (pure)
     filing.py   the PyGithub adapter: issues and comments, failures sorted for retrying
-    publish.py  use cases: upstream draft, upstream file (duplicate gate, never twice)
+    policy.py   one retry/backoff and rate-limit policy for both GitHub stacks
+    publish.py  the filing plan: duplicate gate, canonical issue, send never twice
+
+The use cases (default paths, settings, the forms cache, `upstream.toml`) are in
+`reporter.app.issues` and `reporter.app.filing`.
 """

@@ -39,7 +39,6 @@ JSONL, one object per line (import needs the first five keys; unknown keys are i
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
@@ -51,177 +50,17 @@ from typing import Any
 from reporter.errors import InputError, UsageError
 from reporter.upstream import boilerplate, terms
 from reporter.upstream.extract import extract
+from reporter.upstream.records import Fix, IssueRecord, StoredIssue, SyncState, record_from_json
+from reporter.upstream.records import ImportResult as ImportResult  # documents.py names it here
+from reporter.upstream.schema import SCHEMA, SCHEMA_2, SCHEMA_VERSION, TOKENIZER_VERSION, UPGRADABLE
 
-SCHEMA_VERSION = "2"
-# Older schemas this version upgrades in place on open.
-_UPGRADABLE = frozenset({"1"})
-# Bump when terms.tokens() changes: contentless FTS rows are deleted by re-tokenizing.
-TOKENIZER_VERSION = "1"
 # Text beyond this is stored but not indexed: pasted logs add length, not meaning.
 MAX_INDEXED_BODY = 64 * 1024
 
-_REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,38}/[A-Za-z0-9_.-]{1,100}")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS issues(
-    id INTEGER PRIMARY KEY,
-    repo TEXT NOT NULL COLLATE NOCASE,
-    number INTEGER NOT NULL,
-    is_pull INTEGER NOT NULL DEFAULT 0,
-    title TEXT NOT NULL,
-    body TEXT NOT NULL,
-    state TEXT NOT NULL,
-    state_reason TEXT,
-    labels TEXT NOT NULL DEFAULT '[]',
-    created_at TEXT,
-    updated_at TEXT,
-    closed_at TEXT,
-    comments INTEGER NOT NULL DEFAULT 0,
-    url TEXT,
-    stacks TEXT NOT NULL DEFAULT '[]',
-    errors TEXT NOT NULL DEFAULT '[]',
-    UNIQUE(repo, number)
-);
-CREATE INDEX IF NOT EXISTS issues_by_repo ON issues(repo, is_pull);
-CREATE VIRTUAL TABLE IF NOT EXISTS issue_text USING fts5(
-    title, body, content='', tokenize='unicode61 remove_diacritics 2'
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS issue_terms USING fts5vocab(issue_text, 'row');
-CREATE TABLE IF NOT EXISTS issue_frames(
-    key TEXT NOT NULL,
-    issue INTEGER NOT NULL,
-    PRIMARY KEY(key, issue)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS issue_frames_by_issue ON issue_frames(issue);
-CREATE TABLE IF NOT EXISTS sync_state(
-    repo TEXT PRIMARY KEY COLLATE NOCASE,
-    since TEXT,
-    etag TEXT,
-    resume_since TEXT,
-    complete INTEGER NOT NULL DEFAULT 0,
-    synced_at TEXT
-);
-"""
-
-# Added by schema 2 (created on open in schema 1 indexes too).
-_SCHEMA_2 = """
-CREATE TABLE IF NOT EXISTS line_df(
-    repo TEXT NOT NULL COLLATE NOCASE,
-    key INTEGER NOT NULL,
-    n INTEGER NOT NULL,
-    PRIMARY KEY(repo, key)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS issue_vectors(
-    issue INTEGER PRIMARY KEY,
-    repo TEXT NOT NULL COLLATE NOCASE,
-    model TEXT NOT NULL,
-    vector BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS issue_vectors_by_repo ON issue_vectors(repo, model);
-CREATE TABLE IF NOT EXISTS vector_packs(
-    repo TEXT NOT NULL COLLATE NOCASE,
-    model TEXT NOT NULL,
-    ids BLOB NOT NULL,
-    vectors BLOB NOT NULL,
-    PRIMARY KEY(repo, model)
-);
-CREATE TABLE IF NOT EXISTS issue_fixes(
-    repo TEXT NOT NULL COLLATE NOCASE,
-    number INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    ref TEXT NOT NULL,
-    url TEXT,
-    sha TEXT,
-    tag TEXT,
-    checked_at TEXT,
-    PRIMARY KEY(repo, number)
-) WITHOUT ROWID;
-"""
 
 # BM25 column weights: a word in the title counts four times a word in the body.
 TITLE_WEIGHT = 4.0
 BODY_WEIGHT = 1.0
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class IssueRecord:
-    """One upstream issue (or pull request) as it goes into and out of the index."""
-
-    repo: str
-    number: int
-    title: str
-    body: str = ""
-    state: str = "open"
-    state_reason: str | None = None
-    labels: tuple[str, ...] = ()
-    created_at: str | None = None
-    updated_at: str | None = None
-    closed_at: str | None = None
-    comments: int = 0
-    url: str | None = None
-    is_pull: bool = False
-
-    @property
-    def html_url(self) -> str:
-        """The issue's web address: the recorded one, else github.com's form."""
-        return self.url or f"https://github.com/{self.repo}/issues/{self.number}"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StoredIssue:
-    """An indexed issue as ranking reads it: the record plus what extraction found."""
-
-    id: int
-    record: IssueRecord
-    stacks: tuple[tuple[str, ...], ...]
-    errors: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SyncState:
-    """Where the last sync of one repo got to.
-
-    `since` is the `updated_at` to ask from next time and `etag` the ETag GitHub gave
-    for that listing (None until a single-page listing for `since` was seen).
-    `resume_since` is set while a sync is under way: the newest `updated_at` stored
-    so far; a sync that was interrupted restarts from there.
-    """
-
-    repo: str
-    since: str | None = None
-    etag: str | None = None
-    resume_since: str | None = None
-    complete: bool = False
-    synced_at: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ImportResult:
-    """What an import did: records stored, and one `file:line: reason` per skipped line."""
-
-    imported: int
-    skipped: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Fix:
-    """What fixed a closed issue, as a sync found it.
-
-    `kind` is `pull` (a pull request that closed it or was linked; `ref` is `#N`),
-    `commit` (a commit that closed it; `ref` is the short SHA) or `none` (looked up,
-    nothing found). `tag` is the first release tag that contains the change, None when
-    no release has it yet (or it was not found). `checked_at` is when it was looked up.
-    """
-
-    repo: str
-    number: int
-    kind: str
-    ref: str
-    url: str | None = None
-    sha: str | None = None
-    tag: str | None = None
-    checked_at: str | None = None
 
 
 @dataclass(slots=True)
@@ -231,116 +70,6 @@ class _Batch:
     written: int = 0
     unchanged: int = 0
     ids: list[int] = field(default_factory=list)
-
-
-def validate_repo(repo: str) -> str:
-    """`owner/name` or a `UsageError` saying how to write it."""
-    repo = repo.strip().removeprefix("https://github.com/").rstrip("/")
-    if not _REPO_RE.fullmatch(repo):
-        raise UsageError(
-            f"{repo!r} is not a GitHub repository (owner/name)",
-            tip="write it like sgl-project/sglang",
-        )
-    return repo
-
-
-def record_from_api(item: dict[str, Any], repo: str) -> IssueRecord:
-    """An `IssueRecord` from one issue object of GitHub's REST API (listing or search)."""
-    labels = tuple(
-        str(label.get("name", "")) if isinstance(label, dict) else str(label)
-        for label in item.get("labels") or ()
-    )
-    return IssueRecord(
-        repo=repo,
-        number=int(item["number"]),
-        title=str(item.get("title") or ""),
-        body=str(item.get("body") or ""),
-        state=str(item.get("state") or "open"),
-        state_reason=_opt_str(item.get("state_reason")),
-        labels=tuple(sorted(label for label in labels if label)),
-        created_at=_opt_str(item.get("created_at")),
-        updated_at=_opt_str(item.get("updated_at")),
-        closed_at=_opt_str(item.get("closed_at")),
-        comments=int(item.get("comments") or 0),
-        url=_opt_str(item.get("html_url")),
-        is_pull="pull_request" in item,
-    )
-
-
-def repo_of_api_item(item: dict[str, Any]) -> str | None:
-    """`owner/name` from a search result's `repository_url` (search spans repos)."""
-    url = item.get("repository_url")
-    if not isinstance(url, str) or "/repos/" not in url:
-        return None
-    return url.rsplit("/repos/", 1)[1].strip("/") or None
-
-
-def record_from_json(obj: Any) -> IssueRecord:
-    """An `IssueRecord` from one JSONL object; `ValueError` says what is wrong with it."""
-    if not isinstance(obj, dict):
-        raise ValueError("not a JSON object")
-    for key in ("repo", "number", "title", "state"):
-        if key not in obj:
-            raise ValueError(f"missing {key!r}")
-    repo = obj["repo"]
-    if not isinstance(repo, str) or not _REPO_RE.fullmatch(repo):
-        raise ValueError(f"'repo' must be owner/name, not {repo!r}")
-    number = obj["number"]
-    if isinstance(number, bool) or not isinstance(number, int) or not 0 < number < 2**63:
-        raise ValueError(f"'number' must be a positive integer, not {number!r}")
-    title, body, state = obj["title"], obj.get("body"), obj["state"]
-    if not isinstance(title, str):
-        raise ValueError("'title' must be a string")
-    if body is not None and not isinstance(body, str):
-        raise ValueError("'body' must be a string or null")
-    if state not in ("open", "closed"):
-        raise ValueError(f"'state' must be 'open' or 'closed', not {state!r}")
-    raw_labels = obj.get("labels") or []
-    if not isinstance(raw_labels, list):
-        raise ValueError("'labels' must be a list")
-    labels = tuple(
-        sorted(
-            str(label.get("name", "")) if isinstance(label, dict) else str(label)
-            for label in raw_labels
-        )
-    )
-    comments = obj.get("comments", 0)
-    return IssueRecord(
-        repo=repo,
-        number=number,
-        title=title,
-        body=body or "",
-        state=state,
-        state_reason=_opt_str(obj.get("state_reason")),
-        labels=tuple(label for label in labels if label),
-        created_at=_opt_str(obj.get("created_at")),
-        updated_at=_opt_str(obj.get("updated_at")),
-        closed_at=_opt_str(obj.get("closed_at")),
-        comments=comments if isinstance(comments, int) and not isinstance(comments, bool) else 0,
-        url=_opt_str(obj.get("url") or obj.get("html_url")),
-    )
-
-
-def record_to_json(record: IssueRecord) -> dict[str, Any]:
-    """The JSONL object for a record (the import format plus the optional extras)."""
-    return {
-        "repo": record.repo,
-        "number": record.number,
-        "title": record.title,
-        "body": record.body,
-        "state": record.state,
-        "state_reason": record.state_reason,
-        "labels": list(record.labels),
-        "created_at": record.created_at,
-        "updated_at": record.updated_at,
-        "closed_at": record.closed_at,
-        "comments": record.comments,
-        "url": record.html_url,
-    }
-
-
-def _opt_str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 class Index:
@@ -377,7 +106,7 @@ class Index:
         if "meta" in tables:
             meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
             schema, tokenizer = meta.get("schema"), meta.get("tokenizer")
-            if schema in _UPGRADABLE and tokenizer == TOKENIZER_VERSION:
+            if schema in UPGRADABLE and tokenizer == TOKENIZER_VERSION:
                 self._upgrade()
                 return
             if schema != SCHEMA_VERSION or tokenizer != TOKENIZER_VERSION:
@@ -388,7 +117,7 @@ class Index:
                 )
             if "vector_packs" not in tables:
                 # Added to schema 2 after its first builds (derived data, empty is right).
-                self._db.executescript(f"BEGIN IMMEDIATE;{_SCHEMA_2}COMMIT;")
+                self._db.executescript(f"BEGIN IMMEDIATE;{SCHEMA_2}COMMIT;")
             return
         if tables - {"sqlite_sequence"}:
             raise InputError(
@@ -397,14 +126,14 @@ class Index:
             )
         # executescript commits any open transaction first, so the script brings its own.
         self._db.executescript(
-            f"BEGIN IMMEDIATE;{_SCHEMA}{_SCHEMA_2}"
+            f"BEGIN IMMEDIATE;{SCHEMA}{SCHEMA_2}"
             f"INSERT INTO meta(key, value) VALUES ('schema', '{SCHEMA_VERSION}'), "
             f"('tokenizer', '{TOKENIZER_VERSION}');COMMIT;"
         )
 
     def _upgrade(self) -> None:
         """Schema 1 -> 2: add the new tables and count the stored bodies' line shapes."""
-        self._db.executescript(f"BEGIN IMMEDIATE;{_SCHEMA_2}")
+        self._db.executescript(f"BEGIN IMMEDIATE;{SCHEMA_2}")
         try:
             rows = self._db.execute("SELECT repo, body FROM issues WHERE is_pull = 0")
             for repo, body in rows.fetchall():
@@ -505,26 +234,23 @@ class Index:
 
     def frame_df(self, keys: Iterable[str]) -> dict[str, int]:
         """How many issues show each frame key (0 for unseen keys)."""
-        keys = sorted(set(keys))
-        found = dict.fromkeys(keys, 0)
-        for start in range(0, len(keys), 500):
-            chunk = keys[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            sql = f"SELECT key, COUNT(*) FROM issue_frames WHERE key IN ({marks}) GROUP BY key"
-            for key, n in self._db.execute(sql, chunk):
-                found[str(key)] = int(n)
-        return found
+        sql = "SELECT key, COUNT(*) FROM issue_frames WHERE key IN ({marks}) GROUP BY key"
+        return self._counts(sql, keys, chunk=500)
 
     def term_df(self, words: Iterable[str]) -> dict[str, int]:
         """How many issues contain each normalised term (0 for unseen terms)."""
-        words = sorted(set(words))
-        found = dict.fromkeys(words, 0)
-        for start in range(0, len(words), 200):
-            chunk = words[start : start + 200]
-            marks = ",".join("?" * len(chunk))
-            sql = f"SELECT term, doc FROM issue_terms WHERE term IN ({marks})"
-            for term, doc in self._db.execute(sql, chunk):
-                found[str(term)] = int(doc)
+        sql = "SELECT term, doc FROM issue_terms WHERE term IN ({marks})"
+        return self._counts(sql, words, chunk=200)
+
+    def _counts(self, sql: str, keys: Iterable[str], *, chunk: int) -> dict[str, int]:
+        """(key, count) rows of `sql` for `keys`, asked `chunk` keys at a time (SQLite
+        bounds the parameters of one statement); 0 for a key no row names."""
+        wanted = sorted(set(keys))
+        found = dict.fromkeys(wanted, 0)
+        for start in range(0, len(wanted), chunk):
+            part = wanted[start : start + chunk]
+            for key, n in self._db.execute(sql.format(marks=",".join("?" * len(part))), part):
+                found[str(key)] = int(n)
         return found
 
     def documents(self) -> int:

@@ -28,7 +28,7 @@ from reporter.model import Bundle
 from reporter.upstream import terms
 from reporter.upstream.extract import extract, normalize_error, stack_keys
 from reporter.upstream.fixes import deployed_version
-from reporter.upstream.index import IssueRecord
+from reporter.upstream.records import IssueRecord
 
 # Weight of a stack class relative to a stuck / collective one: the ranks that wait say
 # more about the hang than ranks seen once outside a collective, and those more than

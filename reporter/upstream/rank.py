@@ -53,8 +53,8 @@ from enum import StrEnum
 from rapidfuzz import fuzz
 
 from reporter.upstream import terms
-from reporter.upstream.index import StoredIssue
 from reporter.upstream.query import Query, QueryStack
+from reporter.upstream.records import StoredIssue
 
 POSITION_DECAY = 0.6
 ALIGN_DECAY = 0.15

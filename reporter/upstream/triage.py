@@ -22,13 +22,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reporter.errors import UsageError
 from reporter.render.markdown import cell
 from reporter.upstream import rank
-from reporter.upstream.index import Fix, Index, validate_repo
+from reporter.upstream.index import Index
+from reporter.upstream.records import Fix, validate_repo
 
 if TYPE_CHECKING:
     from reporter.upstream.filing import Tracker
@@ -256,96 +256,8 @@ def post_comment(tracker: Tracker, row: TriageRow, *, post: bool) -> CommentResu
     return CommentResult(body=body, posted_url=made.url)
 
 
-def run_triage(
-    target: str,
-    *,
-    since: str | None,
-    text: str | None,
-    limit: int,
-    db: Path | None,
-    comment: bool = False,
-    post: bool = False,
-    env: Mapping[str, str],
-    tracker: Tracker | None = None,
-) -> TriageOutcome:
-    """`report triage`: `owner/repo#N` (one issue from the index), `owner/repo --since
-    DATE` (every issue opened since), or `owner/repo` with a text (a pasted issue)."""
-    from reporter.upstream import search
-    from reporter.upstream.query import query_from_text
-
-    if not 1 <= limit <= 100:
-        raise UsageError(f"--limit {limit}: must be between 1 and 100")
-    ref = parse_issue_ref(target)
-    repo = ref[0] if ref is not None else validate_repo(target)
-    if ref is None and since is None and text is None:
-        raise UsageError(
-            f"{target}: name an issue or a period",
-            tip=f"write {repo}#NUMBER, or add --since 2025-01-31 or --text-file FILE",
-        )
-    if (comment or post) and ref is None:
-        raise UsageError("--comment and --post work on one issue", tip=f"name it as {repo}#NUMBER")
-    if ref is not None and since is not None:
-        raise UsageError("--since lists many issues; drop it or the #NUMBER")
-    path = db or search.default_db_path()
-    notes: list[str] = []
-    with Index(path, create=False) as index:
-        if index.count([repo]) == 0:
-            raise UsageError(
-                f"the index at {path} has no issues of {repo}", tip=f"run `report sync {repo}`"
-            )
-        if text is not None:
-            query = query_from_text(text, repos=(repo,))
-            if ref is not None:
-                query = replace_issue(query, ref)
-            found = search.search_and_explain(index, query, limit=limit, notes=notes)
-            rows = [
-                TriageRow(
-                    repo=repo,
-                    number=ref[1] if ref else None,
-                    title=query.title,
-                    url=f"https://github.com/{repo}/issues/{ref[1]}" if ref else "",
-                    candidates=tuple(found),
-                    fixes=search.fixes_of(index, found),
-                )
-            ]
-        elif ref is not None:
-            rows = triage_rows(index, repo, [ref[1]], limit=limit, notes=notes)
-        else:
-            assert since is not None
-            numbers = issues_since(index, repo, parse_since(since))
-            if not numbers:
-                notes.append(f"no issue of {repo} in the index was opened since {since}")
-            rows = triage_rows(index, repo, numbers, limit=limit, notes=notes)
-    result: CommentResult | None = None
-    if comment or post:
-        if tracker is None and post:
-            tracker = _tracker(env)
-        if tracker is None:
-            result = CommentResult(
-                body=comment_body(rows[0]), skipped="dry run (pass --post to post it)"
-            )
-        else:
-            result = post_comment(tracker, rows[0], post=post)
-    return TriageOutcome(rows=tuple(rows), notes=tuple(notes), comment=result)
-
-
 def replace_issue(query: Query, ref: tuple[str, int]) -> Query:
     """`query` made from the text of issue `ref`: that issue is never a candidate."""
     from dataclasses import replace
 
     return replace(query, issue=ref)
-
-
-def _tracker(env: Mapping[str, str]) -> Tracker:
-    from reporter.upstream.auth import api_url
-    from reporter.upstream.filing import PyGithubTracker
-    from reporter.upstream.github import find_token
-
-    base = api_url(env)
-    token = find_token(env, base_url=base)
-    if token is None:
-        raise UsageError(
-            "--post needs a GitHub token",
-            tip="set GITHUB_TOKEN (in a workflow: `GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}`)",
-        )
-    return PyGithubTracker(base_url=base, token=token.value)

@@ -7,8 +7,9 @@ import sqlite3
 from pathlib import Path
 
 from reporter.upstream import boilerplate, search
-from reporter.upstream.index import Index, IssueRecord
+from reporter.upstream.index import Index
 from reporter.upstream.query import query_from_text
+from reporter.upstream.records import IssueRecord
 
 FORM = (
     "### Checklist\n\n"

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reporter.cli import cli
-from reporter.upstream import fixes, search
+from reporter.upstream import fixes, sync
 from reporter.upstream.github import GitHubClient, Token
 from reporter.upstream.index import Index
 
@@ -167,7 +167,7 @@ def test_sync_stores_the_fix_and_its_first_release(
             base_url=ghserver.url, token=Token(value="t", source="test"), clock=clock
         ) as client,
     ):
-        report = search.sync_repo(index, client, REPO, fixed_in=True)
+        report = sync.sync_repo(index, client, REPO, fixed_in=True)
         assert report.fixes is not None
         assert (report.fixes.checked, report.fixes.found, report.fixes.left) == (2, 1, 0)
         fix = index.fix(REPO, 4388)
@@ -182,7 +182,7 @@ def test_sync_stores_the_fix_and_its_first_release(
         assert 1 <= compares <= 3
         # Nothing changed: the next sync is one listing and looks nothing up again.
         before = len(ghserver.requests)
-        again = search.sync_repo(index, client, REPO, fixed_in=True)
+        again = sync.sync_repo(index, client, REPO, fixed_in=True)
         assert again.fixes is not None and again.fixes.checked == 0
         assert len(ghserver.requests) == before + 1
 

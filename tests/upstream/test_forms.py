@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from reporter.app.filing import read_forms_dir
 from reporter.errors import InputError
 from reporter.upstream.forms import (
     FieldType,
@@ -16,7 +17,6 @@ from reporter.upstream.forms import (
     pick_bug_form,
     role_of,
 )
-from reporter.upstream.publish import read_forms_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 FORMS = ROOT / "fixtures" / "forms"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from reporter import app
-from reporter.upstream import publish
+from reporter.app import filing
+from reporter.app.filing import DraftSource
+from reporter.app.issues import GitHubAccess
 from reporter.upstream.index import Index
 
 from .conftest import ROOT
@@ -13,13 +15,15 @@ BUNDLES = ROOT / "fixtures" / "bundles"
 
 def _draft(name: str, example_index: Index) -> str:
     bundle, analysis = app.load_and_analyze([BUNDLES / name], app.Options())
-    run = publish.make_draft(
-        bundle,
-        analysis,
-        "pytorch/pytorch",
-        forms_dir=ROOT / "fixtures" / "forms" / "sglang",
-        db=example_index.path,
-        env={},
+    run = filing.make_draft(
+        DraftSource(
+            bundle=bundle,
+            analysis=analysis,
+            repo="pytorch/pytorch",
+            forms_dir=ROOT / "fixtures" / "forms" / "sglang",
+            db=example_index.path,
+        ),
+        access=GitHubAccess(env={}),
     )
     return run.draft.document
 

@@ -10,8 +10,9 @@ import pytest
 
 from reporter.errors import InputError, UsageError
 from reporter.render.lint import IssueIndex
-from reporter.upstream.index import (
-    Index,
+from reporter.upstream.index import Index
+from reporter.upstream.query import match_expression
+from reporter.upstream.records import (
     IssueRecord,
     SyncState,
     record_from_api,
@@ -19,7 +20,6 @@ from reporter.upstream.index import (
     record_to_json,
     validate_repo,
 )
-from reporter.upstream.query import match_expression
 
 STACK = """```
 Thread 1 (idle): "MainThread"

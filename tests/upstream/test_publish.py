@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from reporter import app
+from reporter.app import filing
+from reporter.app.filing import DraftSource
+from reporter.app.issues import GitHubAccess
 from reporter.console.upstream import upstream_file_text
 from reporter.errors import RateLimitError
-from reporter.upstream import publish
 from reporter.upstream.draft import find_marker
 from reporter.upstream.publish import Action, FileResult, FilingPolicy
 
@@ -55,13 +57,9 @@ def filer(
 
     def file(repo: str, **options: Any) -> FileResult:
         bundle, analysis = app.load_and_analyze([tmp_path / "bundle"], app.Options())
-        return publish.file_upstream(
-            bundle,
-            analysis,
-            repo,
-            env=options.pop("env", env),
-            db=tmp_path / "index.sqlite3",
-            clock=clock,
+        return filing.file_upstream(
+            DraftSource(bundle=bundle, analysis=analysis, repo=repo, db=tmp_path / "index.sqlite3"),
+            access=GitHubAccess(env=options.pop("env", env), clock=clock),
             pace=False,
             timeout=1,
             **options,
@@ -214,7 +212,11 @@ def test_todos_and_leaks_refuse_then_a_reviewed_draft_files(
     assert ghserver.posts() == []
 
     bundle, analysis = app.load_and_analyze([tmp_path / "bundle"], app.Options())
-    run = publish.make_draft(bundle, analysis, EMPTY, forms_dir=FORMS, offline=True, env={})
+    run = filing.make_draft(
+        DraftSource(bundle=bundle, analysis=analysis, repo=EMPTY, forms_dir=FORMS),
+        offline=True,
+        access=GitHubAccess(env={}),
+    )
     reviewed = "\n".join(
         line.replace("- [ ]", "- [X]")
         for line in run.draft.document.splitlines()
@@ -253,20 +255,36 @@ def test_forms_come_through_the_contents_api_and_are_cached(
     )
     env = {"GITHUB_API_URL": ghserver.url}
     notes: list[str] = []
-    form = publish.choose_form(
-        SGLANG, forms_dir=None, offline=False, env=env, notes=notes, clock=clock
+    form = filing.choose_form(
+        SGLANG,
+        forms_dir=None,
+        offline=False,
+        access=GitHubAccess(env=env, clock=clock),
+        notes=notes,
     )
     assert form.source == "1-bug-report.yml" and notes == []
     fetched = ghserver.count("/contents/")
     assert fetched == 4  # the listing and three files
-    again = publish.choose_form(
-        SGLANG, forms_dir=None, offline=False, env=env, notes=notes, clock=clock
+    again = filing.choose_form(
+        SGLANG,
+        forms_dir=None,
+        offline=False,
+        access=GitHubAccess(env=env, clock=clock),
+        notes=notes,
     )
     assert again == form and ghserver.count("/contents/") == fetched, "fresh cache: no request"
-    clock.time += publish.FORMS_TTL + 1
-    publish.choose_form(SGLANG, forms_dir=None, offline=False, env=env, notes=notes, clock=clock)
+    clock.time += filing.FORMS_TTL + 1
+    filing.choose_form(
+        SGLANG,
+        forms_dir=None,
+        offline=False,
+        access=GitHubAccess(env=env, clock=clock),
+        notes=notes,
+    )
     assert ghserver.count("/contents/", status=304) == 1, "stale cache: one conditional request"
-    offline = publish.choose_form(SGLANG, forms_dir=None, offline=True, env={}, notes=notes)
+    offline = filing.choose_form(
+        SGLANG, forms_dir=None, offline=True, access=GitHubAccess(env={}), notes=notes
+    )
     assert offline == form
 
 
@@ -283,13 +301,9 @@ def test_a_signature_match_alone_never_picks_a_thread_without_stacks(
     body = f"Same hang?\n\n<!-- reporter-upstream signature={analysis.signature.hash} bundle=0123456789ab -->"
     ghserver.add_issue(EMPTY, 7, title="hang", body=body, state="open")
     env = {"GITHUB_TOKEN": "test-token", "GITHUB_API_URL": ghserver.url, "HOME": str(tmp_path)}
-    result = publish.file_upstream(
-        bundle,
-        analysis,
-        EMPTY,
-        env=env,
-        db=tmp_path / "index.sqlite3",
-        clock=clock,
+    result = filing.file_upstream(
+        DraftSource(bundle=bundle, analysis=analysis, repo=EMPTY, db=tmp_path / "index.sqlite3"),
+        access=GitHubAccess(env=env, clock=clock),
         pace=False,
         timeout=1,
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from reporter.upstream.index import IssueRecord, StoredIssue
 from reporter.upstream.query import Query, QueryStack
 from reporter.upstream.rank import (
     Level,
@@ -15,6 +14,7 @@ from reporter.upstream.rank import (
     stack_similarity,
     title_similarity,
 )
+from reporter.upstream.records import IssueRecord, StoredIssue
 
 HANG = (
     "all_reduce",

@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reporter.analysis import analyze
+from reporter.app import issues
 from reporter.bundle import load
 from reporter.cli import cli
 from reporter.upstream import search
@@ -101,7 +102,7 @@ def test_cli_offline_builds_the_example_index_and_prints_json(cache_home: Path) 
     assert "check_hicache_events" in first["reasons"]["shared_frames"]
     assert document["index"]["example"] is True
     assert "example index" in result.stderr
-    assert (cache_home / "reporter" / search.EXAMPLE_DB_NAME).is_file()
+    assert (cache_home / "reporter" / issues.EXAMPLE_DB_NAME).is_file()
     # The second run reuses the example index: same bytes out.
     again = runner.invoke(
         cli, ["search-upstream", str(TP_DESYNC), "--offline", "--json", "--limit", "4"]
@@ -254,4 +255,4 @@ def test_the_example_issues_ship_as_package_data() -> None:
     """`search-upstream --offline` works outside a checkout: the copy in the package is current."""
     shipped = ROOT / "reporter" / "data" / "example-issues.jsonl"
     assert shipped.read_bytes() == EXAMPLE_ISSUES.read_bytes()
-    assert search.example_jsonl() == shipped
+    assert issues.example_jsonl() == shipped

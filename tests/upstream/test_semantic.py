@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from reporter.upstream import rank, search, semantic
-from reporter.upstream.index import Index, IssueRecord
+from reporter.upstream import rank, search, semantic, titles
+from reporter.upstream.index import Index
 from reporter.upstream.query import query_from_text
+from reporter.upstream.records import IssueRecord
 
 model = semantic.load()
 needs_model = pytest.mark.skipif(model is None, reason=semantic.MISSING_NOTE)
@@ -82,8 +83,8 @@ def test_vectors_are_stored_once_and_a_paraphrase_is_found(tmp_path: Path) -> No
     assert model is not None
     with Index(tmp_path / "s.sqlite3") as index:
         index.upsert(_records())
-        assert search.embed_missing(index, model) == 6
-        assert search.embed_missing(index, model) == 0  # remembered: nothing to look for
+        assert titles.embed_missing(index, model) == 6
+        assert titles.embed_missing(index, model) == 0  # remembered: nothing to look for
         ((ids, vectors),) = index.vectors([REPO], model.model_id)
         assert len(ids) == 6 * 8 and len(vectors) == 6 * semantic.DIM
         # The pack was stored: a fresh connection reads the same bytes.
@@ -93,7 +94,7 @@ def test_vectors_are_stored_once_and_a_paraphrase_is_found(tmp_path: Path) -> No
         index.upsert(
             [IssueRecord(repo=REPO, number=99, title="Crash while loading quantized weights")]
         )
-        assert search.embed_missing(index, model) == 1
+        assert titles.embed_missing(index, model) == 1
         ((ids, vectors),) = index.vectors([REPO], model.model_id)
         assert len(ids) == 6 * 8  # the pack was rebuilt with the new vector
         # Not one word in common with #99's title or body.

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from reporter.app import issues
+from reporter.app.issues import GitHubAccess
 from reporter.errors import RateLimitError, UpstreamError
-from reporter.upstream import search
+from reporter.upstream import sync
 from reporter.upstream.auth import host_of
 from reporter.upstream.github import GitHubClient, RetryPolicy, Token
 from reporter.upstream.index import Index
@@ -68,8 +70,8 @@ def test_full_sync_costs_one_request_per_page_and_a_resync_one(
 ) -> None:
     _fill(ghserver, 250)
     client = _client(ghserver, clock)
-    steps: list[search.SyncProgress] = []
-    report = search.sync_repo(index, client, REPO, progress=steps.append)
+    steps: list[sync.SyncProgress] = []
+    report = sync.sync_repo(index, client, REPO, progress=steps.append)
     assert report.requests == math.ceil(250 / 100) == 3
     assert report.stored == 250
     assert index.count([REPO]) == 245  # pull requests are stored, not counted as issues
@@ -79,10 +81,10 @@ def test_full_sync_costs_one_request_per_page_and_a_resync_one(
     assert ghserver.requests[0].headers["authorization"] == "Bearer t0k"
 
     # First resync: the boundary issue comes back (since is inclusive) and its ETag is kept.
-    again = search.sync_repo(index, client, REPO)
+    again = sync.sync_repo(index, client, REPO)
     assert (again.requests, again.not_modified) == (1, False)
     # From then on a no-change resync is one conditional request answered 304.
-    settled = search.sync_repo(index, client, REPO)
+    settled = sync.sync_repo(index, client, REPO)
     assert (settled.requests, settled.not_modified) == (1, True)
     assert ghserver.requests[-1].status == 304
     assert ghserver.requests[-1].headers["if-none-match"].startswith('W/"')
@@ -94,14 +96,14 @@ def test_a_change_after_a_settled_sync_is_picked_up(
     _fill(ghserver, 30)
     client = _client(ghserver, clock)
     for _ in range(3):
-        search.sync_repo(index, client, REPO)
+        sync.sync_repo(index, client, REPO)
     ghserver.add_issue(
         REPO, 3, title="renamed: deadlock in broadcast_pyobj", updated_at="2025-03-01T00:00:00Z"
     )
     ghserver.add_issue(
         REPO, 31, title="new issue about tokenizer", updated_at="2025-03-02T00:00:00Z"
     )
-    report = search.sync_repo(index, client, REPO)
+    report = sync.sync_repo(index, client, REPO)
     assert (report.requests, report.stored, report.not_modified) == (1, 2, False)
     assert index.text_candidates('"deadlock"', [REPO], 5) != []
     assert index.count([REPO]) == 31
@@ -115,13 +117,13 @@ def test_an_interrupted_sync_keeps_its_pages_and_resumes(
     path = tmp_path / "i.sqlite3"
     with Index(path) as index:
         with pytest.raises(UpstreamError, match="gave up after 4 attempts"):
-            search.sync_repo(index, _client(ghserver, clock), REPO)
+            sync.sync_repo(index, _client(ghserver, clock), REPO)
         state = index.sync_state(REPO)
         assert state is not None and state.resume_since is not None and not state.complete
         kept = index.count([REPO])
         assert 190 <= kept <= 200
     with Index(path) as index:
-        report = search.sync_repo(index, _client(ghserver, clock), REPO)
+        report = sync.sync_repo(index, _client(ghserver, clock), REPO)
         assert report.resumed
         assert index.count([REPO]) == 320 - 6
         state = index.sync_state(REPO)
@@ -146,7 +148,7 @@ def test_transient_faults_are_retried(
 ) -> None:
     _fill(ghserver, 5)
     ghserver.inject(fault)
-    report = search.sync_repo(index, _client(ghserver, real_clock), REPO)
+    report = sync.sync_repo(index, _client(ghserver, real_clock), REPO)
     assert report.stored == 5
     assert real_clock.sleeps == sleeps
 
@@ -156,7 +158,7 @@ def test_primary_rate_limit_waits_for_the_reset(
 ) -> None:
     _fill(ghserver, 5)
     ghserver.inject(Fault("rate-limit", reset_in=10))
-    search.sync_repo(index, _client(ghserver, real_clock), REPO)
+    sync.sync_repo(index, _client(ghserver, real_clock), REPO)
     assert len(real_clock.sleeps) == 1 and 9.0 <= real_clock.sleeps[0] <= 12.0
 
 
@@ -166,7 +168,7 @@ def test_a_long_rate_limit_fails_fast_and_leaves_the_index_alone(
     _fill(ghserver, 5)
     ghserver.inject(Fault("rate-limit", reset_in=3600))
     with pytest.raises(RateLimitError):
-        search.sync_repo(index, _client(ghserver, real_clock), REPO)
+        sync.sync_repo(index, _client(ghserver, real_clock), REPO)
     assert real_clock.sleeps == []
     assert index.count() == 0
 
@@ -175,7 +177,7 @@ def test_a_timeout_is_retried(ghserver: GitHubServer, index: Index, clock: FakeC
     _fill(ghserver, 5)
     ghserver.stall = 0.6
     ghserver.inject(Fault("timeout"))
-    report = search.sync_repo(index, _client(ghserver, clock, timeout=0.2), REPO)
+    report = sync.sync_repo(index, _client(ghserver, clock, timeout=0.2), REPO)
     assert report.stored == 5
     assert clock.sleeps == [1.0]
 
@@ -188,7 +190,7 @@ def test_persistent_timeouts_end_in_a_clear_error(
     ghserver.inject(Fault("timeout", times=2))
     client = _client(ghserver, clock, timeout=0.15, retry=RetryPolicy(attempts=2))
     with pytest.raises(UpstreamError, match=r"no answer within 0\.15 s"):
-        search.sync_repo(index, client, REPO)
+        sync.sync_repo(index, client, REPO)
 
 
 def test_a_link_loop_stops_the_sync_with_an_error(
@@ -197,7 +199,7 @@ def test_a_link_loop_stops_the_sync_with_an_error(
     _fill(ghserver, 150)
     ghserver.inject(Fault("link-loop", match="page=2"))
     with pytest.raises(UpstreamError, match="points back"):
-        search.sync_repo(index, _client(ghserver, clock), REPO)
+        sync.sync_repo(index, _client(ghserver, clock), REPO)
     # Pages read before the loop are kept, and the next run resumes after them.
     assert index.count() >= 98
 
@@ -208,7 +210,7 @@ def test_an_off_host_next_link_is_not_followed(
     _fill(ghserver, 5)
     ghserver.inject(Fault("off-host"))
     with pytest.raises(UpstreamError, match="another host"):
-        search.sync_repo(index, _client(ghserver, clock), REPO)
+        sync.sync_repo(index, _client(ghserver, clock), REPO)
     assert ghserver.count("/issues") == 1
 
 
@@ -218,8 +220,10 @@ def test_run_sync_reports_each_repo(
     _fill(ghserver, 120)
     _fill(ghserver, 3, repo="pytorch/pytorch")
     env = {"GITHUB_API_URL": ghserver.url, "HOME": str(tmp_path)}
-    reports, notes, path = search.run_sync(
-        [REPO, "pytorch/pytorch"], db=tmp_path / "s.sqlite3", env=env, clock=clock
+    reports, notes, path = issues.run_sync(
+        [REPO, "pytorch/pytorch"],
+        db=tmp_path / "s.sqlite3",
+        access=GitHubAccess(env=env, clock=clock),
     )
     assert [(r.repo, r.pages, r.stored) for r in reports] == [
         (REPO, 2, 120),
@@ -241,8 +245,12 @@ def test_online_search_asks_github_and_ranks_locally(
         "Scheduler hangs in check_hicache_events\n\nranks stuck in all_reduce", repos=[REPO]
     )
     env = {"GITHUB_API_URL": ghserver.url, "GH_ENTERPRISE_TOKEN": "x"}
-    outcome = search.run_search(
-        query, db=tmp_path / "o.sqlite3", online=True, limit=5, env=env, clock=clock
+    outcome = issues.run_search(
+        query,
+        db=tmp_path / "o.sqlite3",
+        online=True,
+        limit=5,
+        access=GitHubAccess(env=env, clock=clock),
     )
     assert any("never synced" in n for n in outcome.notes)
     assert ghserver.count("/search/issues") >= 1
@@ -264,6 +272,8 @@ def test_online_search_falls_back_to_the_index_when_github_fails(
     ghserver.inject(Fault("503", times=100))
     query = query_from_text("hang in check_hicache_events", repos=[REPO])
     env = {"GITHUB_API_URL": ghserver.url, "GH_ENTERPRISE_TOKEN": "x"}
-    outcome = search.run_search(query, db=db, online=True, limit=5, env=env, clock=clock)
+    outcome = issues.run_search(
+        query, db=db, online=True, limit=5, access=GitHubAccess(env=env, clock=clock)
+    )
     assert any("results come from the local index" in n for n in outcome.notes)
     assert [c.issue.record.number for c in outcome.candidates] == [5]

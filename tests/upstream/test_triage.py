@@ -10,12 +10,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from reporter.app import issues
+from reporter.app.issues import GitHubAccess
 from reporter.cli import cli
 from reporter.errors import UsageError
 from reporter.upstream import search, triage
 from reporter.upstream.filing import PyGithubTracker
-from reporter.upstream.index import Index, IssueRecord
+from reporter.upstream.index import Index
 from reporter.upstream.query import query_from_text
+from reporter.upstream.records import IssueRecord
 
 from .ghserver import GitHubServer
 
@@ -94,7 +97,9 @@ def test_issue_references(text: str, expected: tuple[str, int] | None) -> None:
 
 
 def test_an_issue_finds_its_duplicate_and_never_itself(db: Path) -> None:
-    outcome = triage.run_triage(f"{REPO}#200", since=None, text=None, limit=5, db=db, env={})
+    outcome = issues.run_triage(
+        f"{REPO}#200", since=None, text=None, limit=5, db=db, access=GitHubAccess(env={})
+    )
     (row,) = outcome.rows
     numbers = [c.issue.record.number for c in row.candidates]
     assert 200 not in numbers
@@ -150,13 +155,25 @@ def test_since_makes_one_markdown_table(db: Path) -> None:
 
 def test_triage_refuses_what_it_cannot_do(db: Path) -> None:
     with pytest.raises(UsageError, match="name an issue or a period"):
-        triage.run_triage(REPO, since=None, text=None, limit=5, db=db, env={})
+        issues.run_triage(REPO, since=None, text=None, limit=5, db=db, access=GitHubAccess(env={}))
     with pytest.raises(UsageError, match="work on one issue"):
-        triage.run_triage(REPO, since="2025-01-01", text=None, limit=5, db=db, env={}, post=True)
+        issues.run_triage(
+            REPO,
+            since="2025-01-01",
+            text=None,
+            limit=5,
+            db=db,
+            access=GitHubAccess(env={}),
+            post=True,
+        )
     with pytest.raises(UsageError, match="not a date"):
-        triage.run_triage(REPO, since="last tuesday", text=None, limit=5, db=db, env={})
+        issues.run_triage(
+            REPO, since="last tuesday", text=None, limit=5, db=db, access=GitHubAccess(env={})
+        )
     with pytest.raises(UsageError, match="no issues of other/repo"):
-        triage.run_triage("other/repo#1", since=None, text=None, limit=5, db=db, env={})
+        issues.run_triage(
+            "other/repo#1", since=None, text=None, limit=5, db=db, access=GitHubAccess(env={})
+        )
 
 
 def test_text_file_triage(db: Path, tmp_path: Path) -> None:
@@ -177,8 +194,14 @@ def test_the_comment_is_posted_once(db: Path, ghserver: GitHubServer) -> None:
     ghserver.add_issue(REPO, 200, title="server stuck after running out of GPU memory")
     tracker = PyGithubTracker(base_url=ghserver.url, token="t0k", pace=False)
     try:
-        dry = triage.run_triage(
-            f"{REPO}#200", since=None, text=None, limit=5, db=db, env={}, comment=True
+        dry = issues.run_triage(
+            f"{REPO}#200",
+            since=None,
+            text=None,
+            limit=5,
+            db=db,
+            access=GitHubAccess(env={}),
+            comment=True,
         )
         assert dry.comment is not None and dry.comment.body is not None
         assert dry.comment.skipped == "dry run (pass --post to post it)"
@@ -187,25 +210,25 @@ def test_the_comment_is_posted_once(db: Path, ghserver: GitHubServer) -> None:
         assert body.startswith(triage.MARKER)
         assert f"[#100](https://github.com/{REPO}/issues/100)" in body
 
-        first = triage.run_triage(
+        first = issues.run_triage(
             f"{REPO}#200",
             since=None,
             text=None,
             limit=5,
             db=db,
-            env={},
+            access=GitHubAccess(env={}),
             post=True,
             tracker=tracker,
         )
         assert first.comment is not None and first.comment.posted_url is not None
         assert len(ghserver.posts("/comments")) == 1
-        second = triage.run_triage(
+        second = issues.run_triage(
             f"{REPO}#200",
             since=None,
             text=None,
             limit=5,
             db=db,
-            env={},
+            access=GitHubAccess(env={}),
             post=True,
             tracker=tracker,
         )

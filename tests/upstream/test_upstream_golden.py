@@ -15,9 +15,11 @@ import pytest
 from markdown_it import MarkdownIt
 
 from reporter import app
+from reporter.app import filing
+from reporter.app.filing import DraftSource
+from reporter.app.issues import GitHubAccess
 from reporter.render import lint
 from reporter.render.lint import GITHUB_BODY_LIMIT
-from reporter.upstream import publish
 from reporter.upstream.draft import split_document
 from reporter.upstream.forms import parse_forms, pick_bug_form
 from reporter.upstream.index import Index
@@ -50,13 +52,15 @@ def _bundle(case: str, tmp_path: Path) -> Path:
 def _draft(case: str, tmp_path: Path, example_index: Index) -> str:
     repo, forms = CASES[case]
     bundle, analysis = app.load_and_analyze([_bundle(case, tmp_path)], app.Options())
-    run = publish.make_draft(
-        bundle,
-        analysis,
-        repo,
-        forms_dir=FORMS / forms,
-        db=example_index.path,
-        env={},
+    run = filing.make_draft(
+        DraftSource(
+            bundle=bundle,
+            analysis=analysis,
+            repo=repo,
+            forms_dir=FORMS / forms,
+            db=example_index.path,
+        ),
+        access=GitHubAccess(env={}),
     )
     return run.draft.document
 
@@ -79,7 +83,7 @@ def test_golden_structure(case: str) -> None:
     front, body = split_document(text)
     repo, forms = CASES[case]
     assert front["kind"] == "upstream-draft" and front["repo"] == repo
-    form = pick_bug_form(parse_forms(publish.read_forms_dir(FORMS / forms))[0])
+    form = pick_bug_form(parse_forms(filing.read_forms_dir(FORMS / forms))[0])
     assert form is not None
     assert front["title"].startswith(form.title) and tuple(front["labels"]) == form.labels
     assert len(body) <= GITHUB_BODY_LIMIT

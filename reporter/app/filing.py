@@ -1,0 +1,515 @@
+"""The use cases of `report upstream draft` and `report upstream file`; nothing here prints.
+
+Draft (works with no network and no token)::
+
+    bundle + analysis ──► forms (--forms DIR | cache | contents API | generic)
+                      ──► related issues (local index; --offline: the example index)
+                      ──► draft.build_draft ──► document for review (front matter + body)
+
+File (a dry run unless `yes`)::
+
+    already recorded in <bundle>/upstream.toml? ─► already filed, stop
+    draft (or the reviewed --draft FILE) ─► `publish.plan_filing` decides and gates
+    with `yes` and no refusal ─► `publish.send`
+    record the URL in <bundle>/upstream.toml (and the --draft file's front matter)
+
+This module owns what the domain code must not do: the forms cache in the user cache
+dir, reading the bundle's env-script outputs and the reviewed draft, the host and token
+from the settings' environment, the clock, and the `upstream.toml` record.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from reporter.analysis import Analysis
+from reporter.app import issues
+from reporter.app.issues import GitHubAccess
+from reporter.errors import ReporterError, UpstreamError, UsageError
+from reporter.model import Bundle, EvidenceKind
+from reporter.upstream import draft as drafting
+from reporter.upstream.auth import host_of, missing_token_tip
+from reporter.upstream.filing import PyGithubTracker, Tracker
+from reporter.upstream.forms import IssueForm, generic_form, parse_forms, pick_bug_form
+from reporter.upstream.github import GitHubClient
+from reporter.upstream.policy import FILING, FILING_DRY_RUN, RetryPolicy, SystemClock
+from reporter.upstream.publish import FileResult, FilingPlan, Sent, plan_filing, send
+from reporter.upstream.rank import Candidate, Level
+
+FORMS_FOLDER = ".github/ISSUE_TEMPLATE"
+FORMS_TTL = 24 * 3600
+RECORD_NAME = "upstream.toml"
+
+
+def forms_cache_dir(repo: str, cache_dir: Path | None = None) -> Path:
+    """Where a repository's issue forms are cached (in the cache dir)."""
+    return issues.cache_root(cache_dir) / "forms" / repo.replace("/", "+")
+
+
+def read_forms_dir(folder: Path) -> list[tuple[str, str]]:
+    """(file name, text) of the `*.yml` forms in `folder` (or its `.github/ISSUE_TEMPLATE`)."""
+    inner = folder / FORMS_FOLDER
+    if inner.is_dir():
+        folder = inner
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: no such folder", tip="pass the folder holding the *.yml forms")
+    out: list[tuple[str, str]] = []
+    for path in sorted(folder.iterdir()):
+        if path.suffix in (".yml", ".yaml") and path.is_file():
+            try:
+                out.append((path.name, path.read_text(encoding="utf-8")))
+            except (OSError, UnicodeDecodeError) as err:
+                raise UsageError(f"{path}: cannot read it ({err})") from err
+    return out
+
+
+def _read_cache(folder: Path) -> tuple[dict[str, Any], list[tuple[str, str]]] | None:
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+        files = [(name, (folder / name).read_text(encoding="utf-8")) for name in meta["files"]]
+    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return None
+    return meta, files
+
+
+def _write_cache(
+    folder: Path, files: Sequence[tuple[str, str]], etag: str | None, now: float
+) -> None:
+    from reporter.writer import write_atomic
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in files:
+            write_atomic(folder / Path(name).name, text)
+        meta = {"fetched_at": now, "etag": etag, "files": [Path(n).name for n, _ in files]}
+        write_atomic(folder / "meta.json", json.dumps(meta, indent=2) + "\n")
+    except (OSError, ReporterError):
+        pass  # a cache that cannot be written only costs a fetch next time
+
+
+def fetch_forms(
+    client: GitHubClient,
+    repo: str,
+    *,
+    cache: Path,
+    now: float,
+    notes: list[str],
+) -> list[tuple[str, str]] | None:
+    """The repository's forms: from a fresh cache, else the contents API (conditional on
+    the cached listing's ETag), else a stale cache; None when there are none to be had."""
+    cached = _read_cache(cache)
+    if cached is not None and now - float(cached[0].get("fetched_at", 0)) < FORMS_TTL:
+        return cached[1]
+    try:
+        folder = client.list_folder(
+            repo, FORMS_FOLDER, etag=cached[0].get("etag") if cached else None
+        )
+        if folder.not_modified and cached is not None:
+            _write_cache(cache, cached[1], folder.etag, now)
+            return cached[1]
+        if not folder.exists:
+            _write_cache(cache, [], None, now)
+            return []
+        files = [
+            (name, client.file_text(repo, path))
+            for name, path in folder.entries
+            if name.endswith((".yml", ".yaml"))
+        ]
+    except UpstreamError as err:
+        notes.append(f"issue forms of {repo} could not be read from GitHub ({err.message})")
+        return cached[1] if cached is not None else None
+    _write_cache(cache, files, folder.etag, now)
+    return files
+
+
+def choose_form(
+    repo: str,
+    *,
+    forms_dir: Path | None,
+    offline: bool,
+    access: GitHubAccess,
+    notes: list[str],
+) -> IssueForm:
+    """The bug form to follow: `--forms DIR`, else the repository's (cached / fetched
+    unless `offline`), else the generic one; every fallback leaves a note."""
+    if forms_dir is not None:
+        files: list[tuple[str, str]] | None = read_forms_dir(forms_dir)
+        where = str(forms_dir)
+    else:
+        cache = forms_cache_dir(repo, access.cache_dir)
+        where = f"{repo}'s {FORMS_FOLDER}"
+        if offline:
+            cached = _read_cache(cache)
+            files = cached[1] if cached is not None else None
+            if files is None:
+                notes.append(f"offline and no cached issue forms of {repo}: using the generic form")
+        else:
+            retry = RetryPolicy(attempts=2, backoff=0.5, max_wait=10.0)
+            with access.client(timeout=10.0, retry=retry) as client:
+                now = (access.clock or SystemClock()).now()
+                files = fetch_forms(client, repo, cache=cache, now=now, notes=notes)
+    if files is None:
+        return generic_form()
+    forms, skipped = parse_forms(files)
+    notes.extend(skipped)
+    chosen = pick_bug_form(forms)
+    if chosen is None:
+        notes.append(f"no bug report form in {where}: using the generic form")
+        return generic_form()
+    return chosen
+
+
+def env_scripts(bundle: Bundle) -> tuple[tuple[str, str], ...]:
+    """(path, text) of the bundle's `sglang.check_env` / vLLM `collect_env.py` output files,
+    as the loader kept them (`EvidenceFile.head`: the whole text)."""
+    kinds = (EvidenceKind.SGLANG_CHECK_ENV, EvidenceKind.VLLM_COLLECT_ENV)
+    return tuple((item.path, item.head) for item in bundle.files if item.kind in kinds)
+
+
+def related_issues(
+    bundle: Bundle,
+    analysis: Analysis,
+    repo: str,
+    *,
+    db: Path | None,
+    online: bool | None,
+    access: GitHubAccess,
+    notes: list[str],
+) -> tuple[tuple[Candidate, ...], bool]:
+    """The duplicate search for `repo`: (candidates best first, whether a real search of
+    the repository's issues ran). A missing index is a note, not an error."""
+    from reporter.upstream.query import query_from_analysis
+
+    query = query_from_analysis(bundle, analysis, repos=(repo,))
+    try:
+        outcome = issues.run_search(query, db=db, online=online, limit=10, access=access)
+    except UsageError as err:
+        notes.append(
+            f"related issues not searched: {err.message}" + (f" ({err.tip})" if err.tip else "")
+        )
+        return (), False
+    notes.extend(n for n in outcome.notes if "searched them all" not in n)
+    if outcome.example_index:
+        # The example issues are demo data, not the repository's: never cite them upstream.
+        notes.append(
+            "related issues left out of the draft: only the example index was there "
+            f"(run `report sync {repo}`, or pass --db)"
+        )
+        return (), False
+    return outcome.candidates, outcome.searched > 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DraftRun:
+    """What `report upstream draft` made."""
+
+    draft: drafting.UpstreamDraft
+    form: IssueForm
+    notes: tuple[str, ...]
+    related: tuple[Candidate, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DraftSource:
+    """What an upstream draft is made from: the bundle and its analysis, the repository,
+    the forms folder (`--forms`; None: the repository's own), the index for related
+    issues (`--db`; None: the default) and whether the draft links them."""
+
+    bundle: Bundle
+    analysis: Analysis
+    repo: str
+    forms_dir: Path | None = None
+    db: Path | None = None
+    link_related: bool = False
+
+
+def make_draft(
+    source: DraftSource,
+    *,
+    access: GitHubAccess,
+    offline: bool = False,
+    online_search: bool = False,
+) -> DraftRun:
+    """Build the draft; see the module docstring. Network only for forms (never with
+    `offline`) and, with `online_search`, for the duplicate search."""
+    bundle, analysis, repo = source.bundle, source.analysis, source.repo
+    notes: list[str] = []
+    form = choose_form(
+        repo, forms_dir=source.forms_dir, offline=offline, access=access, notes=notes
+    )
+    online: bool | None = False if offline else (True if online_search else None)
+    related, searched = related_issues(
+        bundle, analysis, repo, db=source.db, online=online, access=access, notes=notes
+    )
+    inputs = drafting.DraftInputs(
+        bundle=bundle,
+        analysis=analysis,
+        repo=repo,
+        form=form,
+        related=related,
+        searched=searched,
+        env_scripts=env_scripts(bundle),
+        link_related=source.link_related,
+    )
+    built = drafting.build_draft(inputs)
+    return DraftRun(draft=built, form=form, notes=tuple(notes) + built.notes, related=related)
+
+
+def recorded(root: Path, repo: str, signature: str, ident: str) -> str | None:
+    """The URL `upstream.toml` in the bundle records for this repo, signature and bundle."""
+    import tomllib
+
+    try:
+        data = tomllib.loads((root / RECORD_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    for entry in data.get("filed", []):
+        if (
+            isinstance(entry, dict)
+            and str(entry.get("repo", "")).lower() == repo.lower()
+            and entry.get("signature") == signature
+            and entry.get("bundle_id") == ident
+        ):
+            return str(entry.get("url", ""))
+    return None
+
+
+def record(
+    root: Path,
+    *,
+    repo: str,
+    action: str,
+    number: int,
+    url: str,
+    signature: str,
+    ident: str,
+    at: datetime,
+) -> Path:
+    """Append what was sent to `<bundle>/upstream.toml` (not evidence: *.toml is skipped)."""
+    from reporter.manifest import TomlDocument, toml_seconds
+    from reporter.writer import write_atomic
+
+    path = root / RECORD_NAME
+    try:
+        old = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        old = (
+            "# Written by `report upstream file`: what was sent upstream for this bundle.\n"
+            "# Filing reads it first and never sends the same bundle to the same repo twice.\n"
+        )
+    block = (
+        TomlDocument()
+        .array_table("filed")
+        .key("repo", repo)
+        .key("action", action)
+        .key("number", number)
+        .key("url", url)
+        .key("signature", signature)
+        .key("bundle_id", ident)
+        .key("at", toml_seconds(at))
+        .text()
+    )
+    write_atomic(path, old + block)
+    return path
+
+
+def mark_draft_filed(text: str, url: str) -> str:
+    """A draft document with `status: filed` and `upstream_issue: URL` in its front matter."""
+    from reporter.render import frontmatter
+
+    block, body, _ = frontmatter.split(text)
+    if not block:
+        return text
+    block = re.sub(r"(?m)^status:.*$", "status: filed", block, count=1)
+    if re.search(r"(?m)^upstream_issue:", block):
+        block = re.sub(
+            r"(?m)^upstream_issue:.*$", f"upstream_issue: {json.dumps(url)}", block, count=1
+        )
+    return block + body
+
+
+def _reviewed_draft(path: Path, built: drafting.UpstreamDraft) -> tuple[str, tuple[str, ...], str]:
+    """(title, labels, body) of a reviewed draft file, checked against the bundle's draft."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(
+            f"{path}: cannot read it ({err})", tip="pass the draft `report upstream draft` wrote"
+        ) from err
+    front, body = drafting.split_document(text)
+    if front.get("kind") != "upstream-draft":
+        raise UsageError(
+            f"{path}: not an upstream draft (front matter kind)",
+            tip="pass the file `report upstream draft` wrote",
+        )
+    body = body.lstrip("\n")
+    found = drafting.find_marker(body)
+    if found is None:
+        body = body.rstrip("\n") + "\n" + built.marker + "\n"
+    elif found != (built.signature, built.bundle_id):
+        raise UsageError(
+            f"{path}: drafted from another bundle (marker {found[0]}/{found[1]}, this bundle "
+            f"{built.signature}/{built.bundle_id})",
+            tip="file it with the bundle it was drafted from",
+        )
+    title = str(front.get("title") or built.title).strip()
+    labels_value = front.get("labels")
+    labels = tuple(str(v) for v in labels_value) if isinstance(labels_value, list) else built.labels
+    return title, labels, body
+
+
+def file_upstream(
+    source: DraftSource,
+    *,
+    yes: bool = False,
+    force_new: bool = False,
+    draft_file: Path | None = None,
+    access: GitHubAccess,
+    tracker: Tracker | None = None,
+    policy: RetryPolicy | None = None,
+    timeout: int = 15,
+    pace: bool = True,
+) -> FileResult:
+    """`report upstream file`: decide, check, and (with `yes`) send; see the module docstring."""
+    bundle, analysis, repo = source.bundle, source.analysis, source.repo
+    clock = access.clock or SystemClock()
+    access = replace(access, clock=clock)
+    # A dry run only reads: it gives up sooner on a GitHub it cannot reach.
+    policy = policy or (FILING if yes else FILING_DRY_RUN)
+    url_base = access.api_url
+    token = access.token()
+    ident = drafting.bundle_id(bundle)
+    signature = analysis.signature.hash
+    root = Path(bundle.root) if bundle.root else None
+    if root is not None:
+        previous = recorded(root, repo, signature, ident)
+        if previous:
+            plan = FilingPlan.already_filed(
+                repo=repo,
+                target=None,
+                url=previous,
+                reason=f"{root / RECORD_NAME} records it: {previous}",
+            )
+            return FileResult(plan=plan, sent=False, url=previous)
+    run = make_draft(source, access=access, online_search=not force_new)
+    built = run.draft
+    notes = list(run.notes)
+    if draft_file is not None:
+        title, labels, body = _reviewed_draft(draft_file, built)
+    else:
+        title, labels, body = built.title, built.labels, built.body
+    own = tracker is None
+    if tracker is None:
+        tracker = PyGithubTracker(
+            base_url=url_base,
+            token=token.value if token else None,
+            timeout=timeout,
+            pace=pace,
+            policy=policy,
+        )
+    try:
+        plan = plan_filing(
+            tracker,
+            repo,
+            bundle,
+            analysis,
+            built,
+            title=title,
+            labels=labels,
+            body=body,
+            force_new=force_new,
+            url_base=url_base,
+            clock=clock,
+            policy=policy,
+            dry_run=not yes,
+            notes=notes,
+            likely=[
+                c.issue.record.number
+                for c in run.related
+                if c.level is Level.LIKELY_DUPLICATE and c.issue.record.repo.lower() == repo.lower()
+            ],
+        )
+        if token is None:
+            plan = replace(
+                plan,
+                refusals=(
+                    *plan.refusals,
+                    f"no GitHub token for {host_of(url_base)}: {missing_token_tip(host_of(url_base))}",
+                )
+                if plan.request is not None
+                else plan.refusals,
+            )
+        if not yes or plan.request is None or plan.refusals:
+            return FileResult(plan=plan, sent=False, url=plan.url)
+        sent = send(tracker, plan, signature=signature, ident=ident, clock=clock, policy=policy)
+        return _recorded_result(
+            plan,
+            sent,
+            root=root,
+            draft_file=draft_file,
+            signature=signature,
+            ident=ident,
+            now=clock.now(),
+        )
+    finally:
+        if own and isinstance(tracker, PyGithubTracker):
+            tracker.close()
+
+
+def _recorded_result(
+    plan: FilingPlan,
+    sent: Sent,
+    *,
+    root: Path | None,
+    draft_file: Path | None,
+    signature: str,
+    ident: str,
+    now: float,
+) -> FileResult:
+    """The result of a sent plan, once recorded in the bundle and the reviewed draft."""
+    at = datetime.fromtimestamp(now, tz=UTC)
+    try:
+        written = _record_locally(root, draft_file, plan.repo, sent, (signature, ident), at)
+    except ReporterError as err:
+        # GitHub has the issue: a local write failing (read-only disk, full disk) must not
+        # hide its URL. The caller prints the URL and this line.
+        tip = f" ({err.tip})" if err.tip else ""
+        return FileResult(plan=plan, sent=True, url=sent.url, warnings=(f"{err.message}{tip}",))
+    return FileResult(plan=plan, sent=True, url=sent.url, recorded=written)
+
+
+def _record_locally(
+    root: Path | None,
+    draft_file: Path | None,
+    repo: str,
+    sent: Sent,
+    marker: tuple[str, str],
+    now: datetime,
+) -> Path | None:
+    """Record a sent post in the bundle and mark the reviewed draft filed; `marker` is
+    the (signature, bundle id) pair the post carries."""
+    written: Path | None = None
+    if root is not None:
+        written = record(
+            root,
+            repo=repo,
+            action=sent.action,
+            number=sent.number,
+            url=sent.url,
+            signature=marker[0],
+            ident=marker[1],
+            at=now,
+        )
+    if draft_file is not None and sent.action == "issue":
+        from reporter.fileio import read_text_bounded
+        from reporter.writer import write_atomic
+
+        text = read_text_bounded(draft_file)
+        write_atomic(draft_file, mark_draft_filed(text, sent.url))
+    return written

@@ -1,0 +1,328 @@
+"""The steps of `report collect` that read the target processes: command lines and
+environments, py-spy rounds, and the interpreters' package listings."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+from reporter.collect import dumps as dumping
+from reporter.collect import envcap, plan, procfs, ptrace
+from reporter.collect.dumps import DumpResult, DumpStatus
+from reporter.collect.manifest import (
+    CollectStatus,
+    EvidenceEntry,
+    ProcessEntry,
+)
+from reporter.collect.plan import Target
+from reporter.collect.state import WAIT_S, SessionState
+from reporter.model import EvidenceKind
+from reporter.secrets import scrub
+
+
+class ProcessSteps(SessionState):
+    """Steps over the selected processes."""
+
+    def environment(self, targets: Sequence[Target]) -> None:
+        titled: list[int] = []
+        need_parent: set[int] = set()
+        for target in targets:
+            proc = target.process
+            if _title_only(proc):
+                titled.append(proc.pid)
+                need_parent.add(proc.ppid)
+            else:
+                self.save_cmdline(proc.pid, f"command line of PID {proc.pid}")
+            environ = envcap.capture_environ(proc.pid, detector=self.detector)
+            if environ.error:
+                self.note_skip(f"environment of PID {proc.pid}", environ.error)
+                if "holds no variables" in environ.error:
+                    need_parent.add(proc.ppid)
+            else:
+                self.save_environ(proc.pid, environ, f"environment of PID {proc.pid}")
+        if titled:
+            self.note_skip(
+                "command line of PID " + ", ".join(map(str, titled)),
+                "replaced by the process title (setproctitle); the parent's is saved instead",
+            )
+        for ppid in sorted(p for p in need_parent if p > 1):
+            parent = self.processes.get(ppid)
+            label = f"PID {ppid}" + (f" ({parent.title[:60]})" if parent else "")
+            children = [t.process.pid for t in targets if t.process.ppid == ppid]
+            who = f"parent of PID {', '.join(map(str, children))}"
+            self.save_cmdline(ppid, f"command line of {label}, {who}")
+            environ = envcap.capture_environ(ppid, detector=self.detector)
+            if environ.error:
+                self.note_skip(f"environment of {label}", environ.error)
+            else:
+                self.save_environ(
+                    ppid,
+                    environ,
+                    f"environment of {label}, {who} (what they inherited at start; later "
+                    "changes inside the parent are not visible here)",
+                )
+        self.w.save()
+        saved = sum(1 for e in self.w.state.evidence if e.path.startswith("env/"))
+        self.say(f"environment: {saved} files (command lines, environments)")
+
+    def launcher_entries(self, pids: Sequence[int]) -> tuple[ProcessEntry, ...]:
+        """The launchers' process-tree records, command lines redacted as evidence is."""
+        out = []
+        for pid in pids:
+            proc = self.processes.get(pid)
+            if proc is None:
+                continue
+            captured = envcap.capture_cmdline(pid, detector=self.detector)
+            cmdline = " ".join(a for a in captured.text.split("\x00") if a) or proc.title
+            out.append(ProcessEntry(pid=pid, ppid=proc.ppid, pgid=proc.pgid, cmdline=cmdline))
+        return tuple(out)
+
+    def save_cmdline(self, pid: int, what: str) -> None:
+        captured = envcap.capture_cmdline(pid, detector=self.detector)
+        if captured.error:
+            self.note_skip(what, captured.error)
+            return
+        redacted = f"; {captured.redacted} secret values redacted" if captured.redacted else ""
+        if self.detector is None:
+            redacted = "; raw (--raw-env)"
+        self.keep(
+            plan.env_path(pid, "cmdline"),
+            captured.text,
+            EvidenceKind.CMDLINE,
+            f"/proc/{pid}/cmdline: {what}{redacted}",
+        )
+
+    def save_environ(self, pid: int, captured: envcap.Capture, what: str) -> None:
+        self.environs[pid] = captured.text
+        if self.detector is None:
+            redacted = "; raw (--raw-env): secrets not redacted"
+        elif captured.redacted:
+            redacted = f"; {captured.redacted} secret values redacted"
+        else:
+            redacted = "; no secret-looking value found"
+        self.keep(
+            plan.env_path(pid, "environ"),
+            captured.text,
+            EvidenceKind.ENVIRON,
+            f"/proc/{pid}/environ: {what}{redacted}",
+        )
+
+    def dumps(
+        self, targets: Sequence[Target], found: envcap.Found, facts: ptrace.PtraceFacts
+    ) -> None:
+        request = self.request
+        if not targets:
+            return
+        pyspy = found.path
+        if pyspy is None:
+            where = f"at {found.searched}" if request.pyspy else f"in {found.searched}"
+            reason = f"py-spy not found {where} (pip install py-spy, or pass --py-spy PATH)"
+            self.note_skip("py-spy dumps", reason)
+            self.no_pyspy = reason
+            self.say(
+                f"py-spy not found {where}: no stack dumps (pip install py-spy, or --py-spy PATH)"
+            )
+            self.w.save()
+            return
+        start = time.monotonic()
+        workers = min(request.parallel, len(targets))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="py-spy") as pool:
+            try:
+                for k, offset in enumerate(plan.offsets(request.snapshots, request.interval)):
+                    delay = start + offset - time.monotonic()
+                    if (delay > 0 and self.stop.wait(delay)) or self.stop.is_set():
+                        break
+                    self.one_round(pool, targets, k, pyspy, facts)
+                    self.w.save()
+            except BaseException:
+                # Running py-spy helpers watch this switch: the pool's shutdown must not
+                # wait for them to time out.
+                self.stop.set()
+                raise
+        self.w.update(summary=self.summary_text(CollectStatus.RUNNING))
+        self.w.save()
+
+    def descendant(self, pid: int, ancestor: int) -> bool:
+        seen: set[int] = set()
+        current = self.processes.get(pid)
+        while current is not None and current.ppid > 0 and current.pid not in seen:
+            seen.add(current.pid)
+            if current.ppid == ancestor:
+                return True
+            current = self.processes.get(current.ppid)
+        return False
+
+    def one_round(
+        self,
+        pool: ThreadPoolExecutor,
+        targets: Sequence[Target],
+        k: int,
+        pyspy: str,
+        facts: ptrace.PtraceFacts,
+    ) -> None:
+        request = self.request
+        began = time.monotonic()
+        pending: dict[Future[DumpResult], Target] = {}
+        for target in targets:
+            argv = dumping.pyspy_argv(
+                pyspy,
+                target.process.pid,
+                blocking=request.blocking,
+                with_locals=request.with_locals,
+            )
+            future = pool.submit(
+                dumping.take_dump,
+                argv,
+                pid=target.process.pid,
+                snapshot=k,
+                timeout=request.timeout,
+                stop=self.stop,
+                retry_transient=not request.blocking,
+            )
+            pending[future] = target
+        results: list[tuple[Target, DumpResult]] = []
+        while pending:
+            done, _ = wait(list(pending), timeout=WAIT_S, return_when=FIRST_COMPLETED)
+            for future in done:
+                target = pending.pop(future)
+                result = future.result()
+                results.append((target, result))
+                self.record_dump(target, result, facts)
+                self.dumps_done += 1
+                if self.tick is not None:
+                    self.tick("py-spy dumps", self.dumps_done, len(targets) * request.snapshots)
+        ok = sum(1 for _, r in results if r.status is DumpStatus.OK)
+        self.say(
+            f"py-spy snapshot {k + 1}/{request.snapshots}: {ok} of {len(targets)} dumps ok "
+            f"in {time.monotonic() - began:.2f} s"
+        )
+
+    def record_dump(self, target: Target, result: DumpResult, facts: ptrace.PtraceFacts) -> None:
+        request = self.request
+        proc = target.process
+        what = f"py-spy dump of PID {proc.pid} ({proc.title[:60]}), snapshot {result.snapshot + 1}"
+        if result.status in (DumpStatus.INTERRUPTED, DumpStatus.NOT_RUN):
+            self.dump_reasons.setdefault(proc.pid, result.reason)
+            if result.status is DumpStatus.NOT_RUN and result.reason not in self.said:
+                self.said.add(result.reason)
+                self.say(f"py-spy did not start: {result.reason}")
+            self.note_skip(what, result.reason)
+            return
+        text = dumping.evidence_text(result)
+        redacted = 0
+        if result.status is DumpStatus.OK and request.with_locals and self.detector is not None:
+            text, redacted = scrub.scrub_locals(text, self.detector)
+        rel = plan.dump_path(proc.pid, result.snapshot)
+        self.save_file(rel, text)
+        mode = "blocking" if request.blocking else "--nonblocking"
+        detail = (
+            f"{mode}{' --locals' if request.with_locals else ''}, "
+            f"snapshot {result.snapshot + 1} of {request.snapshots}, {result.seconds:.2f} s"
+        )
+        if result.attempts > 1:
+            detail += f", {result.attempts} attempts"
+        if redacted:
+            detail += f", {redacted} secret locals redacted"
+        if result.status is DumpStatus.OK:
+            self.dumps_ok += 1
+            self.dumped.add(proc.pid)
+            description = f"py-spy dump of PID {proc.pid} ({proc.title[:80]}): {detail}"
+        else:
+            self.dumps_failed += 1
+            self.dump_reasons[proc.pid] = result.reason
+            description = (
+                f"py-spy failed for PID {proc.pid} ({proc.title[:80]}): {result.reason}; {detail}"
+            )
+            self.note_skip(what, result.reason)
+            self.say(f"PID {proc.pid}: py-spy failed: {result.reason}")
+            if result.permission:
+                self.advise(proc, facts)
+        self.w.add_evidence(
+            EvidenceEntry(
+                path=rel,
+                kind=EvidenceKind.PYSPY_TEXT,
+                captured_at=result.started_at,
+                description=description,
+            )
+        )
+
+    def advise(self, proc: procfs.ProcessInfo, facts: ptrace.PtraceFacts) -> None:
+        verdict = ptrace.assess(
+            facts, target_uid=proc.uid, descendant=self.descendant(proc.pid, os.getpid())
+        )
+        steps = ptrace.advice(facts, verdict, target_uid=proc.uid)
+        if steps in self.advised:
+            return
+        self.advised.add(steps)
+        why = verdict.reason if not verdict.allowed else "refused although the usual rules allow it"
+        first = f"py-spy may not read PID {proc.pid}: {why} ({facts.describe()})."
+        self.say(first)
+        # The CLI prints these lines again at the end; the manifest keeps them in [fields].
+        self.w.update(advice=(*self.w.state.advice, first, *(f"what to do: {s}" for s in steps)))
+
+    def packages(self, targets: Sequence[Target]) -> None:
+        groups: dict[tuple[str, str, tuple[str, ...]], tuple[envcap.Interpreter, list[int]]] = {}
+        for target in targets:
+            if self.stop.is_set():
+                return
+            proc = target.process
+            parent = self.processes.get(proc.ppid)
+            environ = self.environs.get(proc.pid) or self.environs.get(proc.ppid)
+            cwd, real_exe = envcap.read_cwd_and_exe(proc.pid)
+            if real_exe is None:
+                self.note_skip(
+                    f"packages of PID {proc.pid}",
+                    "its executable cannot be read (another user's process, or it exited)",
+                )
+                continue
+            interpreter = envcap.choose_interpreter(
+                proc, parent, environ=environ, cwd=cwd, real_exe=real_exe
+            )
+            groups.setdefault(interpreter.key, (interpreter, []))[1].append(proc.pid)
+        for interpreter, pids in groups.values():
+            if self.stop.is_set():
+                return
+            listed = envcap.list_packages(interpreter, timeout=self.request.timeout, stop=self.stop)
+            who = "PID " + ", ".join(map(str, pids))
+            if listed.error:
+                self.note_skip(f"packages of {who}", listed.error)
+                self.say(f"packages of {who}: {listed.error}")
+                continue
+            count = sum(1 for line in listed.text.splitlines() if line.strip())
+            self.keep(
+                plan.env_path(pids[0], "packages.txt"),
+                listed.text,
+                EvidenceKind.PACKAGES,
+                f"{count} packages of the interpreter of {who} ({listed.note})",
+            )
+            version = _service_version(self.w.state.service, listed.text)
+            if version and not self.w.state.version:
+                self.w.update(version=version)
+            self.say(f"packages: {count} from {interpreter.argv0} ({who})")
+        self.w.save()
+
+
+def _title_only(proc: procfs.ProcessInfo) -> bool:
+    """True when the command line is a process title (one word, no path): setproctitle's work."""
+    return (
+        len(proc.argv) == 1
+        and "/" not in proc.argv[0]
+        and " " not in proc.argv[0]
+        and ("::" in proc.argv[0] or not proc.argv[0].startswith(("python", "pypy")))
+    )
+
+
+def _service_version(service: str, freeze: str) -> str:
+    """The installed version of the service's own distribution, from `name==version` lines."""
+    if not service:
+        return ""
+    from reporter.analysis.excerpts import default_upstream_rules
+
+    dists = {r.dist.lower() for r in default_upstream_rules() if r.module == service} or {service}
+    for line in freeze.splitlines():
+        name, sep, version = line.partition("==")
+        if sep and name.strip().lower().replace("_", "-") in dists:
+            return version.strip()
+    return ""

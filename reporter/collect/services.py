@@ -1,0 +1,218 @@
+"""The steps of `report collect` that ask services and folders: systemd units, Prometheus
+queries, torch's debug server, Flight Recorder dump files, and the `/metrics` thread."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timedelta
+
+from reporter.collect import envcap, plan, scrape, torchdebug
+from reporter.collect.manifest import (
+    EvidenceEntry,
+)
+from reporter.collect.state import WAIT_S, SessionState
+from reporter.model import EvidenceKind
+from reporter.text import plural
+from reporter.times import iso
+
+
+class ServiceSteps(SessionState):
+    """Steps that talk to services and read dump folders."""
+
+    def units(self) -> None:
+        systemctl = envcap.find_program("systemctl")
+        for unit in self.request.units:
+            if self.stop.is_set():
+                return
+            shown = envcap.systemctl_show(
+                unit, timeout=self.request.timeout, stop=self.stop, systemctl=systemctl
+            )
+            if shown.error:
+                self.note_skip(f"systemctl show {unit}", shown.error)
+                self.say(f"unit {unit}: skipped: {shown.error}")
+                continue
+            self.keep(
+                plan.unit_path(unit),
+                shown.text,
+                EvidenceKind.SYSTEMD_SHOW,
+                f"systemctl show {unit}",
+            )
+            self.say(f"unit {unit}: saved")
+        self.w.save()
+
+    def queries(self) -> None:
+        request = self.request
+        if not request.prometheus:
+            return
+        end = self.now()
+        start = end - timedelta(seconds=request.range_seconds)
+        step = plan.query_step(request.range_seconds, request.step_seconds)
+        with scrape.make_client() as client:
+            for index, query in enumerate(request.queries, start=1):
+                if self.stop.is_set():
+                    return
+                answer = scrape.fetch_query_range(
+                    client,
+                    request.prometheus,
+                    query,
+                    start=start,
+                    end=end,
+                    step=step,
+                    timeout=request.timeout,
+                )
+                if answer.error:
+                    self.note_skip(f"Prometheus query {query!r}", answer.error)
+                    self.say(f"query {index}: skipped: {answer.error}")
+                    continue
+                rel = plan.query_path(index, query)
+                self.keep(
+                    rel,
+                    answer.text,
+                    EvidenceKind.PROMETHEUS_JSON,
+                    f"query_range {query!r} from {request.prometheus}, "
+                    f"{iso(start)} to {iso(end)}, step {step:g} s",
+                    stamped=False,
+                )
+                self.say(f"query {index}: saved {rel}")
+        self.w.save()
+
+    def torch_debug(self) -> None:
+        request = self.request
+        if not request.torch_debug:
+            return
+        with scrape.make_client() as client:
+            result = torchdebug.fetch_all(client, request.torch_debug, timeout=request.timeout)
+        for fetched in result.files:
+            self.keep(
+                fetched.path, fetched.text, fetched.kind, fetched.description, rank=fetched.rank
+            )
+        for failure in result.failures:
+            self.note_skip(failure.what, failure.reason)
+        self.w.save()
+        self.say(
+            f"torch debug server: {plural(len(result.files), 'file')}, "
+            f"{len(result.failures)} not fetched"
+        )
+
+    def fr_dumps(self) -> None:
+        request = self.request
+        found: list[torchdebug.DumpFile] = []
+        for folder in request.fr_dirs:
+            in_dir = torchdebug.find_in_dir(folder)
+            if not in_dir:
+                self.note_skip(f"Flight Recorder dumps in {folder}", "no dump file found there")
+            found.extend(in_dir)
+        for prefix in torchdebug.dump_prefixes(self.environs):
+            found.extend(torchdebug.find_prefixed(prefix))
+        copied = 0
+        seen: set[str] = set()
+        for dump in found:
+            if dump.path in seen:
+                continue
+            seen.add(dump.path)
+            try:
+                data = dump.source.read_bytes()
+            except OSError as err:
+                self.note_skip(
+                    f"Flight Recorder dump {dump.source}", f"cannot read ({err.strerror})"
+                )
+                continue
+            target = self.root / dump.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(target.name + ".partial")
+            partial.write_bytes(data)
+            partial.replace(target)
+            self.w.add_evidence(
+                EvidenceEntry(
+                    path=dump.path,
+                    kind=EvidenceKind.FLIGHT_RECORDER,
+                    captured_at=self.now(),
+                    description=f"Flight Recorder dump copied from {dump.source}",
+                    rank=dump.rank,
+                )
+            )
+            copied += 1
+        if copied:
+            self.w.save()
+            self.say(f"Flight Recorder dumps: {plural(copied, 'file')} copied")
+
+    def start_metrics(self) -> threading.Thread | None:
+        request = self.request
+        if not request.metrics_url:
+            return None
+        thread = threading.Thread(target=self.metrics, name="metrics-scrape", daemon=True)
+        thread.start()
+        count = plan.scrape_count(request.scrape_every, request.scrape_for)
+        self.say(
+            f"metrics: {count} scrapes of {request.metrics_url}, one every {request.scrape_every:g} s"
+        )
+        return thread
+
+    def metrics(self) -> None:
+        try:
+            self.scrape_all()
+        except Exception as err:  # a thread's error would vanish unseen: record it
+            self.note_skip("the rest of the /metrics scrapes", f"the scraper stopped: {err!r}")
+            self.say(f"metrics: the scraper stopped: {err!r}")
+
+    def scrape_all(self) -> None:
+        request = self.request
+        assert request.metrics_url is not None
+        path = self.root / plan.SCRAPES_PATH
+        path.parent.mkdir(parents=True, exist_ok=True)
+        first: list[datetime] = []
+        last: list[datetime] = []
+        with scrape.make_client() as client, path.open("a", encoding="utf-8") as sink:
+            total = plan.scrape_count(request.scrape_every, request.scrape_for)
+
+            def on_result(result: scrape.ScrapeResult) -> None:
+                if self.tick is not None:
+                    done = self.scrapes_ok + self.scrapes_failed + 1
+                    self.tick("/metrics scrapes", done, total)
+                if result.error:
+                    self.scrapes_failed += 1
+                    self.note_skip(
+                        f"scrape of {request.metrics_url} at {iso(result.at)}", result.error
+                    )
+                    if self.scrapes_failed == 1:
+                        self.say(f"metrics: scrape failed: {result.error}")
+                    return
+                # One write per scrape: an interruption never leaves half a scrape behind.
+                sink.write(scrape.scrape_block(result.at, result.text))
+                sink.flush()
+                self.scrapes_ok += 1
+                first[:] = first or [result.at]
+                last[:] = [result.at]
+                self.w.replace_evidence(self.scrapes_entry(first[0], last[0]))
+                if self.scrapes_ok == 1:
+                    self.w.save()
+
+            scrape.scrape_loop(
+                client,
+                request.metrics_url,
+                every=request.scrape_every,
+                count=plan.scrape_count(request.scrape_every, request.scrape_for),
+                timeout=min(request.timeout, max(request.scrape_every, 1.0)),
+                stop=self.stop,
+                on_result=on_result,
+            )
+        if not self.scrapes_ok:
+            path.unlink(missing_ok=True)
+
+    def scrapes_entry(self, first: datetime, last: datetime) -> EvidenceEntry:
+        request = self.request
+        failed = f", {self.scrapes_failed} failed" if self.scrapes_failed else ""
+        return EvidenceEntry(
+            path=plan.SCRAPES_PATH,
+            kind=EvidenceKind.PROMETHEUS_TEXT,
+            description=f"{self.scrapes_ok} scrapes of {request.metrics_url} every "
+            f"{request.scrape_every:g} s, {iso(first)} to {iso(last)}{failed}; "
+            "each after a `# scrape at` line",
+        )
+
+    def wait_metrics(self, thread: threading.Thread | None) -> None:
+        if thread is None:
+            return
+        while thread.is_alive():
+            thread.join(WAIT_S)
+        self.say(f"metrics: {self.scrapes_ok} scrapes saved, {self.scrapes_failed} failed")

@@ -1,0 +1,153 @@
+"""What one run of `report collect` shares between its steps, and the helpers they use.
+
+`SessionState` holds the request, the progress and tick callbacks, the stop switch, the
+clock, the manifest writer and the counts; the steps (`capture.ProcessSteps`,
+`services.ServiceSteps`) and `session.collect` build on it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+
+from reporter.collect import procfs
+from reporter.collect.manifest import (
+    CollectStatus,
+    EvidenceEntry,
+    ManifestWriter,
+    SkipNote,
+)
+from reporter.collect.plan import CollectRequest, Target
+from reporter.model import EvidenceKind
+from reporter.secrets import scrub
+from reporter.text import plural
+from reporter.times import iso
+from reporter.writer import write_atomic
+
+Progress = Callable[[str], None]
+Tick = Callable[[str, int, int], None]
+"""`tick(what, done, total)`: `py-spy dumps` and `/metrics scrapes` as they finish (for a bar)."""
+Clock = Callable[[], datetime]
+"""The wall clock of a collection: timestamps in the manifest (UTC, aware)."""
+# How often the main thread looks at the stop switch while it waits for dumps.
+WAIT_S = 0.1
+
+
+def utc_now() -> datetime:
+    """The current time, UTC."""
+    return datetime.now(tz=UTC)
+
+
+class SessionState:
+    """One run of `report collect` (state shared by the steps)."""
+
+    def __init__(
+        self,
+        request: CollectRequest,
+        progress: Progress,
+        stop: threading.Event,
+        tick: Tick | None = None,
+        clock: Clock = utc_now,
+    ) -> None:
+        self.request = request
+        self.clock = clock
+        self.progress = progress
+        self.tick = tick
+        self.dumps_done = 0
+        self.stop = stop
+        self.began = time.monotonic()
+        self.root = request.out
+        self.detector = None if request.raw_env else scrub.default_detector()
+        self.dumps_ok = 0
+        self.dumps_failed = 0
+        self.scrapes_ok = 0
+        self.scrapes_failed = 0
+        self.processes: dict[int, procfs.ProcessInfo] = {}
+        self.environs: dict[int, str] = {}
+        self.advised: set[tuple[str, ...]] = set()
+        self.said: set[str] = set()
+        self.writer: ManifestWriter | None = None
+        self.no_pyspy = ""
+        self.dumped: set[int] = set()
+        self.dump_reasons: dict[int, str] = {}
+        self.targets: Sequence[Target] = ()
+
+    def say(self, text: str) -> None:
+        self.progress(f"[{time.monotonic() - self.began:5.1f}s] {text}")
+
+    @property
+    def w(self) -> ManifestWriter:
+        assert self.writer is not None
+        return self.writer
+
+    def save_file(self, rel: str, text: str) -> None:
+        write_atomic(self.root / rel, text)
+
+    def note_skip(self, what: str, reason: str) -> None:
+        self.w.skip(SkipNote(what=what, reason=reason, at=self.now()))
+
+    def summary_text(self, status: CollectStatus) -> str:
+        """The manifest's `summary`: what was collected so far, in one paragraph."""
+        request = self.request
+        state = self.w.state
+        parts = [
+            f"Collected with report collect ({state.tool}) on {state.host} from "
+            f"{iso(state.started_at)}"
+            + (f" to {iso(state.finished_at)}" if state.finished_at else "")
+            + f"; {status.value}."
+        ]
+        if state.targets:
+            titles = sorted({t.title[:60] for t in state.targets})
+            parts.append(
+                f"{plural(len(state.targets), 'process')} ({', '.join(titles[:6])}"
+                + (", ..." if len(titles) > 6 else "")
+                + f"); py-spy {state.mode}, {plural(request.snapshots, 'snapshot')} "
+                f"{request.interval:g} s apart: {plural(self.dumps_ok, 'dump')}, "
+                f"{self.dumps_failed} failed."
+            )
+        if request.metrics_url:
+            parts.append(
+                f"/metrics: {plural(self.scrapes_ok, 'scrape')} every {request.scrape_every:g} s "
+                f"({self.scrapes_failed} failed)."
+            )
+        if request.prometheus:
+            parts.append(
+                f"Prometheus: {len(request.queries)} queries over {request.range_seconds:g} s."
+            )
+        if request.units:
+            parts.append(f"Units: {', '.join(request.units)}.")
+        parts.append(
+            "Secrets in environments, command lines and locals were redacted at capture."
+            if self.detector is not None
+            else "Environments were captured raw (--raw-env)."
+        )
+        return " ".join(parts)
+
+    def now(self) -> datetime:
+        """The clock's time (UTC)."""
+        return self.clock()
+
+    def keep(
+        self,
+        rel: str,
+        text: str,
+        kind: EvidenceKind,
+        description: str,
+        *,
+        rank: int | None = None,
+        stamped: bool = True,
+    ) -> None:
+        """Save `text` as the evidence file `rel` and list it in the manifest
+        (`stamped`: with the capture time; a span of time says when on its own)."""
+        self.save_file(rel, text)
+        self.w.add_evidence(
+            EvidenceEntry(
+                path=rel,
+                kind=kind,
+                captured_at=self.now() if stamped else None,
+                description=description,
+                rank=rank,
+            )
+        )
