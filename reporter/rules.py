@@ -20,8 +20,10 @@ ids that must be unique) stay with them.
 from __future__ import annotations
 
 import difflib
+import fnmatch
+import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -211,6 +213,12 @@ def parse(text: str, shape: Shape, *, source: str) -> dict[str, Any]:
         ) from err
     _check_table(data, shape, source=source, where="")
     return data
+
+
+def globs(patterns: Iterable[str], *, ignore_case: bool = False) -> re.Pattern[str]:
+    """One regex matching any of these shell-style globs (`torch*`); none: matches nothing."""
+    joined = "|".join(fnmatch.translate(p) for p in patterns) or r"(?!)"
+    return re.compile(joined, re.IGNORECASE if ignore_case else 0)
 
 
 @cache

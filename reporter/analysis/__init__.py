@@ -11,7 +11,7 @@ moving), merge (classes, trees, thread groups), verdict, branch, explain
 
 from reporter.analysis.analyze import analyze
 from reporter.analysis.export import to_json
-from reporter.analysis.ranks import format_ranks, parse_ranks
+from reporter.analysis.ranksets import format_ranks, parse_ranks
 from reporter.analysis.result import (
     Analysis,
     Branch,

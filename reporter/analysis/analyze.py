@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from reporter.analysis import flight_recorder, surroundings
 from reporter.analysis.branch import branch_point
 from reporter.analysis.classify import Classifier, FrameKind, default_classifier
+from reporter.analysis.clues import main_thread
 from reporter.analysis.explain import Context, confidence, summary
 from reporter.analysis.merge import (
     Member,
@@ -30,14 +31,13 @@ from reporter.analysis.merge import (
     stack_classes,
 )
 from reporter.analysis.progress import UnitView, rank_state, raw_state, snapshot_idle
-from reporter.analysis.ranks import Instance, RankedProcess, RankMap, identify, main_thread
+from reporter.analysis.ranks import Instance, RankedProcess, RankMap, identify
 from reporter.analysis.result import (
     Analysis,
     BranchPoint,
     Confidence,
     FailedRank,
     InstanceVerdict,
-    RankIdentity,
     RankProcess,
     RankState,
     Signature,
@@ -120,21 +120,6 @@ def _process_group(process: RankedProcess, classifier: Classifier) -> str | None
     return None
 
 
-def _identity(process: RankedProcess) -> RankIdentity:
-    latest = process.snapshots[-1] if process.snapshots else None
-    return RankIdentity(
-        key=process.key,
-        rank=process.rank,
-        role=process.role,
-        dims=process.dims,
-        source=process.source,
-        detail=process.detail,
-        pid=latest.pid if latest is not None and latest.pid is not None else process.pid,
-        title=process.title,
-        instance=process.instance,
-    )
-
-
 def _chosen_classes(
     finding: Finding, classes: tuple[StackClass, ...]
 ) -> tuple[tuple[StackClass, ...], bool]:
@@ -212,7 +197,7 @@ def _part(
     for process in instance.ranks:
         history = _history(process, table)
         state, motion = _states(process, history)
-        identity = _identity(process)
+        identity = process.identity
         views.append(
             UnitView(
                 unit=process.unit,
@@ -321,7 +306,7 @@ def _analyze(
 
     others = tuple(
         RankProcess(
-            identity=_identity(p),
+            identity=p.identity,
             snapshots=p.snapshots,
             state=rank_state(_history(p, table)),
         )

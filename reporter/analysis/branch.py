@@ -55,7 +55,6 @@ def branch_point(classes: Sequence[StackClass], table: StackTable) -> BranchPoin
     shared = informative[-1] if informative else (common[-1] if common else None)
     branches = tuple(
         Branch(
-            label=c.label,
             ranks=c.ranks,
             frames=branch_frames(path[depth:], classifier),
             collective=c.collective,

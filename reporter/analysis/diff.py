@@ -33,7 +33,7 @@ from enum import StrEnum
 from functools import cache
 
 from reporter import rules as data_files
-from reporter.analysis.environment import REDACTED, Secrets, default_rules
+from reporter.analysis.env_rules import REDACTED, Secrets, default_rules
 from reporter.errors import ReporterError
 from reporter.evidence.env import flag_map
 from reporter.model import Bundle, Environment

@@ -5,6 +5,7 @@ Output: an `EnvironmentSummary` that holds only what `reporter/data/env.toml`
 allows, with secret-looking values replaced by `[redacted]`; the bundle keeps
 the rest. Secret detection is `reporter.secrets` (shared with `report diff`, collect,
 lint and upstream drafts); an `env.toml` `[secret]` table may only add names and shapes.
+The compiled `env.toml` is `env_rules.py`'s; the records below are in `result.py`.
 
 Shape, by example::
 
@@ -19,138 +20,19 @@ Shape, by example::
 
 from __future__ import annotations
 
-import fnmatch
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from functools import cache
+from collections.abc import Sequence
 
-from reporter import rules as data_files
-from reporter.errors import ReporterError
+from reporter.analysis.env_rules import REDACTED as REDACTED  # re-exported: their old home
+from reporter.analysis.env_rules import Secrets as Secrets
+from reporter.analysis.env_rules import ShowRules as ShowRules
+from reporter.analysis.env_rules import default_rules as default_rules
+from reporter.analysis.env_rules import parse_show_rules as parse_show_rules
+from reporter.analysis.records import record
+from reporter.analysis.result import EnvironmentSummary as EnvironmentSummary
+from reporter.analysis.result import ShownCommand, ShownPackage, ShownVariable
 from reporter.model import CommandLine, EnvFact, Environment, Gpu, Package
-from reporter.secrets import OPAQUE_MIN_LENGTH, SecretPolicy, mask_text, policy_from
-from reporter.secrets import REDACTED as REDACTED
-
-# One secret policy for the whole tool (reporter.secrets); re-exported for old callers.
-Secrets = SecretPolicy
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShowRules:
-    """The compiled `env.toml`."""
-
-    show: re.Pattern[str]
-    hide_names: re.Pattern[str]
-    hide_values: tuple[re.Pattern[str], ...]
-    secrets: Secrets
-
-    def shows(self, name: str, values: Sequence[str]) -> bool:
-        """True when a variable is allowlisted and not hidden (by name, or by all its values)."""
-        if not self.show.match(name) or self.hide_names.match(name):
-            return False
-        return not (values and all(any(p.match(v) for p in self.hide_values) for v in values))
-
-    key_packages: tuple[str, ...]
-    key_facts: re.Pattern[str]
-
-
-def _globs(patterns: Iterable[str], *, ignore_case: bool) -> re.Pattern[str]:
-    joined = "|".join(fnmatch.translate(p) for p in patterns) or r"(?!)"
-    return re.compile(joined, re.IGNORECASE if ignore_case else 0)
-
-
-def parse_show_rules(text: str, *, source: str = "env.toml") -> ShowRules:
-    """Compile an env.toml; a malformed file raises `ReporterError` naming what is wrong."""
-    data = data_files.parse(text, data_files.SHAPES["env.toml"], source=source)
-
-    def strings(table: str, key: str) -> list[str]:
-        # The shape (reporter/rules.py) has checked that this is a list of strings.
-        return list(data.get(table, {}).get(key, []))
-
-    def regexes(table: str) -> tuple[re.Pattern[str], ...]:
-        out: list[re.Pattern[str]] = []
-        for pattern in strings(table, "values"):
-            try:
-                out.append(re.compile(pattern))
-            except re.error as err:
-                raise ReporterError(
-                    f"{source}: [{table}] value pattern {pattern!r}: {err}"
-                ) from err
-        return tuple(out)
-
-    opaque: int = data.get("secret", {}).get("opaque_min_length", OPAQUE_MIN_LENGTH)  # shape: >= 8
-    secret_values = regexes("secret")
-    return ShowRules(
-        show=_globs(strings("show", "names"), ignore_case=False),
-        hide_names=_globs(strings("hide", "names"), ignore_case=False),
-        hide_values=regexes("hide"),
-        secrets=policy_from(strings("secret", "names"), [p.pattern for p in secret_values], opaque),
-        key_packages=tuple(strings("packages", "key")),
-        key_facts=_globs(strings("facts", "key"), ignore_case=True),
-    )
-
-
-@cache
-def default_rules() -> ShowRules:
-    """The rules shipped in `reporter/data/env.toml`."""
-    return parse_show_rules(data_files.read_text("env.toml"), source="reporter/data/env.toml")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShownVariable:
-    """An allowlisted variable: its distinct values in first-seen order, and where it was seen."""
-
-    name: str
-    values: tuple[str, ...]
-    redacted: bool
-    sources: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShownCommand:
-    """A command line with secret option values replaced."""
-
-    program: str
-    flags: tuple[tuple[str, str | None], ...]
-    positional: tuple[str, ...]
-    source: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShownPackage:
-    """A key package; `others` lists different versions other files reported."""
-
-    name: str
-    version: str
-    origin: str
-    source: str
-    others: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EnvironmentSummary:
-    """What the report and `analyze --json` show of the environment evidence."""
-
-    variables: tuple[ShownVariable, ...]
-    hidden: int
-    redacted: int
-    commands: tuple[ShownCommand, ...]
-    packages: tuple[ShownPackage, ...]
-    package_count: int
-    gpus: tuple[Gpu, ...]
-    facts: tuple[EnvFact, ...]
-    sources: tuple[str, ...]
-
-    def __bool__(self) -> bool:
-        return bool(
-            self.variables
-            or self.hidden
-            or self.commands
-            or self.packages
-            or self.package_count
-            or self.gpus
-            or self.facts
-        )
+from reporter.secrets import mask_text
 
 
 def summarize(environment: Environment, rules: ShowRules | None = None) -> EnvironmentSummary:
@@ -275,15 +157,7 @@ def _sources(environment: Environment) -> tuple[str, ...]:
 def summary_json(summary: EnvironmentSummary) -> dict[str, object]:
     """`analyze --json`'s `environment` object (allowlisted and redacted, like the report)."""
     return {
-        "variables": [
-            {
-                "name": v.name,
-                "values": list(v.values),
-                "redacted": v.redacted,
-                "sources": list(v.sources),
-            }
-            for v in summary.variables
-        ],
+        "variables": [record(v, "name values redacted sources") for v in summary.variables],
         "hidden_variables": summary.hidden,
         "redacted_variables": summary.redacted,
         "commands": [
@@ -296,27 +170,13 @@ def summary_json(summary: EnvironmentSummary) -> dict[str, object]:
             for c in summary.commands
         ],
         "packages": [
-            {
-                "name": p.name,
-                "version": p.version,
-                "origin": p.origin,
-                "source": p.source,
-                "other_versions": list(p.others),
-            }
-            for p in summary.packages
+            record(p, "name version origin source other_versions=others") for p in summary.packages
         ],
         "package_count": summary.package_count,
         "gpus": [
-            {
-                "index": g.index,
-                "name": g.name,
-                "memory_used_mib": g.memory_used_mib,
-                "memory_total_mib": g.memory_total_mib,
-                "utilization_pct": g.utilization_pct,
-                "source": str(g.source),
-            }
+            record(g, "index name memory_used_mib memory_total_mib utilization_pct source")
             for g in summary.gpus
         ],
-        "facts": [{"key": f.key, "value": f.value, "source": str(f.source)} for f in summary.facts],
+        "facts": [record(f, "key value source") for f in summary.facts],
         "sources": list(summary.sources),
     }

@@ -27,6 +27,7 @@ from pathlib import PurePosixPath
 from typing import Protocol
 
 from reporter import rules as data_files
+from reporter.analysis.records import record
 from reporter.analysis.result import Analysis, CodeView, ExcerptAnalysis
 from reporter.evidence.env import normalise_package
 from reporter.model import Bundle, CodeExcerpt, FileHash, Frame, Package, innermost_python
@@ -511,17 +512,9 @@ def excerpts_json(result: ExcerptAnalysis) -> dict[str, object]:
     return {
         "excerpts": [
             {
-                "title": v.title,
-                "path": v.path,
-                "start": v.start,
-                "end": v.end,
-                "lines": list(v.lines),
-                "highlight": list(v.highlight),
+                **record(v, "title path start end lines highlight"),
                 "permalink": v.permalink or None,
-                "ref_note": v.ref_note,
-                "status": v.status,
-                "origin": v.origin,
-                "cite": v.cite,
+                **record(v, "ref_note status origin cite"),
             }
             for v in result.excerpts
         ],

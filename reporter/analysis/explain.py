@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reporter.analysis.classify import Classifier, FrameKind
-from reporter.analysis.ranks import format_ranks
+from reporter.analysis.ranksets import format_ranks
 from reporter.analysis.result import (
     BranchPoint,
     Confidence,

@@ -21,6 +21,7 @@ import json
 from datetime import datetime
 
 from reporter.analysis import flight_recorder
+from reporter.analysis.records import JSON, record
 from reporter.analysis.result import (
     Analysis,
     BranchPoint,
@@ -33,29 +34,13 @@ from reporter.analysis.result import (
     WaitsFor,
 )
 from reporter.analysis.wedge import WedgeReport
-from reporter.model import Frame, TimelineEvent
+from reporter.model import TimelineEvent
 from reporter.times import iso
-
-JSON = dict[str, object]
-
-
-def _frames(frames: tuple[Frame, ...]) -> list[str]:
-    return [f.display() for f in frames]
 
 
 def class_json(stack: StackClass) -> JSON:
     """One stack class."""
-    return {
-        "ranks": list(stack.ranks),
-        "label": stack.label,
-        "collective": stack.collective,
-        "wait": stack.wait,
-        "state": stack.state.value,
-        "frames": _frames(stack.frames),
-        "pids": list(stack.pids),
-        "instance": stack.instance,
-        "call_site": stack.call_site,
-    }
+    return record(stack, "ranks label collective wait state frames pids instance call_site")
 
 
 def branch_json(point: BranchPoint | None) -> JSON | None:
@@ -63,17 +48,8 @@ def branch_json(point: BranchPoint | None) -> JSON | None:
     if point is None:
         return None
     return {
-        "shared": point.shared.display() if point.shared is not None else None,
-        "common": _frames(point.common),
-        "branches": [
-            {
-                "label": b.label,
-                "ranks": list(b.ranks),
-                "collective": b.collective,
-                "frames": _frames(b.frames),
-            }
-            for b in point.branches
-        ],
+        **record(point, "shared common"),
+        "branches": [record(b, "label ranks collective frames") for b in point.branches],
     }
 
 
@@ -142,14 +118,9 @@ def process_json(process: RankProcess) -> JSON:
     """One rank or other process."""
     ident = process.identity
     return {
-        "rank": ident.rank,
-        "pid": ident.pid,
-        "role": ident.role,
-        "source": ident.source.value,
-        "detail": ident.detail,
+        **record(ident, "rank pid role source detail"),
         "state": process.state.value,
-        "title": ident.title,
-        "key": ident.key,
+        **record(ident, "title key"),
         "dims": dict(ident.dims),
         "snapshots": len(process.snapshots),
         "instance": ident.instance,
@@ -160,46 +131,20 @@ def waits_json(edge: WaitsFor) -> JSON:
     """One waits-for edge: `waiting` ranks in a collective at a call site, and the ranks
     they wait `for`, with their state and where they are."""
     return {
-        "waiting": {
-            "ranks": list(edge.waiting.ranks),
-            "pids": list(edge.waiting.pids),
-            "collective": edge.waiting.collective,
-            "at": edge.waiting.at,
-            "process_group": edge.waiting.group,
-        },
-        "for": {
-            "ranks": list(edge.waited.ranks),
-            "pids": list(edge.waited.pids),
-            "state": edge.waited.state,
-            "at": edge.waited.at,
-        },
-        "group": edge.group,
-        "instance": edge.instance,
+        "waiting": record(edge.waiting, "ranks pids collective at process_group=group"),
+        "for": record(edge.waited, "ranks pids state at"),
+        **record(edge, "group instance"),
     }
 
 
 def instance_json(inst: InstanceVerdict) -> JSON:
     """One instance (server, job) of a bundle that holds several."""
-    return {
-        "id": inst.id,
-        "label": inst.label,
-        "pids": list(inst.pids),
-        "ranks": list(inst.ranks),
-        "verdict": inst.verdict.value,
-        "confidence": inst.confidence.value,
-        "separated_by": inst.how,
-        "summary": inst.summary,
-    }
+    return record(inst, "id label pids ranks verdict confidence separated_by=how summary")
 
 
 def idle_json(thread: IdleThread) -> JSON:
     """One set-aside idle thread."""
-    return {
-        "ranks": list(thread.ranks),
-        "label": thread.label,
-        "thread_name": thread.thread_name,
-        "why": thread.why,
-    }
+    return record(thread, "ranks label thread_name why")
 
 
 def group_json(group: ThreadGroup) -> JSON:
@@ -215,16 +160,10 @@ def to_json(analysis: Analysis) -> JSON:
             if dump.pid is not None and process.identity.rank is not None:
                 rank_of_pid.setdefault(dump.pid, process.identity.rank)
     return {
-        "verdict": analysis.verdict.value,
-        "confidence": analysis.confidence.value,
-        "confidence_notes": list(analysis.confidence_notes),
-        "summary": analysis.summary,
-        "snapshots": analysis.snapshots,
-        "rank_unit": analysis.rank_unit,
+        **record(analysis, "verdict confidence confidence_notes summary snapshots rank_unit"),
         "classes": [class_json(c) for c in analysis.classes],
         "branch_point": branch_json(analysis.branch_point),
-        "missing_ranks": list(analysis.missing_ranks),
-        "laggards": list(analysis.laggards),
+        **record(analysis, "missing_ranks laggards"),
         "failed_dumps": [
             {
                 "pid": f.failure.pid,
@@ -242,7 +181,7 @@ def to_json(analysis: Analysis) -> JSON:
         "idle_threads": [idle_json(t) for t in analysis.idle_threads],
         "thread_groups": [group_json(g) for g in analysis.thread_groups],
         "tree": tree_json(analysis.tree),
-        "signature": {"hash": analysis.signature.hash, "text": analysis.signature.text},
+        "signature": record(analysis.signature, "hash text"),
         "warnings": list(analysis.warnings),
         "wedge": wedge_json(analysis.wedge),
         "timeline": [event_json(e) for e in analysis.timeline],
@@ -325,24 +264,10 @@ def wedge_json(wedge: WedgeReport | None) -> JSON | None:
             for s in wedge.signals
         ],
         "step_changes": [
-            {
-                "signal": s.signal,
-                "kind": s.kind.value,
-                "at": _time(s.at),
-                "slope_per_second": s.slope,
-                "text": s.text,
-                "source": str(s.source),
-            }
-            for s in wedge.steps
+            record(s, "signal kind at slope_per_second=slope text source") for s in wedge.steps
         ],
         "episodes": [
-            {
-                "onset": _time(e.onset),
-                "end": _time(e.end),
-                "duration_seconds": e.duration,
-                "source": str(e.source),
-            }
-            for e in wedge.episodes
+            record(e, "onset end duration_seconds=duration source") for e in wedge.episodes
         ],
         "gaps": [
             {
@@ -359,9 +284,4 @@ def wedge_json(wedge: WedgeReport | None) -> JSON | None:
 
 def event_json(event: TimelineEvent) -> JSON:
     """One timeline entry: `at` (ISO 8601 UTC), `kind`, `text`, `source` (file:line)."""
-    return {
-        "at": iso(event.at),
-        "kind": event.kind.value,
-        "text": event.text,
-        "source": str(event.source),
-    }
+    return record(event, "at kind text source")

@@ -19,21 +19,21 @@ server (`reporter/data/goroutines.toml`) with the time they have waited since
 
 from __future__ import annotations
 
-import fnmatch
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import cache
 
 from reporter import rules as data_files
+from reporter.analysis.result import GoBucket as GoBucket  # re-exported: their old home
+from reporter.analysis.result import GoDumpSummary as GoDumpSummary
+from reporter.analysis.result import GoroutineAnalysis as GoroutineAnalysis
 from reporter.model import (
     EventKind,
-    GoDumpForm,
     GoFrame,
     Goroutine,
     GoroutineDump,
-    Location,
     Similarity,
     TimelineEvent,
 )
@@ -57,21 +57,21 @@ class GoRules:
     client_waits: tuple[ClientWait, ...]
 
 
-def _globs(patterns: Iterable[str]) -> re.Pattern[str]:
-    return re.compile("|".join(fnmatch.translate(p) for p in patterns) or r"(?!)")
-
-
 def parse_rules(text: str, *, source: str = "goroutines.toml") -> GoRules:
     """Compile a goroutines.toml; a malformed file raises `ReporterError`."""
     data = data_files.parse(text, data_files.SHAPES["goroutines.toml"], source=source)
     # The shape (reporter/rules.py) has checked every type and required key.
     waits = [
-        ClientWait(id=entry["id"], functions=_globs(entry.get("functions", [])), what=entry["what"])
+        ClientWait(
+            id=entry["id"],
+            functions=data_files.globs(entry.get("functions", [])),
+            what=entry["what"],
+        )
         for entry in data.get("client_wait", [])
     ]
     return GoRules(
-        plumbing=_globs(data.get("plumbing", {}).get("functions", [])),
-        runtime=_globs(data.get("runtime", {}).get("functions", [])),
+        plumbing=data_files.globs(data.get("plumbing", {}).get("functions", [])),
+        runtime=data_files.globs(data.get("runtime", {}).get("functions", [])),
         client_waits=tuple(waits),
     )
 
@@ -82,56 +82,6 @@ def default_go_rules() -> GoRules:
     return parse_rules(
         data_files.read_text("goroutines.toml"), source="reporter/data/goroutines.toml"
     )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GoBucket:
-    """Goroutines with the same stack (at the chosen similarity) in one dump.
-
-    `frames` come from the first goroutine (innermost first); `top` is the innermost
-    frame that is not plumbing; `waiting_since` is capture time minus the longest
-    wait, when both are known.
-    """
-
-    count: int
-    ids: tuple[int, ...]
-    state: str
-    min_minutes: int | None
-    max_minutes: int | None
-    untimed: int
-    top: GoFrame | None
-    created_by: GoFrame | None
-    frames: tuple[GoFrame, ...]
-    runtime: bool
-    client_wait: str
-    source: Location
-    summary: str
-    waiting_since: datetime | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GoDumpSummary:
-    """One dump: its buckets (largest first) and the runtime's own, set aside."""
-
-    source: Location
-    form: GoDumpForm
-    headline: str
-    captured_at: datetime | None
-    total: int
-    buckets: tuple[GoBucket, ...]
-    runtime: tuple[GoBucket, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GoroutineAnalysis:
-    """All Go dumps of the bundle; `waiting` holds the client-wait buckets, largest first."""
-
-    dumps: tuple[GoDumpSummary, ...]
-    waiting: tuple[GoBucket, ...]
-    similarity: Similarity
-
-    def __bool__(self) -> bool:
-        return bool(self.dumps)
 
 
 def analyze_goroutines(

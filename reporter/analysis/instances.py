@@ -2,7 +2,8 @@
 
 Ranks are numbered within an instance, so two servers on one host both have a rank 0.
 This module reads, per PID, what the evidence says about the instance a process
-belongs to; `ranks.py` partitions the rank processes with it. Signals, strongest first:
+belongs to, and partitions the rank processes `ranks.py` gathered by it. Signals,
+strongest first:
 
 - `launcher`: the parent PID, from a `--subprocesses` dump's `Parent Process` line or
   the process tree `report collect` recorded (`[[collect.target]]` ppid);
@@ -19,9 +20,12 @@ dumped with `--subprocesses` from each launcher, give two `launcher` values
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Protocol, TypeVar
 
+from reporter.analysis.clues import sorted_dims
 from reporter.model import Bundle, CommandLine, EventKind
 
 # A PID in an environment file's name: `env/pid4711.environ`, `4711.environ`, `proc/4711/environ`.
@@ -154,3 +158,123 @@ def signals(facts: ProcessFacts | None, units: dict[int, str] | None = None) -> 
     if ports:
         out["port"] = ports
     return out
+
+
+# -- partitioning rank processes by instance --------------------------------------------------
+
+
+class Claimant(Protocol):
+    """A rank process before ranks are final: its PID, signals and claimed rank or dims."""
+
+    @property
+    def pid(self) -> int | None: ...
+
+    @property
+    def signals(self) -> Mapping[str, str]: ...
+
+    @property
+    def rank(self) -> int | None: ...
+
+    @property
+    def dims(self) -> Mapping[str, int]: ...
+
+
+C = TypeVar("C", bound=Claimant)
+
+SIGNAL_ORDER = ("manifest", "launcher", "rendezvous", "port")
+_SIGNAL_WORDS = {
+    "manifest": "the manifest's instance",
+    "launcher": "parent process (launcher)",
+    "rendezvous": "torch.distributed rendezvous in the environment",
+    "port": "ports in the command line",
+}
+
+
+def _claim(cand: Claimant) -> object:
+    """What a rank candidate claims before radix ranks are final: its rank, or its dims."""
+    if cand.rank is not None:
+        return cand.rank
+    return tuple(sorted(cand.dims.items()))
+
+
+def _claim_text(cand: Claimant) -> str:
+    if cand.rank is not None:
+        return f"rank {cand.rank}"
+    return " ".join(f"{d}{n}" for d, n in sorted_dims(cand.dims))
+
+
+def split_by_signal(cands: list[C]) -> tuple[list[tuple[str, str, list[C]]], str]:
+    """Partition rank candidates by the strongest signal that tells instances apart.
+
+    A signal kind is used when it gives at least two values; candidates without it
+    stay in one extra part. Returns (label, how, members) parts and the kind used."""
+    for kind in SIGNAL_ORDER:
+        values = {c.signals[kind] for c in cands if kind in c.signals}
+        if len(values) < 2:
+            continue
+        parts: dict[str, list[C]] = {}
+        for cand in cands:
+            parts.setdefault(cand.signals.get(kind, ""), []).append(cand)
+        word = _SIGNAL_WORDS[kind]
+        out = [
+            (
+                f"{kind} {value}" if value else f"processes without a {kind} signal",
+                f"separated by {word}",
+                members,
+            )
+            for value, members in parts.items()
+        ]
+        return out, kind
+    return [("", "", cands)], ""
+
+
+def split_collisions(
+    label: str, how: str, cands: list[C], warnings: list[str]
+) -> list[tuple[str, str, list[C], bool]]:
+    """Split one part further when several PIDs claim one rank: nothing told them apart,
+    so they are kept apart by PID, the k-th lowest PID of each rank going to part k
+    (one launcher starts its ranks one after the other, so their PIDs run together)."""
+    by_claim: dict[object, list[C]] = {}
+    for cand in cands:
+        by_claim.setdefault(_claim(cand), []).append(cand)
+    depth = max(
+        (len({c.pid for c in group if c.pid is not None}) for group in by_claim.values()),
+        default=0,
+    )
+    if depth < 2:
+        return [(label, how, cands, False)]
+    buckets: list[list[C]] = [[] for _ in range(depth)]
+    for group in by_claim.values():
+        with_pid = sorted((c for c in group if c.pid is not None), key=lambda c: c.pid or 0)
+        for i, cand in enumerate(with_pid):
+            buckets[i].append(cand)
+        # PID-less dumps of a claimed rank (faulthandler) cannot be told apart: first part.
+        buckets[0].extend(c for c in group if c.pid is None)
+    shared = sorted(
+        _claim_text(group[0])
+        for group in by_claim.values()
+        if len({c.pid for c in group if c.pid is not None}) > 1
+    )
+    pids = ", ".join(
+        f"{_claim_text(g[0])}: PIDs {', '.join(str(c.pid) for c in g if c.pid is not None)}"
+        for g in by_claim.values()
+        if len({c.pid for c in g if c.pid is not None}) > 1
+    )
+    warnings.append(
+        f"{len(shared)} rank identities are claimed by several processes ({pids}) and nothing "
+        "in the evidence tells their servers or jobs apart; they are kept apart by PID and "
+        "split into instances by PID order, which is a guess. Tip: dump with "
+        "`py-spy dump --subprocesses` of each launcher, or use `report collect`, which "
+        "records the process tree"
+    )
+    where = f"{label}, " if label else ""
+    return [
+        (
+            f"{where}PID group {i + 1}",
+            "split by PID order: nothing in the evidence separated these processes",
+            bucket,
+            True,
+        )
+        for i, bucket in enumerate(buckets)
+        if bucket
+    ]

@@ -22,7 +22,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
-from reporter.analysis.ranks import format_ranks
 from reporter.analysis.result import (
     IdleThread,
     RankState,
@@ -101,9 +100,7 @@ class _Node:
                 (frozen.pop(id(child)) for child in node.children.values()),
                 key=_child_order,
             )
-            frozen[id(node)] = TreeNode(
-                frame=node.frame, ranks=ranks, label=format_ranks(ranks), children=tuple(kids)
-            )
+            frozen[id(node)] = TreeNode(frame=node.frame, ranks=ranks, children=tuple(kids))
         return frozen[id(self)]
 
 
@@ -167,7 +164,6 @@ def stack_classes(
         classes.append(
             StackClass(
                 ranks=ranks,
-                label=format_ranks(ranks),
                 collective=facts.collective,
                 wait=facts.wait,
                 state=combine_states(m.state for m in bucket),
@@ -215,7 +211,6 @@ def split_threads(
         idle_threads.append(
             IdleThread(
                 ranks=ranks,
-                label=format_ranks(ranks),
                 thread_name=name,
                 why=f"{label}: idle in {frame.short_function} ({frame.short_file})",
             )

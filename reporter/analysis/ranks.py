@@ -26,244 +26,57 @@ share one rank label: when nothing separates them they are split by PID order, w
 warning, and each part is marked `ambiguous`. Each `Instance` has its own world size and
 failed dumps.
 
-Also `format_ranks` / `parse_ranks` for compact rank sets (`[0-3,7]`).
+The clues themselves are read in `clues.py`; compact rank sets (`[0-3,7]`) are
+`ranksets.py`'s, re-exported here with the other names callers import from this module.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 
-from reporter.analysis.instances import ProcessFacts, process_facts, signals, unit_pids
-from reporter.analysis.result import FailedRank
-from reporter.errors import UsageError
+from reporter.analysis.clues import (
+    COORDINATOR_ROLES,
+    LOCAL_DIMS,
+    NON_RANK_ROLES,
+    RADIX_DIMS,
+    SIZE_DIMS,
+    HintIndex,
+    radix_rank,
+    read_locals,
+    sorted_dims,
+)
+from reporter.analysis.clues import DIM_ORDER as DIM_ORDER  # re-exported: their old home
+from reporter.analysis.clues import TitleInfo as TitleInfo
+from reporter.analysis.clues import main_thread as main_thread
+from reporter.analysis.clues import parse_title as parse_title
+from reporter.analysis.clues import rank_from_filename as rank_from_filename
+from reporter.analysis.instances import (
+    ProcessFacts,
+    process_facts,
+    signals,
+    split_by_signal,
+    split_collisions,
+    unit_pids,
+)
+from reporter.analysis.ranksets import format_ranks as format_ranks
+from reporter.analysis.ranksets import parse_ranks as parse_ranks
+from reporter.analysis.result import FailedRank, RankIdentity
 from reporter.evidence.pyspy import failure_state as read_failure_state
-from reporter.model import Bundle, FailedDump, ProcessDump, RankHint, RankSource, ThreadStack
-
-# -- compact rank sets ---------------------------------------------------------------------------
-
-
-def format_ranks(ranks: Iterable[int]) -> str:
-    """Compact, sorted, de-duplicated rank set: `[0-3,7]`; `[]` when empty."""
-    values = sorted(set(ranks))
-    parts: list[str] = []
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
-            j += 1
-        parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
-        i = j + 1
-    return "[" + ",".join(parts) + "]"
-
-
-_RANGE = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
-
-
-def parse_ranks(text: str) -> tuple[int, ...]:
-    """Inverse of `format_ranks`: `"[0-3,7]"` -> `(0, 1, 2, 3, 7)` (brackets optional)."""
-    body = text.strip()
-    if body.startswith("[") and body.endswith("]"):
-        body = body[1:-1]
-    if not body.strip():
-        return ()
-    out: set[int] = set()
-    for part in body.split(","):
-        match = _RANGE.fullmatch(part)
-        if match is None:
-            raise UsageError(
-                f"rank set {text!r}: cannot read {part.strip()!r}",
-                tip="write ranks like [0-3,7]",
-            )
-        low = int(match.group(1))
-        high = int(match.group(2)) if match.group(2) else low
-        if high < low:
-            raise UsageError(f"rank set {text!r}: range {part.strip()!r} runs backwards")
-        out.update(range(low, high + 1))
-    return tuple(sorted(out))
-
-
-# -- titles, file names, locals ------------------------------------------------------------------
-
-DIM_ORDER = ("DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP")
-RADIX_DIMS = ("DP", "PP", "TP")
-_DIM = re.compile(r"(ATTN_CP|MOE_DP|DP|PP|TP|EP)(\d+)")
-_DIM_LOOKAHEAD = r"(?:ATTN_CP|MOE_DP|DP|PP|TP|EP)\d"
-_TITLE_ROLE = re.compile(rf"[A-Za-z][A-Za-z0-9]*(?:_(?!{_DIM_LOOKAHEAD})[A-Za-z][A-Za-z0-9]*)*")
-_OLD_DP_SUFFIX = re.compile(r"_(\d+)$")
-_WORKER_RANK = re.compile(r"\brank[=:\s_-]*(\d+)", re.IGNORECASE)
-_FILE_RANK = re.compile(
-    r"(?:^|[^a-z0-9])(?:rank|tp|worker|proc|gpu)[-_]?(\d+)(?![0-9])", re.IGNORECASE
-)
-
-# Roles that are never ranks (compared case-insensitively).
-NON_RANK_ROLES = frozenset(
-    {
-        "detokenizer",
-        "tokenizer",
-        "data_parallel_controller",
-        "launcher",
-        "resource-tracker",
-        "forkserver",
-        "router",
-        "api_server",
-        "apiserver",
-        "dpcoordinator",
-    }
-)
-# Coordinators that do the model's work themselves only when no rank process exists
-# besides them (vLLM's EngineCore runs the model in-process at TP=1).
-COORDINATOR_ROLES = frozenset({"enginecore"})
-_CMDLINE_ROLES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"multiprocessing\.resource_tracker"), "resource-tracker"),
-    (re.compile(r"multiprocessing\.forkserver"), "forkserver"),
-    (re.compile(r"launch_server|sglang\s+serve|vllm\s+serve|vllm\.entrypoints"), "launcher"),
-    (re.compile(r"torchrun|torch\.distributed\.(?:run|launch)"), "launcher"),
-)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TitleInfo:
-    """What a process title says: role, parallel dims, and a direct rank (`VllmWorker rank=3`)."""
-
-    role: str | None = None
-    dims: tuple[tuple[str, int], ...] = ()
-    rank: int | None = None
-
-
-def _sorted_dims(dims: dict[str, int]) -> tuple[tuple[str, int], ...]:
-    return tuple((d, dims[d]) for d in DIM_ORDER if d in dims)
-
-
-def parse_title(title: str | None) -> TitleInfo:
-    """Role, dims and rank from a process title or command line.
-
-    Dims are read only from setproctitle-style titles (`prefix::name_TP3`) so
-    that ordinary command lines (`train.py --tp 2`) never yield a rank.
-    """
-    if not title:
-        return TitleInfo()
-    text = title.strip()
-    head = text.split(None, 1)[0] if text else ""
-    if "::" in head:
-        name = head.split("::", 1)[1]
-        role_match = _TITLE_ROLE.match(name)
-        role = role_match.group(0) if role_match else None
-        rest = name[role_match.end() :] if role_match else name
-        dims = {d: int(n) for d, n in _DIM.findall(rest)}
-        old = _OLD_DP_SUFFIX.fullmatch(rest)
-        if not dims and old is not None:
-            # Older SGLang titled DP schedulers `sglang::scheduler_{dp_rank}`.
-            dims["DP"] = int(old.group(1))
-        rank_match = _WORKER_RANK.search(text)
-        return TitleInfo(
-            role=role.split(".")[0] if role else None,
-            dims=_sorted_dims(dims),
-            rank=int(rank_match.group(1)) if rank_match else None,
-        )
-    if head.startswith("VllmWorker"):
-        rank_match = _WORKER_RANK.search(text)
-        return TitleInfo(role="VllmWorker", rank=int(rank_match.group(1)) if rank_match else None)
-    for pattern, role in _CMDLINE_ROLES:
-        if pattern.search(text):
-            return TitleInfo(role=role)
-    return TitleInfo()
-
-
-def rank_from_filename(path: str) -> int | None:
-    """Rank from a file name (`rank3.txt`, `rank_3.json`, `tp3.txt`, `worker-3.log`), else
-    from its folder (`rank3/dump.txt`)."""
-    parts = PurePosixPath(path).parts
-    for part in reversed(parts[-2:]):
-        stem = part.split(".", 1)[0]
-        match = _FILE_RANK.search(stem)
-        if match is not None:
-            return int(match.group(1))
-    return None
-
-
-_LOCAL_NAMES = (
-    "global_rank",
-    "rank",
-    "tp_rank",
-    "dp_rank",
-    "pp_rank",
-    "local_rank",
-    "world_size",
-    "tp_size",
-    "dp_size",
-    "pp_size",
-)
-_LOCAL_DIMS = {"tp_rank": "TP", "dp_rank": "DP", "pp_rank": "PP"}
-_SIZE_DIMS = {"tp_size": "TP", "dp_size": "DP", "pp_size": "PP"}
-
-
-def _starts_at_module(thread: ThreadStack) -> bool:
-    for frame in reversed(thread.frames):
-        if frame.native or frame.function.startswith("0x"):
-            continue
-        return frame.function == "<module>" or frame.file.endswith("runpy.py")
-    return False
-
-
-def main_thread(dump: ProcessDump) -> ThreadStack | None:
-    """The main thread: named `MainThread`, else thread id == PID, else the thread whose
-    outermost Python frame is a `<module>` (other threads start in `Thread._bootstrap`),
-    else the first thread."""
-    if not dump.threads:
-        return None
-    for thread in dump.threads:
-        if thread.name == "MainThread":
-            return thread
-    if dump.pid is not None:
-        pid_text = str(dump.pid)
-        for thread in dump.threads:
-            if thread.thread_id == pid_text or thread.os_thread_id == dump.pid:
-                return thread
-    for thread in dump.threads:
-        if _starts_at_module(thread):
-            return thread
-    return dump.threads[0]
-
-
-def read_locals(dump: ProcessDump) -> dict[str, int]:
-    """Integer identity arguments of the main thread; the outermost frame wins per name,
-    because process entry functions carry the identity and inner helpers reuse names."""
-    thread = main_thread(dump)
-    found: dict[str, int] = {}
-    if thread is None:
-        return found
-    for frame in [f for f in thread.frames if f.locals]:
-        for local in frame.locals:
-            if local.is_arg and local.name in _LOCAL_NAMES:
-                try:
-                    found[local.name] = int(local.repr.strip())
-                except ValueError:
-                    continue
-    return found
-
-
-# -- grouping dumps into processes ---------------------------------------------------------------
+from reporter.model import Bundle, FailedDump, ProcessDump, RankSource
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RankedProcess:
-    """A process with its snapshots; `unit` is its rank, or its PID when ranks are unknown."""
+    """A process with its snapshots and its rank identity; `unit` is its rank, or its PID
+    when ranks are unknown. `pid` is the first PID seen for it (`identity.pid` the latest
+    snapshot's, where a rank's snapshots come from several PIDs)."""
 
+    identity: RankIdentity
     unit: int
-    rank: int | None
     pid: int | None
-    key: str
-    role: str | None
-    dims: tuple[tuple[str, int], ...]
-    source: RankSource
-    detail: str
-    title: str | None
     group: str
     snapshots: tuple[ProcessDump, ...]
-    instance: str = "1"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -326,34 +139,6 @@ class _Candidate:
     instance: str = "1"
 
 
-class _HintIndex:
-    """Manifest rank hints by path. A dump's path and a hint's path match when one is a
-    path-part suffix of the other (`bundle/rank0.txt` vs `rank0.txt`); both directions
-    are dict lookups over path suffixes, so thousands of hints stay cheap."""
-
-    def __init__(self, hints: Sequence[tuple[str, RankHint]]) -> None:
-        self._exact: dict[str, RankHint] = {}
-        self._suffix: dict[str, RankHint | None] = {}
-        for path, hint in hints:
-            parts = PurePosixPath(path).parts
-            self._exact.setdefault("/".join(parts), hint)
-            for i in range(len(parts)):
-                key = "/".join(parts[i:])
-                # A suffix shared by two different hints names neither.
-                self._suffix[key] = hint if self._suffix.get(key, hint) is hint else None
-
-    def find(self, path: str) -> RankHint | None:
-        """The hint for `path`, if any."""
-        if not self._exact:
-            return None
-        parts = PurePosixPath(path).parts
-        for i in range(len(parts)):
-            found = self._exact.get("/".join(parts[i:]))
-            if found is not None:
-                return found
-        return self._suffix.get("/".join(parts))
-
-
 def _snapshot_order(dumps: list[tuple[int, ProcessDump]]) -> tuple[ProcessDump, ...]:
     if all(d.captured_at is not None for _, d in dumps):
         ordered = sorted(dumps, key=lambda item: (item[1].captured_at, item[0]))
@@ -393,7 +178,7 @@ def _label(cand: _Candidate) -> str:
 
 def _read_evidence(
     cand: _Candidate,
-    hints: _HintIndex,
+    hints: HintIndex,
     per_file: dict[str, int],
     warnings: list[str],
 ) -> None:
@@ -414,7 +199,7 @@ def _read_evidence(
     for _, dump in cand.dumps:
         for name, value in read_locals(dump).items():
             loc.setdefault(name, value)
-    for name, dim in _SIZE_DIMS.items():
+    for name, dim in SIZE_DIMS.items():
         if name in loc:
             cand.sizes[dim] = loc[name]
     cand.world = loc.get("world_size")
@@ -425,7 +210,7 @@ def _read_evidence(
     if title.dims:
         cand.dim_sources.append(f"process title {cand.title}")
     from_locals = []
-    for name, dim in _LOCAL_DIMS.items():
+    for name, dim in LOCAL_DIMS.items():
         if name not in loc:
             continue
         if dim in cand.dims and cand.dims[dim] != loc[name]:
@@ -479,7 +264,7 @@ def _read_evidence(
         )
         return
     if cand.dims:
-        cand.notes.append("dims " + " ".join(f"{d}{n}" for d, n in _sorted_dims(cand.dims)))
+        cand.notes.append("dims " + " ".join(f"{d}{n}" for d, n in sorted_dims(cand.dims)))
 
 
 def _radix(cands: list[_Candidate]) -> tuple[dict[str, int], str]:
@@ -501,11 +286,9 @@ def _apply_radix(cands: list[_Candidate]) -> dict[str, int] | None:
     sizes, size_text = _radix([c for c in cands if c.dims])
     multi = sum(1 for d in RADIX_DIMS if sizes[d] > 1) > 1
     for cand in dimmed:
-        rank = 0
-        for dim in RADIX_DIMS:
-            rank = rank * sizes[dim] + cand.dims.get(dim, 0)
+        rank = radix_rank(cand.dims, sizes)
         cand.rank = rank
-        coords = " ".join(f"{d}{n}" for d, n in _sorted_dims(cand.dims))
+        coords = " ".join(f"{d}{n}" for d, n in sorted_dims(cand.dims))
         how = "; ".join(cand.dim_sources)
         if multi:
             cand.detail = (
@@ -546,19 +329,21 @@ def _finish(
             else f"no rank or PID; {_label(cand)[len('the dump in ') :]} numbered {unit} by position in the bundle"
         )
         detail = "; ".join([base, *cand.notes])
-    return RankedProcess(
-        unit=unit,
-        rank=rank,
-        pid=cand.pid,
+    snapshots = _snapshot_order(cand.dumps)
+    latest = snapshots[-1].pid if snapshots else None
+    identity = RankIdentity(
         key=key,
+        rank=rank,
         role=cand.role,
-        dims=_sorted_dims(cand.dims),
+        dims=sorted_dims(cand.dims),
         source=source,
         detail=detail,
+        pid=latest if latest is not None else cand.pid,
         title=cand.title,
-        group=group,
-        snapshots=_snapshot_order(cand.dumps),
         instance=cand.instance,
+    )
+    return RankedProcess(
+        identity=identity, unit=unit, pid=cand.pid, group=group, snapshots=snapshots
     )
 
 
@@ -588,107 +373,6 @@ def _merge_same_rank(
         if cand.pid is not None and cand.pid != kept.pid:
             kept.detail += f"; PID {cand.pid} in {', '.join(cand.paths)} taken as a later snapshot"
     return sorted(by_rank.values(), key=lambda c: c.rank or 0), dropped
-
-
-def _claim(cand: _Candidate) -> object:
-    """What a rank candidate claims before radix ranks are final: its rank, or its dims."""
-    if cand.rank is not None:
-        return cand.rank
-    return tuple(sorted(cand.dims.items()))
-
-
-def _claim_text(cand: _Candidate) -> str:
-    if cand.rank is not None:
-        return f"rank {cand.rank}"
-    return " ".join(f"{d}{n}" for d, n in _sorted_dims(cand.dims))
-
-
-_SIGNAL_ORDER = ("manifest", "launcher", "rendezvous", "port")
-_SIGNAL_WORDS = {
-    "manifest": "the manifest's instance",
-    "launcher": "parent process (launcher)",
-    "rendezvous": "torch.distributed rendezvous in the environment",
-    "port": "ports in the command line",
-}
-
-
-def _split_by_signal(
-    cands: list[_Candidate],
-) -> tuple[list[tuple[str, str, list[_Candidate]]], str]:
-    """Partition rank candidates by the strongest signal that tells instances apart.
-
-    A signal kind is used when it gives at least two values; candidates without it
-    stay in one extra part. Returns (label, how, members) parts and the kind used."""
-    for kind in _SIGNAL_ORDER:
-        values = {c.signals[kind] for c in cands if kind in c.signals}
-        if len(values) < 2:
-            continue
-        parts: dict[str, list[_Candidate]] = {}
-        for cand in cands:
-            parts.setdefault(cand.signals.get(kind, ""), []).append(cand)
-        word = _SIGNAL_WORDS[kind]
-        out = [
-            (
-                f"{kind} {value}" if value else f"processes without a {kind} signal",
-                f"separated by {word}",
-                members,
-            )
-            for value, members in parts.items()
-        ]
-        return out, kind
-    return [("", "", cands)], ""
-
-
-def _split_collisions(
-    label: str, how: str, cands: list[_Candidate], warnings: list[str]
-) -> list[tuple[str, str, list[_Candidate], bool]]:
-    """Split one part further when several PIDs claim one rank: nothing told them apart,
-    so they are kept apart by PID, the k-th lowest PID of each rank going to part k
-    (one launcher starts its ranks one after the other, so their PIDs run together)."""
-    by_claim: dict[object, list[_Candidate]] = {}
-    for cand in cands:
-        by_claim.setdefault(_claim(cand), []).append(cand)
-    depth = max(
-        (len({c.pid for c in group if c.pid is not None}) for group in by_claim.values()),
-        default=0,
-    )
-    if depth < 2:
-        return [(label, how, cands, False)]
-    buckets: list[list[_Candidate]] = [[] for _ in range(depth)]
-    for group in by_claim.values():
-        with_pid = sorted((c for c in group if c.pid is not None), key=lambda c: c.pid or 0)
-        for i, cand in enumerate(with_pid):
-            buckets[i].append(cand)
-        # PID-less dumps of a claimed rank (faulthandler) cannot be told apart: first part.
-        buckets[0].extend(c for c in group if c.pid is None)
-    shared = sorted(
-        _claim_text(group[0])
-        for group in by_claim.values()
-        if len({c.pid for c in group if c.pid is not None}) > 1
-    )
-    pids = ", ".join(
-        f"{_claim_text(g[0])}: PIDs {', '.join(str(c.pid) for c in g if c.pid is not None)}"
-        for g in by_claim.values()
-        if len({c.pid for c in g if c.pid is not None}) > 1
-    )
-    warnings.append(
-        f"{len(shared)} rank identities are claimed by several processes ({pids}) and nothing "
-        "in the evidence tells their servers or jobs apart; they are kept apart by PID and "
-        "split into instances by PID order, which is a guess. Tip: dump with "
-        "`py-spy dump --subprocesses` of each launcher, or use `report collect`, which "
-        "records the process tree"
-    )
-    where = f"{label}, " if label else ""
-    return [
-        (
-            f"{where}PID group {i + 1}",
-            "split by PID order: nothing in the evidence separated these processes",
-            bucket,
-            True,
-        )
-        for i, bucket in enumerate(buckets)
-        if bucket
-    ]
 
 
 def _env_rank(cand: _Candidate, facts: ProcessFacts | None, warnings: list[str]) -> None:
@@ -746,7 +430,7 @@ def identify(bundle: Bundle) -> RankMap:
     for cand in cands:
         for path in cand.paths:
             per_file[path] = per_file.get(path, 0) + 1
-    hints = _HintIndex(bundle.rank_hints)
+    hints = HintIndex(bundle.rank_hints)
     facts = process_facts(bundle)
     units = unit_pids(bundle)
     for cand in cands:
@@ -783,10 +467,10 @@ def identify(bundle: Bundle) -> RankMap:
     if not claimants:
         return _pid_map(bundle, cands, is_other, hints, per_file, warnings)
 
-    parts, _ = _split_by_signal(claimants)
+    parts, _ = split_by_signal(claimants)
     final: list[tuple[str, str, list[_Candidate], bool]] = []
     for label, how, members in parts:
-        final.extend(_split_collisions(label, how, members, warnings))
+        final.extend(split_collisions(label, how, members, warnings))
     # Instances numbered by their smallest PID (then first appearance).
     final.sort(key=lambda p: min((c.pid if c.pid is not None else 1 << 62, c.first) for c in p[2]))
     multi = len(final) > 1
@@ -859,7 +543,7 @@ def identify(bundle: Bundle) -> RankMap:
     return RankMap(
         unit="rank",
         ranks=tuple(ranks),
-        others=tuple(sorted(others, key=lambda p: (p.pid is None, p.pid or 0, p.key))),
+        others=tuple(sorted(others, key=lambda p: (p.pid is None, p.pid or 0, p.identity.key))),
         world_size=single.world_size if single else None,
         world_detail=single.world_detail if single else "",
         failed=tuple(all_failed),
@@ -884,7 +568,7 @@ def _pid_map(
     bundle: Bundle,
     cands: list[_Candidate],
     is_other: Callable[[_Candidate], bool],
-    hints: _HintIndex,
+    hints: HintIndex,
     per_file: dict[str, int],
     warnings: list[str],
 ) -> RankMap:
@@ -908,7 +592,7 @@ def _pid_map(
     return RankMap(
         unit=unit,
         ranks=tuple(ranks),
-        others=tuple(sorted(others, key=lambda p: (p.pid is None, p.pid or 0, p.key))),
+        others=tuple(sorted(others, key=lambda p: (p.pid is None, p.pid or 0, p.identity.key))),
         world_size=None,
         world_detail="",
         failed=failed,
@@ -961,7 +645,7 @@ def _world_size(
 
 def _failed(
     bundle: Bundle,
-    hints: _HintIndex,
+    hints: HintIndex,
     per_file: dict[str, int],
     ranks: list[RankedProcess],
     unit: str,
@@ -974,7 +658,10 @@ def _failed(
     these ranks' launcher, or, with no PID, when its file names a rank. `claimed` collects
     the indexes of failures already given to an instance."""
     by_pid = {
-        d.pid: p.rank for p in ranks for d in p.snapshots if d.pid is not None and unit == "rank"
+        d.pid: p.identity.rank
+        for p in ranks
+        for d in p.snapshots
+        if d.pid is not None and unit == "rank"
     }
     pids = {p.pid for p in ranks if p.pid is not None}
     parents = {facts[p].ppid for p in pids if p in facts and facts[p].ppid is not None}
@@ -1015,15 +702,12 @@ def _rank_of_title(title: str | None, ranks: list[RankedProcess]) -> int | None:
         return None
     sizes = {d: 1 for d in RADIX_DIMS}
     for proc in ranks:
-        for dim, value in proc.dims:
+        for dim, value in proc.identity.dims:
             if dim in sizes:
                 sizes[dim] = max(sizes[dim], value + 1)
     for dim in RADIX_DIMS:
         sizes[dim] = max(sizes[dim], dims.get(dim, 0) + 1)
-    rank = 0
-    for dim in RADIX_DIMS:
-        rank = rank * sizes[dim] + dims.get(dim, 0)
-    return rank
+    return radix_rank(dims, sizes)
 
 
 def failure_state(failure: FailedDump) -> str:

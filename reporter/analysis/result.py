@@ -1,37 +1,50 @@
 """Frozen result types of the analysis layer: what `analyze()` returns.
 
-The renderer and the CLI read only these. Rank sets are sorted tuples of ints:
-ranks when the bundle names them, PIDs when it does not (`Analysis.rank_unit`
-says which); `label` fields hold the compact form (`[0-3,7]`). Frame tuples
-say in their docstring whether they run innermost or outermost first.
+The renderer and the CLI read only these; the records of the environment view, the Go
+clients and the Flight Recorder live here too, so that one module says what an analysis
+holds. Rank sets are sorted tuples of ints: ranks when the bundle
+names them, PIDs when it does not (`Analysis.rank_unit` says which); records holding one
+derive from `RankSet`, whose `label` is its compact form (`[0-3,7]`). Frame tuples say in
+their docstring whether they run innermost or outermost first.
 
 Shape of a desync, by example::
 
     Analysis(verdict=Verdict.COLLECTIVE_DESYNC, confidence=Confidence.MEDIUM,
-             classes=(StackClass(ranks=(0, 1), label="[0-1]", collective="all_reduce", ...),
-                      StackClass(ranks=(2, 3), label="[2-3]", collective=None,
+             classes=(StackClass(ranks=(0, 1), collective="all_reduce", ...),
+                      StackClass(ranks=(2, 3), collective=None,
                                  wait="zmq-poll", ...)),
              branch_point=BranchPoint(shared=Frame(function="event_loop", ...),
-                                      branches=(Branch(label="[0-1]", ...), ...)),
+                                      branches=(Branch(ranks=(0, 1), ...), ...)),
              ...)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from reporter.analysis.ranksets import RankSet
 from reporter.analysis.wedge import WedgeReport
-from reporter.model import FailedDump, Frame, ProcessDump, RankSource, TimelineEvent
+from reporter.model import (
+    EnvFact,
+    FailedDump,
+    Frame,
+    FrOrigin,
+    GoDumpForm,
+    GoFrame,
+    Gpu,
+    Location,
+    ProcessDump,
+    RankSource,
+    TimelineEvent,
+)
 from reporter.model import Similarity as Similarity  # re-exported: its old home
 
 if TYPE_CHECKING:
     # Annotations only: keeps loading this module cheap; none of these imports it back.
     from reporter.analysis.diff import EnvDiff
-    from reporter.analysis.environment import EnvironmentSummary
-    from reporter.analysis.fr_result import FlightRecorderAnalysis
-    from reporter.analysis.goroutines import GoroutineAnalysis
 
 
 class Verdict(StrEnum):
@@ -93,7 +106,7 @@ class RankProcess:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StackClass:
+class StackClass(RankSet):
     """Ranks whose stacks are equal at the chosen similarity.
 
     `frames` are innermost first, taken from the smallest rank's latest
@@ -101,8 +114,6 @@ class StackClass:
     application frame; `wait` is set only when there is no collective.
     """
 
-    ranks: tuple[int, ...]
-    label: str
     collective: str | None
     wait: str | None
     state: RankState
@@ -115,26 +126,22 @@ class StackClass:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TreeNode:
+class TreeNode(RankSet):
     """A node of the merged prefix tree; the root has `frame=None` and all ranks.
 
     Children are sorted by (smallest rank, frame text).
     """
 
     frame: Frame | None
-    ranks: tuple[int, ...]
-    label: str
     children: tuple[TreeNode, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Branch:
+class Branch(RankSet):
     """One side of a branch point: `frames` outermost first, from the first frame
     that differs from the other classes down to the collective / wait or the
     innermost informative frame."""
 
-    label: str
-    ranks: tuple[int, ...]
     frames: tuple[Frame, ...]
     collective: str | None
 
@@ -149,11 +156,9 @@ class BranchPoint:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class IdleThread:
+class IdleThread(RankSet):
     """A background thread idle by design, listed so that nothing is hidden."""
 
-    ranks: tuple[int, ...]
-    label: str
     thread_name: str
     why: str
 
@@ -320,3 +325,228 @@ class Analysis:
     """Per-instance verdicts when the bundle holds several servers or jobs; () for one."""
     flight_recorder: FlightRecorderAnalysis | None = None
     """Flight Recorder traces aligned by sequence id; None when the bundle has none."""
+
+
+# -- Flight Recorder (reporter.analysis.flight_recorder) ---------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrRankProgress:
+    """One rank's progress in one group: ids of the last issued and last completed collective.
+
+    `last_completed` is None where the trace does not say (gloo entries stay `scheduled`;
+    its `pg_status` does say).
+    """
+
+    rank: int
+    group: str
+    last_issued: int | None
+    last_issued_op: str
+    last_completed: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrSide(RankSet):
+    """Ranks that agree at the mismatching id: same op, sizes and dtypes (`op` "" = missing)."""
+
+    op: str
+    sizes: str
+    states: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrMismatch:
+    """The first id of one group where the ranks disagree.
+
+    `kind`: `op` (different operations), `sizes`, `dtypes` or `missing` (some members never
+    issued it). `not_completed`: ranks holding the entry that did not complete it (where
+    the trace says). `previous`: for each missing rank, its last issued op and id here.
+    """
+
+    trace_set: str
+    group: str
+    group_desc: str
+    seq_id: int
+    kind: str
+    sides: tuple[FrSide, ...]
+    missing: tuple[int, ...]
+    not_completed: tuple[int, ...]
+    previous: tuple[tuple[int, str, int | None], ...] = ()
+    members: tuple[int, ...] = ()
+
+    @property
+    def by_op(self) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        """Operation -> ranks that issued it at this id, sorted by smallest rank."""
+        ops: dict[str, set[int]] = {}
+        for side in self.sides:
+            ops.setdefault(side.op, set()).update(side.ranks)
+        return tuple(
+            sorted(((op, tuple(sorted(r))) for op, r in ops.items()), key=lambda p: p[1][0])
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrCell:
+    """One rank's entry at one id in the aligned table; `op` "" where the rank has none."""
+
+    rank: int
+    op: str
+    sizes: str
+    state: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrRow:
+    """One id of a group's aligned table; `agree` False on the mismatching row."""
+
+    seq_id: int
+    cells: tuple[FrCell, ...]
+    agree: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrGroupView:
+    """One process group of the trace set: members, the rows around its mismatch (or its end)."""
+
+    group: str
+    desc: str
+    members: tuple[int, ...]
+    first_seq: int | None
+    last_seq: int | None
+    rows: tuple[FrRow, ...]
+    mismatch: FrMismatch | None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlightRecorderAnalysis:
+    """What the Flight Recorder traces of a bundle say; one trace set is analysed in full.
+
+    `trace_set` is the chosen set (the folder of the per-rank files), `other_sets` the rest
+    with their own first mismatch, if any.
+    """
+
+    trace_set: str
+    origin: FrOrigin
+    backend: str
+    version: str
+    ranks: tuple[int, ...]
+    files: tuple[str, ...]
+    progress: tuple[FrRankProgress, ...]
+    groups: tuple[FrGroupView, ...]
+    first_mismatch: FrMismatch | None
+    other_sets: tuple[tuple[str, FrMismatch | None], ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+# -- Environment (reporter.analysis.environment) -------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShownVariable:
+    """An allowlisted variable: its distinct values in first-seen order, and where it was seen."""
+
+    name: str
+    values: tuple[str, ...]
+    redacted: bool
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShownCommand:
+    """A command line with secret option values replaced."""
+
+    program: str
+    flags: tuple[tuple[str, str | None], ...]
+    positional: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShownPackage:
+    """A key package; `others` lists different versions other files reported."""
+
+    name: str
+    version: str
+    origin: str
+    source: str
+    others: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnvironmentSummary:
+    """What the report and `analyze --json` show of the environment evidence."""
+
+    variables: tuple[ShownVariable, ...]
+    hidden: int
+    redacted: int
+    commands: tuple[ShownCommand, ...]
+    packages: tuple[ShownPackage, ...]
+    package_count: int
+    gpus: tuple[Gpu, ...]
+    facts: tuple[EnvFact, ...]
+    sources: tuple[str, ...]
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.variables
+            or self.hidden
+            or self.commands
+            or self.packages
+            or self.package_count
+            or self.gpus
+            or self.facts
+        )
+
+
+# -- Go clients (reporter.analysis.goroutines) ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GoBucket:
+    """Goroutines with the same stack (at the chosen similarity) in one dump.
+
+    `frames` come from the first goroutine (innermost first); `top` is the innermost
+    frame that is not plumbing; `waiting_since` is capture time minus the longest
+    wait, when both are known.
+    """
+
+    count: int
+    ids: tuple[int, ...]
+    state: str
+    min_minutes: int | None
+    max_minutes: int | None
+    untimed: int
+    top: GoFrame | None
+    created_by: GoFrame | None
+    frames: tuple[GoFrame, ...]
+    runtime: bool
+    client_wait: str
+    source: Location
+    summary: str
+    waiting_since: datetime | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GoDumpSummary:
+    """One dump: its buckets (largest first) and the runtime's own, set aside."""
+
+    source: Location
+    form: GoDumpForm
+    headline: str
+    captured_at: datetime | None
+    total: int
+    buckets: tuple[GoBucket, ...]
+    runtime: tuple[GoBucket, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GoroutineAnalysis:
+    """All Go dumps of the bundle; `waiting` holds the client-wait buckets, largest first."""
+
+    dumps: tuple[GoDumpSummary, ...]
+    waiting: tuple[GoBucket, ...]
+    similarity: Similarity
+
+    def __bool__(self) -> bool:
+        return bool(self.dumps)

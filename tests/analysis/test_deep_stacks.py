@@ -62,24 +62,22 @@ def test_deep_stack_goes_through_analyze_json_and_draft(tmp_path: Path) -> None:
 
 def _chain(depth: int, branch_every: int) -> TreeNode:
     """A tree `depth` deep that forks a leaf off every `branch_every` levels."""
-    node = TreeNode(frame=Frame(function="leaf", file="a.py"), ranks=(0,), label="[0]", children=())
+    node = TreeNode(frame=Frame(function="leaf", file="a.py"), ranks=(0,), children=())
     for level in range(depth):
         kids: tuple[TreeNode, ...] = (node,)
         if level % branch_every == 0:
             side = TreeNode(
                 frame=Frame(function=f"side{level}", file="b.py"),
                 ranks=(1,),
-                label="[1]",
                 children=(),
             )
             kids = (node, side)
         node = TreeNode(
             frame=Frame(function=f"f{level}", file="a.py"),
             ranks=(0, 1),
-            label="[0-1]",
             children=kids,
         )
-    return TreeNode(frame=None, ranks=(0, 1), label="[0-1]", children=(node,))
+    return TreeNode(frame=None, ranks=(0, 1), children=(node,))
 
 
 def test_tree_text_and_mermaid_handle_branching_at_every_level() -> None:

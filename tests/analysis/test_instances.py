@@ -187,8 +187,8 @@ def test_unrelated_files_do_not_change_ranks() -> None:
     extra = dump(pid=999, title="sglang::scheduler_DP3_TP7", main=IDLE_A, source="other/x.txt")
     extra = replace(extra, parent_pid=990)
     mixed = identify(bundle(*base, extra))
-    ranks_alone = {p.pid: p.rank for p in alone.ranks}
-    ranks_mixed = {p.pid: p.rank for p in mixed.ranks if p.pid in ranks_alone}
+    ranks_alone = {p.pid: p.identity.rank for p in alone.ranks}
+    ranks_mixed = {p.pid: p.identity.rank for p in mixed.ranks if p.pid in ranks_alone}
     assert ranks_alone == ranks_mixed
 
 
@@ -341,7 +341,7 @@ def test_environ_rank_overrules_a_file_name_with_a_warning() -> None:
     b = replace(bundle(dump(pid=4711, main=IDLE_A, source="rank2.txt")), environment=env)
     rank_map = identify(b)
     (proc,) = rank_map.ranks
-    assert proc.rank == 5 and proc.source.value == "environ"
+    assert proc.identity.rank == 5 and proc.identity.source.value == "environ"
     assert any("overrules rank 2" in w for w in rank_map.warnings)
 
 

@@ -128,8 +128,8 @@ def test_manifest_hint_wins() -> None:
         )
     )
     (proc,) = rank_map.ranks
-    assert (proc.rank, proc.source, proc.group) == (5, RankSource.MANIFEST, "g1")
-    assert "manifest" in proc.detail
+    assert (proc.identity.rank, proc.identity.source, proc.group) == (5, RankSource.MANIFEST, "g1")
+    assert "manifest" in proc.identity.detail
 
 
 @pytest.mark.parametrize(
@@ -149,7 +149,7 @@ def test_manifest_hint_path_matching(dump_path: str, hint_path: str, rank: int) 
             dump(pid=10, main=IDLE, source=dump_path), rank_hints=[(hint_path, RankHint(rank=5))]
         )
     )
-    assert rank_map.ranks[0].rank == rank
+    assert rank_map.ranks[0].identity.rank == rank
 
 
 def test_manifest_hint_for_a_shared_file_is_ignored() -> None:
@@ -160,7 +160,7 @@ def test_manifest_hint_for_a_shared_file_is_ignored() -> None:
             rank_hints=[("all.txt", RankHint(rank=5))],
         )
     )
-    assert [p.rank for p in rank_map.ranks] == [0, 1]
+    assert [p.identity.rank for p in rank_map.ranks] == [0, 1]
     assert any("holds 2 processes" in w for w in rank_map.warnings)
 
 
@@ -168,9 +168,9 @@ def test_locals_rank() -> None:
     main = [*IDLE, "run_worker (myapp/worker.py:10) [rank=3, world_size=4]"]
     rank_map = identify(bundle(dump(pid=10, title="python worker.py", main=main)))
     (proc,) = rank_map.ranks
-    assert (proc.rank, proc.source) == (3, RankSource.LOCALS)
+    assert (proc.identity.rank, proc.identity.source) == (3, RankSource.LOCALS)
     assert rank_map.world_size == 4
-    assert "rank=3" in proc.detail
+    assert "rank=3" in proc.identity.detail
 
 
 def test_locals_outermost_frame_wins() -> None:
@@ -179,7 +179,7 @@ def test_locals_outermost_frame_wins() -> None:
         "run_worker (myapp/worker.py:10) [rank=2]",
     ]
     (proc,) = identify(bundle(dump(pid=10, main=main))).ranks
-    assert proc.rank == 2
+    assert proc.identity.rank == 2
 
 
 def test_locals_fill_dims_missing_from_title() -> None:
@@ -194,15 +194,15 @@ def test_locals_fill_dims_missing_from_title() -> None:
         )
     )
     first = next(p for p in rank_map.ranks if p.pid == 10)
-    assert first.dims == (("DP", 1), ("TP", 2))
-    assert first.rank == 1 * 4 + 2
-    assert first.source is RankSource.LOCALS
+    assert first.identity.dims == (("DP", 1), ("TP", 2))
+    assert first.identity.rank == 1 * 4 + 2
+    assert first.identity.source is RankSource.LOCALS
 
 
 def test_title_and_locals_disagree() -> None:
     main = [*IDLE, "run_scheduler_process (sglang/srt/managers/scheduler.py:2500) [tp_rank=2]"]
     rank_map = identify(bundle(dump(pid=10, title="sglang::scheduler_TP3", main=main)))
-    assert rank_map.ranks[0].rank == 3
+    assert rank_map.ranks[0].identity.rank == 3
     assert any("disagrees" in w for w in rank_map.warnings)
 
 
@@ -212,20 +212,20 @@ def test_mixed_radix_over_dp_and_tp() -> None:
         for i, (dp, tp) in enumerate([(1, 1), (0, 0), (1, 0), (0, 1)])
     ]
     rank_map = identify(bundle(*dumps))
-    assert [(p.rank, p.pid, p.group) for p in rank_map.ranks] == [
+    assert [(p.identity.rank, p.pid, p.group) for p in rank_map.ranks] == [
         (0, 101, "DP0"),
         (1, 103, "DP0"),
         (2, 102, "DP1"),
         (3, 100, "DP1"),
     ]
-    assert "mixed radix" in rank_map.ranks[3].detail
+    assert "mixed radix" in rank_map.ranks[3].identity.detail
     assert rank_map.world_size == 4
 
 
 def test_ep_does_not_change_the_rank() -> None:
     dumps = [dump(pid=10 + tp, title=f"VLLM::Worker_TP{tp}_EP{tp}", main=IDLE) for tp in range(2)]
     rank_map = identify(bundle(*dumps))
-    assert [(p.rank, p.dims) for p in rank_map.ranks] == [
+    assert [(p.identity.rank, p.identity.dims) for p in rank_map.ranks] == [
         (0, (("TP", 0), ("EP", 0))),
         (1, (("TP", 1), ("EP", 1))),
     ]
@@ -234,20 +234,28 @@ def test_ep_does_not_change_the_rank() -> None:
 
 def test_vllm_worker_rank_title() -> None:
     (proc,) = identify(bundle(dump(pid=10, title="VllmWorker rank=3", main=IDLE))).ranks
-    assert (proc.rank, proc.role, proc.source) == (3, "VllmWorker", RankSource.PROCESS_TITLE)
+    assert (proc.identity.rank, proc.identity.role, proc.identity.source) == (
+        3,
+        "VllmWorker",
+        RankSource.PROCESS_TITLE,
+    )
 
 
 def test_ray_worker_rank_from_locals() -> None:
     main = [*IDLE, "RayWorkerWrapper.execute_method (vllm/executor/ray_utils.py:100) [rank=2]"]
     (proc,) = identify(bundle(dump(pid=10, title="ray::RayWorkerWrapper", main=main))).ranks
-    assert (proc.rank, proc.role, proc.source) == (2, "RayWorkerWrapper", RankSource.LOCALS)
+    assert (proc.identity.rank, proc.identity.role, proc.identity.source) == (
+        2,
+        "RayWorkerWrapper",
+        RankSource.LOCALS,
+    )
 
 
 def test_filename_rank() -> None:
     rank_map = identify(bundle(dump(pid=10, main=IDLE, source="dumps/rank_4.json")))
     (proc,) = rank_map.ranks
-    assert (proc.rank, proc.source) == (4, RankSource.FILENAME)
-    assert "rank_4.json" in proc.detail
+    assert (proc.identity.rank, proc.identity.source) == (4, RankSource.FILENAME)
+    assert "rank_4.json" in proc.identity.detail
 
 
 def test_filename_rank_needs_a_file_of_one_process() -> None:
@@ -264,7 +272,7 @@ def test_filename_rank_needs_a_file_of_one_process() -> None:
 def test_pid_fallback() -> None:
     rank_map = identify(bundle(dump(pid=22, main=IDLE), dump(pid=11, main=IDLE, source="b.txt")))
     assert rank_map.unit == "pid"
-    assert [(p.unit, p.rank, p.source) for p in rank_map.ranks] == [
+    assert [(p.unit, p.identity.rank, p.identity.source) for p in rank_map.ranks] == [
         (11, None, RankSource.PID),
         (22, None, RankSource.PID),
     ]
@@ -275,7 +283,7 @@ def test_pidless_dumps_are_numbered_by_position() -> None:
     rank_map = identify(
         bundle(dump(pid=None, main=IDLE, source="a.txt"), dump(pid=None, main=IDLE, source="b.txt"))
     )
-    assert [p.key for p in rank_map.ranks] == ["file:a.txt", "file:b.txt"]
+    assert [p.identity.key for p in rank_map.ranks] == ["file:a.txt", "file:b.txt"]
     assert [p.unit for p in rank_map.ranks] == [0, 1]
 
 
@@ -327,7 +335,7 @@ def test_same_rank_twice_in_one_file_is_kept_apart() -> None:
         )
     )
     assert [[p.pid for p in i.ranks] for i in rank_map.instances] == [[10], [11]]
-    assert {p.key for p in rank_map.ranks} == {"instance:1/rank:0", "instance:2/rank:0"}
+    assert {p.identity.key for p in rank_map.ranks} == {"instance:1/rank:0", "instance:2/rank:0"}
 
 
 def test_non_rank_processes_are_listed_apart() -> None:
@@ -344,8 +352,8 @@ def test_non_rank_processes_are_listed_apart() -> None:
             ),
         )
     )
-    assert [p.rank for p in rank_map.ranks] == [0, 1]
-    assert [(p.pid, p.role) for p in rank_map.others] == [
+    assert [p.identity.rank for p in rank_map.ranks] == [0, 1]
+    assert [(p.pid, p.identity.role) for p in rank_map.others] == [
         (1, "launcher"),
         (4, "detokenizer"),
         (5, "resource-tracker"),
@@ -375,7 +383,7 @@ def test_engine_core_is_not_a_rank_when_workers_exist() -> None:
         )
     )
     assert [p.pid for p in rank_map.ranks] == [2, 3]
-    assert [p.role for p in rank_map.others] == ["EngineCore"]
+    assert [p.identity.role for p in rank_map.others] == ["EngineCore"]
 
 
 @pytest.mark.parametrize(

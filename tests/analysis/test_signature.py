@@ -114,7 +114,6 @@ def test_at_most_six_frames_per_class() -> None:
     deep = [f"f{i} (app/deep.py:{i})" for i in range(20)]
     stack = StackClass(
         ranks=(0,),
-        label="[0]",
         collective=None,
         wait=None,
         state=RankState.STUCK,

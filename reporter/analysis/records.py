@@ -1,0 +1,41 @@
+"""One way to turn frozen result records into `analyze --json` data.
+
+`record(obj, "ranks label separated_by=how")` gives `{"ranks": [...], "label": ...,
+"separated_by": ...}` in the order named (like `namedtuple`'s field list): `key=attr` renames. Values are made
+JSON-ready by type: enums give their value, times ISO 8601 UTC (`times.iso`), frames
+`function (file)`, places `file:line`, tuples lists; anything else passes as it is.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+
+from reporter.model import Frame, Location
+from reporter.times import iso
+
+JSON = dict[str, object]
+
+
+def jsonable(value: object) -> object:
+    """`value` as JSON-ready data (see the module docstring)."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, datetime):
+        return iso(value)
+    if isinstance(value, Frame):
+        return value.display()
+    if isinstance(value, Location):
+        return str(value)
+    if isinstance(value, tuple | list):
+        return [jsonable(item) for item in value]
+    return value
+
+
+def record(obj: object, spec: str) -> JSON:
+    """The attributes `spec` names (space-separated) of `obj`, JSON-ready, in that order."""
+    out: JSON = {}
+    for item in spec.split():
+        key, _, attr = item.partition("=")
+        out[key] = jsonable(getattr(obj, attr or key))
+    return out

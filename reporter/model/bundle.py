@@ -1,0 +1,136 @@
+"""What parsers return (`ParseResult`) and what the loader folds it into (`Bundle`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from reporter.model.context import (
+    CodeExcerpt,
+    Environment,
+    FrTrace,
+    GoroutineDump,
+    MetricSeries,
+    TimelineEvent,
+    WedgeSettings,
+)
+from reporter.model.stacks import EvidenceKind, FailedDump, ParseWarning, ProcessDump
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Evidence:
+    """What evidence files hold, by kind: the parts a `ParseResult` and a `Bundle` share."""
+
+    dumps: tuple[ProcessDump, ...] = ()
+    failures: tuple[FailedDump, ...] = ()
+    warnings: tuple[ParseWarning, ...] = ()
+    series: tuple[MetricSeries, ...] = ()
+    """Metric series (a `ParseResult`'s as read, counters still raw; a `Bundle`'s merged,
+    sorted by (name, labels), counters turned into rates)."""
+    events: tuple[TimelineEvent, ...] = ()
+    """Dated things the files tell: service starts, notable log lines (and in a `Bundle`,
+    manual events), sorted by time in a `Bundle`."""
+    environment: Environment = field(default_factory=lambda: Environment())
+    """Env vars, command lines, packages, GPUs and facts, in file order."""
+    excerpts: tuple[CodeExcerpt, ...] = ()
+    """Explicit code excerpt files, in file order."""
+    goroutine_dumps: tuple[GoroutineDump, ...] = ()
+    """Go client dumps; in a `Bundle` in capture order where known, else file order."""
+    flight_recorder: tuple[FrTrace, ...] = ()
+    """Flight Recorder traces (dumps and watchdog lines); sorted by (trace set, rank) in a
+    `Bundle`."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParseResult(Evidence):
+    """What one parser made of one file; the loader merges files and makes rates."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RankHint:
+    """A manifest's statement about the process(es) in one evidence file."""
+
+    rank: int | None = None
+    role: str | None = None
+    group: str | None = None
+    instance: str | None = None
+    """Which server or job the file's process belongs to (`prefill`, `decode`): ranks are
+    numbered within it. The strongest instance signal."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvidenceFile:
+    """One file of the bundle: path relative to the bundle root (or as given)."""
+
+    path: str
+    kind: EvidenceKind
+    sniffed: bool
+    size: int
+    captured_at: datetime | None = None
+    rank_hint: RankHint | None = None
+    description: str = ""
+    head: str = ""
+    """What later steps quote, kept by the loader so that none reopens the file: the first
+    `HEAD_LINES` lines joined by newlines for a file the report embeds raw, the whole text
+    for an environment script (the upstream draft); "" for every other file."""
+    lines: int = 0
+    """The file's line count (`str.splitlines`) when `head` is kept, else 0."""
+
+
+# Lines of a raw evidence file (a log, a failed dump's output) that the loader keeps.
+HEAD_LINES = 40
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessNote:
+    """A process `report collect` targeted or found above a target: `[[collect.target]]`
+    and `[[collect.process]]` of `bundle.toml` (the launcher and process tree)."""
+
+    pid: int
+    ppid: int | None = None
+    pgid: int | None = None
+    title: str = ""
+    cmdline: str = ""
+    launcher: int | None = None
+    """The topmost ancestor below init that is not a shell: the server's or job's launcher."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Manifest:
+    """The parts of `bundle.toml` that are not the evidence list."""
+
+    title: str = ""
+    upstream: tuple[str, ...] = ()
+    service: str = ""
+    version: str = ""
+    world_size: int | None = None
+    fields: tuple[tuple[str, str], ...] = ()
+    events: tuple[TimelineEvent, ...] = ()
+    """`[[event]]` tables: things the operator did or saw, for the timeline."""
+    wedge: WedgeSettings | None = None
+    """`[wedge]`: metric names and window for wedge detection; None: the defaults."""
+    baseline: str = ""
+    """`baseline = "baseline/"`: a folder inside the bundle holding the last good run."""
+    source_root: str = ""
+    """`source_root = "src/"`: a folder inside the bundle holding deployed source files."""
+    upstream_ref: tuple[tuple[str, str], ...] = ()
+    """`[upstream_ref]` as (key, value) pairs: repo, package, tag rule, path prefix, commit."""
+    processes: tuple[ProcessNote, ...] = ()
+    """The process tree `report collect` recorded (`[collect]` targets and their ancestors)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Bundle(Evidence):
+    """Everything ingested for one incident; the only input to analysis.
+
+    `root` is None for loose files given on the command line. `dumps` are in
+    capture order (capture time where known, else file order, else position
+    in the file). Later evidence kinds add tuples here, never None.
+    """
+
+    root: str | None
+    manifest: Manifest = field(default_factory=Manifest)
+    files: tuple[EvidenceFile, ...] = ()
+    rank_hints: tuple[tuple[str, RankHint], ...] = ()
+    baseline: Bundle | None = None
+    """The last good run (the manifest's `baseline` folder), loaded as a bundle of its own."""
