@@ -332,3 +332,26 @@ def test_ranks_with_the_same_stacks_share_one_block(monkeypatch: pytest.MonkeyPa
         assert f"<summary>rank {rank}, PID" not in evidence
     assert evidence.count("all_reduce (torch/distributed/distributed_c10d.py:") == 1
     assert len(text.encode("utf-8")) < 30 * 1024
+
+
+def test_evidence_heading_names_the_newest_python_by_release_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Snapshots taken across an upgrade: 3.10 is newer than 3.9, though it sorts first as text."""
+    import dataclasses
+
+    from reporter.render import evidence
+
+    monkeypatch.chdir(ROOT)
+    _, analysis = app.load_and_analyze([Path("fixtures/bundles/tp_desync")], app.Options())
+    process = analysis.processes[0]
+    first, *rest = process.snapshots
+    mixed = dataclasses.replace(
+        process,
+        snapshots=(
+            dataclasses.replace(first, python_version="3.10.4"),
+            *(dataclasses.replace(d, python_version="3.9.18") for d in rest),
+        ),
+    )
+    heading = evidence.process_block(mixed).text.splitlines()[0]
+    assert heading.endswith(", Python 3.10.4"), heading
