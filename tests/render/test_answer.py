@@ -353,5 +353,7 @@ def test_evidence_heading_names_the_newest_python_by_release_order(
             *(dataclasses.replace(d, python_version="3.9.18") for d in rest),
         ),
     )
-    heading = evidence.process_block(mixed).text.splitlines()[0]
+    text = evidence.process_block(mixed).text
+    assert isinstance(text, str)  # the local report's blocks hold plain text
+    heading = text.splitlines()[0]
     assert heading.endswith(", Python 3.10.4"), heading
