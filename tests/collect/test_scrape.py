@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -96,10 +98,11 @@ def test_scrape_loop_counts_and_stops() -> None:
     results: list[scrape.ScrapeResult] = []
     stop = threading.Event()
     with _client(httpx.MockTransport(handler)) as client:
+        # every=0: no slot can be missed, so the count is exact on any machine.
         n = scrape.scrape_loop(
             client,
             "http://h/metrics",
-            every=0.01,
+            every=0,
             count=4,
             timeout=1,
             stop=stop,
@@ -120,6 +123,33 @@ def test_scrape_loop_counts_and_stops() -> None:
             )
             == 0
         )
+
+
+def test_a_slow_scrape_skips_the_slots_it_missed_instead_of_bursting() -> None:
+    """The first answer takes three intervals: the slots it overran are skipped, not caught up."""
+    starts: list[float] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        starts.append(time.monotonic())
+        if len(starts) == 1:
+            time.sleep(0.3)
+        return httpx.Response(200, text=BODY)
+
+    with _client(httpx.MockTransport(handler)) as client:
+        n = scrape.scrape_loop(
+            client,
+            "http://h/metrics",
+            every=0.1,
+            count=5,
+            timeout=1,
+            stop=threading.Event(),
+            on_result=lambda _result: None,
+        )
+    # Slots at 0.1, 0.2 and 0.3 s fall inside the slow first answer and are never scraped
+    # (a loop that caught up would scrape all five).
+    assert n == len(starts) <= 2
+    # No burst: after the slow answer the next scrape waits for its own slot.
+    assert all(b - a >= 0.1 - 0.005 for a, b in itertools.pairwise(starts))
 
 
 def _matrix(name: str) -> str:
