@@ -111,9 +111,14 @@ def _richest(dumps: Sequence[ProcessDump]) -> ProcessDump:
     return max(dumps, key=lambda d: sum(1 for t in d.threads for f in t.frames if f.locals))
 
 
+def _who(process: RankProcess) -> str:
+    ident = process.identity
+    return f"rank {ident.rank}" if ident.rank is not None else (ident.role or "process")
+
+
 def _heading(process: RankProcess) -> str:
     ident = process.identity
-    who = f"rank {ident.rank}" if ident.rank is not None else (ident.role or "process")
+    who = _who(process)
     pid = f"PID {ident.pid}" if ident.pid is not None else "PID ?"
     title = f", {ident.title}" if ident.title else ""
     versions = sorted(
@@ -142,10 +147,9 @@ def process_block(process: RankProcess) -> Block:
         lines = lines[:MAX_DUMP_LINES]
         lines.append(f"… {more} more lines; the full dumps: {', '.join(files)}")
     ident = process.identity
-    who = f"rank {ident.rank}" if ident.rank is not None else (ident.role or "process")
     distinct = len(groups)
     title = (
-        f"{who}, PID {ident.pid if ident.pid is not None else '?'}: "
+        f"{_who(process)}, PID {ident.pid if ident.pid is not None else '?'}: "
         f"{len(process.snapshots)} snapshot{'s' if len(process.snapshots) != 1 else ''}"
         f", {distinct} distinct"
     )
@@ -176,11 +180,6 @@ def raw_paths(bundle: Bundle) -> tuple[str, ...]:
 def _picture(process: RankProcess) -> tuple[object, ...]:
     """The distinct stacks of a process, in order: equal for ranks that show the same thing."""
     return tuple(dict.fromkeys(_key(d) for d in process.snapshots))
-
-
-def _who(process: RankProcess) -> str:
-    ident = process.identity
-    return f"rank {ident.rank}" if ident.rank is not None else (ident.role or "process")
 
 
 def same_as_block(first: RankProcess, alike: Sequence[RankProcess]) -> Block:

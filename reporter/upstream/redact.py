@@ -28,7 +28,6 @@ left alone. Nothing here does I/O besides reading the packaged rule files.
 
 from __future__ import annotations
 
-import fnmatch
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -151,7 +150,7 @@ class Rules:
 
 
 def _globs(patterns: Iterable[str]) -> re.Pattern[str]:
-    return re.compile("|".join(fnmatch.translate(p) for p in patterns) or r"(?!)", re.IGNORECASE)
+    return data_files.globs(patterns, ignore_case=True)
 
 
 def parse_rules(text: str, *, secrets: Secrets, source: str = "redact.toml") -> Rules:
