@@ -19,7 +19,6 @@ import os
 import shutil
 import sys
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -318,8 +317,3 @@ def program_version(program: str, *, timeout: float) -> str:
     """`program --version`, first line, or "" when it says nothing."""
     done = run_bounded((program, "--version"), timeout=timeout)
     return next((line.strip() for line in done.stdout.splitlines() if line.strip()), "")
-
-
-def parents_needed(targets: Sequence[ProcessInfo], blank: set[int]) -> list[int]:
-    """Parents whose environment stands in for targets whose own was overwritten (by PID)."""
-    return sorted({t.ppid for t in targets if t.pid in blank and t.ppid > 1})

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 COMMON_LINE_SHARE = 0.02
 COMMON_LINE_MIN = 3
@@ -71,9 +71,3 @@ def strip_title(title: str) -> str:
     """A title without the form's leading tags (`[Bug] ` , `[Usage]: `)."""
     stripped = _TITLE_TAGS_RE.sub("", title).strip()
     return stripped or title.strip()
-
-
-def common_keys(counts: Iterable[tuple[int, int]], issues: int) -> frozenset[int]:
-    """The boilerplate keys among `(key, issues carrying it)` for a repo of `issues`."""
-    cut = threshold(issues)
-    return frozenset(key for key, n in counts if n >= cut)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -618,11 +618,3 @@ def leaks(
 def report_lines(entries: Sequence[RedactionEntry]) -> list[str]:
     """The redaction report for people: `kind in where: count`, in report order."""
     return [f"{e.kind} in {e.where}: {e.count}" for e in entries]
-
-
-def counts_by_kind(entries: Sequence[RedactionEntry]) -> Mapping[str, int]:
-    """Total replacements per kind, sorted by kind."""
-    totals: dict[str, int] = {}
-    for entry in entries:
-        totals[entry.kind] = totals.get(entry.kind, 0) + entry.count
-    return dict(sorted(totals.items()))
