@@ -357,3 +357,14 @@ def test_evidence_heading_names_the_newest_python_by_release_order(
     assert isinstance(text, str)  # the local report's blocks hold plain text
     heading = text.splitlines()[0]
     assert heading.endswith(", Python 3.10.4"), heading
+
+
+def test_one_process_is_counted_in_the_singular(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A single real dump from a public thread: `1 rank` and `1 process`, never `1 ranks`."""
+    monkeypatch.chdir(ROOT)
+    path = Path("fixtures/realworld/accelerate-3104-1.txt")
+    bundle, analysis = app.load_and_analyze([path], app.Options())
+    text = app.render_draft(bundle, analysis, now=NOW)
+    head = _head(text)
+    assert "Inconclusive: 1 process in 1 snapshot;" in head
+    assert "1 ranks" not in text and "1 processes" not in text

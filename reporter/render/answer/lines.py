@@ -11,6 +11,7 @@ from reporter.analysis.result import Analysis, Verdict
 from reporter.model import Bundle, EventKind, Location, TimelineEvent
 from reporter.render.answer.records import SeenReport, SummaryLine, Timeout, WaitEdge, WaitSide
 from reporter.render.answer.waits import dump_of, gone_ranks, ranks_name
+from reporter.text import plural
 from reporter.times import clock
 
 if TYPE_CHECKING:
@@ -210,7 +211,7 @@ def stack_title(analysis: Analysis, edges: Sequence[WaitEdge]) -> str:
         return f"All {n} ranks stuck{what}"
     collectives = sorted({c.collective for c in analysis.classes if c.collective})
     what = f" in {', '.join(collectives)}" if collectives else ""
-    return f"Inconclusive: {n} ranks{what}, {analysis.snapshots} snapshot(s)"
+    return f"Inconclusive: {plural(n, 'rank')}{what}, {analysis.snapshots} snapshot(s)"
 
 
 def what_line(bundle: Bundle, analysis: Analysis, edges: Sequence[WaitEdge]) -> SummaryLine:
@@ -246,7 +247,7 @@ def what_line(bundle: Bundle, analysis: Analysis, edges: Sequence[WaitEdge]) -> 
             text=f"No stack dumps and {what}: nothing here shows a hang.",
             sources=tuple(f.path for f in bundle.files),
         )
-    unit = "ranks" if analysis.rank_unit == "rank" else "processes"
+    unit = plural(n, "rank" if analysis.rank_unit == "rank" else "process").split(" ", 1)[1]
     basis = f"{analysis.snapshots} snapshot{'s' if analysis.snapshots != 1 else ''}"
     if verdict is Verdict.COLLECTIVE_DESYNC:
         text = f"Collective desync among {n} {unit} ({basis})"
