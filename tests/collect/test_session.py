@@ -46,8 +46,11 @@ def test_metrics_only_shows_the_wedge(server: Server, tmp_path: Path) -> None:
     )
     summary = app.collect(request, progress=lines.append)
     assert summary.status is CollectStatus.COMPLETE
-    assert summary.scrapes == 11 and summary.targets == 0
-    assert any("metrics: 11 scrapes saved, 0 failed" in line for line in lines)
+    # 2.5 s at 0.25 s is 11 slots; a loaded machine skips a late slot rather than bursting
+    # (tests/collect/test_scrape.py checks the exact count with no interval), so only the
+    # upper bound is exact here. Enough samples remain to find the 1 s wedge window.
+    assert 6 <= summary.scrapes <= 11 and summary.targets == 0
+    assert any(f"metrics: {summary.scrapes} scrapes saved, 0 failed" in line for line in lines)
     data = _manifest(out)
     collect_table = data["collect"]
     assert isinstance(collect_table, dict) and collect_table["status"] == "complete"
