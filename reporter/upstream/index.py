@@ -8,7 +8,10 @@ for ranking, document frequencies, and JSONL export. Tables::
                   state_reason, labels JSON, created/updated/closed times, comments, url,
                   stacks JSON [[frame key, ...], ...] innermost first, errors JSON)
     issue_text    FTS5, contentless: `terms.normalized(title)`, `terms.normalized(body)`
-    issue_terms   fts5vocab over issue_text (document frequency per term)
+    issue_terms   fts5vocab over issue_text (kept for inspection; it counts a term's
+                  documents by reading its whole posting list)
+    term_df       per term: how many issues hold it, kept at write time from the
+                  issues' stored terms (a key look-up per term at search time)
     issue_frames  (frame key, issue id): which issues show which informative frame
     sync_state    per repo: `since` and the ETag of the listing for it, resume point
     line_df       per repo and line shape (`boilerplate.line_key`): how many issues
@@ -48,6 +51,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -98,6 +102,9 @@ class Index:
         self.path = path
         self._repo_counts: list[tuple[str, int]] | None = None
         self._count: int | None = None
+        self.memo: dict[Any, Any] = {}
+        """Data derived from the stored rows (unpacked vectors), kept by callers until
+        the next write, which empties it."""
         self._packs: dict[tuple[str, str], tuple[bytes, bytes]] = {}
         if not create and not path.is_file():
             raise UsageError(
@@ -163,6 +170,7 @@ class Index:
             rows = self._db.execute(
                 "SELECT id, repo, title, body, stacks FROM issues WHERE is_pull = 0"
             )
+            df: Counter[str] = Counter()
             for rowid, repo, title, body, stacks in rows.fetchall():
                 if from_schema_1:
                     self._count_lines(str(repo), str(body), +1)
@@ -180,6 +188,9 @@ class Index:
                     "UPDATE issues SET terms = ?, signals = ?, stacks = ? WHERE id = ?",
                     (found.terms, found.signals, fresh, int(rowid)),
                 )
+                df.update(_distinct(found.terms))
+            self._db.execute("DELETE FROM term_df")
+            self._db.executemany("INSERT INTO term_df(term, n) VALUES (?, ?)", df.items())
             self._db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
         except BaseException:
             self._db.execute("ROLLBACK")
@@ -287,8 +298,8 @@ class Index:
 
     def term_df(self, words: Iterable[str]) -> dict[str, int]:
         """How many issues contain each normalised term (0 for unseen terms)."""
-        sql = "SELECT term, doc FROM issue_terms WHERE term IN ({marks})"
-        return self._counts(sql, words, chunk=200)
+        sql = "SELECT term, n FROM term_df WHERE term IN ({marks})"
+        return self._counts(sql, words, chunk=500)
 
     def _counts(self, sql: str, keys: Iterable[str], *, chunk: int) -> dict[str, int]:
         """(key, count) rows of `sql` for `keys`, asked `chunk` keys at a time (SQLite
@@ -318,8 +329,13 @@ class Index:
                 f"WHERE id IN ({marks})"
             )
             for row in self._db.execute(sql, chunk):
-                stacks = tuple(tuple(str(k) for k in s) for s in json.loads(row[1]))
-                errors = tuple(str(e) for e in json.loads(row[2]))
+                # Most issues have no stack and no error: skip the JSON parser for them.
+                stacks = (
+                    ()
+                    if row[1] == "[]"
+                    else tuple(tuple(str(k) for k in s) for s in json.loads(row[1]))
+                )
+                errors = () if row[2] == "[]" else tuple(str(e) for e in json.loads(row[2]))
                 record = _record(row[5:])
                 stored_terms = row[3]
                 if stored_terms is None:  # written by an older reporter mid-upgrade
@@ -327,12 +343,14 @@ class Index:
                     stored_terms, stored_signals = found.terms, found.signals
                 else:
                     stored_signals = row[4]
+                title_part, _, all_part = str(stored_terms).partition("\t")
                 out[int(row[0])] = StoredIssue(
                     id=int(row[0]),
                     record=record,
                     stacks=stacks,
                     errors=errors,
-                    terms=frozenset(str(stored_terms).split()),
+                    terms=frozenset(all_part.split()),
+                    title_terms=tuple(title_part.split()),
                     signals=signals.from_json(stored_signals),
                 )
         return out
@@ -438,6 +456,7 @@ class Index:
                 [(repo, _pack_model(model, kind)) for repo in repos],
             )
         self._packs.clear()
+        self.memo.clear()
 
     def fix(self, repo: str, number: int) -> Fix | None:
         """What fixed `repo#number`, if a sync looked it up."""
@@ -611,9 +630,11 @@ class Index:
     def _upsert(self, records: Iterable[IssueRecord]) -> _Batch:
         batch = _Batch()
         db = self._db
+        # Document frequencies move by batch: one write per distinct term, not per issue.
+        df: Counter[str] = Counter()
         for record in records:
             old = db.execute(
-                "SELECT id, title, body, is_pull, updated_at, state, state_reason, labels "
+                "SELECT id, title, body, is_pull, updated_at, state, state_reason, labels, terms "
                 "FROM issues WHERE repo = ? AND number = ?",
                 (record.repo, record.number),
             ).fetchone()
@@ -631,6 +652,9 @@ class Index:
                     batch.unchanged += 1
                     continue
                 self._remove(int(old[0]), record.repo, old[1], old[2], bool(old[3]))
+                if not old[3]:
+                    stored = old[8] if old[8] is not None else _derived(old[1], old[2])[0].terms
+                    df.subtract(_distinct(stored))
             found = extract(record.body) if not record.is_pull else None
             stacks = found.stacks if found else ()
             errors = found.errors if found else ()
@@ -664,6 +688,7 @@ class Index:
             )
             rowid = int(cursor.lastrowid or 0)
             if not record.is_pull:
+                df.update(_distinct(derived.terms))
                 db.execute(
                     "INSERT INTO issue_text(rowid, title, body) VALUES (?, ?, ?)",
                     (rowid, title_text, body_text),
@@ -676,6 +701,15 @@ class Index:
                 )
             batch.written += 1
             batch.ids.append(rowid)
+        changed = [(term, n) for term, n in df.items() if n]
+        if changed:
+            db.executemany(
+                "INSERT INTO term_df(term, n) VALUES (?, ?) "
+                "ON CONFLICT(term) DO UPDATE SET n = n + excluded.n",
+                changed,
+            )
+            if any(n < 0 for _, n in changed):
+                db.execute("DELETE FROM term_df WHERE n <= 0")
         if batch.written:
             # New or changed issues need vectors: `search.embed_missing` looks again.
             db.execute(
@@ -684,6 +718,7 @@ class Index:
             self._repo_counts = None
             self._count = None
             self._packs.clear()
+            self.memo.clear()
         return batch
 
     def _remove(self, rowid: int, repo: str, title: str, body: str, is_pull: bool) -> None:
@@ -749,8 +784,8 @@ def _fts_values(title: str, body: str) -> tuple[str, str]:
 
 @dataclass(frozen=True, slots=True)
 class _Derived:
-    """What an issue's text gives at write time: its distinct terms (space-joined, sorted)
-    and its signals JSON."""
+    """What an issue's text gives at write time: its title's tokens in order, a tab, its
+    distinct terms (title and body, space-joined, sorted); and its signals JSON."""
 
     terms: str
     signals: str
@@ -764,10 +799,15 @@ def _derived(title: str, body: str) -> tuple[_Derived, str, str]:
     distinct = sorted(set(title_tokens) | set(body_tokens))
     found = signals.extract_signals(title, body)
     return (
-        _Derived(terms=" ".join(distinct), signals=found.to_json()),
+        _Derived(terms=" ".join(title_tokens) + "\t" + " ".join(distinct), signals=found.to_json()),
         " ".join(title_tokens),
         " ".join(body_tokens),
     )
+
+
+def _distinct(stored: str) -> list[str]:
+    """The distinct terms of a stored `terms` value (after the title part)."""
+    return stored.partition("\t")[2].split()
 
 
 _VECTOR_TABLES = {"title": "issue_vectors", "body": "body_vectors"}

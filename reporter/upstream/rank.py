@@ -199,6 +199,9 @@ class Stats:
     term_df: Mapping[str, int]
     frame_df: Mapping[str, int]
     _rarity: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
+    _stacks: dict[tuple[str, ...], _Prepared] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def term_idf(self, term: str) -> float:
         """BM25's IDF of a term (never negative)."""
@@ -249,50 +252,80 @@ def _weights(keys: Sequence[str], stats: Stats) -> list[float]:
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """One stack as the alignment reads it: each frame's weight and position, the total
+    weight of its Python frames, and where its native frames are."""
+
+    weights: list[float]
+    positions: list[int]
+    python_weight: float
+    natives: tuple[int, ...]
+
+
+def _prepared(keys: Sequence[str], stats: Stats) -> _Prepared:
+    """`_Prepared` for a stack, kept in `stats` (one query's figures) so a stack compared
+    with several others is weighed once."""
+    key = tuple(keys)
+    found = stats._stacks.get(key)
+    if found is None:
+        weights = _weights(keys, stats)
+        natives = tuple(i for i, k in enumerate(keys) if k.startswith(NATIVE_MARK))
+        found = _Prepared(
+            weights=weights,
+            positions=_positions(keys),
+            python_weight=sum(weights) - sum(weights[i] for i in natives),
+            natives=natives,
+        )
+        stats._stacks[key] = found
+    return found
+
+
 def stack_similarity(query: Sequence[str], other: Sequence[str], stats: Stats) -> StackMatch:
     """Position- and rarity-weighted alignment similarity of two stacks (innermost first);
-    native frames count only where both stacks show them (see the module docstring)."""
-    if not query or not other or set(query).isdisjoint(other):
+    native frames count only where both stacks show them (see the module docstring).
+
+    The best order-preserving alignment is the heaviest chain of equal-key pairs (i, j)
+    rising in both i and j, found over the pairs alone: two stacks share a few frames,
+    so this costs far less than a table over every position of both.
+    """
+    if not query or not other:
         return StackMatch(similarity=0.0, shared=())
-    wq, wc = _weights(query, stats), _weights(other, stats)
-    pq, pc = _positions(query), _positions(other)
-    n, m = len(query), len(other)
-    # best[i][j]: best alignment score of query[:i] and other[:j].
-    best = [[0.0] * (m + 1) for _ in range(n + 1)]
-    for i in range(1, n + 1):
-        row, above = best[i], best[i - 1]
-        qi = query[i - 1]
-        for j in range(1, m + 1):
-            value = row[j - 1] if row[j - 1] > above[j] else above[j]
-            if qi == other[j - 1]:
-                gain = (wq[i - 1] + wc[j - 1]) * math.exp(-ALIGN_DECAY * abs(pq[i - 1] - pc[j - 1]))
-                if above[j - 1] + gain > value:
-                    value = above[j - 1] + gain
-            row[j] = value
-    # Walk back to name the matched frames.
+    where: dict[str, list[int]] = {}
+    for j, key in enumerate(other):
+        where.setdefault(key, []).append(j)
+    pairs = [(i, j) for i, key in enumerate(query) for j in where.get(key, ())]
+    if not pairs:
+        return StackMatch(similarity=0.0, shared=())
+    mine, theirs = _prepared(query, stats), _prepared(other, stats)
+    wq, wc = mine.weights, theirs.weights
+    pq, pc = mine.positions, theirs.positions
+    # chain[p]: the heaviest chain ending with pairs[p]; before[p]: the pair ahead of it.
+    chain: list[float] = []
+    before: list[int] = []
+    for p, (i, j) in enumerate(pairs):
+        gain = (wq[i] + wc[j]) * math.exp(-ALIGN_DECAY * abs(pq[i] - pc[j]))
+        top, link = 0.0, -1
+        for q in range(p):
+            qi, qj = pairs[q]
+            if qi < i and qj < j and chain[q] > top:
+                top, link = chain[q], q
+        chain.append(top + gain)
+        before.append(link)
+    end = max(range(len(pairs)), key=lambda p: (chain[p], -p))
     shared: list[str] = []
-    i, j = n, m
-    while i > 0 and j > 0:
-        if best[i][j] == best[i - 1][j]:
-            i -= 1
-        elif best[i][j] == best[i][j - 1]:
-            j -= 1
-        else:
-            shared.append(query[i - 1])
-            i -= 1
-            j -= 1
+    while end >= 0:
+        shared.append(query[pairs[end][0]])
+        end = before[end]
     matched = set(shared)
     # A native frame only one side shows is left out of the total: it says how the
     # dump was taken, not which hang it is.
-    total = sum(
-        w for k, w in zip(query, wq, strict=True) if k in matched or not k.startswith(NATIVE_MARK)
-    )
-    total += sum(
-        w for k, w in zip(other, wc, strict=True) if k in matched or not k.startswith(NATIVE_MARK)
-    )
+    total = mine.python_weight + theirs.python_weight
+    total += sum(wq[i] for i in mine.natives if query[i] in matched)
+    total += sum(wc[j] for j in theirs.natives if other[j] in matched)
+    best = max(chain)
     return StackMatch(
-        similarity=min(1.0, best[n][m] / total) if total else 0.0,
-        shared=tuple(reversed(shared)),
+        similarity=min(1.0, best / total) if total else 0.0, shared=tuple(reversed(shared))
     )
 
 
@@ -343,8 +376,15 @@ def _title_words(title: str, drop: frozenset[str]) -> str:
     return " ".join(t for t in terms.content_terms(title) if t not in drop)
 
 
-def _title_words_similarity(x: str, b: str, drop: frozenset[str]) -> float:
-    y = _title_words(b, drop)
+def _title_words_similarity(
+    x: str, b: str, drop: frozenset[str], tokens: Sequence[str] | None = None
+) -> float:
+    """`title_similarity` of prepared query words `x` and title `b` (its `tokens` when
+    the index stored them)."""
+    if tokens is None:
+        y = _title_words(b, drop)
+    else:
+        y = " ".join(t for t in terms.content(list(tokens)) if t not in drop)
     if not x or not y:
         return 0.0
     return (fuzz.token_set_ratio(x, y) + fuzz.token_sort_ratio(x, y)) / 200.0
@@ -433,7 +473,7 @@ def score_candidates(
         shared = sorted((t for t in weights if t in found), key=lambda t: (-weights[t], t))
         text = sum(weights[t] for t in shared) / weight_total
         shared_terms = list(dict.fromkeys(surface.get(t, t) for t in shared))
-        title = _title_words_similarity(query_title, issue.record.title, common)
+        title = _title_words_similarity(query_title, issue.record.title, common, issue.title_terms)
         rel_bm25 = max(0.0, bm25.get(issue.id, 0.0)) / (
             top_bm25.get(issue.record.repo.lower()) or 1.0
         )

@@ -51,6 +51,9 @@ class StoredIssue:
     stacks: tuple[tuple[str, ...], ...]
     errors: tuple[str, ...]
     terms: frozenset[str] = frozenset()
+    title_terms: tuple[str, ...] | None = None
+    """The title's tokens in order (`terms.tokens`), stored at index time; None: not
+    stored (tokenise the title)."""
     signals: Signals = EMPTY
 
 

@@ -98,7 +98,8 @@ CREATE TABLE IF NOT EXISTS issue_fixes(
 """
 
 # Added by schema 3: the body's vector from the semantic model (chunked, see
-# `titles.body_embedding_text`), as issue_vectors holds the title's.
+# `titles.body_embedding_text`), as issue_vectors holds the title's; and each term's
+# document frequency, kept at write time.
 SCHEMA_3 = """
 CREATE TABLE IF NOT EXISTS body_vectors(
     issue INTEGER PRIMARY KEY,
@@ -107,4 +108,8 @@ CREATE TABLE IF NOT EXISTS body_vectors(
     vector BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS body_vectors_by_repo ON body_vectors(repo, model);
+CREATE TABLE IF NOT EXISTS term_df(
+    term TEXT PRIMARY KEY,
+    n INTEGER NOT NULL
+) WITHOUT ROWID;
 """

@@ -49,14 +49,14 @@ from reporter.upstream.sync import SyncReport as SyncReport
 from reporter.upstream.titles import TitleSimilarity, embedder_of, semantic_neighbours
 
 MAX_MATCH_TERMS = 24
-TEXT_POOL = 150
-FRAME_POOL = 100
+TEXT_POOL = 100
+FRAME_POOL = 50
 # Frames in more issues than this share say little and cost a long posting list.
 FRAME_DF_SHARE = 0.01
 FRAME_DF_MIN = 50
 # Terms in more issues than this are left out of the FTS5 query (they still count in the
 # text score): their long posting lists cost time and their BM25 weight is small.
-COMMON_TERM_SHARE = 0.05
+COMMON_TERM_SHARE = 0.01
 COMMON_TERM_MIN = 200
 
 

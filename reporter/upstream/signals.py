@@ -67,6 +67,29 @@ _CLASS_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
 )
 CLASSES = tuple(name for name, _ in _CLASS_PATTERNS)
+# Words one of which each class's pattern needs: a substring test is far cheaper than a
+# search, and most texts name two or three classes at most.
+_CLASS_WORDS: Mapping[str, tuple[str, ...]] = {
+    "oom": ("memory", "oom"),
+    "crash": (
+        "illegal",
+        "segmentation",
+        "sig",
+        "core dumped",
+        "engine",
+        "died",
+        "exited",
+        "killed",
+        "crash",
+        "fatal",
+        "assert",
+        "launch failure",
+    ),
+    "desync": ("timeout", "desync", "mismatch", "different collectives", "nccl"),
+    "p2p": ("send", "recv", "p2p", "point-to-point"),
+    "deadlock": ("deadlock", "lock", "gil", "thread"),
+    "hang": ("hang", "hung", "stuck", "freez", "no progress"),
+}
 _HANG_KINDS = frozenset({"desync", "p2p", "deadlock"})
 
 # The analysis' verdict values (reporter.analysis.result.Verdict, by value so that a
@@ -98,7 +121,9 @@ _VERSION_RE = re.compile(
     r"(?<![\w-])(vllm|sglang|pytorch|torch|nccl|cuda|transformers|flashinfer(?:-python)?)"
     r"(?:\s+version)?\s*(?:==|=|:|\s|@|\bv)\s*v?(\d+\.\d+(?:\.\d+)?)(?:\.?post\d+)?"
 )
-_EXCEPTION_RE = re.compile(r"(?<![\w])((?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception)))\b")
+# The class name only (a module path before it ends with a dot, which the look-behind
+# allows): matching the dotted path too made the pattern retry at every word.
+_EXCEPTION_RE = re.compile(r"(?<!\w)([A-Z]\w*?(?:Error|Exception))\b")
 # Exception names every traceback holds in passing ("During handling of the above
 # exception ...") or that name no failure.
 _GENERIC_EXCEPTIONS = frozenset({"exception", "baseexception", "error"})
@@ -123,11 +148,12 @@ class Signals:
 
 
 EMPTY = Signals()
+_EMPTY_JSON = EMPTY.to_json()
 
 
 def from_json(text: str | None) -> Signals:
     """`Signals` back from `to_json`'s form; empty for None or a damaged value."""
-    if not text:
+    if not text or text == _EMPTY_JSON:
         return EMPTY
     try:
         obj = json.loads(text)
@@ -143,14 +169,17 @@ def from_json(text: str | None) -> Signals:
 def extract_signals(title: str, body: str) -> Signals:
     """The signals of an issue's title and body."""
     text = f"{title}\n{body[:MAX_TEXT_CHARS]}"
-    return Signals(exceptions=exception_types(text), versions=versions(text), classes=classes(text))
+    folded = text.lower()
+    return Signals(
+        exceptions=exception_types(text), versions=versions(folded), classes=classes(folded)
+    )
 
 
 def exception_types(text: str) -> tuple[str, ...]:
     """Exception class names quoted in `text`, lowercased without their module, in order."""
     found: dict[str, None] = {}
     for match in _EXCEPTION_RE.finditer(text):
-        name = match.group(2).lower()
+        name = match.group(1).lower()
         if name not in _GENERIC_EXCEPTIONS:
             found.setdefault(name, None)
         if len(found) == MAX_EXCEPTIONS:
@@ -170,7 +199,11 @@ def versions(text: str) -> tuple[tuple[str, str], ...]:
 def classes(text: str) -> tuple[str, ...]:
     """The failure classes `text` describes (see the module docstring), in `CLASSES` order."""
     folded = text.lower()
-    found = {name for name, pattern in _CLASS_PATTERNS if pattern.search(folded)}
+    found = {
+        name
+        for name, pattern in _CLASS_PATTERNS
+        if any(word in folded for word in _CLASS_WORDS[name]) and pattern.search(folded)
+    }
     if found & _HANG_KINDS:
         # A desync, a p2p wait and a deadlock are hangs: they match a plain "stuck" too.
         found.add("hang")

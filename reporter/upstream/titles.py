@@ -158,27 +158,33 @@ class TitleSimilarity:
 def semantic_neighbours(
     index: Index, model: semantic_model.Embedder, query: Query, *, kind: str = "title"
 ) -> TitleSimilarity:
-    """The query title (or, for `kind="body"`, its text without the repos' boilerplate)
-    against every stored title (body) in its repos: one embedding and one matrix-vector
+    """The query title (or, for `kind="body"`, its text, which `find_duplicates` has
+    stripped of the repos' boilerplate) against every stored title (body) in its repos: one embedding and one matrix-vector
     product over the repos' vector packs. Issues without vectors get them first (once
     per index, after a sync or import that ran without the model)."""
     import numpy as np
 
     embed_missing(index, model)
-    ids, matrix = semantic_model.unpack(index.vectors(query.repos, model.model_id, kind=kind))
+    # Unpacked once per index connection and repos (until the next write): converting
+    # 50,000 stored vectors costs more than the product itself.
+    key = ("vectors", tuple(sorted(r.lower() for r in query.repos)), model.model_id, kind)
+    if key not in index.memo:
+        ids, matrix = semantic_model.unpack(index.vectors(query.repos, model.model_id, kind=kind))
+        if len(ids) > 1 and bool((ids[1:] < ids[:-1]).any()):
+            # Several repos' packs: each is in id order, the concatenation need not be.
+            order = ids.argsort(kind="stable")
+            ids, matrix = ids[order], matrix[order]
+        index.memo[key] = (ids, matrix)
+    ids, matrix = index.memo[key]
     if not len(ids):
         return TitleSimilarity(ids=ids, cosines=np.zeros(0, dtype=np.float32), nearest=())
     if kind == "body":
-        common = index.boilerplate(boilerplate.line_keys(query.text), query.repos)
-        text = body_embedding_text(query.text, common.__contains__)
+        # The search already left the repos' boilerplate out of the query's text.
+        text = body_embedding_text(query.text, lambda _key: False)
         vector = model.embed_chunked([text])[0] / semantic_model.SCALE
     else:
         vector = model.embed([embedding_text(query.title)])[0] / semantic_model.SCALE
     cosines = matrix @ vector
-    if len(ids) > 1 and bool((ids[1:] < ids[:-1]).any()):
-        # Several repos' packs: each is in id order, the concatenation need not be.
-        order = ids.argsort(kind="stable")
-        ids, cosines = ids[order], cosines[order]
     pool = SEMANTIC_POOL if not query.stacks else SEMANTIC_POOL_WITH_STACK
     if kind == "body":
         pool = BODY_POOL
