@@ -390,6 +390,12 @@ def outcome_json(outcome: SearchOutcome) -> dict[str, Any]:
                 else f"{outcome.query.issue[0]}#{outcome.query.issue[1]}"
             ),
             "deployed": dict(outcome.query.deployed),
+            "signals": {
+                "exceptions": list(outcome.query.signals.exceptions),
+                "versions": dict(outcome.query.signals.versions),
+                "failure": list(outcome.query.signals.classes),
+            },
+            "verdict": outcome.query.verdict,
         },
         "index": {
             "path": str(outcome.index_path),
@@ -420,6 +426,10 @@ def candidate_json(candidate: rank.Candidate) -> dict[str, Any]:
                 "stack": None if scores.stack is None else round(scores.stack, 3),
                 "error": None if scores.error is None else round(scores.error, 3),
                 "semantic": None if scores.semantic is None else round(scores.semantic, 3),
+                "body": None if scores.body is None else round(scores.body, 3),
+                "exception": None if scores.exception is None else round(scores.exception, 3),
+                "version": scores.version,
+                "failure": scores.failure,
             },
             "shared_frames": list(candidate.reasons.shared_frames),
             "terms": list(candidate.reasons.terms),
