@@ -43,34 +43,31 @@ Timed = tuple[list[float], list[float]]
 
 
 class Bm25sBaseline:
-    """bm25s over the same issues: one index per repository."""
+    """bm25s over the same issues: one index per repository, its own tokenizer (English
+    stopwords), saved to `folder` so its size on disk can be read."""
 
     def __init__(self, issues: Sequence[dict[str, Any]], folder: Path) -> None:
         import bm25s
-        from bm25s.tokenization import Tokenizer
 
         self._bm25s = bm25s
         by_repo: dict[str, list[dict[str, Any]]] = {}
         for issue in issues:
             by_repo.setdefault(issue["repo"], []).append(issue)
-        self.indexes: dict[str, tuple[Any, Any, list[int]]] = {}
+        self.indexes: dict[str, tuple[Any, list[int]]] = {}
         for repo, chosen in by_repo.items():
-            tokenizer = Tokenizer(stopwords="en")
             texts = [f"{i['title']}\n{i['body'] or ''}" for i in chosen]
-            ids = tokenizer.tokenize(texts, return_as="ids", show_progress=False)
+            tokens = bm25s.tokenize(texts, stopwords="en", show_progress=False)
             retriever = bm25s.BM25()
-            retriever.index(ids, show_progress=False)
+            retriever.index(tokens, show_progress=False)
             retriever.save(str(folder / repo.replace("/", "__")), show_progress=False)
-            self.indexes[repo] = (tokenizer, retriever, [i["number"] for i in chosen])
+            self.indexes[repo] = (retriever, [i["number"] for i in chosen])
 
     def __call__(self, query: Query) -> list[int]:
         text = " ".join([query.title, query.text, *(k for s in query.stacks for k in s.keys)])
+        tokens = self._bm25s.tokenize([text], stopwords="en", show_progress=False)
         found: list[tuple[float, int]] = []
         for repo in query.repos:
-            tokenizer, retriever, numbers = self.indexes[repo]
-            tokens = tokenizer.tokenize(
-                [text], update_vocab=False, return_as="ids", show_progress=False
-            )
+            retriever, numbers = self.indexes[repo]
             docs, scores = retriever.retrieve(tokens, k=10, show_progress=False)
             found += [(float(s), numbers[int(d)]) for d, s in zip(docs[0], scores[0], strict=True)]
         return [n for _, n in sorted(found, key=lambda x: -x[0])[:10]]

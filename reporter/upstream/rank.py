@@ -75,8 +75,8 @@ TITLE_COMMON_MIN = 20
 # The text-side model: log-odds of "same problem" = intercept + sum of coefficient x
 # feature (`features`). Fitted by benchmarks/fit_search.py on the real pairs (vLLM, SGLang
 # and PyTorch); a feature is kept only where leaving it out loses on the held-out
-# trackers and query halves (backward elimination): `text`, `exception` and `version`
-# helped only in-sample with the model, `text`, `exception` and `failure` without it.
+# trackers and query halves (backward elimination): `text` and `exception` helped only
+# in-sample with the model; `text`, `exception` and `failure` without it.
 FEATURES = (
     "text",
     "title",
@@ -89,21 +89,22 @@ FEATURES = (
     "failure",
 )
 COEFFICIENTS: dict[str, float] = {
-    "intercept": -8.646,
-    "title": 2.039,
-    "bm25": 3.457,
-    "semantic": 4.020,
-    "body": 1.541,
-    "error": 1.639,
-    "failure": 0.390,
+    "intercept": -8.242,
+    "title": 1.956,
+    "bm25": 3.228,
+    "semantic": 3.770,
+    "body": 1.396,
+    "error": 1.784,
+    "version": 1.159,
+    "failure": 0.394,
 }
 # The same model fitted without the semantic features (the model is not installed).
 COEFFICIENTS_NO_SEMANTIC: dict[str, float] = {
-    "intercept": -7.969,
-    "title": 4.286,
-    "bm25": 4.348,
-    "error": 2.073,
-    "version": 1.497,
+    "intercept": -7.667,
+    "title": 4.296,
+    "bm25": 4.005,
+    "error": 2.050,
+    "version": 1.467,
 }
 # p_stack = 1 / (1 + exp(-STACK_SLOPE x (stack - STACK_MIDPOINT))): 0.7 of both stacks'
 # weight aligned is even odds, 0.85 and above near certain, 0.55 (a shared outer loop
