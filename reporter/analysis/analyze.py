@@ -247,7 +247,11 @@ def _part(
     classes, pairs = stack_classes(members, similarity)
     classes = tuple(replace(c, instance=instance.id) for c in classes)
     tree = build_tree(pairs, similarity, table)
-    snapshots = max((len(p.snapshots) for p in instance.ranks), default=0)
+    # A dump with no thread (py-spy printed the header, then failed) shows no stack.
+    snapshots = max(
+        (sum(1 for d in p.snapshots if d.threads) or len(p.snapshots) for p in instance.ranks),
+        default=0,
+    )
 
     missing: tuple[int, ...] = ()
     if rank_map.unit == "rank" and instance.world_size is not None:

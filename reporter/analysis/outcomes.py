@@ -307,7 +307,7 @@ def complete(
         crash_lines = " ".join(_crash_sentence(p, unit) for p in crashed)
         rest = ""
         if live:
-            rest = f" The other {plural(len(live), 'process')}: {analysis.summary}"
+            rest = f" The rest of the evidence: {analysis.summary}"
         verdict, text = Verdict.CRASHED, crash_lines + rest
         notes = ()
         if any(d.truncated for p in crashed for d in p.snapshots[-1:]):

@@ -192,7 +192,11 @@ def _where(info: StackInfo | None) -> str:
     if info is None:
         return ""
     facts = info.facts
-    frame = facts.site or next(iter(info.informative), None)
+    frame = (
+        facts.site
+        or next(iter(info.informative), None)
+        or next((f for f in info.frames if not f.native), None)
+    )
     if facts.collective is not None:
         site = f" from {facts.site_text}" if facts.site is not None else ""
         return f"{facts.collective}{site}"
@@ -204,8 +208,8 @@ def waited_at(cond: Condition) -> str:
     (stopped_rank.py:107)`, `crashed (Segmentation fault (SIGSEGV)) in ...`."""
     label = cond.state.value
     if cond.crash is not None:
-        signal = f", {cond.crash.signal}" if cond.crash.signal else ""
-        label = f"crashed ({cond.crash.what}{signal})"
+        signal = f" ({cond.crash.signal})" if cond.crash.signal else ""
+        label = f"crashed: {cond.crash.what}{signal}"
     elif cond.state is RankState.STOPPED:
         label = "stopped (SIGSTOP or a debugger)"
     elif cond.state is RankState.UNINTERRUPTIBLE:

@@ -52,6 +52,7 @@ _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _DOTTED = rf"{_NAME}(?:\.{_NAME})*"
 _WITH_RE = re.compile(rf"(?:async\s+)?with\s+\(?\s*({_DOTTED})\s*\)?\s*(?:as\s+{_NAME}\s*)?:")
 _WITH_ANY_RE = re.compile(r"(?:async\s+)?with\s")
+_WITH_CALL_RE = re.compile(rf"(?:async\s+)?with\s+\(?\s*{_DOTTED}\s*\(")
 _ACQUIRE_RE = re.compile(rf"(?:{_NAME}\s*=\s*)?({_DOTTED})\.acquire\(")
 _RELEASE_RE = re.compile(rf"({_DOTTED})\.release\(")
 _DEF_RE = re.compile(rf"(?:async\s+)?def\s+{_NAME}")
@@ -262,6 +263,8 @@ def _lock_at(lines: Sequence[str], line: int) -> str | None:
     match = _WITH_RE.match(text)
     if match is not None:
         return match.group(1)
+    if _WITH_CALL_RE.match(text):
+        return None  # `with open(...)`, `with torch.no_grad():`: a call makes the context
     if _WITH_ANY_RE.match(text):
         return ""
     match = _ACQUIRE_RE.search(text)

@@ -48,7 +48,8 @@ _READINGS: tuple[tuple[FailureState, tuple[str, ...]], ...] = (
             "requires root",
         ),
     ),
-    (FailureState.TIMEOUT, ("timed out", "timedout", "timeout", "time out")),
+    # `report collect` words its own deadline "py-spy gave no answer within 10 s".
+    (FailureState.TIMEOUT, ("timed out", "timedout", "timeout", "time out", "gave no answer")),
     (
         FailureState.GONE,
         (
