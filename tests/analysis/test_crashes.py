@@ -64,7 +64,7 @@ def test_a_worker_thread_crash_is_named_by_its_own_stack() -> None:
     "path",
     [
         ROOT / "fixtures/samples/faulthandler/faulthandler_py3.11_dump_traceback_later_timeout.txt",
-        ROOT / "fixtures/bundles/thread_deadlock/timeouts/stderr.txt",
+        ROOT / "fixtures/bundles/thread_deadlock_timeouts/stderr.txt",
     ],
 )
 def test_timeout_dumps_are_snapshots_not_crashes(path: Path) -> None:

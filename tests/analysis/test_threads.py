@@ -1,8 +1,8 @@
 """Thread deadlocks: every thread of a process compared, lock cycles proven from the source.
 
-Real captures: `fixtures/bundles/thread_deadlock/` (`thread_deadlock.py`: two threads take
-two locks in opposite order; `join/` and `behind/` are py-spy plain, `--locals` and
-`--native` dumps with the program's source, `timeouts/` faulthandler's
+Real captures: `fixtures/bundles/thread_deadlock*/` (`thread_deadlock.py`: two threads take
+two locks in opposite order; `thread_deadlock/` and `thread_deadlock_behind/` are py-spy plain, `--locals` and
+`--native` dumps with the program's source, `thread_deadlock_timeouts/` faulthandler's
 `dump_traceback_later`). The rules are general: the synthetic programs below (module
 globals, `acquire()`/`release()`, three threads, hand-over-hand locking, a third thread
 holding the lock, a self-deadlock, `with open(...)`) are generated here with their source.
@@ -25,7 +25,7 @@ from reporter.sources import SourceRoots
 from .builders import bundle, dump
 
 ROOT = Path(__file__).resolve().parents[2]
-DEADLOCK = ROOT / "fixtures" / "bundles" / "thread_deadlock"
+BUNDLES = ROOT / "fixtures" / "bundles"
 
 
 def _analyze(folder: Path, files: Sequence[Path] | None = None, *, source: bool = True):  # type: ignore[no-untyped-def]
@@ -35,12 +35,14 @@ def _analyze(folder: Path, files: Sequence[Path] | None = None, *, source: bool 
 
 
 def test_real_deadlock_with_locals_is_proven_by_objects() -> None:
-    analysis = _analyze(DEADLOCK / "join")
+    analysis = _analyze(BUNDLES / "thread_deadlock")
     assert analysis.verdict is Verdict.THREAD_DEADLOCK
     assert analysis.confidence is Confidence.HIGH
     (lock,) = to_json(analysis)["thread_deadlocks"]  # type: ignore[misc]
     assert lock["proof"] == "objects"
-    source = (DEADLOCK / "join" / "source" / "thread_deadlock.py").read_text().splitlines()
+    source = (
+        (BUNDLES / "thread_deadlock" / "source" / "thread_deadlock.py").read_text().splitlines()
+    )
 
     def line_of(text: str, after: str) -> int:
         start = next(i for i, s in enumerate(source) if s.strip().startswith(after))
@@ -67,7 +69,7 @@ def test_real_deadlock_with_locals_is_proven_by_objects() -> None:
 
 
 def test_the_main_thread_blocked_behind_the_cycle() -> None:
-    analysis = _analyze(DEADLOCK / "behind")
+    analysis = _analyze(BUNDLES / "thread_deadlock_behind")
     (lock,) = to_json(analysis)["thread_deadlocks"]  # type: ignore[misc]
     assert [t["name"] for t in lock["behind"]] == ["MainThread"]
     assert lock["behind"][0]["waits_for"].startswith("RadixCache.lock (RadixCache at 0x")
@@ -75,8 +77,8 @@ def test_the_main_thread_blocked_behind_the_cycle() -> None:
 
 
 def test_without_locals_locks_match_by_name() -> None:
-    plain = sorted((DEADLOCK / "join" / "snapshots").glob("*.txt"))
-    analysis = _analyze(DEADLOCK / "join", plain)
+    plain = sorted((BUNDLES / "thread_deadlock" / "snapshots").glob("*.txt"))
+    analysis = _analyze(BUNDLES / "thread_deadlock", plain)
     assert analysis.verdict is Verdict.THREAD_DEADLOCK
     assert analysis.confidence is Confidence.MEDIUM
     assert analysis.thread_deadlocks[0].proof == "names"
@@ -85,15 +87,15 @@ def test_without_locals_locks_match_by_name() -> None:
 
 def test_faulthandler_timeouts_get_the_class_from_the_source() -> None:
     """faulthandler prints `record_eviction`, not `Stats.record_eviction`."""
-    analysis = _analyze(DEADLOCK / "timeouts")
+    analysis = _analyze(BUNDLES / "thread_deadlock_timeouts")
     assert analysis.verdict is Verdict.THREAD_DEADLOCK
     waits = sorted(t.waits_for for t in analysis.thread_deadlocks[0].threads)
     assert waits == ["RadixCache.lock", "Stats.lock"]
 
 
 def test_without_the_source_the_blocked_threads_are_named() -> None:
-    plain = sorted((DEADLOCK / "join" / "snapshots").glob("*.txt"))
-    analysis = _analyze(DEADLOCK / "join", plain, source=False)
+    plain = sorted((BUNDLES / "thread_deadlock" / "snapshots").glob("*.txt"))
+    analysis = _analyze(BUNDLES / "thread_deadlock", plain, source=False)
     assert analysis.verdict is Verdict.INCONCLUSIVE
     (blocked,) = to_json(analysis)["blocked_threads"]  # type: ignore[misc]
     assert sorted(t["name"] for t in blocked["threads"]) == ["cache-evictor", "metrics-exporter"]
@@ -326,7 +328,7 @@ def test_condition_waits_are_not_lock_waits() -> None:
 def test_a_closure_cell_is_no_object(cell: str) -> None:
     """py-spy shows a closure's `self` as `<cell at 0x...>`: the object behind it is not
     known, so the lock is matched by name only."""
-    real = (DEADLOCK / "join" / "source" / "thread_deadlock.py").read_text()
+    real = (BUNDLES / "thread_deadlock" / "source" / "thread_deadlock.py").read_text()
     record = next(i for i, s in enumerate(real.splitlines(), 1) if "def record_eviction" in s) + 2
     evict = next(i for i, s in enumerate(real.splitlines(), 1) if "self.stats.record_eviction" in s)
     size = next(i for i, s in enumerate(real.splitlines(), 1) if "def size" in s) + 2

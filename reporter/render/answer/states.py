@@ -190,9 +190,16 @@ def _deadlock_text(lock: ThreadDeadlock) -> str:
         for t in lock.threads
     ]
     proof = "same objects in --locals" if lock.proof == "objects" else "locks matched by name"
+    behind = "; ".join(
+        f"{t.name or t.tid} waits behind it for {t.waits_for.split(' (')[0]} at {t.waits_at}"
+        for t in lock.behind
+    )
     return (
         f"Threads of {who} deadlocked on locks ({proof}), in every one of "
-        f"{plural(lock.snapshots, 'snapshot')}: " + "; ".join(parts) + "."
+        f"{plural(lock.snapshots, 'snapshot')}: "
+        + "; ".join(parts)
+        + (f"; {behind}" if behind else "")
+        + "."
     )
 
 
