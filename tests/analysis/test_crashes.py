@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
-from reporter.analysis import Confidence, RankState, Verdict, analyze, to_json
+from reporter.analysis import Analysis, Confidence, RankState, Verdict, analyze, to_json
 from reporter.app import render_draft
 from reporter.bundle import load
 from reporter.evidence import faulthandler
@@ -40,7 +41,7 @@ def test_real_crash_reports(name: str, what: str, signal: str, function: str) ->
     analysis = analyze(load([CRASHES / name]))
     assert analysis.verdict is Verdict.CRASHED
     assert analysis.confidence is Confidence.HIGH
-    (crash,) = to_json(analysis)["crashes"]  # type: ignore[misc]
+    (crash,) = _doc(analysis)["crashes"]
     assert (crash["what"], crash["signal"]) == (what, signal)
     assert crash["at"].startswith(f"{function} (")
     # The crashing thread is the one faulthandler marked `Current thread`.
@@ -52,9 +53,14 @@ def test_real_crash_reports(name: str, what: str, signal: str, function: str) ->
     assert analysis.processes[0].state is RankState.CRASHED
 
 
+def _doc(analysis: Analysis) -> dict[str, Any]:
+    """`analyze --json` as a dict to index into."""
+    return cast(dict[str, Any], to_json(analysis))
+
+
 def test_a_worker_thread_crash_is_named_by_its_own_stack() -> None:
     analysis = analyze(load([CRASHES / "segfault_thread.txt"]))
-    (crash,) = to_json(analysis)["crashes"]  # type: ignore[misc]
+    (crash,) = _doc(analysis)["crashes"]
     assert any(f.startswith("offload_worker") for f in crash["frames"])
     # The main thread waited in queue.get: not where it crashed.
     assert not any(f.startswith("event_loop") for f in crash["frames"])
@@ -99,6 +105,7 @@ def test_the_gone_rank_is_on_the_first_screen_without_any_stack() -> None:
     assert "nothing here shows a hang" not in summary
     assert "gone" in summary.strip().splitlines()[0]
     assert "the process no longer exists" in summary
+    assert "Look for why the process of " in summary and "went away" in summary
 
 
 _NO_CURRENT = """\
@@ -122,7 +129,7 @@ def test_no_current_thread_is_not_guessed() -> None:
     analysis = analyze(bundle(*faulthandler.parse(_NO_CURRENT, source="x.txt").dumps))
     assert analysis.verdict is Verdict.CRASHED
     assert analysis.confidence is Confidence.MEDIUM
-    (crash,) = to_json(analysis)["crashes"]  # type: ignore[misc]
+    (crash,) = _doc(analysis)["crashes"]
     assert (crash["thread"], crash["at"], crash["frames"]) == ("", "", [])
     assert "which thread crashed is not known" in analysis.summary
     assert "0x00007f0000000001 at copy (worker.py:12)" in analysis.summary
@@ -130,7 +137,7 @@ def test_no_current_thread_is_not_guessed() -> None:
 
 def test_fatal_error_of_the_interpreter_names_no_signal() -> None:
     analysis = analyze(bundle(*faulthandler.parse(_INTERPRETER, source="x.txt").dumps))
-    (crash,) = to_json(analysis)["crashes"]  # type: ignore[misc]
+    (crash,) = _doc(analysis)["crashes"]
     assert crash["signal"] == ""
     assert crash["what"].startswith("PyThreadState_Get")
     assert crash["at"] == "call_native (ext.py:40)"

@@ -18,7 +18,7 @@ import pytest
 from reporter.analysis import RankState, Verdict, analyze, to_json
 from reporter.app import render_draft
 from reporter.bundle import load
-from reporter.model import FailureState, Location, ProcState
+from reporter.model import FailureState, Location, ProcessDump, ProcState
 
 from .builders import ALL_REDUCE, bundle, dump, failure, scheduler_stack
 
@@ -81,8 +81,8 @@ def test_blocking_dumps_alone_still_name_the_stopped_rank() -> None:
     assert [e[1:3] for e in _edges(analysis)] == [([2], "stopped")]
 
 
-def _job(*, rank2: list[str], snapshots: int = 2) -> list[object]:
-    out = []
+def _job(*, rank2: list[str], snapshots: int = 2) -> list[ProcessDump]:
+    out: list[ProcessDump] = []
     for k in range(snapshots):
         for rank in range(4):
             main = rank2 if rank == 2 else scheduler_stack(*ALL_REDUCE, FORWARD)
@@ -104,7 +104,7 @@ def _status(pid: int, state: str, *, wchan: str = "") -> ProcState:
 def test_state_d_is_uninterruptible() -> None:
     frozen = _job(rank2=scheduler_stack(COMPUTE))
     analysis = analyze(
-        replace(bundle(*frozen), proc_states=(_status(102, "D", wchan="nfs_wait_bit_killable"),))  # type: ignore[arg-type]
+        replace(bundle(*frozen), proc_states=(_status(102, "D", wchan="nfs_wait_bit_killable"),))
     )
     rank2 = next(p for p in analysis.processes if p.identity.rank == 2)
     assert rank2.state is RankState.UNINTERRUPTIBLE
@@ -133,7 +133,7 @@ def test_stopped_status_with_moving_stacks_is_not_stopped() -> None:
 
 
 def test_timeouts_alone_are_unresponsive() -> None:
-    live = [d for d in _job(rank2=[]) if d.pid != 102]  # type: ignore[attr-defined]
+    live = [d for d in _job(rank2=[]) if d.pid != 102]
     timed_out = [
         failure(
             pid=102, reason="py-spy gave no answer within 10 s and was stopped", source=f"t{k}.txt"

@@ -13,10 +13,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
-from reporter.analysis import Confidence, Verdict, analyze, to_json
+from reporter.analysis import Analysis, Confidence, Verdict, analyze, to_json
 from reporter.analysis.excerpts import SourceFile
 from reporter.bundle import load
 from reporter.model import ProcessDump
@@ -26,6 +27,11 @@ from .builders import bundle, dump
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLES = ROOT / "fixtures" / "bundles"
+
+
+def _doc(analysis: Analysis) -> dict[str, Any]:
+    """`analyze --json` as a dict to index into."""
+    return cast(dict[str, Any], to_json(analysis))
 
 
 def _analyze(folder: Path, files: Sequence[Path] | None = None, *, source: bool = True):  # type: ignore[no-untyped-def]
@@ -38,7 +44,7 @@ def test_real_deadlock_with_locals_is_proven_by_objects() -> None:
     analysis = _analyze(BUNDLES / "thread_deadlock")
     assert analysis.verdict is Verdict.THREAD_DEADLOCK
     assert analysis.confidence is Confidence.HIGH
-    (lock,) = to_json(analysis)["thread_deadlocks"]  # type: ignore[misc]
+    (lock,) = _doc(analysis)["thread_deadlocks"]
     assert lock["proof"] == "objects"
     source = (
         (BUNDLES / "thread_deadlock" / "source" / "thread_deadlock.py").read_text().splitlines()
@@ -70,7 +76,7 @@ def test_real_deadlock_with_locals_is_proven_by_objects() -> None:
 
 def test_the_main_thread_blocked_behind_the_cycle() -> None:
     analysis = _analyze(BUNDLES / "thread_deadlock_behind")
-    (lock,) = to_json(analysis)["thread_deadlocks"]  # type: ignore[misc]
+    (lock,) = _doc(analysis)["thread_deadlocks"]
     assert [t["name"] for t in lock["behind"]] == ["MainThread"]
     assert lock["behind"][0]["waits_for"].startswith("RadixCache.lock (RadixCache at 0x")
     assert "Blocked behind it: thread MainThread" in analysis.summary
@@ -97,7 +103,7 @@ def test_without_the_source_the_blocked_threads_are_named() -> None:
     plain = sorted((BUNDLES / "thread_deadlock" / "snapshots").glob("*.txt"))
     analysis = _analyze(BUNDLES / "thread_deadlock", plain, source=False)
     assert analysis.verdict is Verdict.INCONCLUSIVE
-    (blocked,) = to_json(analysis)["blocked_threads"]  # type: ignore[misc]
+    (blocked,) = _doc(analysis)["blocked_threads"]
     assert sorted(t["name"] for t in blocked["threads"]) == ["cache-evictor", "metrics-exporter"]
     assert "--source-root" in blocked["settle"] and "py-spy dump --locals" in blocked["settle"]
     assert "cache-evictor" in analysis.summary and "No lock cycle is proven" in analysis.summary

@@ -127,7 +127,9 @@ def _facts(
         "collective": edge.collective
         if edge
         else next(iter(sorted(c for c in collectives if c)), ""),
-        "gone": ranks_name(absent, analysis.rank_unit) if absent else "",
+        "gone": ranks_name(absent, analysis.rank_unit)
+        if absent
+        else states.gone_unranked(analysis),
         "key": change.key if change else "",
         "before": short_value(change.before) if change else "",
         "after": short_value(change.after) if change else "",
@@ -152,7 +154,7 @@ def _facts(
         collectives=frozenset({edge.collective} if edge else {c for c in collectives if c}),
         waits=frozenset(c.wait for c in analysis.classes if c.wait),
         frames=frames,
-        gone=bool(absent),
+        gone=bool(absent) or bool(states.gone_unranked(analysis)),
         diff_kinds=frozenset({change.kind.value} if change else ()),
         timeout=bool(timeouts),
         one_collective=len(collectives) == 1 and None not in collectives and bool(with_stacks),

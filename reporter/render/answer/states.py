@@ -267,3 +267,15 @@ def step_values(analysis: Analysis) -> dict[str, str]:
         "threads": threads,
         "settle": settle,
     }
+
+
+def gone_unranked(analysis: Analysis) -> str:
+    """A gone process no rank names, when no stack exists at all: `PID 4711` or `the
+    process of snapshots/rank1_s0.txt:1` ("" otherwise), for the gone-rank next step."""
+    if analysis.classes:
+        return ""
+    for failed in analysis.failed:
+        if failed.state == "gone" and failed.rank is None:
+            pid = failed.failure.pid
+            return f"PID {pid}" if pid is not None else f"the process of {failed.failure.source}"
+    return ""
