@@ -318,7 +318,8 @@ def complete(
     elif deadlocks and verdict is not Verdict.CRASHED:
         lines = " ".join(_deadlock_sentence(d, processes, unit) for d in deadlocks)
         before = "" if verdict is Verdict.INCONCLUSIVE else f" {analysis.summary}"
-        verdict, text = Verdict.THREAD_DEADLOCK, lines + before
+        aborted = "".join(f" {_crash_sentence(p, unit)}" for p in crashed)
+        verdict, text = Verdict.THREAD_DEADLOCK, lines + aborted + before
         notes = ()
         if any(d.proof == "names" for d in deadlocks):
             notes += ("locks matched by name, not by object: take `py-spy dump --locals` twice",)

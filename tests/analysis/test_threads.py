@@ -355,3 +355,25 @@ def test_a_closure_cell_is_no_object(cell: str) -> None:
     assert analysis.verdict is Verdict.THREAD_DEADLOCK
     proof = analysis.thread_deadlocks[0].proof
     assert proof == ("names" if "cell" in cell else "objects")
+
+
+def test_an_aborted_process_with_a_lock_cycle_is_the_deadlock() -> None:
+    """`kill -ABRT` of a hung process with PYTHONFAULTHANDLER=1 prints `Fatal Python error:
+    Aborted` and every thread: the lock cycle is the story, not the abort. Made from the
+    real Timeout dump by giving it the headline and current-thread marker of an abort."""
+    real = (BUNDLES / "thread_deadlock_timeouts" / "stderr.txt").read_text(encoding="utf-8")
+    first = real.split("Timeout (0:00:01)!\n")[1]
+    *others, main = first.rstrip("\n").split("\n\n")
+    aborted = "Fatal Python error: Aborted\n\n" + "\n\n".join(
+        [*others, main.replace("Thread 0x", "Current thread 0x", 1)]
+    )
+    from reporter.evidence import faulthandler
+
+    dumps = faulthandler.parse(aborted, source="stderr.txt").dumps
+    assert len(dumps) == 1 and dumps[0].headline == "Fatal Python error: Aborted"
+    sources = SourceRoots([BUNDLES / "thread_deadlock_timeouts" / "source"])
+    analysis = analyze(bundle(*dumps), sources=sources)
+    assert analysis.verdict is Verdict.THREAD_DEADLOCK
+    assert "one snapshot" in " ".join(analysis.confidence_notes)
+    assert analysis.summary.startswith("Lock-order deadlock between 2 threads")
+    assert "or a SIGABRT sent to the process" in analysis.summary
