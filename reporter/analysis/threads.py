@@ -156,9 +156,19 @@ def _blocked_threads(
     for tid, seen in by_id.items():
         if len(seen) != len(dumps) or not seen[-1].frames:
             continue
-        if len({_python_key(t) for t in seen}) != 1:
+        # The frame rules first (cached per distinct stack): a thread in a collective, an
+        # idle helper or a known wait other than a lock (sleep, poll, queue, Condition.wait,
+        # join) is not waiting for a lock. Most threads of a big job end here.
+        facts = table.intern(seen[-1].frames).facts
+        if facts.collective is not None or facts.idle is not None:
+            continue
+        if facts.wait is not None and facts.wait != "lock-acquire":
             continue
         if any(t.status in _RUNNING for t in seen):
+            continue
+        if len({table.intern(t.frames).exact_id for t in seen}) != 1 and (
+            len({_python_key(t) for t in seen}) != 1
+        ):
             continue
         # The snapshot with locals for this thread, if any: frames align with the others.
         local_view = next(
@@ -231,9 +241,8 @@ def _read_thread(
                 return None
         held.extend(scope.held())
     if not how:
-        facts = table.intern(thread.frames).facts
-        if facts.wait is not None or facts.idle is not None or facts.collective is not None:
-            return None
+        if table.intern(thread.frames).facts.wait is not None:
+            return None  # `lock-acquire` from a frame rule the reads above did not confirm
         how = "unknown"
     return _Blocked(thread=thread, how=how, wait=wait, held=held, at=at)
 
@@ -459,11 +468,13 @@ def _worth_showing(
     wait for locks, or one while nothing in the process moves; threads blocked at an
     application line for no known reason (no source) only when two or more of them are
     and nothing in the process moves, across two or more snapshots."""
+    known = [b for b in blocked if b.how != "unknown"]
+    unknown = [b for b in blocked if b.how == "unknown"]
+    if len(known) < 2 and not (known or len(unknown) >= 2):
+        return []
     quiet = len(dumps) >= 2 and all(
         _quiet(tid, dumps, table) for tid in {t.thread_id for d in dumps for t in d.threads}
     )
-    known = [b for b in blocked if b.how != "unknown"]
-    unknown = [b for b in blocked if b.how == "unknown"]
     if len(known) >= 2 or (known and quiet):
         return known + (unknown if quiet else [])
     if len(unknown) >= 2 and quiet:
