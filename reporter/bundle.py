@@ -82,6 +82,7 @@ from reporter.model import (
     ParseResult,
     ParseWarning,
     ProcessDump,
+    ProcState,
     RankHint,
     TimelineEvent,
 )
@@ -298,6 +299,7 @@ def _assemble(
     code_excerpts: list[CodeExcerpt] = []
     goroutine_dumps: list[GoroutineDump] = []
     fr_traces: list[FrTrace] = []
+    proc_states: list[ProcState] = []
     # Dates a scrape or log that has no time of its own: the earliest manifest time.
     reference = min((e.captured_at for e in entries if e.captured_at), default=None)
     for index, entry in enumerate(entries):
@@ -405,6 +407,12 @@ def _assemble(
             else replace(g, captured_at=entry.captured_at)
             for g in result.goroutine_dumps
         )
+        proc_states.extend(
+            s
+            if s.captured_at or entry.captured_at is None
+            else replace(s, captured_at=entry.captured_at)
+            for s in result.proc_states
+        )
         if entry.hint is not None:
             hints.append((entry.display, entry.hint))
         head, lines = _head(kind, text, parsed=bool(result.dumps))
@@ -434,6 +442,7 @@ def _assemble(
         or code_excerpts
         or goroutine_dumps
         or fr_traces
+        or proc_states
     ):
         where = root or ", ".join(e.display for e in entries)
         raise EvidenceError(
@@ -463,6 +472,7 @@ def _assemble(
                 key=lambda tr: (tr.trace_set, tr.rank is None, tr.rank or 0, tr.source.path),
             )
         ),
+        proc_states=tuple(proc_states),
     )
 
 

@@ -171,6 +171,7 @@ SHAPES: dict[str, Shape] = {
                         "timeout",
                         "one_collective",
                         "flight_recorder",
+                        "blocked_threads",
                     )
                 },
             }

@@ -59,6 +59,17 @@ MERGE = nullable(
 
 RATE = obj("the core REST limit", limit=INT, remaining=INT, reset=INT)
 
+INT_OR_NULL: Schema = {"type": ["integer", "null"]}
+LOCK_THREAD = obj(
+    "one blocked thread",
+    tid=STR,
+    name=STR_OR_NULL,
+    waits_at=described(STR, "file:line of the lock it is acquiring"),
+    waits_for=described(STR, "the lock as the code names it (Stats.lock); empty if unknown"),
+    holding=STRS,
+    holding_from=described(STR, "file:line where it took the lock it holds; empty if unknown"),
+)
+
 SCHEMAS: dict[str, Schema] = {
     "analyze": obj(
         "The verdict and everything behind it (see README 'analyze --json').",
@@ -84,6 +95,45 @@ SCHEMAS: dict[str, Schema] = {
         seen_before=described(
             array(obj("an earlier report", path=STR, date=STR, status=STR, same=BOOL)),
             "earlier reports of the same (same: true) or a similar hang",
+        ),
+        crashes=described(
+            array(
+                obj(
+                    "one fatal error faulthandler reported",
+                    rank=INT_OR_NULL,
+                    pid=INT_OR_NULL,
+                    what=described(STR, "faulthandler's words: Segmentation fault, Aborted, ..."),
+                    signal=described(STR, "SIGSEGV, SIGABRT, ...; empty for an interpreter abort"),
+                    thread=STR,
+                    at=described(STR, "the crashing thread's innermost application frame"),
+                    frames=described(STRS, "the crashing thread's frames, innermost first"),
+                    source=STR,
+                )
+            ),
+            "verdict `crashed`, or the cause of a wait for a crashed rank",
+        ),
+        thread_deadlocks=described(
+            array(
+                obj(
+                    "threads of one process each waiting for a lock the next one holds",
+                    pid=INT_OR_NULL,
+                    proof=described(STR, "objects (the same lock objects) or names"),
+                    threads=array(LOCK_THREAD),
+                    behind=array(LOCK_THREAD),
+                )
+            ),
+            "verdict `thread-deadlock`",
+        ),
+        blocked_threads=described(
+            array(
+                obj(
+                    "threads blocked in every snapshot with no proven lock cycle",
+                    pid=INT_OR_NULL,
+                    threads=array(LOCK_THREAD),
+                    settle=described(STR, "the capture that would decide it"),
+                )
+            ),
+            "named on the first screen with what would settle them",
         ),
     ),
     "draft": obj(

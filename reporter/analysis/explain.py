@@ -153,6 +153,14 @@ def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+_FROZEN_WORDS = {
+    RankState.STOPPED: "stopped",
+    RankState.UNINTERRUPTIBLE: "in uninterruptible sleep (State D)",
+    RankState.UNRESPONSIVE: "unresponsive to py-spy",
+    RankState.CRASHED: "crashed",
+}
+
+
 def _class_text(unit: str, stack: StackClass, classifier: Classifier) -> str:
     verb = "is" if len(stack.ranks) == 1 else "are"
     what = describe_class(stack, classifier)
@@ -169,6 +177,9 @@ def _class_text(unit: str, stack: StackClass, classifier: Classifier) -> str:
         what = "idle" + (f" in {loop.short_function}" if loop is not None else "")
     elif stack.state is RankState.MIXED:
         what = f"{what} (some stuck, some moving)"
+    elif stack.state in _FROZEN_WORDS:
+        # Process state evidence, not the stacks: where it was when it stopped or died.
+        what = f"{_FROZEN_WORDS[stack.state]}, last seen {what}"
     return f"{_ranks_text(unit, stack.ranks)} {verb} {what}"
 
 

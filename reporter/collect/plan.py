@@ -15,6 +15,9 @@ Bundle layout written by the session::
 
     bundle.toml                     manifest ([collect] says how and what was skipped)
     pyspy/pid4711-s0.txt            py-spy dump of PID 4711, snapshot 0 (or its error text)
+    pyspy/pid4711-s0-nonblocking.txt  --nonblocking dump when a --blocking one could not
+                                    suspend the process (stopped) or timed out
+    proc/pid4711-s0.status          /proc/4711/status after snapshot 0 (and a Wchan: line)
     env/pid4711.cmdline             /proc/4711/cmdline (secret option values redacted)
     env/pid4711.environ             /proc/4711/environ (secret values redacted)
     env/pid4711.packages.txt        the target interpreter's packages (name==version)
@@ -334,6 +337,16 @@ def slug(text: str, *, limit: int = 40) -> str:
 def dump_path(pid: int, snapshot: int) -> str:
     """Bundle path of one py-spy dump. No rank in the name: the process title gives it."""
     return f"pyspy/pid{pid}-s{snapshot}.txt"
+
+
+def status_path(pid: int, snapshot: int) -> str:
+    """Bundle path of the `/proc/PID/status` copy taken with snapshot `snapshot`."""
+    return f"proc/pid{pid}-s{snapshot}.status"
+
+
+def nonblocking_path(pid: int, snapshot: int) -> str:
+    """Bundle path of the `--nonblocking` dump taken when the blocking one of `snapshot` failed."""
+    return f"pyspy/pid{pid}-s{snapshot}-nonblocking.txt"
 
 
 def env_path(pid: int, what: str) -> str:

@@ -14,7 +14,7 @@ from reporter.model.context import (
     TimelineEvent,
     WedgeSettings,
 )
-from reporter.model.stacks import EvidenceKind, FailedDump, ParseWarning, ProcessDump
+from reporter.model.stacks import EvidenceKind, FailedDump, ParseWarning, ProcessDump, ProcState
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,6 +39,8 @@ class Evidence:
     flight_recorder: tuple[FrTrace, ...] = ()
     """Flight Recorder traces (dumps and watchdog lines); sorted by (trace set, rank) in a
     `Bundle`."""
+    proc_states: tuple[ProcState, ...] = ()
+    """Process states from `/proc/PID/status` copies, in file order."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

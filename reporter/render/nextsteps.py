@@ -40,17 +40,46 @@ PLACEHOLDERS = frozenset(
         "fr_at",
         "fr_split",
         "fr_files",
+        "frozen",
+        "frozen_pid",
+        "crash",
+        "threads",
+        "settle",
     }
 )
-VERDICTS = frozenset({"collective-desync", "all-stuck", "progressing", "inconclusive"})
+VERDICTS = frozenset(
+    {
+        "collective-desync",
+        "all-stuck",
+        "progressing",
+        "inconclusive",
+        "crashed",
+        "thread-deadlock",
+    }
+)
 DIFF_KINDS = frozenset({"flag", "env", "package", "source", "excerpt", "gpu", "fact"})
 WAITED_STATES = frozenset(
-    {"idle", "moving", "stuck", "waiting", "gone", "missing", "unknown", "mixed"}
+    {
+        "idle",
+        "moving",
+        "stuck",
+        "waiting",
+        "gone",
+        "missing",
+        "unknown",
+        "mixed",
+        "stopped",
+        "uninterruptible",
+        "unresponsive",
+        "crashed",
+    }
 )
 # The closed vocabularies of `when` keys, checked on load so that a typo cannot silently
 # turn a rule off.
 _CHOICES = {"verdict": VERDICTS, "diff_kind": DIFF_KINDS, "waited": WAITED_STATES}
-_BOOL_KEYS = frozenset({"stacks", "wedge", "gone", "timeout", "one_collective", "flight_recorder"})
+_BOOL_KEYS = frozenset(
+    {"stacks", "wedge", "gone", "timeout", "one_collective", "flight_recorder", "blocked_threads"}
+)
 _LIST_KEYS = frozenset({"verdict", "waited", "collective", "wait", "frame", "diff_kind"})
 _TIP = "see the comment at the top of reporter/data/next_steps.toml for the keys and placeholders"
 
@@ -82,6 +111,8 @@ class Facts:
     one_collective: bool = False
     flight_recorder: bool = False
     """True when the Flight Recorder names a first mismatch: it decides, not the stacks."""
+    blocked_threads: bool = False
+    """True when threads sit blocked in every snapshot with no proven lock cycle."""
     values: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -164,6 +195,7 @@ def applies(rule: Rule, facts: Facts) -> bool:
                 "timeout": facts.timeout,
                 "one_collective": facts.one_collective,
                 "flight_recorder": facts.flight_recorder,
+                "blocked_threads": facts.blocked_threads,
             }[key]
             if have is not want:
                 return False

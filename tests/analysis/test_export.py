@@ -148,6 +148,7 @@ def test_required_keys_and_shapes() -> None:
         "dims": {"TP": 0},
         "snapshots": 1,
         "instance": "1",
+        "condition": None,
     }
     assert data["warnings"] == ["all.txt:7: skipped a line"]
     signature = data["signature"]

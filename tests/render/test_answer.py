@@ -242,7 +242,7 @@ def test_shipped_rules_load_and_every_rule_can_fire() -> None:
     for verdict in sorted(nextsteps.VERDICTS):
         for stacks in (True, False):
             for wedge in (True, False):
-                for waited in ("idle", "stuck", "gone"):
+                for waited in sorted(nextsteps.WAITED_STATES):
                     for gone in (True, False):
                         for timeout in (True, False):
                             for one, fr in ((True, False), (False, False), (False, True)):
@@ -255,6 +255,7 @@ def test_shipped_rules_load_and_every_rule_can_fire() -> None:
                                     timeout=timeout,
                                     one_collective=one,
                                     flight_recorder=fr,
+                                    blocked_threads=gone and not timeout,
                                     diff_kinds=frozenset({"env", "package"}),
                                 )
                                 fired.update(s.rule for s in nextsteps.suggest(rules, facts))

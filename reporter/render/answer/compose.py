@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from reporter.analysis.result import Analysis, RankState
 from reporter.model import Bundle
 from reporter.render import nextsteps
+from reporter.render.answer import states
 from reporter.render.answer.flight import (
     fr_idle,
     fr_idle_line,
@@ -67,6 +68,10 @@ def build(bundle: Bundle, analysis: Analysis, *, seen: Sequence[SeenReport] = ()
         lines = [what_line(bundle, analysis, edges), *instance_lines(analysis)]
         lines.extend(wait_line(e) for e in edges[:2])
         title = stack_title(analysis, edges)
+    # Crashes, stopped ranks, thread deadlocks and failed dumps say more than stacks can.
+    title = states.title(analysis) or title
+    lines[0] = states.what_line(analysis, lines[0].sources) or lines[0]
+    lines.extend(x for x in (states.condition_line(analysis), states.blocked_line(analysis)) if x)
     for line in (
         since_line(analysis),
         recover_line(analysis, timeouts, edges),
@@ -99,7 +104,8 @@ def _facts(
     bundle: Bundle, analysis: Analysis, edges: Sequence[WaitEdge], timeouts: Sequence[Timeout]
 ) -> nextsteps.Facts:
     gone, _ = gone_ranks(analysis)
-    absent = sorted(set(analysis.missing_ranks) | set(gone))
+    # A rank whose crash report says why it went away is crashed, not merely gone.
+    absent = sorted((set(analysis.missing_ranks) | set(gone)) - set(states.crashed_ranks(analysis)))
     change = top_change(analysis)
     with_stacks = [c for c in analysis.classes if c.frames]
     collectives = {c.collective for c in with_stacks}
@@ -121,7 +127,9 @@ def _facts(
         "collective": edge.collective
         if edge
         else next(iter(sorted(c for c in collectives if c)), ""),
-        "gone": ranks_name(absent, analysis.rank_unit) if absent else "",
+        "gone": ranks_name(absent, analysis.rank_unit)
+        if absent
+        else states.gone_unranked(analysis),
         "key": change.key if change else "",
         "before": short_value(change.before) if change else "",
         "after": short_value(change.after) if change else "",
@@ -130,6 +138,7 @@ def _facts(
         "services": services(analysis, bundle),
         "timeouts": ", ".join(f"`{t.name}={t.value}`" for t in timeouts[:3]),
         **fr_values(analysis),
+        **states.step_values(analysis),
     }
     frames = tuple(
         f.function
@@ -145,11 +154,12 @@ def _facts(
         collectives=frozenset({edge.collective} if edge else {c for c in collectives if c}),
         waits=frozenset(c.wait for c in analysis.classes if c.wait),
         frames=frames,
-        gone=bool(absent),
+        gone=bool(absent) or bool(states.gone_unranked(analysis)),
         diff_kinds=frozenset({change.kind.value} if change else ()),
         timeout=bool(timeouts),
         one_collective=len(collectives) == 1 and None not in collectives and bool(with_stacks),
         flight_recorder=fr_mismatch(analysis) is not None,
+        blocked_threads=bool(analysis.blocked_threads),
         values=values,
     )
 
