@@ -189,3 +189,19 @@ def test_status_groups_reports_by_signature(
     grouped = text[text.index("by signature:") :]
     assert "2 reports  2026-07-12 to 2026-07-19" in grouped
     assert "1 report   2026-07-19" in grouped
+
+
+def test_without_stacks_seen_before_is_not_known_where_reports_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A metrics-only signature cannot tell two hangs apart: "not known", never "No"."""
+    monkeypatch.chdir(tmp_path)
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    shutil.copytree(BUNDLES / "tp_desync", tmp_path / "run1")
+    _draft(tmp_path / "run1", reports, DAY1)
+    shutil.copytree(BUNDLES / "wedge_metrics", tmp_path / "metrics")
+    _path, text = _draft(tmp_path / "metrics", reports, DAY2)
+    assert "**Seen before:** Not known: without stacks the signature says too little" in (
+        _summary(text)
+    )

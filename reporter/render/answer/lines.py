@@ -734,6 +734,10 @@ def seen_line(seen: SeenBefore) -> SummaryLine:
                 text="Not known: no earlier reports looked through (`--reports DIR`).",
                 sources=(),
             )
+        if not seen.read:
+            return SummaryLine(
+                topic=SEEN, text=f"No: no earlier report under `{seen.folder}`.", sources=()
+            )
         if not seen.comparable:
             return SummaryLine(
                 topic=SEEN,
@@ -743,13 +747,10 @@ def seen_line(seen: SeenBefore) -> SummaryLine:
                 ),
                 sources=(),
             )
-        if not seen.read:
-            text = f"No: no earlier report under `{seen.folder}`."
-        else:
-            text = (
-                f"No: none of the {plural(seen.read, 'report')} under `{seen.folder}` has this "
-                "signature or its shape."
-            )
+        text = (
+            f"No: none of the {plural(seen.read, 'report')} under `{seen.folder}` has this "
+            "signature or its shape."
+        )
         return SummaryLine(topic=SEEN, text=text, sources=())
     ordinal = {1: "second", 2: "third", 3: "fourth", 4: "fifth"}.get(
         len(matches), f"{len(matches) + 1}th"
