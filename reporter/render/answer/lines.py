@@ -608,11 +608,12 @@ def recover_line(
     named = ", ".join(timeout_text(t) for t in timeouts[:3])
     sources = tuple(dict.fromkeys(t.source for t in timeouts[:3]))
     if not stuck:
-        what = (
-            "Nothing shown stuck to recover from"
-            if analysis.verdict is Verdict.PROGRESSING
-            else "Not known: these dumps do not settle whether anything is stuck"
-        )
+        if analysis.verdict is Verdict.PROGRESSING:
+            what = "Nothing shown stuck to recover from"
+        elif not analysis.classes:
+            what = "Not known: nothing here shows whether anything is stuck"
+        else:
+            what = "Not known: these dumps do not settle whether anything is stuck"
         if timeouts:
             return SummaryLine(
                 topic=RECOVERS, text=f"{what}; configured: {named}.", sources=sources
