@@ -45,12 +45,13 @@ so nothing the operator dropped into the folder is silently ignored.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import os
 import re
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from reporter.errors import EvidenceError, InputError, ManifestError, UsageError
 from reporter.evidence import flight_recorder, metrics
@@ -150,7 +151,7 @@ def load(paths: Sequence[Path], *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES)
     # rescan them over and over and free nothing, so it waits until the load is done.
     with gc_paused():
         if folders:
-            return _load_folder(folders[0], max_file_bytes=max_file_bytes)
+            return _load_given_folder(folders[0], max_file_bytes=max_file_bytes)
         return _load_files(paths, max_file_bytes=max_file_bytes)
 
 
@@ -187,11 +188,16 @@ def _load_folder(root: Path, *, max_file_bytes: int) -> Bundle:
     warnings: list[ParseWarning] = []
     manifest = Manifest()
     listed: list[ManifestEntry] = []
+    # Unlisted files are warned about only inside the folder the manifest speaks for.
+    listed_under = ""
     if manifest_path.is_file():
         text = _read_text(manifest_path, display=MANIFEST_NAME, max_file_bytes=max_file_bytes)
         read = parse_manifest(text, root=root, metric_name=metrics.parse_selector)
         manifest, listed = read.manifest, list(read.entries)
         warnings.extend(read.warnings)
+    else:
+        # Never silently ignored: a bundle.toml one level down is used (or said unused).
+        manifest, listed, listed_under = _below(root, warnings, max_file_bytes=max_file_bytes)
     # Manifest entries are already relative to the root: compare relative names,
     # which costs no system call per file (resolving 4,096 paths does).
     seen = {entry.display for entry in listed}
@@ -218,7 +224,7 @@ def _load_folder(root: Path, *, max_file_bytes: int) -> Bundle:
                 path=path, display=rel, kind=None, captured_at=None, hint=None, description=""
             )
         )
-        if listed:
+        if listed and rel.startswith(listed_under):
             warnings.append(
                 ParseWarning(
                     source=Location(path=rel),
@@ -237,6 +243,210 @@ def _load_folder(root: Path, *, max_file_bytes: int) -> Bundle:
     if manifest.baseline:
         bundle = replace(bundle, baseline=load_baseline(root / manifest.baseline, max_file_bytes))
     return bundle
+
+
+# --------------------------------------------------------------------------- layouts
+# What the folder named on the command line holds when it has no bundle.toml of its own:
+# two runs side by side (the last good one and this one), or a bundle one level down.
+
+# Folder (or file-name) words that mark two runs of one service: (last good run, this run).
+RUN_PAIRS = (
+    ("good", "bad"),
+    ("before", "after"),
+    ("baseline", "incident"),
+    ("working", "broken"),
+)
+# Two unnamed runs told apart by capture time must lie at least this far apart: captures
+# of one incident (several hosts, several tools) overlap or follow within minutes.
+RUNS_APART_S = 600.0
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _load_given_folder(root: Path, *, max_file_bytes: int) -> Bundle:
+    """The folder named on the command line: a bundle, two runs side by side (compared as
+    `--baseline` would, and said so), a bundle one level down, or loose evidence."""
+    if not (root / MANIFEST_NAME).is_file():
+        runs = _two_runs(root, max_file_bytes=max_file_bytes)
+        if runs is not None:
+            return runs
+        only = _only_bundle_below(root)
+        if only is not None:
+            bundle = _load_folder(only, max_file_bytes=max_file_bytes)
+            note = ParseWarning(
+                source=Location(path=f"{only.name}/{MANIFEST_NAME}"),
+                message=(
+                    f"{root} has no {MANIFEST_NAME} and holds one bundle, {only}: that bundle "
+                    f"is used. Tip: pass {only} itself"
+                ),
+            )
+            return replace(bundle, warnings=(note, *bundle.warnings))
+    return _load_folder(root, max_file_bytes=max_file_bytes)
+
+
+def _subfolders(root: Path) -> list[Path]:
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _only_bundle_below(root: Path) -> Path | None:
+    """The one subfolder with a bundle.toml when nothing else of evidence lies in `root`."""
+    below = [p for p in _subfolders(root) if (p / MANIFEST_NAME).is_file()]
+    if len(below) != 1:
+        return None
+    prefix = below[0].name + "/"
+    beside = [rel for rel, _ in _walk(root) if not rel.startswith(prefix)]
+    return below[0] if not beside else None
+
+
+def _below(
+    root: Path, warnings: list[ParseWarning], *, max_file_bytes: int
+) -> tuple[Manifest, list[ManifestEntry], str]:
+    """For a folder without bundle.toml: the one bundle.toml one level down, borrowed for
+    the files it lists (paths, kinds, times, ranks), its process tree, events and `[wedge]`
+    (not its title or fields: it speaks for part of the folder), with a note; several are
+    named in a warning with a Tip, unread. Returns the manifest, its entries (paths under
+    that folder) and the folder prefix ("" when none was borrowed)."""
+    below = [p for p in _subfolders(root) if (p / MANIFEST_NAME).is_file()]
+    if not below:
+        return Manifest(), [], ""
+    if len(below) > 1:
+        names = ", ".join(f"{p.name}/{MANIFEST_NAME}" for p in below)
+        warnings.append(
+            ParseWarning(
+                source=Location(path=f"{below[0].name}/{MANIFEST_NAME}"),
+                message=(
+                    f"{len(below)} bundles one level down ({names}) and none here: their "
+                    "manifests are not read, every file is sniffed. Tip: pass one bundle "
+                    f"folder, or write a {MANIFEST_NAME} here (`report init`)"
+                ),
+            )
+        )
+        return Manifest(), [], ""
+    sub = below[0]
+    display = f"{sub.name}/{MANIFEST_NAME}"
+    text = _read_text(sub / MANIFEST_NAME, display=display, max_file_bytes=max_file_bytes)
+    read = parse_manifest(text, root=sub, metric_name=metrics.parse_selector)
+    prefix = f"{sub.name}/"
+    entries = [replace(e, display=prefix + e.display) for e in read.entries]
+    warnings.extend(
+        replace(w, source=replace(w.source, path=prefix + w.source.path)) for w in read.warnings
+    )
+    own = read.manifest
+    warnings.append(
+        ParseWarning(
+            source=Location(path=display),
+            message=(
+                f"no {MANIFEST_NAME} here; the one in {sub.name}/ is used for the files it "
+                "lists, its process tree and events (not its title: other evidence lies "
+                f"beside it). Tip: pass {sub} alone, or write a {MANIFEST_NAME} here"
+            ),
+        )
+    )
+    borrowed = Manifest(
+        upstream=own.upstream,
+        service=own.service,
+        version=own.version,
+        world_size=own.world_size,
+        events=own.events,
+        wedge=own.wedge,
+        upstream_ref=own.upstream_ref,
+        processes=own.processes,
+    )
+    return borrowed, entries, prefix
+
+
+def _side(name: str) -> int | None:
+    """0 when a name marks the last good run (`good`, `before`, ...), 1 this run, else None."""
+    words = set(_WORD.findall(name.lower()))
+    hits = {i for pair in RUN_PAIRS for i, word in enumerate(pair) if word in words}
+    return hits.pop() if len(hits) == 1 else None
+
+
+def _two_runs(root: Path, *, max_file_bytes: int) -> Bundle | None:
+    """Two runs of one service side by side in `root`, as this run with its baseline; None
+    when the folder does not hold exactly two (evidence beside them: not guessed)."""
+    folders = _subfolders(root)
+    named: dict[int, list[Path]] = {}
+    for folder in folders:
+        side = _side(folder.name)
+        if side is not None:
+            named.setdefault(side, []).append(folder)
+    how = ""
+    pair: tuple[Path, Path] | None = None
+    if len(named.get(0, [])) == 1 and len(named.get(1, [])) == 1:
+        pair = (named[0][0], named[1][0])
+        how = "told apart by their names"
+    elif len(folders) == 2:
+        pair = _by_capture_time(folders, max_file_bytes=max_file_bytes)
+        how = "told apart by capture time: the earlier is taken as the good one"
+    if pair is not None:
+        good, bad = pair
+        outside = (good.name + "/", bad.name + "/")
+        if any(not rel.startswith(outside) for rel, _ in _walk(root)):
+            return None
+        bundle = _load_folder(bad, max_file_bytes=max_file_bytes)
+        if bundle.baseline is not None:
+            return bundle  # the bad run names its own baseline
+        return replace(
+            bundle,
+            baseline=_load_folder(good, max_file_bytes=max_file_bytes),
+            baseline_note=(
+                f"two runs in one folder ({how}): `{good.name}/` is the last good run, "
+                f"`{bad.name}/` this one, compared as `--baseline {good}` would"
+            ),
+        )
+    return _two_file_sets(root, max_file_bytes=max_file_bytes)
+
+
+def _two_file_sets(root: Path, *, max_file_bytes: int) -> Bundle | None:
+    """Loose files whose names mark two runs (`good.environ`, `environ.bad`), all of them."""
+    files = _walk(root)
+    sides: dict[int, list[Path]] = {}
+    for rel, path in files:
+        side = _side(PurePosixPath(rel).name)
+        if side is None:
+            return None
+        sides.setdefault(side, []).append(path)
+    if set(sides) != {0, 1}:
+        return None
+    bundle = _load_files(sides[1], max_file_bytes=max_file_bytes)
+    names = ", ".join(f"`{p.name}`" for p in sides[0])
+    return replace(
+        bundle,
+        root=str(root),
+        baseline=_load_files(sides[0], max_file_bytes=max_file_bytes),
+        baseline_note=(
+            f"two runs in one folder (told apart by their file names): {names} is the last "
+            "good run, the other files this one, compared as `--baseline` would"
+        ),
+    )
+
+
+def _by_capture_time(folders: Sequence[Path], *, max_file_bytes: int) -> tuple[Path, Path] | None:
+    """(earlier, later) of two bundle folders whose manifests date their environment
+    evidence at least `RUNS_APART_S` apart; None when either is undated or they overlap."""
+    spans: list[tuple[datetime, datetime, Path]] = []
+    for folder in folders:
+        manifest_path = folder / MANIFEST_NAME
+        if not manifest_path.is_file():
+            return None
+        text = _read_text(manifest_path, display=str(manifest_path), max_file_bytes=max_file_bytes)
+        try:
+            read = parse_manifest(text, root=folder, metric_name=metrics.parse_selector)
+        except ManifestError:
+            return None
+        dated = [
+            e.captured_at
+            for e in read.entries
+            if e.captured_at is not None and e.kind in SUMMARISED_KINDS
+        ]
+        if not dated:
+            return None
+        spans.append((min(dated), max(dated), folder))
+    spans.sort(key=lambda span: span[0])
+    (_, first_end, first), (second_start, _, second) = spans
+    if (second_start - first_end).total_seconds() < RUNS_APART_S:
+        return None
+    return first, second
 
 
 def load_baseline(folder: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Bundle:
@@ -306,7 +516,7 @@ def _assemble(
         named = strict or (listed is not None and index < listed)
         pickled = _read_fr_pickle(entry, max_file_bytes=max_file_bytes)
         if pickled is not None:
-            fr_result, size = pickled
+            fr_result, size, digest = pickled
             fr_traces.extend(
                 replace(tr, captured_at=entry.captured_at) for tr in fr_result.flight_recorder
             )
@@ -322,11 +532,12 @@ def _assemble(
                     captured_at=entry.captured_at,
                     rank_hint=entry.hint,
                     description=entry.description,
+                    digest=digest,
                 )
             )
             continue
         try:
-            text, size = _read_evidence(
+            text, size, digest = _read_evidence(
                 entry.path, display=entry.display, max_file_bytes=max_file_bytes
             )
         except EvidenceError as err:
@@ -425,6 +636,7 @@ def _assemble(
                 captured_at=entry.captured_at,
                 rank_hint=entry.hint,
                 description=entry.description,
+                digest=digest,
                 head=head,
                 lines=lines,
             )
@@ -498,7 +710,9 @@ def _head(kind: EvidenceKind, text: str, *, parsed: bool) -> tuple[str, int]:
     return "\n".join(lines[:HEAD_LINES]), len(lines)
 
 
-def _read_fr_pickle(entry: ManifestEntry, *, max_file_bytes: int) -> tuple[ParseResult, int] | None:
+def _read_fr_pickle(
+    entry: ManifestEntry, *, max_file_bytes: int
+) -> tuple[ParseResult, int, str] | None:
     """A pickled Flight Recorder dump (the only binary evidence), parsed; None for other files.
 
     Any pickle is taken for one: one that holds code is refused by the parser, loudly.
@@ -527,7 +741,7 @@ def _read_fr_pickle(entry: ManifestEntry, *, max_file_bytes: int) -> tuple[Parse
     except OSError:
         return None  # the text reader reports unreadable files
     rank = entry.hint.rank if entry.hint else None
-    return flight_recorder.parse_pickle(data, source=entry.display, rank=rank), size
+    return flight_recorder.parse_pickle(data, source=entry.display, rank=rank), size, _digest(data)
 
 
 # Above this many warnings, only our own secret shapes are looked for in them (the
@@ -550,8 +764,13 @@ def _read_text(path: Path, *, display: str, max_file_bytes: int) -> str:
     return _read_evidence(path, display=display, max_file_bytes=max_file_bytes)[0]
 
 
-def _read_evidence(path: Path, *, display: str, max_file_bytes: int) -> tuple[str, int]:
-    """The text of one evidence file and its size in bytes; see `_read_text`.
+def _digest(data: bytes) -> str:
+    """A file's identity by content (`EvidenceFile.digest`): 16 hex digits of its sha256."""
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _read_evidence(path: Path, *, display: str, max_file_bytes: int) -> tuple[str, int, str]:
+    """The text of one evidence file, its size in bytes and its digest; see `_read_text`.
 
     Only regular files are read (a FIFO, device, socket or folder is refused before it
     is opened), and never past the size limit (`reporter.fileio`).
@@ -573,13 +792,13 @@ def _read_evidence(path: Path, *, display: str, max_file_bytes: int) -> tuple[st
         )
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         # UTF-16 with a BOM: Grafana's "Download for Excel" CSV, Windows tools' logs.
-        return data.decode("utf-16", errors="replace"), size
+        return data.decode("utf-16", errors="replace"), size, _digest(data)
     if b"\x00" in data[:_BINARY_PROBE] and not _nul_separated_text(data[:_BINARY_PROBE]):
         raise EvidenceError(
             f"{display}: binary data, not a text dump",
             tip="pass the text output of `py-spy dump` (or --json), not a core file or archive",
         )
-    return data.decode("utf-8", errors="replace"), size
+    return data.decode("utf-8", errors="replace"), size, _digest(data)
 
 
 def _nul_separated_text(probe: bytes) -> bool:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reporter.analysis.classify import Classifier, FrameKind
-from reporter.analysis.ranksets import format_ranks
+from reporter.analysis.ranksets import format_pids, format_ranks
 from reporter.analysis.result import (
     BranchPoint,
     Confidence,
@@ -146,6 +146,8 @@ def _ranks_text(unit: str, ranks: Sequence[int]) -> str:
     )
     if len(ranks) == 1:
         return f"{word} {ranks[0]}"
+    if unit == "pid":
+        return f"{words} {format_pids(ranks)}"
     return f"{words} {format_ranks(ranks)}"
 
 

@@ -16,13 +16,15 @@ if TYPE_CHECKING:
     from reporter.app import DiffRun, DraftResult, InitResult, LintRun
     from reporter.collect import CollectSummary
     from reporter.model import Bundle
-    from reporter.render.answer import SeenReport
+    from reporter.render.answer import SeenBefore, SeenReport
     from reporter.render.regions import MergeResult
     from reporter.render.status import ReportStatus
 
 
-def analysis_text(bundle: Bundle, analysis: Analysis, *, seen: Sequence[SeenReport] = ()) -> str:
-    """`report analyze` for a terminal: the summary block first, then the classes."""
+def analysis_text(
+    bundle: Bundle, analysis: Analysis, *, seen: SeenBefore | Sequence[SeenReport] = ()
+) -> str:
+    """`report analyze` for a terminal: the summary block first (each fact once), then the classes."""
     from reporter.analysis import format_ranks
     from reporter.model import innermost_python
     from reporter.render import answer
@@ -39,8 +41,9 @@ def analysis_text(bundle: Bundle, analysis: Analysis, *, seen: Sequence[SeenRepo
     if ans.steps:
         lines.append("next steps:")
         lines.extend(f"  {n}. {step.action}" for n, step in enumerate(ans.steps[:4], start=1))
-    lines.append("")
-    lines.append(ans.paragraph)
+    if ans.paragraph:
+        lines.append("")
+        lines.append(ans.paragraph)
     if analysis.classes:
         lines.append("")
     for inst in analysis.instances:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -77,6 +78,8 @@ class EvidenceFile:
     for an environment script (the upstream draft); "" for every other file."""
     lines: int = 0
     """The file's line count (`str.splitlines`) when `head` is kept, else 0."""
+    digest: str = ""
+    """16 hex digits of the sha256 of the file's bytes: its identity by content."""
 
 
 # Lines of a raw evidence file (a log, a failed dump's output) that the loader keeps.
@@ -136,3 +139,16 @@ class Bundle(Evidence):
     rank_hints: tuple[tuple[str, RankHint], ...] = ()
     baseline: Bundle | None = None
     """The last good run (the manifest's `baseline` folder), loaded as a bundle of its own."""
+    baseline_note: str = ""
+    """How the baseline was found when nobody named it: "two runs in one folder: `good/` is
+    the last good run, `bad/` this one"; "" for the manifest's or `--baseline`."""
+
+    @property
+    def digest(self) -> str:
+        """The evidence's identity by content, wherever it lies: 16 hex digits over the
+        sorted digests of its files; "" without any. The same files reached by another
+        path (a copy, a symlink, a relative path) give the same digest."""
+        parts = sorted(f.digest for f in self.files if f.digest)
+        if not parts:
+            return ""
+        return hashlib.sha256("\n".join(parts).encode("ascii")).hexdigest()[:16]

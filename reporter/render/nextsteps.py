@@ -30,9 +30,11 @@ PLACEHOLDERS = frozenset(
         "waited",
         "collective",
         "gone",
+        "missing",
         "key",
         "before",
         "after",
+        "revert",
         "kind",
         "onset",
         "services",
@@ -78,7 +80,17 @@ WAITED_STATES = frozenset(
 # turn a rule off.
 _CHOICES = {"verdict": VERDICTS, "diff_kind": DIFF_KINDS, "waited": WAITED_STATES}
 _BOOL_KEYS = frozenset(
-    {"stacks", "wedge", "gone", "timeout", "one_collective", "flight_recorder", "blocked_threads"}
+    {
+        "stacks",
+        "wedge",
+        "gone",
+        "missing",
+        "timeout",
+        "captured",
+        "one_collective",
+        "flight_recorder",
+        "blocked_threads",
+    }
 )
 _LIST_KEYS = frozenset({"verdict", "waited", "collective", "wait", "frame", "diff_kind"})
 _TIP = "see the comment at the top of reporter/data/next_steps.toml for the keys and placeholders"
@@ -106,8 +118,13 @@ class Facts:
     waits: frozenset[str] = frozenset()
     frames: tuple[str, ...] = ()
     gone: bool = False
+    """True when a rank left: its dump failed because the process was no longer there."""
+    missing: bool = False
+    """True when a rank is absent from the evidence with nothing saying it left."""
     diff_kinds: frozenset[str] = frozenset()
     timeout: bool = False
+    captured: bool = False
+    """True when command lines or environments were captured (where a timeout would show)."""
     one_collective: bool = False
     flight_recorder: bool = False
     """True when the Flight Recorder names a first mismatch: it decides, not the stacks."""
@@ -192,7 +209,9 @@ def applies(rule: Rule, facts: Facts) -> bool:
                 "stacks": facts.stacks,
                 "wedge": facts.wedge,
                 "gone": facts.gone,
+                "missing": facts.missing,
                 "timeout": facts.timeout,
+                "captured": facts.captured,
                 "one_collective": facts.one_collective,
                 "flight_recorder": facts.flight_recorder,
                 "blocked_threads": facts.blocked_threads,

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 
 from reporter import __version__
 from reporter.analysis import Analysis
-from reporter.analysis.result import RankProcess, TreeNode
+from reporter.analysis.ranksets import format_pids
+from reporter.analysis.result import RankProcess, TreeNode, Verdict
 from reporter.model import (
     SUMMARISED_KINDS,
     Bundle,
@@ -74,9 +75,11 @@ class FailedRow:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SummaryView:
-    """The summary block: headline, one line per finding with its evidence, next steps."""
+    """The summary block: the verdict, one line per topic with its evidence, next steps.
 
-    headline: str
+    The title above it is the headline; the block never repeats it."""
+
+    verdict: str
     lines: tuple[str, ...]
     steps: tuple[str, ...]
 
@@ -138,6 +141,8 @@ class ReportView:
     """Action items suggested from the next steps."""
     flight_recorder: frview.FlightRecorderView | None = None
     """The Flight Recorder section (reporter.render.frview); None without traces."""
+    evidence_digest: str = ""
+    """`Bundle.digest`: the evidence by content, so "seen before" knows this incident again."""
 
 
 def build_view(
@@ -167,7 +172,12 @@ def build_view(
         basis = f"Based on {plural(len(bundle.files), 'evidence file')}; no stack dumps."
     notes = tuple(analysis.confidence_notes)
     # One caveat per fact: the one-snapshot caveat is said here unless a note says it.
-    if analysis.snapshots == 1 and not any("snapshot" in n for n in notes):
+    # A crash is not a question of stuck or slow: the caveat would only mislead.
+    if (
+        analysis.snapshots == 1
+        and analysis.verdict is not Verdict.CRASHED
+        and not any("snapshot" in n for n in notes)
+    ):
         basis += " One snapshot cannot tell a stuck rank from a slow one."
     versions = sorted({d.python_version for d in bundle.dumps if d.python_version}, key=version_key)
     # A manifest title is typed by someone: inert like evidence. The derived one is built
@@ -231,8 +241,8 @@ def build_view(
         evidence=tuple(replace(b, title=md.summary_text(final(b.title))) for b in blocks),
         evidence_note=evidence_note,
         warnings=tuple(analysis.warnings),
-        metrics=metrics_view(analysis, chart_file=chart_file),
-        timeline=timeline_rows(analysis.timeline),
+        metrics=metrics_view(analysis, chart_file=chart_file, bundle=bundle),
+        timeline=timeline_rows(analysis.timeline, bundle=bundle),
         timeline_note=timeline_note(analysis.timeline),
         runtime_environment=envview.runtime_environment(analysis.environment),
         changes=envview.changes(analysis.diff),
@@ -248,6 +258,7 @@ def build_view(
         impact=tuple(LOCAL.inline(i) for i in ans.impact),
         actions=tuple(LOCAL.inline(a) for a in ans.actions),
         flight_recorder=frview.flight_recorder_view(analysis.flight_recorder),
+        evidence_digest=bundle.digest,
     )
 
 
@@ -256,18 +267,15 @@ def _sources(sources: Sequence[str]) -> str:
 
 
 def summary_view(ans: answers.Answer, analysis: Analysis) -> SummaryView:
-    """The summary block: a headline, one bullet per finding with its sources, the next steps."""
-    headline = (
-        f"**{LOCAL.inline(ans.title)}.** Verdict: **{ans.verdict_label}**, confidence "
-        f"{analysis.confidence.value}."
-    )
+    """The summary block: the verdict, one bullet per topic with its sources, the next steps."""
+    verdict = f"Verdict: **{ans.verdict_label}**, confidence {analysis.confidence.value}."
     lines = tuple(
         f"**{line.topic}:** {LOCAL.inline(line.text)}{_sources(line.sources)}" for line in ans.lines
     )
     steps = tuple(
         f"{LOCAL.inline(step.action)} _Why:_ {LOCAL.inline(step.why)}" for step in ans.steps[:4]
     )
-    return SummaryView(headline=headline, lines=lines, steps=steps)
+    return SummaryView(verdict=verdict, lines=lines, steps=steps)
 
 
 def _evidence_span(bundle: Bundle, analysis: Analysis) -> str:
@@ -328,11 +336,14 @@ def class_stacks(analysis: Analysis) -> tuple[Block, ...]:
             f"wait: {stack_class.wait}" if stack_class.wait else "no collective"
         )
         ranks = "rank" if len(stack_class.ranks) == 1 else "ranks"
+        label = stack_class.label
         if analysis.rank_unit != "rank":
             ranks = "PID" if len(stack_class.pids) == 1 else "PIDs"
+            # Listed: `[8261-8262]` would read as every PID between.
+            label = format_pids(stack_class.pids) if stack_class.pids else label
         out.append(
             Block(
-                title=f"{ranks} {stack_class.label}: {stack_class.state.value}, {what}",
+                title=f"{ranks} {label}: {stack_class.state.value}, {what}",
                 text="\n".join(lines),
             )
         )
@@ -352,8 +363,6 @@ class MetricsView:
     """The metrics section: verdict paragraph, charts, signals table, step changes, notes."""
 
     verdict: str
-    window: str
-    """The wedge window, said once above the charts (the charts draw it as bars)."""
     charts: tuple[ChartView, ...]
     drawn: tuple[Chart, ...]
     """The chart data the blocks above and the SVG file beside the report are both made from."""
@@ -379,9 +388,15 @@ MAX_TIMELINE_ROWS = 120
 _QUOTED_KINDS = frozenset({"log", "manual", "service", "goroutines"})
 
 
-def metrics_view(analysis: Analysis, *, chart_file: str = "") -> MetricsView | None:
-    """The metrics section of the report, or None when the bundle has no metric history."""
+def metrics_view(
+    analysis: Analysis, *, chart_file: str = "", bundle: Bundle | None = None
+) -> MetricsView | None:
+    """The metrics section of the report, or None when the bundle has no metric history.
+
+    With the `bundle`, step changes cite their sample by series and time (a line of a
+    one-line `query_range` answer points nowhere)."""
     from reporter.render import charts
+    from reporter.render.answer.series import cite
 
     wedge = analysis.wedge
     if wedge is None:
@@ -395,7 +410,6 @@ def metrics_view(analysis: Analysis, *, chart_file: str = "") -> MetricsView | N
         )
     return MetricsView(
         verdict=LOCAL.prose(wedge.summary),
-        window=LOCAL.prose(charts.window_text(wedge)) if built else "",
         charts=tuple(
             ChartView(block=md.fence(c.mermaid, "mermaid"), caption=LOCAL.prose(c.caption))
             for c in built
@@ -403,16 +417,29 @@ def metrics_view(analysis: Analysis, *, chart_file: str = "") -> MetricsView | N
         drawn=built,
         svg_note=svg_note,
         signals=tuple(parts.signal_row(s) for s in wedge.signals),
-        steps=tuple(f"{LOCAL.prose(s.text)} ({md.code(str(s.source))})" for s in wedge.steps),
+        steps=tuple(
+            f"{LOCAL.prose(s.text)} "
+            f"({md.code(cite(bundle, s.source, s.series, s.sampled_at) if bundle else str(s.source))})"
+            for s in wedge.steps
+        ),
         notes=tuple(LOCAL.prose(n) for n in wedge.notes),
     )
 
 
-def timeline_rows(events: Sequence[TimelineEvent]) -> tuple[TimelineRow, ...]:
+def timeline_rows(
+    events: Sequence[TimelineEvent], *, bundle: Bundle | None = None
+) -> tuple[TimelineRow, ...]:
     """The first `MAX_TIMELINE_ROWS` entries; the time without the date when all share one day.
 
     A timeline of dump captures alone says nothing the evidence list does not: then ().
+    With the `bundle`, an entry from a `query_range` answer cites the file without a line
+    (its lines hold whole series; the row's time and text say which sample).
     """
+    whole = {
+        f.path
+        for f in (bundle.files if bundle is not None else ())
+        if f.kind.value == "prometheus-json"
+    }
     if all(e.kind in (EventKind.DUMP, EventKind.DUMP_FAILED) for e in events):
         return ()
     days = {e.at.date() for e in events}
@@ -425,7 +452,8 @@ def timeline_rows(events: Sequence[TimelineEvent]) -> tuple[TimelineRow, ...]:
             if kind in _QUOTED_KINDS
             else LOCAL.prose(event.text)
         )
-        rows.append(TimelineRow(at=stamp, kind=kind, text=text, source=md.code(str(event.source))))
+        source = event.source.path if event.source.path in whole else str(event.source)
+        rows.append(TimelineRow(at=stamp, kind=kind, text=text, source=md.code(source)))
     return tuple(rows)
 
 

@@ -200,7 +200,9 @@ def test_first_screen_names_the_stopped_rank() -> None:
     bundle_ = load([STOPPED / "collect"])
     text = render_draft(bundle_, analyze(bundle_), now=datetime(2026, 12, 1, tzinfo=UTC))
     summary = text.split("## Summary", 1)[1]
-    headline = summary.strip().splitlines()[0]
-    assert "for rank 2 stopped in build_prefix_mask" in headline
+    # The manifest written by `report collect` names the report, so the first line of the
+    # block (What) is where the stopped rank must be named.
+    what = next(line for line in summary.splitlines() if line.startswith("- **What:**"))
+    assert "waiting for rank 2 (PID 31944) which is stopped in build_prefix_mask" in what
     assert "3 ranks stuck in all_reduce across 3 snapshots, waiting for rank 2" in summary
     assert "Find out who stopped rank 2" in summary
