@@ -83,6 +83,10 @@ class Change:
     after: str | None
     score: int
     why: tuple[str, ...]
+    noise: bool = False
+    """A rule of diff.toml with a negative weight matched: per-run noise (ports picked at
+    random, process ids, invocation ids, temporary paths, timestamps). The local report
+    keeps it; an upstream draft leaves it out."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -352,9 +356,11 @@ def _change(
     score = base + bonus
     why = [f"{_KIND_WORD[kind]} {status.value}: {base} + {bonus}"]
     values = tuple(v for v in (before, after) if v is not None)
+    noise = False
     for rule in rules.rules:
         if rule.matches(kind, key, values):
             score += rule.weight
+            noise = noise or rule.weight < 0
             sign = "+" if rule.weight >= 0 else "-"
             why.append(f"{rule.why} ({rule.id}): {sign}{abs(rule.weight)}")
     hidden = kind in (ChangeKind.ENV, ChangeKind.FLAG, ChangeKind.FACT) and any(
@@ -370,6 +376,7 @@ def _change(
         after=REDACTED if hidden and after is not None else _masked(after),
         score=score,
         why=tuple(why),
+        noise=noise,
     )
 
 

@@ -280,6 +280,7 @@ def plan_filing(
     dry_run: bool,
     notes: list[str],
     likely: Sequence[int],
+    filed_before: frozenset[str] = frozenset(),
 ) -> FilingPlan:
     """What to send (a new issue, a comment on the canonical duplicate, or nothing), why,
     and what stops it being sent (`refusals`); a dry run notes GitHub failures instead
@@ -301,7 +302,16 @@ def plan_filing(
             f"GitHub could not be read ({err.message}); the plan assumes no issue exists yet"
         )
         recent = ()
-    mine = next((i for i in recent if _same_marker(i.body, signature, ident)), None)
+    # With --force-new after a recorded filing, the issues already filed from this bundle
+    # (`filed_before`) are known and do not stop a new one.
+    mine = next(
+        (
+            i
+            for i in recent
+            if _same_marker(i.body, signature, ident) and not (force_new and i.url in filed_before)
+        ),
+        None,
+    )
     if mine is not None:
         return FilingPlan.already_filed(
             repo=repo,
@@ -447,8 +457,10 @@ def send(
     ident: str,
     clock: Clock,
     policy: RetryPolicy,
+    filed_before: frozenset[str] = frozenset(),
 ) -> Sent:
-    """Send the plan's request once; an ambiguous failure looks for the marker first."""
+    """Send the plan's request once; an ambiguous failure looks for the marker first (on
+    issues other than those in `filed_before`, the ones a --force-new files again)."""
     request = plan.request
     assert request is not None
     repo = plan.repo
@@ -476,7 +488,14 @@ def send(
 
         def look_issue() -> RemoteIssue | None:
             recent = read(f"GET {repo} recent issues", lambda: tracker.recent_issues(repo))
-            return next((i for i in recent if _same_marker(i.body, signature, ident)), None)
+            return next(
+                (
+                    i
+                    for i in recent
+                    if _same_marker(i.body, signature, ident) and i.url not in filed_before
+                ),
+                None,
+            )
 
         issue = _retry(
             f"POST {repo} issue",

@@ -283,9 +283,14 @@ def test_forms_come_through_the_contents_api_and_are_cached(
     )
     assert ghserver.count("/contents/", status=304) == 1, "stale cache: one conditional request"
     offline = filing.choose_form(
-        SGLANG, forms_dir=None, offline=True, access=GitHubAccess(env={}), notes=notes
+        SGLANG, forms_dir=None, offline=True, access=GitHubAccess(env=env), notes=notes
     )
     assert offline == form
+    # Caches are kept per host: github.com's sgl-project/sglang is another repository.
+    other = filing.choose_form(
+        SGLANG, forms_dir=None, offline=True, access=GitHubAccess(env={}), notes=notes
+    )
+    assert other != form
 
 
 def test_a_signature_match_alone_never_picks_a_thread_without_stacks(
