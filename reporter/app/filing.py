@@ -72,6 +72,25 @@ def read_forms_dir(folder: Path) -> list[tuple[str, str]]:
     return out
 
 
+def shipped_forms(repo: str, host: str) -> tuple[tuple[str, str], str] | None:
+    """The real bug form of `repo` shipped in reporter/data/forms (github.com only):
+    ((file name, text), "from <source address>"), or None when none is shipped."""
+    import tomllib
+
+    from reporter import rules as data_files
+
+    if host.lower() not in ("github.com", "api.github.com"):
+        return None
+    sources = tomllib.loads(data_files.read_text("forms/SOURCES.toml"))
+    entries = sources.get(repo.lower())
+    if not isinstance(entries, list) or not entries:
+        return None
+    entry = entries[0]
+    name = str(entry["file"])
+    text = data_files.read_text(f"forms/{name}")
+    return (Path(name).name, text), f"commit {str(entry['commit'])[:12]}"
+
+
 def _read_cache(folder: Path) -> tuple[dict[str, Any], list[tuple[str, str]]] | None:
     try:
         meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
@@ -150,13 +169,18 @@ def choose_form(
         if offline:
             cached = _read_cache(cache)
             files = cached[1] if cached is not None else None
-            if files is None:
-                notes.append(f"offline and no cached issue forms of {repo}: using the generic form")
         else:
             retry = RetryPolicy(attempts=2, backoff=0.5, max_wait=10.0)
             with access.client(timeout=10.0, retry=retry) as client:
                 now = (access.clock or SystemClock()).now()
                 files = fetch_forms(client, repo, cache=cache, now=now, notes=notes)
+        if files is None:
+            shipped = shipped_forms(repo, access.host)
+            if shipped is not None:
+                files, where = [shipped[0]], shipped[1]
+                notes.append(f"using the {repo} bug form shipped with reporter ({where})")
+            elif offline:
+                notes.append(f"offline and no cached issue forms of {repo}: using the generic form")
     if files is None:
         return generic_form()
     forms, skipped = parse_forms(files)
@@ -385,8 +409,11 @@ def mark_draft_filed(text: str, url: str) -> str:
     return block + body
 
 
-def _reviewed_draft(path: Path, built: drafting.UpstreamDraft) -> tuple[str, tuple[str, ...], str]:
-    """(title, labels, body) of a reviewed draft file, checked against the bundle's draft."""
+def _reviewed_draft(
+    path: Path, built: drafting.UpstreamDraft
+) -> tuple[str, tuple[str, ...], str, str]:
+    """(title, labels, body, the file's text) of a reviewed draft file, checked against
+    the bundle's draft."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
@@ -412,7 +439,7 @@ def _reviewed_draft(path: Path, built: drafting.UpstreamDraft) -> tuple[str, tup
     title = str(front.get("title") or built.title).strip()
     labels_value = front.get("labels")
     labels = tuple(str(v) for v in labels_value) if isinstance(labels_value, list) else built.labels
-    return title, labels, body
+    return title, labels, body, text
 
 
 def file_upstream(
@@ -454,9 +481,11 @@ def file_upstream(
     if previous:
         notes.append(f"--force-new: filing again, although {previous} was filed from this bundle")
     if draft_file is not None:
-        title, labels, body = _reviewed_draft(draft_file, built)
+        title, labels, body, document = _reviewed_draft(draft_file, built)
+        where = str(draft_file)
     else:
-        title, labels, body = built.title, built.labels, built.body
+        title, labels, body, document = built.title, built.labels, built.body, built.document
+        where = "the draft (`report upstream draft` writes it)"
     own = tracker is None
     if tracker is None:
         tracker = PyGithubTracker(
@@ -483,6 +512,8 @@ def file_upstream(
             dry_run=not yes,
             notes=notes,
             filed_before=frozenset({previous}) if previous else frozenset(),
+            document=document,
+            where=where,
             likely=[
                 c.issue.record.number
                 for c in run.related

@@ -170,11 +170,11 @@ def read_rate_limit(
         return None
     resource = fields.get("x-ratelimit-resource", "core") or "core"
     reset = fields.get("x-ratelimit-reset", "").strip()
-    if retry_after.isdigit() and len(retry_after) <= _MAX_DIGITS:
-        wait = float(retry_after)
-    elif remaining == "0" and reset.isdigit() and len(reset) <= _MAX_DIGITS:
+    if retry_after.isdigit():
+        wait = float(retry_after) if len(retry_after) <= _MAX_DIGITS else MAX_READ_WAIT
+    elif remaining == "0" and reset.isdigit():
         # A reset already past (clock skew) still waits a second: GitHub counts whole seconds.
-        wait = max(0.0, int(reset) - now) + 1.0
+        wait = max(0.0, int(reset) - now) + 1.0 if len(reset) <= _MAX_DIGITS else MAX_READ_WAIT
     else:
         wait = policy.secondary_wait * 2.0 ** (max(count, 1) - 1)
     return RateLimitReading(wait=min(wait, MAX_READ_WAIT), resource=resource[:40])

@@ -243,18 +243,29 @@ def _same_marker(text: str, signature: str, ident: str) -> bool:
     return drafting.find_marker(text) == (signature, ident)
 
 
-def _gate(body: str, todos: Sequence[int], leaks: Sequence[redact.Leak], *, what: str) -> list[str]:
+def _gate(
+    body: str,
+    todos: Sequence[int],
+    leaks: Sequence[redact.Leak],
+    *,
+    what: str,
+    where: str = "",
+) -> list[str]:
+    """Why `body` may not be sent; line numbers are those of `where` (the draft file)
+    when given, else of the body."""
     refusals: list[str] = []
+    lines_of = f"{where} lines" if where else "body lines"
     if todos:
         lines = ", ".join(str(n) for n in todos[:8])
         refusals.append(
-            f"{what} has {len(todos)} unfilled TODO(reviewer) placeholder(s) (body lines {lines}): "
+            f"{what} has {len(todos)} unfilled TODO(reviewer) placeholder(s) ({lines_of} {lines}): "
             "fill them in a reviewed draft and pass it with --draft"
         )
     if leaks:
         shown = "; ".join(str(leak) for leak in leaks[:5])
         refusals.append(
-            f"the redaction scan still flags {len(leaks)} value(s) in the {what}: {shown}"
+            f"the redaction scan (the same as `report lint`) still flags {len(leaks)} "
+            f"value(s) in {where or f'the {what}'}: {shown}"
         )
     if len(body) > GITHUB_BODY_LIMIT:
         refusals.append(
@@ -281,10 +292,13 @@ def plan_filing(
     notes: list[str],
     likely: Sequence[int],
     filed_before: frozenset[str] = frozenset(),
+    document: str = "",
+    where: str = "",
 ) -> FilingPlan:
     """What to send (a new issue, a comment on the canonical duplicate, or nothing), why,
     and what stops it being sent (`refusals`); a dry run notes GitHub failures instead
-    of raising them."""
+    of raising them. `document` is the draft as a file (front matter and body; default
+    the built one) that the gate scans, `where` its name in refusals."""
     signature, ident = built.signature, built.bundle_id
     reasons: list[str] = []
 
@@ -419,9 +433,12 @@ def plan_filing(
         reasons.append("--force-new: filing a new issue whatever the duplicate search finds")
     if not reasons:
         reasons.append("no likely duplicate upstream")
-    todos = placeholders(body)
-    leaks = redact.leaks(f"{title}\n{body}", redaction=built.redaction)
-    refusals = _gate(body, todos, leaks, what="issue body")
+    # The same scan as `report lint` over the same text (the draft document a reviewer
+    # edits), so a refusal cites the line the reviewer sees in that file.
+    document = document or built.document
+    todos = placeholders(document)
+    leaks = redact.scan_document(document, redaction=built.redaction)
+    refusals = _gate(body, todos, leaks, what="issue body", where=where)
     if not title.strip():
         refusals.append("the issue has no title")
     request = Request(

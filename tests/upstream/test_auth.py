@@ -118,7 +118,8 @@ def test_auth_status_says_where_the_token_came_from_never_the_token(
 
 def test_no_token_anywhere(clean_env: Path, ghserver: GitHubServer) -> None:
     result = runner.invoke(cli, ["auth", "status", "--base-url", ghserver.url])
-    assert result.exit_code == 0, result.output
+    # As `gh auth status`: no token is exit 1, after saying what to set.
+    assert result.exit_code == 1, result.output
     assert "token: none (set GH_ENTERPRISE_TOKEN or GITHUB_ENTERPRISE_TOKEN" in result.stdout
     assert "rate limit: 60 of 60 requests left" in result.stdout
 
