@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from reporter.analysis import Analysis, Verdict
-from reporter.errors import UpstreamError
 from reporter.model import Bundle
 from reporter.render.lint import GITHUB_BODY_LIMIT, placeholders
 from reporter.upstream import draft as drafting
@@ -296,8 +295,8 @@ def plan_filing(
     where: str = "",
 ) -> FilingPlan:
     """What to send (a new issue, a comment on the canonical duplicate, or nothing), why,
-    and what stops it being sent (`refusals`); a dry run notes GitHub failures instead
-    of raising them. `document` is the draft as a file (front matter and body; default
+    and what stops it being sent (`refusals`); a GitHub failure raises, dry run or not
+    (`dry_run` only says which it is). `document` is the draft as a file (front matter and body; default
     the built one) that the gate scans, `where` its name in refusals."""
     signature, ident = built.signature, built.bundle_id
     reasons: list[str] = []
@@ -305,17 +304,11 @@ def plan_filing(
     def read(what: str, action: Callable[[], Any]) -> Any:
         return _retry(what, action, clock=clock, policy=policy)
 
-    try:
-        recent: tuple[RemoteIssue, ...] = read(
-            f"GET {repo} recent issues", lambda: tracker.recent_issues(repo)
-        )
-    except UpstreamError as err:
-        if not dry_run:
-            raise
-        notes.append(
-            f"GitHub could not be read ({err.message}); the plan assumes no issue exists yet"
-        )
-        recent = ()
+    # A plan GitHub could not be asked for is no plan: a failed read fails the command,
+    # dry run or not (a dry run that assumed "no issue yet" would promise a duplicate).
+    recent: tuple[RemoteIssue, ...] = read(
+        f"GET {repo} recent issues", lambda: tracker.recent_issues(repo)
+    )
     # With --force-new after a recorded filing, the issues already filed from this bundle
     # (`filed_before`) are known and do not stop a new one.
     mine = next(
@@ -353,13 +346,7 @@ def plan_filing(
             candidates = []
         candidates.extend(n for n in likely if n not in candidates)
         for number in candidates[:MAX_CANDIDATES]:
-            try:
-                canonical = canonical_issue(tracker, repo, number, read=read)
-            except UpstreamError as err:
-                if not dry_run:
-                    raise
-                notes.append(f"#{number} could not be read ({err.message})")
-                continue
+            canonical = canonical_issue(tracker, repo, number, read=read)
             chain = " -> ".join(f"#{n}" for n in canonical.chain)
             if canonical.note:
                 reasons.append(canonical.note)

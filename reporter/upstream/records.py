@@ -157,11 +157,18 @@ def records_from_api(
     return out
 
 
+# Invisible characters that hide or reorder text in a title: zero-width spaces and
+# joiners, bidi marks, word joiners and the byte-order mark (`reporter.inert` removes
+# escape sequences, controls and bidi overrides).
+_INVISIBLE_RE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff]")
+
+
 def inert_title(text: str) -> str:
-    """A title from upstream made inert, on one line (see `reporter.inert`)."""
+    """A title from upstream made inert, on one line: `reporter.inert.for_terminal`, then
+    invisible characters removed."""
     from reporter.inert import for_terminal
 
-    return " ".join(for_terminal(str(text)).split())
+    return " ".join(_INVISIBLE_RE.sub("", for_terminal(str(text))).split())
 
 
 def repo_of_api_item(item: dict[str, Any]) -> str | None:
