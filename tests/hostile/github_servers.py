@@ -95,7 +95,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_owner: HostileGitHub
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+    def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the tests read the CLI's output, not the server's."""
 
     # --- answers ----------------------------------------------------------------------
@@ -127,7 +127,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._json(201, {"number": 99, "html_url": "https://github.com/a/b/issues/99"})
 
-    def do_GET(self) -> None:  # noqa: C901, PLR0911, PLR0912 - one branch per hostile mode
+    def do_GET(self) -> None:
         owner = self.server_owner
         owner.requests += 1
         split = urlsplit(self.path)
