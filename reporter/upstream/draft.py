@@ -538,11 +538,11 @@ def build_draft(inputs: DraftInputs, *, budget: int = REVIEW_BUDGET) -> Upstream
     view = settle(built, result.texts)
     title = final(settle(waiting_title, result.texts))
     footer = (
-        f"_Drafted by reporter {__version__} from an evidence bundle; "
+        f"_Drafted by hangreport {__version__} from an evidence bundle; "
         f"{plural(result.total(), 'value')} (addresses, host and user names, secrets) were "
         "replaced by placeholders such as `<host-1>` before posting._"
         if result.total()
-        else f"_Drafted by reporter {__version__} from an evidence bundle._"
+        else f"_Drafted by hangreport {__version__} from an evidence bundle._"
     )
     view = replace(view, evidence=replace(view.evidence, footer=footer))
     if inputs.known_fix is not None and inputs.known_fix.has_fix:
@@ -651,7 +651,7 @@ def build_comment(
         UPSTREAM.with_evidence(pieces),
         issue_text=issue_text,
         marker=mark,
-        footer=f"_Posted with reporter {__version__}; addresses, host and user names and "
+        footer=f"_Posted with hangreport {__version__}; addresses, host and user names and "
         "secrets are replaced by placeholders._",
     )
     result = redactor.redact(

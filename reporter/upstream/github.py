@@ -174,7 +174,7 @@ class GitHubClient:
         headers = {
             "Accept": "application/vnd.github+json",
             "X-GitHub-Api-Version": "2022-11-28",
-            "User-Agent": f"reporter/{__version__}",
+            "User-Agent": f"hangreport/{__version__}",
         }
         if self.token is not None:
             headers["Authorization"] = f"Bearer {self.token.value}"
