@@ -180,9 +180,10 @@ def import_file(index: Index, path: Path) -> ImportResult:
 
 
 def export_lines(index: Index, repo: str | None = None) -> Iterator[str]:
-    """JSONL lines of the stored issues, by repo and number."""
+    """JSONL lines of every stored issue and pull request, by repo and number, each with
+    what fixed it (`fixed_in`) when a sync looked that up: an export imports back whole."""
     fixes = {(fix.repo, fix.number): fix for fix in index.fixes([repo] if repo else [])}
-    for record in index.records(repo):
+    for record in index.records(repo, include_pulls=True):
         line = record_to_json(record, fixes.get((record.repo, record.number)))
         yield json.dumps(line, ensure_ascii=False, sort_keys=False)
 

@@ -546,7 +546,8 @@ def build_draft(inputs: DraftInputs, *, budget: int = REVIEW_BUDGET) -> Upstream
     )
     view = replace(view, evidence=replace(view.evidence, footer=footer))
     if inputs.known_fix is not None and inputs.known_fix.has_fix:
-        line = BARE(inputs.known_fix.sentence(link=True))
+        # Our own sentence (code spans and one deliberate link): not escaped again.
+        line = inputs.known_fix.sentence(link=True)
         view = replace(view, evidence=replace(view.evidence, notes=(line, *view.evidence.notes)))
     body, view = _fit(view, min(budget, BODY_BUDGET))
     notes: list[str] = []

@@ -196,11 +196,14 @@ class Index:
             self._repo_counts = [(str(r), int(n)) for r, n in rows]
         return list(self._repo_counts)
 
-    def records(self, repo: str | None = None) -> Iterator[IssueRecord]:
-        """Stored issues (not pull requests) by repo and number."""
+    def records(
+        self, repo: str | None = None, *, include_pulls: bool = False
+    ) -> Iterator[IssueRecord]:
+        """Stored issues (and pull requests with `include_pulls`) by repo and number."""
         where, args = _repo_filter([repo] if repo else [], "repo")
+        pulls = "1 = 1" if include_pulls else "is_pull = 0"
         rows = self._db.execute(
-            f"SELECT {_RECORD_COLUMNS} FROM issues WHERE is_pull = 0{where} ORDER BY repo, number",
+            f"SELECT {_RECORD_COLUMNS} FROM issues WHERE {pulls}{where} ORDER BY repo, number",
             args,
         )
         for row in rows:
