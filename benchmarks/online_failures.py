@@ -50,7 +50,7 @@ def commands(work: Path, url: str) -> dict[str, list[str]]:
 
 
 def first_line(text: str) -> str:
-    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("note:")]
+    lines = [line for line in text.splitlines() if line.strip()]
     return (lines[0] if lines else "")[:150]
 
 
@@ -64,9 +64,11 @@ def main() -> None:
                 work = Path(tmp)
                 url = "http://127.0.0.1:1" if failure == "unreachable" else server.url
                 # triage --post needs the issue in the index first.
+                # Two alike issues: #2 is a likely duplicate of #1, so --post has to post.
+                issue = '{{"repo": "a/b", "number": {n}, "title": "{t}", "body": "{t}", "state": "open"}}\n'
+                title = "scheduler hangs in all_reduce from check_hicache_events writing_check"
                 (work / "i.jsonl").write_text(
-                    '{"repo": "a/b", "number": 1, "title": "hang", "state": "open"}\n',
-                    encoding="utf-8",
+                    issue.format(n=1, t=title) + issue.format(n=2, t=title), encoding="utf-8"
                 )
                 run_cli(
                     ["index", "import", str(work / "i.jsonl"), "--db", str(work / "t.sqlite3")],
