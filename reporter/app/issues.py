@@ -457,7 +457,7 @@ def run_triage(
                 body=comment_body(rows[0]), skipped="dry run (pass --post to post it)"
             )
         else:
-            result = post_comment(tracker, rows[0], post=post)
+            result = post_comment(tracker, rows[0], post=post, clock=access.clock)
     return TriageOutcome(rows=tuple(rows), notes=tuple(notes), comment=result)
 
 

@@ -176,6 +176,12 @@ class PyGithubTracker:
             raise status_error(what, err.status, message, write=True) from err
         except requests.exceptions.RequestException as err:
             raise AmbiguousError(f"{what}: {type(err).__name__}: no complete answer") from err
+        except (TypeError, ValueError, KeyError, AttributeError) as err:
+            # PyGithub could not read the answer (garbage, not GitHub's JSON): after a POST
+            # it may have landed, so it is ambiguous, and the caller looks before retrying.
+            raise AmbiguousError(
+                f"{what}: GitHub's answer could not be read ({type(err).__name__})"
+            ) from err
 
     def issue(self, repo: str, number: int) -> RemoteIssue:
         """`GET /repos/{repo}/issues/{number}`."""

@@ -173,6 +173,18 @@ def _retry(
     )
 
 
+def call_with_retries(
+    what: str,
+    action: Callable[[], T],
+    *,
+    clock: Clock,
+    policy: RetryPolicy,
+    look: Callable[[], T | None] | None = None,
+) -> T:
+    """`action` under filing's retry rules (see `_retry`), for other writers (triage)."""
+    return _retry(what, action, clock=clock, policy=policy, look=look)
+
+
 def duplicate_target(text: str, repo: str) -> int | None:
     """The issue a "Duplicate of #N" line in `text` points to, in `repo`; None if none."""
     for match in _DUPLICATE_RE.finditer(text or ""):

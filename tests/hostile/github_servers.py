@@ -165,9 +165,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             chunk = b" " * (1 << 20)
             try:
+                # Exactly HUGE_BYTES: `[`, spaces, `]` (valid JSON: an empty list, 80 MiB long).
                 self.wfile.write(b"[")
                 for _ in range(HUGE_BYTES // len(chunk) - 1):
                     self.wfile.write(chunk)
+                self.wfile.write(b" " * (len(chunk) - 2) + b"]")
             except OSError:
                 pass  # the client stopped reading at its cap
             self.close_connection = True

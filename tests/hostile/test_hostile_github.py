@@ -198,6 +198,25 @@ def example_answered(_work: Path, outcome: Outcome) -> None:
     assert "sgl-project/sglang#" in outcome.stdout
 
 
+def s_triage_post(work: Path, server: HostileGitHub) -> list[str]:
+    token_for(work, server)
+    title = "scheduler hangs in all_reduce from check_hicache_events writing_check"
+    line = '{{"repo": "a/b", "number": {n}, "title": "{t}", "body": "{t}", "state": "open"}}\n'
+    source = work / "i.jsonl"
+    source.write_text(line.format(n=1, t=title) + line.format(n=2, t=title), encoding="utf-8")
+    db = work / "t.sqlite3"
+    setup = subprocess.run(
+        [sys.executable, "-m", "reporter", "index", "import", str(source), "--db", str(db)],
+        cwd=work,
+        env=environment(work),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert setup.returncode == 0, setup.stderr
+    return ["triage", "a/b#1", "--post", "--db", str(db), "--base-url", server.url]
+
+
 def s_auth_no_token(_work: Path, server: HostileGitHub) -> list[str]:
     return ["auth", "status", "--base-url", server.url]
 
@@ -232,6 +251,8 @@ ROWS = [
     Row("empty-index-never-hides-the-example", "ok", s_empty_index_then_offline, {0},
         check=example_answered),
     Row("auth-status-without-token", "ok", s_auth_no_token, {1}, "token: none"),
+    Row("triage-post-garbage", "garbage", s_triage_post, {1}, "could not be read",
+        allowed=("t.sqlite3",)),
 ]  # fmt: skip
 
 
