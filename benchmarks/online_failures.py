@@ -19,10 +19,11 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# The hostile suite's server and harness (tests/hostile), imported as mypy and pytest name them.
+sys.path.insert(0, str(ROOT / "tests"))
 
-from tests.hostile.github_servers import HostileGitHub  # noqa: E402
-from tests.hostile.harness import run_cli  # noqa: E402
+from hostile.github_servers import HostileGitHub  # noqa: E402
+from hostile.harness import run_cli  # noqa: E402
 
 BUNDLE = ROOT / "fixtures" / "bundles" / "tp_desync"
 FAILURES = {"unreachable": "ok", "500": "500", "garbage": "garbage", "rate limit": "rate-limit"}

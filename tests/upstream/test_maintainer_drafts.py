@@ -145,8 +145,8 @@ def test_a_known_fix_in_a_newer_release_blocks_filing_until_forced(
     forced = filing.file_upstream(
         source,
         access=access,
-        tracker=_NoIssues(),
-        force_new=True,  # type: ignore[arg-type]
+        tracker=_NoIssues(),  # type: ignore[arg-type]
+        force_new=True,
     )
     assert forced.plan.action is Action.NEW_ISSUE
     assert not any("upgrade" in r for r in forced.plan.refusals)
