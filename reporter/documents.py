@@ -179,6 +179,7 @@ def sync_json(reports: Sequence[SyncReport], notes: Sequence[str], index: Path) 
                 "requests": r.requests,
                 "not_modified": r.not_modified,
                 "resumed": r.resumed,
+                "skipped": r.skipped,
                 "fixes": (
                     None
                     if r.fixes is None

@@ -238,8 +238,11 @@ SCHEMAS: dict[str, Schema] = {
                 stored=INT,
                 pages=INT,
                 requests=INT,
-                not_modified=BOOL,
+                not_modified=described(
+                    BOOL, "GitHub answered 304: nothing changed since the last sync (one request)"
+                ),
                 resumed=BOOL,
+                skipped=described(INT, "malformed items in GitHub's answer, left out"),
                 fixes=described(
                     {"type": ["object", "null"]},
                     "fix look-ups: checked, found, left for the next sync (null: not run)",
@@ -275,7 +278,15 @@ SCHEMAS: dict[str, Schema] = {
         index=STR,
         repo=STR_OR_NULL,
         count=INT,
-        issues=array({"type": "object", "required": ["repo", "number", "title"]}),
+        issues=array(
+            described(
+                {"type": "object", "required": ["repo", "number", "title", "state"]},
+                "one issue as `index import` reads it: repo, number, title, body, state, "
+                "state_reason, labels, created_at, updated_at, closed_at, comments, url, "
+                "is_pull, and fixed_in (kind, ref, url, sha, tag, checked_at) when a sync "
+                "looked up what fixed it",
+            )
+        ),
     ),
     "collect": obj(
         "What a live collection took and skipped.",

@@ -87,6 +87,10 @@ class Change:
     why: tuple[str, ...]
     tie: int = 0
     """The sum of the matching rules' `tie`: breaks equal scores (higher first)."""
+    noise: bool = False
+    """A rule of diff.toml with a negative weight matched: per-run noise (ports picked at
+    random, process ids, invocation ids, temporary paths, timestamps). The local report
+    keeps it; an upstream draft leaves it out."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -360,10 +364,12 @@ def _change(
     why = [f"{_KIND_WORD[kind]} {status.value}: {base} + {bonus}"]
     values = tuple(v for v in (before, after) if v is not None)
     tie = 0
+    noise = False
     for rule in rules.rules:
         if rule.matches(kind, key, values):
             score += rule.weight
             tie += rule.tie
+            noise = noise or rule.weight < 0
             if rule.weight == 0:
                 order = "wins" if rule.tie > 0 else "loses"
                 why.append(f"{rule.why} ({rule.id}): {order} ties")
@@ -384,6 +390,7 @@ def _change(
         score=score,
         why=tuple(why),
         tie=tie,
+        noise=noise,
     )
 
 

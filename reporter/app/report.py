@@ -454,6 +454,13 @@ def _markdown_files(paths: Sequence[Path]) -> list[Path]:
     return list(dict.fromkeys(files))
 
 
+def _upstream_scan(text: str) -> list[tuple[int, str, str]]:
+    """The filing gate's scan of an upstream draft, for lint (see `redact.scan_document`)."""
+    from reporter.upstream.redact import scan_document
+
+    return [(leak.line, leak.kind, leak.sample) for leak in scan_document(text)]
+
+
 def lint_reports(paths: Sequence[Path], *, index: Path | None = None) -> LintRun:
     """Lint report files (folders: every `*.md` under them); `index` checks issue links."""
     from reporter.render import lint
@@ -475,7 +482,11 @@ def lint_reports(paths: Sequence[Path], *, index: Path | None = None) -> LintRun
                     )
                 )
                 continue
-            findings.extend(lint.lint_text(text, path=str(path), index=issue_index))
+            findings.extend(
+                lint.lint_text(
+                    text, path=str(path), index=issue_index, upstream_scan=_upstream_scan
+                )
+            )
     finally:
         if issue_index is not None:
             issue_index.close()

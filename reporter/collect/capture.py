@@ -374,7 +374,26 @@ class ProcessSteps(SessionState):
             if version and not self.w.state.version:
                 self.w.update(version=version)
             self.say(f"packages: {count} from {interpreter.argv0} ({who})")
+            self.env_script(interpreter, pids, listed.text)
         self.w.save()
+
+    def env_script(self, interpreter: envcap.Interpreter, pids: list[int], freeze: str) -> None:
+        """The product's environment report (`python -m sglang.check_env`, vLLM's
+        `collect_env`) from the target's interpreter: what its bug form asks for, so an
+        upstream draft has the version and environment without a TODO."""
+        found = envcap.env_script_for(freeze)
+        if found is None or self.stop.is_set():
+            return
+        _dist, module, kind, name = found
+        timeout = max(self.request.timeout, envcap.ENV_SCRIPT_TIMEOUT)
+        ran = envcap.run_env_script(interpreter, module, timeout=timeout, stop=self.stop)
+        who = "PID " + ", ".join(map(str, pids))
+        if ran.error:
+            self.note_skip(f"python -m {module} for {who}", ran.error)
+            self.say(f"environment script: {ran.error}")
+            return
+        self.keep(plan.env_path(pids[0], name), ran.text, EvidenceKind(kind), f"{ran.note} ({who})")
+        self.say(f"environment script: python -m {module} ({who})")
 
 
 def _title_only(proc: procfs.ProcessInfo) -> bool:
