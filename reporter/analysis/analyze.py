@@ -209,7 +209,11 @@ def _part(
                 pg=_process_group(process, classifier),
             )
         )
-        processes.append(RankProcess(identity=identity, snapshots=process.snapshots, state=state))
+        processes.append(
+            RankProcess(
+                identity=identity, snapshots=process.snapshots, state=state, unit=process.unit
+            )
+        )
         members.append(Member(unit=process.unit, state=state, pid=identity.pid, info=history[-1]))
         latest = process.snapshots[-1]
         main = main_thread(latest)

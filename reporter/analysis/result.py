@@ -94,6 +94,8 @@ class RankIdentity:
     title: str | None
     instance: str = "1"
     """The instance (server, job) the rank belongs to; ranks are numbered within it."""
+    host: str = ""
+    """The host the process ran on; "" when the evidence does not name it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,6 +105,10 @@ class RankProcess:
     identity: RankIdentity
     snapshots: tuple[ProcessDump, ...]
     state: RankState
+    unit: int | None = None
+    """Its number in `classes[].ranks` (rank, PID or place), within its instance; None for
+    processes that are not ranks. PIDs can repeat across hosts: look processes up by
+    (instance, unit), not by PID."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

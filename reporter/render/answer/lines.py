@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from reporter.analysis.result import Analysis, Verdict
 from reporter.model import Bundle, EventKind, Location, TimelineEvent
 from reporter.render.answer.records import SeenReport, SummaryLine, Timeout, WaitEdge, WaitSide
-from reporter.render.answer.waits import dump_of, gone_ranks, ranks_name
+from reporter.render.answer.waits import dump_of, gone_ranks, members, ranks_name
 from reporter.text import plural
 from reporter.times import clock
 
@@ -182,7 +182,8 @@ def stack_title(analysis: Analysis, edges: Sequence[WaitEdge]) -> str:
         single = len(edge.waiting.ranks) == 1
         prefix = role_prefix(analysis)
         who = (
-            f"{prefix.removesuffix('s')} {edge.waiting.ranks[0]} waits"
+            f"{prefix.removesuffix('es' if prefix == 'Processes' else 's')} "
+            f"{edge.waiting.ranks[0]} waits"
             if single
             else (f"{prefix} {edge.waiting.label} wait")
         )
@@ -283,13 +284,12 @@ def instance_lines(analysis: Analysis) -> list[SummaryLine]:
     instances: Sequence[Any] = getattr(analysis, "instances", ())
     if len(instances) < 2:
         return []
-    by_pid = {p.identity.pid: p for p in analysis.processes}
     out = []
     for instance in instances:
         sources = tuple(
-            str(by_pid[pid].snapshots[-1].source)
-            for pid in list(instance.pids)[:2]
-            if pid in by_pid and by_pid[pid].snapshots
+            str(p.snapshots[-1].source)
+            for p in members(analysis, str(instance.id), instance.ranks)[:2]
+            if p.snapshots
         )
         first = str(instance.summary).split(". ")[0].rstrip(".")
         out.append(

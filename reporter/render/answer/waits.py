@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from reporter.analysis.ranks import format_ranks, main_thread
-from reporter.analysis.result import Analysis, StackClass, Verdict
+from reporter.analysis.result import Analysis, RankProcess, StackClass, Verdict
 from reporter.model import Frame
 from reporter.render.answer.records import WaitEdge, WaitSide
 
@@ -29,6 +29,8 @@ _TORCH_FILE = re.compile(r"(^|/)torch/")
 
 def ranks_name(ranks: Sequence[int], unit: str) -> str:
     text = format_ranks(ranks)
+    if unit == "process":
+        return f"process {ranks[0]}" if len(ranks) == 1 else f"processes {text}"
     if unit != "rank":
         return f"PIDs {text}"
     return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {text}"
@@ -44,12 +46,20 @@ def _at(frame: Frame | None) -> str:
     return f"{name} ({place})"
 
 
+def members(analysis: Analysis, instance: str, units: Sequence[int]) -> list[RankProcess]:
+    """The rank processes of `units` in `instance`, by PID: found by (instance, unit), since
+    one PID can name two processes (two hosts, two containers)."""
+    wanted = {(instance, u) for u in units}
+    return sorted(
+        (p for p in analysis.processes if (p.identity.instance, p.unit) in wanted),
+        key=lambda p: (p.identity.pid is None, p.identity.pid or 0, p.unit or 0),
+    )
+
+
 def dump_of(analysis: Analysis, stack_class: StackClass) -> str:
-    """The dump behind a class: its smallest rank's latest main thread, as `file:line`."""
-    by_pid = {p.identity.pid: p for p in analysis.processes}
-    for pid in stack_class.pids:
-        process = by_pid.get(pid)
-        if process is None or not process.snapshots:
+    """The dump behind a class: its smallest PID's latest main thread, as `file:line`."""
+    for process in members(analysis, stack_class.instance, stack_class.ranks):
+        if not process.snapshots:
             continue
         latest = process.snapshots[-1]
         thread = main_thread(latest)
