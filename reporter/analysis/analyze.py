@@ -23,6 +23,7 @@ from reporter.analysis.branch import branch_point
 from reporter.analysis.classify import Classifier, FrameKind, default_classifier
 from reporter.analysis.clues import main_thread
 from reporter.analysis.explain import Context, confidence, summary
+from reporter.analysis.hosts import host_rows, missing_text
 from reporter.analysis.merge import (
     Member,
     ThreadSample,
@@ -394,6 +395,18 @@ def _analyze(
         waits_for=tuple(e for part in parts for e in part.edges),
         instances=verdicts,
     )
+    rows = host_rows(bundle, processes, others, rank_map.failed)
+    if rows:
+        sentence, note = missing_text(rows)
+        if note:
+            level = _LEVELS[min(_LEVELS.index(level) + 1, len(_LEVELS) - 1)]
+            analysis = replace(
+                analysis,
+                summary=analysis.summary + sentence,
+                confidence=level,
+                confidence_notes=(*analysis.confidence_notes, note),
+            )
+        analysis = replace(analysis, hosts=rows)
     analysis = flight_recorder.complete(analysis, bundle, classifier)
     done = surroundings.complete(analysis, bundle, sources=sources, context=context)
     if done.signature.text.count("\n") == 0:

@@ -25,6 +25,7 @@ from reporter.analysis.records import JSON, record
 from reporter.analysis.result import (
     Analysis,
     BranchPoint,
+    HostRow,
     IdleThread,
     InstanceVerdict,
     RankProcess,
@@ -124,6 +125,7 @@ def process_json(process: RankProcess) -> JSON:
         "dims": dict(ident.dims),
         "snapshots": len(process.snapshots),
         "instance": ident.instance,
+        "host": ident.host or None,
     }
 
 
@@ -187,6 +189,16 @@ def to_json(analysis: Analysis) -> JSON:
         "timeline": [event_json(e) for e in analysis.timeline],
         **_surroundings_json(analysis),
         "flight_recorder": flight_recorder.to_json(analysis.flight_recorder),
+        "hosts": [host_json(h) for h in analysis.hosts],
+    }
+
+
+def host_json(row: HostRow) -> JSON:
+    """One host: its ranks, their states, its failed dumps and how its capture went."""
+    return {
+        **record(row, "name status reason ranks label pids"),
+        "states": dict(row.states),
+        **record(row, "failed_dumps others"),
     }
 
 

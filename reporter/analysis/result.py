@@ -250,6 +250,33 @@ class InstanceVerdict:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class HostRow:
+    """One host of a multi-host bundle (`reporter.analysis.hosts`): its rank processes and
+    their states, its failed dumps, and how its capture went (`[[collect.remote]]`)."""
+
+    name: str
+    status: str
+    """`complete`, `incomplete`, `failed`, `timeout`, `interrupted` from the collection;
+    `loaded` for a host known only from the evidence (hand-written manifest, bundle folders)."""
+    reason: str
+    ranks: tuple[int, ...]
+    """Units (`classes[].ranks`) of the rank processes on the host, sorted."""
+    label: str
+    """The ranks as a compact set, per instance when there are several: `[0-3]`, `1:[0-3] 2:[0-1]`."""
+    pids: tuple[int, ...]
+    states: tuple[tuple[str, int], ...]
+    """(state, count) of its rank processes, in a fixed order."""
+    failed_dumps: int
+    others: int
+    """Processes on it that are not ranks (launchers, detokenizers)."""
+
+    @property
+    def missing(self) -> bool:
+        """True when the collection got no stack from this host."""
+        return self.status in {"failed", "timeout", "interrupted", "incomplete"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CodeView:
     """One excerpt as the report shows it; `lines` empty when the source was not found.
 
@@ -331,6 +358,8 @@ class Analysis:
     """Per-instance verdicts when the bundle holds several servers or jobs; () for one."""
     flight_recorder: FlightRecorderAnalysis | None = None
     """Flight Recorder traces aligned by sequence id; None when the bundle has none."""
+    hosts: tuple[HostRow, ...] = ()
+    """One row per host when the evidence names several, or a host's capture failed; () else."""
 
 
 # -- Flight Recorder (reporter.analysis.flight_recorder) ---------------------------------------
