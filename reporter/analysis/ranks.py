@@ -142,6 +142,8 @@ class _Candidate:
     order their first dump appears."""
     shown_host: bool = False
     """Name the host in labels and keys: the bundle holds several hosts."""
+    tids: set[int] = field(default_factory=set)
+    """Native ids of the first dump's threads besides the main one (see `same_process`)."""
 
 
 def _snapshot_order(dumps: list[tuple[int, ProcessDump]]) -> tuple[ProcessDump, ...]:
@@ -164,7 +166,10 @@ def _gather(bundle: Bundle) -> list[_Candidate]:
             else ("file", (dump.source.path, dump.slot))
         )
         known = by_key.setdefault(key, [])
-        cand = next((c for c in known if same_process(c.dumps[0][1], dump)), None)
+        tids = _helper_tids(dump)
+        cand = next(
+            (c for c in known if same_process(c.dumps[0][1], dump, tids=(c.tids, tids))), None
+        )
         if cand is None:
             cand = _Candidate(
                 first=index,
@@ -173,6 +178,7 @@ def _gather(bundle: Bundle) -> list[_Candidate]:
                 paths=[],
                 host=dump.host,
                 incarnation=len(known),
+                tids=tids,
             )
             known.append(cand)
         cand.dumps.append((index, dump))
@@ -187,14 +193,17 @@ def _gather(bundle: Bundle) -> list[_Candidate]:
     return out
 
 
-def same_process(first: ProcessDump, dump: ProcessDump) -> bool:
+def same_process(
+    first: ProcessDump, dump: ProcessDump, *, tids: tuple[set[int], set[int]] | None = None
+) -> bool:
     """Whether two dumps of one (host, PID) can be the same process.
 
     Not when they show different titles (command lines), interpreters (path or version), or
     when each shows threads besides the main one and no such thread id is in both: two
     containers whose entry points are both PID 1, or a PID reused after a restart. Native
     thread ids only (py-spy's `Thread 4712`, `os_thread_id` in `--json`): the main thread's
-    id is the PID itself, so it says nothing here."""
+    id is the PID itself, so it says nothing here. `tids` passes both sides' helper thread
+    ids when the caller has them already."""
     for mine, theirs in (
         (first.cmdline, dump.cmdline),
         (first.python_exe, dump.python_exe),
@@ -202,7 +211,7 @@ def same_process(first: ProcessDump, dump: ProcessDump) -> bool:
     ):
         if mine and theirs and mine != theirs:
             return False
-    ours, others = _helper_tids(first), _helper_tids(dump)
+    ours, others = tids if tids is not None else (_helper_tids(first), _helper_tids(dump))
     return not (ours and others and not ours & others)
 
 

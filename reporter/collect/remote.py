@@ -329,6 +329,7 @@ class RemoteSteps(SessionState):
 
     lock: threading.Lock
     saved_at: float
+    save_cost: float
 
     def remote_capture(self, hosts: Sequence[RemoteHost]) -> None:
         """Capture on every host, `parallel` at a time; record each as it finishes."""
@@ -337,6 +338,7 @@ class RemoteSteps(SessionState):
         assert remote is not None
         self.lock = threading.Lock()
         self.saved_at = 0.0
+        self.save_cost = 0.0
         deadline = host_deadline(request)
         program = probe_program(remote.python, probe_options(request, deadline))
         done_hosts = 0
@@ -376,15 +378,18 @@ class RemoteSteps(SessionState):
     def record_host(self, run: HostRun) -> None:
         """Write what one host sent (secrets redacted) and its `[[collect.remote]]` note.
 
-        `bundle.toml` is rewritten at most every `SAVE_EVERY` seconds here (and always at the
-        end): rendering it costs time in proportion to the files listed so far, so saving
-        after each of a thousand hosts would cost time in proportion to hosts squared."""
+        `bundle.toml` is rewritten here at most every `SAVE_EVERY` seconds, and never more
+        often than ten times its own rendering time (it is always rewritten at the end):
+        rendering costs time in proportion to the files listed so far (about 1 ms per file),
+        so a rewrite after each of a thousand hosts would cost time in proportion to hosts
+        squared. A hard kill loses at most that much of the manifest, never a file."""
         with self.lock:
             _Recorder(self, run).record()
-            now = time.monotonic()
-            if now - self.saved_at >= SAVE_EVERY:
+            began = time.monotonic()
+            if began - self.saved_at >= max(SAVE_EVERY, 10 * self.save_cost):
                 self.w.save()
                 self.saved_at = time.monotonic()
+                self.save_cost = self.saved_at - began
 
 
 class _Recorder:
