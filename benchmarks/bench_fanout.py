@@ -18,6 +18,7 @@ on real hosts the remote work runs on each host's own CPU. Needs root (namespace
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import resource
@@ -28,12 +29,13 @@ import tempfile
 import time
 import tomllib
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "collect"))
 sys.path.insert(0, str(ROOT))
-
-from sshlab import Lab, require_lab, ssh_lab  # noqa: E402 - the lab lives with the tests
+# The simulated hosts live with the tests (tests/collect/sshlab.py).
+sshlab = importlib.import_module("sshlab")
 
 TARGET = (
     "import setproctitle, time\n"
@@ -47,7 +49,7 @@ def _cpu_children() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _collect(lab: Lab, hosts: list[str], out: Path, parallel: int) -> dict[str, object]:
+def _collect(lab: Any, hosts: list[str], out: Path, parallel: int) -> dict[str, object]:
     argv = [
         sys.executable, "-m", "reporter", "collect", "-o", str(out), *lab.ssh_args(),
         *(a for h in hosts for a in ("--ssh", h)),
@@ -122,12 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parallel", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    problem = require_lab()
+    problem = sshlab.require_lab()
     if problem is not None:
         raise SystemExit(f"cannot run: {problem}")
     names = [f"host-{i:02d}" for i in range(args.hosts)]
     started = time.monotonic()
-    with ssh_lab(names) as lab, tempfile.TemporaryDirectory(prefix="fanout-") as tmp:
+    with sshlab.ssh_lab(names) as lab, tempfile.TemporaryDirectory(prefix="fanout-") as tmp:
         setup = time.monotonic() - started
         for name in names:
             lab.hosts[name].spawn(

@@ -651,8 +651,12 @@ def _pid_map(
         )
     ranks: list[RankedProcess] = []
     others: list[RankedProcess] = []
-    for cand in cands:
-        unit_id = cand.pid if cand.pid is not None and unit == "pid" else cand.first
+    for number, cand in enumerate(cands):
+        if unit == "pid":
+            unit_id = cand.pid if cand.pid is not None else cand.first
+        else:
+            # PIDs that repeat number their processes 0, 1, ... in order of appearance.
+            unit_id = number if pids else cand.first
         proc = _finish(cand, unit_id, None, _group_key(cand))
         (others if is_other(cand) else ranks).append(proc)
     ranks.sort(key=lambda p: p.unit)
