@@ -10,6 +10,8 @@ Manifest (`bundle.toml`), by example::
     service = "sglang"
     version = "0.5.2"
     world_size = 4
+    host = "node-3"                   # optional: where the files were captured (a process is
+                                      # (host, PID)); per [[evidence]] too
 
     [fields]
     summary = "Clients hang; /health says 200."
@@ -40,6 +42,9 @@ Manifest (`bundle.toml`), by example::
 
 Files the manifest does not list are still sniffed and loaded, with a warning,
 so nothing the operator dropped into the folder is silently ignored.
+
+Several folders (`report analyze node-a/ node-b/`) are hosts of one job: each file keeps its
+folder's host (its manifest's `host`, else the folder's name) and its path gains the folder.
 """
 
 from __future__ import annotations
@@ -142,14 +147,17 @@ def load(paths: Sequence[Path], *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES)
                 tip="pass an existing file or bundle folder",
             )
     folders = [p for p in paths if p.is_dir()]
-    if folders and len(paths) > 1:
+    if folders and len(folders) < len(paths):
+        loose = next(p for p in paths if not p.is_dir())
         raise UsageError(
-            f"{folders[0]}: a bundle folder must be given alone",
-            tip="pass either one folder or a list of files",
+            f"{loose}: a loose file cannot be mixed with bundle folders",
+            tip="pass bundle folders (several: hosts of one job) or a list of files",
         )
     # Loading builds millions of small acyclic objects; the cyclic collector would
     # rescan them over and over and free nothing, so it waits until the load is done.
     with gc_paused():
+        if len(folders) > 1:
+            return _load_folders(folders, max_file_bytes=max_file_bytes)
         if folders:
             return _load_given_folder(folders[0], max_file_bytes=max_file_bytes)
         return _load_files(paths, max_file_bytes=max_file_bytes)
@@ -184,6 +192,117 @@ def _load_files(paths: Sequence[Path], *, max_file_bytes: int) -> Bundle:
 
 
 def _load_folder(root: Path, *, max_file_bytes: int) -> Bundle:
+    manifest, listed, extra, warnings = _folder_entries(root, max_file_bytes=max_file_bytes)
+    bundle = _assemble(
+        str(root),
+        manifest,
+        [*listed, *extra],
+        tuple(warnings),
+        max_file_bytes=max_file_bytes,
+        strict=False,
+        listed=len(listed),
+    )
+    if manifest.baseline:
+        bundle = replace(bundle, baseline=load_baseline(root / manifest.baseline, max_file_bytes))
+    return bundle
+
+
+def _load_folders(roots: Sequence[Path], *, max_file_bytes: int) -> Bundle:
+    """Several bundle folders as hosts of one job: each file keeps its folder's host (the
+    manifest's `host`, else the folder's name) and its path gains the folder as written.
+
+    The first folder's title, service, version, `[wedge]` and baseline stand for the job;
+    `[fields]`, events, process trees and `[[collect.remote]]` tables are joined.
+    """
+    seen: dict[Path, Path] = {}
+    for root in roots:
+        resolved = root.resolve()
+        if resolved in seen:
+            raise UsageError(
+                f"{root}: the same bundle folder is given twice (also as {seen[resolved]})",
+                tip="name each host's bundle folder once",
+            )
+        seen[resolved] = root
+    listed: list[ManifestEntry] = []
+    extra: list[ManifestEntry] = []
+    warnings: list[ParseWarning] = []
+    manifests: list[tuple[str, str, Manifest]] = []
+    for root in roots:
+        manifest, own_listed, own_extra, own_warnings = _folder_entries(
+            root, max_file_bytes=max_file_bytes
+        )
+        prefix = str(root).rstrip("/") or "/"
+        host = manifest.host or root.resolve().name
+        manifests.append((prefix, host, manifest))
+        for group, into in ((own_listed, listed), (own_extra, extra)):
+            into.extend(
+                replace(e, display=f"{prefix}/{e.display}", host=e.host or host) for e in group
+            )
+        warnings.extend(
+            replace(w, source=replace(w.source, path=f"{prefix}/{w.source.path}"))
+            for w in own_warnings
+        )
+    manifest = _joined_manifests(manifests, warnings)
+    bundle = _assemble(
+        None,
+        manifest,
+        [*listed, *extra],
+        tuple(warnings),
+        max_file_bytes=max_file_bytes,
+        strict=False,
+        listed=len(listed),
+    )
+    bundle = replace(bundle, folders=tuple(prefix for prefix, _, _ in manifests))
+    first = next(((p, m) for p, _, m in manifests if m.baseline), None)
+    if first is not None:
+        baseline = load_baseline(Path(first[0]) / first[1].baseline, max_file_bytes)
+        bundle = replace(bundle, baseline=baseline)
+    return bundle
+
+
+def _joined_manifests(
+    manifests: Sequence[tuple[str, str, Manifest]], warnings: list[ParseWarning]
+) -> Manifest:
+    """One manifest for several hosts' bundles (see `_load_folders`)."""
+    firsts = [m for _, _, m in manifests]
+    worlds = sorted({m.world_size for m in firsts if m.world_size is not None})
+    if len(worlds) > 1:
+        warnings.append(
+            ParseWarning(
+                source=Location(path=MANIFEST_NAME),
+                message=f"the bundles give different world sizes ({', '.join(map(str, worlds))});"
+                f" the largest, {worlds[-1]}, is used",
+            )
+        )
+    fields: list[tuple[str, str]] = []
+    for _, host, m in manifests:
+        fields.extend((f"{key} ({host})", value) for key, value in m.fields)
+    return Manifest(
+        title=next((m.title for m in firsts if m.title), ""),
+        upstream=tuple(dict.fromkeys(r for m in firsts for r in m.upstream)),
+        service=next((m.service for m in firsts if m.service), ""),
+        version=next((m.version for m in firsts if m.version), ""),
+        world_size=worlds[-1] if worlds else None,
+        fields=tuple(fields),
+        events=tuple(
+            replace(e, source=replace(e.source, path=f"{prefix}/{e.source.path}"))
+            for prefix, _, m in manifests
+            for e in m.events
+        ),
+        wedge=next((m.wedge for m in firsts if m.wedge is not None), None),
+        upstream_ref=next((m.upstream_ref for m in firsts if m.upstream_ref), ()),
+        processes=tuple(
+            replace(p, host=p.host or host) for _, host, m in manifests for p in m.processes
+        ),
+        hosts=tuple(h for m in firsts for h in m.hosts),
+    )
+
+
+def _folder_entries(
+    root: Path, *, max_file_bytes: int
+) -> tuple[Manifest, list[ManifestEntry], list[ManifestEntry], list[ParseWarning]]:
+    """The manifest of one bundle folder, its listed entries, the files it does not list
+    (found by walking, sniffed later) and the warnings so far."""
     manifest_path = root / MANIFEST_NAME
     warnings: list[ParseWarning] = []
     manifest = Manifest()
@@ -221,7 +340,13 @@ def _load_folder(root: Path, *, max_file_bytes: int) -> Bundle:
                 continue
         extra.append(
             ManifestEntry(
-                path=path, display=rel, kind=None, captured_at=None, hint=None, description=""
+                path=path,
+                display=rel,
+                kind=None,
+                captured_at=None,
+                hint=None,
+                description="",
+                host=manifest.host,
             )
         )
         if listed and rel.startswith(listed_under):
@@ -231,18 +356,7 @@ def _load_folder(root: Path, *, max_file_bytes: int) -> Bundle:
                     message="not listed in bundle.toml; loaded anyway (sniffed)",
                 )
             )
-    bundle = _assemble(
-        str(root),
-        manifest,
-        [*listed, *extra],
-        tuple(warnings),
-        max_file_bytes=max_file_bytes,
-        strict=False,
-        listed=len(listed),
-    )
-    if manifest.baseline:
-        bundle = replace(bundle, baseline=load_baseline(root / manifest.baseline, max_file_bytes))
-    return bundle
+    return manifest, listed, extra, warnings
 
 
 # --------------------------------------------------------------------------- layouts
@@ -533,6 +647,7 @@ def _assemble(
                     rank_hint=entry.hint,
                     description=entry.description,
                     digest=digest,
+                    host=entry.host,
                 )
             )
             continue
@@ -595,13 +710,18 @@ def _assemble(
             else replace(d, captured_at=entry.captured_at)
             for d in result.dumps
         ]
-        dumps.extend(stamped)
-        failures.extend(
+        file_failures = [
             f
             if f.captured_at or entry.captured_at is None
             else replace(f, captured_at=entry.captured_at)
             for f in result.failures
-        )
+        ]
+        if entry.host:
+            # A process is (host, PID): the same PID on two hosts is two processes.
+            stamped = [replace(d, host=entry.host) for d in stamped]
+            file_failures = [replace(f, host=entry.host) for f in file_failures]
+        dumps.extend(stamped)
+        failures.extend(file_failures)
         all_warnings.extend(result.warnings)
         raw_series.extend(result.series)
         events.extend(result.events)
@@ -639,6 +759,7 @@ def _assemble(
                 digest=digest,
                 head=head,
                 lines=lines,
+                host=entry.host,
             )
         )
     environment = Environment.combined(environments)

@@ -223,6 +223,20 @@ def collect_json(summary: CollectSummary) -> JSON:
         "skipped": [{"what": s.what, "reason": s.reason} for s in summary.skipped],
         "missing_stacks": list(summary.missing_stacks),
         "advice": list(summary.advice),
+        "hosts": [
+            {
+                "host": h.host,
+                "via": h.via,
+                "status": h.status,
+                "reason": h.reason,
+                "hostname": h.hostname,
+                "targets": h.targets,
+                "dumps": h.dumps,
+                "failed_dumps": h.failed_dumps,
+                "seconds": round(h.seconds, 3),
+            }
+            for h in summary.hosts
+        ],
     }
 
 

@@ -291,8 +291,9 @@ SCHEMAS: dict[str, Schema] = {
     "collect": obj(
         "What a live collection took and skipped.",
         status=described(
-            {"enum": ["complete", "incomplete", "interrupted", "failed"]},
-            "incomplete: no stack came back from any process it was asked to dump",
+            {"enum": ["complete", "incomplete", "partial", "interrupted", "failed"]},
+            "incomplete: no stack came back from any process it was asked to dump; partial: "
+            "stacks from some hosts, not from others",
         ),
         out=STR,
         targets=INT,
@@ -304,6 +305,26 @@ SCHEMAS: dict[str, Schema] = {
         skipped=array(obj("one thing not captured", what=STR, reason=STR)),
         missing_stacks=described(STRS, "status incomplete: why, per target"),
         advice=STRS,
+        hosts=described(
+            array(
+                obj(
+                    "one host",
+                    host=STR,
+                    via=STR,
+                    status=described(
+                        {"enum": ["complete", "incomplete", "failed", "timeout", "interrupted"]},
+                        "incomplete: reached, but no stack came back",
+                    ),
+                    reason=STR,
+                    hostname=STR,
+                    targets=INT,
+                    dumps=INT,
+                    failed_dumps=INT,
+                    seconds=NUM,
+                )
+            ),
+            "--ssh/--exec: each host's outcome, in the order named; [] on this host",
+        ),
     ),
     "upstream draft": obj(
         "The redacted draft written for review.",

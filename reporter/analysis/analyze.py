@@ -23,6 +23,7 @@ from reporter.analysis.branch import branch_point
 from reporter.analysis.classify import Classifier, FrameKind, default_classifier
 from reporter.analysis.clues import main_thread
 from reporter.analysis.explain import Context, confidence, summary
+from reporter.analysis.hosts import host_rows, missing_text
 from reporter.analysis.merge import (
     Member,
     ThreadSample,
@@ -227,7 +228,13 @@ def _part(
             # A stopped or crashed rank takes no part: the others wait for it.
             frozen.append((view, cond))
         processes.append(
-            RankProcess(identity=identity, snapshots=process.snapshots, state=state, condition=cond)
+            RankProcess(
+                identity=identity,
+                snapshots=process.snapshots,
+                state=state,
+                condition=cond,
+                unit=process.unit,
+            )
         )
         shown = (procstate.last_seen(history) or history[-1]) if cond is not None else history[-1]
         members.append(Member(unit=process.unit, state=state, pid=identity.pid, info=shown))
@@ -420,6 +427,20 @@ def _analyze(
         instances=verdicts,
     )
     analysis = outcomes.complete(analysis, table, classifier, sources)
+    # After the state outcomes: they may change processes and the confidence.
+    rows = host_rows(bundle, analysis.processes, analysis.others, rank_map.failed)
+    if rows:
+        sentence, note = missing_text(rows)
+        if note:
+            lower = _LEVELS.index(analysis.confidence) + 1
+            level = _LEVELS[min(lower, len(_LEVELS) - 1)]
+            analysis = replace(
+                analysis,
+                summary=analysis.summary + sentence,
+                confidence=level,
+                confidence_notes=(*analysis.confidence_notes, note),
+            )
+        analysis = replace(analysis, hosts=rows)
     analysis = flight_recorder.complete(analysis, bundle, classifier)
     done = surroundings.complete(analysis, bundle, sources=sources, context=context)
     if done.signature.text.count("\n") == 0:

@@ -31,6 +31,7 @@ from reporter.analysis.result import (
     BlockedThreads,
     BranchPoint,
     Condition,
+    HostRow,
     IdleThread,
     InstanceVerdict,
     LockThread,
@@ -133,6 +134,7 @@ def process_json(process: RankProcess) -> JSON:
         "dims": dict(ident.dims),
         "snapshots": len(process.snapshots),
         "instance": ident.instance,
+        "host": ident.host or None,
         "condition": condition_json(process.condition),
     }
 
@@ -248,6 +250,16 @@ def to_json(analysis: Analysis) -> JSON:
         ],
         "thread_deadlocks": [deadlock_json(d) for d in analysis.thread_deadlocks],
         "blocked_threads": [blocked_json(b) for b in analysis.blocked_threads],
+        "hosts": [host_json(h) for h in analysis.hosts],
+    }
+
+
+def host_json(row: HostRow) -> JSON:
+    """One host: its ranks, their states, its failed dumps and how its capture went."""
+    return {
+        **record(row, "name status reason ranks label pids"),
+        "states": dict(row.states),
+        **record(row, "failed_dumps others"),
     }
 
 

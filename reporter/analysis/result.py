@@ -107,6 +107,8 @@ class RankIdentity:
     title: str | None
     instance: str = "1"
     """The instance (server, job) the rank belongs to; ranks are numbered within it."""
+    host: str = ""
+    """The host the process ran on; "" when the evidence does not name it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -158,6 +160,10 @@ class RankProcess:
     condition: Condition | None = None
     """Set when process state evidence (`/proc` status, py-spy's failures, a crash report)
     overrules what the stacks alone would say; `state` is then `condition.state`."""
+    unit: int | None = None
+    """Its number in `classes[].ranks` (rank, PID or place), within its instance; None for
+    processes that are not ranks. PIDs can repeat across hosts: look processes up by
+    (instance, unit), not by PID."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -299,6 +305,33 @@ class InstanceVerdict:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class HostRow:
+    """One host of a multi-host bundle (`reporter.analysis.hosts`): its rank processes and
+    their states, its failed dumps, and how its capture went (`[[collect.remote]]`)."""
+
+    name: str
+    status: str
+    """`complete`, `incomplete`, `failed`, `timeout`, `interrupted` from the collection;
+    `loaded` for a host known only from the evidence (hand-written manifest, bundle folders)."""
+    reason: str
+    ranks: tuple[int, ...]
+    """Units (`classes[].ranks`) of the rank processes on the host, sorted."""
+    label: str
+    """The ranks as a compact set, per instance when there are several: `[0-3]`, `1:[0-3] 2:[0-1]`."""
+    pids: tuple[int, ...]
+    states: tuple[tuple[str, int], ...]
+    """(state, count) of its rank processes, in a fixed order."""
+    failed_dumps: int
+    others: int
+    """Processes on it that are not ranks (launchers, detokenizers)."""
+
+    @property
+    def missing(self) -> bool:
+        """True when the collection got no stack from this host."""
+        return self.status in {"failed", "timeout", "interrupted", "incomplete"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CodeView:
     """One excerpt as the report shows it; `lines` empty when the source was not found.
 
@@ -384,6 +417,8 @@ class Analysis:
     """Lock cycles between threads of one process (reporter.analysis.threads)."""
     blocked_threads: tuple[BlockedThreads, ...] = ()
     """Per process, threads blocked in every snapshot that no proven cycle explains."""
+    hosts: tuple[HostRow, ...] = ()
+    """One row per host when the evidence names several, or a host's capture failed; () else."""
 
 
 # -- Threads of one process (reporter.analysis.threads) ------------------------------------------

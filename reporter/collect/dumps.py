@@ -26,6 +26,7 @@ from reporter.model import FailureState
 
 # Errors that come from reading a running process mid-change (--nonblocking); worth one retry.
 _TRANSIENT = ("Failed to get stack traces", "Failed to copy", "Failed to find a python interpreter")
+TRANSIENT = _TRANSIENT  # also sent to the remote probe (`remote.probe_options`)
 
 
 class DumpStatus(StrEnum):

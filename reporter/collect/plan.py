@@ -86,11 +86,38 @@ class CollectRequest:
     """Base URL of torch's debug server (rank 0's frontend): stacks, py-spy, FR traces."""
     fr_dirs: tuple[Path, ...] = ()
     """Folders holding Flight Recorder dumps a watchdog already wrote."""
+    remote: RemoteRequest | None = None
+    """Capture on other hosts (`--ssh`, `--exec`) instead of this one."""
 
     @property
     def wants_processes(self) -> bool:
         """True when some process selector was given."""
         return bool(self.pids or self.match is not None or self.children_of is not None)
+
+
+DEFAULT_REMOTE_PARALLEL = 16
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoteRequest:
+    """Where and how to capture remotely (`reporter.collect.remote`).
+
+    `hosts` are `[USER@]HOST[:PORT]` for ssh, or names put into `exec_template`'s `{host}`.
+    `parallel` hosts at once; `deadline` seconds per host (None: from the snapshots,
+    interval and timeout, `remote.host_deadline`)."""
+
+    hosts: tuple[str, ...]
+    exec_template: str | None = None
+    python: str = "python3"
+    """The remote interpreter, as shell words (`python3`, `/usr/bin/python3`, `sudo -n python3`)."""
+    pyspy: str | None = None
+    """py-spy on the remote side; None: looked for there (PATH, beside Python, the targets' venv)."""
+    parallel: int = DEFAULT_REMOTE_PARALLEL
+    deadline: float | None = None
+    ssh_options: tuple[str, ...] = ()
+    """`-o` options for ssh (`ProxyJump=bastion`); ssh's own config, agent and known_hosts apply."""
+    ssh_config: Path | None = None
+    """`ssh -F FILE`: another ssh config file."""
 
 
 def validate(request: CollectRequest) -> None:

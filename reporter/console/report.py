@@ -13,6 +13,7 @@ from reporter.text import plural
 
 if TYPE_CHECKING:
     from reporter.analysis import Analysis
+    from reporter.analysis.result import HostRow
     from reporter.app import DiffRun, DraftResult, InitResult, LintRun
     from reporter.collect import CollectSummary
     from reporter.model import Bundle
@@ -70,10 +71,25 @@ def analysis_text(
             f"waits: {prefix}{format_ranks(edge.waiting.ranks)} in {edge.waiting.collective}{at}"
             f" -> {format_ranks(edge.waited.ranks)} {whom}"
         )
+    for row in analysis.hosts:
+        lines.append(f"host {row.name}: {host_text(row)}")
     for note in analysis.confidence_notes:
         lines.append(f"note: {note}")
     lines.append(f"signature: {analysis.signature.hash}")
     return "\n".join(lines)
+
+
+def host_text(row: HostRow) -> str:
+    """One host in a line: its ranks and their states, or why it gave nothing."""
+    if row.missing:
+        return f"not captured ({row.status}: {row.reason})" if row.reason else row.status
+    states = ", ".join(f"{count} {state}" for state, count in row.states)
+    parts = [f"ranks {row.label}" if row.label else "no rank process"]
+    if states:
+        parts.append(states)
+    if row.failed_dumps:
+        parts.append(f"{plural(row.failed_dumps, 'failed dump')}")
+    return "; ".join(parts)
 
 
 def warning_lines(warnings: Sequence[object], *, most: int = 10) -> list[str]:
@@ -179,6 +195,11 @@ def collect_lines(summary: CollectSummary) -> list[tuple[str, bool]]:
         )
     ]
     lines.extend((f"  no stacks: {why}", True) for why in summary.missing_stacks)
+    lines.extend(
+        (f"  host {h.host}: {h.status}: {h.reason}", True)
+        for h in summary.hosts
+        if h.status != "complete"
+    )
     lines.extend(
         (advice if advice.startswith("py-spy") else f"  {advice}", True)
         for advice in summary.advice

@@ -249,6 +249,9 @@ class ProcessDump:
     truncated: bool = False
     headline: str | None = None
     slot: int = 0
+    host: str = ""
+    """The host (or container) the process ran on, from the manifest (`host = "..."`, top
+    level or per `[[evidence]]`); "" when the evidence does not say. A process is (host, PID)."""
     source: Location
 
 
@@ -281,6 +284,8 @@ class FailedDump:
     detail: str = ""
     captured_at: datetime | None = None
     state: FailureState = FailureState.ERROR
+    host: str = ""
+    """The host of the process, as for `ProcessDump.host`."""
     source: Location
 
 

@@ -25,6 +25,7 @@ from reporter.analysis.result import RankState, StackClass
 from reporter.model import Bundle, Frame, ProcessDump
 from reporter.render import markdown as md
 from reporter.render import parts
+from reporter.render.answer.waits import members
 from reporter.render.parts import Block, BranchView, ClassRow, SignalRow, located
 from reporter.render.policy import Text, TextPolicy, later
 from reporter.text import plural, version_key
@@ -380,9 +381,9 @@ def _details(analysis: Analysis, policy: TextPolicy) -> tuple[Block, ...]:
                 text=ev("merged tree", tree_text(analysis.tree)),
             )
         )
-    by_pid = {p.identity.pid: p for p in analysis.processes}
     for stack_class in analysis.classes:
-        process = by_pid.get(stack_class.pids[0]) if stack_class.pids else None
+        found = members(analysis, stack_class.instance, stack_class.ranks)
+        process = found[0] if found else None
         if process is None or not process.snapshots:
             continue
         with_locals = [

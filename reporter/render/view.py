@@ -74,6 +74,17 @@ class FailedRow:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class HostView:
+    """One row of the "Hosts" table."""
+
+    name: str
+    ranks: str
+    states: str
+    failed: str
+    capture: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SummaryView:
     """The summary block: the verdict, one line per topic with its evidence, next steps.
 
@@ -143,6 +154,8 @@ class ReportView:
     """The Flight Recorder section (reporter.render.frview); None without traces."""
     evidence_digest: str = ""
     """`Bundle.digest`: the evidence by content, so "seen before" knows this incident again."""
+    hosts: tuple[HostView, ...] = ()
+    """The "Hosts" table: one row per host of a multi-host bundle; () for one host."""
 
 
 def build_view(
@@ -207,8 +220,8 @@ def build_view(
             (k.replace("_", " ").capitalize(), LOCAL.typed(v)) for k, v in bundle.manifest.fields
         ),
         python_versions=", ".join(versions) if versions else "not shown in the dumps",
-        processes=tuple(_process_row(p) for p in analysis.processes),
-        others=tuple(_process_row(p) for p in analysis.others),
+        processes=tuple(_process_row(p, bool(analysis.hosts)) for p in analysis.processes),
+        others=tuple(_process_row(p, bool(analysis.hosts)) for p in analysis.others),
         cmdlines=_cmdlines(analysis),
         classes=parts.class_rows(analysis, LOCAL, instances=bool(analysis.instances)),
         branch_shared=(
@@ -236,6 +249,16 @@ def build_view(
             for f in analysis.failed
         ),
         laggards=_ranks_text(analysis.laggards),
+        hosts=tuple(
+            HostView(
+                name=md.code_cell(h.name),
+                ranks=h.label or "-",
+                states=", ".join(f"{n} {state}" for state, n in h.states) or "-",
+                failed=str(h.failed_dumps) if h.failed_dumps else "-",
+                capture=md.cell(f"{h.status}: {h.reason}" if h.reason else h.status),
+            )
+            for h in analysis.hosts
+        ),
         signature_hash=analysis.signature.hash,
         signature_text=md.fence(analysis.signature.text),
         evidence=tuple(replace(b, title=md.summary_text(final(b.title))) for b in blocks),
@@ -483,13 +506,15 @@ def _ranks_text(ranks: Sequence[int]) -> str:
     return format_ranks(ranks) if ranks else ""
 
 
-def _process_row(process: RankProcess) -> ProcessRow:
+def _process_row(process: RankProcess, hosts: bool = False) -> ProcessRow:
     ident = process.identity
     latest = process.snapshots[-1] if process.snapshots else None
     title = ident.title or (latest.cmdline if latest and latest.cmdline else "")
+    pid = str(ident.pid) if ident.pid is not None else "?"
     return ProcessRow(
         rank=str(ident.rank) if ident.rank is not None else "-",
-        pid=str(ident.pid) if ident.pid is not None else "?",
+        # Several hosts: a PID alone does not name a process.
+        pid=md.cell(f"{pid} on {ident.host}") if hosts and ident.host else pid,
         role=md.cell(ident.role or ""),
         title=md.code_cell(_shorten(title, 100)),
         rank_source=md.cell(

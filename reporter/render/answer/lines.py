@@ -27,7 +27,7 @@ from reporter.render.answer.records import (
 from reporter.render.answer.scope import Scope
 from reporter.render.answer.series import cite, engine_words
 from reporter.render.answer.timeouts import captured, find_timeouts
-from reporter.render.answer.waits import dump_of, gone_ranks, ranks_name
+from reporter.render.answer.waits import dump_of, gone_ranks, members, ranks_name
 from reporter.text import plural
 from reporter.times import clock
 
@@ -336,7 +336,11 @@ def what_line(
             m = len(edge.waited.ranks) or len(edge.waited.pids)
             verb = "waits" if k == 1 else "wait"
             that = "that is" if m == 1 else "that are"
-            text += f": {k} {verb} in {edge.collective} for {m} {that} {_waited_words(edge)}"
+            # Counted with their noun: "1 waits ... for 1 that is idle" reads as PID 1.
+            text += (
+                f": {_units(analysis, k)} {verb} in {edge.collective} for {m} {that} "
+                f"{_waited_words(edge)}"
+            )
         return SummaryLine(topic=WHAT, text=f"{text} ({size}).", sources=sources)
     if verdict is Verdict.ALL_STUCK:
         # Ranks the others wait for are named in "Who waits for whom"; else here.
@@ -448,7 +452,6 @@ def others_line(scope: Scope, analysis: Analysis) -> SummaryLine | None:
     """The other instances' verdicts, each by its name, in one line (None with one instance)."""
     if not scope.others:
         return None
-    by_pid = {p.identity.pid: p for p in analysis.processes}
     parts: list[str] = []
     sources: list[str] = []
     for instance in scope.others:
@@ -456,8 +459,9 @@ def others_line(scope: Scope, analysis: Analysis) -> SummaryLine | None:
 
         count = _units(analysis, len(instance.pids) or len(instance.ranks))
         parts.append(f"{instance_name(instance)}, {count}: {instance.verdict.value}")
+        # By (instance, unit): one PID can name two processes (two hosts, two containers).
         first = next(
-            (by_pid[p] for p in instance.pids if p in by_pid and by_pid[p].snapshots), None
+            (p for p in members(analysis, str(instance.id), instance.ranks) if p.snapshots), None
         )
         if first is not None:
             sources.append(str(first.snapshots[-1].source))

@@ -52,7 +52,9 @@ def focus(analysis: Analysis) -> Scope:
         p
         for p in analysis.processes
         if p.identity.instance == chosen.id
-        or (p.identity.pid is not None and p.identity.pid in pids)
+        # By PID only for a process with no instance: one PID can name processes of two
+        # hosts or containers, which belong to their own instances.
+        or (not p.identity.instance and p.identity.pid is not None and p.identity.pid in pids)
     )
     narrowed = replace(
         analysis,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from reporter.analysis.ranks import format_ranks, main_thread
 from reporter.analysis.ranksets import format_pids
-from reporter.analysis.result import Analysis, StackClass, Verdict
+from reporter.analysis.result import Analysis, RankProcess, StackClass, Verdict
 from reporter.model import Frame
 from reporter.render.answer.records import WaitEdge, WaitSide
 
@@ -29,7 +29,10 @@ _TORCH_FILE = re.compile(r"(^|/)torch/")
 
 
 def ranks_name(ranks: Sequence[int], unit: str) -> str:
-    """`rank 3`, `ranks [0-3,7]`; PIDs listed (`PID 8261`, `PIDs 8261, 8262`), never ranged."""
+    """`rank 3`, `ranks [0-3,7]`; PIDs listed (`PID 8261`, `PIDs 8261, 8262`), never ranged;
+    `process 0`, `processes [0-1]` when processes are numbered by place (no rank, no PID)."""
+    if unit == "process":
+        return f"process {ranks[0]}" if len(ranks) == 1 else f"processes {format_ranks(ranks)}"
     if unit != "rank":
         return f"PID {ranks[0]}" if len(ranks) == 1 else f"PIDs {format_pids(ranks)}"
     return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {format_ranks(ranks)}"
@@ -50,12 +53,20 @@ def _at(frame: Frame | None) -> str:
     return f"{name} ({place})"
 
 
+def members(analysis: Analysis, instance: str, units: Sequence[int]) -> list[RankProcess]:
+    """The rank processes of `units` in `instance`, by PID: found by (instance, unit), since
+    one PID can name two processes (two hosts, two containers)."""
+    wanted = {(instance, u) for u in units}
+    return sorted(
+        (p for p in analysis.processes if (p.identity.instance, p.unit) in wanted),
+        key=lambda p: (p.identity.pid is None, p.identity.pid or 0, p.unit or 0),
+    )
+
+
 def dump_of(analysis: Analysis, stack_class: StackClass) -> str:
-    """The dump behind a class: its smallest rank's latest main thread, as `file:line`."""
-    by_pid = {p.identity.pid: p for p in analysis.processes}
-    for pid in stack_class.pids:
-        process = by_pid.get(pid)
-        if process is None or not process.snapshots:
+    """The dump behind a class: its smallest PID's latest main thread, as `file:line`."""
+    for process in members(analysis, stack_class.instance, stack_class.ranks):
+        if not process.snapshots:
             continue
         latest = process.snapshots[-1]
         thread = main_thread(latest)
