@@ -103,6 +103,7 @@ SHAPES: dict[str, Shape] = {
                 "kinds": Key(Strings),
                 "keys": Key(Strings),
                 "weight": _WEIGHT,
+                "tie": Key(int),
                 "why": Key(str, required=True),
             }
         ),
@@ -112,6 +113,7 @@ SHAPES: dict[str, Shape] = {
                 "pattern": Key(str, required=True),
                 "keys": Key(Strings),
                 "weight": _WEIGHT,
+                "tie": Key(int),
                 "why": Key(str, required=True),
             }
         ),
@@ -168,9 +170,12 @@ SHAPES: dict[str, Shape] = {
                         "stacks",
                         "wedge",
                         "gone",
+                        "missing",
                         "timeout",
+                        "captured",
                         "one_collective",
                         "flight_recorder",
+                        "blocked_threads",
                     )
                 },
             }

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reporter.analysis.classify import Classifier, FrameKind
-from reporter.analysis.ranksets import format_ranks
+from reporter.analysis.ranksets import format_pids, format_ranks
 from reporter.analysis.result import (
     BranchPoint,
     Confidence,
@@ -146,11 +146,21 @@ def _ranks_text(unit: str, ranks: Sequence[int]) -> str:
     )
     if len(ranks) == 1:
         return f"{word} {ranks[0]}"
+    if unit == "pid":
+        return f"{words} {format_pids(ranks)}"
     return f"{words} {format_ranks(ranks)}"
 
 
 def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
+
+
+_FROZEN_WORDS = {
+    RankState.STOPPED: "stopped",
+    RankState.UNINTERRUPTIBLE: "in uninterruptible sleep (State D)",
+    RankState.UNRESPONSIVE: "unresponsive to py-spy",
+    RankState.CRASHED: "crashed",
+}
 
 
 def _class_text(unit: str, stack: StackClass, classifier: Classifier) -> str:
@@ -169,6 +179,9 @@ def _class_text(unit: str, stack: StackClass, classifier: Classifier) -> str:
         what = "idle" + (f" in {loop.short_function}" if loop is not None else "")
     elif stack.state is RankState.MIXED:
         what = f"{what} (some stuck, some moving)"
+    elif stack.state in _FROZEN_WORDS:
+        # Process state evidence, not the stacks: where it was when it stopped or died.
+        what = f"{_FROZEN_WORDS[stack.state]}, last seen {what}"
     return f"{_ranks_text(unit, stack.ranks)} {verb} {what}"
 
 

@@ -38,11 +38,23 @@ def rank_state(history: Sequence[StackInfo], idle: Sequence[bool] = ()) -> RankS
 
 
 def raw_state(history: Sequence[StackInfo]) -> RankState:
-    """Stuck, moving, or unknown (fewer than two snapshots), whatever the stacks are."""
+    """Stuck, moving, or unknown (fewer than two snapshots), whatever the stacks are.
+
+    A snapshot without frames (py-spy printed the process header, then failed) says
+    nothing about movement and is left out."""
+    if any(info.frames for info in history):
+        history = [info for info in history if info.frames]
     if len(history) < 2:
         return RankState.UNKNOWN
     first = history[0].exact_id
     if all(info.exact_id == first for info in history):
+        return RankState.STUCK
+    # A `--native` snapshot beside plain ones adds native frames to the same Python stack:
+    # that is not movement.
+    python = {
+        tuple((f.function, f.file, f.line) for f in i.frames if not f.native) for i in history
+    }
+    if len(python) == 1 and any(f.native for i in history for f in i.frames):
         return RankState.STUCK
     return RankState.MOVING
 
