@@ -12,8 +12,9 @@ This script fits it on real duplicate pairs kept outside the repository (folders
 * **in-sample**: fit and rank on every query (what a tuned figure looks like).
 
 Each row shows ours (the fitted model), ours without the semantic model (fitted the
-same way without its features), the previous round's hand-set weighted mean, and plain
-BM25 over the same pool. Then a backward elimination: a feature whose removal does not
+same way without its features), the previous round's hand-set weighted mean applied to
+this round's sub-scores and pool (not the previous code: run `eval_search.py` on an old
+checkout for that), and plain BM25 over the same pool. Then a backward elimination: a feature whose removal does not
 lower the out-of-sample MRR (held-out tracker and halves, averaged) is dropped, so no
 weight is kept that helps only in-sample. It prints the coefficients to paste into
 rank.py.
@@ -306,7 +307,7 @@ def report(data: Sequence[Ranked], sem_names: list[str], plain_names: list[str])
         )
         lines.append(
             _row(
-                "previous round (hand weights)",
+                "previous round's weighted mean, on these sub-scores",
                 figures([(d, ranked_numbers(d, previous_total, semantic=True)) for d in chosen]),
             )
         )
@@ -322,7 +323,7 @@ def report(data: Sequence[Ranked], sem_names: list[str], plain_names: list[str])
             lines.append(f"| tracker {tracker} (n={len(mine)}): previous / BM25 | | | | |")
             lines.append(
                 _row(
-                    "previous round",
+                    "previous round's weighted mean",
                     figures([(d, ranked_numbers(d, previous_total, semantic=True)) for d in mine]),
                 )
             )
