@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reporter.errors import UsageError
+from reporter.upstream.signals import EMPTY, Signals
 
 _REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,38}/[A-Za-z0-9_.-]{1,100}")
 
@@ -43,12 +44,18 @@ class IssueRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoredIssue:
-    """An indexed issue as ranking reads it: the record plus what extraction found."""
+    """An indexed issue as ranking reads it: the record plus what extraction found, its
+    distinct search terms (`terms.tokens` of title and body) and its signals."""
 
     id: int
     record: IssueRecord
     stacks: tuple[tuple[str, ...], ...]
     errors: tuple[str, ...]
+    terms: frozenset[str] = frozenset()
+    title_terms: tuple[str, ...] | None = None
+    """The title's tokens in order (`terms.tokens`), stored at index time; None: not
+    stored (tokenise the title)."""
+    signals: Signals = EMPTY
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

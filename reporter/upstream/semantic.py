@@ -38,6 +38,11 @@ _TOKENIZER = Path("tokenizers") / "l2_supercat_tokenizer_config.json"
 _TENSOR = "embedding.weight"
 # Tokens beyond this say little more about a text's topic and cost time.
 MAX_TOKENS = 512
+# A body is embedded in chunks of this many tokens, at most `MAX_CHUNKS` of them, each
+# chunk's mean scaled to unit length before they are averaged: a pasted log as long as
+# the rest of the body counts as much as the description, not ten times more.
+CHUNK_TOKENS = 128
+MAX_CHUNKS = 8
 # Stored components are round(x * SCALE) as int8; no component of a unit vector of 256
 # dimensions from this table comes near 127 / SCALE = 0.5.
 SCALE = 254.0
@@ -70,6 +75,33 @@ class Embedder:
             if ids.size == 0:
                 continue
             vector = self.table[np.clip(ids, 0, top)].mean(axis=0)
+            norm = float(np.linalg.norm(vector))
+            if norm > 0.0:
+                out[row] = vector / norm
+        return out
+
+    def embed_chunked(self, texts: Sequence[str]) -> Vectors:
+        """Unit vectors for long `texts` (bodies): the mean of the unit vectors of their
+        first `MAX_CHUNKS` chunks of `CHUNK_TOKENS` tokens (zero for a text without
+        known tokens)."""
+        import numpy as np
+
+        out = np.zeros((len(texts), self.table.shape[1]), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        top = self.table.shape[0] - 1
+        limit = CHUNK_TOKENS * MAX_CHUNKS
+        for row, encoding in enumerate(encodings):
+            ids = np.asarray(encoding.ids[:limit], dtype=np.int64)
+            if ids.size == 0:
+                continue
+            # A chunk's sum has its mean's direction: no division needed before scaling.
+            sums = np.add.reduceat(
+                self.table[np.clip(ids, 0, top)], np.arange(0, ids.size, CHUNK_TOKENS), axis=0
+            )
+            norms = np.linalg.norm(sums, axis=1)
+            vector = (sums[norms > 0] / norms[norms > 0, None]).sum(axis=0)
             norm = float(np.linalg.norm(vector))
             if norm > 0.0:
                 out[row] = vector / norm
