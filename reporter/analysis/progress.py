@@ -6,6 +6,9 @@ order. Output: a `RankState` and a `UnitView` that later steps read.
 snapshot; `moving` means it changed; one snapshot says nothing (`unknown`)::
 
     rank_state([s1, s1, s1]) -> STUCK     rank_state([s1, s2, s1]) -> MOVING
+
+Snapshots of two forms (plain `py-spy dump` and `--native`) are compared on their Python
+frames: native frames appearing in one snapshot are not movement.
 """
 
 from __future__ import annotations
@@ -44,6 +47,12 @@ def raw_state(history: Sequence[StackInfo]) -> RankState:
     first = history[0].exact_id
     if all(info.exact_id == first for info in history):
         return RankState.STUCK
+    # A `--native` dump among plain ones adds frames without anything moving: compare the
+    # Python frames then. Two native dumps still compare in full (movement inside C code).
+    forms = {info.native for info in history}
+    python = history[0].python_id
+    if len(forms) > 1 and python != -1 and all(i.python_id == python for i in history):
+        return RankState.STUCK
     return RankState.MOVING
 
 
@@ -60,7 +69,14 @@ class UnitView:
     """Stuck / moving / unknown before `idle` is told apart; None: same as `state`."""
     pg: str | None = None
     """The process group of the collective it is in, where `--locals` shows it
-    (`default` for `group=None`, else the group's name or type); None when unknown."""
+    (`default` for `group=None` or no group argument, else the group's name, or
+    `non-default` for a group object); None when unknown."""
+    p2p: str | None = None
+    """`recv`, `send` or `either` when the latest main stack waits in a point-to-point call."""
+    peers: tuple[int, ...] = ()
+    """Global ranks that point-to-point call waits for, where the evidence names them."""
+    peer_source: str = ""
+    """Where `peers` were read (`--locals src=2 in recv`, a Flight Recorder entry)."""
 
     @property
     def motion(self) -> RankState:

@@ -40,9 +40,12 @@ PLACEHOLDERS = frozenset(
         "fr_at",
         "fr_split",
         "fr_files",
+        "cycles",
     }
 )
-VERDICTS = frozenset({"collective-desync", "all-stuck", "progressing", "inconclusive"})
+VERDICTS = frozenset(
+    {"collective-desync", "all-stuck", "progressing", "inconclusive", "p2p-deadlock"}
+)
 DIFF_KINDS = frozenset({"flag", "env", "package", "source", "excerpt", "gpu", "fact"})
 WAITED_STATES = frozenset(
     {"idle", "moving", "stuck", "waiting", "gone", "missing", "unknown", "mixed"}
@@ -50,7 +53,9 @@ WAITED_STATES = frozenset(
 # The closed vocabularies of `when` keys, checked on load so that a typo cannot silently
 # turn a rule off.
 _CHOICES = {"verdict": VERDICTS, "diff_kind": DIFF_KINDS, "waited": WAITED_STATES}
-_BOOL_KEYS = frozenset({"stacks", "wedge", "gone", "timeout", "one_collective", "flight_recorder"})
+_BOOL_KEYS = frozenset(
+    {"stacks", "wedge", "gone", "timeout", "one_collective", "flight_recorder", "p2p", "peers"}
+)
 _LIST_KEYS = frozenset({"verdict", "waited", "collective", "wait", "frame", "diff_kind"})
 _TIP = "see the comment at the top of reporter/data/next_steps.toml for the keys and placeholders"
 
@@ -82,6 +87,10 @@ class Facts:
     one_collective: bool = False
     flight_recorder: bool = False
     """True when the Flight Recorder names a first mismatch: it decides, not the stacks."""
+    p2p: bool = False
+    """True when some waiting rank is in a point-to-point call (`recv`, `send`, ...)."""
+    peers: bool = False
+    """True when the evidence names the peer of some point-to-point wait."""
     values: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -164,6 +173,8 @@ def applies(rule: Rule, facts: Facts) -> bool:
                 "timeout": facts.timeout,
                 "one_collective": facts.one_collective,
                 "flight_recorder": facts.flight_recorder,
+                "p2p": facts.p2p,
+                "peers": facts.peers,
             }[key]
             if have is not want:
                 return False

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from reporter.analysis.classify import default_classifier
+from reporter.analysis.p2p import cycle_name
 from reporter.analysis.result import Analysis, RankState
 from reporter.model import Bundle
 from reporter.render import nextsteps
@@ -137,6 +139,9 @@ def _facts(
         if edge is not None and c.label == edge.waiting.label
         for f in c.frames
     )
+    classifier = default_classifier()
+    p2p = any(classifier.rules.p2p_direction(c) for c in collectives if c)
+    values["cycles"] = cycles_text(analysis)
     return nextsteps.Facts(
         verdict=analysis.verdict.value,
         stacks=bool(analysis.classes),
@@ -150,8 +155,30 @@ def _facts(
         timeout=bool(timeouts),
         one_collective=len(collectives) == 1 and None not in collectives and bool(with_stacks),
         flight_recorder=fr_mismatch(analysis) is not None,
+        p2p=p2p,
+        peers=any(e.kind == "p2p" for e in analysis.waits_for),
         values=values,
     )
+
+
+def cycles_text(analysis: Analysis) -> str:
+    """The first point-to-point cycle with each member's call site: `0<->2 (rank 0 in recv
+    at update_sampled_tokens (pp.py:88) for rank 2; rank 2 in recv at ... for rank 0)`, and
+    how many more; "" without cycles."""
+    cycles = sorted(analysis.p2p_cycles, key=lambda c: (not c.deadlock, c.ranks))
+    if not cycles:
+        return ""
+    first = cycles[0]
+    by_rank = {e.waiting.ranks[0]: e for e in analysis.waits_for if e.kind == "p2p"}
+    parts = []
+    for rank in first.order or first.ranks:
+        edge = by_rank.get(rank)
+        if edge is not None:
+            at = f" at {edge.waiting.at}" if edge.waiting.at else ""
+            peer = ranks_name(edge.waited.ranks, analysis.rank_unit)
+            parts.append(f"rank {rank} in {edge.waiting.collective}{at} for {peer}")
+    more = f", and {len(cycles) - 1} more like it" if len(cycles) > 1 else ""
+    return f"{cycle_name(first)} ({'; '.join(parts)}){more}"
 
 
 def _paragraph(bundle: Bundle, analysis: Analysis) -> str:

@@ -174,6 +174,8 @@ def stack_title(analysis: Analysis, edges: Sequence[WaitEdge]) -> str:
     """A title that says what happened: who waits for whom, or what the metrics show."""
     n = len(analysis.processes)
     wedge = analysis.wedge
+    if analysis.verdict is Verdict.P2P_DEADLOCK and analysis.p2p_deadlock:
+        return f"P2P{analysis.p2p_deadlock[3:]}"
     if edges:
         edge = edges[0]
         call = edge.waiting.where.partition(" (")[0]
@@ -256,6 +258,12 @@ def what_line(bundle: Bundle, analysis: Analysis, edges: Sequence[WaitEdge]) -> 
                 f": {edges[0].waiting.name} in {edges[0].collective}, {edges[0].waited.name} not"
             )
         return SummaryLine(topic="What", text=text + ".", sources=sources)
+    if verdict is Verdict.P2P_DEADLOCK:
+        return SummaryLine(
+            topic="What",
+            text=f"P2P{analysis.p2p_deadlock[3:]} ({n} {unit}, {basis}).",
+            sources=sources,
+        )
     if verdict is Verdict.ALL_STUCK:
         gone, _ = gone_ranks(analysis)
         absent = sorted(set(analysis.missing_ranks) | set(gone))
@@ -347,9 +355,11 @@ def since_line(analysis: Analysis) -> SummaryLine | None:
 def recover_line(
     analysis: Analysis, timeouts: Sequence[Timeout], edges: Sequence[WaitEdge]
 ) -> SummaryLine | None:
-    stuck = analysis.verdict in (Verdict.COLLECTIVE_DESYNC, Verdict.ALL_STUCK) or (
-        analysis.wedge is not None and analysis.wedge.episode is not None
-    )
+    stuck = analysis.verdict in (
+        Verdict.COLLECTIVE_DESYNC,
+        Verdict.ALL_STUCK,
+        Verdict.P2P_DEADLOCK,
+    ) or (analysis.wedge is not None and analysis.wedge.episode is not None)
     if not stuck:
         return None
     if not timeouts:

@@ -40,6 +40,8 @@ class WaitEdge:
     waiting: WaitSide
     collective: str
     waited: WaitSide
+    kind: str = "collective"
+    """`collective`, or `p2p`: one rank waits in a point-to-point call for its peer."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
