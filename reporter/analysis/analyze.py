@@ -22,7 +22,14 @@ from reporter.analysis.branch import branch_point
 from reporter.analysis.classify import Classifier, default_classifier
 from reporter.analysis.clues import main_thread
 from reporter.analysis.explain import Context, confidence, summary
-from reporter.analysis.groups import FrP2p, flight_recorder_p2p, local_peer, process_group
+from reporter.analysis.groups import (
+    FrGroup,
+    FrP2p,
+    flight_recorder_groups,
+    flight_recorder_p2p,
+    local_peer,
+    process_group,
+)
 from reporter.analysis.merge import (
     Member,
     ThreadSample,
@@ -171,6 +178,7 @@ def _part(
     similarity: Similarity,
     classifier: Classifier,
     fr_p2p: dict[int, FrP2p],
+    fr_groups: dict[int, FrGroup],
 ) -> _Part:
     views: list[UnitView] = []
     processes: list[RankProcess] = []
@@ -182,6 +190,10 @@ def _part(
         identity = process.identity
         direction = classifier.rules.p2p_direction(history[-1].facts.collective)
         peers, peer_source = _peers(process, direction, classifier, fr_p2p, rank_map.unit)
+        pg = process_group(process.snapshots, classifier)
+        fr_group = fr_groups.get(process.unit) if rank_map.unit == "rank" else None
+        if fr_group is not None and pg is None:
+            pg = fr_group.name or None
         views.append(
             UnitView(
                 unit=process.unit,
@@ -190,10 +202,11 @@ def _part(
                 state=state,
                 history=history,
                 raw=motion,
-                pg=process_group(process.snapshots, classifier),
+                pg=pg,
                 p2p=direction,
                 peers=peers,
                 peer_source=peer_source,
+                pg_ranks=fr_group.ranks if fr_group is not None and pg != "default" else (),
             )
         )
         processes.append(RankProcess(identity=identity, snapshots=process.snapshots, state=state))
@@ -287,8 +300,12 @@ def _analyze(
         ),
     )
     # One instance's ranks only: Flight Recorder traces name ranks without an instance.
-    fr_p2p = flight_recorder_p2p(bundle.flight_recorder) if len(instances) == 1 else {}
-    parts = [_part(i, rank_map, table, similarity, classifier, fr_p2p) for i in instances]
+    single = len(instances) == 1
+    fr_p2p = flight_recorder_p2p(bundle.flight_recorder) if single else {}
+    fr_groups = flight_recorder_groups(bundle.flight_recorder) if single else {}
+    parts = [
+        _part(i, rank_map, table, similarity, classifier, fr_p2p, fr_groups) for i in instances
+    ]
     main = min(parts, key=lambda p: (_SEVERITY[p.finding.verdict], int(p.instance.id)))
     multi = len(parts) > 1
 
@@ -369,7 +386,12 @@ def _analyze(
         failed=rank_map.failed,
         laggards=main.finding.laggards,
         # A run without a hang still has stacks: its signature rests on all of them.
-        signature=make_signature(main.finding.verdict, main.chosen or main.classes, classifier),
+        signature=make_signature(
+            main.finding.verdict,
+            main.chosen or main.classes,
+            classifier,
+            anchor=main.branch.shared if main.branch is not None else None,
+        ),
         warnings=warnings,
         wedge=wedge,
         timeline=build_timeline(bundle, wedge, surroundings.clients_events(clients)),

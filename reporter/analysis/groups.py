@@ -241,3 +241,39 @@ def flight_recorder_p2p(traces: Sequence[FrTrace]) -> dict[int, FrP2p]:
             )
             break
     return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrGroup:
+    """The group of a rank's latest collective the Flight Recorder shows not completed, with
+    its members from `pg_config` (global ranks)."""
+
+    name: str
+    ranks: tuple[int, ...]
+    source: str
+
+
+def flight_recorder_groups(traces: Sequence[FrTrace]) -> dict[int, FrGroup]:
+    """Per rank, the process group of its latest collective entry not completed (by the
+    group's `pg_status` where the trace has it, else the entry's state), when `pg_config`
+    lists that group's ranks; ranks without such an entry are left out."""
+    out: dict[int, FrGroup] = {}
+    for trace in traces:
+        if trace.rank is None or trace.rank in out:
+            continue
+        members = {g.name: g for g in trace.groups if g.ranks}
+        done = {s.group: s.last_completed for s in trace.status}
+        for entry in reversed(trace.entries):
+            if entry.is_p2p:
+                continue
+            completed = done.get(entry.group)
+            pending = entry.seq_id > completed if completed is not None else entry.state in _PENDING
+            config = members.get(entry.group)
+            if pending and config is not None:
+                out[trace.rank] = FrGroup(
+                    name=entry.group_desc or config.desc or entry.group,
+                    ranks=config.ranks,
+                    source=f"Flight Recorder pg_config ({trace.source.path})",
+                )
+            break
+    return out

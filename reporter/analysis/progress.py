@@ -77,6 +77,9 @@ class UnitView:
     """Global ranks that point-to-point call waits for, where the evidence names them."""
     peer_source: str = ""
     """Where `peers` were read (`--locals src=2 in recv`, a Flight Recorder entry)."""
+    pg_ranks: tuple[int, ...] = ()
+    """The members of the group of its collective, where the Flight Recorder's `pg_config`
+    names them; () when not known."""
 
     @property
     def motion(self) -> RankState:

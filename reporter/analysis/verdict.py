@@ -220,6 +220,9 @@ class _Collectives:
     edges: list[WaitsFor]
     desync_keys: list[str]
     notes: list[str]
+    stuck_groups: list[str]
+    """Layout groups stuck whole in one collective while every other rank passes through
+    the same call: not progress, and nobody in the evidence is elsewhere."""
 
 
 def _group_label(pg: str | None) -> str:
@@ -249,40 +252,60 @@ def _collective_edges(
         ident = identity_of(view)
         if view.p2p is not None or ident is None or not _holds(view):
             continue
-        key = _INSTANCE if view.pg == "default" else view.group
+        if view.pg == "default":
+            key = _INSTANCE
+        elif view.pg_ranks:
+            # Members named by the Flight Recorder's pg_config: compared with exactly those.
+            key = f"ranks {format_ranks(view.pg_ranks)}"
+            if key not in scopes:
+                members = [v for v in views if v.unit in set(view.pg_ranks)]
+                scopes[key] = _Scope(key, members, _buckets(members))
+        else:
+            key = view.group
         holders.setdefault((key, ident), []).append(view)
 
-    out = _Collectives(edges=[], desync_keys=[], notes=[])
+    out = _Collectives(edges=[], desync_keys=[], notes=[], stuck_groups=[])
     all_ranks = tuple(sorted({v.unit for v in views} | {r for r, _, _ in absent}))
     for (key, ident), members in holders.items():
         scope = instance_scope() if key == _INSTANCE else scopes[key]
         outside = _outside(scope, ident)
         with_frames = [v for v in scope.views if v.latest.frames]
-        if (
+        whole = (
             not outside
             and key != _INSTANCE
             and len(scope.views) < len(views)
             and all(v.motion is RankState.STUCK for v in members)
             and len(members) == len(with_frames)
-        ):
-            # A stuck subset: the whole layout group waits in one collective that does not
-            # complete, so its group holds more ranks than the layout group.
-            wider = _outside(instance_scope(), ident)
+        )
+        if whole:
+            # The whole group waits in one collective that does not complete: with members
+            # the Flight Recorder names, something outside the evidence holds it up; with a
+            # layout group (an inference), the collective's group must hold more ranks.
+            first = members[0].latest.facts
+            who = f"{_ranks(members)} (all of group {key or 'of their layout'})"
+            where = f"{first.collective} at {first.site_text or 'an unknown site'}"
+            wider = [] if members[0].pg_ranks else _outside(instance_scope(), ident)
             if wider:
-                first = members[0].latest.facts
                 out.notes.append(
-                    f"{_ranks(members)} (all of group {key or 'of their layout'}) wait in "
-                    f"{first.collective} at {first.site_text or 'an unknown site'} in every "
-                    f"snapshot on {_group_label(members[0].pg)}; it is compared with every "
-                    "other rank because it cannot complete within the group: capture "
-                    "`py-spy dump --locals` (its `group`) or the Flight Recorder's pg_config "
-                    "to confirm which ranks it spans"
+                    f"{who} wait in {where} in every snapshot on "
+                    f"{_group_label(members[0].pg)}; it is compared with every other rank "
+                    "because it cannot complete within the group: capture `py-spy dump "
+                    "--locals` (its `group`) or the Flight Recorder's pg_config to confirm "
+                    "which ranks it spans"
                 )
                 scope, outside = instance_scope(), wider
+            elif any(v.motion is RankState.MOVING for v in views):
+                out.stuck_groups.append(
+                    f"{who} sit in {where} in every snapshot while the other ranks "
+                    + ("keep moving" if members[0].pg_ranks else "pass through the same call")
+                )
         first = members[0].latest.facts
-        group_ranks = (
-            all_ranks if scope.key == _INSTANCE else tuple(sorted(v.unit for v in scope.views))
-        )
+        if scope.key == _INSTANCE:
+            group_ranks = all_ranks
+        elif members[0].pg_ranks and scope.key == key:
+            group_ranks = members[0].pg_ranks
+        else:
+            group_ranks = tuple(sorted(v.unit for v in scope.views))
         waiting = Waiting(
             ranks=tuple(sorted(v.unit for v in members)),
             pids=tuple(sorted(v.pid for v in members if v.pid is not None)),
@@ -299,7 +322,13 @@ def _collective_edges(
             )
         if outside and label not in out.desync_keys:
             out.desync_keys.append(label)
-        out.edges.extend(_absent_edges(waiting, absent, scope.key, instance))
+        if members[0].pg_ranks and scope.key == key:
+            inside = set(members[0].pg_ranks)
+            out.edges.extend(
+                _absent_edges(waiting, [a for a in absent if a[0] in inside], _INSTANCE, instance)
+            )
+        else:
+            out.edges.extend(_absent_edges(waiting, absent, scope.key, instance))
     return out
 
 
@@ -507,6 +536,19 @@ def decide(
                 + "), but one snapshot cannot tell a deadlock from ranks passing through"
             )
         return Finding(verdict=Verdict.INCONCLUSIVE, reason=reason, edges=edges, cycles=cycles)
+    if coll.stuck_groups:
+        return Finding(
+            verdict=Verdict.INCONCLUSIVE,
+            reason=(
+                "; ".join(coll.stuck_groups)
+                + ": the collective does not complete, yet no rank in the evidence is "
+                "elsewhere (a member outside the evidence, or a hung transport); the "
+                "Flight Recorder or NCCL_DEBUG=INFO would show which rank did not post it"
+            ),
+            edges=edges,
+            cycles=cycles,
+            notes=tuple(notes),
+        )
     if RankState.MOVING in states:
         # A rank that sits in a collective while the others compute is the fastest: it
         # waits for them. Only a rank stuck outside any collective holds the others up.

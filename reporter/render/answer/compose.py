@@ -156,7 +156,7 @@ def _facts(
         one_collective=len(collectives) == 1 and None not in collectives and bool(with_stacks),
         flight_recorder=fr_mismatch(analysis) is not None,
         p2p=p2p,
-        peers=any(e.kind == "p2p" for e in analysis.waits_for),
+        peers=any(getattr(e, "kind", "") == "p2p" for e in analysis.waits_for),
         values=values,
     )
 
@@ -165,11 +165,11 @@ def cycles_text(analysis: Analysis) -> str:
     """The first point-to-point cycle with each member's call site: `0<->2 (rank 0 in recv
     at update_sampled_tokens (pp.py:88) for rank 2; rank 2 in recv at ... for rank 0)`, and
     how many more; "" without cycles."""
-    cycles = sorted(analysis.p2p_cycles, key=lambda c: (not c.deadlock, c.ranks))
+    cycles = sorted(getattr(analysis, "p2p_cycles", ()), key=lambda c: (not c.deadlock, c.ranks))
     if not cycles:
         return ""
     first = cycles[0]
-    by_rank = {e.waiting.ranks[0]: e for e in analysis.waits_for if e.kind == "p2p"}
+    by_rank = {e.waiting.ranks[0]: e for e in analysis.waits_for if getattr(e, "kind", "") == "p2p"}
     parts = []
     for rank in first.order or first.ranks:
         edge = by_rank.get(rank)

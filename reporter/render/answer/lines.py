@@ -314,6 +314,8 @@ def wait_line(edge: WaitEdge) -> SummaryLine:
     waiting, waited = edge.waiting, edge.waited
     verb = "waits" if len(waiting.ranks) == 1 else "wait"
     left = f"{waiting.name[0].upper()}{waiting.name[1:]} {verb} in {edge.collective}"
+    if edge.group and edge.kind == "collective":
+        left += f" on the {edge.group} group"
     if waiting.where:
         left += f" called at {waiting.where}"
     if waiting.branch and waiting.branch != waiting.where:

@@ -209,6 +209,7 @@ def _native_edges(analysis: Analysis) -> tuple[WaitEdge, ...]:
                     brief=_LOCATION.sub("", doing),
                 ),
                 kind=str(getattr(edge, "kind", "collective")),
+                group=getattr(left, "group", None),
             )
         )
     return tuple(edges)
@@ -259,6 +260,7 @@ def collapse(edges: Sequence[WaitEdge], unit: str) -> tuple[WaitEdge, ...]:
                 collective=members[0].collective,
                 waited=_merge([e.waited for e in members], unit),
                 kind=members[0].kind,
+                group=members[0].group,
             )
         )
     return tuple(out)
