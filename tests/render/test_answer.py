@@ -260,9 +260,7 @@ def test_shipped_rules_load_and_every_rule_can_fire() -> None:
                                         peers=peers,
                                         diff_kinds=frozenset({"env", "package"}),
                                     )
-                                    fired.update(
-                                        s.rule for s in nextsteps.suggest(rules, facts)
-                                    )
+                                    fired.update(s.rule for s in nextsteps.suggest(rules, facts))
     assert fired == {r.id for r in rules}
 
 
