@@ -201,8 +201,10 @@ def cycle_sentences(unit: str, cycles: Sequence[P2pCycle], edges: Sequence[Waits
     out = []
     for cycle in cycles[:_LIST_LIMIT]:
         order = cycle.order or cycle.ranks
+        # A long cycle: its first members and its last, which closes it.
+        shown = order if len(order) <= 4 else (*order[:3], order[-1])
         parts = []
-        for rank in order:
+        for rank in shown:
             found = by_rank.get(rank)
             if found is None:
                 continue
@@ -212,6 +214,8 @@ def cycle_sentences(unit: str, cycles: Sequence[P2pCycle], edges: Sequence[Waits
                 f"{_ranks_text(unit, found.waited.ranks)}"
             )
         if parts:
+            if len(shown) < len(order):
+                parts[-1] = f"... {parts[-1]}"
             joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + ", and " + parts[-1]
             out.append(f"In {cycle_name(cycle)}, {joined}.")
     if len(cycles) > _LIST_LIMIT:

@@ -102,20 +102,30 @@ def _path(members: Sequence[int], graph: Mapping[int, Sequence[int]]) -> tuple[i
         succ[node] = nexts[0]
     start = min(members)
     order = [start]
+    seen = {start}
     while len(order) < len(members):
         nxt = succ[order[-1]]
-        if nxt == start or nxt in order:
+        if nxt in seen:
             return None
         order.append(nxt)
+        seen.add(nxt)
     return tuple(order) if succ[order[-1]] == start else None
 
 
+MAX_SHOWN = 8
+"""Ranks of one cycle written out; a longer cycle shows its first and last ones."""
+
+
 def cycle_name(cycle: P2pCycle) -> str:
-    """`0<->2`, `0->3->2->1->0`, or `ranks [4-7]` for a component that is not one cycle."""
+    """`0<->2`, `0->3->2->1->0`, `0->1->2->3->4->5->...->99->0 (100 ranks)` for a long one,
+    or `ranks [4-7]` for a component that is not one cycle."""
     if not cycle.order:
         return f"ranks {format_ranks(cycle.ranks)}"
     if len(cycle.order) == 2:
         return f"{cycle.order[0]}<->{cycle.order[1]}"
+    if len(cycle.order) > MAX_SHOWN:
+        head = "->".join(str(r) for r in cycle.order[: MAX_SHOWN - 2])
+        return f"{head}->...->{cycle.order[-1]}->{cycle.order[0]} ({len(cycle.order)} ranks)"
     return "->".join(str(r) for r in (*cycle.order, cycle.order[0]))
 
 

@@ -266,43 +266,15 @@ def _collective_edges(
 
     out = _Collectives(edges=[], desync_keys=[], notes=[], stuck_groups=[])
     all_ranks = tuple(sorted({v.unit for v in views} | {r for r, _, _ in absent}))
-    for (key, ident), members in holders.items():
-        scope = instance_scope() if key == _INSTANCE else scopes[key]
-        outside = _outside(scope, ident)
-        with_frames = [v for v in scope.views if v.latest.frames]
-        whole = (
-            not outside
-            and key != _INSTANCE
-            and len(scope.views) < len(views)
-            and all(v.motion is RankState.STUCK for v in members)
-            and len(members) == len(with_frames)
-        )
-        if whole:
-            # The whole group waits in one collective that does not complete: with members
-            # the Flight Recorder names, something outside the evidence holds it up; with a
-            # layout group (an inference), the collective's group must hold more ranks.
-            first = members[0].latest.facts
-            who = f"{_ranks(members)} (all of group {key or 'of their layout'})"
-            where = f"{first.collective} at {first.site_text or 'an unknown site'}"
-            wider = [] if members[0].pg_ranks else _outside(instance_scope(), ident)
-            if wider:
-                out.notes.append(
-                    f"{who} wait in {where} in every snapshot on "
-                    f"{_group_label(members[0].pg)}; it is compared with every other rank "
-                    "because it cannot complete within the group: capture `py-spy dump "
-                    "--locals` (its `group`) or the Flight Recorder's pg_config to confirm "
-                    "which ranks it spans"
-                )
-                scope, outside = instance_scope(), wider
-            elif any(v.motion is RankState.MOVING for v in views):
-                out.stuck_groups.append(
-                    f"{who} sit in {where} in every snapshot while the other ranks "
-                    + ("keep moving" if members[0].pg_ranks else "pass through the same call")
-                )
+    waited_of: dict[int, WaitedFor] = {}
+
+    def emit(
+        members: list[UnitView], scope: _Scope, outside: list[list[UnitView]], key: str
+    ) -> None:
         first = members[0].latest.facts
         if scope.key == _INSTANCE:
             group_ranks = all_ranks
-        elif members[0].pg_ranks and scope.key == key:
+        elif members[0].pg_ranks:
             group_ranks = members[0].pg_ranks
         else:
             group_ranks = tuple(sorted(v.unit for v in scope.views))
@@ -317,19 +289,80 @@ def _collective_edges(
         # A layout group that holds every rank is the whole instance.
         label = scope.key if scope.key != _INSTANCE and len(scope.views) < len(views) else ""
         for group in outside:
+            # One record per bucket: every edge to it shares the rank tuples.
+            waited = waited_of.get(id(group))
+            if waited is None:
+                waited = waited_of[id(group)] = _waited(group)
             out.edges.append(
-                WaitsFor(waiting=waiting, waited=_waited(group), group=label, instance=instance)
+                WaitsFor(waiting=waiting, waited=waited, group=label, instance=instance)
             )
         if outside and label not in out.desync_keys:
             out.desync_keys.append(label)
-        if members[0].pg_ranks and scope.key == key:
+        if members[0].pg_ranks and scope.key != _INSTANCE:
             inside = set(members[0].pg_ranks)
             out.edges.extend(
                 _absent_edges(waiting, [a for a in absent if a[0] in inside], _INSTANCE, instance)
             )
         else:
             out.edges.extend(_absent_edges(waiting, absent, scope.key, instance))
+
+    # Waits compared with every rank, by collective: default-group waits, and layout groups
+    # stuck whole (merged across groups: one edge per place, however many groups).
+    everywhere: dict[tuple[object, ...], list[UnitView]] = {}
+    widened: dict[tuple[object, ...], list[str]] = {}
+    for (key, ident), members in holders.items():
+        if key == _INSTANCE:
+            everywhere.setdefault(ident, []).extend(members)
+            continue
+        scope = scopes[key]
+        outside = _outside(scope, ident)
+        with_frames = [v for v in scope.views if v.latest.frames]
+        whole = (
+            not outside
+            and len(scope.views) < len(views)
+            and all(v.motion is RankState.STUCK for v in members)
+            and len(members) == len(with_frames)
+        )
+        if whole:
+            # The whole group waits in one collective that does not complete: with members
+            # the Flight Recorder names, something outside the evidence holds it up; with a
+            # layout group (an inference), the collective's group must hold more ranks.
+            if not members[0].pg_ranks and _outside(instance_scope(), ident):
+                everywhere.setdefault(ident, []).extend(members)
+                widened.setdefault(ident, []).append(key or "of their layout")
+                continue
+            if any(v.motion is RankState.MOVING for v in views):
+                first = members[0].latest.facts
+                out.stuck_groups.append(
+                    f"{_ranks(members)} (all of group {key or 'of their layout'}) sit in "
+                    f"{first.collective} at {first.site_text or 'an unknown site'} in every "
+                    "snapshot while the other ranks "
+                    + ("keep moving" if members[0].pg_ranks else "pass through the same call")
+                )
+        emit(members, scope, outside, key)
+    for ident, members in everywhere.items():
+        members.sort(key=lambda v: v.unit)
+        scope = instance_scope()
+        emit(members, scope, _outside(scope, ident), _INSTANCE)
+        groups = widened.get(ident)
+        if groups:
+            first = members[0].latest.facts
+            named = ", ".join(groups[:_NAMED_GROUPS]) + (
+                f" and {len(groups) - _NAMED_GROUPS} more" if len(groups) > _NAMED_GROUPS else ""
+            )
+            out.notes.append(
+                f"{_ranks(members)} (all of group{'s' if len(groups) > 1 else ''} {named}) "
+                f"wait in {first.collective} at {first.site_text or 'an unknown site'} in "
+                f"every snapshot on {_group_label(members[0].pg)}; it is compared with every "
+                "other rank because it cannot complete within the group: capture `py-spy "
+                "dump --locals` (its `group`) or the Flight Recorder's pg_config to confirm "
+                "which ranks it spans"
+            )
     return out
+
+
+_NAMED_GROUPS = 4
+"""Layout groups named in one note; the rest are counted."""
 
 
 def _ranks(views: Sequence[UnitView]) -> str:

@@ -506,3 +506,16 @@ def test_flight_recorder_pg_config_names_the_members(
         assert edge.waiting.group == "tp_cpu" and edge.waiting.group_ranks == members
     else:
         assert any("keep moving" in n for n in analysis.confidence_notes)
+
+
+def test_a_long_ring_is_named_short() -> None:
+    n = 300
+    analysis = analyze(_p2p_bundle({r: ("recv", (r - 1) % n) for r in range(n)}))
+    assert analysis.verdict is Verdict.P2P_DEADLOCK
+    (cycle,) = analysis.p2p_cycles
+    assert len(cycle.order) == n
+    assert (
+        cycle_name(cycle)
+        == f"0->{n - 1}->{n - 2}->{n - 3}->{n - 4}->{n - 5}->...->1->0 ({n} ranks)"
+    )
+    assert len(analysis.summary) < 1500

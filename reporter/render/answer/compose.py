@@ -171,7 +171,8 @@ def cycles_text(analysis: Analysis) -> str:
     first = cycles[0]
     by_rank = {e.waiting.ranks[0]: e for e in analysis.waits_for if getattr(e, "kind", "") == "p2p"}
     parts = []
-    for rank in first.order or first.ranks:
+    order = first.order or first.ranks
+    for rank in order if len(order) <= 4 else (*order[:3], order[-1]):
         edge = by_rank.get(rank)
         if edge is not None:
             at = f" at {edge.waiting.at}" if edge.waiting.at else ""
