@@ -358,6 +358,8 @@ def _collective_edges(
                 "dump --locals` (its `group`) or the Flight Recorder's pg_config to confirm "
                 "which ranks it spans"
             )
+    # Smallest waiting rank first, whichever scope found the edge (stable within a side).
+    out.edges.sort(key=lambda e: e.waiting.ranks[:1])
     return out
 
 
