@@ -5,7 +5,7 @@ brute-force reading, and the Flight Recorder's p2p entries."""
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pytest
 
@@ -152,8 +152,8 @@ PG = "<torch._C._distributed_c10d.ProcessGroup at 0x7f00aa>"
 
 
 def _collective_dump(
-    kwargs: str | None, *, inner: str = PG, caller: list[Local] = ()
-) -> ProcessDump:  # type: ignore[assignment]
+    kwargs: str | None, *, inner: str = PG, caller: Sequence[Local] = ()
+) -> ProcessDump:
     proc = dump(
         pid=7,
         main=[
@@ -322,7 +322,7 @@ def test_two_sends_are_a_deadlock_too() -> None:
 
 
 def _p2p_bundle(
-    peers: dict[int, tuple[str, int | None]],
+    peers: Mapping[int, tuple[str, int | None]],
     *,
     snapshots: int = 2,
     idle: Sequence[int] = (),
@@ -397,7 +397,7 @@ def test_a_pipeline_of_many_ranks_pairs_linearly() -> None:
 
 
 def _fr(
-    rank: int, entries: list[tuple[str, str, str]], groups: dict[str, tuple[int, ...]]
+    rank: int, entries: list[tuple[str, str, str]], groups: Mapping[str, tuple[int, ...]]
 ) -> FrTrace:
     return FrTrace(
         rank=rank,
