@@ -254,9 +254,17 @@ def what_line(bundle: Bundle, analysis: Analysis, edges: Sequence[WaitEdge]) -> 
     if verdict is Verdict.COLLECTIVE_DESYNC:
         text = f"Collective desync among {n} {unit} ({basis})"
         if edges:
-            text += (
-                f": {edges[0].waiting.name} in {edges[0].collective}, {edges[0].waited.name} not"
-            )
+            edge = edges[0]
+            by_rank = {r: c for c in analysis.classes for r in c.ranks}
+            other = by_rank.get(edge.waited.ranks[0]) if edge.waited.ranks else None
+            if other is not None and other.collective and edge.group:
+                # Both sides in a collective, on different groups: "not" would be wrong.
+                text += (
+                    f": {edge.waiting.name} in {edge.collective} on the {edge.group} group, "
+                    f"{edge.waited.name} {edge.waited.brief}"
+                )
+            else:
+                text += f": {edge.waiting.name} in {edge.collective}, {edge.waited.name} not"
         return SummaryLine(topic="What", text=text + ".", sources=sources)
     if verdict is Verdict.P2P_DEADLOCK:
         return SummaryLine(
