@@ -103,6 +103,7 @@ SHAPES: dict[str, Shape] = {
                 "kinds": Key(Strings),
                 "keys": Key(Strings),
                 "weight": _WEIGHT,
+                "tie": Key(int),
                 "why": Key(str, required=True),
             }
         ),
@@ -112,6 +113,7 @@ SHAPES: dict[str, Shape] = {
                 "pattern": Key(str, required=True),
                 "keys": Key(Strings),
                 "weight": _WEIGHT,
+                "tie": Key(int),
                 "why": Key(str, required=True),
             }
         ),
@@ -172,11 +174,14 @@ SHAPES: dict[str, Shape] = {
                         "stacks",
                         "wedge",
                         "gone",
+                        "missing",
                         "timeout",
+                        "captured",
                         "one_collective",
                         "flight_recorder",
                         "p2p",
                         "peers",
+                        "blocked_threads",
                     )
                 },
             }

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from reporter.analysis.classify import Classifier, FrameKind
 from reporter.analysis.p2p import cycle_name
-from reporter.analysis.ranksets import format_ranks
+from reporter.analysis.ranksets import format_pids, format_ranks
 from reporter.analysis.result import (
     BranchPoint,
     Confidence,
@@ -149,11 +149,21 @@ def _ranks_text(unit: str, ranks: Sequence[int]) -> str:
     )
     if len(ranks) == 1:
         return f"{word} {ranks[0]}"
+    if unit == "pid":
+        return f"{words} {format_pids(ranks)}"
     return f"{words} {format_ranks(ranks)}"
 
 
 def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
+
+
+_FROZEN_WORDS = {
+    RankState.STOPPED: "stopped",
+    RankState.UNINTERRUPTIBLE: "in uninterruptible sleep (State D)",
+    RankState.UNRESPONSIVE: "unresponsive to py-spy",
+    RankState.CRASHED: "crashed",
+}
 
 
 def _class_text(unit: str, stack: StackClass, classifier: Classifier) -> str:
@@ -172,6 +182,9 @@ def _class_text(unit: str, stack: StackClass, classifier: Classifier) -> str:
         what = "idle" + (f" in {loop.short_function}" if loop is not None else "")
     elif stack.state is RankState.MIXED:
         what = f"{what} (some stuck, some moving)"
+    elif stack.state in _FROZEN_WORDS:
+        # Process state evidence, not the stacks: where it was when it stopped or died.
+        what = f"{_FROZEN_WORDS[stack.state]}, last seen {what}"
     return f"{_ranks_text(unit, stack.ranks)} {verb} {what}"
 
 
@@ -287,12 +300,16 @@ def summary(
         sentences.extend(waits_sentences(unit, ctx.waits_for))
         sentences.append(_snapshot_text(ctx.snapshots))
     elif finding.verdict is Verdict.P2P_DEADLOCK:
-        sentences.append(f"P2P{finding.deadlock[3:]}.")
+        # The deadlock's one-line name is the headline; the paragraph says each side.
         deadlocks = [c for c in finding.cycles if c.deadlock]
         if deadlocks:
+            sentences.append("Point-to-point deadlock.")
             sentences.extend(cycle_sentences(unit, deadlocks, ctx.waits_for))
         else:
-            sentences.append(f"{_cap(_classes_text(unit, desync_classes, classifier))}.")
+            sentences.append(
+                f"Nobody sends: {_classes_text(unit, desync_classes, classifier)}, and the "
+                "evidence names no peer."
+            )
         sentences.append(_snapshot_text(ctx.snapshots))
     elif finding.verdict is Verdict.ALL_STUCK:
         sentences.append(

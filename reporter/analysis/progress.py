@@ -6,9 +6,6 @@ order. Output: a `RankState` and a `UnitView` that later steps read.
 snapshot; `moving` means it changed; one snapshot says nothing (`unknown`)::
 
     rank_state([s1, s1, s1]) -> STUCK     rank_state([s1, s2, s1]) -> MOVING
-
-Snapshots of two forms (plain `py-spy dump` and `--native`) are compared on their Python
-frames: native frames appearing in one snapshot are not movement.
 """
 
 from __future__ import annotations
@@ -41,17 +38,23 @@ def rank_state(history: Sequence[StackInfo], idle: Sequence[bool] = ()) -> RankS
 
 
 def raw_state(history: Sequence[StackInfo]) -> RankState:
-    """Stuck, moving, or unknown (fewer than two snapshots), whatever the stacks are."""
+    """Stuck, moving, or unknown (fewer than two snapshots), whatever the stacks are.
+
+    A snapshot without frames (py-spy printed the process header, then failed) says
+    nothing about movement and is left out."""
+    if any(info.frames for info in history):
+        history = [info for info in history if info.frames]
     if len(history) < 2:
         return RankState.UNKNOWN
     first = history[0].exact_id
     if all(info.exact_id == first for info in history):
         return RankState.STUCK
-    # A `--native` dump among plain ones adds frames without anything moving: compare the
-    # Python frames then. Two native dumps still compare in full (movement inside C code).
-    forms = {info.native for info in history}
-    python = history[0].python_id
-    if len(forms) > 1 and python != -1 and all(i.python_id == python for i in history):
+    # A `--native` snapshot beside plain ones adds native frames to the same Python stack:
+    # that is not movement.
+    python = {
+        tuple((f.function, f.file, f.line) for f in i.frames if not f.native) for i in history
+    }
+    if len(python) == 1 and any(f.native for i in history for f in i.frames):
         return RankState.STUCK
     return RankState.MOVING
 

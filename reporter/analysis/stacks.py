@@ -33,11 +33,6 @@ class StackInfo:
     frames: tuple[Frame, ...]
     informative: tuple[Frame, ...]
     facts: StackFacts
-    python_id: int = -1
-    """Equal for stacks whose Python frames are equal (function, file, line): a `--native`
-    dump and a plain one of the same moment share it. -1 for a stack without Python frames."""
-    native: bool = False
-    """True when the stack holds native frames (a `--native` dump, or a native-only trace)."""
 
     def key(self, similarity: Similarity) -> int:
         """The id that equal stacks share at `similarity`."""
@@ -56,7 +51,6 @@ class StackTable:
         self._exact: dict[tuple[tuple[str, str, int | None], ...], StackInfo] = {}
         self._lines_ignored: dict[tuple[tuple[str, str], ...], int] = {}
         self._loose: dict[tuple[tuple[str, str], ...], int] = {}
-        self._python: dict[tuple[tuple[str, str, int | None], ...], int] = {}
         # Per distinct (function, file, native): the line-free key and the frame's class.
         self._frames: dict[tuple[str, str, bool], tuple[tuple[str, str], FrameClass]] = {}
 
@@ -90,7 +84,6 @@ class StackTable:
         classes = [c for _, c in per_frame]
         named = tuple([n for n, _ in per_frame])
         loose = tuple([n for n, c in per_frame if c.informative])
-        python = tuple([k for k, (_, c) in zip(key, per_frame, strict=True) if not c.native])
         info = StackInfo(
             exact_id=len(self._exact),
             lines_ignored_id=self._lines_ignored.setdefault(named, len(self._lines_ignored)),
@@ -98,8 +91,6 @@ class StackTable:
             frames=frames,
             informative=tuple([f for f, c in zip(frames, classes, strict=True) if c.informative]),
             facts=self.classifier.describe(frames, classes),
-            python_id=self._python.setdefault(python, len(self._python)) if python else -1,
-            native=len(python) < len(key),
         )
         self._exact[key] = info
         return info

@@ -504,9 +504,13 @@ def decide(
     if not views:
         return Finding(verdict=Verdict.INCONCLUSIVE, reason="no rank stacks in the evidence")
     if len(views) == 1:
+        # Ranks without stacks (gone, stopped, crashed) may still be what this one waits for.
+        lone = _collective_edges(views, absent, instance).edges
+        lone += _p2p(views, absent, instance)[0]
         return Finding(
             verdict=Verdict.INCONCLUSIVE,
             reason="only one rank: there is no other rank to compare it with",
+            edges=tuple(lone),
         )
     groups = group_views(views)
     coll = _collective_edges(views, absent, instance)
@@ -539,12 +543,15 @@ def decide(
             notes=tuple(notes),
             deadlock=text,
         )
-    present_waits = [e for e in coll.edges if e.waited.state not in ("gone", "missing")]
+    # Edges to ranks without stacks (gone, missing, stopped, crashed, ...) show no desync:
+    # only a present rank elsewhere does.
+    present = {v.unit for v in views}
+    present_waits = [e for e in coll.edges if any(r in present for r in e.waited.ranks)]
     if present_waits or p2p_elsewhere:
         involved = {
             r
             for e in edges
-            if e.waited.state not in ("gone", "missing")
+            if any(w in present for w in e.waited.ranks)
             for r in (*e.waiting.ranks, *e.waited.ranks)
         }
         chosen = [v for v in views if v.unit in involved]

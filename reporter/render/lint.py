@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from enum import StrEnum
@@ -229,8 +229,21 @@ def placeholders(text: str, tokens: Sequence[Token] | None = None) -> tuple[int,
     )
 
 
-def lint_text(text: str, *, path: str, index: IssueIndex | None = None) -> tuple[Finding, ...]:
-    """Every finding for one file's text."""
+# The upstream side's pre-send scan (`reporter.upstream.redact.scan_document`): for
+# upstream drafts lint runs the very check the filing gate runs. Handed in by the
+# application layer (render may not import upstream): (line, kind, sample) per finding.
+UpstreamScan = Callable[[str], Iterable[tuple[int, str, str]]]
+
+
+def lint_text(
+    text: str,
+    *,
+    path: str,
+    index: IssueIndex | None = None,
+    upstream_scan: UpstreamScan | None = None,
+) -> tuple[Finding, ...]:
+    """Every finding for one file's text; an upstream draft's secrets and identifiers are
+    found by `upstream_scan` when given (the filing gate's scan, same lines)."""
     lines = re.split(r"\r\n?|\n", text)
     tokens = parser().parse(text)
     front = frontmatter.parse(text)
@@ -255,8 +268,16 @@ def lint_text(text: str, *, path: str, index: IssueIndex | None = None) -> tuple
     _check_regions(text, status, add)
     # Every report: incident reports are committed to repositories too.
     where = "an upstream draft" if kind == frontmatter.UPSTREAM_DRAFT else "a report"
-    for number, name, sample in find_secrets(text):
-        add(number, Rule.SECRET, f"possible {name} ({sample}) in {where}")
+    if kind == frontmatter.UPSTREAM_DRAFT and upstream_scan is not None:
+        for number, name, sample in upstream_scan(text):
+            add(
+                number,
+                Rule.SECRET,
+                f"possible {name} ({sample}) in {where}: the filing gate refuses it",
+            )
+    else:
+        for number, name, sample in find_secrets(text):
+            add(number, Rule.SECRET, f"possible {name} ({sample}) in {where}")
     if kind == frontmatter.UPSTREAM_DRAFT:
         _block, body, _start = frontmatter.split(text)
         if len(body) > GITHUB_BODY_LIMIT:

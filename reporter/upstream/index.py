@@ -50,7 +50,14 @@ from typing import Any
 from reporter.errors import InputError, UsageError
 from reporter.upstream import boilerplate, terms
 from reporter.upstream.extract import extract
-from reporter.upstream.records import Fix, IssueRecord, StoredIssue, SyncState, record_from_json
+from reporter.upstream.records import (
+    Fix,
+    IssueRecord,
+    StoredIssue,
+    SyncState,
+    fix_from_json,
+    record_from_json,
+)
 from reporter.upstream.records import ImportResult as ImportResult  # documents.py names it here
 from reporter.upstream.schema import SCHEMA, SCHEMA_2, SCHEMA_VERSION, TOKENIZER_VERSION, UPGRADABLE
 
@@ -189,11 +196,14 @@ class Index:
             self._repo_counts = [(str(r), int(n)) for r, n in rows]
         return list(self._repo_counts)
 
-    def records(self, repo: str | None = None) -> Iterator[IssueRecord]:
-        """Stored issues (not pull requests) by repo and number."""
+    def records(
+        self, repo: str | None = None, *, include_pulls: bool = False
+    ) -> Iterator[IssueRecord]:
+        """Stored issues (and pull requests with `include_pulls`) by repo and number."""
         where, args = _repo_filter([repo] if repo else [], "repo")
+        pulls = "1 = 1" if include_pulls else "is_pull = 0"
         rows = self._db.execute(
-            f"SELECT {_RECORD_COLUMNS} FROM issues WHERE is_pull = 0{where} ORDER BY repo, number",
+            f"SELECT {_RECORD_COLUMNS} FROM issues WHERE {pulls}{where} ORDER BY repo, number",
             args,
         )
         for row in rows:
@@ -468,12 +478,18 @@ class Index:
     def import_jsonl(self, lines: Iterable[str], *, source: str) -> ImportResult:
         """Import JSONL lines (one issue each) in one transaction; bad lines are skipped."""
         records: list[IssueRecord] = []
+        fixes: list[Fix] = []
         skipped: list[str] = []
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
-                records.append(record_from_json(json.loads(line)))
+                obj = json.loads(line)
+                record = record_from_json(obj)
+                fix = fix_from_json(obj.get("fixed_in"), record)
+                records.append(record)
+                if fix is not None:
+                    fixes.append(fix)
             except json.JSONDecodeError as err:
                 skipped.append(f"{source}:{number}: not JSON ({err.msg} at column {err.colno})")
             except RecursionError:
@@ -481,6 +497,8 @@ class Index:
             except (ValueError, TypeError) as err:
                 skipped.append(f"{source}:{number}: {err}")
         self.upsert(records)
+        for fix in fixes:
+            self.save_fix(fix)
         return ImportResult(imported=len(records), skipped=tuple(skipped))
 
     def save_fix(self, fix: Fix) -> None:

@@ -2,7 +2,7 @@
 
 The model is WordLlama's `l2_supercat` 256-dimension embedding table (16 MB of float16
 in the `wordllama` wheel, with its tokenizer file next to it), installed with the
-`reporter[semantic]` extra. Nothing is downloaded at run time: the files are loaded
+`hangreport[semantic]` extra (the distribution `hangreport`, import package `reporter`). Nothing is downloaded at run time: the files are loaded
 from the installed package by path (WordLlama's own loader looks for the tokenizer in
 another folder than the wheel puts it, and falls back to downloading). A text's vector
 is the mean of its tokens' vectors, scaled to unit length, so the cosine similarity of
@@ -43,8 +43,8 @@ MAX_TOKENS = 512
 SCALE = 254.0
 MISSING_NOTE = (
     "semantic similarity is off: the embedding model is not installed "
-    "(pip install 'reporter[semantic]', which brings wordllama; nothing is downloaded "
-    "at run time)"
+    "(pip install 'hangreport[semantic]', or '.[semantic]' in a checkout, which brings "
+    "wordllama; nothing is downloaded at run time)"
 )
 
 

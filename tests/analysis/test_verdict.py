@@ -289,7 +289,8 @@ def test_pid_fallback_still_finds_desync() -> None:
     assert analysis.laggards == (503,)
     assert analysis.missing_ranks == ()
     assert any("PIDs stand in for ranks" in n for n in analysis.confidence_notes)
-    assert "PIDs [501-502] are in all_reduce" in analysis.summary
+    # Two PIDs are two processes, listed, never a range ("every PID between").
+    assert "PIDs 501, 502 are in all_reduce" in analysis.summary
 
 
 def test_desync_is_checked_per_group() -> None:

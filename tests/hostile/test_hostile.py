@@ -594,7 +594,7 @@ CASES = [
     Case("empty-file", s_empty, {1}, "empty"),
     Case("binary-file", s_binary, {1}, "binary"),
     Case("missing-file", s_missing, {2}, "no such file"),
-    Case("folder-with-files", s_folder_and_file, {2}, "alone"),
+    Case("folder-with-files", s_folder_and_file, {2}, "cannot be mixed"),
     Case("same-file-two-globs", s_glob_twice, {0}, "more than once"),
     Case("manifest-not-toml", s_bad_toml, {1}),
     Case("manifest-path-escapes", s_path_escape, {1}, "outside the bundle"),
