@@ -144,9 +144,13 @@ SHAPES: dict[str, Shape] = {
                 "specific": Key(bool),
             }
         )
-        for name in ("collective", "wait", "generic", "idle", "gpu_sync", "idle_loop")
+        for name in ("collective", "wait", "generic", "idle", "gpu_sync", "idle_loop", "bootstrap")
     }
-    | {"library": Table({"file": _GLOBS}), "states": Table({"idle_waits": Key(Strings)})},
+    | {
+        "library": Table({"file": _GLOBS}),
+        "states": Table({"idle_waits": Key(Strings)}),
+        "p2p": Table({"recv": Key(Strings), "send": Key(Strings), "either": Key(Strings)}),
+    },
     "goroutines.toml": {
         "plumbing": Table({"functions": _GLOBS}),
         "runtime": Table({"functions": _GLOBS}),
@@ -175,6 +179,8 @@ SHAPES: dict[str, Shape] = {
                         "captured",
                         "one_collective",
                         "flight_recorder",
+                        "p2p",
+                        "peers",
                         "blocked_threads",
                     )
                 },

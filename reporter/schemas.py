@@ -96,6 +96,45 @@ SCHEMAS: dict[str, Schema] = {
             array(obj("an earlier report", path=STR, date=STR, status=STR, same=BOOL)),
             "earlier reports of the same (same: true) or a similar hang",
         ),
+        waits_for=described(
+            array(
+                obj(
+                    "one edge",
+                    waiting=obj(
+                        "the waiting ranks",
+                        ranks=array(INT),
+                        collective=STR,
+                        at=STR,
+                        process_group=STR_OR_NULL,
+                        group_ranks=array(INT),
+                    ),
+                    **{"for": obj("the ranks waited for", ranks=array(INT), state=STR, at=STR)},
+                    kind=described(
+                        {"enum": ["collective", "p2p"]},
+                        "collective, or p2p: one rank waits in a point-to-point call for its peer",
+                    ),
+                )
+            ),
+            "who waits for whom; process_group is default, a name or non-default (null: not "
+            "known); group_ranks the ranks the wait is compared with",
+        ),
+        p2p_cycles=described(
+            array(
+                obj(
+                    "one cycle of point-to-point waits",
+                    ranks=array(INT),
+                    order=array(INT),
+                    name=STR,
+                    directions=STRS,
+                    sites=STRS,
+                    deadlock=BOOL,
+                )
+            ),
+            "cycles point-to-point waits close (a deadlock: every member stuck, none sends)",
+        ),
+        p2p_deadlock=described(
+            STR_OR_NULL, "for verdict p2p-deadlock: the cycles and what each side waits in"
+        ),
         crashes=described(
             array(
                 obj(
@@ -195,6 +234,11 @@ SCHEMAS: dict[str, Schema] = {
             signature=STR,
             todos=INT,
             upstream_issue=STR_OR_NULL,
+            same_hang=described(
+                INT,
+                "incident reports (this one included) of the same hang as seen-before counts "
+                "it: the same signature or the same shape",
+            ),
         ),
     },
     "preview": obj("The HTML page written.", path=STR),

@@ -10,7 +10,9 @@ versions add keys and never rename these. `wedge` (null without metrics) and
 `environment` (allowlisted, redacted), `diff` (null without a baseline),
 `excerpts` and `goroutines` (null without Go dumps) come from their modules'
 `*_json` functions. `waits_for` lists who waits for whom (`{"waiting": {ranks, pids,
-collective, at}, "for": {ranks, pids, state, at}, group, instance}`); `instances` is
+collective, at, process_group, group_ranks}, "for": {ranks, pids, state, at}, group, instance,
+kind, peer_source}`, kind `collective` or `p2p`); `p2p_cycles` the cycles point-to-point
+waits close (`{ranks, label, order, directions, sites, deadlock, name}`); `instances` is
 empty for one server or job, else one entry per instance (`id`, `label`, `pids`,
 `ranks`, `verdict`, ...); classes and ranks carry their `instance` id. `crashes` lists
 faulthandler fatal errors, `thread_deadlocks` lock cycles between threads of one process
@@ -25,6 +27,7 @@ import json
 from datetime import datetime
 
 from reporter.analysis import flight_recorder
+from reporter.analysis.p2p import cycle_name
 from reporter.analysis.records import JSON, record
 from reporter.analysis.result import (
     Analysis,
@@ -35,6 +38,7 @@ from reporter.analysis.result import (
     IdleThread,
     InstanceVerdict,
     LockThread,
+    P2pCycle,
     RankProcess,
     StackClass,
     ThreadDeadlock,
@@ -187,9 +191,17 @@ def waits_json(edge: WaitsFor) -> JSON:
     """One waits-for edge: `waiting` ranks in a collective at a call site, and the ranks
     they wait `for`, with their state and where they are."""
     return {
-        "waiting": record(edge.waiting, "ranks pids collective at process_group=group"),
+        "waiting": record(edge.waiting, "ranks pids collective at process_group=group group_ranks"),
         "for": record(edge.waited, "ranks pids state at"),
-        **record(edge, "group instance"),
+        **record(edge, "group instance kind peer_source"),
+    }
+
+
+def cycle_json(cycle: P2pCycle) -> JSON:
+    """One cycle of point-to-point waits."""
+    return {
+        **record(cycle, "ranks label order directions sites deadlock"),
+        "name": cycle_name(cycle),
     }
 
 
@@ -231,6 +243,8 @@ def to_json(analysis: Analysis) -> JSON:
             for f in analysis.failed
         ],
         "waits_for": [waits_json(e) for e in analysis.waits_for],
+        "p2p_cycles": [cycle_json(c) for c in analysis.p2p_cycles],
+        "p2p_deadlock": analysis.p2p_deadlock or None,
         "instances": [instance_json(i) for i in analysis.instances],
         "ranks": [process_json(p) for p in analysis.processes],
         "others": [process_json(p) for p in analysis.others],

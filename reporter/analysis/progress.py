@@ -72,7 +72,17 @@ class UnitView:
     """Stuck / moving / unknown before `idle` is told apart; None: same as `state`."""
     pg: str | None = None
     """The process group of the collective it is in, where `--locals` shows it
-    (`default` for `group=None`, else the group's name or type); None when unknown."""
+    (`default` for `group=None` or no group argument, else the group's name, or
+    `non-default` for a group object); None when unknown."""
+    p2p: str | None = None
+    """`recv`, `send` or `either` when the latest main stack waits in a point-to-point call."""
+    peers: tuple[int, ...] = ()
+    """Global ranks that point-to-point call waits for, where the evidence names them."""
+    peer_source: str = ""
+    """Where `peers` were read (`--locals src=2 in recv`, a Flight Recorder entry)."""
+    pg_ranks: tuple[int, ...] = ()
+    """The members of the group of its collective, where the Flight Recorder's `pg_config`
+    names them; () when not known."""
 
     @property
     def motion(self) -> RankState:

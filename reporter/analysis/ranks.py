@@ -338,10 +338,30 @@ def _radix(cands: list[_Candidate]) -> tuple[dict[str, int], str]:
     return sizes, text
 
 
+def _global_tp(cands: list[_Candidate]) -> bool:
+    """True for the DP-attention layout: the TP index is global and DP names the attention
+    group it falls in (SGLang with `--enable-dp-attention` titles `DP1_TP2`, `DP1_TP3` for
+    global ranks 2 and 3 of a TP-4 world): every process's TP // (TP size / DP size) equals
+    its DP. A standard DP layout restarts TP at 0 in every DP group and never matches; a
+    capture holding only `DP0_TP0` and `DP1_TP1` of a standard layout would, and is read as
+    DP attention."""
+    dimmed = [c for c in cands if "DP" in c.dims and "TP" in c.dims]
+    if len(dimmed) < 2 or len(dimmed) != len([c for c in cands if c.dims]):
+        return False
+    dp_size = max(c.dims["DP"] for c in dimmed) + 1
+    tp_size = max(c.dims["TP"] for c in dimmed) + 1
+    if dp_size < 2 or tp_size % dp_size:
+        return False
+    block = tp_size // dp_size
+    return all(c.dims["TP"] // block == c.dims["DP"] for c in dimmed)
+
+
 def _apply_radix(cands: list[_Candidate]) -> dict[str, int] | None:
     dimmed = [c for c in cands if c.rank is None and any(d in c.dims for d in RADIX_DIMS)]
     if not dimmed:
         return None
+    if _global_tp([c for c in cands if c.dims]):
+        return _apply_global_tp(cands, dimmed)
     sizes, size_text = _radix([c for c in cands if c.dims])
     multi = sum(1 for d in RADIX_DIMS if sizes[d] > 1) > 1
     for cand in dimmed:
@@ -356,6 +376,22 @@ def _apply_radix(cands: list[_Candidate]) -> dict[str, int] | None:
             )
         else:
             cand.detail = f"rank {rank} from {coords} ({how})"
+    return sizes
+
+
+def _apply_global_tp(cands: list[_Candidate], dimmed: list[_Candidate]) -> dict[str, int]:
+    """Ranks of the DP-attention layout: PP x TP with TP global; DP is the attention group."""
+    sizes, _ = _radix([c for c in cands if c.dims])
+    sizes = {**sizes, "DP": 1}
+    for cand in dimmed:
+        rank = radix_rank({d: n for d, n in cand.dims.items() if d != "DP"}, sizes)
+        cand.rank = rank
+        coords = " ".join(f"{d}{n}" for d, n in sorted_dims(cand.dims))
+        how = "; ".join(cand.dim_sources)
+        cand.detail = (
+            f"rank {rank} from {coords} ({how}); DP attention layout: the TP index is global "
+            "(every TP index lies in its DP group's block), DP names the attention group"
+        )
     return sizes
 
 

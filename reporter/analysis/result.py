@@ -54,6 +54,8 @@ class Verdict(StrEnum):
     ALL_STUCK = "all-stuck"
     PROGRESSING = "progressing"
     INCONCLUSIVE = "inconclusive"
+    P2P_DEADLOCK = "p2p-deadlock"
+    """Point-to-point waits close a cycle in which no pair meets (both sides in `recv`)."""
     CRASHED = "crashed"
     """A faulthandler `Fatal Python error` report, and no rank left waiting for the crashed one."""
     THREAD_DEADLOCK = "thread-deadlock"
@@ -261,7 +263,12 @@ class Waiting:
     at: str
     """The call site, `writing_check (tp_desync.py:60)`; "" when the stack has none."""
     group: str | None = None
-    """The process group where `--locals` shows it (`default`, or its name); else None."""
+    """The process group where `--locals` shows it (`default`, its name, or `non-default`
+    for a group object); else None."""
+    group_ranks: tuple[int, ...] = ()
+    """The ranks the wait is compared against: every rank of the instance for the default
+    group (or for a group whose known members all wait in it), the group's ranks from the
+    titles or the manifest otherwise; () when not known."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -288,6 +295,27 @@ class WaitsFor:
     waited: WaitedFor
     group: str = ""
     instance: str = "1"
+    kind: str = "collective"
+    """`collective` (the waiting ranks' group waits for every member), or `p2p`: one rank
+    waits in a point-to-point call for its peer (`waited`)."""
+    peer_source: str = ""
+    """For `p2p`: where the peer was read (`--locals src=2 in recv`, a Flight Recorder entry)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class P2pCycle(RankSet):
+    """Ranks whose point-to-point waits close a cycle.
+
+    `order` runs along the waits from the smallest rank (`(0, 3, 2, 1)`: 0 waits for 3, ...),
+    () when the ranks wait on each other in more than one cycle. `directions` are the
+    members' `recv` / `send` / `either`; `sites` their call sites. `deadlock` is True when
+    every member is stuck and no two members meet (a recv answered by the matching send).
+    """
+
+    order: tuple[int, ...]
+    directions: tuple[str, ...]
+    sites: tuple[str, ...]
+    deadlock: bool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -413,6 +441,10 @@ class Analysis:
     """Per-instance verdicts when the bundle holds several servers or jobs; () for one."""
     flight_recorder: FlightRecorderAnalysis | None = None
     """Flight Recorder traces aligned by sequence id; None when the bundle has none."""
+    p2p_cycles: tuple[P2pCycle, ...] = ()
+    """Cycles of point-to-point waits (`p2p-deadlock` when one is a deadlock)."""
+    p2p_deadlock: str = ""
+    """For `p2p-deadlock`: `p2p deadlock: 0<->2, 1<->3: both sides wait in recv, none sends`."""
     thread_deadlocks: tuple[ThreadDeadlock, ...] = ()
     """Lock cycles between threads of one process (reporter.analysis.threads)."""
     blocked_threads: tuple[BlockedThreads, ...] = ()

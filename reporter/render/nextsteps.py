@@ -47,6 +47,7 @@ PLACEHOLDERS = frozenset(
         "crash",
         "threads",
         "settle",
+        "cycles",
     }
 )
 VERDICTS = frozenset(
@@ -57,6 +58,7 @@ VERDICTS = frozenset(
         "inconclusive",
         "crashed",
         "thread-deadlock",
+        "p2p-deadlock",
     }
 )
 DIFF_KINDS = frozenset({"flag", "env", "package", "source", "excerpt", "gpu", "fact"})
@@ -90,6 +92,8 @@ _BOOL_KEYS = frozenset(
         "one_collective",
         "flight_recorder",
         "blocked_threads",
+        "p2p",
+        "peers",
     }
 )
 _LIST_KEYS = frozenset({"verdict", "waited", "collective", "wait", "frame", "diff_kind"})
@@ -128,6 +132,10 @@ class Facts:
     one_collective: bool = False
     flight_recorder: bool = False
     """True when the Flight Recorder names a first mismatch: it decides, not the stacks."""
+    p2p: bool = False
+    """True when some waiting rank is in a point-to-point call (`recv`, `send`, ...)."""
+    peers: bool = False
+    """True when the evidence names the peer of some point-to-point wait."""
     blocked_threads: bool = False
     """True when threads sit blocked in every snapshot with no proven lock cycle."""
     values: Mapping[str, str] = field(default_factory=dict)
@@ -214,6 +222,8 @@ def applies(rule: Rule, facts: Facts) -> bool:
                 "captured": facts.captured,
                 "one_collective": facts.one_collective,
                 "flight_recorder": facts.flight_recorder,
+                "p2p": facts.p2p,
+                "peers": facts.peers,
                 "blocked_threads": facts.blocked_threads,
             }[key]
             if have is not want:

@@ -87,13 +87,18 @@ def _action_items(body: str) -> tuple[str, ...]:
     return ()
 
 
+def text_shape(text: str) -> str:
+    """The shape of the signature block of a report's text ("" without one)."""
+    block = _SIGNATURE_BLOCK.search(text)
+    return shape(block.group("body")) if block else ""
+
+
 def read(text: str, *, path: str) -> ReportRecord | None:
     """The record of one report, or None when the text is not an incident report."""
     front = frontmatter.parse(text)
     if front is None or front.data is None or front.kind != frontmatter.INCIDENT_REPORT:
         return None
     data = front.data
-    block = _SIGNATURE_BLOCK.search(text)
     found = _FROM.search(text)
     captured = _EVIDENCE_OF.search(text)
     digest = _DIGEST.search(text)
@@ -102,7 +107,7 @@ def read(text: str, *, path: str) -> ReportRecord | None:
         date=front.date(path) or (captured.group("day") if captured else "") or "an unknown date",
         status=str(data.get("status") or "?"),
         signature=str(data.get("signature") or ""),
-        shape=shape(block.group("body")) if block else "",
+        shape=text_shape(text),
         bundle=found.group("bundle") if found else "",
         action_items=_action_items(text),
         digest=digest.group("digest") if digest else "",
@@ -155,33 +160,25 @@ def matches(
     return tuple(item[2] for item in out)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SignatureGroup:
-    """Reports sharing one signature: how many, first and last date, their paths."""
+def same_hang(keys: Sequence[tuple[str, str]]) -> list[int]:
+    """For each (signature, shape) pair, the index of its group: reports are one hang when
+    they share the signature or the shape, as `matches` counts them (transitively: a chain
+    of similar reports is one group). Empty keys join nothing; linear in the reports."""
+    parent = list(range(len(keys)))
 
-    signature: str
-    count: int
-    first: str
-    last: str
-    paths: tuple[str, ...]
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
 
-
-def groups(records: Sequence[ReportRecord]) -> tuple[SignatureGroup, ...]:
-    """Reports grouped by signature, most reports first, then by signature."""
-    by: dict[str, list[ReportRecord]] = {}
-    for record in records:
-        by.setdefault(record.signature or "-", []).append(record)
-    out = []
-    for signature, members in by.items():
-        dates = sorted(m.date for m in members)
-        out.append(
-            SignatureGroup(
-                signature=signature,
-                count=len(members),
-                first=dates[0],
-                last=dates[-1],
-                paths=tuple(sorted(m.path for m in members)),
-            )
-        )
-    out.sort(key=lambda g: (-g.count, g.signature))
-    return tuple(out)
+    first: dict[str, int] = {}
+    for index, (signature, form) in enumerate(keys):
+        for key in (f"signature:{signature}" if signature else "", f"shape:{form}" if form else ""):
+            if not key:
+                continue
+            if key in first:
+                parent[find(index)] = find(first[key])
+            else:
+                first[key] = index
+    return [find(i) for i in range(len(keys))]

@@ -250,21 +250,24 @@ def test_shipped_rules_load_and_every_rule_can_fire() -> None:
                     for gone, missing in ((True, False), (False, True), (False, False)):
                         for timeout, captured in ((True, True), (False, True), (False, False)):
                             for one, fr in ((True, False), (False, False), (False, True)):
-                                facts = nextsteps.Facts(
-                                    verdict=verdict,
-                                    stacks=stacks,
-                                    wedge=wedge,
-                                    waited=frozenset({waited}),
-                                    gone=gone,
-                                    missing=missing,
-                                    timeout=timeout,
-                                    captured=captured,
-                                    one_collective=one,
-                                    flight_recorder=fr,
-                                    blocked_threads=gone and not timeout,
-                                    diff_kinds=frozenset({"env", "package"}),
-                                )
-                                fired.update(s.rule for s in nextsteps.suggest(rules, facts))
+                                for p2p, peers in ((False, False), (True, False), (True, True)):
+                                    facts = nextsteps.Facts(
+                                        verdict=verdict,
+                                        stacks=stacks,
+                                        wedge=wedge,
+                                        waited=frozenset({waited}),
+                                        gone=gone,
+                                        missing=missing,
+                                        timeout=timeout,
+                                        captured=captured,
+                                        one_collective=one,
+                                        flight_recorder=fr,
+                                        blocked_threads=gone and not timeout,
+                                        p2p=p2p,
+                                        peers=peers,
+                                        diff_kinds=frozenset({"env", "package"}),
+                                    )
+                                    fired.update(s.rule for s in nextsteps.suggest(rules, facts))
     assert fired == {r.id for r in rules}
 
 

@@ -191,6 +191,49 @@ def test_status_groups_reports_by_signature(
     assert "1 report   2026-07-19" in grouped
 
 
+def test_status_groups_as_seen_before_does_the_same_hang_under_three_launchers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Real captures of one desync started by mp.spawn, plain processes and torchrun share a
+    # signature; tp_desync is the same hang in another program (other files: another
+    # signature, the same shape), so status counts the four as one hang, as seen-before does.
+    monkeypatch.chdir(tmp_path)
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    for name in ("launch_spawn", "launch_plain", "launch_torchrun", "tp_desync", "dead_rank"):
+        shutil.copytree(BUNDLES / name, tmp_path / name)
+        _draft(tmp_path / name, reports, DAY1)
+    rows = app.report_status(reports)
+    launch = [r for r in rows if "started by" in r.title]
+    assert len(launch) == 3 and len({r.signature for r in launch}) == 1
+    assert all(r.same_signature == 3 and r.same_hang == 4 for r in launch)
+    dead = [r for r in rows if r.same_hang == 1]
+    assert len(dead) == 1 and "rank" in dead[0].title.lower()
+    text = status_text(rows)
+    grouped = text[text.index("by signature:") :].splitlines()[1:]
+    assert len(grouped) == 2 and "4 reports" in grouped[0] and "1 report " in grouped[1]
+    signatures = {r.signature for r in rows if r is not dead[0]}
+    assert grouped[0].startswith(", ".join(sorted(signatures)))
+
+
+@pytest.mark.parametrize(
+    ("keys", "groups"),
+    [
+        ([("a", "x"), ("b", "x"), ("c", "y")], [0, 0, 2]),
+        # Transitive: a~b by shape, b~c by signature.
+        ([("a", "x"), ("b", "x"), ("b", "z"), ("d", "")], [0, 0, 0, 3]),
+        # Empty keys join nothing.
+        ([("", ""), ("", ""), ("e", "")], [0, 1, 2]),
+    ],
+)
+def test_same_hang_joins_on_signature_or_shape(
+    keys: list[tuple[str, str]], groups: list[int]
+) -> None:
+    found = seen.same_hang(keys)
+    # Group ids are representatives: compare the partitions, not the numbers.
+    assert [found.index(g) for g in found] == [groups.index(g) for g in groups]
+
+
 def test_without_stacks_seen_before_is_not_known_where_reports_exist(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from reporter.analysis.classify import default_classifier
+from reporter.analysis.p2p import cycle_name
 from reporter.analysis.result import Analysis, RankState
 from reporter.model import Bundle
 from reporter.render import nextsteps
@@ -220,8 +222,23 @@ def _facts(
         one_collective=len(collectives) == 1 and None not in collectives and bool(with_stacks),
         flight_recorder=fr_mismatch(analysis) is not None,
         blocked_threads=bool(analysis.blocked_threads),
-        values=values,
+        p2p=any(default_classifier().rules.p2p_direction(c) for c in collectives if c),
+        peers=any(getattr(e, "kind", "") == "p2p" for e in analysis.waits_for),
+        values={**values, "cycles": cycles_text(analysis)},
     )
+
+
+def cycles_text(analysis: Analysis) -> str:
+    """The first point-to-point cycle and the call sites to compare: `0<->2
+    (update_sampled_tokens (pp.py:88) versus execute_model (pp.py:78))`, and how many more;
+    "" without cycles."""
+    cycles = sorted(getattr(analysis, "p2p_cycles", ()), key=lambda c: (not c.deadlock, c.ranks))
+    if not cycles:
+        return ""
+    first = cycles[0]
+    sites = " versus ".join(first.sites[:4]) + (" ..." if len(first.sites) > 4 else "")
+    more = f", and {len(cycles) - 1} more like it" if len(cycles) > 1 else ""
+    return f"{cycle_name(first)} ({sites}){more}" if sites else f"{cycle_name(first)}{more}"
 
 
 def _paragraph(analysis: Analysis) -> str:

@@ -222,6 +222,8 @@ def stack_title(analysis: Analysis, edges: Sequence[WaitEdge], scope: Scope | No
     n = len(analysis.processes)
     wedge = analysis.wedge
     where = f"{scope.name[0].upper()}{scope.name[1:]}: " if scope is not None and scope.name else ""
+    if analysis.verdict is Verdict.P2P_DEADLOCK and analysis.p2p_deadlock:
+        return f"{where}P2P{analysis.p2p_deadlock[3:]}"
     if edges:
         edge = edges[0]
         call = edge.waiting.where.partition(" (")[0]
@@ -342,6 +344,10 @@ def what_line(
                 f"{_waited_words(edge)}"
             )
         return SummaryLine(topic=WHAT, text=f"{text} ({size}).", sources=sources)
+    if verdict is Verdict.P2P_DEADLOCK:
+        return SummaryLine(
+            topic=WHAT, text=f"P2P{analysis.p2p_deadlock[3:]} ({size}).", sources=sources
+        )
     if verdict is Verdict.ALL_STUCK:
         # Ranks the others wait for are named in "Who waits for whom"; else here.
         extra = "" if edges else _absent_text(analysis)
@@ -472,6 +478,8 @@ def wait_line(edge: WaitEdge) -> SummaryLine:
     waiting, waited = edge.waiting, edge.waited
     verb = "waits" if len(waiting.ranks) <= 1 and len(waiting.pids) <= 1 else "wait"
     left = f"{waiting.name[0].upper()}{waiting.name[1:]} {verb} in {edge.collective}"
+    if edge.group and edge.kind == "collective":
+        left += f" on the {edge.group} group"
     if waiting.where:
         left += f" called at {waiting.where}"
     if waiting.branch and waiting.branch != waiting.where:
@@ -492,6 +500,8 @@ def _mutual(a: WaitEdge, b: WaitEdge) -> bool:
 def _side_at(edge: WaitEdge) -> str:
     side = edge.waiting
     text = f"{side.name} in {edge.collective}"
+    if edge.group and edge.kind == "collective":
+        text += f" on the {edge.group} group"
     if side.where:
         text += f" called at {side.where}"
     if side.branch and side.branch != side.where:
@@ -626,9 +636,11 @@ def recover_line(
     timeouts: Sequence[Timeout],
 ) -> SummaryLine:
     """Whether something ends the wait: a timeout found, none where one was looked for, or not known."""
-    stuck = analysis.verdict in (Verdict.COLLECTIVE_DESYNC, Verdict.ALL_STUCK) or (
-        analysis.wedge is not None and analysis.wedge.episode is not None
-    )
+    stuck = analysis.verdict in (
+        Verdict.COLLECTIVE_DESYNC,
+        Verdict.ALL_STUCK,
+        Verdict.P2P_DEADLOCK,
+    ) or (analysis.wedge is not None and analysis.wedge.episode is not None)
     named = ", ".join(timeout_text(t) for t in timeouts[:3])
     sources = tuple(dict.fromkeys(t.source for t in timeouts[:3]))
     if analysis.verdict is Verdict.THREAD_DEADLOCK:

@@ -41,6 +41,11 @@ class WaitEdge:
     waiting: WaitSide
     collective: str
     waited: WaitSide
+    kind: str = "collective"
+    """`collective`, or `p2p`: one rank waits in a point-to-point call for its peer."""
+    group: str | None = None
+    """The waiting side's process group where the evidence names it (`default`, a name,
+    `non-default`); None when not known."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -197,8 +197,9 @@ def _native_edges(analysis: Analysis) -> tuple[WaitEdge, ...]:
         edges.append(
             WaitEdge(
                 waiting=WaitSide(
-                    label=left_side.label,
-                    name=left_side.name,
+                    # The edge's own ranks: a class at one place may hold ranks of two calls.
+                    label=format_ranks(left.ranks) if left.ranks else left_side.label,
+                    name=ranks_name(left.ranks, unit) if left.ranks else left_side.name,
                     ranks=tuple(left.ranks),
                     pids=tuple(left.pids),
                     state=left_side.state,
@@ -224,6 +225,8 @@ def _native_edges(analysis: Analysis) -> tuple[WaitEdge, ...]:
                     doing=doing,
                     brief=_LOCATION.sub("", doing),
                 ),
+                kind=str(getattr(edge, "kind", "collective")),
+                group=getattr(left, "group", None),
             )
         )
     return tuple(edges)
@@ -256,8 +259,12 @@ def collapse(edges: Sequence[WaitEdge], unit: str) -> tuple[WaitEdge, ...]:
     Unresolved native frames make every rank its own stack class, so the derived relation
     would otherwise pair rank 0 with rank 1 although both sit at `forward_batch (x.py:104)`.
     """
-    groups: dict[tuple[tuple[str, str], str, tuple[str, str]], list[WaitEdge]] = {}
+    groups: dict[tuple[object, ...], list[WaitEdge]] = {}
     for edge in edges:
+        if edge.kind == "p2p":
+            # Each rank waits for its own peer: merging would pair ranks with others' peers.
+            groups.setdefault(("p2p", edge.waiting.ranks, edge.waited.ranks), []).append(edge)
+            continue
         if edge.waited.where and _place_key(edge.waiting) == _place_key(edge.waited):
             continue
         key = (_place_key(edge.waiting), edge.collective, _place_key(edge.waited))
@@ -269,6 +276,8 @@ def collapse(edges: Sequence[WaitEdge], unit: str) -> tuple[WaitEdge, ...]:
                 waiting=_merge([e.waiting for e in members], unit),
                 collective=members[0].collective,
                 waited=_merge([e.waited for e in members], unit),
+                kind=members[0].kind,
+                group=members[0].group,
             )
         )
     return tuple(out)
