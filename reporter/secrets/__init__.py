@@ -31,12 +31,20 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
 from reporter.secrets.names import is_secret_name
-from reporter.secrets.shapes import PLACEHOLDER_RE, SecretHit, find_secrets, scan
+from reporter.secrets.shapes import (
+    PLACEHOLDER_RE,
+    SECRET_PATTERNS,
+    SecretHit,
+    SecretPattern,
+    find_secrets,
+    possible,
+    scan,
+)
 
 __all__ = [
     "OPAQUE_MIN_LENGTH",
@@ -167,10 +175,14 @@ def mask_value(name: str, value: str) -> str:
 
 def spans(text: str, *, library: bool = True) -> list[tuple[int, int]]:
     """(start, end) of every secret in `text` (see `scan`)."""
+    return _spans(text, library, SECRET_PATTERNS)
+
+
+def _spans(text: str, library: bool, patterns: Sequence[SecretPattern]) -> list[tuple[int, int]]:
     try:
-        hits = scan(text, library=library)
+        hits = scan(text, library=library, patterns=patterns)
     except ImportError:  # pragma: no cover - detect-secrets missing: our patterns still apply
-        hits = scan(text, library=False)
+        hits = scan(text, library=False, patterns=patterns)
     return [(h.start, h.end) for h in hits]
 
 
@@ -181,6 +193,11 @@ def mask_text(text: str, *, library: bool = True) -> str:
     `--json` strings, the local report body, `report diff`. Idempotent. `library=False`
     skips detect-secrets' plugins (our own shapes only): for many short texts at once.
     """
+    return _masked(text, library, SECRET_PATTERNS)
+
+
+def _masked(text: str, library: bool, patterns: Sequence[SecretPattern]) -> str:
+    """`mask_text` with `patterns`: ours less those known to match nothing (`possible`)."""
     if not text:
         return text
     if len(text) > _CHUNK:
@@ -190,10 +207,10 @@ def mask_text(text: str, *, library: bool = True) -> str:
         while at < len(text):
             cut = text.rfind("\n", at, at + _CHUNK)
             end = len(text) if at + _CHUNK >= len(text) else (cut + 1 if cut > at else at + _CHUNK)
-            out.append(mask_text(text[at:end], library=library))
+            out.append(_masked(text[at:end], library, patterns))
             at = end
         return "".join(out)
-    found = spans(text, library=library)
+    found = _spans(text, library, patterns)
     if not found:
         return text
     pieces: list[str] = []
@@ -211,6 +228,9 @@ def mask_text(text: str, *, library: bool = True) -> str:
 
 # Documents with more distinct strings than this are masked with our own shapes only.
 _THOROUGH_STRINGS = 4000
+# Strings looked at together for the patterns they may hold (`shapes.possible`): rarer
+# needles (a quote, `://`) are missing from most batches of this size.
+_BATCH = 64
 
 
 def mask_data(value: object) -> object:
@@ -218,37 +238,53 @@ def mask_data(value: object) -> object:
 
     For `--json` output: strings are masked *decoded*, so a quoted log line's
     `\\"password\\": \\"...\\"` is seen as the evidence had it. Iterative (no recursion
-    on input-controlled depth); each distinct string is masked once.
+    on input-controlled depth); each distinct string is masked once, and a document with
+    nothing to mask is walked once and returned as it is.
     """
-    strings: dict[str, str] = {}
-    root: list[object] = [value]
-    pending: list[tuple[list[object] | dict[str, object], int | str]] = [(root, 0)]
-    found: list[tuple[list[object] | dict[str, object], int | str]] = []
-    keyed: list[dict[str, object]] = []
+    strings: set[str] = set()
+    pending: list[object] = [value]
     while pending:
-        holder, key = pending.pop()
-        item = holder[key]  # type: ignore[index]
+        item = pending.pop()
         if isinstance(item, str):
-            strings[item] = item
-            found.append((holder, key))
+            strings.add(item)
         elif isinstance(item, list):
-            pending.extend((item, i) for i in range(len(item)))
+            pending.extend(item)
         elif isinstance(item, dict):
-            keyed.append(item)
-            strings.update((k, k) for k in item)
-            pending.extend((item, k) for k in item)
+            strings.update(item)
+            pending.extend(item.values())
     library = len(strings) <= _THOROUGH_STRINGS
-    changed = {text: mask_text(text, library=library) for text in strings}
-    changed = {text: masked for text, masked in changed.items() if masked != text}
+    changed: dict[str, str] = {}
+    ordered = list(strings)
+    for start in range(0, len(ordered), _BATCH):
+        batch = ordered[start : start + _BATCH]
+        # Patterns whose literal text is in none of these strings are skipped for all of them.
+        patterns = possible(batch)
+        for text in batch:
+            masked = _masked(text, library, patterns)
+            if masked != text:
+                changed[text] = masked
     if not changed:
         return value
-    for holder, key in found:
-        text = holder[key]  # type: ignore[index]
-        if text in changed:
-            holder[key] = changed[text]  # type: ignore[index]
-    for table in keyed:
-        if any(k in changed for k in table):
-            renamed = {changed.get(k, k): v for k, v in table.items()}
-            table.clear()
-            table.update(renamed)
+    root: list[object] = [value]
+    holders: list[list[object] | dict[str, object]] = [root]
+    while holders:
+        holder = holders.pop()
+        if isinstance(holder, list):
+            for index, item in enumerate(holder):
+                if isinstance(item, str):
+                    if item in changed:
+                        holder[index] = changed[item]
+                elif isinstance(item, (list, dict)):
+                    holders.append(item)
+            continue
+        for key, item in list(holder.items()):
+            if isinstance(item, str):
+                if item in changed:
+                    holder[key] = changed[item]
+            elif isinstance(item, (list, dict)):
+                holders.append(item)
+        if any(k in changed for k in holder):
+            renamed = {changed.get(k, k): v for k, v in holder.items()}
+            holder.clear()
+            holder.update(renamed)
     return root[0]

@@ -30,12 +30,13 @@ not reported, so a redacted text scans clean. Example::
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from reporter.secrets.names import is_secret_name
+from reporter.secrets.needles import Haystack, may_match, needle_groups
 
 # Values made only of placeholders and punctuation are redaction output, not secrets.
 PLACEHOLDER_RE = re.compile(r"<[a-z][a-z0-9-]*-\d+>|\[redacted\]")
@@ -345,9 +346,16 @@ def _matches(entry: SecretPattern, text: str) -> Iterator[re.Match[str]]:
             at = match.start(entry.name_group) + 1
 
 
-def pattern_hits(text: str) -> Iterator[SecretHit]:
-    """Hits of `SECRET_PATTERNS` (ours only), in pattern order then position."""
-    for entry in SECRET_PATTERNS:
+def pattern_hits(
+    text: str, patterns: Sequence[SecretPattern] = SECRET_PATTERNS
+) -> Iterator[SecretHit]:
+    """Hits of `SECRET_PATTERNS` (ours only), in pattern order then position.
+
+    `patterns` may leave out patterns known to match nothing in `text` (`possible`).
+    """
+    for entry in patterns:
+        if entry.pattern.search(text) is None:
+            continue  # most texts match no pattern: one search each, no generator
         for match in _matches(entry, text):
             value = match.group(entry.group)
             if not _is_value(value) or PLACEHOLDER_RE.search(value):
@@ -441,16 +449,32 @@ def library_hits(text: str) -> Iterator[SecretHit]:
         offset += len(line)
 
 
-def scan(text: str, *, library: bool = True) -> list[SecretHit]:
+# Where overlapping hits tie, the first-listed pattern wins (`scan`).
+_PATTERN_ORDER = {p.kind: n for n, p in enumerate(SECRET_PATTERNS)}
+
+
+def possible(texts: Iterable[str]) -> tuple[SecretPattern, ...]:
+    """The patterns of `SECRET_PATTERNS` that may match in some of `texts`: each of the
+    others lacks literal text it needs in all of them (`needles`), so it matches none."""
+    haystack = Haystack(texts)
+    return tuple(p for p in SECRET_PATTERNS if may_match(needle_groups(p.pattern), haystack))
+
+
+def scan(
+    text: str, *, library: bool = True, patterns: Sequence[SecretPattern] = SECRET_PATTERNS
+) -> list[SecretHit]:
     """Every secret in `text`, sorted by start, longest first; overlaps resolved.
 
     Where hits overlap, the earlier (then longer, then first-listed) one wins, so a
     private-key block is one hit and `sk-ant-...` is an Anthropic key, not an OpenAI one.
+    `patterns`: `SECRET_PATTERNS` less those known to match nothing here (`possible`).
     """
-    hits = list(pattern_hits(text))
+    hits = list(pattern_hits(text, patterns))
     if library:
         hits.extend(library_hits(text))
-    order = {p.kind: n for n, p in enumerate(SECRET_PATTERNS)}
+    if not hits:
+        return hits
+    order = _PATTERN_ORDER
     hits.sort(key=lambda h: (h.start, -(h.end - h.start), order.get(h.kind, len(order)), h.kind))
     kept: list[SecretHit] = []
     end = -1
