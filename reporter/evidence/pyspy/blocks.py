@@ -107,19 +107,22 @@ def freeze(proc: ProcBlock, source: str, unknown: Unrecognised) -> ProcessDump:
     if not proc.threads and not proc.truncated and not proc.failed:
         proc.truncated = True
         unknown.warn(proc.line, f"process {proc.pid}: header without threads (output cut?)")
+    owns_gil = _OWNS_GIL.get
     threads = tuple(
-        ThreadStack(
-            thread_id=thread.tid,
-            status=thread.status,
-            name=thread.name,
-            frames=tuple(thread.frames),
-            # A decimal id is the OS thread id; hex is the pthread id (docs/formats.md 1.2).
-            os_thread_id=int(thread.tid) if thread.tid.isdigit() else None,
-            owns_gil=_OWNS_GIL.get(thread.status),
-            truncated=thread.truncated,
-            source=Location(path=source, line=thread.line),
-        )
-        for thread in proc.threads
+        [
+            ThreadStack(
+                thread_id=thread.tid,
+                status=thread.status,
+                name=thread.name,
+                frames=tuple(thread.frames),
+                # A decimal id is the OS thread id; hex is the pthread id (docs/formats.md 1.2).
+                os_thread_id=int(thread.tid) if thread.tid.isdigit() else None,
+                owns_gil=owns_gil(thread.status),
+                truncated=thread.truncated,
+                source=Location(path=source, line=thread.line),
+            )
+            for thread in proc.threads
+        ]
     )
     return ProcessDump(
         pid=proc.pid,

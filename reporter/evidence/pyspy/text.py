@@ -65,6 +65,9 @@ from reporter.model import (
 )
 
 _WHAT = "py-spy output"
+# The parts of thread lines seen before: each snapshot of a process repeats its lines.
+_THREAD_LINES: dict[str, tuple[str | None, ...]] = {}
+_THREAD_LINES_MAX = 1 << 16
 # A `Process` header whose cmdline runs longer than this without a `Python v` line is
 # taken as cut short; protects against swallowing a whole file into one cmdline.
 _MAX_CMDLINE_LINES = 64
@@ -76,10 +79,16 @@ def parse_text(text: str, *, source: str) -> ParseResult:
     `source` names the file in warnings and `Location`s; lines are 1-based in
     the original text. Never raises on malformed input.
     """
-    with gc_paused(len(text) >= GC_PAUSE_MIN_CHARS):
-        parser = _TextParser(source)
-        parser.run(clean_lines(text))
-        return parser.result()
+    if len(text) < GC_PAUSE_MIN_CHARS:
+        return _parse(text, source)  # the usual file: no pause (see `GC_PAUSE_MIN_CHARS`)
+    with gc_paused():
+        return _parse(text, source)
+
+
+def _parse(text: str, source: str) -> ParseResult:
+    parser = _TextParser(source)
+    parser.run(clean_lines(text))
+    return parser.result()
 
 
 class _TextParser:
@@ -381,15 +390,22 @@ class _TextParser:
 
     def _thread_line(self, number: int, raw: str, line: str) -> None:
         """`Thread 8152 (active+gil): "cpu-worker-1"` and its shorter forms."""
-        match = thread_match(line)
+        groups = _THREAD_LINES.get(line)
         cut = False
-        if match is None:
-            match = THREAD_CUT_RE.match(line)
-            if match is None or self._block is None:
-                self._other(number, raw, line)
-                return
-            cut = True
-        tid, word, name = match.groups()
+        if groups is None:
+            match = thread_match(line)
+            if match is None:
+                match = THREAD_CUT_RE.match(line)
+                if match is None or self._block is None:
+                    self._other(number, raw, line)
+                    return
+                cut = True
+            groups = match.groups()
+            if not cut:
+                if len(_THREAD_LINES) >= _THREAD_LINES_MAX:
+                    _THREAD_LINES.clear()
+                _THREAD_LINES[line] = groups
+        tid, word, name = groups
         if tid is None:
             tid = UNKNOWN_THREAD_ID
         previous = self._thread if self._mode == THREAD else None
