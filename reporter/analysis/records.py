@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
+from functools import cache
 
 from reporter.model import Frame, Location
 from reporter.times import iso
@@ -17,8 +18,14 @@ from reporter.times import iso
 JSON = dict[str, object]
 
 
+# Values that pass as they are (their exact types: an enum member is not one of them).
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def jsonable(value: object) -> object:
     """`value` as JSON-ready data (see the module docstring)."""
+    if type(value) in _PLAIN:
+        return value
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, datetime):
@@ -34,8 +41,14 @@ def jsonable(value: object) -> object:
 
 def record(obj: object, spec: str) -> JSON:
     """The attributes `spec` names (space-separated) of `obj`, JSON-ready, in that order."""
-    out: JSON = {}
+    return {key: jsonable(getattr(obj, attr)) for key, attr in _fields(spec)}
+
+
+@cache
+def _fields(spec: str) -> tuple[tuple[str, str], ...]:
+    """(key, attribute) of each item of a `record` spec."""
+    out = []
     for item in spec.split():
         key, _, attr = item.partition("=")
-        out[key] = jsonable(getattr(obj, attr or key))
-    return out
+        out.append((key, attr or key))
+    return tuple(out)
