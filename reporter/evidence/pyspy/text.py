@@ -20,6 +20,7 @@ from reporter.evidence._text import (
     reread,
     stamp_and_label,
 )
+from reporter.evidence.pyspy import plain
 from reporter.evidence.pyspy.blocks import (
     ERROR,
     HEADER,
@@ -65,9 +66,6 @@ from reporter.model import (
 )
 
 _WHAT = "py-spy output"
-# The parts of thread lines seen before: each snapshot of a process repeats its lines.
-_THREAD_LINES: dict[str, tuple[str | None, ...]] = {}
-_THREAD_LINES_MAX = 1 << 16
 # A `Process` header whose cmdline runs longer than this without a `Python v` line is
 # taken as cut short; protects against swallowing a whole file into one cmdline.
 _MAX_CMDLINE_LINES = 64
@@ -86,8 +84,12 @@ def parse_text(text: str, *, source: str) -> ParseResult:
 
 
 def _parse(text: str, source: str) -> ParseResult:
+    lines = clean_lines(text)
+    dumps = plain.read(lines, source)
+    if dumps is not None:
+        return ParseResult(dumps=tuple(dumps))  # the plain shape: no warning, no failure
     parser = _TextParser(source)
-    parser.run(clean_lines(text))
+    parser.run(lines)
     return parser.result()
 
 
@@ -390,7 +392,7 @@ class _TextParser:
 
     def _thread_line(self, number: int, raw: str, line: str) -> None:
         """`Thread 8152 (active+gil): "cpu-worker-1"` and its shorter forms."""
-        groups = _THREAD_LINES.get(line)
+        groups = plain.THREAD_LINES.get(line)
         cut = False
         if groups is None:
             match = thread_match(line)
@@ -402,9 +404,7 @@ class _TextParser:
                 cut = True
             groups = match.groups()
             if not cut:
-                if len(_THREAD_LINES) >= _THREAD_LINES_MAX:
-                    _THREAD_LINES.clear()
-                _THREAD_LINES[line] = groups
+                plain.remember_thread_line(line, groups)
         tid, word, name = groups
         if tid is None:
             tid = UNKNOWN_THREAD_ID
