@@ -849,7 +849,7 @@ def _read_once(entry: ManifestEntry, *, max_file_bytes: int) -> bytes | None:
     """The bytes of a regular file within the limit, read once for the pickle check and the
     text reader; None when they cannot be read so (each reader then says why on its own)."""
     try:
-        return read_bytes_bounded(Path(entry.path), display=entry.display, max_bytes=max_file_bytes)
+        return read_bytes_bounded(entry.path, display=entry.display, max_bytes=max_file_bytes)
     except InputError:
         return None
 
