@@ -442,15 +442,25 @@ def collect_surface() -> CollectFigures:
     if shutil.which("py-spy") is None and not (Path(sys.executable).parent / "py-spy").exists():
         out.skipped = "py-spy not found"
         return out
+    # Round 2's secrets in their own context lines: the environment as the bundle has it,
+    # the command line's arguments and the log lines (a bare password out of its line is
+    # not a secret anyone could tell).
+    hostile = CORPUS / "hostile"
+    environ = dict(
+        line.split("=", 1)
+        for line in (hostile / "env" / "environ").read_text("utf-8").splitlines()
+        if "=" in line
+    )
+    log = (hostile / "logs" / "server.log").read_text("utf-8").splitlines()
+    # The log as one multi-line argument (`--notes "$(cat server.log)"`).
+    argv = [*(hostile / "env" / "cmdline").read_text("utf-8").split()[3:], "\n".join(log)]
+    text = "\n".join([*log, *(f"{k}={v}" for k, v in environ.items())])
+    planted = "\n".join([*argv, text])
     round2 = [s for s in seeds() if s.get("bundle") == "hostile"]
-    values = [str(s["value"]) for s in round2 if "\n" not in str(s["value"])]
-    argv_secrets = values[: len(values) // 2]
-    env_secrets = values[len(values) // 2 :]
+    values = [str(s["value"]) for s in round2 if str(s["value"]) in planted]
     out.planted = len(values)
     page = "".join(
-        f"<h2>Rank {r}: http://127.0.0.1:1/handler/stacks?</h2>\n<pre>"
-        + "\n".join(f'  File "serve.py", line {n}, in f  # {v}' for n, v in enumerate(values))
-        + "</pre>\n"
+        f"<h2>Rank {r}: http://127.0.0.1:1/handler/stacks?</h2>\n<pre>{text}</pre>\n"
         for r in range(2)
     )
 
@@ -473,16 +483,18 @@ def collect_surface() -> CollectFigures:
         prefix = work / "fr" / "trace_rank_"
         prefix.parent.mkdir()
         (prefix.parent / "trace_rank_0").write_text(
-            json.dumps({"version": "2.10", "pg_config": {}, "entries": [], "note": values}),
+            json.dumps(
+                {"version": "2.10", "pg_config": {}, "entries": [], "note": "\n".join(log)}
+            ),
             encoding="utf-8",
         )
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GH_"))},
             "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": str(prefix),
-            **{f"SGLANG_OPT_{n}": v for n, v in enumerate(env_secrets)},
+            **environ,
         }
         target = subprocess.Popen(
-            [sys.executable, "-c", _TARGET, *argv_secrets],
+            [sys.executable, "-c", _TARGET, *argv],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -231,7 +231,8 @@ SCHEMAS: dict[str, Schema] = {
         "What a live collection took and skipped.",
         status=described(
             {"enum": ["complete", "incomplete", "interrupted", "failed"]},
-            "incomplete: no stack came back from any process it was asked to dump",
+            "incomplete: no stack came back from any process it was asked to dump, or "
+            "nothing from a URL it was asked to read",
         ),
         out=STR,
         targets=INT,
@@ -242,6 +243,7 @@ SCHEMAS: dict[str, Schema] = {
         seconds=NUM,
         skipped=array(obj("one thing not captured", what=STR, reason=STR)),
         missing_stacks=described(STRS, "status incomplete: why, per target"),
+        missing=described(STRS, "status incomplete: why, per URL that gave nothing"),
         advice=STRS,
     ),
     "upstream draft": obj(

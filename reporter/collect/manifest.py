@@ -66,7 +66,8 @@ class CollectStatus(StrEnum):
     INTERRUPTED = "interrupted"
     FAILED = "failed"
     INCOMPLETE = "incomplete"
-    """Finished, but no stack came back from any process it was asked to dump."""
+    """Finished, but no stack came back from any process it was asked to dump, or nothing
+    came back from a URL it was asked to read."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,6 +141,8 @@ class ManifestState:
     pyspy: str = ""
     mode: str = ""
     ptrace: str = ""
+    limits: str = ""
+    """The bounds of every read: the deadline per request and the size cap."""
     wedge_window: float | None = None
     summary: str = ""
     """Human text for `[fields] collection`."""
@@ -211,7 +214,12 @@ def render(state: ManifestState) -> str:
     if state.finished_at is not None:
         doc.key("finished_at", state.finished_at)
     doc.key("command", m(state.command)).key("host", state.host).key("tool", state.tool)
-    for key, value in (("pyspy", state.pyspy), ("mode", state.mode), ("ptrace", state.ptrace)):
+    for key, value in (
+        ("pyspy", state.pyspy),
+        ("mode", state.mode),
+        ("ptrace", state.ptrace),
+        ("limits", state.limits),
+    ):
         if value:
             doc.key(key, value)
     for target in state.targets:

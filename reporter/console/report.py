@@ -176,6 +176,7 @@ def collect_lines(summary: CollectSummary) -> list[tuple[str, bool]]:
         )
     ]
     lines.extend((f"  no stacks: {why}", True) for why in summary.missing_stacks)
+    lines.extend((f"  {why}", True) for why in summary.missing)
     lines.extend(
         (advice if advice.startswith("py-spy") else f"  {advice}", True)
         for advice in summary.advice

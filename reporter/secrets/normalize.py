@@ -19,8 +19,9 @@ What changes, unit by unit (everything else is copied as is):
   `fi`, `é` is `e` plus a mark) and look-alike letters of other scripts are folded to
   the Latin letter they are drawn like (`reporter/data/secrets.toml` `[normalize]`); a
   character that does not end up ASCII is kept as it was;
-* `%XX` (a printable ASCII byte), `\\uXXXX`, a backslash before ASCII punctuation (JSON's
-  `\\"`, Markdown's `\\_`) and the HTML entities `&amp; &lt; &gt; &quot; &#39;` are decoded.
+* `%XX` (a printable ASCII byte), `\\uXXXX`, JSON's `\\n`, `\\r` and `\\t` (a netrc or a
+  key quoted on one line), a backslash before ASCII punctuation (JSON's `\\"`, Markdown's
+  `\\_`) and the HTML entities `&amp; &lt; &gt; &quot; &#39;` are decoded.
 
 `None` means the text has nothing to undo (the common case: plain ASCII): scanning it
 once is enough. Linear in the length of the text.
@@ -40,10 +41,11 @@ from reporter import rules
 _UNIT_RE = re.compile(
     r"%[0-9A-Fa-f]{2}"
     r"|\\u[0-9A-Fa-f]{4}"
-    r"|\\[!-/:-@\[-`{-~]"
+    r"|\\[!-/:-@\[-`{-~nrt]"
     r"|&(?:amp|lt|gt|quot|apos|#39|#x27);"
     r"|[^\x00-\x7f]+"
 )
+_WHITESPACE = {"n": "\n", "r": "\r", "t": "\t"}
 _ENTITIES = {
     "&amp;": "&",
     "&lt;": "<",
@@ -95,7 +97,7 @@ def _decode(unit: str) -> str:
     if first == "\\":
         if unit[1] == "u":
             return chr(int(unit[2:], 16))
-        return unit[1]
+        return _WHITESPACE.get(unit[1], unit[1])
     if first == "&":
         return _ENTITIES[unit]
     return unit

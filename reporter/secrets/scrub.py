@@ -26,6 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 REDACTED = "[redacted]"  # reporter.secrets.REDACTED (no import cycle)
+# Texts larger than this are scanned with our own shapes only (see `default_detector`).
+_THOROUGH_BYTES = 1 << 20
 
 # A `--locals` entry: 12 spaces of indent, `name: repr` (docs/formats.md 1.3).
 _LOCAL_RE = re.compile(r"^(\s{8,})([A-Za-z_][A-Za-z0-9_]*): (.*)$")
@@ -72,7 +74,33 @@ def default_detector() -> SecretDetector:
     from reporter import secrets
 
     policy = secrets.default_policy()
-    return SecretDetector(is_secret=policy.is_secret, spans=secrets.spans, whole=policy.is_whole)
+
+    def spans(text: str) -> list[tuple[int, int]]:
+        # detect-secrets' plugins go line by line in Python: over a megabyte (a huge
+        # scrape, a big dump) our own shapes only, which are linear.
+        return secrets.spans(text, library=len(text) <= _THOROUGH_BYTES)
+
+    return SecretDetector(is_secret=policy.is_secret, spans=spans, whole=policy.is_whole)
+
+
+def mask_bytes(data: bytes, detector: SecretDetector) -> tuple[bytes, int]:
+    """A copied file (a pickled or JSON Flight Recorder dump) with secrets overwritten by
+    `*`, byte for byte: the length of every string stays, so a pickle still loads."""
+    text = data.decode("latin-1")  # one character per byte: spans are byte offsets
+    spans = sorted(detector.spans(text))
+    if not spans:
+        return data, 0
+    out = bytearray(data)
+    count = 0
+    end = -1
+    for start, stop in spans:
+        if stop <= end:
+            continue
+        start = max(start, end)
+        out[start:stop] = b"*" * (stop - start)
+        count += 1
+        end = stop
+    return bytes(out), count
 
 
 def scrub_environ(data: bytes, detector: SecretDetector) -> tuple[bytes, int]:
