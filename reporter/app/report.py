@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from reporter import bundle as bundle_io
 from reporter.analysis import Analysis, Similarity, analyze
 from reporter.errors import InputError, OutputError, UsageError
-from reporter.fileio import check_regular, read_text_bounded
+from reporter.fileio import check_regular, markdown_files, read_text_bounded
 from reporter.manifest import MANIFEST_NAME
 from reporter.model import Bundle
 from reporter.render import markdown as md
@@ -219,12 +219,12 @@ def seen_before(
         return ()
     records = []
     skip = str(exclude) if exclude is not None else ""
-    for path in sorted(p for p in folder.rglob("*.md") if p.is_file()):
+    for path in markdown_files(folder):
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            text = read_text_bounded(path, max_bytes=REPORT_MAX_BYTES)
+            record = seen.read(text, path=str(path))
+        except (InputError, ValueError, RecursionError):
             continue  # `report lint` says why
-        record = seen.read(text, path=str(path))
         if record is not None:
             records.append(record)
     return seen.matches(
@@ -428,7 +428,7 @@ def _markdown_files(paths: Sequence[Path]) -> list[Path]:
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*.md") if p.is_file()))
+            files.extend(markdown_files(path))
         elif path.is_file():
             files.append(path)
         elif path.exists():
@@ -459,7 +459,18 @@ def lint_reports(paths: Sequence[Path], *, index: Path | None = None) -> LintRun
                     )
                 )
                 continue
-            findings.extend(lint.lint_text(text, path=str(path), index=issue_index))
+            try:
+                findings.extend(lint.lint_text(text, path=str(path), index=issue_index))
+            except (ValueError, RecursionError, MemoryError) as err:
+                # One report the checks cannot take never stops them on the others.
+                findings.append(
+                    lint.Finding(
+                        path=str(path),
+                        line=1,
+                        rule=lint.Rule.UNREADABLE,
+                        message=f"not checked: {type(err).__name__}: {str(err)[:200]}",
+                    )
+                )
     finally:
         if issue_index is not None:
             issue_index.close()
@@ -476,12 +487,15 @@ def report_status(folder: Path) -> tuple[ReportStatus, ...]:
             tip="pass the folder that holds the reports (default reports/)",
         )
     rows: list[ReportStatus] = []
-    for path in sorted(p for p in folder.rglob("*.md") if p.is_file()):
+    for path in markdown_files(folder):
         try:
             text = read_text_bounded(path, max_bytes=REPORT_MAX_BYTES)
+            row = status.summarize(text, path=str(path))
         except InputError:
             continue  # not a report we can read; `report lint` says why
-        row = status.summarize(text, path=str(path))
+        except (ValueError, RecursionError, MemoryError) as err:
+            # One report that cannot be summarised never hides the others.
+            row = status.unreadable(path=str(path), why=f"{type(err).__name__}: {err}")
         if row is not None:
             rows.append(row)
     return status.grouped(rows)

@@ -58,6 +58,9 @@ class FrontMatter:
     """Why `data` is None (empty when it parsed)."""
     end_line: int
     """1-based line of the closing fence."""
+    problems: tuple[tuple[int, str], ...] = ()
+    """(1-based line, what) of values kept as text: an impossible date (`2026-02-30`), an
+    integer too long to be one (a hundred thousand digits)."""
 
     @property
     def kind(self) -> str:
@@ -118,6 +121,42 @@ def _find(text: str) -> tuple[str, str, int]:
 MAX_FRONT_MATTER = 256 * 1024
 MAX_DEPTH = 32
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Longer integers than this are kept as text (Python refuses to convert 4,300 digits and
+# more, and no front matter value is a number that long).
+MAX_INT_DIGITS = 64
+
+
+class _Loader(_LOADER):  # type: ignore[misc,valid-type]
+    """The safe loader, total: a date that does not exist or an integer too long to be
+    one is kept as the text written, and noted in `problems`, never an exception."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.problems: list[tuple[int, str]] = []
+
+    def note(self, node: yaml.Node, what: str) -> None:
+        self.problems.append((node.start_mark.line + 2, what))
+
+
+def _timestamp(loader: _Loader, node: yaml.ScalarNode) -> object:
+    try:
+        return yaml.constructor.SafeConstructor.construct_yaml_timestamp(loader, node)
+    except (ValueError, OverflowError):
+        loader.note(node, f"{node.value!r} is not a real date or time (kept as text)")
+        return str(node.value)
+
+
+def _integer(loader: _Loader, node: yaml.ScalarNode) -> object:
+    if len(str(node.value)) > MAX_INT_DIGITS:
+        loader.note(
+            node, f"a {len(str(node.value)):,}-character integer (kept as text, not a number)"
+        )
+        return str(node.value)
+    return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
+_Loader.add_constructor("tag:yaml.org,2002:int", _integer)
 
 
 def _refuse_yaml(inner: str) -> str:
@@ -148,19 +187,29 @@ def parse(text: str) -> FrontMatter | None:
     refused = _refuse_yaml(inner)
     if refused:
         return FrontMatter(raw=block, data=None, error=refused, end_line=closing)
+    loader = _Loader(inner)
     try:
-        data = yaml.load(inner, Loader=_LOADER)
+        data = loader.get_single_data()
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" (line {mark.line + 2})" if mark is not None else ""
         return FrontMatter(raw=block, data=None, error=f"not valid YAML{where}", end_line=closing)
+    except (ValueError, OverflowError, RecursionError) as err:
+        # A value the constructors still cannot take (a float of a million digits, ...).
+        return FrontMatter(
+            raw=block, data=None, error=f"not readable ({type(err).__name__})", end_line=closing
+        )
+    finally:
+        loader.dispose()
     if data is None:
         data = {}
     if not isinstance(data, dict):
         return FrontMatter(
             raw=block, data=None, error="not a YAML mapping of keys", end_line=closing
         )
-    return FrontMatter(raw=block, data=data, error="", end_line=closing)
+    return FrontMatter(
+        raw=block, data=data, error="", end_line=closing, problems=tuple(loader.problems)
+    )
 
 
 # Keys the tool writes and keeps up to date; every other key belongs to the reviewers.

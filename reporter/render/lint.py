@@ -280,6 +280,8 @@ def _check_front_matter(front: frontmatter.FrontMatter | None, add: _Add) -> Non
         add(1, Rule.FRONT_MATTER, f"front matter is {front.error}")
         return
     data = front.data
+    for line, what in front.problems:
+        add(line, Rule.FRONT_MATTER, what)
     if front.kind and not front.is_report:
         add(1, Rule.FRONT_MATTER, f"unknown kind {front.kind!r}")
     statuses = [s.value for s in Status]
@@ -295,7 +297,8 @@ def _check_front_matter(front: frontmatter.FrontMatter | None, add: _Add) -> Non
     for key in ("incident_start", "incident_end"):
         value = data.get(key)
         if value is not None and not _is_time(value):
-            add(1, Rule.FRONT_MATTER, f"`{key}` {value!r} is not a date or ISO 8601 time")
+            shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+            add(1, Rule.FRONT_MATTER, f"`{key}` {shown} is not a date or ISO 8601 time")
     upstream = data.get("upstream_issue")
     if upstream is not None and not (
         isinstance(upstream, str) and _GITHUB_LINK.fullmatch(upstream.strip())

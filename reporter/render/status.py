@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from reporter.render import frontmatter, lint, preview
+from reporter.secrets import mask_text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,16 +61,32 @@ def summarize(text: str, *, path: str) -> ReportStatus | None:
     owner_names = tuple(str(o) for o in owners) if isinstance(owners, list) else ()
     tokens = lint.parser().parse(text)
     upstream = data.get("upstream_issue")
+    title = preview.title_of(tokens) or str(data.get("title") or "")
     return ReportStatus(
         path=path,
         kind=front.kind,
         status=front.status or "?",
-        owners=owner_names,
-        title=preview.title_of(tokens) or str(data.get("title") or ""),
+        owners=tuple(mask_text(o) for o in owner_names),
+        # A report is edited by hand: what status prints of it is masked like any output.
+        title=mask_text(title),
         signature=str(data.get("signature") or ""),
         todos=len(lint.placeholders(text, tokens)),
         upstream_issue=str(upstream) if upstream else "",
         date=front.date(path),
+    )
+
+
+def unreadable(*, path: str, why: str) -> ReportStatus:
+    """The row of a report that could not be summarised: listed, with why, never dropped."""
+    return ReportStatus(
+        path=path,
+        kind="",
+        status="unreadable",
+        owners=(),
+        title=f"not read: {why[:200]}",
+        signature="",
+        todos=0,
+        upstream_issue="",
     )
 
 
