@@ -210,6 +210,7 @@ SHAPES: dict[str, Shape] = {
                 "id": _REQUIRED_ID,
                 "name": Key(str, required=True),
                 "pattern": Key(Strings, required=True),
+                "needs": Key(Strings),
                 "group": Key(int, low=0, high=9),
                 "name_group": Key(int, low=0, high=9),
                 "inside": Key(bool),

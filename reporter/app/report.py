@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reporter import bundle as bundle_io
+from reporter import inert
 from reporter.analysis import Analysis, Similarity, analyze
 from reporter.errors import InputError, OutputError, UsageError
 from reporter.fileio import check_regular, markdown_files, read_text_bounded
@@ -282,7 +283,9 @@ def draft(
     # Evidence quoted in the report (raw dumps, log lines, locals) is masked like every
     # other output: the local report is shared too (reporter.secrets).
     view = _draft_view(bundle, analysis, now=moment, chart_file=chart_path(target).name, seen=seen)
-    text = mask_text(_report_text(view))
+    # ... and made inert like terminal output: `cat` of the report never runs an escape
+    # sequence (an OSC 52 clipboard write) or reorders text (a bidi override).
+    text = inert.for_document(mask_text(_report_text(view)))
     # The SVG is drawn from the charts the report's Mermaid blocks were made from.
     svg = render_charts_svg(bundle, analysis, view.metrics.drawn if view.metrics else ())
     charts = chart_path(target) if svg is not None else None

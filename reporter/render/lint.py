@@ -29,7 +29,7 @@ from markdown_it.token import Token
 from mdit_py_plugins.front_matter import front_matter_plugin
 
 from reporter.errors import UsageError
-from reporter.render import frontmatter, regions
+from reporter.render import blocks, frontmatter, regions
 from reporter.render.frontmatter import Status
 from reporter.secrets import find_secrets as find_secrets
 
@@ -220,19 +220,29 @@ def parser() -> MarkdownIt:
 def placeholders(text: str, tokens: Sequence[Token] | None = None) -> tuple[int, ...]:
     """1-based lines holding an unfilled `TODO(reviewer)` outside code blocks.
 
-    `tokens` are the `parser()` tokens of `text`, when the caller has them already.
+    `tokens` are the `parser()` tokens of `text`, when the caller has them already; else
+    the text is parsed a piece at a time (`blocks`: memory near the text's size).
     """
-    code = _code_lines(tokens if tokens is not None else parser().parse(text))
-    lines = re.split(r"\r\n?|\n", text)
+    if PLACEHOLDER not in text:
+        return ()
+    if tokens is not None:
+        code = _code_lines(tokens)
+    else:
+        code = set()
+        for piece in blocks.token_pieces(parser(), text):
+            code.update(_code_lines(piece))
+    return _placeholder_lines(re.split(r"\r\n?|\n", text), code)
+
+
+def _placeholder_lines(lines: Sequence[str], code: set[int]) -> tuple[int, ...]:
     return tuple(
         n for n, line in enumerate(lines, start=1) if PLACEHOLDER in line and n not in code
     )
 
 
 def lint_text(text: str, *, path: str, index: IssueIndex | None = None) -> tuple[Finding, ...]:
-    """Every finding for one file's text."""
+    """Every finding for one file's text (parsed a piece at a time: `blocks`)."""
     lines = re.split(r"\r\n?|\n", text)
-    tokens = parser().parse(text)
     front = frontmatter.parse(text)
     findings: list[Finding] = []
 
@@ -242,20 +252,27 @@ def lint_text(text: str, *, path: str, index: IssueIndex | None = None) -> tuple
     kind = front.kind if front else ""
     status = front.status if front else ""
     _check_front_matter(front, add)
-    code_lines = _code_lines(tokens)
+    code_lines: set[int] = set()
+    heads: list[str] = []
+    for tokens in blocks.token_pieces(parser(), text):
+        code_lines.update(_code_lines(tokens))
+        heads.extend(_h2_titles(tokens))
+        _check_fences(tokens, lines, add)
+        _check_mermaid(tokens, add)
+        _check_tables(tokens, lines, add)
     if kind != frontmatter.UPSTREAM_DRAFT:
-        _check_sections(tokens, add)
+        _check_sections(heads, add)
     if status != Status.DRAFT:
-        for number in placeholders(text, tokens):
+        for number in _placeholder_lines(lines, code_lines):
             add(number, Rule.PLACEHOLDER, f"unfilled placeholder `{PLACEHOLDER}`")
-    _check_fences(tokens, lines, add)
-    _check_mermaid(tokens, add)
-    _check_tables(tokens, lines, add)
     _check_links(lines, code_lines, index, add)
     _check_regions(text, status, add)
-    # Every report: incident reports are committed to repositories too.
+    # Every report: incident reports are committed to repositories too. Markdown escapes
+    # are undone before the scan (`ghp\\_...` is still a token): reporter.secrets
+    # normalises the text it scans. detect-secrets' line-by-line plugins only up to a
+    # megabyte (an upstream draft is at most 65,536 characters).
     where = "an upstream draft" if kind == frontmatter.UPSTREAM_DRAFT else "a report"
-    for number, name, sample in find_secrets(text):
+    for number, name, sample in find_secrets(text, library=len(text) <= blocks.WHOLE):
         add(number, Rule.SECRET, f"possible {name} ({sample}) in {where}")
     if kind == frontmatter.UPSTREAM_DRAFT:
         _block, body, _start = frontmatter.split(text)
@@ -329,12 +346,15 @@ def _code_lines(tokens: Sequence[Token]) -> set[int]:
     return out
 
 
-def _check_sections(tokens: Sequence[Token], add: _Add) -> None:
-    heads = [
+def _h2_titles(tokens: Sequence[Token]) -> list[str]:
+    return [
         tokens[i + 1].content.strip()
         for i, t in enumerate(tokens)
         if t.type == "heading_open" and t.tag == "h2" and i + 1 < len(tokens)
     ]
+
+
+def _check_sections(heads: Sequence[str], add: _Add) -> None:
     for title in REQUIRED_SECTIONS:
         if title not in heads:
             add(1, Rule.REQUIRED_SECTION, f"no `## {title}` section")

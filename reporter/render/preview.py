@@ -30,7 +30,7 @@ from markdown_it.utils import EnvType, OptionsDict
 from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.tasklists import tasklists_plugin
 
-from reporter.render import frontmatter, svg
+from reporter.render import blocks, frontmatter, svg
 
 ALLOWED_TAGS = frozenset(
     {"details", "summary", "br", "b", "i", "em", "strong", "code", "kbd", "sub", "sup", "s",
@@ -247,9 +247,16 @@ def to_html(text: str, *, source: str = "") -> str:
     """The whole preview page for one report's Markdown text."""
     md = _markdown()
     env: dict[str, Any] = {}
-    tokens = md.parse(text, env)
-    body = md.renderer.render(tokens, md.options, env)
-    title = title_of(tokens) or source or "report"
+    parts: list[str] = []
+    title = ""
+    # A piece at a time (`blocks`): a 50 MB report is not millions of tokens at once.
+    for _first_line, piece in blocks.pieces(text):
+        tokens = md.parse(piece, env)
+        title = title or title_of(tokens)
+        parts.append(md.renderer.render(tokens, md.options, env))
+    body = "".join(parts)
+    del parts
+    title = title or source or "report"
     note = (
         f'<p class="source-note">Preview of <code>{html.escape(source)}</code>; '
         "made by <code>report preview</code>, needs no network.</p>\n"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from reporter.render import frontmatter, lint, preview
+from reporter.render import blocks, frontmatter, lint, preview
 from reporter.secrets import mask_text
 
 
@@ -59,9 +59,13 @@ def summarize(text: str, *, path: str) -> ReportStatus | None:
     data = front.data
     owners = data.get("owners")
     owner_names = tuple(str(o) for o in owners) if isinstance(owners, list) else ()
-    tokens = lint.parser().parse(text)
     upstream = data.get("upstream_issue")
-    title = preview.title_of(tokens) or str(data.get("title") or "")
+    title = ""
+    for tokens in blocks.token_pieces(lint.parser(), text):
+        title = preview.title_of(tokens)
+        if title:
+            break
+    title = title or str(data.get("title") or "")
     return ReportStatus(
         path=path,
         kind=front.kind,
@@ -70,7 +74,7 @@ def summarize(text: str, *, path: str) -> ReportStatus | None:
         # A report is edited by hand: what status prints of it is masked like any output.
         title=mask_text(title),
         signature=str(data.get("signature") or ""),
-        todos=len(lint.placeholders(text, tokens)),
+        todos=len(lint.placeholders(text)),
         upstream_issue=str(upstream) if upstream else "",
         date=front.date(path),
     )

@@ -117,6 +117,27 @@ class Normalized:
     tos: tuple[int, ...]
     exact: tuple[bool, ...]
 
+    def windows(self, *, margin: int = 8192) -> list[tuple[int, int]]:
+        """Spans of `text` worth scanning again: around each changed piece, `margin`
+        characters each side (out to whole lines), merged. A secret a disguise hides lies
+        across or next to one; the rest of the text was scanned as written already."""
+        spans: list[tuple[int, int]] = []
+        size = len(self.text)
+        for start, exact in zip(self.starts, self.exact, strict=True):
+            if exact:
+                continue
+            begin = max(0, start - margin)
+            end = min(size, start + margin)
+            line_start = self.text.rfind("\n", max(0, begin - margin), begin)
+            line_end = self.text.find("\n", end, min(size, end + margin))
+            begin = line_start + 1 if line_start >= 0 else begin
+            end = line_end + 1 if line_end >= 0 else end
+            if spans and begin <= spans[-1][1]:
+                spans[-1] = (spans[-1][0], max(spans[-1][1], end))
+            else:
+                spans.append((begin, end))
+        return spans
+
     def original(self, start: int, end: int) -> tuple[int, int]:
         """The span of the original text that `text[start:end]` was made from."""
         first = max(bisect.bisect_right(self.starts, start) - 1, 0)

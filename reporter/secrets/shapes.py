@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -53,6 +53,8 @@ _NOT_A_VALUE_RE = re.compile(r"[\s\"'`.,;:()\[\]{}<>-]*")
 # Quoted high-entropy strings shorter than this are ids and short hashes (a 12-digit hang
 # signature), not credentials: provider keys and tokens are 20 characters and more.
 MIN_ENTROPY_LENGTH = 20
+# Normalised texts up to this size are searched whole; larger ones around their changes.
+_WHOLE_NORMALISED = 1 << 20
 # Values of a secret-named key that say "no secret here".
 _INERT_VALUES = frozenset({"true", "false", "none", "null", "nil", "yes", "no", "on", "off"})
 
@@ -72,6 +74,16 @@ class SecretPattern:
     the value is kept and only this span masked."""
     check: str = ""
     """A further test a match must pass (`_CHECKS`)."""
+    needs: tuple[str, ...] = ()
+    """One of these is in every match (lower case when the pattern ignores case): a text
+    holding none of them is not searched."""
+
+    def may_match(self, text: str, lowered: Callable[[], str]) -> bool:
+        """False when `text` holds none of `needs` (cheap `in` tests before a regex)."""
+        if not self.needs:
+            return True
+        hay = lowered() if self.pattern.flags & re.IGNORECASE else text
+        return any(need in hay for need in self.needs)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,6 +124,10 @@ def _load_patterns() -> tuple[SecretPattern, ...]:
                 name_group=table.get("name_group", 0),
                 inside=table.get("inside", False),
                 check=check,
+                needs=tuple(
+                    n.lower() if compiled.flags & re.IGNORECASE else n
+                    for n in table.get("needs", [])
+                ),
             )
         )
     return tuple(patterns)
@@ -193,7 +209,16 @@ def inside_kinds() -> frozenset[str]:
 
 def pattern_hits(text: str) -> Iterator[SecretHit]:
     """Hits of `secret_patterns()` (ours only), in pattern order then position."""
+    lower: list[str] = []
+
+    def lowered() -> str:
+        if not lower:
+            lower.append(text.lower())
+        return lower[0]
+
     for entry in secret_patterns():
+        if not entry.may_match(text, lowered):
+            continue
         check = _CHECKS.get(entry.check) if entry.check else None
         for match in _matches(entry, text):
             value = match.group(entry.group)
@@ -332,7 +357,14 @@ def scan(text: str, *, library: bool = True) -> list[SecretHit]:
     hits = _hits(text, library)
     plain = normalize(text)
     if plain is not None:
-        for hit in _hits(plain.text, library):
+        # A large text is searched again only around what normalising changed.
+        windows = plain.windows() if len(text) > _WHOLE_NORMALISED else [(0, len(plain.text))]
+        found = [
+            replace(hit, start=hit.start + begin, end=hit.end + begin)
+            for begin, end in windows
+            for hit in _hits(plain.text[begin:end], library)
+        ]
+        for hit in found:
             start, end = plain.original(hit.start, hit.end)
             if end > start:
                 hits.append(
@@ -364,8 +396,10 @@ def _order() -> dict[str, int]:
     return {p.kind: n for n, p in enumerate(secret_patterns())}
 
 
-def find_secrets(text: str) -> Iterator[tuple[int, str, str]]:
+def find_secrets(text: str, *, library: bool = True) -> Iterator[tuple[int, str, str]]:
     """(1-based line, name, masked sample) for every likely secret in `text` (for lint)."""
-    for hit in scan(text):
-        line = text.count("\n", 0, hit.start) + 1
+    line, counted = 1, 0
+    for hit in scan(text, library=library):
+        line += text.count("\n", counted, hit.start)
+        counted = hit.start
         yield line, hit.name, f"{hit.value[:4]}… ({len(hit.value)} characters)"
