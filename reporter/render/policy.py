@@ -36,11 +36,11 @@ _NOTIFYING = re.compile(
 _REFERENCES = re.compile(
     r"`[^`\n]+`"  # code spans already there: kept as they are
     r"|https?://[^\s/]+/[\w.-]+/[\w.-]+/(?:issues|pull|discussions)/\d+\S*"  # issue / PR URLs
-    r"|(?<![\w.-])[\w.-]+/[\w.-]+(?:#\d+|@[0-9a-fA-F]{7,40})\b"  # owner/repo#1, owner/repo@sha
+    r"|(?<![\w.-])[\w.-]++/[\w.-]++(?:#\d+|@[0-9a-fA-F]{7,40})\b"  # owner/repo#1, owner/repo@sha
     r"|(?<![\w`])@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:/[\w.-]+)?"  # @user, @org/team
     r"|(?<![\w&#])#\d+\b"  # #123
     r"|\bGH-\d+\b"  # GH-123
-    r"|(?<![\w@])[\w.-]+@[0-9a-fA-F]{7,40}\b"  # user@sha
+    r"|(?<![\w.@-])[\w.-]++@[0-9a-fA-F]{7,40}\b"  # user@sha
     r"|(?<![\w-])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w-])"  # bare SHA
     r"|<[a-z][a-z0-9-]*-\d+>"  # redaction placeholders: not HTML tags
 )

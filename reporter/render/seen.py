@@ -39,7 +39,7 @@ class ReportRecord:
     action_items: tuple[str, ...]
 
 
-_FUNCTION = re.compile(r"([^\s>()]+) \(")
+_FUNCTION = re.compile(r"(?<![^\s>()])([^\s>()]++) \(")
 
 
 def shape(signature_text: str) -> str:

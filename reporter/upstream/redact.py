@@ -68,9 +68,9 @@ _USER_AT_HOST_RE = re.compile(
     r"([A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*)(?![\w@-])"
 )
 _URL_HOST_RE = re.compile(
-    r"\b[a-zA-Z][a-zA-Z0-9+.-]*://(?:[^/\s@]*@)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*)"
+    r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://(?:[^/\s@]*@)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*)"
 )
-_URL_USER_RE = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://([^/\s:@]+)(?::[^/\s@]*)?@")
+_URL_USER_RE = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://([^/\s:@]+)(?::[^/\s@]*)?@")
 _HOME_RE = re.compile(
     r"(?:(?<=/home/)|(?<=/Users/)|(?<=\\Users\\)|(?<=/var/home/))([^/\\\s'\":,;)\]]+)"
 )

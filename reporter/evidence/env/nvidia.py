@@ -7,6 +7,8 @@ import re
 from reporter.evidence._text import Unrecognised, clean_lines
 from reporter.model import EnvFact, Environment, Gpu, Location, ParseResult
 
+# The longest line of nvidia-smi's table worth matching (its rows are about 90 characters).
+MAX_SMI_LINE = 400
 _SMI_HEAD_RE = re.compile(
     r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s*(\S+)(?:\s+CUDA Version:\s*(\S+))?"
 )
@@ -39,6 +41,11 @@ def _smi_table(lines: list[str], source: str) -> ParseResult:
         line = raw.strip()
         where = Location(path=source, line=number)
         if not line or _SMI_BORDER_RE.match(line):
+            continue
+        if len(line) > MAX_SMI_LINE:
+            # No row of nvidia-smi's table is this long; the row patterns below backtrack
+            # on a long line of spaces, so such a line is only noted.
+            odd.add(number, raw[:MAX_SMI_LINE])
             continue
         head = _SMI_HEAD_RE.search(line)
         if head:
