@@ -52,7 +52,7 @@ _PHRASE_RE = re.compile(
 )
 _HEX_RE = re.compile(r"0x[0-9a-f]+")
 # Starts only where a run of path characters starts, and never gives a part back: linear.
-_PATH_RE = re.compile(r"(?<![\w.-])(?:[\w.-]*+/)++([\w.-]++)")
+_PATH_RE = re.compile(r"(?<![\w./-])(?:[\w.-]*+/)++([\w.-]++)")
 _NUMBER_RE = re.compile(r"\d+")
 _SPACE_RE = re.compile(r"\s+")
 
