@@ -164,11 +164,7 @@ class _Decoder:
 
 
 def _raw(response: httpx.Response) -> Iterator[bytes]:
-    """The body as it arrives; a response made whole in memory (a test's MockTransport)
-    gives its content at once."""
-    if response.is_stream_consumed:
-        yield response.content
-        return
+    """The body as it arrives, still encoded."""
     yield from response.iter_raw()
 
 
@@ -195,7 +191,13 @@ def fetch(
         response = client.send(request, stream=True)
         try:
             try:
-                decoder = _Decoder(response.headers.get("content-encoding", ""))
+                # A response made whole in memory (a test's MockTransport) is decoded already.
+                encoding = (
+                    ""
+                    if response.is_stream_consumed
+                    else response.headers.get("content-encoding", "")
+                )
+                decoder = _Decoder(encoding)
             except ValueError as err:
                 return Answer(
                     status=response.status_code,
@@ -203,7 +205,8 @@ def fetch(
                     error=str(err),
                     seconds=time.monotonic() - started,
                 )
-            for raw in _raw(response):
+            chunks = [response.content] if response.is_stream_consumed else _raw(response)
+            for raw in chunks:
                 if watchdog.expired():
                     break
                 if not decoder.feed(raw, limits.max_bytes - len(body), body.extend):

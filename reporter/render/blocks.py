@@ -29,9 +29,10 @@ PIECE = 1 << 18
 _FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
 
-def pieces(text: str, *, piece: int = PIECE) -> Iterator[tuple[int, str]]:
-    """(0-based first line, text) of block-aligned pieces of `text`, in order; joined, they
-    are `text`."""
+def pieces(text: str, *, piece: int | None = None) -> Iterator[tuple[int, str]]:
+    """(0-based first line, text) of block-aligned pieces of `text` of about `piece`
+    characters (default `PIECE`), in order; joined, they are `text`."""
+    piece = piece or PIECE
     if len(text) <= WHOLE:
         yield 0, text
         return

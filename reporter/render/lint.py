@@ -15,6 +15,7 @@ body size limit; `TODO(reviewer)` placeholders are allowed while
 
 from __future__ import annotations
 
+import bisect
 import re
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -228,13 +229,13 @@ def placeholders(text: str, tokens: Sequence[Token] | None = None) -> tuple[int,
     if tokens is not None:
         code = _code_lines(tokens)
     else:
-        code = set()
+        code = LineRanges()
         for piece in blocks.token_pieces(parser(), text):
             code.update(_code_lines(piece))
     return _placeholder_lines(re.split(r"\r\n?|\n", text), code)
 
 
-def _placeholder_lines(lines: Sequence[str], code: set[int]) -> tuple[int, ...]:
+def _placeholder_lines(lines: Sequence[str], code: LineRanges) -> tuple[int, ...]:
     return tuple(
         n for n, line in enumerate(lines, start=1) if PLACEHOLDER in line and n not in code
     )
@@ -252,7 +253,7 @@ def lint_text(text: str, *, path: str, index: IssueIndex | None = None) -> tuple
     kind = front.kind if front else ""
     status = front.status if front else ""
     _check_front_matter(front, add)
-    code_lines: set[int] = set()
+    code_lines = LineRanges()
     heads: list[str] = []
     for tokens in blocks.token_pieces(parser(), text):
         code_lines.update(_code_lines(tokens))
@@ -337,12 +338,46 @@ def _is_time(value: object) -> bool:
     return True
 
 
-def _code_lines(tokens: Sequence[Token]) -> set[int]:
+class LineRanges:
+    """A set of 1-based lines kept as ranges (a pasted 500,000-line log is one range, not
+    half a million set entries); membership is a binary search."""
+
+    def __init__(self) -> None:
+        self._ranges: list[tuple[int, int]] = []
+        self._starts: list[int] | None = None
+        self._ends: list[int] = []
+
+    def add(self, first: int, last: int) -> None:
+        """Lines `first` to `last`, both included."""
+        self._ranges.append((first, last))
+        self._starts = None
+
+    def update(self, other: LineRanges) -> None:
+        self._ranges.extend(other._ranges)
+        self._starts = None
+
+    def __contains__(self, line: object) -> bool:
+        if not isinstance(line, int) or not self._ranges:
+            return False
+        if self._starts is None:
+            merged: list[list[int]] = []
+            for first, last in sorted(self._ranges):
+                if merged and first <= merged[-1][1] + 1:
+                    merged[-1][1] = max(merged[-1][1], last)
+                else:
+                    merged.append([first, last])
+            self._starts = [m[0] for m in merged]
+            self._ends = [m[1] for m in merged]
+        at = bisect.bisect_right(self._starts, line) - 1
+        return at >= 0 and line <= self._ends[at]
+
+
+def _code_lines(tokens: Sequence[Token]) -> LineRanges:
     """1-based lines inside fenced or indented code blocks (fence lines included)."""
-    out: set[int] = set()
+    out = LineRanges()
     for token in tokens:
         if token.type in ("fence", "code_block") and token.map:
-            out.update(range(token.map[0] + 1, token.map[1] + 1))
+            out.add(token.map[0] + 1, token.map[1])
     return out
 
 
@@ -470,7 +505,7 @@ def _cells(row: str) -> int:
 
 
 def _check_links(
-    lines: Sequence[str], code_lines: set[int], index: IssueIndex | None, add: _Add
+    lines: Sequence[str], code_lines: LineRanges, index: IssueIndex | None, add: _Add
 ) -> None:
     if index is None:
         return

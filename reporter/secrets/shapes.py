@@ -397,9 +397,29 @@ def _order() -> dict[str, int]:
 
 
 def find_secrets(text: str, *, library: bool = True) -> Iterator[tuple[int, str, str]]:
-    """(1-based line, name, masked sample) for every likely secret in `text` (for lint)."""
-    line, counted = 1, 0
-    for hit in scan(text, library=library):
-        line += text.count("\n", counted, hit.start)
-        counted = hit.start
-        yield line, hit.name, f"{hit.value[:4]}… ({len(hit.value)} characters)"
+    """(1-based line, name, masked sample) for every likely secret in `text` (for lint).
+
+    A large text is scanned a megabyte at a time, cut at line ends (a secret never spans
+    two pieces unless it spans a megabyte), so memory stays near the piece, not the text.
+    """
+    line, at = 1, 0
+    while at < len(text):
+        end = (
+            len(text)
+            if len(text) - at <= _FIND_PIECE
+            else text.rfind("\n", at, at + _FIND_PIECE) + 1
+        )
+        if end <= at:
+            end = min(len(text), at + _FIND_PIECE)
+        piece = text[at:end]
+        counted = 0
+        for hit in scan(piece, library=library):
+            line += piece.count("\n", counted, hit.start)
+            counted = hit.start
+            yield line, hit.name, f"{hit.value[:4]}… ({len(hit.value)} characters)"
+        line += piece.count("\n", counted)
+        at = end
+
+
+# Texts larger than this are scanned for lint in pieces of this size (cut at line ends).
+_FIND_PIECE = 1 << 20
