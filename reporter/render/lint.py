@@ -18,7 +18,8 @@ from __future__ import annotations
 import bisect
 import re
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from enum import StrEnum
@@ -232,18 +233,16 @@ def placeholders(text: str, tokens: Sequence[Token] | None = None) -> tuple[int,
         code = LineRanges()
         for piece in blocks.token_pieces(parser(), text):
             code.update(_code_lines(piece))
-    return _placeholder_lines(re.split(r"\r\n?|\n", text), code)
+    return _placeholder_lines(Lines(text), code)
 
 
-def _placeholder_lines(lines: Sequence[str], code: LineRanges) -> tuple[int, ...]:
-    return tuple(
-        n for n, line in enumerate(lines, start=1) if PLACEHOLDER in line and n not in code
-    )
+def _placeholder_lines(lines: Lines, code: LineRanges) -> tuple[int, ...]:
+    return tuple(n for n, line in lines.having(PLACEHOLDER) if n not in code)
 
 
 def lint_text(text: str, *, path: str, index: IssueIndex | None = None) -> tuple[Finding, ...]:
     """Every finding for one file's text (parsed a piece at a time: `blocks`)."""
-    lines = re.split(r"\r\n?|\n", text)
+    lines = Lines(text)
     front = frontmatter.parse(text)
     findings: list[Finding] = []
 
@@ -338,6 +337,43 @@ def _is_time(value: object) -> bool:
     return True
 
 
+class Lines:
+    """The lines of a text (split at `\\r\\n`, `\\r` or `\\n`), read on demand from one array of
+    offsets: a report of millions of short lines is not millions of string objects."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = array("q", [0])
+        self.ends = array("q")
+        for match in _LINE_BREAK.finditer(text):
+            self.ends.append(match.start())
+            self.starts.append(match.end())
+        self.ends.append(len(text))
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, index: int) -> str:
+        return self.text[self.starts[index] : self.ends[index]]
+
+    def __iter__(self) -> Iterator[str]:
+        for index in range(len(self.starts)):
+            yield self[index]
+
+    def having(self, needle: str) -> Iterator[tuple[int, str]]:
+        """(1-based number, line) of the lines holding `needle` (found by `str.find`)."""
+        at = self.text.find(needle)
+        while at >= 0:
+            index = bisect.bisect_right(self.starts, at) - 1
+            yield index + 1, self[index]
+            at = self.text.find(needle, self.ends[index])
+            if at < 0:
+                return
+
+
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+
+
 class LineRanges:
     """A set of 1-based lines kept as ranges (a pasted 500,000-line log is one range, not
     half a million set entries); membership is a binary search."""
@@ -395,7 +431,7 @@ def _check_sections(heads: Sequence[str], add: _Add) -> None:
             add(1, Rule.REQUIRED_SECTION, f"no `## {title}` section")
 
 
-def _check_fences(tokens: Sequence[Token], lines: Sequence[str], add: _Add) -> None:
+def _check_fences(tokens: Sequence[Token], lines: Lines, add: _Add) -> None:
     for token in tokens:
         if token.type != "fence" or not token.map:
             continue
@@ -479,7 +515,7 @@ def _label_problem(line: str, *, labels: bool) -> tuple[Rule, str] | None:
     return None
 
 
-def _check_tables(tokens: Sequence[Token], lines: Sequence[str], add: _Add) -> None:
+def _check_tables(tokens: Sequence[Token], lines: Lines, add: _Add) -> None:
     for token in tokens:
         if token.type != "table_open" or not token.map:
             continue
@@ -504,13 +540,11 @@ def _cells(row: str) -> int:
     return len(_CELL_SPLIT.split(text))
 
 
-def _check_links(
-    lines: Sequence[str], code_lines: LineRanges, index: IssueIndex | None, add: _Add
-) -> None:
+def _check_links(lines: Lines, code_lines: LineRanges, index: IssueIndex | None, add: _Add) -> None:
     if index is None:
         return
     # Front matter lines count too: `upstream_issue` must exist as well.
-    for number, line in enumerate(lines, start=1):
+    for number, line in lines.having("github.com/"):
         if number in code_lines:
             continue
         for match in _GITHUB_LINK.finditer(line):
