@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # tests/hostile/servers.py
 
-from tests.hostile.servers import HostileServer  # noqa: E402 - after the path is set
+from hostile.servers import HostileServer  # noqa: E402 - after the path is set
 
 
 @dataclass
@@ -101,9 +101,10 @@ def run_collect(
     rusage = None
     code: int | None = None
     output = b""
-    os.set_blocking(proc.stdout.fileno(), False)  # type: ignore[union-attr]
+    assert proc.stdout is not None
+    os.set_blocking(proc.stdout.fileno(), False)
     while True:
-        chunk = proc.stdout.read() if proc.stdout else None  # type: ignore[union-attr]
+        chunk = proc.stdout.read()
         if chunk:
             output += chunk
         pid, wait_status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -135,7 +136,11 @@ def run_collect(
         output += proc.stdout.read() or b""
     manifest = out / "bundle.toml"
     if not status_word:
-        found = re.search(r'^status = "([^"]+)"', manifest.read_text("utf-8"), re.M) if manifest.is_file() else None
+        found = (
+            re.search(r'^status = "([^"]+)"', manifest.read_text("utf-8"), re.M)
+            if manifest.is_file()
+            else None
+        )
         status_word = found.group(1) if found else "no manifest"
     said = output.decode("utf-8", errors="replace").strip().splitlines()
     return Row(

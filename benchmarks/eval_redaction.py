@@ -483,9 +483,7 @@ def collect_surface() -> CollectFigures:
         prefix = work / "fr" / "trace_rank_"
         prefix.parent.mkdir()
         (prefix.parent / "trace_rank_0").write_text(
-            json.dumps(
-                {"version": "2.10", "pg_config": {}, "entries": [], "note": "\n".join(log)}
-            ),
+            json.dumps({"version": "2.10", "pg_config": {}, "entries": [], "note": "\n".join(log)}),
             encoding="utf-8",
         )
         env = {

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # tests/hostile/servers.py
 DUMP = ROOT / "fixtures" / "bundles" / "tp_desync" / "snapshots" / "rank0_s0.txt"
 BUNDLE = ROOT / "fixtures" / "bundles" / "tp_desync"
 ENV_BUNDLE = ROOT / "fixtures" / "redaction" / "bundle"
@@ -160,7 +160,7 @@ FR_PAGE = ROOT / "fixtures" / "bundles" / "fr_different_ops" / "torch-debug" / "
 
 
 def b_collect(work: Path, rng: random.Random) -> list[str]:
-    from tests.hostile.servers import MODES, HostileServer
+    from hostile.servers import MODES, HostileServer
 
     mode = rng.choice(MODES)
     page = ""

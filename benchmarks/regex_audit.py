@@ -260,8 +260,8 @@ def audit(found: Found, size: int, limit: float) -> Result:
     if probe.worst > limit / 10:
         # Once more on its worst input, the faster of two: a busy machine is not a pattern.
         text = {**generic(probe.size), **built(found.pattern, probe.size)}[probe.label]
-        again = min(timed(found.pattern, text) for _ in range(2))
-        probe.anchored, probe.anywhere = again
+        first, second = timed(found.pattern, text), timed(found.pattern, text)
+        probe.anchored, probe.anywhere = min(first[0], second[0]), min(first[1], second[1])
     if probe.worst > limit / 10:
         probe.growth = float("inf")
         return probe

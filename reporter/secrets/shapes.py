@@ -423,3 +423,11 @@ def find_secrets(text: str, *, library: bool = True) -> Iterator[tuple[int, str,
 
 # Texts larger than this are scanned for lint in pieces of this size (cut at line ends).
 _FIND_PIECE = 1 << 20
+
+
+def __getattr__(name: str) -> object:
+    # `SECRET_PATTERNS` under its former module-level name: the shapes now come from
+    # reporter/data/secrets.toml and are compiled on first use (`secret_patterns()`).
+    if name == "SECRET_PATTERNS":
+        return secret_patterns()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,10 +9,10 @@ import threading
 import time
 
 import httpx
+from hostile.servers import LINE, HostileServer
 
 from reporter.collect import scrape
 from reporter.collect.httpread import Limits, fetch
-from tests.hostile.servers import LINE, HostileServer
 
 
 def _get(url: str, limits: Limits, stop: threading.Event | None = None) -> object:

@@ -17,6 +17,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,7 @@ def _disguised() -> dict[str, str]:
 
 
 SECRETS = (GHP, HVS, NETRC_PW, PGPASS_PW, SENTRY_KEY, TOKEN)
+Check = Callable[[Path, Outcome], None]
 
 
 def _plain(text: str) -> str:
@@ -62,7 +64,7 @@ def _plain(text: str) -> str:
     return "".join(chr(ord(c) - 0xFEE0) if 0xFF01 <= ord(c) <= 0xFF5E else c for c in out)
 
 
-def check_no_secret(*files: str) -> object:
+def check_no_secret(*files: str) -> Check:
     """A check: none of SECRETS in the output or in `files` (disguises undone)."""
 
     def check(work: Path, outcome: Outcome) -> None:
@@ -79,7 +81,7 @@ def check_no_secret(*files: str) -> object:
     return check
 
 
-def check_inert(*files: str) -> object:
+def check_inert(*files: str) -> Check:
     """A check: no escape, bidi or zero-width character in the output or in `files`."""
 
     def check(work: Path, outcome: Outcome) -> None:
@@ -156,7 +158,7 @@ def s_diff_allowlisted(work: Path) -> list[str]:
 
 
 def check_diff_masked_inside(work: Path, outcome: Outcome) -> None:
-    check_no_secret()(work, outcome)  # type: ignore[operator]
+    check_no_secret()(work, outcome)
     # Masked inside: the readable rest of the value stays (issue 20, step 5).
     assert "machine models.acme.example login svc password [redacted]" in outcome.stdout
 
@@ -271,7 +273,7 @@ def check_bundle_clean(work: Path, outcome: Outcome) -> None:
             assert bad not in text
 
 
-def check_manifest_says(*words: str) -> object:
+def check_manifest_says(*words: str) -> Check:
     def check(work: Path, outcome: Outcome) -> None:
         manifest = (work / "out" / "bundle.toml").read_text("utf-8")
         for word in words:
@@ -596,8 +598,6 @@ def s_form_summary_360k(work: Path) -> list[str]:
     ]
 
 
-COLLECT = {"progress": True}
-
 ROUND2 = [
     # secrets under harmless names, in disguise, in titles and logs
     Case("secret-allowlisted-json", s_json_allowlisted, {0}, check=check_no_secret()),
@@ -634,7 +634,7 @@ ROUND2 = [
         allowed=("out",),
         bound=40.0,
         check=check_manifest_says("2 s per request"),
-        **COLLECT,
+        progress=True,
     ),
     Case(
         "collect-metrics-huge",
@@ -643,7 +643,7 @@ ROUND2 = [
         "cap",
         allowed=("out",),
         bound=40.0,
-        **COLLECT,
+        progress=True,
     ),
     Case(
         "collect-metrics-gzip-bomb",
@@ -652,7 +652,7 @@ ROUND2 = [
         "cap",
         allowed=("out",),
         bound=40.0,
-        **COLLECT,
+        progress=True,
     ),
     Case(
         "collect-metrics-endless",
@@ -661,7 +661,7 @@ ROUND2 = [
         "cap",
         allowed=("out",),
         bound=40.0,
-        **COLLECT,
+        progress=True,
     ),
     Case(
         "collect-debug-trickle",
@@ -670,9 +670,9 @@ ROUND2 = [
         "no complete answer",
         allowed=("out",),
         bound=40.0,
-        **COLLECT,
+        progress=True,
     ),
-    Case("collect-debug-stall", s_debug_stall, {1}, allowed=("out",), bound=40.0, **COLLECT),
+    Case("collect-debug-stall", s_debug_stall, {1}, allowed=("out",), bound=40.0, progress=True),
     Case(
         "collect-debug-unclosed-700k",
         s_debug_unclosed,
@@ -680,7 +680,7 @@ ROUND2 = [
         "no per-rank block",
         allowed=("out",),
         bound=40.0,
-        **COLLECT,
+        progress=True,
     ),
     Case(
         "collect-debug-secrets-escapes",
@@ -688,7 +688,7 @@ ROUND2 = [
         {0},
         allowed=("out",),
         check=check_bundle_clean,
-        **COLLECT,
+        progress=True,
     ),
     Case(
         "collect-interrupt-once",
@@ -698,7 +698,7 @@ ROUND2 = [
         interrupt_after=6.0,
         bound=40.0,
         check=check_interrupted_kept,
-        **COLLECT,
+        progress=True,
     ),
     Case(
         "collect-fr-symlink-to-environ",
@@ -707,7 +707,7 @@ ROUND2 = [
         allowed=("out",),
         env={"GITHUB_TOKEN": GHP},
         check=check_no_fr_copy,
-        **COLLECT,
+        progress=True,
     ),
     Case(
         "collect-fr-6gb-file",
@@ -715,7 +715,7 @@ ROUND2 = [
         {1},
         allowed=("out",),
         check=check_manifest_says("larger than the 64.0 MiB cap"),
-        **COLLECT,
+        progress=True,
     ),
     Case(
         "collect-fr-foreign-owner",
@@ -723,7 +723,7 @@ ROUND2 = [
         {1},
         allowed=("out",),
         check=check_manifest_says("owned by uid 65534"),
-        **COLLECT,
+        progress=True,
     ),
     Case(
         "collect-pyspy-error-escapes",
@@ -731,7 +731,7 @@ ROUND2 = [
         {1},
         allowed=("out",),
         check=check_bundle_clean,
-        **COLLECT,
+        progress=True,
     ),
     Case(
         "collect-pyspy-flood",
@@ -740,7 +740,7 @@ ROUND2 = [
         "more than 1.0 MiB",
         allowed=("out",),
         check=check_flood_capped,
-        **COLLECT,
+        progress=True,
     ),
     Case(
         "collect-pyspy-header-secrets",
@@ -748,7 +748,7 @@ ROUND2 = [
         {0},
         allowed=("out",),
         check=check_bundle_clean,
-        **COLLECT,
+        progress=True,
     ),
     # trees
     Case("bundle-symlink-loop", s_symlink_loop, {0}, "loops"),
