@@ -18,7 +18,7 @@ Neither changes a lint finding, a title, a placeholder line or the text a previe
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -31,7 +31,8 @@ _FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
 def pieces(text: str, *, piece: int | None = None) -> Iterator[tuple[int, str]]:
     """(0-based first line, text) of block-aligned pieces of `text` of about `piece`
-    characters (default `PIECE`), in order; joined, they are `text`."""
+    characters (default `PIECE`), in order; joined, they are `text`. A fenced block at the
+    margin larger than a piece is a piece of its own (`token_pieces` does not parse it)."""
     piece = piece or PIECE
     if len(text) <= WHOLE:
         yield 0, text
@@ -40,6 +41,7 @@ def pieces(text: str, *, piece: int | None = None) -> Iterator[tuple[int, str]]:
     first_line = 0
     line_no = 0
     fence = ""  # the open fence's marker, "" outside one
+    fence_at, fence_line = 0, 0  # where the open fence started (offset, line)
     comment = False
     at = 0
     size = len(text)
@@ -51,12 +53,18 @@ def pieces(text: str, *, piece: int | None = None) -> Iterator[tuple[int, str]]:
         if fence:
             if stripped.startswith(fence[0] * len(fence)) and not stripped.strip(fence[0]):
                 fence = ""
+                if end - fence_at > piece and text[fence_at] in "`~":
+                    if fence_at > start:
+                        yield first_line, text[start:fence_at]
+                    yield fence_line, text[fence_at:end]
+                    start, first_line = end, line_no + 1
         elif comment:
             comment = "-->" not in line
         else:
             opened = _FENCE_RE.match(line)
             if opened:
                 fence = opened.group(1)
+                fence_at, fence_line = at, line_no
             elif "<!--" in line and "-->" not in line[line.find("<!--") :]:
                 comment = True
         line_no += 1
@@ -75,10 +83,46 @@ def pieces(text: str, *, piece: int | None = None) -> Iterator[tuple[int, str]]:
         yield first_line, text[start:]
 
 
-def token_pieces(md: MarkdownIt, text: str) -> Iterator[list[Token]]:
-    """The tokens of `text`, one piece at a time (see `pieces`), maps in whole-text lines."""
+def big_fence(text: str, first_line: int) -> Token | None:
+    """The fence token of a piece that is one large fenced block at the margin (see
+    `pieces`), made without parsing it: markdown-it would keep per-line tables for
+    every line of a pasted 50 MB log, only to say "a code block"."""
+    if len(text) <= PIECE or text[:1] not in "`~":
+        return None
+    opening, _, rest = text.partition("\n")
+    marker = _FENCE_RE.match(opening)
+    if marker is None:
+        return None
+    body, _, closing = rest.rstrip("\n").rpartition("\n")
+    mark = marker.group(1)
+    if not closing.strip().startswith(mark) or closing.strip().strip(mark[0]):
+        return None
+    lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+    return Token(
+        "fence",
+        "code",
+        0,
+        map=[first_line, first_line + lines],
+        content=body + "\n" if body else "",
+        markup=mark,
+        info=opening[len(mark) :].strip(),
+        block=True,
+    )
+
+
+def token_pieces(
+    md: MarkdownIt, text: str, *, only: Callable[[str], bool] | None = None
+) -> Iterator[list[Token]]:
+    """The tokens of `text`, one piece at a time (see `pieces`), maps in whole-text lines;
+    with `only`, the pieces it refuses are not parsed at all."""
     env: dict[str, object] = {}
     for first_line, piece in pieces(text):
+        if only is not None and not only(piece):
+            continue
+        fenced = big_fence(piece, first_line)
+        if fenced is not None:
+            yield [fenced]
+            continue
         tokens = md.parse(piece, env)
         if first_line:
             for token in tokens:

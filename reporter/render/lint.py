@@ -230,9 +230,10 @@ def placeholders(text: str, tokens: Sequence[Token] | None = None) -> tuple[int,
     if tokens is not None:
         code = _code_lines(tokens)
     else:
+        # Only the pieces holding a placeholder are parsed: code elsewhere does not matter.
         code = LineRanges()
-        for piece in blocks.token_pieces(parser(), text):
-            code.update(_code_lines(piece))
+        for found in blocks.token_pieces(parser(), text, only=lambda piece: PLACEHOLDER in piece):
+            code.update(_code_lines(found))
     return _placeholder_lines(Lines(text), code)
 
 

@@ -250,8 +250,9 @@ def to_html(text: str, *, source: str = "") -> str:
     parts: list[str] = []
     title = ""
     # A piece at a time (`blocks`): a 50 MB report is not millions of tokens at once.
-    for _first_line, piece in blocks.pieces(text):
-        tokens = md.parse(piece, env)
+    for first_line, piece in blocks.pieces(text):
+        fenced = blocks.big_fence(piece, first_line)
+        tokens = [fenced] if fenced is not None else md.parse(piece, env)
         title = title or title_of(tokens)
         parts.append(md.renderer.render(tokens, md.options, env))
     body = "".join(parts)

@@ -21,6 +21,9 @@ def _big(base: str) -> str:
         + "```text\nTODO(reviewer) inside code\n\n\nstill code\n```\n\n"
         + notes
         + "TODO(reviewer) outside\n\n| a | b |\n|---|---|\n| 1 |\n\n"
+        + "```text\n"
+        + "[2026-11-29 14:43:10] pasted log line\n" * 1_000
+        + "```\n\n"
         + "```mermaid\nflowchart XY\n```\n\n````\nnever closed\n\nat all\n"
     )
 
@@ -43,6 +46,10 @@ def test_pieces_join_to_the_text_and_never_cut_a_fence(report: str) -> None:
         assert number == 0 or not piece.startswith("---")
         offset += len(piece)
     inside = next(p for _line, p in pieces if "TODO(reviewer) inside code" in p)
+    # The pasted log is a piece of its own, turned into its fence token without parsing.
+    log = next((n, p) for n, p in pieces if "pasted log line" in p)
+    token = blocks.big_fence(log[1], log[0])
+    assert token is not None and token.info == "text" and token.map == [log[0], log[0] + 1002]
     assert "still code\n```" in inside
 
 
@@ -64,3 +71,12 @@ def test_status_in_pieces_reads_the_title_and_the_open_todos(report: str) -> Non
     assert row.title.startswith("TP ranks")
     assert row.todos == len(lint.placeholders(report))
     assert row.todos >= 1
+
+
+def test_preview_in_pieces_renders_the_big_fence_as_code(report: str) -> None:
+    from reporter.render import preview
+
+    page = preview.to_html(report, source="r.md")
+    assert '<pre><code class="language-text">[2026-11-29 14:43:10] pasted log line' in page
+    assert page.count("pasted log line") == 1_000
+    assert "<title>TP ranks" in page
