@@ -20,8 +20,10 @@ template added; it never re-serialises what is there, so comments and formatting
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -92,6 +94,49 @@ def lines_of(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
+class LineTable:
+    """The lines of `text` as `lines_of` cuts them, read on demand from an array of offsets:
+    a 50 MB report of short lines is one array, not millions of strings."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        starts = array("q", [0])
+        at = text.find("\n")
+        while at >= 0:
+            starts.append(at + 1)
+            at = text.find("\n", at + 1)
+        if starts[-1] == len(text) and len(starts) > 1:
+            starts.pop()  # a final newline ends the last line; no empty line after it
+        if not text:
+            starts = array("q")
+        self.starts = starts
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, index: int) -> str:
+        return self.join(index, index + 1)
+
+    def join(self, first: int, stop: int) -> str:
+        """Lines `first` to `stop - 1` as one string (`"".join(lines[first:stop])`)."""
+        begin = self.starts[first] if first < len(self.starts) else len(self.text)
+        end = self.starts[stop] if stop < len(self.starts) else len(self.text)
+        return self.text[begin:end]
+
+    def with_text(self, needle: str) -> list[int]:
+        """Indexes of the lines holding `needle` (found by `str.find`, in order)."""
+        found: list[int] = []
+        at = self.text.find(needle)
+        while at >= 0:
+            index = bisect.bisect_right(self.starts, at) - 1
+            found.append(index)
+            following = index + 1
+            if following >= len(self.starts):
+                break
+            at = self.text.find(needle, self.starts[following])
+        return found
+
+
 def split(text: str) -> tuple[str, str, int]:
     """Split `text` into (front matter block, the rest, 1-based line where the rest starts).
 
@@ -105,13 +150,16 @@ def split(text: str) -> tuple[str, str, int]:
 
 
 def _find(text: str) -> tuple[str, str, int]:
-    """(block, YAML between the fences, 1-based line of the closing fence), or ("", "", 0)."""
-    lines = lines_of(text)
-    if not lines or lines[0].rstrip("\r\n ") != "---":
+    """(block, YAML between the fences, 1-based line of the closing fence), or ("", "", 0).
+
+    Reads lines only until the closing fence (a report's body may be millions of lines)."""
+    lines = _LINE.finditer(text)
+    first = next(lines, None)
+    if first is None or first.group(0).rstrip("\r\n ") != "---":
         return "", "", 0
-    for index in range(1, len(lines)):
-        if lines[index].rstrip("\r\n ") in ("---", "..."):
-            return "".join(lines[: index + 1]), "".join(lines[1:index]), index + 1
+    for number, line in enumerate(lines, start=2):
+        if line.group(0).rstrip("\r\n ") in ("---", "..."):
+            return text[: line.end()], text[first.end() : line.start()], number
     return "", "", 0
 
 
