@@ -19,14 +19,17 @@ precision of the `likely-duplicate` level (share of such candidates that are dup
 
     python benchmarks/eval_search.py [--seed 7] [--families 60] [--distractors 600]
 
-With `--real DIR` it runs on a real duplicate set kept outside the repository (51 pairs
-from the vLLM and SGLang trackers, `pairs.jsonl` and `pool.jsonl`, see its README):
-ours with and without the semantic signal, plain BM25 and the keyword baseline, on the
-pairs that are not re-submissions and on all, over all queries and over each half of a
-fixed split by query (even numbers: the tuning half the semantic weight was chosen on;
-odd: the test half). The pool is searched per repository; a query never finds itself.
+With `--real DIR [DIR ...]` it runs on real duplicate sets kept outside the repository
+(e.g. 51 pairs from the vLLM and SGLang trackers, `pairs.jsonl` and `pool.jsonl`, see its
+README; or pairs mined from other trackers in the same format): ours with and without the
+semantic signal, plain BM25 and the keyword baseline, on the pairs that are not
+re-submissions and on all, over all queries, each half of a fixed split by query (even
+and odd numbers) and each tracker. The pool is searched per repository; a query never
+finds itself. These figures use the coefficients in rank.py, fitted on every dev pair:
+for figures on pairs the fit did not see (held-out tracker, alternating halves), run
+`benchmarks/fit_search.py`.
 
-    python benchmarks/eval_search.py --real /work/shared/eval/dupes-dev
+    python benchmarks/eval_search.py --real /work/shared/eval/dupes-dev /work/notes/dupes-mined
 """
 
 from __future__ import annotations
@@ -271,8 +274,8 @@ class RealPair:
 
     @property
     def half(self) -> str:
-        """`tuning` or `test`: a fixed split by query (the number's parity)."""
-        return "tuning" if self.number % 2 == 0 else "test"
+        """`even` or `odd`: a fixed split by query (the number's parity)."""
+        return "even" if self.number % 2 == 0 else "odd"
 
 
 def load_real(folder: Path) -> tuple[list[RealPair], list[dict[str, Any]]]:
@@ -340,25 +343,17 @@ def _score_pairs(pairs: Sequence[RealPair], ranked: dict[int, list[int]]) -> Sco
     return Scores(recall={k: hits[k] / n for k in CUTOFFS}, mrr=reciprocal / n)
 
 
-def run_real(
-    folder: Path, *, semantic_weight: float | None = None
-) -> tuple[list[RealPair], dict[str, dict[int, list[int]]], list[str]]:
+def run_real(folder: Path) -> tuple[list[RealPair], dict[str, dict[int, list[int]]], list[str]]:
     """Rank every pair's query with each method; the rankings (numbers, best first) by
     method and pair, and notes."""
-    from reporter.upstream import rank, semantic
+    from reporter.upstream import semantic
 
     pairs, pool = load_real(folder)
     notes: list[str] = []
     model = semantic.load()
     if model is None:
         notes.append(semantic.MISSING_NOTE)
-    saved = rank.WEIGHTS["semantic"]
-    if semantic_weight is not None:
-        rank.WEIGHTS["semantic"] = semantic_weight
-    try:
-        return pairs, _rank_real(folder, pairs, pool, model), notes
-    finally:
-        rank.WEIGHTS["semantic"] = saved
+    return pairs, _rank_real(folder, pairs, pool, model), notes
 
 
 def _rank_real(
@@ -394,21 +389,32 @@ def _rank_real(
     return {m: r for m, r in rankings.items() if r}
 
 
-def real_report(folder: Path, *, semantic_weight: float | None, as_json: bool) -> int:
+def real_report(folders: Sequence[Path], *, as_json: bool) -> int:
     """Print the real-set figures: all pairs and without re-submissions, each on all
-    queries and on the test half of the fixed split."""
+    queries, on each half of the fixed split and on each tracker."""
     started = time.perf_counter()
-    pairs, rankings, notes = run_real(folder, semantic_weight=semantic_weight)
+    pairs: list[RealPair] = []
+    rankings: dict[str, dict[int, list[int]]] = {}
+    notes: list[str] = []
+    for folder in folders:
+        found, ranked, said = run_real(folder)
+        pairs += found
+        for method, by_pair in ranked.items():
+            rankings.setdefault(method, {}).update(by_pair)
+        notes += [n for n in said if n not in notes]
+    folder = Path(", ".join(str(f) for f in folders))
     subsets = {
         "non-resubmission": [p for p in pairs if not p.resubmission],
         "all": list(pairs),
     }
-    halves = {"all queries": None, "test half": "test", "tuning half": "tuning"}
+    halves: dict[str, str | None] = {"all queries": None, "even half": "even", "odd half": "odd"}
+    for repo in sorted({p.repo for p in pairs}):
+        halves[f"tracker {repo}"] = f"repo:{repo}"
     figures: dict[str, dict[str, dict[str, Scores]]] = {}
     for subset, chosen in subsets.items():
         figures[subset] = {}
         for half_name, half in halves.items():
-            group = [p for p in chosen if half is None or p.half == half]
+            group = [p for p in chosen if _in_group(p, half)]
             figures[subset][half_name] = {
                 m: _score_pairs(group, ranked) for m, ranked in rankings.items()
             }
@@ -418,13 +424,7 @@ def real_report(folder: Path, *, semantic_weight: float | None, as_json: bool) -
                 half: {
                     m: {"recall": s.recall, "mrr": s.mrr, "queries": n}
                     for m, s in by_method.items()
-                    for n in [
-                        sum(
-                            1
-                            for p in subsets[subset]
-                            if halves[half] is None or p.half == halves[half]
-                        )
-                    ]
+                    for n in [sum(1 for p in subsets[subset] if _in_group(p, halves[half]))]
                 }
                 for half, by_method in by_half.items()
             }
@@ -434,20 +434,16 @@ def real_report(folder: Path, *, semantic_weight: float | None, as_json: bool) -
         return 0
     for note in notes:
         print(f"note: {note}")
-    from reporter.upstream import rank
-
     print(
         f"real set {folder}: {len(pairs)} pairs "
-        f"({len(subsets['non-resubmission'])} not re-submissions); semantic weight "
-        f"{rank.WEIGHTS['semantic']} (tuned on the tuning half: even query numbers)"
+        f"({len(subsets['non-resubmission'])} not re-submissions); coefficients of rank.py "
+        "(fitted on every dev pair: in-sample; see fit_search.py for held-out figures)"
     )
     for subset, by_half in figures.items():
         for half_name, results in by_half.items():
-            n = sum(
-                1
-                for p in subsets[subset]
-                if halves[half_name] is None or p.half == halves[half_name]
-            )
+            n = sum(1 for p in subsets[subset] if _in_group(p, halves[half_name]))
+            if not n:
+                continue
             print(f"\n{subset}, {half_name} (n={n}):")
             print("\n".join(_table(results)))
     main = figures["non-resubmission"]["all queries"]
@@ -462,6 +458,15 @@ def real_report(folder: Path, *, semantic_weight: float | None, as_json: bool) -
     return 0 if ours.recall[5] >= 0.70 and gain >= 0.15 and ours.mrr >= 0.55 else 1
 
 
+def _in_group(pair: RealPair, group: str | None) -> bool:
+    """Whether `pair` is in a group of `real_report`: all (None), a half, a tracker."""
+    if group is None:
+        return True
+    if group.startswith("repo:"):
+        return pair.repo == group.removeprefix("repo:")
+    return pair.half == group
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=7)
@@ -472,17 +477,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--real",
         type=Path,
+        nargs="+",
         metavar="DIR",
-        help="evaluate on a real duplicate set (pairs.jsonl, pool.jsonl) read from DIR",
-    )
-    parser.add_argument(
-        "--semantic-weight",
-        type=float,
-        help="override the semantic sub-score's weight (for tuning on the tuning half)",
+        help="evaluate on real duplicate sets (pairs.jsonl, pool.jsonl) read from each DIR",
     )
     args = parser.parse_args(argv)
     if args.real is not None:
-        return real_report(args.real, semantic_weight=args.semantic_weight, as_json=args.json)
+        return real_report(args.real, as_json=args.json)
 
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else [args.seed]
     runs = [run(seed, args.families, args.distractors) for seed in seeds]

@@ -10,6 +10,8 @@ Manifest (`bundle.toml`), by example::
     service = "sglang"
     version = "0.5.2"
     world_size = 4
+    host = "node-3"                   # optional: where the files were captured (a process is
+                                      # (host, PID)); per [[evidence]] too
 
     [fields]
     summary = "Clients hang; /health says 200."
@@ -40,17 +42,21 @@ Manifest (`bundle.toml`), by example::
 
 Files the manifest does not list are still sniffed and loaded, with a warning,
 so nothing the operator dropped into the folder is silently ignored.
+
+Several folders (`report analyze node-a/ node-b/`) are hosts of one job: each file keeps its
+folder's host (its manifest's `host`, else the folder's name) and its path gains the folder.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import os
 import re
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from reporter import fileio
 from reporter.errors import EvidenceError, InputError, ManifestError, UsageError
@@ -83,6 +89,7 @@ from reporter.model import (
     ParseResult,
     ParseWarning,
     ProcessDump,
+    ProcState,
     RankHint,
     TimelineEvent,
 )
@@ -141,16 +148,19 @@ def load(paths: Sequence[Path], *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES)
                 tip="pass an existing file or bundle folder",
             )
     folders = [p for p in paths if p.is_dir()]
-    if folders and len(paths) > 1:
+    if folders and len(folders) < len(paths):
+        loose = next(p for p in paths if not p.is_dir())
         raise UsageError(
-            f"{folders[0]}: a bundle folder must be given alone",
-            tip="pass either one folder or a list of files",
+            f"{loose}: a loose file cannot be mixed with bundle folders",
+            tip="pass bundle folders (several: hosts of one job) or a list of files",
         )
     # Loading builds millions of small acyclic objects; the cyclic collector would
     # rescan them over and over and free nothing, so it waits until the load is done.
     with gc_paused():
+        if len(folders) > 1:
+            return _load_folders(folders, max_file_bytes=max_file_bytes)
         if folders:
-            return _load_folder(folders[0], max_file_bytes=max_file_bytes)
+            return _load_given_folder(folders[0], max_file_bytes=max_file_bytes)
         return _load_files(paths, max_file_bytes=max_file_bytes)
 
 
@@ -183,15 +193,131 @@ def _load_files(paths: Sequence[Path], *, max_file_bytes: int) -> Bundle:
 
 
 def _load_folder(root: Path, *, max_file_bytes: int) -> Bundle:
+    manifest, listed, extra, warnings = _folder_entries(root, max_file_bytes=max_file_bytes)
+    bundle = _assemble(
+        str(root),
+        manifest,
+        [*listed, *extra],
+        tuple(warnings),
+        max_file_bytes=max_file_bytes,
+        strict=False,
+        listed=len(listed),
+    )
+    if manifest.baseline:
+        bundle = replace(bundle, baseline=load_baseline(root / manifest.baseline, max_file_bytes))
+    return bundle
+
+
+def _load_folders(roots: Sequence[Path], *, max_file_bytes: int) -> Bundle:
+    """Several bundle folders as hosts of one job: each file keeps its folder's host (the
+    manifest's `host`, else the folder's name) and its path gains the folder as written.
+
+    The first folder's title, service, version, `[wedge]` and baseline stand for the job;
+    `[fields]`, events, process trees and `[[collect.remote]]` tables are joined.
+    """
+    seen: dict[Path, Path] = {}
+    for root in roots:
+        resolved = root.resolve()
+        if resolved in seen:
+            raise UsageError(
+                f"{root}: the same bundle folder is given twice (also as {seen[resolved]})",
+                tip="name each host's bundle folder once",
+            )
+        seen[resolved] = root
+    listed: list[ManifestEntry] = []
+    extra: list[ManifestEntry] = []
+    warnings: list[ParseWarning] = []
+    manifests: list[tuple[str, str, Manifest]] = []
+    for root in roots:
+        manifest, own_listed, own_extra, own_warnings = _folder_entries(
+            root, max_file_bytes=max_file_bytes
+        )
+        prefix = str(root).rstrip("/") or "/"
+        host = manifest.host or root.resolve().name
+        manifests.append((prefix, host, manifest))
+        for group, into in ((own_listed, listed), (own_extra, extra)):
+            into.extend(
+                replace(e, display=f"{prefix}/{e.display}", host=e.host or host) for e in group
+            )
+        warnings.extend(
+            replace(w, source=replace(w.source, path=f"{prefix}/{w.source.path}"))
+            for w in own_warnings
+        )
+    manifest = _joined_manifests(manifests, warnings)
+    bundle = _assemble(
+        None,
+        manifest,
+        [*listed, *extra],
+        tuple(warnings),
+        max_file_bytes=max_file_bytes,
+        strict=False,
+        listed=len(listed),
+    )
+    bundle = replace(bundle, folders=tuple(prefix for prefix, _, _ in manifests))
+    first = next(((p, m) for p, _, m in manifests if m.baseline), None)
+    if first is not None:
+        baseline = load_baseline(Path(first[0]) / first[1].baseline, max_file_bytes)
+        bundle = replace(bundle, baseline=baseline)
+    return bundle
+
+
+def _joined_manifests(
+    manifests: Sequence[tuple[str, str, Manifest]], warnings: list[ParseWarning]
+) -> Manifest:
+    """One manifest for several hosts' bundles (see `_load_folders`)."""
+    firsts = [m for _, _, m in manifests]
+    worlds = sorted({m.world_size for m in firsts if m.world_size is not None})
+    if len(worlds) > 1:
+        warnings.append(
+            ParseWarning(
+                source=Location(path=MANIFEST_NAME),
+                message=f"the bundles give different world sizes ({', '.join(map(str, worlds))});"
+                f" the largest, {worlds[-1]}, is used",
+            )
+        )
+    fields: list[tuple[str, str]] = []
+    for _, host, m in manifests:
+        fields.extend((f"{key} ({host})", value) for key, value in m.fields)
+    return Manifest(
+        title=next((m.title for m in firsts if m.title), ""),
+        upstream=tuple(dict.fromkeys(r for m in firsts for r in m.upstream)),
+        service=next((m.service for m in firsts if m.service), ""),
+        version=next((m.version for m in firsts if m.version), ""),
+        world_size=worlds[-1] if worlds else None,
+        fields=tuple(fields),
+        events=tuple(
+            replace(e, source=replace(e.source, path=f"{prefix}/{e.source.path}"))
+            for prefix, _, m in manifests
+            for e in m.events
+        ),
+        wedge=next((m.wedge for m in firsts if m.wedge is not None), None),
+        upstream_ref=next((m.upstream_ref for m in firsts if m.upstream_ref), ()),
+        processes=tuple(
+            replace(p, host=p.host or host) for _, host, m in manifests for p in m.processes
+        ),
+        hosts=tuple(h for m in firsts for h in m.hosts),
+    )
+
+
+def _folder_entries(
+    root: Path, *, max_file_bytes: int
+) -> tuple[Manifest, list[ManifestEntry], list[ManifestEntry], list[ParseWarning]]:
+    """The manifest of one bundle folder, its listed entries, the files it does not list
+    (found by walking, sniffed later) and the warnings so far."""
     manifest_path = root / MANIFEST_NAME
     warnings: list[ParseWarning] = []
     manifest = Manifest()
     listed: list[ManifestEntry] = []
+    # Unlisted files are warned about only inside the folder the manifest speaks for.
+    listed_under = ""
     if manifest_path.is_file():
         text = _read_text(manifest_path, display=MANIFEST_NAME, max_file_bytes=max_file_bytes)
         read = parse_manifest(text, root=root, metric_name=metrics.parse_selector)
         manifest, listed = read.manifest, list(read.entries)
         warnings.extend(read.warnings)
+    else:
+        # Never silently ignored: a bundle.toml one level down is used (or said unused).
+        manifest, listed, listed_under = _below(root, warnings, max_file_bytes=max_file_bytes)
     # Manifest entries are already relative to the root: compare relative names,
     # which costs no system call per file (resolving 4,096 paths does).
     seen = {entry.display for entry in listed}
@@ -227,28 +353,227 @@ def _load_folder(root: Path, *, max_file_bytes: int) -> Bundle:
                 continue
         extra.append(
             ManifestEntry(
-                path=path, display=rel, kind=None, captured_at=None, hint=None, description=""
+                path=path,
+                display=rel,
+                kind=None,
+                captured_at=None,
+                hint=None,
+                description="",
+                host=manifest.host,
             )
         )
-        if listed:
+        if listed and rel.startswith(listed_under):
             warnings.append(
                 ParseWarning(
                     source=Location(path=rel),
                     message="not listed in bundle.toml; loaded anyway (sniffed)",
                 )
             )
-    bundle = _assemble(
-        str(root),
-        manifest,
-        [*listed, *extra],
-        tuple(warnings),
-        max_file_bytes=max_file_bytes,
-        strict=False,
-        listed=len(listed),
+    return manifest, listed, extra, warnings
+
+
+# --------------------------------------------------------------------------- layouts
+# What the folder named on the command line holds when it has no bundle.toml of its own:
+# two runs side by side (the last good one and this one), or a bundle one level down.
+
+# Folder (or file-name) words that mark two runs of one service: (last good run, this run).
+RUN_PAIRS = (
+    ("good", "bad"),
+    ("before", "after"),
+    ("baseline", "incident"),
+    ("working", "broken"),
+)
+# Two unnamed runs told apart by capture time must lie at least this far apart: captures
+# of one incident (several hosts, several tools) overlap or follow within minutes.
+RUNS_APART_S = 600.0
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _load_given_folder(root: Path, *, max_file_bytes: int) -> Bundle:
+    """The folder named on the command line: a bundle, two runs side by side (compared as
+    `--baseline` would, and said so), a bundle one level down, or loose evidence."""
+    if not (root / MANIFEST_NAME).is_file():
+        runs = _two_runs(root, max_file_bytes=max_file_bytes)
+        if runs is not None:
+            return runs
+        only = _only_bundle_below(root)
+        if only is not None:
+            bundle = _load_folder(only, max_file_bytes=max_file_bytes)
+            note = ParseWarning(
+                source=Location(path=f"{only.name}/{MANIFEST_NAME}"),
+                message=(
+                    f"{root} has no {MANIFEST_NAME} and holds one bundle, {only}: that bundle "
+                    f"is used. Tip: pass {only} itself"
+                ),
+            )
+            return replace(bundle, warnings=(note, *bundle.warnings))
+    return _load_folder(root, max_file_bytes=max_file_bytes)
+
+
+def _subfolders(root: Path) -> list[Path]:
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _only_bundle_below(root: Path) -> Path | None:
+    """The one subfolder with a bundle.toml when nothing else of evidence lies in `root`."""
+    below = [p for p in _subfolders(root) if (p / MANIFEST_NAME).is_file()]
+    if len(below) != 1:
+        return None
+    prefix = below[0].name + "/"
+    beside = [rel for rel, _ in _walk(root)[0] if not rel.startswith(prefix)]
+    return below[0] if not beside else None
+
+
+def _below(
+    root: Path, warnings: list[ParseWarning], *, max_file_bytes: int
+) -> tuple[Manifest, list[ManifestEntry], str]:
+    """For a folder without bundle.toml: the one bundle.toml one level down, borrowed for
+    the files it lists (paths, kinds, times, ranks), its process tree, events and `[wedge]`
+    (not its title or fields: it speaks for part of the folder), with a note; several are
+    named in a warning with a Tip, unread. Returns the manifest, its entries (paths under
+    that folder) and the folder prefix ("" when none was borrowed)."""
+    below = [p for p in _subfolders(root) if (p / MANIFEST_NAME).is_file()]
+    if not below:
+        return Manifest(), [], ""
+    if len(below) > 1:
+        names = ", ".join(f"{p.name}/{MANIFEST_NAME}" for p in below)
+        warnings.append(
+            ParseWarning(
+                source=Location(path=f"{below[0].name}/{MANIFEST_NAME}"),
+                message=(
+                    f"{len(below)} bundles one level down ({names}) and none here: their "
+                    "manifests are not read, every file is sniffed. Tip: pass one bundle "
+                    f"folder, or write a {MANIFEST_NAME} here (`report init`)"
+                ),
+            )
+        )
+        return Manifest(), [], ""
+    sub = below[0]
+    display = f"{sub.name}/{MANIFEST_NAME}"
+    text = _read_text(sub / MANIFEST_NAME, display=display, max_file_bytes=max_file_bytes)
+    read = parse_manifest(text, root=sub, metric_name=metrics.parse_selector)
+    prefix = f"{sub.name}/"
+    entries = [replace(e, display=prefix + e.display) for e in read.entries]
+    warnings.extend(
+        replace(w, source=replace(w.source, path=prefix + w.source.path)) for w in read.warnings
     )
-    if manifest.baseline:
-        bundle = replace(bundle, baseline=load_baseline(root / manifest.baseline, max_file_bytes))
-    return bundle
+    own = read.manifest
+    warnings.append(
+        ParseWarning(
+            source=Location(path=display),
+            message=(
+                f"no {MANIFEST_NAME} here; the one in {sub.name}/ is used for the files it "
+                "lists, its process tree and events (not its title: other evidence lies "
+                f"beside it). Tip: pass {sub} alone, or write a {MANIFEST_NAME} here"
+            ),
+        )
+    )
+    borrowed = Manifest(
+        upstream=own.upstream,
+        service=own.service,
+        version=own.version,
+        world_size=own.world_size,
+        events=own.events,
+        wedge=own.wedge,
+        upstream_ref=own.upstream_ref,
+        processes=own.processes,
+    )
+    return borrowed, entries, prefix
+
+
+def _side(name: str) -> int | None:
+    """0 when a name marks the last good run (`good`, `before`, ...), 1 this run, else None."""
+    words = set(_WORD.findall(name.lower()))
+    hits = {i for pair in RUN_PAIRS for i, word in enumerate(pair) if word in words}
+    return hits.pop() if len(hits) == 1 else None
+
+
+def _two_runs(root: Path, *, max_file_bytes: int) -> Bundle | None:
+    """Two runs of one service side by side in `root`, as this run with its baseline; None
+    when the folder does not hold exactly two (evidence beside them: not guessed)."""
+    folders = _subfolders(root)
+    named: dict[int, list[Path]] = {}
+    for folder in folders:
+        side = _side(folder.name)
+        if side is not None:
+            named.setdefault(side, []).append(folder)
+    how = ""
+    pair: tuple[Path, Path] | None = None
+    if len(named.get(0, [])) == 1 and len(named.get(1, [])) == 1:
+        pair = (named[0][0], named[1][0])
+        how = "told apart by their names"
+    elif len(folders) == 2:
+        pair = _by_capture_time(folders, max_file_bytes=max_file_bytes)
+        how = "told apart by capture time: the earlier is taken as the good one"
+    if pair is not None:
+        good, bad = pair
+        outside = (good.name + "/", bad.name + "/")
+        if any(not rel.startswith(outside) for rel, _ in _walk(root)[0]):
+            return None
+        bundle = _load_folder(bad, max_file_bytes=max_file_bytes)
+        if bundle.baseline is not None:
+            return bundle  # the bad run names its own baseline
+        return replace(
+            bundle,
+            baseline=_load_folder(good, max_file_bytes=max_file_bytes),
+            baseline_note=(
+                f"two runs in one folder ({how}): `{good.name}/` is the last good run, "
+                f"`{bad.name}/` this one, compared as `--baseline {good}` would"
+            ),
+        )
+    return _two_file_sets(root, max_file_bytes=max_file_bytes)
+
+
+def _two_file_sets(root: Path, *, max_file_bytes: int) -> Bundle | None:
+    """Loose files whose names mark two runs (`good.environ`, `environ.bad`), all of them."""
+    files, _skipped = _walk(root)
+    sides: dict[int, list[Path]] = {}
+    for rel, path in files:
+        side = _side(PurePosixPath(rel).name)
+        if side is None:
+            return None
+        sides.setdefault(side, []).append(path)
+    if set(sides) != {0, 1}:
+        return None
+    bundle = _load_files(sides[1], max_file_bytes=max_file_bytes)
+    names = ", ".join(f"`{p.name}`" for p in sides[0])
+    return replace(
+        bundle,
+        root=str(root),
+        baseline=_load_files(sides[0], max_file_bytes=max_file_bytes),
+        baseline_note=(
+            f"two runs in one folder (told apart by their file names): {names} is the last "
+            "good run, the other files this one, compared as `--baseline` would"
+        ),
+    )
+
+
+def _by_capture_time(folders: Sequence[Path], *, max_file_bytes: int) -> tuple[Path, Path] | None:
+    """(earlier, later) of two bundle folders whose manifests date their environment
+    evidence at least `RUNS_APART_S` apart; None when either is undated or they overlap."""
+    spans: list[tuple[datetime, datetime, Path]] = []
+    for folder in folders:
+        manifest_path = folder / MANIFEST_NAME
+        if not manifest_path.is_file():
+            return None
+        text = _read_text(manifest_path, display=str(manifest_path), max_file_bytes=max_file_bytes)
+        try:
+            read = parse_manifest(text, root=folder, metric_name=metrics.parse_selector)
+        except ManifestError:
+            return None
+        dated = [
+            e.captured_at
+            for e in read.entries
+            if e.captured_at is not None and e.kind in SUMMARISED_KINDS
+        ]
+        if not dated:
+            return None
+        spans.append((min(dated), max(dated), folder))
+    spans.sort(key=lambda span: span[0])
+    (_, first_end, first), (second_start, _, second) = spans
+    if (second_start - first_end).total_seconds() < RUNS_APART_S:
+        return None
+    return first, second
 
 
 def load_baseline(folder: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Bundle:
@@ -312,13 +637,14 @@ def _assemble(
     code_excerpts: list[CodeExcerpt] = []
     goroutine_dumps: list[GoroutineDump] = []
     fr_traces: list[FrTrace] = []
+    proc_states: list[ProcState] = []
     # Dates a scrape or log that has no time of its own: the earliest manifest time.
     reference = min((e.captured_at for e in entries if e.captured_at), default=None)
     for index, entry in enumerate(entries):
         named = strict or (listed is not None and index < listed)
         pickled = _read_fr_pickle(entry, max_file_bytes=max_file_bytes)
         if pickled is not None:
-            fr_result, size = pickled
+            fr_result, size, digest = pickled
             fr_traces.extend(
                 replace(tr, captured_at=entry.captured_at) for tr in fr_result.flight_recorder
             )
@@ -334,11 +660,13 @@ def _assemble(
                     captured_at=entry.captured_at,
                     rank_hint=entry.hint,
                     description=entry.description,
+                    digest=digest,
+                    host=entry.host,
                 )
             )
             continue
         try:
-            text, size = _read_evidence(
+            text, size, digest = _read_evidence(
                 entry.path, display=entry.display, max_file_bytes=max_file_bytes
             )
         except EvidenceError as err:
@@ -396,13 +724,18 @@ def _assemble(
             else replace(d, captured_at=entry.captured_at)
             for d in result.dumps
         ]
-        dumps.extend(stamped)
-        failures.extend(
+        file_failures = [
             f
             if f.captured_at or entry.captured_at is None
             else replace(f, captured_at=entry.captured_at)
             for f in result.failures
-        )
+        ]
+        if entry.host:
+            # A process is (host, PID): the same PID on two hosts is two processes.
+            stamped = [replace(d, host=entry.host) for d in stamped]
+            file_failures = [replace(f, host=entry.host) for f in file_failures]
+        dumps.extend(stamped)
+        failures.extend(file_failures)
         all_warnings.extend(result.warnings)
         raw_series.extend(result.series)
         events.extend(result.events)
@@ -419,6 +752,12 @@ def _assemble(
             else replace(g, captured_at=entry.captured_at)
             for g in result.goroutine_dumps
         )
+        proc_states.extend(
+            s
+            if s.captured_at or entry.captured_at is None
+            else replace(s, captured_at=entry.captured_at)
+            for s in result.proc_states
+        )
         if entry.hint is not None:
             hints.append((entry.display, entry.hint))
         head, lines = _head(kind, text, parsed=bool(result.dumps))
@@ -431,8 +770,10 @@ def _assemble(
                 captured_at=entry.captured_at,
                 rank_hint=entry.hint,
                 description=entry.description,
+                digest=digest,
                 head=head,
                 lines=lines,
+                host=entry.host,
             )
         )
     environment = Environment.combined(environments)
@@ -448,6 +789,7 @@ def _assemble(
         or code_excerpts
         or goroutine_dumps
         or fr_traces
+        or proc_states
     ):
         where = root or ", ".join(e.display for e in entries)
         raise EvidenceError(
@@ -477,6 +819,7 @@ def _assemble(
                 key=lambda tr: (tr.trace_set, tr.rank is None, tr.rank or 0, tr.source.path),
             )
         ),
+        proc_states=tuple(proc_states),
     )
 
 
@@ -502,7 +845,9 @@ def _head(kind: EvidenceKind, text: str, *, parsed: bool) -> tuple[str, int]:
     return "\n".join(lines[:HEAD_LINES]), len(lines)
 
 
-def _read_fr_pickle(entry: ManifestEntry, *, max_file_bytes: int) -> tuple[ParseResult, int] | None:
+def _read_fr_pickle(
+    entry: ManifestEntry, *, max_file_bytes: int
+) -> tuple[ParseResult, int, str] | None:
     """A pickled Flight Recorder dump (the only binary evidence), parsed; None for other files.
 
     Any pickle is taken for one: one that holds code is refused by the parser, loudly.
@@ -531,7 +876,7 @@ def _read_fr_pickle(entry: ManifestEntry, *, max_file_bytes: int) -> tuple[Parse
     except OSError:
         return None  # the text reader reports unreadable files
     rank = entry.hint.rank if entry.hint else None
-    return flight_recorder.parse_pickle(data, source=entry.display, rank=rank), size
+    return flight_recorder.parse_pickle(data, source=entry.display, rank=rank), size, _digest(data)
 
 
 # Above this many warnings, only our own secret shapes are looked for in them (the
@@ -554,8 +899,13 @@ def _read_text(path: Path, *, display: str, max_file_bytes: int) -> str:
     return _read_evidence(path, display=display, max_file_bytes=max_file_bytes)[0]
 
 
-def _read_evidence(path: Path, *, display: str, max_file_bytes: int) -> tuple[str, int]:
-    """The text of one evidence file and its size in bytes; see `_read_text`.
+def _digest(data: bytes) -> str:
+    """A file's identity by content (`EvidenceFile.digest`): 16 hex digits of its sha256."""
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _read_evidence(path: Path, *, display: str, max_file_bytes: int) -> tuple[str, int, str]:
+    """The text of one evidence file, its size in bytes and its digest; see `_read_text`.
 
     Only regular files are read (a FIFO, device, socket or folder is refused before it
     is opened), and never past the size limit (`reporter.fileio`).
@@ -577,13 +927,13 @@ def _read_evidence(path: Path, *, display: str, max_file_bytes: int) -> tuple[st
         )
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         # UTF-16 with a BOM: Grafana's "Download for Excel" CSV, Windows tools' logs.
-        return data.decode("utf-16", errors="replace"), size
+        return data.decode("utf-16", errors="replace"), size, _digest(data)
     if b"\x00" in data[:_BINARY_PROBE] and not _nul_separated_text(data[:_BINARY_PROBE]):
         raise EvidenceError(
             f"{display}: binary data, not a text dump",
             tip="pass the text output of `py-spy dump` (or --json), not a core file or archive",
         )
-    return data.decode("utf-8", errors="replace"), size
+    return data.decode("utf-8", errors="replace"), size, _digest(data)
 
 
 def _nul_separated_text(probe: bytes) -> bool:

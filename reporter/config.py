@@ -26,6 +26,8 @@ from reporter.errors import UsageError
 
 CONFIG_ENV = "REPORTER_CONFIG"
 KEYS = ("repos", "index", "forms", "host")
+# A settings file is a few lines; 1 MiB is far past any real one.
+MAX_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,16 +66,20 @@ def config_path(env: Mapping[str, str]) -> Path:
 
 def load(env: Mapping[str, str] | None = None) -> Settings:
     """Read the settings file; see the module docstring."""
+    from reporter.errors import InputError
+    from reporter.fileio import read_text_bounded
+
     env = os.environ if env is None else env
     path = config_path(env)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return Settings(path=path)
-    except (OSError, UnicodeDecodeError) as err:
+    try:
+        # Regular files only, read with a cap: a FIFO or a device named here never hangs
+        # or floods the command that reads its settings.
+        text = read_text_bounded(path, display=f"{path} (the config file)", max_bytes=MAX_BYTES)
+    except InputError as err:
         raise UsageError(
-            f"{path}: cannot read the config file ({err})",
-            tip=f"fix or remove it (or point {CONFIG_ENV} elsewhere)",
+            err.message, tip=f"fix or remove it (or point {CONFIG_ENV} at another file)"
         ) from err
     return parse(text, path=path)
 

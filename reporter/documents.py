@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from reporter.app import DiffRun, DraftResult, InitResult, LintRun, UpstreamDraftRun
     from reporter.collect import CollectSummary
     from reporter.model import Bundle
-    from reporter.render.answer import SeenReport
+    from reporter.render.answer import SeenBefore, SeenReport
     from reporter.render.regions import MergeResult
     from reporter.render.status import ReportStatus
     from reporter.upstream.index import ImportResult
@@ -66,7 +66,10 @@ def draft_json(result: DraftResult) -> JSON:
 
 
 def analysis_json(
-    analysis: Analysis, bundle: Bundle | None = None, *, seen: Sequence[SeenReport] = ()
+    analysis: Analysis,
+    bundle: Bundle | None = None,
+    *,
+    seen: SeenBefore | Sequence[SeenReport] = (),
 ) -> str:
     """The `analyze --json` document, byte-stable for the same evidence.
 
@@ -83,6 +86,7 @@ def analysis_json(
     data = to_json(analysis)
     if bundle is not None:
         from reporter.render import answer
+        from reporter.render.answer.records import seen_of
 
         ans = answer.build(bundle, analysis, seen=seen)
         data["headline"] = ans.title
@@ -95,7 +99,8 @@ def analysis_json(
             {"action": step.action, "why": step.why, "rule": step.rule} for step in ans.steps
         ]
         data["seen_before"] = [
-            {"path": s.path, "date": s.date, "status": s.status, "same": s.same} for s in seen
+            {"path": s.path, "date": s.date, "status": s.status, "same": s.same}
+            for s in seen_of(seen).matches
         ]
     masked = mask_data(data)
     assert isinstance(masked, dict)
@@ -174,6 +179,7 @@ def sync_json(reports: Sequence[SyncReport], notes: Sequence[str], index: Path) 
                 "requests": r.requests,
                 "not_modified": r.not_modified,
                 "resumed": r.resumed,
+                "skipped": r.skipped,
                 "fixes": (
                     None
                     if r.fixes is None
@@ -218,6 +224,20 @@ def collect_json(summary: CollectSummary) -> JSON:
         "missing_stacks": list(summary.missing_stacks),
         "missing": list(summary.missing),
         "advice": list(summary.advice),
+        "hosts": [
+            {
+                "host": h.host,
+                "via": h.via,
+                "status": h.status,
+                "reason": h.reason,
+                "hostname": h.hostname,
+                "targets": h.targets,
+                "dumps": h.dumps,
+                "failed_dumps": h.failed_dumps,
+                "seconds": round(h.seconds, 3),
+            }
+            for h in summary.hosts
+        ],
     }
 
 

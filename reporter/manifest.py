@@ -31,6 +31,7 @@ from reporter.errors import ManifestError
 from reporter.model import (
     EventKind,
     EvidenceKind,
+    HostNote,
     Location,
     Manifest,
     ParseWarning,
@@ -61,6 +62,7 @@ TOP_KEYS = (
     "source_root",
     "upstream_ref",
     "collect",
+    "host",
 )
 EVIDENCE_KEYS = (
     "path",
@@ -70,6 +72,7 @@ EVIDENCE_KEYS = (
     "role",
     "group",
     "instance",
+    "host",
     "description",
 )
 EVENT_KEYS = ("at", "text")
@@ -87,6 +90,8 @@ class ManifestEntry:
     captured_at: datetime | None = None
     hint: RankHint | None = None
     description: str = ""
+    host: str = ""
+    """The host the file was captured on (its table's `host`, else the manifest's)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -214,6 +219,7 @@ def parse_manifest(
             f"{MANIFEST_NAME}: {err}",
             tip="fix the TOML syntax; `report init` writes a valid example",
         ) from err
+    host = _host(data.get("host"), text, where="host")
     manifest = Manifest(
         title=_string(data, "title", text),
         upstream=tuple(_strings(data, "upstream", text)),
@@ -227,7 +233,9 @@ def parse_manifest(
         baseline=_inside(data, "baseline", text, root),
         source_root=_inside(data, "source_root", text, root),
         upstream_ref=_upstream_ref(data, text),
-        processes=_collect_processes(data),
+        processes=_collect_processes(data, host),
+        host=host,
+        hosts=_collect_hosts(data),
     )
     raw_entries = data.get("evidence", [])
     if not isinstance(raw_entries, list):
@@ -250,7 +258,10 @@ def parse_manifest(
                 f"{MANIFEST_NAME}:{_line_of(text, '[[evidence]]')}: every [[evidence]] needs a `path`",
                 tip='add path = "relative/file.txt"',
             )
-        for entry in _expand_entry(raw, root=root, resolved_root=resolved_root, text=text):
+        entry_host = _host(raw.get("host"), text, where="evidence.host") or host
+        for entry in _expand_entry(
+            raw, root=root, resolved_root=resolved_root, text=text, host=entry_host
+        ):
             if entry.display in entries:
                 # Two entries for one file would load it twice: every dump counted twice.
                 warnings.append(
@@ -288,7 +299,7 @@ def _glob(root: Path, pattern: str, line: int) -> list[Path]:
 
 
 def _expand_entry(
-    raw: dict[str, Any], *, root: Path, resolved_root: Path, text: str
+    raw: dict[str, Any], *, root: Path, resolved_root: Path, text: str, host: str = ""
 ) -> Iterable[ManifestEntry]:
     pattern: str = raw["path"]
     line = _line_of(text, pattern)
@@ -374,7 +385,46 @@ def _expand_entry(
             captured_at=captured_at,
             hint=hint,
             description=_opt_str(raw.get("description")) or "",
+            host=host,
         )
+
+
+# A host name as people write them: DNS names, IPv4/IPv6 addresses, pod and container names.
+_HOST_RE = re.compile(r"[A-Za-z0-9_.:%\[\]@/-]{1,255}")
+
+
+def _host(value: object, text: str, *, where: str) -> str:
+    """A `host` value: "" when absent; a one-word name, else a `ManifestError`."""
+    if value is None:
+        return ""
+    if not isinstance(value, str) or not _HOST_RE.fullmatch(value):
+        raise ManifestError(
+            f"{MANIFEST_NAME}:{_line_of(text, 'host')}: `{where}` must be a host name "
+            f"(letters, digits, . _ - : [ ] / @; at most 255), got {_shown(value)}",
+            tip='write it like host = "node-3" or host = "10.0.0.7"',
+        )
+    return value
+
+
+def _collect_hosts(data: dict[str, Any]) -> tuple[HostNote, ...]:
+    """`[[collect.remote]]`: the hosts a multi-host `report collect` tried, with their outcome.
+    Tolerant like `_collect_processes`: a table without a string `host` is skipped."""
+    collect = data.get("collect")
+    raw = collect.get("remote", []) if isinstance(collect, dict) else []
+    out: list[HostNote] = []
+    for table in raw if isinstance(raw, list) else []:
+        if not isinstance(table, dict) or not isinstance(table.get("host"), str):
+            continue
+        texts = {k: v for k, v in table.items() if isinstance(v, str)}
+        out.append(
+            HostNote(
+                name=texts["host"],
+                status=texts.get("status", "complete"),
+                reason=texts.get("reason", ""),
+                via=texts.get("via", ""),
+            )
+        )
+    return tuple(out)
 
 
 def _events(data: dict[str, Any], text: str) -> tuple[TimelineEvent, ...]:
@@ -464,14 +514,15 @@ def _inside(data: dict[str, Any], key: str, text: str, root: Path) -> str:
     return value
 
 
-def _collect_processes(data: dict[str, Any]) -> tuple[ProcessNote, ...]:
+def _collect_processes(data: dict[str, Any], host: str = "") -> tuple[ProcessNote, ...]:
     """`[[collect.target]]` and `[[collect.process]]`: the process tree `report collect`
-    recorded. Tolerant: an entry without an integer `pid` is skipped (the table is the
-    collector's own record, not something the loader must enforce)."""
+    recorded, per (host, PID) (a table's `host`, else the manifest's). Tolerant: an entry
+    without an integer `pid` is skipped (the table is the collector's own record, not
+    something the loader must enforce)."""
     collect = data.get("collect")
     if not isinstance(collect, dict):
         return ()
-    out: dict[int, ProcessNote] = {}
+    out: dict[tuple[str, int], ProcessNote] = {}
     for key in ("target", "process"):
         entries = collect.get(key, [])
         if not isinstance(entries, list):
@@ -488,8 +539,9 @@ def _collect_processes(data: dict[str, Any]) -> tuple[ProcessNote, ...]:
                 value = raw.get(name)
                 return value if isinstance(value, str) else ""
 
+            where = text_of("host") or host
             out.setdefault(
-                raw["pid"],
+                (where, raw["pid"]),
                 ProcessNote(
                     pid=raw["pid"],
                     ppid=num("ppid"),
@@ -497,6 +549,7 @@ def _collect_processes(data: dict[str, Any]) -> tuple[ProcessNote, ...]:
                     title=text_of("title"),
                     cmdline=text_of("cmdline"),
                     launcher=num("launcher"),
+                    host=where,
                 ),
             )
     return tuple(out.values())

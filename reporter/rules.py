@@ -103,6 +103,7 @@ SHAPES: dict[str, Shape] = {
                 "kinds": Key(Strings),
                 "keys": Key(Strings),
                 "weight": _WEIGHT,
+                "tie": Key(int),
                 "why": Key(str, required=True),
             }
         ),
@@ -112,6 +113,7 @@ SHAPES: dict[str, Shape] = {
                 "pattern": Key(str, required=True),
                 "keys": Key(Strings),
                 "weight": _WEIGHT,
+                "tie": Key(int),
                 "why": Key(str, required=True),
             }
         ),
@@ -142,9 +144,13 @@ SHAPES: dict[str, Shape] = {
                 "specific": Key(bool),
             }
         )
-        for name in ("collective", "wait", "generic", "idle", "gpu_sync", "idle_loop")
+        for name in ("collective", "wait", "generic", "idle", "gpu_sync", "idle_loop", "bootstrap")
     }
-    | {"library": Table({"file": _GLOBS}), "states": Table({"idle_waits": Key(Strings)})},
+    | {
+        "library": Table({"file": _GLOBS}),
+        "states": Table({"idle_waits": Key(Strings)}),
+        "p2p": Table({"recv": Key(Strings), "send": Key(Strings), "either": Key(Strings)}),
+    },
     "goroutines.toml": {
         "plumbing": Table({"functions": _GLOBS}),
         "runtime": Table({"functions": _GLOBS}),
@@ -168,9 +174,14 @@ SHAPES: dict[str, Shape] = {
                         "stacks",
                         "wedge",
                         "gone",
+                        "missing",
                         "timeout",
+                        "captured",
                         "one_collective",
                         "flight_recorder",
+                        "p2p",
+                        "peers",
+                        "blocked_threads",
                     )
                 },
             }

@@ -59,6 +59,17 @@ MERGE = nullable(
 
 RATE = obj("the core REST limit", limit=INT, remaining=INT, reset=INT)
 
+INT_OR_NULL: Schema = {"type": ["integer", "null"]}
+LOCK_THREAD = obj(
+    "one blocked thread",
+    tid=STR,
+    name=STR_OR_NULL,
+    waits_at=described(STR, "file:line of the lock it is acquiring"),
+    waits_for=described(STR, "the lock as the code names it (Stats.lock); empty if unknown"),
+    holding=STRS,
+    holding_from=described(STR, "file:line where it took the lock it holds; empty if unknown"),
+)
+
 SCHEMAS: dict[str, Schema] = {
     "analyze": obj(
         "The verdict and everything behind it (see README 'analyze --json').",
@@ -84,6 +95,84 @@ SCHEMAS: dict[str, Schema] = {
         seen_before=described(
             array(obj("an earlier report", path=STR, date=STR, status=STR, same=BOOL)),
             "earlier reports of the same (same: true) or a similar hang",
+        ),
+        waits_for=described(
+            array(
+                obj(
+                    "one edge",
+                    waiting=obj(
+                        "the waiting ranks",
+                        ranks=array(INT),
+                        collective=STR,
+                        at=STR,
+                        process_group=STR_OR_NULL,
+                        group_ranks=array(INT),
+                    ),
+                    **{"for": obj("the ranks waited for", ranks=array(INT), state=STR, at=STR)},
+                    kind=described(
+                        {"enum": ["collective", "p2p"]},
+                        "collective, or p2p: one rank waits in a point-to-point call for its peer",
+                    ),
+                )
+            ),
+            "who waits for whom; process_group is default, a name or non-default (null: not "
+            "known); group_ranks the ranks the wait is compared with",
+        ),
+        p2p_cycles=described(
+            array(
+                obj(
+                    "one cycle of point-to-point waits",
+                    ranks=array(INT),
+                    order=array(INT),
+                    name=STR,
+                    directions=STRS,
+                    sites=STRS,
+                    deadlock=BOOL,
+                )
+            ),
+            "cycles point-to-point waits close (a deadlock: every member stuck, none sends)",
+        ),
+        p2p_deadlock=described(
+            STR_OR_NULL, "for verdict p2p-deadlock: the cycles and what each side waits in"
+        ),
+        crashes=described(
+            array(
+                obj(
+                    "one fatal error faulthandler reported",
+                    rank=INT_OR_NULL,
+                    pid=INT_OR_NULL,
+                    what=described(STR, "faulthandler's words: Segmentation fault, Aborted, ..."),
+                    signal=described(STR, "SIGSEGV, SIGABRT, ...; empty for an interpreter abort"),
+                    thread=STR,
+                    at=described(STR, "the crashing thread's innermost application frame"),
+                    frames=described(STRS, "the crashing thread's frames, innermost first"),
+                    source=STR,
+                )
+            ),
+            "verdict `crashed`, or the cause of a wait for a crashed rank",
+        ),
+        thread_deadlocks=described(
+            array(
+                obj(
+                    "threads of one process each waiting for a lock the next one holds",
+                    pid=INT_OR_NULL,
+                    proof=described(STR, "objects (the same lock objects) or names"),
+                    threads=array(LOCK_THREAD),
+                    behind=array(LOCK_THREAD),
+                )
+            ),
+            "verdict `thread-deadlock`",
+        ),
+        blocked_threads=described(
+            array(
+                obj(
+                    "threads blocked in every snapshot with no proven lock cycle",
+                    pid=INT_OR_NULL,
+                    threads=array(LOCK_THREAD),
+                    settle=described(STR, "the capture that would decide it"),
+                )
+            ),
+            "named on the first screen with what would settle them",
         ),
     ),
     "draft": obj(
@@ -145,6 +234,11 @@ SCHEMAS: dict[str, Schema] = {
             signature=STR,
             todos=INT,
             upstream_issue=STR_OR_NULL,
+            same_hang=described(
+                INT,
+                "incident reports (this one included) of the same hang as seen-before counts "
+                "it: the same signature or the same shape",
+            ),
         ),
     },
     "preview": obj("The HTML page written.", path=STR),
@@ -188,8 +282,11 @@ SCHEMAS: dict[str, Schema] = {
                 stored=INT,
                 pages=INT,
                 requests=INT,
-                not_modified=BOOL,
+                not_modified=described(
+                    BOOL, "GitHub answered 304: nothing changed since the last sync (one request)"
+                ),
                 resumed=BOOL,
+                skipped=described(INT, "malformed items in GitHub's answer, left out"),
                 fixes=described(
                     {"type": ["object", "null"]},
                     "fix look-ups: checked, found, left for the next sync (null: not run)",
@@ -225,14 +322,23 @@ SCHEMAS: dict[str, Schema] = {
         index=STR,
         repo=STR_OR_NULL,
         count=INT,
-        issues=array({"type": "object", "required": ["repo", "number", "title"]}),
+        issues=array(
+            described(
+                {"type": "object", "required": ["repo", "number", "title", "state"]},
+                "one issue as `index import` reads it: repo, number, title, body, state, "
+                "state_reason, labels, created_at, updated_at, closed_at, comments, url, "
+                "is_pull, and fixed_in (kind, ref, url, sha, tag, checked_at) when a sync "
+                "looked up what fixed it",
+            )
+        ),
     ),
     "collect": obj(
         "What a live collection took and skipped.",
         status=described(
-            {"enum": ["complete", "incomplete", "interrupted", "failed"]},
+            {"enum": ["complete", "incomplete", "partial", "interrupted", "failed"]},
             "incomplete: no stack came back from any process it was asked to dump, or "
-            "nothing from a URL it was asked to read",
+            "nothing from a URL it was asked to read; partial: stacks from some hosts, not "
+            "from others",
         ),
         out=STR,
         targets=INT,
@@ -245,6 +351,26 @@ SCHEMAS: dict[str, Schema] = {
         missing_stacks=described(STRS, "status incomplete: why, per target"),
         missing=described(STRS, "status incomplete: why, per URL that gave nothing"),
         advice=STRS,
+        hosts=described(
+            array(
+                obj(
+                    "one host",
+                    host=STR,
+                    via=STR,
+                    status=described(
+                        {"enum": ["complete", "incomplete", "failed", "timeout", "interrupted"]},
+                        "incomplete: reached, but no stack came back",
+                    ),
+                    reason=STR,
+                    hostname=STR,
+                    targets=INT,
+                    dumps=INT,
+                    failed_dumps=INT,
+                    seconds=NUM,
+                )
+            ),
+            "--ssh/--exec: each host's outcome, in the order named; [] on this host",
+        ),
     ),
     "upstream draft": obj(
         "The redacted draft written for review.",

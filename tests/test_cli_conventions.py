@@ -107,7 +107,7 @@ def test_version_names_python_and_pyspy() -> None:
     result = runner.invoke(cli, ["--version"])
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("reporter ")
+    assert lines[0].startswith("hangreport ") and lines[0].endswith("(import reporter)")
     assert lines[1] == f"Python {sys.version.split()[0]} ({sys.executable})"
     assert lines[2].startswith("py-spy")
 

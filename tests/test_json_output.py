@@ -144,8 +144,11 @@ def test_sync_auth_and_config_json(
     monkeypatch.setenv("GITHUB_API_URL", server.url)
     synced = check("sync", ["sync", "a/b", "--db", str(home / "s.sqlite3")])
     assert synced["repos"][0]["stored"] == 3 and synced["repos"][0]["repo"] == "a/b"
+    again = check("sync", ["sync", "a/b", "--db", str(home / "s.sqlite3")])
+    assert again["repos"][0]["not_modified"] and again["repos"][0]["requests"] == 1
 
-    status = check("auth status", ["auth", "status"])
+    # No token: the document still comes, and the exit code is 1 (as `gh auth status`).
+    status = check("auth status", ["auth", "status"], code=1)
     assert status["authenticated"] is False and status["token_source"] is None
     assert status["rate_limit"]["limit"] == 60
     monkeypatch.setenv("GH_ENTERPRISE_TOKEN", "ghe-secret-value")

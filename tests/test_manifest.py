@@ -130,6 +130,7 @@ def test_unknown_keys_are_warned_with_a_suggestion(tmp_path: Path) -> None:
                 "source_root",
                 "upstream_ref",
                 "collect",
+                "host",
             ]
         ),
         "bundle.toml:4: unknown key `wedge.windw` ignored; did you mean `window`?",

@@ -11,7 +11,7 @@ moving), merge (classes, trees, thread groups), verdict, branch, explain
 
 from reporter.analysis.analyze import analyze
 from reporter.analysis.export import to_json
-from reporter.analysis.ranksets import format_ranks, parse_ranks
+from reporter.analysis.ranksets import format_pids, format_ranks, parse_ranks
 from reporter.analysis.result import (
     Analysis,
     Branch,
@@ -45,6 +45,7 @@ __all__ = [
     "TreeNode",
     "Verdict",
     "analyze",
+    "format_pids",
     "format_ranks",
     "parse_ranks",
     "to_json",

@@ -14,15 +14,23 @@ deterministic output.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from reporter.analysis import flight_recorder, surroundings
+from reporter.analysis import flight_recorder, outcomes, procstate, surroundings
 from reporter.analysis.branch import branch_point
-from reporter.analysis.classify import Classifier, FrameKind, default_classifier
+from reporter.analysis.classify import Classifier, default_classifier
 from reporter.analysis.clues import main_thread
 from reporter.analysis.explain import Context, confidence, summary
+from reporter.analysis.groups import (
+    FrGroup,
+    FrP2p,
+    flight_recorder_groups,
+    flight_recorder_p2p,
+    local_peer,
+    process_group,
+)
+from reporter.analysis.hosts import host_rows, missing_text
 from reporter.analysis.merge import (
     Member,
     ThreadSample,
@@ -35,6 +43,7 @@ from reporter.analysis.ranks import Instance, RankedProcess, RankMap, identify
 from reporter.analysis.result import (
     Analysis,
     BranchPoint,
+    Condition,
     Confidence,
     FailedRank,
     InstanceVerdict,
@@ -50,11 +59,11 @@ from reporter.analysis.result import (
 from reporter.analysis.signature import evidence_lines, make_signature
 from reporter.analysis.stacks import StackInfo, StackTable
 from reporter.analysis.timeline import build as build_timeline
-from reporter.analysis.verdict import Finding, decide, waits_for
+from reporter.analysis.verdict import Finding, decide
 from reporter.analysis.wedge import WedgeReport
 from reporter.analysis.wedge import detect as detect_wedge
 from reporter.gcpause import gc_paused
-from reporter.model import Bundle, ThreadStatus
+from reporter.model import Bundle, ProcState, ThreadStatus
 
 if TYPE_CHECKING:
     from reporter.analysis.excerpts import SourceReader
@@ -77,54 +86,11 @@ def _states(process: RankedProcess, history: tuple[StackInfo, ...]) -> tuple[Ran
     return rank_state(history, idle), raw_state(history)
 
 
-_GROUP_ARGS = ("group", "process_group", "pg", "group_name")
-_QUOTED = re.compile(r"""^["'](.+)["']$""")
-# `kwargs: {"group": None}` in torch's c10d wrapper: the group as the caller passed it.
-_KWARG_GROUP = re.compile(
-    r"""["'](?:group|process_group|pg)["']\s*:\s*(None|["'][^"']*["']|<[^>]*>)"""
-)
-
-
-def _group_text(text: str) -> str:
-    text = text.strip()
-    if text == "None":
-        return "default"
-    quoted = _QUOTED.match(text)
-    if quoted is not None:
-        return quoted.group(1)
-    # An object: addresses differ between processes, so only "not the default" is known.
-    return "non-default"
-
-
-def _process_group(process: RankedProcess, classifier: Classifier) -> str | None:
-    """The process group of the collective in the latest `--locals` snapshot, as the caller
-    passed it: `default` for `group=None`, a quoted name as given, `non-default` for a
-    group object; None when unknown. torch replaces None by the default group object
-    inside the collective, so the wrapper's `kwargs` (outer) win over the inner argument."""
-    for dump in reversed(process.snapshots):
-        thread = main_thread(dump)
-        if thread is None or not any(f.locals for f in thread.frames):
-            continue
-        found: str | None = None
-        for frame in thread.frames:
-            if classifier.classify(frame).kind is FrameKind.APPLICATION:
-                break
-            for local in frame.locals:
-                if local.is_arg and local.name in _GROUP_ARGS:
-                    found = _group_text(local.repr)
-                elif local.name == "kwargs":
-                    match = _KWARG_GROUP.search(local.repr)
-                    if match is not None:
-                        found = _group_text(match.group(1))
-        return found
-    return None
-
-
 def _chosen_classes(
     finding: Finding, classes: tuple[StackClass, ...]
 ) -> tuple[tuple[StackClass, ...], bool]:
     """Classes the branch point and signature rest on, and whether a branch point applies."""
-    if finding.verdict is Verdict.COLLECTIVE_DESYNC:
+    if finding.verdict in (Verdict.COLLECTIVE_DESYNC, Verdict.P2P_DEADLOCK):
         units = set(finding.desync_units)
         return tuple(c for c in classes if units.intersection(c.ranks)), True
     if finding.verdict is Verdict.PROGRESSING:
@@ -171,16 +137,48 @@ class _Part:
 
 
 def _absent(
-    missing: tuple[int, ...], failed: tuple[FailedRank, ...], groups: dict[int, str]
+    missing: tuple[int, ...],
+    failed: tuple[FailedRank, ...],
+    groups: dict[int, str],
+    states: tuple[ProcState, ...] = (),
 ) -> list[tuple[int, str, str]]:
-    """Ranks without stacks, with their group and state (`gone` or `missing`)."""
+    """Ranks without stacks, with their group and state: `gone`, `missing`, or what the
+    process state evidence of their failed dumps says (`stopped`, ...)."""
     gone = {f.rank for f in failed if f.rank is not None and f.state == "gone"}
     only_group = next(iter(set(groups.values()))) if len(set(groups.values())) == 1 else None
     out = []
     for rank in missing:
         group = only_group if only_group is not None else ""
-        out.append((rank, group, "gone" if rank in gone else "missing"))
+        own = [f for f in failed if f.rank == rank]
+        pids = {f.failure.pid for f in own if f.failure.pid is not None}
+        cond = procstate.condition((), (), own, [s for s in states if s.pid in pids])
+        state = cond.state.value if cond is not None else ("gone" if rank in gone else "missing")
+        out.append((rank, group, state))
     return out
+
+
+def _peers(
+    process: RankedProcess,
+    direction: str | None,
+    classifier: Classifier,
+    fr_p2p: dict[int, FrP2p],
+    unit: str,
+) -> tuple[tuple[int, ...], str]:
+    """The global ranks a point-to-point wait waits for, and where that was read: `--locals`
+    first, then the Flight Recorder's pending p2p entry of the same direction."""
+    if direction is None or unit != "rank":
+        return (), ""
+    peer = local_peer(process.snapshots, classifier, direction)
+    if peer is not None and peer.rank is not None:
+        return (peer.rank,), peer.source
+    pending = fr_p2p.get(process.unit)
+    if (
+        pending is not None
+        and pending.peer.rank is not None
+        and direction in (pending.direction, "either")
+    ):
+        return (pending.peer.rank,), pending.peer.source
+    return (), ""
 
 
 def _part(
@@ -189,28 +187,57 @@ def _part(
     table: StackTable,
     similarity: Similarity,
     classifier: Classifier,
+    fr_p2p: dict[int, FrP2p],
+    fr_groups: dict[int, FrGroup],
+    states: tuple[ProcState, ...] = (),
 ) -> _Part:
     views: list[UnitView] = []
     processes: list[RankProcess] = []
     members: list[Member] = []
     samples: list[ThreadSample] = []
+    frozen: list[tuple[UnitView, Condition]] = []
     for process in instance.ranks:
         history = _history(process, table)
         state, motion = _states(process, history)
         identity = process.identity
-        views.append(
-            UnitView(
-                unit=process.unit,
-                group=process.group,
-                pid=identity.pid,
+        direction = classifier.rules.p2p_direction(history[-1].facts.collective)
+        peers, peer_source = _peers(process, direction, classifier, fr_p2p, rank_map.unit)
+        pg = process_group(process.snapshots, classifier)
+        fr_group = fr_groups.get(process.unit) if rank_map.unit == "rank" else None
+        if fr_group is not None and pg is None:
+            pg = fr_group.name or None
+        cond = outcomes.condition_of(process, history, instance.failed, states)
+        if cond is not None:
+            state = motion = cond.state
+        view = UnitView(
+            unit=process.unit,
+            group=process.group,
+            pid=identity.pid,
+            state=state,
+            history=history,
+            raw=motion,
+            pg=pg,
+            p2p=direction,
+            peers=peers,
+            peer_source=peer_source,
+            pg_ranks=fr_group.ranks if fr_group is not None and pg != "default" else (),
+        )
+        if cond is None:
+            views.append(view)
+        else:
+            # A stopped or crashed rank takes no part: the others wait for it.
+            frozen.append((view, cond))
+        processes.append(
+            RankProcess(
+                identity=identity,
+                snapshots=process.snapshots,
                 state=state,
-                history=history,
-                raw=motion,
-                pg=_process_group(process, classifier),
+                condition=cond,
+                unit=process.unit,
             )
         )
-        processes.append(RankProcess(identity=identity, snapshots=process.snapshots, state=state))
-        members.append(Member(unit=process.unit, state=state, pid=identity.pid, info=history[-1]))
+        shown = (procstate.last_seen(history) or history[-1]) if cond is not None else history[-1]
+        members.append(Member(unit=process.unit, state=state, pid=identity.pid, info=shown))
         latest = process.snapshots[-1]
         main = main_thread(latest)
         for thread in latest.threads:
@@ -227,17 +254,26 @@ def _part(
     classes, pairs = stack_classes(members, similarity)
     classes = tuple(replace(c, instance=instance.id) for c in classes)
     tree = build_tree(pairs, similarity, table)
-    snapshots = max((len(p.snapshots) for p in instance.ranks), default=0)
+    # A dump with no thread (py-spy printed the header, then failed) shows no stack.
+    snapshots = max(
+        (sum(1 for d in p.snapshots if d.threads) or len(p.snapshots) for p in instance.ranks),
+        default=0,
+    )
 
     missing: tuple[int, ...] = ()
     if rank_map.unit == "rank" and instance.world_size is not None:
         present = {p.unit for p in instance.ranks}
         missing = tuple(r for r in range(instance.world_size) if r not in present)
-    absent = _absent(missing, instance.failed, {v.unit: v.group for v in views})
-    finding = decide(views, snapshots, absent)
+    absent = _absent(
+        missing, instance.failed, {v.unit: v.group for v in views + [f[0] for f in frozen]}, states
+    )
+    absent += [(view.unit, view.group, cond.state.value) for view, cond in frozen]
+    finding = outcomes.with_unavailable(
+        decide(views, snapshots, absent, instance=instance.id), views, absent, frozen
+    )
     edges: tuple[WaitsFor, ...] = ()
-    if finding.verdict in (Verdict.COLLECTIVE_DESYNC, Verdict.ALL_STUCK, Verdict.INCONCLUSIVE):
-        edges = waits_for(views, absent=absent, instance=instance.id)
+    if finding.verdict is not Verdict.PROGRESSING:
+        edges = outcomes.name_frozen(finding.edges, frozen)
     chosen, wants_branch = _chosen_classes(finding, classes)
     branch = branch_point(chosen, table) if wants_branch else None
     ctx = Context(
@@ -275,10 +311,14 @@ def _part(
 
 # Most severe first: the top-level verdict of several instances is the most severe one.
 _SEVERITY = {
+    Verdict.P2P_DEADLOCK: 0,
     Verdict.COLLECTIVE_DESYNC: 0,
     Verdict.ALL_STUCK: 1,
     Verdict.PROGRESSING: 2,
     Verdict.INCONCLUSIVE: 3,
+    # Decided over the whole bundle (outcomes.py), never per instance; listed for completeness.
+    Verdict.CRASHED: -2,
+    Verdict.THREAD_DEADLOCK: -1,
 }
 _LEVELS = (Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW)
 
@@ -300,16 +340,19 @@ def _analyze(
             failed=rank_map.failed,
         ),
     )
-    parts = [_part(i, rank_map, table, similarity, classifier) for i in instances]
+    # One instance's ranks only: Flight Recorder traces name ranks without an instance.
+    single = len(instances) == 1
+    fr_p2p = flight_recorder_p2p(bundle.flight_recorder) if single else {}
+    fr_groups = flight_recorder_groups(bundle.flight_recorder) if single else {}
+    parts = [
+        _part(i, rank_map, table, similarity, classifier, fr_p2p, fr_groups, bundle.proc_states)
+        for i in instances
+    ]
     main = min(parts, key=lambda p: (_SEVERITY[p.finding.verdict], int(p.instance.id)))
     multi = len(parts) > 1
 
     others = tuple(
-        RankProcess(
-            identity=p.identity,
-            snapshots=p.snapshots,
-            state=rank_state(_history(p, table)),
-        )
+        outcomes.other_process(p, _history(p, table), rank_map.failed, bundle.proc_states)
         for p in rank_map.others
     )
     thread_groups, idle_threads = split_threads(main.samples, similarity, table)
@@ -381,7 +424,12 @@ def _analyze(
         failed=rank_map.failed,
         laggards=main.finding.laggards,
         # A run without a hang still has stacks: its signature rests on all of them.
-        signature=make_signature(main.finding.verdict, main.chosen or main.classes, classifier),
+        signature=make_signature(
+            main.finding.verdict,
+            main.chosen or main.classes,
+            classifier,
+            anchor=main.branch.shared if main.branch is not None else None,
+        ),
         warnings=warnings,
         wedge=wedge,
         timeline=build_timeline(bundle, wedge, surroundings.clients_events(clients)),
@@ -389,7 +437,24 @@ def _analyze(
         clients_sentence=clients_text,
         waits_for=tuple(e for part in parts for e in part.edges),
         instances=verdicts,
+        p2p_cycles=tuple(c for part in parts for c in part.finding.cycles),
+        p2p_deadlock=main.finding.deadlock,
     )
+    analysis = outcomes.complete(analysis, table, classifier, sources)
+    # After the state outcomes: they may change processes and the confidence.
+    rows = host_rows(bundle, analysis.processes, analysis.others, rank_map.failed)
+    if rows:
+        sentence, note = missing_text(rows)
+        if note:
+            lower = _LEVELS.index(analysis.confidence) + 1
+            level = _LEVELS[min(lower, len(_LEVELS) - 1)]
+            analysis = replace(
+                analysis,
+                summary=analysis.summary + sentence,
+                confidence=level,
+                confidence_notes=(*analysis.confidence_notes, note),
+            )
+        analysis = replace(analysis, hosts=rows)
     analysis = flight_recorder.complete(analysis, bundle, classifier)
     done = surroundings.complete(analysis, bundle, sources=sources, context=context)
     if done.signature.text.count("\n") == 0:

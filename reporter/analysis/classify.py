@@ -49,6 +49,7 @@ class RuleSection(StrEnum):
     GENERIC = "generic"
     IDLE = "idle"
     IDLE_LOOP = "idle_loop"
+    BOOTSTRAP = "bootstrap"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -185,6 +186,15 @@ class RuleSet:
     library: re.Pattern[str] | None
     idle_waits: frozenset[str] = frozenset()
     """Wait names an idle loop blocks in (`[states] idle_waits`): poll, select, sleep, ..."""
+    p2p: tuple[tuple[str, str], ...] = ()
+    """(collective name, direction) for point-to-point operations (`[p2p]`): direction is
+    `recv`, `send` or `either`."""
+
+    def p2p_direction(self, collective: str | None) -> str | None:
+        """`recv`, `send` or `either` when `collective` is point-to-point, else None."""
+        if collective is None:
+            return None
+        return next((d for name, d in self.p2p if name == collective), None)
 
     def section(self, section: RuleSection) -> tuple[Rule, ...]:
         """The rules of one section in file order."""
@@ -238,10 +248,18 @@ def parse_rules(text: str, *, source: str = "frames.toml") -> RuleSet:
             )
     library_files = _globs(data.get("library", {}), "file", f"{source}: [library]")
     idle_waits = _globs(data.get("states", {}), "idle_waits", f"{source}: [states]")
+    p2p: list[tuple[str, str]] = []
+    for direction in ("recv", "send", "either"):
+        names = _globs(data.get("p2p", {}), direction, f"{source}: [p2p]")
+        for op in names or ():
+            if any(op == known for known, _ in p2p):
+                raise ReporterError(f"{source}: [p2p]: {op!r} is listed twice")
+            p2p.append((op, direction))
     return RuleSet(
         rules=tuple(rules),
         library=_file_regex(library_files) if library_files else None,
         idle_waits=frozenset(idle_waits or ()),
+        p2p=tuple(p2p),
     )
 
 
@@ -262,8 +280,12 @@ class Classifier:
     def __init__(self, rules: RuleSet) -> None:
         self.rules = rules
         self._frame_rules = tuple(
-            r for r in rules.rules if r.section not in (RuleSection.IDLE, RuleSection.IDLE_LOOP)
+            r
+            for r in rules.rules
+            if r.section not in (RuleSection.IDLE, RuleSection.IDLE_LOOP, RuleSection.BOOTSTRAP)
         )
+        self._bootstrap_rules = rules.section(RuleSection.BOOTSTRAP)
+        self._bootstrap_cache: dict[tuple[str, str], str | None] = {}
         self._idle_rules = rules.section(RuleSection.IDLE)
         self._idle_loop_rules = rules.section(RuleSection.IDLE_LOOP)
         # Keyed by the parser's native flag: is_native() derives the rest from the key.
@@ -305,6 +327,24 @@ class Classifier:
         if library is not None and library.search(frame.file) is not None:
             return FrameClass(kind=FrameKind.LIBRARY)
         return FrameClass(kind=FrameKind.APPLICATION)
+
+    def bootstrap_rule(self, frame: Frame) -> str | None:
+        """The id of the [[bootstrap]] rule claiming `frame` (how the process was started:
+        `<module>`, runpy, mp.spawn, torchrun's agent), or None."""
+        key = (frame.function, frame.file)
+        if key in self._bootstrap_cache:
+            return self._bootstrap_cache[key]
+        short = frame.short_function
+        found = next(
+            (
+                r.id
+                for r in self._bootstrap_rules
+                if r.matches(short, frame.function, frame.file, is_native(frame))
+            ),
+            None,
+        )
+        self._bootstrap_cache[key] = found
+        return found
 
     def idle_rule(self, frame: Frame) -> Rule | None:
         """The [[idle]] rule matching `frame`, if any."""

@@ -5,7 +5,9 @@ optionally, the sha256 of every file of a source tree on each side. Output: an
 `EnvDiff` whose `changes` are ranked by the data-driven rules of
 `reporter/data/diff.toml`: each change starts from the score of its kind and status,
 every matching rule adds its weight, and `why` lists each term. Sorting is by
-score, then kind, key and values, so the order is byte-stable.
+score, then by the rules' `tie` (equal scores: a knob the product knows outranks a
+server option, which outranks a port or a path), then kind, key and values, so the
+order is byte-stable.
 
 Compared, per side: env vars (every environ / KEY=VALUE / collect_env file),
 server options (every command line; the program under `program`), package versions,
@@ -83,6 +85,12 @@ class Change:
     after: str | None
     score: int
     why: tuple[str, ...]
+    tie: int = 0
+    """The sum of the matching rules' `tie`: breaks equal scores (higher first)."""
+    noise: bool = False
+    """A rule of diff.toml with a negative weight matched: per-run noise (ports picked at
+    random, process ids, invocation ids, temporary paths, timestamps). The local report
+    keeps it; an upstream draft leaves it out."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,6 +115,7 @@ class Rule:
     pattern: re.Pattern[str] | None
     weight: int
     why: str
+    tie: int = 0
 
     def matches(self, change_kind: ChangeKind, key: str, values: tuple[str, ...]) -> bool:
         """True when this rule applies to the key (and, for value rules, every value)."""
@@ -173,6 +182,7 @@ def parse_rules(text: str, *, source: str = "diff.toml") -> DiffRules:
                     pattern=pattern,
                     weight=entry["weight"],
                     why=entry["why"],
+                    tie=entry.get("tie", 0),
                 )
             )
     return DiffRules(kind_scores=kind_scores, status_scores=status_scores, rules=tuple(rules))
@@ -317,6 +327,7 @@ def diff_sides(
     changes.sort(
         key=lambda c: (
             -c.score,
+            -c.tie,
             _KIND_ORDER[c.kind],
             c.key,
             c.before or "",
@@ -352,9 +363,17 @@ def _change(
     score = base + bonus
     why = [f"{_KIND_WORD[kind]} {status.value}: {base} + {bonus}"]
     values = tuple(v for v in (before, after) if v is not None)
+    tie = 0
+    noise = False
     for rule in rules.rules:
         if rule.matches(kind, key, values):
             score += rule.weight
+            tie += rule.tie
+            noise = noise or rule.weight < 0
+            if rule.weight == 0:
+                order = "wins" if rule.tie > 0 else "loses"
+                why.append(f"{rule.why} ({rule.id}): {order} ties")
+                continue
             sign = "+" if rule.weight >= 0 else "-"
             why.append(f"{rule.why} ({rule.id}): {sign}{abs(rule.weight)}")
     named = kind in (ChangeKind.ENV, ChangeKind.FLAG, ChangeKind.FACT)
@@ -375,6 +394,8 @@ def _change(
         after=shown_after,
         score=score,
         why=tuple(why),
+        tie=tie,
+        noise=noise,
     )
 
 

@@ -14,11 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reporter.analysis.classify import Classifier, FrameKind
-from reporter.analysis.ranksets import format_ranks
+from reporter.analysis.p2p import cycle_name
+from reporter.analysis.ranksets import format_pids, format_ranks
 from reporter.analysis.result import (
     BranchPoint,
     Confidence,
     FailedRank,
+    P2pCycle,
     RankState,
     StackClass,
     Verdict,
@@ -111,6 +113,7 @@ def confidence(finding: Finding, ctx: Context) -> tuple[Confidence, tuple[str, .
             "several processes claim the same ranks and nothing in the evidence told their "
             "servers apart: they were kept apart by PID and grouped by PID order"
         )
+    notes.extend(finding.notes)
     if finding.verdict is Verdict.INCONCLUSIVE:
         notes.append(f"no decisive pattern: {finding.reason}")
     return _LEVELS[min(len(notes), len(_LEVELS) - 1)], tuple(notes)
@@ -146,11 +149,21 @@ def _ranks_text(unit: str, ranks: Sequence[int]) -> str:
     )
     if len(ranks) == 1:
         return f"{word} {ranks[0]}"
+    if unit == "pid":
+        return f"{words} {format_pids(ranks)}"
     return f"{words} {format_ranks(ranks)}"
 
 
 def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
+
+
+_FROZEN_WORDS = {
+    RankState.STOPPED: "stopped",
+    RankState.UNINTERRUPTIBLE: "in uninterruptible sleep (State D)",
+    RankState.UNRESPONSIVE: "unresponsive to py-spy",
+    RankState.CRASHED: "crashed",
+}
 
 
 def _class_text(unit: str, stack: StackClass, classifier: Classifier) -> str:
@@ -169,6 +182,9 @@ def _class_text(unit: str, stack: StackClass, classifier: Classifier) -> str:
         what = "idle" + (f" in {loop.short_function}" if loop is not None else "")
     elif stack.state is RankState.MIXED:
         what = f"{what} (some stuck, some moving)"
+    elif stack.state in _FROZEN_WORDS:
+        # Process state evidence, not the stacks: where it was when it stopped or died.
+        what = f"{_FROZEN_WORDS[stack.state]}, last seen {what}"
     return f"{_ranks_text(unit, stack.ranks)} {verb} {what}"
 
 
@@ -179,6 +195,45 @@ def _classes_text(unit: str, classes: Sequence[StackClass], classifier: Classifi
     if len(parts) <= 1:
         return "".join(parts)
     return ", ".join(parts[:-1]) + " while " + parts[-1]
+
+
+def _group_words(group: str | None) -> str:
+    if group is None:
+        return ""
+    return f" on the {group} group"
+
+
+def cycle_sentences(unit: str, cycles: Sequence[P2pCycle], edges: Sequence[WaitsFor]) -> list[str]:
+    """One sentence per point-to-point cycle, naming each member's call site and peer:
+    `In 0<->2, rank 0 waits in recv at update_sampled_tokens (pp.py:88) for rank 2, and rank 2
+    in recv at execute_model (pp.py:78) for rank 0.`"""
+    by_rank: dict[int, WaitsFor] = {}
+    for edge in edges:
+        if edge.kind == "p2p" and edge.waiting.ranks:
+            by_rank.setdefault(edge.waiting.ranks[0], edge)
+    out = []
+    for cycle in cycles[:_LIST_LIMIT]:
+        order = cycle.order or cycle.ranks
+        # A long cycle: its first members and its last, which closes it.
+        shown = order if len(order) <= 4 else (*order[:3], order[-1])
+        parts = []
+        for rank in shown:
+            found = by_rank.get(rank)
+            if found is None:
+                continue
+            where = f" at {found.waiting.at}" if found.waiting.at else ""
+            parts.append(
+                f"{_ranks_text(unit, (rank,))} in {found.waiting.collective}{where} for "
+                f"{_ranks_text(unit, found.waited.ranks)}"
+            )
+        if parts:
+            if len(shown) < len(order):
+                parts[-1] = f"... {parts[-1]}"
+            joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + ", and " + parts[-1]
+            out.append(f"In {cycle_name(cycle)}, {joined}.")
+    if len(cycles) > _LIST_LIMIT:
+        out.append(f"{len(cycles) - _LIST_LIMIT} more cycles like these.")
+    return out
 
 
 def waits_sentences(unit: str, edges: Sequence[WaitsFor]) -> list[str]:
@@ -204,8 +259,9 @@ def waits_sentences(unit: str, edges: Sequence[WaitsFor]) -> list[str]:
                 parts.append(f"{who} ({edge.waited.at})")
         where = f" at {at}" if at else ""
         verb = "waits" if len(ranks) == 1 else "wait"
+        on = _group_words(group[0].waiting.group) if group[0].kind == "collective" else ""
         out.append(
-            f"{_cap(_ranks_text(unit, ranks))} {verb} in {collective}{where} for "
+            f"{_cap(_ranks_text(unit, ranks))} {verb} in {collective}{where}{on} for "
             + "; ".join(parts)
             + "."
         )
@@ -227,8 +283,10 @@ def summary(
     sentences: list[str] = []
     if finding.verdict is Verdict.COLLECTIVE_DESYNC:
         where = ""
-        if finding.groups > 1 and len(finding.desync_groups) == 1:
+        if finding.groups > 1 and len(finding.desync_groups) == 1 and finding.desync_groups[0]:
             where = f" in group {finding.desync_groups[0]}"
+        elif finding.groups > 1 and finding.desync_groups == ("",):
+            where = " across groups"
         sentences.append(
             f"Collective desync{where}: {_classes_text(unit, desync_classes, classifier)}."
         )
@@ -240,6 +298,18 @@ def summary(
                 f"({', '.join(g or 'all ranks' for g in finding.desync_groups)})."
             )
         sentences.extend(waits_sentences(unit, ctx.waits_for))
+        sentences.append(_snapshot_text(ctx.snapshots))
+    elif finding.verdict is Verdict.P2P_DEADLOCK:
+        # The deadlock's one-line name is the headline; the paragraph says each side.
+        deadlocks = [c for c in finding.cycles if c.deadlock]
+        if deadlocks:
+            sentences.append("Point-to-point deadlock.")
+            sentences.extend(cycle_sentences(unit, deadlocks, ctx.waits_for))
+        else:
+            sentences.append(
+                f"Nobody sends: {_classes_text(unit, desync_classes, classifier)}, and the "
+                "evidence names no peer."
+            )
         sentences.append(_snapshot_text(ctx.snapshots))
     elif finding.verdict is Verdict.ALL_STUCK:
         sentences.append(

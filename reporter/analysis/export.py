@@ -10,9 +10,15 @@ versions add keys and never rename these. `wedge` (null without metrics) and
 `environment` (allowlisted, redacted), `diff` (null without a baseline),
 `excerpts` and `goroutines` (null without Go dumps) come from their modules'
 `*_json` functions. `waits_for` lists who waits for whom (`{"waiting": {ranks, pids,
-collective, at}, "for": {ranks, pids, state, at}, group, instance}`); `instances` is
+collective, at, process_group, group_ranks}, "for": {ranks, pids, state, at}, group, instance,
+kind, peer_source}`, kind `collective` or `p2p`); `p2p_cycles` the cycles point-to-point
+waits close (`{ranks, label, order, directions, sites, deadlock, name}`); `instances` is
 empty for one server or job, else one entry per instance (`id`, `label`, `pids`,
-`ranks`, `verdict`, ...); classes and ranks carry their `instance` id.
+`ranks`, `verdict`, ...); classes and ranks carry their `instance` id. `crashes` lists
+faulthandler fatal errors, `thread_deadlocks` lock cycles between threads of one process
+(`threads[]`: `tid`, `name`, `waits_at`, `holding_from`, ...), `blocked_threads` threads
+blocked with no proven cycle; `ranks[].condition` says why process state evidence
+(stopped, uninterruptible, unresponsive, crashed) decided a rank's `state`.
 """
 
 from __future__ import annotations
@@ -21,14 +27,21 @@ import json
 from datetime import datetime
 
 from reporter.analysis import flight_recorder
+from reporter.analysis.p2p import cycle_name
 from reporter.analysis.records import JSON, record
 from reporter.analysis.result import (
     Analysis,
+    BlockedThreads,
     BranchPoint,
+    Condition,
+    HostRow,
     IdleThread,
     InstanceVerdict,
+    LockThread,
+    P2pCycle,
     RankProcess,
     StackClass,
+    ThreadDeadlock,
     ThreadGroup,
     TreeNode,
     WaitsFor,
@@ -115,7 +128,8 @@ def dumps_deep(value: object) -> str:
 
 
 def process_json(process: RankProcess) -> JSON:
-    """One rank or other process."""
+    """One rank or other process; `condition` is null unless process state evidence
+    (`/proc` status, py-spy's failures, a crash report) decided its `state`."""
     ident = process.identity
     return {
         **record(ident, "rank pid role source detail"),
@@ -124,6 +138,52 @@ def process_json(process: RankProcess) -> JSON:
         "dims": dict(ident.dims),
         "snapshots": len(process.snapshots),
         "instance": ident.instance,
+        "host": ident.host or None,
+        "condition": condition_json(process.condition),
+    }
+
+
+def condition_json(cond: Condition | None) -> JSON | None:
+    """Why a process takes no part any more: `state`, `why`, `sources`, `at`, `wchan`,
+    `tracer_pid`; null when the stacks alone decide."""
+    if cond is None:
+        return None
+    return record(cond, "state why sources at wchan tracer_pid")
+
+
+def crash_json(process: RankProcess) -> JSON:
+    """One faulthandler fatal error: who, what (`Segmentation fault`), the signal, the
+    crashing thread, its innermost application frame, its frames innermost first, where."""
+    assert process.condition is not None and process.condition.crash is not None
+    crash = process.condition.crash
+    return {
+        **record(process.identity, "rank pid"),
+        **record(crash, "what signal thread at frames source captured_at"),
+    }
+
+
+def lock_thread_json(thread: LockThread) -> JSON:
+    """One blocked thread: where it waits (`file:line`), for which lock, what it holds and
+    where it took it."""
+    return record(thread, "tid name waits_at waits_in waits_for holding holding_from how source")
+
+
+def deadlock_json(lock: ThreadDeadlock) -> JSON:
+    """One lock cycle: the process, the proof (`objects` or `names`), the threads in cycle
+    order (each waits for a lock the next holds) and the threads blocked behind it."""
+    return {
+        **record(lock, "pid rank proof snapshots"),
+        "threads": [lock_thread_json(t) for t in lock.threads],
+        "behind": [lock_thread_json(t) for t in lock.behind],
+        "sources": list(lock.sources),
+    }
+
+
+def blocked_json(blocked: BlockedThreads) -> JSON:
+    """Threads blocked in every snapshot with no proven cycle, and what would settle it."""
+    return {
+        **record(blocked, "pid rank snapshots settle"),
+        "threads": [lock_thread_json(t) for t in blocked.threads],
     }
 
 
@@ -131,9 +191,17 @@ def waits_json(edge: WaitsFor) -> JSON:
     """One waits-for edge: `waiting` ranks in a collective at a call site, and the ranks
     they wait `for`, with their state and where they are."""
     return {
-        "waiting": record(edge.waiting, "ranks pids collective at process_group=group"),
+        "waiting": record(edge.waiting, "ranks pids collective at process_group=group group_ranks"),
         "for": record(edge.waited, "ranks pids state at"),
-        **record(edge, "group instance"),
+        **record(edge, "group instance kind peer_source"),
+    }
+
+
+def cycle_json(cycle: P2pCycle) -> JSON:
+    """One cycle of point-to-point waits."""
+    return {
+        **record(cycle, "ranks label order directions sites deadlock"),
+        "name": cycle_name(cycle),
     }
 
 
@@ -175,6 +243,8 @@ def to_json(analysis: Analysis) -> JSON:
             for f in analysis.failed
         ],
         "waits_for": [waits_json(e) for e in analysis.waits_for],
+        "p2p_cycles": [cycle_json(c) for c in analysis.p2p_cycles],
+        "p2p_deadlock": analysis.p2p_deadlock or None,
         "instances": [instance_json(i) for i in analysis.instances],
         "ranks": [process_json(p) for p in analysis.processes],
         "others": [process_json(p) for p in analysis.others],
@@ -187,6 +257,23 @@ def to_json(analysis: Analysis) -> JSON:
         "timeline": [event_json(e) for e in analysis.timeline],
         **_surroundings_json(analysis),
         "flight_recorder": flight_recorder.to_json(analysis.flight_recorder),
+        "crashes": [
+            crash_json(p)
+            for p in (*analysis.processes, *analysis.others)
+            if p.condition is not None and p.condition.crash is not None
+        ],
+        "thread_deadlocks": [deadlock_json(d) for d in analysis.thread_deadlocks],
+        "blocked_threads": [blocked_json(b) for b in analysis.blocked_threads],
+        "hosts": [host_json(h) for h in analysis.hosts],
+    }
+
+
+def host_json(row: HostRow) -> JSON:
+    """One host: its ranks, their states, its failed dumps and how its capture went."""
+    return {
+        **record(row, "name status reason ranks label pids"),
+        "states": dict(row.states),
+        **record(row, "failed_dumps others"),
     }
 
 

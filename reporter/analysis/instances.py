@@ -40,9 +40,10 @@ IDENTITY_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProcessFacts:
-    """What the evidence says about one PID besides its stacks."""
+    """What the evidence says about one process, (host, PID), besides its stacks."""
 
     pid: int
+    host: str = ""
     ppid: int | None = None
     parent_cmdline: str | None = None
     environ: tuple[tuple[str, str], ...] = ()
@@ -77,48 +78,58 @@ def _cmdline_text(cmd: CommandLine) -> str:
     return " ".join(cmd.argv)
 
 
-def process_facts(bundle: Bundle) -> dict[int, ProcessFacts]:
-    """Per PID: parent, parent command line, environ and command line from every source."""
-    ppid: dict[int, int] = {}
-    parent_cmd: dict[int, str] = {}
+Proc = tuple[str, int]
+"""A process: (host, PID); host "" where the evidence does not name one."""
+
+
+def process_facts(bundle: Bundle) -> dict[Proc, ProcessFacts]:
+    """Per (host, PID): parent, parent command line, environ and command line from every
+    source. An environment file's host is the host of the file (`EvidenceFile.host`)."""
+    host_of = {f.path: f.host for f in bundle.files if f.host}
+    ppid: dict[Proc, int] = {}
+    parent_cmd: dict[Proc, str] = {}
     for dump in bundle.dumps:
         if dump.pid is None:
             continue
         if dump.parent_pid is not None:
-            ppid.setdefault(dump.pid, dump.parent_pid)
+            ppid.setdefault((dump.host, dump.pid), dump.parent_pid)
         if dump.parent_cmdline:
-            parent_cmd.setdefault(dump.pid, dump.parent_cmdline)
+            parent_cmd.setdefault((dump.host, dump.pid), dump.parent_cmdline)
     for note in bundle.manifest.processes:
         if note.ppid is not None:
-            ppid.setdefault(note.pid, note.ppid)
-    environ: dict[int, list[tuple[str, str]]] = {}
+            ppid.setdefault((note.host, note.pid), note.ppid)
+    environ: dict[Proc, list[tuple[str, str]]] = {}
     for var in bundle.environment.variables:
         pid = pid_of_path(var.source.path)
         if pid is not None and var.name in RENDEZVOUS_VARS + IDENTITY_VARS:
-            environ.setdefault(pid, []).append((var.name, var.value))
-    cmdlines: dict[int, str] = {}
+            key = (host_of.get(var.source.path, ""), pid)
+            environ.setdefault(key, []).append((var.name, var.value))
+    cmdlines: dict[Proc, str] = {}
     for cmd in bundle.environment.cmdlines:
         pid = pid_of_path(cmd.source.path)
         if pid is not None:
-            cmdlines.setdefault(pid, _cmdline_text(cmd))
+            cmdlines.setdefault((host_of.get(cmd.source.path, ""), pid), _cmdline_text(cmd))
     for note in bundle.manifest.processes:
         if note.cmdline:
-            cmdlines.setdefault(note.pid, note.cmdline)
+            cmdlines.setdefault((note.host, note.pid), note.cmdline)
     for dump in bundle.dumps:
         if dump.parent_pid is not None and dump.parent_cmdline:
-            cmdlines.setdefault(dump.parent_pid, dump.parent_cmdline)
-    titles = {note.pid: note.title for note in bundle.manifest.processes if note.title}
-    pids = set(ppid) | set(environ) | set(cmdlines) | set(parent_cmd) | set(titles)
-    out: dict[int, ProcessFacts] = {}
-    for pid in pids:
-        parent = ppid.get(pid)
-        out[pid] = ProcessFacts(
+            cmdlines.setdefault((dump.host, dump.parent_pid), dump.parent_cmdline)
+    titles = {(n.host, n.pid): n.title for n in bundle.manifest.processes if n.title}
+    keys = set(ppid) | set(environ) | set(cmdlines) | set(parent_cmd) | set(titles)
+    out: dict[Proc, ProcessFacts] = {}
+    for key in keys:
+        host, pid = key
+        parent = ppid.get(key)
+        out[key] = ProcessFacts(
             pid=pid,
+            host=host,
             ppid=parent,
-            parent_cmdline=parent_cmd.get(pid) or (cmdlines.get(parent) if parent else None),
-            environ=tuple(environ.get(pid, ())),
-            cmdline=cmdlines.get(pid),
-            title=titles.get(pid),
+            parent_cmdline=parent_cmd.get(key)
+            or (cmdlines.get((host, parent)) if parent else None),
+            environ=tuple(environ.get(key, ())),
+            cmdline=cmdlines.get(key),
+            title=titles.get(key),
         )
     return out
 
@@ -126,18 +137,19 @@ def process_facts(bundle: Bundle) -> dict[int, ProcessFacts]:
 _UNIT_START = re.compile(r"^(\S+): main process started \(PID (\d+)\)")
 
 
-def unit_pids(bundle: Bundle) -> dict[int, str]:
-    """systemd units by main PID, from the `systemctl show` evidence's start events."""
-    out: dict[int, str] = {}
+def unit_pids(bundle: Bundle) -> dict[Proc, str]:
+    """systemd units by (host, main PID), from the `systemctl show` evidence's start events."""
+    host_of = {f.path: f.host for f in bundle.files if f.host}
+    out: dict[Proc, str] = {}
     for event in bundle.events:
         if event.kind is EventKind.SERVICE:
             match = _UNIT_START.match(event.text)
             if match is not None:
-                out[int(match.group(2))] = match.group(1)
+                out[(host_of.get(event.source.path, ""), int(match.group(2)))] = match.group(1)
     return out
 
 
-def signals(facts: ProcessFacts | None, units: dict[int, str] | None = None) -> dict[str, str]:
+def signals(facts: ProcessFacts | None, units: dict[Proc, str] | None = None) -> dict[str, str]:
     """The instance signals of one process, by kind (`launcher`, `rendezvous`, `port`).
 
     PID 1 (init, or a container's entry point) adopts orphans: it is no launcher. A
@@ -147,7 +159,7 @@ def signals(facts: ProcessFacts | None, units: dict[int, str] | None = None) -> 
     if facts is None:
         return out
     if facts.ppid is not None and facts.ppid > 1:
-        unit = (units or {}).get(facts.ppid)
+        unit = (units or {}).get((facts.host, facts.ppid))
         what = f"{unit} (PID {facts.ppid})" if unit else f"PID {facts.ppid}"
         ports = ports_of(facts.parent_cmdline)
         out["launcher"] = f"{what} ({ports})" if ports else what
@@ -164,10 +176,13 @@ def signals(facts: ProcessFacts | None, units: dict[int, str] | None = None) -> 
 
 
 class Claimant(Protocol):
-    """A rank process before ranks are final: its PID, signals and claimed rank or dims."""
+    """A rank process before ranks are final: its host, PID, signals and claimed rank or dims."""
 
     @property
     def pid(self) -> int | None: ...
+
+    @property
+    def host(self) -> str: ...
 
     @property
     def signals(self) -> Mapping[str, str]: ...
@@ -237,8 +252,9 @@ def split_collisions(
     by_claim: dict[object, list[C]] = {}
     for cand in cands:
         by_claim.setdefault(_claim(cand), []).append(cand)
+    # Processes, not PIDs: two containers' processes can both be PID 1.
     depth = max(
-        (len({c.pid for c in group if c.pid is not None}) for group in by_claim.values()),
+        (sum(1 for c in group if c.pid is not None) for group in by_claim.values()),
         default=0,
     )
     if depth < 2:
@@ -253,12 +269,12 @@ def split_collisions(
     shared = sorted(
         _claim_text(group[0])
         for group in by_claim.values()
-        if len({c.pid for c in group if c.pid is not None}) > 1
+        if sum(1 for c in group if c.pid is not None) > 1
     )
     pids = ", ".join(
         f"{_claim_text(g[0])}: PIDs {', '.join(str(c.pid) for c in g if c.pid is not None)}"
         for g in by_claim.values()
-        if len({c.pid for c in g if c.pid is not None}) > 1
+        if sum(1 for c in g if c.pid is not None) > 1
     )
     warnings.append(
         f"{len(shared)} rank identities are claimed by several processes ({pids}) and nothing "
@@ -278,3 +294,79 @@ def split_collisions(
         for i, bucket in enumerate(buckets)
         if bucket
     ]
+
+
+Part = tuple[str, str, list[C], bool]
+"""One instance before numbering: (label, how it was separated, members, ambiguous)."""
+
+
+def partition(cands: list[C], warnings: list[str]) -> list[Part[C]]:
+    """The instances of the rank candidates: by host first, then by the strongest signal on
+    each host, then by PID order where ranks still collide (`split_collisions`).
+
+    With one host (or none named) that is all. With several, each host's parts are joined
+    across hosts into jobs: one host's part joins a job that has no part from that host yet,
+    whose ranks (or parallel coordinates) do not overlap its own and whose manifest instance
+    and rendezvous do not disagree with its own. So a TP16 job over two nodes (ranks 0-7 and
+    8-15, one `MASTER_ADDR:MASTER_PORT`) is one instance, and two 4-rank servers on two hosts
+    (ranks 0-3 each) stay two. The launcher and ports are per host and never join or split
+    across hosts.
+    """
+    hosts = list(dict.fromkeys(c.host for c in cands))
+    per_host: list[tuple[str, Part[C]]] = []
+    for host in hosts:
+        members = [c for c in cands if c.host == host] if len(hosts) > 1 else cands
+        parts, _ = split_by_signal(members)
+        for label, how, group in parts:
+            per_host.extend((host, p) for p in split_collisions(label, how, group, warnings))
+    if len(hosts) < 2:
+        return [part for _, part in per_host]
+    jobs: list[list[tuple[str, Part[C]]]] = []
+    for host, part in per_host:
+        for job in jobs:
+            if _joins(job, host, part[2]):
+                job.append((host, part))
+                break
+        else:
+            jobs.append([(host, part)])
+    return [_job_part(job) for job in jobs]
+
+
+# Signals that hold across hosts: the operator's instance name and the torch rendezvous.
+_GLOBAL_SIGNALS = ("manifest", "rendezvous")
+
+
+def _joins(job: list[tuple[str, Part[C]]], host: str, members: list[C]) -> bool:
+    if any(h == host for h, _ in job):
+        return False
+    theirs = [c for _, part in job for c in part[2]]
+    if {_claim(c) for c in theirs} & {_claim(c) for c in members}:
+        return False
+    for kind in _GLOBAL_SIGNALS:
+        mine = {c.signals[kind] for c in members if kind in c.signals}
+        other = {c.signals[kind] for c in theirs if kind in c.signals}
+        if mine and other and mine != other:
+            return False
+    return True
+
+
+def _job_part(job: list[tuple[str, Part[C]]]) -> Part[C]:
+    """One instance made of parts on one or more hosts, labelled with its hosts."""
+    hosts = [h or "(host not named)" for h, _ in job]
+    members = [c for _, part in job for c in part[2]]
+    ambiguous = any(part[3] for _, part in job)
+    if len(job) == 1:
+        label, how = job[0][1][0], job[0][1][1]
+        where = f"host {hosts[0]}"
+        return (
+            f"{where}, {label}" if label else where,
+            how or "separated by host",
+            members,
+            ambiguous,
+        )
+    return (
+        "hosts " + ", ".join(hosts),
+        "one job across hosts: rank numbers do not overlap",
+        members,
+        ambiguous,
+    )

@@ -38,11 +38,23 @@ def rank_state(history: Sequence[StackInfo], idle: Sequence[bool] = ()) -> RankS
 
 
 def raw_state(history: Sequence[StackInfo]) -> RankState:
-    """Stuck, moving, or unknown (fewer than two snapshots), whatever the stacks are."""
+    """Stuck, moving, or unknown (fewer than two snapshots), whatever the stacks are.
+
+    A snapshot without frames (py-spy printed the process header, then failed) says
+    nothing about movement and is left out."""
+    if any(info.frames for info in history):
+        history = [info for info in history if info.frames]
     if len(history) < 2:
         return RankState.UNKNOWN
     first = history[0].exact_id
     if all(info.exact_id == first for info in history):
+        return RankState.STUCK
+    # A `--native` snapshot beside plain ones adds native frames to the same Python stack:
+    # that is not movement.
+    python = {
+        tuple((f.function, f.file, f.line) for f in i.frames if not f.native) for i in history
+    }
+    if len(python) == 1 and any(f.native for i in history for f in i.frames):
         return RankState.STUCK
     return RankState.MOVING
 
@@ -60,7 +72,17 @@ class UnitView:
     """Stuck / moving / unknown before `idle` is told apart; None: same as `state`."""
     pg: str | None = None
     """The process group of the collective it is in, where `--locals` shows it
-    (`default` for `group=None`, else the group's name or type); None when unknown."""
+    (`default` for `group=None` or no group argument, else the group's name, or
+    `non-default` for a group object); None when unknown."""
+    p2p: str | None = None
+    """`recv`, `send` or `either` when the latest main stack waits in a point-to-point call."""
+    peers: tuple[int, ...] = ()
+    """Global ranks that point-to-point call waits for, where the evidence names them."""
+    peer_source: str = ""
+    """Where `peers` were read (`--locals src=2 in recv`, a Flight Recorder entry)."""
+    pg_ranks: tuple[int, ...] = ()
+    """The members of the group of its collective, where the Flight Recorder's `pg_config`
+    names them; () when not known."""
 
     @property
     def motion(self) -> RankState:

@@ -53,10 +53,9 @@ from reporter.analysis.clues import parse_title as parse_title
 from reporter.analysis.clues import rank_from_filename as rank_from_filename
 from reporter.analysis.instances import (
     ProcessFacts,
+    partition,
     process_facts,
     signals,
-    split_by_signal,
-    split_collisions,
     unit_pids,
 )
 from reporter.analysis.ranksets import format_ranks as format_ranks
@@ -137,6 +136,14 @@ class _Candidate:
     notes: list[str] = field(default_factory=list)
     signals: dict[str, str] = field(default_factory=dict)
     instance: str = "1"
+    host: str = ""
+    incarnation: int = 0
+    """0, 1, ...: processes of one host that share a PID (containers, a PID reused) in the
+    order their first dump appears."""
+    shown_host: bool = False
+    """Name the host in labels and keys: the bundle holds several hosts."""
+    tids: set[int] = field(default_factory=set)
+    """Native ids of the first dump's threads besides the main one (see `same_process`)."""
 
 
 def _snapshot_order(dumps: list[tuple[int, ProcessDump]]) -> tuple[ProcessDump, ...]:
@@ -148,27 +155,79 @@ def _snapshot_order(dumps: list[tuple[int, ProcessDump]]) -> tuple[ProcessDump, 
 
 
 def _gather(bundle: Bundle) -> list[_Candidate]:
-    by_key: dict[tuple[str, object], _Candidate] = {}
+    """One candidate per process: a process is (host, PID), and dumps of one (host, PID)
+    that cannot be one process (`same_process`) are several processes."""
+    by_key: dict[tuple[str, object], list[_Candidate]] = {}
     for index, dump in enumerate(bundle.dumps):
         # Without a PID a file is one process, unless its parser numbered several (`slot`).
         key: tuple[str, object] = (
-            ("pid", dump.pid) if dump.pid is not None else ("file", (dump.source.path, dump.slot))
+            ("pid", (dump.host, dump.pid))
+            if dump.pid is not None
+            else ("file", (dump.source.path, dump.slot))
         )
-        cand = by_key.get(key)
+        known = by_key.setdefault(key, [])
+        tids = _helper_tids(dump)
+        cand = next(
+            (c for c in known if same_process(c.dumps[0][1], dump, tids=(c.tids, tids))), None
+        )
         if cand is None:
-            cand = _Candidate(first=index, pid=dump.pid, dumps=[], paths=[])
-            by_key[key] = cand
+            cand = _Candidate(
+                first=index,
+                pid=dump.pid,
+                dumps=[],
+                paths=[],
+                host=dump.host,
+                incarnation=len(known),
+                tids=tids,
+            )
+            known.append(cand)
         cand.dumps.append((index, dump))
         if dump.source.path not in cand.paths:
             cand.paths.append(dump.source.path)
         if cand.title is None and dump.cmdline:
             cand.title = dump.cmdline
-    return sorted(by_key.values(), key=lambda c: c.first)
+    out = sorted((c for known in by_key.values() for c in known), key=lambda c: c.first)
+    if len({c.host for c in out}) > 1:
+        for cand in out:
+            cand.shown_host = True
+    return out
+
+
+def same_process(
+    first: ProcessDump, dump: ProcessDump, *, tids: tuple[set[int], set[int]] | None = None
+) -> bool:
+    """Whether two dumps of one (host, PID) can be the same process.
+
+    Not when they show different titles (command lines), interpreters (path or version), or
+    when each shows threads besides the main one and no such thread id is in both: two
+    containers whose entry points are both PID 1, or a PID reused after a restart. Native
+    thread ids only (py-spy's `Thread 4712`, `os_thread_id` in `--json`): the main thread's
+    id is the PID itself, so it says nothing here. `tids` passes both sides' helper thread
+    ids when the caller has them already."""
+    for mine, theirs in (
+        (first.cmdline, dump.cmdline),
+        (first.python_exe, dump.python_exe),
+        (first.python_version, dump.python_version),
+    ):
+        if mine and theirs and mine != theirs:
+            return False
+    ours, others = tids if tids is not None else (_helper_tids(first), _helper_tids(dump))
+    return not (ours and others and not ours & others)
+
+
+def _helper_tids(dump: ProcessDump) -> set[int]:
+    return {
+        t.os_thread_id
+        for t in dump.threads
+        if t.os_thread_id is not None and t.os_thread_id != dump.pid
+    }
 
 
 def _label(cand: _Candidate) -> str:
     if cand.pid is not None:
-        what = f"PID {cand.pid}"
+        what = f"PID {cand.pid}" + (
+            f" on {cand.host or '(host not named)'}" if cand.shown_host else ""
+        )
     else:
         slot = cand.dumps[0][1].slot if cand.dumps else 0
         where = f"{cand.paths[0]}:{cand.dumps[0][1].source.line}" if slot else cand.paths[0]
@@ -279,10 +338,30 @@ def _radix(cands: list[_Candidate]) -> tuple[dict[str, int], str]:
     return sizes, text
 
 
+def _global_tp(cands: list[_Candidate]) -> bool:
+    """True for the DP-attention layout: the TP index is global and DP names the attention
+    group it falls in (SGLang with `--enable-dp-attention` titles `DP1_TP2`, `DP1_TP3` for
+    global ranks 2 and 3 of a TP-4 world): every process's TP // (TP size / DP size) equals
+    its DP. A standard DP layout restarts TP at 0 in every DP group and never matches; a
+    capture holding only `DP0_TP0` and `DP1_TP1` of a standard layout would, and is read as
+    DP attention."""
+    dimmed = [c for c in cands if "DP" in c.dims and "TP" in c.dims]
+    if len(dimmed) < 2 or len(dimmed) != len([c for c in cands if c.dims]):
+        return False
+    dp_size = max(c.dims["DP"] for c in dimmed) + 1
+    tp_size = max(c.dims["TP"] for c in dimmed) + 1
+    if dp_size < 2 or tp_size % dp_size:
+        return False
+    block = tp_size // dp_size
+    return all(c.dims["TP"] // block == c.dims["DP"] for c in dimmed)
+
+
 def _apply_radix(cands: list[_Candidate]) -> dict[str, int] | None:
     dimmed = [c for c in cands if c.rank is None and any(d in c.dims for d in RADIX_DIMS)]
     if not dimmed:
         return None
+    if _global_tp([c for c in cands if c.dims]):
+        return _apply_global_tp(cands, dimmed)
     sizes, size_text = _radix([c for c in cands if c.dims])
     multi = sum(1 for d in RADIX_DIMS if sizes[d] > 1) > 1
     for cand in dimmed:
@@ -300,6 +379,22 @@ def _apply_radix(cands: list[_Candidate]) -> dict[str, int] | None:
     return sizes
 
 
+def _apply_global_tp(cands: list[_Candidate], dimmed: list[_Candidate]) -> dict[str, int]:
+    """Ranks of the DP-attention layout: PP x TP with TP global; DP is the attention group."""
+    sizes, _ = _radix([c for c in cands if c.dims])
+    sizes = {**sizes, "DP": 1}
+    for cand in dimmed:
+        rank = radix_rank({d: n for d, n in cand.dims.items() if d != "DP"}, sizes)
+        cand.rank = rank
+        coords = " ".join(f"{d}{n}" for d, n in sorted_dims(cand.dims))
+        how = "; ".join(cand.dim_sources)
+        cand.detail = (
+            f"rank {rank} from {coords} ({how}); DP attention layout: the TP index is global "
+            "(every TP index lies in its DP group's block), DP names the attention group"
+        )
+    return sizes
+
+
 def _group_key(cand: _Candidate) -> str:
     if cand.group:
         return cand.group
@@ -312,7 +407,9 @@ def _finish(
     cand: _Candidate, unit: int, rank: int | None, group: str, *, multi: bool = False
 ) -> RankedProcess:
     if cand.pid is not None:
-        key = f"rank:{rank}" if rank is not None else f"pid:{cand.pid}"
+        where = f"@{cand.host}" if cand.shown_host else ""
+        again = f"#{cand.incarnation + 1}" if cand.incarnation else ""
+        key = f"rank:{rank}" if rank is not None else f"pid:{cand.pid}{where}{again}"
     else:
         slot = cand.dumps[0][1].slot if cand.dumps else 0
         place = f"{cand.paths[0]}#{slot}" if slot else cand.paths[0]
@@ -341,6 +438,7 @@ def _finish(
         pid=latest if latest is not None else cand.pid,
         title=cand.title,
         instance=cand.instance,
+        host=cand.host,
     )
     return RankedProcess(
         identity=identity, unit=unit, pid=cand.pid, group=group, snapshots=snapshots
@@ -435,17 +533,24 @@ def identify(bundle: Bundle) -> RankMap:
     units = unit_pids(bundle)
     for cand in cands:
         _read_evidence(cand, hints, per_file, warnings)
-        pid_facts = facts.get(cand.pid) if cand.pid is not None else None
+        pid_facts = facts.get((cand.host, cand.pid)) if cand.pid is not None else None
         _env_rank(cand, pid_facts, warnings)
         cand.signals.update(signals(pid_facts, units))
     _sanity(cands, warnings)
 
     # A process whose children were dumped and that names no role of its own is
     # their launcher (SGLang's launch_server, torchrun's agent, mp.spawn's parent).
-    parents = {d.parent_pid for c in cands for _, d in c.dumps if d.parent_pid is not None}
-    parents |= {f.ppid for f in facts.values() if f.ppid is not None}
+    parents = {
+        (d.host, d.parent_pid) for c in cands for _, d in c.dumps if d.parent_pid is not None
+    }
+    parents |= {(f.host, f.ppid) for f in facts.values() if f.ppid is not None}
     for cand in cands:
-        if cand.role is None and cand.rank is None and not cand.dims and cand.pid in parents:
+        if (
+            cand.role is None
+            and cand.rank is None
+            and not cand.dims
+            and (cand.host, cand.pid) in parents
+        ):
             cand.role = "launcher"
     demote_coordinators = any(
         (c.rank is not None or any(d in c.dims for d in RADIX_DIMS))
@@ -467,10 +572,7 @@ def identify(bundle: Bundle) -> RankMap:
     if not claimants:
         return _pid_map(bundle, cands, is_other, hints, per_file, warnings)
 
-    parts, _ = split_by_signal(claimants)
-    final: list[tuple[str, str, list[_Candidate], bool]] = []
-    for label, how, members in parts:
-        final.extend(split_collisions(label, how, members, warnings))
+    final = partition(claimants, warnings)
     # Instances numbered by their smallest PID (then first appearance).
     final.sort(key=lambda p: min((c.pid if c.pid is not None else 1 << 62, c.first) for c in p[2]))
     multi = len(final) > 1
@@ -573,13 +675,24 @@ def _pid_map(
     warnings: list[str],
 ) -> RankMap:
     """No process has a rank identity: PIDs stand in for ranks, one instance. When no dump
-    names a PID (faulthandler, pasted fragments) the processes are only numbered by
-    position: the unit is "process", not "PID"."""
-    unit = "pid" if any(c.pid is not None for c in cands) else "process"
+    names a PID (faulthandler, pasted fragments), or one PID names several processes (on
+    several hosts, in several containers), the processes are only numbered by position:
+    the unit is "process", not "PID"."""
+    pids = [c.pid for c in cands if c.pid is not None]
+    unit = "pid" if pids and len(set(pids)) == len(pids) else "process"
+    if pids and unit == "process":
+        warnings.append(
+            "the same PID names several processes (several hosts or containers), and no rank "
+            "identity tells them apart: processes are numbered by their place in the evidence"
+        )
     ranks: list[RankedProcess] = []
     others: list[RankedProcess] = []
-    for cand in cands:
-        unit_id = cand.pid if cand.pid is not None else cand.first
+    for number, cand in enumerate(cands):
+        if unit == "pid":
+            unit_id = cand.pid if cand.pid is not None else cand.first
+        else:
+            # PIDs that repeat number their processes 0, 1, ... in order of appearance.
+            unit_id = number if pids else cand.first
         proc = _finish(cand, unit_id, None, _group_key(cand))
         (others if is_other(cand) else ranks).append(proc)
     ranks.sort(key=lambda p: p.unit)
@@ -649,37 +762,38 @@ def _failed(
     per_file: dict[str, int],
     ranks: list[RankedProcess],
     unit: str,
-    facts: dict[int, ProcessFacts],
+    facts: dict[tuple[str, int], ProcessFacts],
     claimed: set[int],
 ) -> tuple[FailedRank, ...]:
     """The bundle's failed dumps that belong to these ranks (all of them with one instance).
 
-    A failure belongs here when its PID is one of these processes, when its PID's parent is
-    these ranks' launcher, or, with no PID, when its file names a rank. `claimed` collects
-    the indexes of failures already given to an instance."""
+    A failure belongs here when its process, (host, PID), is one of these, when its parent
+    is these ranks' launcher on that host, or, with no PID, when its file names a rank.
+    `claimed` collects the indexes of failures already given to an instance."""
     by_pid = {
-        d.pid: p.identity.rank
+        (d.host, d.pid): p.identity.rank
         for p in ranks
         for d in p.snapshots
         if d.pid is not None and unit == "rank"
     }
-    pids = {p.pid for p in ranks if p.pid is not None}
-    parents = {facts[p].ppid for p in pids if p in facts and facts[p].ppid is not None}
+    pids = {(p.identity.host, p.pid) for p in ranks if p.pid is not None}
+    parents = {(k[0], facts[k].ppid) for k in pids if k in facts and facts[k].ppid is not None}
     out: list[FailedRank] = []
     for index, failure in enumerate(bundle.failures):
         if index in claimed:
             continue
-        rank = by_pid.get(failure.pid) if failure.pid is not None else None
-        belongs = failure.pid is None or failure.pid in pids
-        if failure.pid is not None and not belongs:
-            parent = facts[failure.pid].ppid if failure.pid in facts else None
-            belongs = (parent is not None and parent in parents) or not parents
+        key = (failure.host, failure.pid) if failure.pid is not None else None
+        rank = by_pid.get(key) if key is not None else None
+        belongs = key is None or key in pids
+        if key is not None and not belongs:
+            parent = facts[key].ppid if key in facts else None
+            belongs = (parent is not None and (key[0], parent) in parents) or not parents
         if not belongs:
             continue
-        if rank is None and unit == "rank" and failure.pid in facts:
+        if rank is None and unit == "rank" and key is not None and key in facts:
             # A process that died before any dump: the title report collect recorded
             # (`sglang::scheduler_TP3`) still names its rank.
-            rank = _rank_of_title(facts[failure.pid].title, ranks)
+            rank = _rank_of_title(facts[key].title, ranks)
         # A file that also holds other processes cannot name the failed one.
         if rank is None and unit == "rank" and per_file.get(failure.source.path, 0) == 0:
             hint = hints.find(failure.source.path)

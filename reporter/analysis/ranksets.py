@@ -28,6 +28,14 @@ def format_ranks(ranks: Iterable[int]) -> str:
     return "[" + ",".join(parts) + "]"
 
 
+def format_pids(pids: Iterable[int], *, most: int = 8) -> str:
+    """PIDs listed, never as a range (`8261, 8262`): two PIDs are two processes, not every
+    number between them. Past `most`, the first ones and how many more."""
+    values = sorted(set(pids))
+    shown = ", ".join(str(p) for p in values[:most])
+    return f"{shown} and {len(values) - most} more" if len(values) > most else shown
+
+
 _RANGE = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
 
 

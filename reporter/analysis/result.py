@@ -54,6 +54,12 @@ class Verdict(StrEnum):
     ALL_STUCK = "all-stuck"
     PROGRESSING = "progressing"
     INCONCLUSIVE = "inconclusive"
+    P2P_DEADLOCK = "p2p-deadlock"
+    """Point-to-point waits close a cycle in which no pair meets (both sides in `recv`)."""
+    CRASHED = "crashed"
+    """A faulthandler `Fatal Python error` report, and no rank left waiting for the crashed one."""
+    THREAD_DEADLOCK = "thread-deadlock"
+    """Threads of one process that each hold a lock another of them is acquiring."""
 
 
 class Confidence(StrEnum):
@@ -73,6 +79,15 @@ class RankState(StrEnum):
     """Outside any collective, polling or sleeping in an idle loop in every snapshot."""
     UNKNOWN = "unknown"
     MIXED = "mixed"
+    STOPPED = "stopped"
+    """Stopped by a signal or a debugger (`/proc/PID/status` State T or t, or py-spy could
+    not suspend it): it runs no code until it is continued."""
+    UNINTERRUPTIBLE = "uninterruptible"
+    """In uninterruptible sleep in the kernel (State D) across the capture."""
+    UNRESPONSIVE = "unresponsive"
+    """py-spy could not attach to it within its timeout, and nothing says why."""
+    CRASHED = "crashed"
+    """It died of a fatal error faulthandler reported (SIGSEGV, SIGABRT, ...)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,6 +109,47 @@ class RankIdentity:
     title: str | None
     instance: str = "1"
     """The instance (server, job) the rank belongs to; ranks are numbered within it."""
+    host: str = ""
+    """The host the process ran on; "" when the evidence does not name it."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Crash:
+    """A fatal error faulthandler reported for one process (`Fatal Python error: ...`).
+
+    `what` is faulthandler's words (`Segmentation fault`, `Aborted`), `signal` the signal
+    they name (`SIGSEGV`; "" for a fatal error raised by the interpreter itself);
+    `frames` are the crashing (current) thread's, innermost first; `at` its innermost
+    application frame, `copy_blocks_to_host (crashed_rank.py:99)`.
+    """
+
+    what: str
+    signal: str
+    thread: str
+    frames: tuple[Frame, ...]
+    at: str
+    source: Location
+    captured_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Condition:
+    """Why a process takes no part any more, whatever its stacks say: stopped, in
+    uninterruptible sleep, unresponsive to py-spy, or crashed.
+
+    `why` says it in words with the evidence (`State T (stopped) in status/rank2.status:3;
+    py-spy could not suspend it in 3 dumps`); `sources` cite it as `file:line`; `at` is
+    where it was last seen (`build_prefix_mask (stopped_rank.py:107)`), "" when no stack
+    of it exists.
+    """
+
+    state: RankState
+    why: str
+    sources: tuple[str, ...]
+    at: str = ""
+    wchan: str = ""
+    tracer_pid: int | None = None
+    crash: Crash | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,6 +159,13 @@ class RankProcess:
     identity: RankIdentity
     snapshots: tuple[ProcessDump, ...]
     state: RankState
+    condition: Condition | None = None
+    """Set when process state evidence (`/proc` status, py-spy's failures, a crash report)
+    overrules what the stacks alone would say; `state` is then `condition.state`."""
+    unit: int | None = None
+    """Its number in `classes[].ranks` (rank, PID or place), within its instance; None for
+    processes that are not ranks. PIDs can repeat across hosts: look processes up by
+    (instance, unit), not by PID."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -200,7 +263,12 @@ class Waiting:
     at: str
     """The call site, `writing_check (tp_desync.py:60)`; "" when the stack has none."""
     group: str | None = None
-    """The process group where `--locals` shows it (`default`, or its name); else None."""
+    """The process group where `--locals` shows it (`default`, its name, or `non-default`
+    for a group object); else None."""
+    group_ranks: tuple[int, ...] = ()
+    """The ranks the wait is compared against: every rank of the instance for the default
+    group (or for a group whose known members all wait in it), the group's ranks from the
+    titles or the manifest otherwise; () when not known."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -227,6 +295,27 @@ class WaitsFor:
     waited: WaitedFor
     group: str = ""
     instance: str = "1"
+    kind: str = "collective"
+    """`collective` (the waiting ranks' group waits for every member), or `p2p`: one rank
+    waits in a point-to-point call for its peer (`waited`)."""
+    peer_source: str = ""
+    """For `p2p`: where the peer was read (`--locals src=2 in recv`, a Flight Recorder entry)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class P2pCycle(RankSet):
+    """Ranks whose point-to-point waits close a cycle.
+
+    `order` runs along the waits from the smallest rank (`(0, 3, 2, 1)`: 0 waits for 3, ...),
+    () when the ranks wait on each other in more than one cycle. `directions` are the
+    members' `recv` / `send` / `either`; `sites` their call sites. `deadlock` is True when
+    every member is stuck and no two members meet (a recv answered by the matching send).
+    """
+
+    order: tuple[int, ...]
+    directions: tuple[str, ...]
+    sites: tuple[str, ...]
+    deadlock: bool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -241,6 +330,33 @@ class InstanceVerdict:
     verdict: Verdict
     confidence: Confidence
     summary: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostRow:
+    """One host of a multi-host bundle (`reporter.analysis.hosts`): its rank processes and
+    their states, its failed dumps, and how its capture went (`[[collect.remote]]`)."""
+
+    name: str
+    status: str
+    """`complete`, `incomplete`, `failed`, `timeout`, `interrupted` from the collection;
+    `loaded` for a host known only from the evidence (hand-written manifest, bundle folders)."""
+    reason: str
+    ranks: tuple[int, ...]
+    """Units (`classes[].ranks`) of the rank processes on the host, sorted."""
+    label: str
+    """The ranks as a compact set, per instance when there are several: `[0-3]`, `1:[0-3] 2:[0-1]`."""
+    pids: tuple[int, ...]
+    states: tuple[tuple[str, int], ...]
+    """(state, count) of its rank processes, in a fixed order."""
+    failed_dumps: int
+    others: int
+    """Processes on it that are not ranks (launchers, detokenizers)."""
+
+    @property
+    def missing(self) -> bool:
+        """True when the collection got no stack from this host."""
+        return self.status in {"failed", "timeout", "interrupted", "incomplete"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -325,6 +441,75 @@ class Analysis:
     """Per-instance verdicts when the bundle holds several servers or jobs; () for one."""
     flight_recorder: FlightRecorderAnalysis | None = None
     """Flight Recorder traces aligned by sequence id; None when the bundle has none."""
+    p2p_cycles: tuple[P2pCycle, ...] = ()
+    """Cycles of point-to-point waits (`p2p-deadlock` when one is a deadlock)."""
+    p2p_deadlock: str = ""
+    """For `p2p-deadlock`: `p2p deadlock: 0<->2, 1<->3: both sides wait in recv, none sends`."""
+    thread_deadlocks: tuple[ThreadDeadlock, ...] = ()
+    """Lock cycles between threads of one process (reporter.analysis.threads)."""
+    blocked_threads: tuple[BlockedThreads, ...] = ()
+    """Per process, threads blocked in every snapshot that no proven cycle explains."""
+    hosts: tuple[HostRow, ...] = ()
+    """One row per host when the evidence names several, or a host's capture failed; () else."""
+
+
+# -- Threads of one process (reporter.analysis.threads) ------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LockThread:
+    """One thread blocked acquiring a lock (or at one line) in every snapshot of its process.
+
+    `waits_at` / `holding_from` are `file:line` (`thread_deadlock.py:54`): the line it blocks
+    at, and where it took the first lock it holds ("" when not known). Locks are named as
+    the code does, with the class of `self` (`Stats.lock`), and the object where `--locals`
+    shows it (`Stats.lock <Stats at 0x7fb79c7b7050>`). `how` says what showed the wait:
+    `source line` (a `with` or `.acquire()` at that line), `native frames`
+    (`lock_PyThread_acquire_lock`), `threading frames`, or `unknown`.
+    """
+
+    tid: str
+    name: str | None
+    waits_at: str
+    waits_in: str
+    waits_for: str
+    holding: tuple[str, ...]
+    holding_from: str
+    how: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThreadDeadlock:
+    """Threads of one process that each wait for a lock the next one holds (a cycle).
+
+    `proof` is `objects` when every lock in the cycle is one object (its address in
+    `--locals`, or a module global), `names` when locks are matched by the names the code
+    uses (the same attribute of the same class), which two instances could share. `behind`
+    are other blocked threads waiting for a lock a cycle member holds.
+    """
+
+    pid: int | None
+    rank: int | None
+    proof: str
+    threads: tuple[LockThread, ...]
+    behind: tuple[LockThread, ...]
+    snapshots: int
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlockedThreads:
+    """Threads of one process blocked at one place in every snapshot, with no proven cycle.
+
+    `settle` says which capture would decide it (`py-spy dump --locals` twice, the source).
+    """
+
+    pid: int | None
+    rank: int | None
+    threads: tuple[LockThread, ...]
+    snapshots: int
+    settle: str
 
 
 # -- Flight Recorder (reporter.analysis.flight_recorder) ---------------------------------------

@@ -6,7 +6,15 @@ Per class one line: what it is doing (collective, wait, or running) and up to
 six informative frames, innermost six, written outermost first as short
 function name and file basename. PIDs, thread ids, line numbers, ranks,
 install prefixes (only file basenames are kept) and generic frames stay out; lines are
-sorted and de-duplicated::
+sorted and de-duplicated.
+
+Only the hang's own frames enter, never how the process was started: bootstrap frames
+(`[[bootstrap]]` in frames.toml: `<module>`, runpy, multiprocessing's spawn, mp.spawn's
+`_wrap`, torchrun's agent) are left out, and so is the process entry function right under
+them (`main` in a plain script, the `mp.spawn` target), so the same hang started by another
+launcher keeps its signature. Where the classes part (the branch point), each line starts at
+the shared frame: the frames above it are common to every class and say nothing of the
+split::
 
     collective-desync
     all_reduce: event_loop (scheduler.py) > check_hicache_events (scheduler.py) > all_reduce (distributed_c10d.py)
@@ -19,8 +27,8 @@ import hashlib
 import re
 from collections.abc import Sequence
 
-from reporter.analysis.classify import Classifier
-from reporter.analysis.result import Signature, StackClass, Verdict
+from reporter.analysis.classify import Classifier, FrameKind
+from reporter.analysis.result import RankState, Signature, StackClass, Verdict
 from reporter.model import Frame
 
 MAX_FRAMES = 6
@@ -30,23 +38,71 @@ def _basename(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
 
-def signature_frames(frames: Sequence[Frame], classifier: Classifier) -> tuple[Frame, ...]:
+def _key(frame: Frame) -> tuple[str, str]:
+    return (frame.short_function, _basename(frame.file))
+
+
+def _entry(frames: Sequence[Frame], classifier: Classifier) -> Frame | None:
+    """The process entry: the outermost Python frame that is no bootstrap frame, when a
+    bootstrap frame (`<module>`, spawn, torchrun's agent) sits above it; else None."""
+    started = False
+    for frame in reversed(frames):
+        if classifier.classify(frame).native:
+            continue
+        if classifier.bootstrap_rule(frame) is not None:
+            started = True
+            continue
+        return frame if started else None
+    return None
+
+
+def signature_frames(
+    frames: Sequence[Frame], classifier: Classifier, anchor: Frame | None = None
+) -> tuple[Frame, ...]:
     """The frames a class contributes (innermost first): informative Python frames, or the
-    informative native ones when the stack has no Python frame, at most `MAX_FRAMES`."""
+    informative native ones when the stack has no Python frame, without bootstrap frames,
+    at most `MAX_FRAMES`. With an `anchor` (the branch point's shared frame) the frames stop
+    there; without one, the process entry function is left out when others remain."""
     informative = [f for f in frames if classifier.classify(f).informative]
     python = [f for f in informative if not classifier.classify(f).native]
-    return tuple((python or informative)[:MAX_FRAMES])
+    chosen = [f for f in (python or informative) if classifier.bootstrap_rule(f) is None]
+    cut = None
+    if anchor is not None:
+        wanted = _key(anchor)
+        cut = next((i for i, f in enumerate(chosen) if _key(f) == wanted), None)
+    if cut is not None:
+        chosen = chosen[: cut + 1]
+    else:
+        entry = _entry(frames, classifier)
+        if entry is not None and len(chosen) > 1 and chosen[-1] is entry:
+            chosen = chosen[:-1]
+    return tuple(chosen[:MAX_FRAMES])
 
 
-def class_line(stack: StackClass, classifier: Classifier) -> str:
-    """One class's part of the signature text."""
+def class_line(stack: StackClass, classifier: Classifier, anchor: Frame | None = None) -> str:
+    """One class's part of the signature text. A moving class is written from its call site
+    outward (`moving: loop > forward`): where a snapshot caught it above that is chance."""
+    frames: Sequence[Frame] = stack.frames
+    if stack.state is RankState.MOVING:
+        site = next(
+            (
+                i
+                for i, f in enumerate(frames)
+                if classifier.classify(f).kind is FrameKind.APPLICATION
+            ),
+            None,
+        )
+        if site is not None:
+            chosen = signature_frames(frames[site:], classifier, anchor)
+            path = " > ".join(f"{f.short_function} ({_basename(f.file)})" for f in reversed(chosen))
+            return f"moving: {path}" if path else "moving"
     if stack.collective:
         what = stack.collective
     elif stack.wait:
         what = f"wait {stack.wait}"
     else:
         what = "running"
-    chosen = signature_frames(stack.frames, classifier)
+    chosen = signature_frames(frames, classifier, anchor)
     path = " > ".join(f"{f.short_function} ({_basename(f.file)})" for f in reversed(chosen))
     return f"{what}: {path}" if path else what
 
@@ -56,10 +112,13 @@ def make_signature(
     classes: Sequence[StackClass],
     classifier: Classifier,
     evidence: Sequence[str] = (),
+    *,
+    anchor: Frame | None = None,
 ) -> Signature:
     """Signature of the verdict over `classes`; without classes, over `evidence` lines
-    (see `evidence_lines`), so that bundles without stacks do not all share one."""
-    lines = sorted({class_line(c, classifier) for c in classes})
+    (see `evidence_lines`), so that bundles without stacks do not all share one. `anchor` is
+    the branch point's shared frame, where the classes part."""
+    lines = sorted({class_line(c, classifier, anchor) for c in classes})
     if not lines:
         lines = sorted(set(evidence))
     text = "\n".join([verdict.value, *lines])

@@ -104,6 +104,11 @@ class Point:
     at: datetime
     value: float
     source: Location
+    series: str = ""
+    """The series whose sample `source` is (`name{label="v"}`), for a citation that says
+    which series and when: a line of a one-line `query_range` answer points nowhere."""
+    sampled_at: datetime | None = None
+    """The time of that sample (for a counter rate, the sample its interval starts at)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,6 +143,8 @@ class StepChange:
     text: str
     source: Location
     slope: float | None = None
+    series: str = ""
+    sampled_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,6 +157,9 @@ class Episode:
     end_reason: str
     duration: float
     source: Location
+    series: str = ""
+    """The output series whose sample `source` is (see `Point.series`)."""
+    sampled_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -193,6 +203,7 @@ class _State:
     end: datetime
     value: float
     source: Location
+    series: str = ""
 
 
 @dataclass(slots=True)
@@ -221,18 +232,23 @@ def _track(series: MetricSeries) -> _Track:
     points = series.points
     states: list[_State] = []
     stale = timedelta(seconds=_stale(series))
+    name = series.display()
     if series.rate:
         interval = metrics.median_interval([p.at for p in points])
         for index, point in enumerate(points):
             start = points[index - 1].at if index else point.at - timedelta(seconds=interval or 0.0)
             # Cite the sample the interval starts at: from there the counter did not move.
             source = points[index - 1].source if index else point.source
-            states.append(_State(start=start, end=point.at, value=point.value, source=source))
+            states.append(
+                _State(start=start, end=point.at, value=point.value, source=source, series=name)
+            )
     else:
         for index, point in enumerate(points):
             after = points[index + 1].at if index + 1 < len(points) else point.at
             end = min(after, point.at + stale)
-            states.append(_State(start=point.at, end=end, value=point.value, source=point.source))
+            states.append(
+                _State(start=point.at, end=end, value=point.value, source=point.source, series=name)
+            )
     return _Track(starts=[s.start for s in states], states=states)
 
 
@@ -362,16 +378,17 @@ def detect(
     )
 
 
-def _value(chosen: _Chosen, moment: datetime) -> tuple[float, Location] | None:
-    """The sum of the current values of a signal's series, with the first source."""
+def _value(chosen: _Chosen, moment: datetime) -> tuple[float, _State] | None:
+    """The sum of the current values of a signal's series, with the first series' state
+    (its `source`, `series`, and `start`: the time of the sample cited)."""
     total = 0.0
-    source: Location | None = None
+    first: _State | None = None
     for track in chosen.tracks:
         state = track.at(moment)
         if state is not None:
             total += state.value
-            source = source or state.source
-    return (total, source) if source is not None else None
+            first = first or state
+    return (total, first) if first is not None else None
 
 
 def _runs(grid: list[datetime], outputs: list[_Chosen], waiting: list[_Chosen]) -> list[Episode]:
@@ -379,7 +396,7 @@ def _runs(grid: list[datetime], outputs: list[_Chosen], waiting: list[_Chosen]) 
     runs: list[Episode] = []
     onset: datetime | None = None
     onset_after: datetime | None = None
-    onset_source: Location | None = None
+    onset_state: _State | None = None
     last_false: datetime | None = None
     for moment in grid:
         out_values = [v for v in (_value(c, moment) for c in outputs) if v is not None]
@@ -390,9 +407,9 @@ def _runs(grid: list[datetime], outputs: list[_Chosen], waiting: list[_Chosen]) 
         waiting_work = sum(v for v, _ in wait_values)
         wedged = output_zero and waiting_work > 0
         if wedged and onset is None:
-            onset, onset_after, onset_source = moment, last_false, out_values[0][1]
+            onset, onset_after, onset_state = moment, last_false, out_values[0][1]
         elif not wedged:
-            if onset is not None and onset_source is not None:
+            if onset is not None and onset_state is not None:
                 reason = "output resumed" if not output_zero else "no work waiting any more"
                 runs.append(
                     Episode(
@@ -401,12 +418,14 @@ def _runs(grid: list[datetime], outputs: list[_Chosen], waiting: list[_Chosen]) 
                         end=moment,
                         end_reason=reason,
                         duration=seconds(moment - onset),
-                        source=onset_source,
+                        source=onset_state.source,
+                        series=onset_state.series,
+                        sampled_at=onset_state.start,
                     )
                 )
                 onset = None
             last_false = moment
-    if onset is not None and onset_source is not None:
+    if onset is not None and onset_state is not None:
         runs.append(
             Episode(
                 onset=onset,
@@ -414,7 +433,9 @@ def _runs(grid: list[datetime], outputs: list[_Chosen], waiting: list[_Chosen]) 
                 end=None,
                 end_reason="",
                 duration=seconds(grid[-1] - onset),
-                source=onset_source,
+                source=onset_state.source,
+                series=onset_state.series,
+                sampled_at=onset_state.start,
             )
         )
     return runs
@@ -427,7 +448,16 @@ def _display_points(chosen: _Chosen) -> tuple[Point, ...]:
     for moment in times:
         found = _value(chosen, moment)
         if found is not None:
-            out.append(Point(at=moment, value=found[0], source=found[1]))
+            state = found[1]
+            out.append(
+                Point(
+                    at=moment,
+                    value=found[0],
+                    source=state.source,
+                    series=state.series,
+                    sampled_at=state.start,
+                )
+            )
     return tuple(out)
 
 
@@ -502,6 +532,8 @@ def _steps(
                     f"{_num(a.value)} to {_num(b.value)} in {span:g} s ({slope:+.3g}/s)"
                 ),
                 source=signal.points[start + 1].source,
+                series=signal.points[start + 1].series,
+                sampled_at=signal.points[start + 1].sampled_at,
                 slope=round(slope, 6),
             )
         )
@@ -524,6 +556,8 @@ def _steps(
                         "wedge (it varied before): nothing updates it"
                     ),
                     source=during[0].source,
+                    series=during[0].series,
+                    sampled_at=during[0].sampled_at,
                 )
             )
     return out

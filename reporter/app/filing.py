@@ -41,15 +41,18 @@ from reporter.upstream.github import GitHubClient
 from reporter.upstream.policy import FILING, FILING_DRY_RUN, RetryPolicy, SystemClock
 from reporter.upstream.publish import FileResult, FilingPlan, Sent, plan_filing, send
 from reporter.upstream.rank import Candidate, Level
+from reporter.upstream.search import SearchOutcome
 
 FORMS_FOLDER = ".github/ISSUE_TEMPLATE"
 FORMS_TTL = 24 * 3600
 RECORD_NAME = "upstream.toml"
 
 
-def forms_cache_dir(repo: str, cache_dir: Path | None = None) -> Path:
-    """Where a repository's issue forms are cached (in the cache dir)."""
-    return issues.cache_root(cache_dir) / "forms" / repo.replace("/", "+")
+def forms_cache_dir(repo: str, cache_dir: Path | None = None, host: str = "github.com") -> Path:
+    """Where a repository's issue forms are cached: per host, then per repository
+    (`forms/github.com/owner+name`): `acme/serve` on two hosts are two repositories."""
+    safe = "".join(c if c.isalnum() or c in ".-" else "_" for c in host.lower()) or "github.com"
+    return issues.cache_root(cache_dir) / "forms" / safe / repo.replace("/", "+")
 
 
 def read_forms_dir(folder: Path) -> list[tuple[str, str]]:
@@ -67,6 +70,25 @@ def read_forms_dir(folder: Path) -> list[tuple[str, str]]:
             except (OSError, UnicodeDecodeError) as err:
                 raise UsageError(f"{path}: cannot read it ({err})") from err
     return out
+
+
+def shipped_forms(repo: str, host: str) -> tuple[tuple[str, str], str] | None:
+    """The real bug form of `repo` shipped in reporter/data/forms (github.com only):
+    ((file name, text), "from <source address>"), or None when none is shipped."""
+    import tomllib
+
+    from reporter import rules as data_files
+
+    if host.lower() not in ("github.com", "api.github.com"):
+        return None
+    sources = tomllib.loads(data_files.read_text("forms/SOURCES.toml"))
+    entries = sources.get(repo.lower())
+    if not isinstance(entries, list) or not entries:
+        return None
+    entry = entries[0]
+    name = str(entry["file"])
+    text = data_files.read_text(f"forms/{name}")
+    return (Path(name).name, text), f"commit {str(entry['commit'])[:12]}"
 
 
 def _read_cache(folder: Path) -> tuple[dict[str, Any], list[tuple[str, str]]] | None:
@@ -142,18 +164,23 @@ def choose_form(
         files: list[tuple[str, str]] | None = read_forms_dir(forms_dir)
         where = str(forms_dir)
     else:
-        cache = forms_cache_dir(repo, access.cache_dir)
+        cache = forms_cache_dir(repo, access.cache_dir, access.host)
         where = f"{repo}'s {FORMS_FOLDER}"
         if offline:
             cached = _read_cache(cache)
             files = cached[1] if cached is not None else None
-            if files is None:
-                notes.append(f"offline and no cached issue forms of {repo}: using the generic form")
         else:
             retry = RetryPolicy(attempts=2, backoff=0.5, max_wait=10.0)
             with access.client(timeout=10.0, retry=retry) as client:
                 now = (access.clock or SystemClock()).now()
                 files = fetch_forms(client, repo, cache=cache, now=now, notes=notes)
+        if files is None:
+            shipped = shipped_forms(repo, access.host)
+            if shipped is not None:
+                files, where = [shipped[0]], shipped[1]
+                notes.append(f"using the {repo} bug form shipped with reporter ({where})")
+            elif offline:
+                notes.append(f"offline and no cached issue forms of {repo}: using the generic form")
     if files is None:
         return generic_form()
     forms, skipped = parse_forms(files)
@@ -181,9 +208,11 @@ def related_issues(
     online: bool | None,
     access: GitHubAccess,
     notes: list[str],
+    found: list[drafting.KnownFix] | None = None,
 ) -> tuple[tuple[Candidate, ...], bool]:
     """The duplicate search for `repo`: (candidates best first, whether a real search of
-    the repository's issues ran). A missing index is a note, not an error."""
+    the repository's issues ran). A missing index is a note, not an error. Likely
+    duplicates fixed in a release go to `found`, best first."""
     from reporter.upstream.query import query_from_analysis
 
     query = query_from_analysis(bundle, analysis, repos=(repo,))
@@ -202,7 +231,36 @@ def related_issues(
             f"(run `report sync {repo}`, or pass --db)"
         )
         return (), False
+    if found is not None:
+        found.extend(known_fixes(outcome))
     return outcome.candidates, outcome.searched > 0
+
+
+def known_fixes(outcome: SearchOutcome) -> list[drafting.KnownFix]:
+    """The likely duplicates of a search that a release fixed, best first, with how the
+    deployment's version stands against that release."""
+    from reporter.upstream.fixes import has_fix
+
+    deployed = {r.lower(): v for r, v in outcome.query.deployed}
+    out: list[drafting.KnownFix] = []
+    for candidate in outcome.candidates:
+        record = candidate.issue.record
+        fix = outcome.fixes.get((record.repo.lower(), record.number))
+        if candidate.level is not Level.LIKELY_DUPLICATE or fix is None or not fix.tag:
+            continue
+        version = deployed.get(record.repo.lower(), "")
+        out.append(
+            drafting.KnownFix(
+                repo=record.repo,
+                number=record.number,
+                url=record.html_url,
+                tag=fix.tag,
+                change=fix.ref,
+                deployed=version,
+                has_fix=has_fix(fix.tag, version) if version else None,
+            )
+        )
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -213,6 +271,7 @@ class DraftRun:
     form: IssueForm
     notes: tuple[str, ...]
     related: tuple[Candidate, ...] = ()
+    known_fix: drafting.KnownFix | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -244,8 +303,9 @@ def make_draft(
         repo, forms_dir=source.forms_dir, offline=offline, access=access, notes=notes
     )
     online: bool | None = False if offline else (True if online_search else None)
+    fixed: list[drafting.KnownFix] = []
     related, searched = related_issues(
-        bundle, analysis, repo, db=source.db, online=online, access=access, notes=notes
+        bundle, analysis, repo, db=source.db, online=online, access=access, notes=notes, found=fixed
     )
     inputs = drafting.DraftInputs(
         bundle=bundle,
@@ -256,19 +316,34 @@ def make_draft(
         searched=searched,
         env_scripts=env_scripts(bundle),
         link_related=source.link_related,
+        known_fix=fixed[0] if fixed else None,
     )
     built = drafting.build_draft(inputs)
-    return DraftRun(draft=built, form=form, notes=tuple(notes) + built.notes, related=related)
+    return DraftRun(
+        draft=built,
+        form=form,
+        notes=tuple(notes) + built.notes,
+        related=related,
+        known_fix=fixed[0] if fixed else None,
+    )
 
 
 def recorded(root: Path, repo: str, signature: str, ident: str) -> str | None:
     """The URL `upstream.toml` in the bundle records for this repo, signature and bundle."""
     import tomllib
 
-    try:
-        data = tomllib.loads((root / RECORD_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    from reporter.fileio import read_text_bounded
+
+    path = root / RECORD_NAME
+    if not path.exists():
         return None
+    try:
+        data = tomllib.loads(read_text_bounded(path, max_bytes=4 << 20))
+    except (ReporterError, ValueError) as err:
+        raise UsageError(
+            f"{path}: cannot read the filing record ({getattr(err, 'message', err)})",
+            tip="fix or remove it: it lists what was filed from this bundle",
+        ) from err
     for entry in data.get("filed", []):
         if (
             isinstance(entry, dict)
@@ -334,8 +409,11 @@ def mark_draft_filed(text: str, url: str) -> str:
     return block + body
 
 
-def _reviewed_draft(path: Path, built: drafting.UpstreamDraft) -> tuple[str, tuple[str, ...], str]:
-    """(title, labels, body) of a reviewed draft file, checked against the bundle's draft."""
+def _reviewed_draft(
+    path: Path, built: drafting.UpstreamDraft
+) -> tuple[str, tuple[str, ...], str, str]:
+    """(title, labels, body, the file's text) of a reviewed draft file, checked against
+    the bundle's draft."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
@@ -361,7 +439,7 @@ def _reviewed_draft(path: Path, built: drafting.UpstreamDraft) -> tuple[str, tup
     title = str(front.get("title") or built.title).strip()
     labels_value = front.get("labels")
     labels = tuple(str(v) for v in labels_value) if isinstance(labels_value, list) else built.labels
-    return title, labels, body
+    return title, labels, body, text
 
 
 def file_upstream(
@@ -387,23 +465,27 @@ def file_upstream(
     ident = drafting.bundle_id(bundle)
     signature = analysis.signature.hash
     root = Path(bundle.root) if bundle.root else None
-    if root is not None:
-        previous = recorded(root, repo, signature, ident)
-        if previous:
-            plan = FilingPlan.already_filed(
-                repo=repo,
-                target=None,
-                url=previous,
-                reason=f"{root / RECORD_NAME} records it: {previous}",
-            )
-            return FileResult(plan=plan, sent=False, url=previous)
+    previous = recorded(root, repo, signature, ident) if root is not None else None
+    if previous and not force_new:
+        assert root is not None
+        plan = FilingPlan.already_filed(
+            repo=repo,
+            target=None,
+            url=previous,
+            reason=f"{root / RECORD_NAME} records it: {previous} (--force-new files again)",
+        )
+        return FileResult(plan=plan, sent=False, url=previous)
     run = make_draft(source, access=access, online_search=not force_new)
     built = run.draft
     notes = list(run.notes)
+    if previous:
+        notes.append(f"--force-new: filing again, although {previous} was filed from this bundle")
     if draft_file is not None:
-        title, labels, body = _reviewed_draft(draft_file, built)
+        title, labels, body, document = _reviewed_draft(draft_file, built)
+        where = str(draft_file)
     else:
-        title, labels, body = built.title, built.labels, built.body
+        title, labels, body, document = built.title, built.labels, built.body, built.document
+        where = "the draft (`report upstream draft` writes it)"
     own = tracker is None
     if tracker is None:
         tracker = PyGithubTracker(
@@ -429,12 +511,27 @@ def file_upstream(
             policy=policy,
             dry_run=not yes,
             notes=notes,
+            filed_before=frozenset({previous}) if previous else frozenset(),
+            document=document,
+            where=where,
             likely=[
                 c.issue.record.number
                 for c in run.related
                 if c.level is Level.LIKELY_DUPLICATE and c.issue.record.repo.lower() == repo.lower()
             ],
         )
+        fix = run.known_fix
+        if fix is not None and fix.has_fix is False and not force_new:
+            # Known fixes first: an upgrade answers this hang; a new issue would not.
+            plan = replace(
+                plan,
+                refusals=(
+                    *plan.refusals,
+                    f"{fix.repo}#{fix.number} is a likely duplicate fixed in {fix.tag} "
+                    f"({fix.change}); this deployment runs {fix.deployed}: upgrade to "
+                    f"{fix.tag} or later first (--force-new files anyway)",
+                ),
+            )
         if token is None:
             plan = replace(
                 plan,
@@ -447,7 +544,15 @@ def file_upstream(
             )
         if not yes or plan.request is None or plan.refusals:
             return FileResult(plan=plan, sent=False, url=plan.url)
-        sent = send(tracker, plan, signature=signature, ident=ident, clock=clock, policy=policy)
+        sent = send(
+            tracker,
+            plan,
+            signature=signature,
+            ident=ident,
+            clock=clock,
+            policy=policy,
+            filed_before=frozenset({previous}) if previous else frozenset(),
+        )
         return _recorded_result(
             plan,
             sent,

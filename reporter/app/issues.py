@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import platformdirs
 
 import reporter
-from reporter.errors import UsageError
+from reporter.errors import InputError, UpstreamError, UsageError
 from reporter.upstream import semantic as semantic_model
 from reporter.upstream.auth import api_url, host_of, missing_token_tip
 from reporter.upstream.github import Clock, GitHubClient, find_token
@@ -56,9 +56,23 @@ def cache_root(cache_dir: Path | None = None) -> Path:
     return cache_dir or platformdirs.user_cache_path("reporter")
 
 
-def default_db_path(cache_dir: Path | None = None) -> Path:
-    """The index in the cache dir (e.g. `~/.cache/reporter/upstream-issues.sqlite3`)."""
-    return cache_root(cache_dir) / DB_NAME
+def default_db_path(cache_dir: Path | None = None, host: str = "github.com") -> Path:
+    """The index of `host`'s issues in the cache dir: `upstream-issues.sqlite3` for
+    github.com, `upstream-issues@HOST.sqlite3` for any other host (GitHub Enterprise, a
+    test server), so issue numbers of two hosts never meet in one index."""
+    if host.lower() in ("github.com", "api.github.com", ""):
+        return cache_root(cache_dir) / DB_NAME
+    safe = "".join(c if c.isalnum() or c in ".-" else "_" for c in host.lower())
+    return cache_root(cache_dir) / f"upstream-issues@{safe}.sqlite3"
+
+
+def discard_new(path: Path, existed: bool) -> None:
+    """Remove an index file this command created, after a failure: a failed online
+    command leaves nothing behind (an empty index would hide the example index)."""
+    if existed:
+        return
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
 
 
 def example_jsonl() -> Path | None:
@@ -81,12 +95,14 @@ def open_for_search(
     online: bool,
     notes: list[str],
     cache_dir: Path | None = None,
+    host: str = "github.com",
 ) -> tuple[Index, bool]:
     """The index to search, and whether it is the example index.
 
-    With `--db` that file; else the default index in the user cache dir. When the default
-    index does not exist and `--offline` was given, an example index is built from
-    `fixtures/github/issues.jsonl` into the cache dir (rebuilt when the file changes).
+    With `--db` that file; else the default index of `host` in the user cache dir. When
+    that index does not exist, or holds no issue, and `--offline` was given, an example
+    index is built from `fixtures/github/issues.jsonl` into the cache dir (rebuilt when
+    the file changes): an empty index never hides the example.
     """
     if db is not None:
         if not online and not db.is_file():
@@ -95,9 +111,15 @@ def open_for_search(
                 tip=f"create it with `report sync OWNER/NAME --db {db}` or `report index import FILE --db {db}`",
             )
         return Index(db), False
-    path = default_db_path(cache_dir)
-    if path.is_file() or online:
+    path = default_db_path(cache_dir, host)
+    if online:
         return Index(path), False
+    if path.is_file():
+        index = Index(path, create=False)
+        if index.count() > 0 or not offline:
+            return index, False
+        index.close()
+        notes.append(f"the issue index at {path} holds no issue yet")
     if not offline:
         raise UsageError(
             f"no issue index yet (looked for {path})",
@@ -145,13 +167,25 @@ def import_file(index: Index, path: Path) -> ImportResult:
     if not path.exists():
         raise UsageError(f"{path}: no such file", tip="pass a UTF-8 JSONL file")
     text = read_text_bounded(path, max_bytes=4 << 30)
-    return index.import_jsonl(text.splitlines(), source=str(path))
+    result = index.import_jsonl(text.splitlines(), source=str(path))
+    if result.imported == 0:
+        first = f" (first: {result.skipped[0]})" if result.skipped else ""
+        raise InputError(
+            f"{path}: no valid issue line; nothing imported"
+            + (f", {len(result.skipped)} line(s) skipped{first}" if result.skipped else ""),
+            tip="each line is one JSON object with repo, number, title and state "
+            "(`report index export` writes that format)",
+        )
+    return result
 
 
 def export_lines(index: Index, repo: str | None = None) -> Iterator[str]:
-    """JSONL lines of the stored issues, by repo and number."""
-    for record in index.records(repo):
-        yield json.dumps(record_to_json(record), ensure_ascii=False, sort_keys=False)
+    """JSONL lines of every stored issue and pull request, by repo and number, each with
+    what fixed it (`fixed_in`) when a sync looked that up: an export imports back whole."""
+    fixes = {(fix.repo, fix.number): fix for fix in index.fixes([repo] if repo else [])}
+    for record in index.records(repo, include_pulls=True):
+        line = record_to_json(record, fixes.get((record.repo, record.number)))
+        yield json.dumps(line, ensure_ascii=False, sort_keys=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -179,6 +213,15 @@ class GitHubAccess:
     def token(self) -> Token | None:
         """The token for `api_url` from the environment or the gh CLI's config."""
         return find_token(self.env, base_url=self.api_url)
+
+    @property
+    def host(self) -> str:
+        """The web host of `api_url`: caches (index, forms) are kept per host."""
+        return host_of(self.api_url)
+
+    def default_db(self) -> Path:
+        """The default index of this host in the cache dir."""
+        return default_db_path(self.cache_dir, self.host)
 
     def client(self, notes: list[str] | None = None, **options: Any) -> GitHubClient:
         """A client for `api_url` with the token (`options`: timeout, retry); without a
@@ -211,29 +254,45 @@ def run_sync(
         raise UsageError(
             "name at least one repository", tip="e.g. `report sync sgl-project/sglang`"
         )
-    path = db or default_db_path(access.cache_dir)
+    path = db or access.default_db()
+    existed = path.exists()
     notes: list[str] = []
     reports: list[SyncReport] = []
-    with Index(path) as index, access.client(notes) as client:
-        for repo in names:
-            reports.append(
-                sync_repo(
-                    index,
-                    client,
-                    repo,
-                    full=full,
-                    progress=progress,
-                    fixed_in=fixed_in,
-                    notes=notes,
+    try:
+        with Index(path) as index, access.client(notes) as client:
+            for repo in names:
+                reports.append(
+                    sync_repo(
+                        index,
+                        client,
+                        repo,
+                        full=full,
+                        progress=progress,
+                        fixed_in=fixed_in,
+                        notes=notes,
+                    )
                 )
-            )
-        notes.extend(client.notices)
-        model = semantic_model.load()
-        if model is None:
-            notes.append(semantic_model.MISSING_NOTE)
-        else:
-            embed_missing(index, model)
+            notes.extend(client.notices)
+            model = semantic_model.load()
+            if model is None:
+                notes.append(semantic_model.MISSING_NOTE)
+            else:
+                embed_missing(index, model)
+    except UpstreamError:
+        # Pages already stored stay (the next sync resumes); an index this run created
+        # and could not fill is removed.
+        if not existed and not _has_issues(path):
+            discard_new(path, existed=False)
+        raise
     return reports, notes, path
+
+
+def _has_issues(path: Path) -> bool:
+    try:
+        with Index(path, create=False) as index:
+            return index.count() > 0
+    except Exception:
+        return False
 
 
 def run_search(
@@ -254,9 +313,47 @@ def run_search(
     if not 1 <= limit <= 100:
         raise UsageError(f"--limit {limit}: must be between 1 and 100")
     notes: list[str] = []
+    target = db or access.default_db()
+    existed = target.exists()
     index, example = open_for_search(
-        db, offline=online is False, online=online is True, notes=notes, cache_dir=access.cache_dir
+        db,
+        offline=online is False,
+        online=online is True,
+        notes=notes,
+        cache_dir=access.cache_dir,
+        host=access.host,
     )
+    try:
+        return _search(
+            index,
+            example,
+            query,
+            online=online,
+            limit=limit,
+            access=access,
+            issue=issue,
+            notes=notes,
+        )
+    except UpstreamError:
+        # A result that could not be computed is no result: the command fails, and an
+        # index this run created is not left behind.
+        index.close()
+        if online:
+            discard_new(target, existed)
+        raise
+
+
+def _search(
+    index: Index,
+    example: bool,
+    query: Query,
+    *,
+    online: bool | None,
+    limit: int,
+    access: GitHubAccess,
+    issue: tuple[str, int] | None,
+    notes: list[str],
+) -> SearchOutcome:
     with index:
         if issue is not None:
             query = replace(
@@ -321,7 +418,7 @@ def run_triage(
         raise UsageError("--comment and --post work on one issue", tip=f"name it as {repo}#NUMBER")
     if ref is not None and since is not None:
         raise UsageError("--since lists many issues; drop it or the #NUMBER")
-    path = db or default_db_path(access.cache_dir)
+    path = db or access.default_db()
     notes: list[str] = []
     with Index(path, create=False) as index:
         if index.count([repo]) == 0:
@@ -360,7 +457,7 @@ def run_triage(
                 body=comment_body(rows[0]), skipped="dry run (pass --post to post it)"
             )
         else:
-            result = post_comment(tracker, rows[0], post=post)
+            result = post_comment(tracker, rows[0], post=post, clock=access.clock)
     return TriageOutcome(rows=tuple(rows), notes=tuple(notes), comment=result)
 
 

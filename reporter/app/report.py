@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +23,7 @@ from reporter.writer import check_target, locked, write_atomic
 if TYPE_CHECKING:
     from reporter.analysis.diff import EnvDiff
     from reporter.guess import Suggestion
-    from reporter.render.answer import SeenReport
+    from reporter.render.answer import SeenBefore, SeenReport
     from reporter.render.charts import Chart
     from reporter.render.lint import Finding
     from reporter.render.regions import MergeResult
@@ -89,10 +89,9 @@ def load_and_analyze(paths: Sequence[Path], options: Options) -> tuple[Bundle, A
             f"{first}{more}", tip="fix or recapture the evidence, or drop --strict to read past it"
         )
     if options.baseline is not None:
-        from dataclasses import replace
-
         baseline = bundle_io.load_baseline(options.baseline, options.max_file_bytes)
-        bundle = replace(bundle, baseline=baseline)
+        # Named on the command line: no note about how a baseline was found.
+        bundle = replace(bundle, baseline=baseline, baseline_note="")
     return bundle, analyze(
         bundle,
         similarity=options.similarity,
@@ -157,7 +156,7 @@ def render_draft(
     *,
     now: datetime,
     chart_file: str | None = None,
-    seen: Sequence[SeenReport] = (),
+    seen: SeenBefore | Sequence[SeenReport] = (),
 ) -> str:
     """The Markdown report text for a loaded, analyzed bundle.
 
@@ -174,7 +173,7 @@ def _draft_view(
     *,
     now: datetime,
     chart_file: str | None,
-    seen: Sequence[SeenReport],
+    seen: SeenBefore | Sequence[SeenReport],
 ) -> ReportView:
     # Imported here: Jinja costs `report analyze` start-up time it never uses.
     from reporter.render import answer
@@ -203,13 +202,15 @@ DEFAULT_REPORTS = Path("reports")
 
 def seen_before(
     bundle: Bundle, analysis: Analysis, reports: Path | None, *, exclude: Path | None = None
-) -> tuple[SeenReport, ...]:
-    """Earlier reports under `reports` (default `reports/`, skipped when absent) of this hang.
+) -> SeenBefore:
+    """Earlier reports under `reports` (default `reports/`, skipped when absent) of this hang,
+    with the folder looked through and how many reports it held.
 
-    `exclude` is the report being written; reports drafted from this bundle are this
-    incident and never count.
+    `exclude` is the report being written; reports drafted from this bundle (by its
+    resolved folder or its evidence digest) are this incident and never count.
     """
     from reporter.render import seen
+    from reporter.render.answer import SeenBefore
 
     folder = reports if reports is not None else DEFAULT_REPORTS
     if not folder.is_dir():
@@ -217,7 +218,7 @@ def seen_before(
             raise UsageError(
                 f"{reports}: no such folder", tip="pass the folder that holds earlier reports"
             )
-        return ()
+        return SeenBefore()
     records = []
     skip = str(exclude) if exclude is not None else ""
     for path in markdown_files(folder):
@@ -227,14 +228,29 @@ def seen_before(
         except (InputError, ValueError, RecursionError):
             continue  # `report lint` says why
         if record is not None:
-            records.append(record)
-    return seen.matches(
+            # Folders compare resolved: `./b`, `b/` and `/srv/b` name one bundle.
+            records.append(replace(record, bundle=_resolved(record.bundle)))
+    found = seen.matches(
         records,
         signature=analysis.signature.hash,
         signature_text=analysis.signature.text,
-        bundle=bundle.root or "",
+        bundle=_resolved(bundle.root or ""),
         exclude=skip,
+        digest=bundle.digest,
     )
+    shown = str(folder).rstrip("/") + "/"
+    comparable = bool(seen.shape(analysis.signature.text))
+    return SeenBefore(matches=found, folder=shown, read=len(records), comparable=comparable)
+
+
+def _resolved(folder: str) -> str:
+    """`folder` as an absolute path without links; as given when it cannot be resolved."""
+    if not folder:
+        return ""
+    try:
+        return str(Path(folder).resolve())
+    except (OSError, RuntimeError):
+        return folder
 
 
 def chart_path(report: Path) -> Path:
@@ -441,6 +457,13 @@ def _markdown_files(paths: Sequence[Path]) -> list[Path]:
     return list(dict.fromkeys(files))
 
 
+def _upstream_scan(text: str) -> list[tuple[int, str, str]]:
+    """The filing gate's scan of an upstream draft, for lint (see `redact.scan_document`)."""
+    from reporter.upstream.redact import scan_document
+
+    return [(leak.line, leak.kind, leak.sample) for leak in scan_document(text)]
+
+
 def lint_reports(paths: Sequence[Path], *, index: Path | None = None) -> LintRun:
     """Lint report files (folders: every `*.md` under them); `index` checks issue links."""
     from reporter.render import lint
@@ -463,7 +486,11 @@ def lint_reports(paths: Sequence[Path], *, index: Path | None = None) -> LintRun
                 )
                 continue
             try:
-                findings.extend(lint.lint_text(text, path=str(path), index=issue_index))
+                findings.extend(
+                    lint.lint_text(
+                        text, path=str(path), index=issue_index, upstream_scan=_upstream_scan
+                    )
+                )
             except (ValueError, RecursionError, MemoryError) as err:
                 # One report the checks cannot take never stops them on the others.
                 findings.append(

@@ -17,7 +17,7 @@ from reporter.app.report import (
     default_report_path,
     load_and_analyze,
 )
-from reporter.errors import InputError, OutputError, UsageError
+from reporter.errors import InputError, OutputError, ReporterError, UsageError
 from reporter.fileio import markdown_files, read_text_bounded
 from reporter.model import Bundle
 from reporter.render import markdown as md
@@ -197,9 +197,15 @@ def index_import(ctx: Context, file: Path, *, db: Path | None = None) -> tuple[I
     from reporter.app import issues
     from reporter.upstream.index import Index
 
-    path = ctx.db(db) or issues.default_db_path(ctx.cache_dir)
-    with Index(path) as index:
-        return issues.import_file(index, file), path
+    path = ctx.db(db) or issues.default_db_path(ctx.cache_dir, ctx.host)
+    existed = path.exists()
+    try:
+        with Index(path) as index:
+            return issues.import_file(index, file), path
+    except ReporterError:
+        # Nothing imported: an index this command created is not left behind empty.
+        issues.discard_new(path, existed)
+        raise
 
 
 def index_export(
@@ -212,7 +218,7 @@ def index_export(
 
     name = validate_repo(repo) if repo else None
     count = 0
-    path = ctx.db(db) or issues.default_db_path(ctx.cache_dir)
+    path = ctx.db(db) or issues.default_db_path(ctx.cache_dir, ctx.host)
     with Index(path, create=False) as index:
         for line in issues.export_lines(index, name):
             write(line)

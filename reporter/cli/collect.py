@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,9 +12,15 @@ from reporter import console
 from reporter.cli.group import cli, echo_lines
 from reporter.cli.options import JsonFlag, size
 
+if TYPE_CHECKING:
+    from reporter.collect.plan import RemoteRequest
+
 
 @cli.command(
-    "collect", epilog="Example: report collect -o /tmp/incident-42 --match 'sglang::scheduler_TP'"
+    "collect",
+    epilog="Example: report collect -o /tmp/incident-42 --match 'sglang::scheduler_TP'. "
+    "Two nodes over ssh: report collect -o /tmp/incident-42 --ssh node-a --ssh node-b "
+    "--match 'sglang::scheduler_TP'",
 )
 def collect_cmd(
     out: Annotated[
@@ -98,7 +104,14 @@ def collect_cmd(
             "output kept (e.g. 64M, 1G).",
         ),
     ] = "64M",
-    parallel: Annotated[int, typer.Option("--parallel", help="py-spy runs at once.")] = 4,
+    parallel: Annotated[
+        int | None,
+        typer.Option(
+            "--parallel",
+            help="At once: py-spy runs (default 4), or hosts with --ssh/--exec (default 16).",
+            show_default=False,
+        ),
+    ] = None,
     pyspy: Annotated[
         str | None,
         typer.Option(
@@ -130,6 +143,61 @@ def collect_cmd(
             "/tmp/nccl_trace_rank_* is always looked at.",
         ),
     ] = None,
+    ssh: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ssh",
+            help="Capture on [USER@]HOST[:PORT] through OpenSSH (repeatable; batch mode, your "
+            "ssh config, agent and known_hosts).",
+        ),
+    ] = None,
+    exec_template: Annotated[
+        str | None,
+        typer.Option(
+            "--exec",
+            help="Capture through a command with {host}: 'kubectl exec -n NS {host} --', "
+            "'srun --jobid J --overlap -w {host}', 'docker exec {host}'.",
+        ),
+    ] = None,
+    host: Annotated[
+        list[str] | None,
+        typer.Option("--host", help="A host name for --exec's {host} (repeatable)."),
+    ] = None,
+    hosts_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--hosts-file",
+            help="Hosts, one per line (# comments; - reads stdin): ssh destinations, or "
+            "--exec names.",
+        ),
+    ] = None,
+    remote_python: Annotated[
+        str,
+        typer.Option(
+            "--remote-python", help="The Python on the hosts (3.8+; e.g. 'sudo -n python3')."
+        ),
+    ] = "python3",
+    remote_pyspy: Annotated[
+        str | None,
+        typer.Option(
+            "--remote-py-spy",
+            help="py-spy on the hosts (default: PATH, beside that Python, the targets' venv).",
+        ),
+    ] = None,
+    host_timeout: Annotated[
+        str | None,
+        typer.Option(
+            "--host-timeout",
+            help="Deadline per host (default: from --snapshots, --interval and --timeout).",
+        ),
+    ] = None,
+    ssh_option: Annotated[
+        list[str] | None,
+        typer.Option("--ssh-option", help="An ssh -o option, e.g. ProxyJump=bastion (repeatable)."),
+    ] = None,
+    ssh_config: Annotated[
+        Path | None, typer.Option("--ssh-config", help="Another ssh config file (ssh -F).")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Capture evidence from live processes into a bundle, without disturbing them.
@@ -147,6 +215,19 @@ def collect_cmd(
     from reporter import app, documents
     from reporter.collect import CollectRequest, CollectStatus, plan
     from reporter.console.report import collect_lines
+
+    remote = _remote_request(
+        ssh=tuple(ssh or ()),
+        exec_template=exec_template,
+        hosts=tuple(host or ()),
+        hosts_file=hosts_file,
+        python=remote_python,
+        pyspy=remote_pyspy,
+        parallel=parallel,
+        deadline=plan.seconds(host_timeout, option="--host-timeout") if host_timeout else None,
+        ssh_options=tuple(ssh_option or ()),
+        ssh_config=ssh_config,
+    )
 
     made = CollectRequest(
         out=out,
@@ -167,7 +248,7 @@ def collect_cmd(
         units=tuple(unit or ()),
         raw_env=raw_env,
         timeout=plan.seconds(timeout, option="--timeout"),
-        parallel=parallel,
+        parallel=parallel if parallel is not None and remote is None else plan.DEFAULT_PARALLEL,
         pyspy=pyspy,
         title=title,
         wedge_window=plan.seconds(wedge_window, option="--wedge-window") if wedge_window else None,
@@ -175,6 +256,7 @@ def collect_cmd(
         torch_debug=torch_debug,
         fr_dirs=tuple(fr_dir or ()),
         max_size=size(max_size, "--max-size"),
+        remote=remote,
     )
     with console.progress_bars() as (line, tick):
         summary = app.collect(made, progress=line, tick=tick)
@@ -186,3 +268,65 @@ def collect_cmd(
         raise typer.Exit(130)
     if summary.status is CollectStatus.INCOMPLETE:
         raise typer.Exit(1)
+
+
+def _remote_request(
+    *,
+    ssh: tuple[str, ...],
+    exec_template: str | None,
+    hosts: tuple[str, ...],
+    hosts_file: Path | None,
+    python: str,
+    pyspy: str | None,
+    parallel: int | None,
+    deadline: float | None,
+    ssh_options: tuple[str, ...],
+    ssh_config: Path | None,
+) -> RemoteRequest | None:
+    """The remote part of the request (None for a capture on this host); the hosts file is
+    read here, at the edge."""
+    from reporter.collect.plan import DEFAULT_REMOTE_PARALLEL, RemoteRequest
+    from reporter.collect.remote import parse_hosts_file
+    from reporter.errors import UsageError
+    from reporter.fileio import read_text_bounded
+
+    if not (ssh or exec_template or hosts or hosts_file):
+        if remote_only := [
+            name
+            for name, given in (
+                ("--remote-py-spy", pyspy is not None),
+                ("--ssh-option", bool(ssh_options)),
+                ("--ssh-config", ssh_config is not None),
+                ("--remote-python", python != "python3"),
+            )
+            if given
+        ]:
+            raise UsageError(
+                f"{remote_only[0]} applies to remote capture only",
+                tip="add --ssh HOST, or --exec TEMPLATE with --host NAME",
+            )
+        return None
+    if ssh and exec_template:
+        raise UsageError(
+            "--ssh and --exec cannot be combined",
+            tip="use --ssh for OpenSSH, or --exec with --host for another engine",
+        )
+    if hosts and not exec_template:
+        raise UsageError("--host names hosts for --exec", tip="for ssh, use --ssh HOST")
+    named = list(ssh or hosts)
+    if hosts_file is not None:
+        if str(hosts_file) == "-":
+            named += parse_hosts_file(sys.stdin.read(), source="<stdin>")
+        else:
+            text = read_text_bounded(hosts_file, max_bytes=16 * 1024 * 1024)
+            named += parse_hosts_file(text, source=str(hosts_file))
+    return RemoteRequest(
+        hosts=tuple(named),
+        exec_template=exec_template,
+        python=python,
+        pyspy=pyspy,
+        parallel=parallel if parallel is not None else DEFAULT_REMOTE_PARALLEL,
+        deadline=deadline,
+        ssh_options=ssh_options,
+        ssh_config=ssh_config,
+    )

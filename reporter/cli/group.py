@@ -236,7 +236,7 @@ def version_text() -> str:
     else:
         pyspy = f"py-spy: not found in {found.searched} (pip install py-spy)"
     python = f"Python {sys.version.split()[0]} ({sys.executable})"
-    return "\n".join([f"reporter {__version__}", python, pyspy])
+    return "\n".join([f"hangreport {__version__} (import reporter)", python, pyspy])
 
 
 @cli.callback()

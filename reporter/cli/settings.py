@@ -24,6 +24,9 @@ def auth_status_cmd(
 ) -> None:
     """Say which host is used, where its token comes from and the rate limit left.
 
+    Exit 1 when no token is found for the host, or the host could not be asked (as
+    `gh auth status`); --offline only looks for the token.
+
     Tokens, like gh: GH_TOKEN / GITHUB_TOKEN for github.com, GH_ENTERPRISE_TOKEN /
     GITHUB_ENTERPRISE_TOKEN for other hosts, gh's hosts.yml, then `gh auth token`
     (the system keyring). Each token is only sent to its own host. The token itself
@@ -37,6 +40,10 @@ def auth_status_cmd(
         console.emit_json(status.to_json())
     else:
         echo(auth_status_text(status))
+    if status.token_source is None or status.error:
+        # As `gh auth status`: no token found, or a host that could not be asked, is exit 1,
+        # so scripts can test for a working setup.
+        raise typer.Exit(1)
 
 
 @config_app.command("show", epilog="Example: REPORTER_CONFIG=./reporter.toml report config show")

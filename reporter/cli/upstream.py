@@ -55,6 +55,7 @@ def sync_cmd(
             "the first release tag with it), up to 200 per run.",
         ),
     ] = True,
+    base_url: BaseUrlOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Fetch upstream issues into the local index; later runs fetch only what changed.
@@ -71,7 +72,12 @@ def sync_cmd(
                 tick(step.repo, step.page, step.last_page or step.page)
 
         reports, found, path = app.sync_upstream(
-            app.Context.resolve(), repos or (), db=db, full=full, progress=show, fixed_in=fixed_in
+            app.Context.resolve(base_url=base_url),
+            repos or (),
+            db=db,
+            full=full,
+            progress=show,
+            fixed_in=fixed_in,
         )
     notes(found)
     if as_json:
@@ -85,12 +91,19 @@ def sync_cmd(
 def index_import_cmd(
     file: Annotated[Path, typer.Argument(help="JSONL: repo, number, title, body, state, ...")],
     db: DbOpt = None,
+    base_url: BaseUrlOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Import issues from JSONL; a bad line is reported with its number and skipped."""
+    """Import issues from JSONL; a bad line is reported with its number and skipped.
+
+    A file with no valid line imports nothing and exits 1. Without --db, the index of
+    the host (--base-url / GH_HOST) in the user cache dir.
+    """
     from reporter import app, documents
 
-    result, path = app.index_import(app.Context.resolve(read_config=db is None), file, db=db)
+    result, path = app.index_import(
+        app.Context.resolve(base_url=base_url, read_config=db is None), file, db=db
+    )
     if as_json:
         console.emit_json(documents.import_json(result, path))
         return
@@ -104,12 +117,17 @@ def index_export_cmd(
         str | None, typer.Option("--repo", help="Only this repository (owner/name).")
     ] = None,
     db: DbOpt = None,
+    base_url: BaseUrlOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Print the indexed issues as JSONL, by repository and number (--json: one object)."""
+    """Print the indexed issues as JSONL, by repository and number (--json: one object).
+
+    Every stored field goes out, what fixed a closed issue included (`fixed_in`), so an
+    export imports back as it was.
+    """
     from reporter import app, documents
 
-    ctx = app.Context.resolve(read_config=db is None)
+    ctx = app.Context.resolve(base_url=base_url, read_config=db is None)
     if not as_json:
         app.index_export(ctx, write=print, db=db, repo=repo)
         return
@@ -161,12 +179,18 @@ def search_upstream_cmd(
         ),
     ] = None,
     db: DbOpt = None,
+    base_url: BaseUrlOpt = None,
 ) -> None:
-    """Find upstream issues that look like this hang: likely duplicates first, with reasons."""
+    """Find upstream issues that look like this hang: likely duplicates first, with reasons.
+
+    With --online, a GitHub that cannot be asked (unreachable, an error, a rate limit) is
+    a failure (exit 1), never an empty result; --offline searches the local index. The
+    last line says which index answered.
+    """
     from reporter import app
 
     outcome = app.search_upstream(
-        app.Context.resolve(),
+        app.Context.resolve(base_url=base_url),
         bundle,
         repos=repo or (),
         text_file=text_file,
@@ -213,12 +237,13 @@ def triage_cmd(
         ),
     ] = False,
     db: DbOpt = None,
+    base_url: BaseUrlOpt = None,
 ) -> None:
     """List likely duplicates of tracker issues for maintainers, never the issue itself."""
     from reporter import app
 
     outcome = app.triage(
-        app.Context.resolve(),
+        app.Context.resolve(base_url=base_url),
         target,
         since=since,
         text_file=text_file,

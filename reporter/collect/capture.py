@@ -201,8 +201,80 @@ class ProcessSteps(SessionState):
             f"py-spy snapshot {k + 1}/{request.snapshots}: {ok} of {len(targets)} dumps ok "
             f"in {time.monotonic() - began:.2f} s"
         )
+        if request.blocking:
+            self.nonblocking_fallback(results, k, pyspy, facts)
+        self.save_states(targets, k)
 
-    def record_dump(self, target: Target, result: DumpResult, facts: ptrace.PtraceFacts) -> None:
+    def nonblocking_fallback(
+        self,
+        results: Sequence[tuple[Target, DumpResult]],
+        k: int,
+        pyspy: str,
+        facts: ptrace.PtraceFacts,
+    ) -> None:
+        """A `--nonblocking` dump of each target whose blocking dump could not suspend it
+        (already stopped) or timed out: it shows where a frozen process stands."""
+        for target, result in results:
+            if self.stop.is_set() or not dumping.wants_nonblocking(result):
+                continue
+            pid = target.process.pid
+            argv = dumping.pyspy_argv(
+                pyspy, pid, blocking=False, with_locals=self.request.with_locals
+            )
+            again = dumping.take_dump(
+                argv,
+                pid=pid,
+                snapshot=k,
+                timeout=self.request.timeout,
+                stop=self.stop,
+                retry_transient=True,
+                max_output=self.request.max_size,
+            )
+            self.record_dump(
+                target,
+                again,
+                facts,
+                path=plan.nonblocking_path(pid, k),
+                why=f"after the blocking dump failed ({result.reason})",
+            )
+
+    def save_states(self, targets: Sequence[Target], k: int) -> None:
+        """A copy of `/proc/PID/status` (with the process's wchan) of every target, after
+        snapshot `k`: State T (stopped) or D (in the kernel) explains a rank that does
+        not move or cannot be dumped."""
+        for target in targets:
+            pid = target.process.pid
+            text = procfs.status_copy(pid)
+            if not text:
+                self.note_skip(f"/proc/{pid}/status after snapshot {k + 1}", "the process is gone")
+                continue
+            state = next(
+                (
+                    line.split(":", 1)[1].strip()
+                    for line in text.splitlines()
+                    if line.startswith("State:")
+                ),
+                "?",
+            )
+            self.keep(
+                plan.status_path(pid, k),
+                text,
+                EvidenceKind.PROC_STATUS,
+                f"/proc/{pid}/status after snapshot {k + 1} ({self.title_of(target.process)}): "
+                f"State {state}; the last line is /proc/{pid}/wchan when the process sleeps",
+            )
+
+    def record_dump(
+        self,
+        target: Target,
+        result: DumpResult,
+        facts: ptrace.PtraceFacts,
+        *,
+        path: str | None = None,
+        why: str = "",
+    ) -> None:
+        """Save one dump (or its error text) and list it; `path` and `why` for the
+        `--nonblocking` dump taken after a blocking one failed."""
         request = self.request
         proc = target.process
         what = (
@@ -219,11 +291,13 @@ class ProcessSteps(SessionState):
         redacted = 0
         if result.status is DumpStatus.OK and request.with_locals and self.detector is not None:
             text, redacted = scrub.scrub_locals(text, self.detector)
-        rel = plan.dump_path(proc.pid, result.snapshot)
+        rel = path or plan.dump_path(proc.pid, result.snapshot)
         # The whole text goes through the policy, the first line too: py-spy's header is
         # the target's full command line.
         redacted += self.save_file(rel, text)
-        mode = "blocking" if request.blocking else "--nonblocking"
+        mode = "blocking" if request.blocking and path is None else "--nonblocking"
+        if why:
+            mode = f"{mode} {why}"
         detail = (
             f"{mode}{' --locals' if request.with_locals else ''}, "
             f"snapshot {result.snapshot + 1} of {request.snapshots}, {result.seconds:.2f} s"
@@ -306,7 +380,26 @@ class ProcessSteps(SessionState):
             if version and not self.w.state.version:
                 self.w.update(version=version)
             self.say(f"packages: {count} from {interpreter.argv0} ({who})")
+            self.env_script(interpreter, pids, listed.text)
         self.w.save()
+
+    def env_script(self, interpreter: envcap.Interpreter, pids: list[int], freeze: str) -> None:
+        """The product's environment report (`python -m sglang.check_env`, vLLM's
+        `collect_env`) from the target's interpreter: what its bug form asks for, so an
+        upstream draft has the version and environment without a TODO."""
+        found = envcap.env_script_for(freeze)
+        if found is None or self.stop.is_set():
+            return
+        _dist, module, kind, name = found
+        timeout = max(self.request.timeout, envcap.ENV_SCRIPT_TIMEOUT)
+        ran = envcap.run_env_script(interpreter, module, timeout=timeout, stop=self.stop)
+        who = "PID " + ", ".join(map(str, pids))
+        if ran.error:
+            self.note_skip(f"python -m {module} for {who}", ran.error)
+            self.say(f"environment script: {ran.error}")
+            return
+        self.keep(plan.env_path(pids[0], name), ran.text, EvidenceKind(kind), f"{ran.note} ({who})")
+        self.say(f"environment script: python -m {module} ({who})")
 
 
 def _title_only(proc: procfs.ProcessInfo) -> bool:

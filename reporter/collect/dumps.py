@@ -21,10 +21,13 @@ from enum import StrEnum
 
 from reporter.collect.ptrace import is_permission_error
 from reporter.collect.runner import DEFAULT_MAX_OUTPUT, Finished, helper_env, run_bounded
+from reporter.evidence.pyspy.failures import classify_failure
 from reporter.fileio import human_size
+from reporter.model import FailureState
 
 # Errors that come from reading a running process mid-change (--nonblocking); worth one retry.
 _TRANSIENT = ("Failed to get stack traces", "Failed to copy", "Failed to find a python interpreter")
+TRANSIENT = _TRANSIENT  # also sent to the remote probe (`remote.probe_options`)
 
 
 class DumpStatus(StrEnum):
@@ -131,6 +134,19 @@ def take_dump(
         attempts=attempts,
         flooded=bool(done.flooded),
     )
+
+
+def wants_nonblocking(result: DumpResult) -> bool:
+    """True when a failed blocking dump should be followed by a `--nonblocking` one: py-spy
+    could not suspend the process (it is already stopped) or gave no answer in time (a
+    process in uninterruptible sleep cannot be suspended either). A non-blocking read
+    needs no suspension, so it still shows where the process is."""
+    if result.status not in (DumpStatus.FAILED, DumpStatus.TIMED_OUT) or result.permission:
+        return False
+    if result.status is DumpStatus.TIMED_OUT:
+        return True
+    state = classify_failure(f"{result.reason}\n{result.stderr}")
+    return state in (FailureState.STOPPED, FailureState.TIMEOUT)
 
 
 def evidence_text(result: DumpResult) -> str:

@@ -227,6 +227,47 @@ def list_packages(
     )
 
 
+# The product's own environment report, which its bug form asks for, by the package that
+# ships it: (distribution, module run with -m, evidence kind's value, file name).
+ENV_SCRIPTS = (
+    ("sglang", "sglang.check_env", "sglang-check-env", "check_env.txt"),
+    ("vllm", "vllm.collect_env", "vllm-collect-env", "collect_env.txt"),
+)
+# Seconds an environment script may take (it imports torch and asks the GPUs) and the
+# most of its output kept.
+ENV_SCRIPT_TIMEOUT = 60.0
+ENV_SCRIPT_MAX_CHARS = 256 * 1024
+
+
+def env_script_for(freeze: str) -> tuple[str, str, str, str] | None:
+    """The environment script of the first product in `name==version` lines, or None."""
+    names = {
+        line.partition("==")[0].strip().lower().replace("_", "-") for line in freeze.splitlines()
+    }
+    return next((entry for entry in ENV_SCRIPTS if entry[0] in names), None)
+
+
+def run_env_script(
+    interpreter: Interpreter, module: str, *, timeout: float, stop: threading.Event | None
+) -> Capture:
+    """`python -m sglang.check_env` (or vLLM's `collect_env`) in the target's interpreter:
+    a separate process that reads versions and asks the GPU driver, never the target;
+    its own process group, ended at `timeout`; secrets in its output masked."""
+    from reporter.secrets import mask_text
+
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C.UTF-8"}
+    if interpreter.home:
+        env["HOME"] = interpreter.home
+    argv = (interpreter.argv0, "-B", "-m", module)
+    done = run_bounded(
+        argv, timeout=timeout, stop=stop, env=env, cwd="/", executable=interpreter.executable
+    )
+    if done.ok and done.stdout.strip():
+        text = done.stdout[:ENV_SCRIPT_MAX_CHARS]
+        return Capture(text=mask_text(text), note=f"python -m {module} via {interpreter.argv0}")
+    return Capture(error=f"python -m {module} via {interpreter.argv0}: {_why(done, timeout)}")
+
+
 def _why(done: Finished, timeout: float) -> str:
     if done.launch_error:
         return done.launch_error

@@ -8,7 +8,7 @@ also when the run is interrupted. Besides the keys the loader knows (title, serv
 the evidence was taken and what was skipped, by example::
 
     [collect]
-    status = "complete"            # running | complete | incomplete | interrupted | failed
+    status = "complete"            # running | complete | incomplete | partial | interrupted | failed
     started_at = 2026-11-29T14:43:41.973Z
     finished_at = 2026-11-29T14:43:52.101Z
     command = "report collect --out b --match 'sglang::scheduler_TP'"
@@ -30,6 +30,12 @@ the evidence was taken and what was skipped, by example::
     ppid = 4650
     pgid = 4700
     cmdline = "python3 -m sglang.launch_server --tp 2 --port 30000"
+
+    [[collect.remote]]                # each host of `--ssh` / `--exec`, in the order named
+    host = "node-b"
+    via = "ssh node-b"
+    status = "failed"               # complete | incomplete | failed | timeout | interrupted
+    reason = "ssh: connect to host node-b port 22: Connection refused"
 
     [[collect.skipped]]
     what = "environ of PID 4711"
@@ -68,6 +74,9 @@ class CollectStatus(StrEnum):
     INCOMPLETE = "incomplete"
     """Finished, but no stack came back from any process it was asked to dump, or nothing
     came back from a URL it was asked to read."""
+    PARTIAL = "partial"
+    """Finished on several hosts: stacks came back from some, not from others (see
+    `[[collect.remote]]`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,6 +89,8 @@ class EvidenceEntry:
     description: str = ""
     rank: int | None = None
     """Written as `rank = N` (per-rank files of torch's debug server)."""
+    host: str = ""
+    """Written as `host = "..."`: the remote host the file came from (`--ssh`, `--exec`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,6 +114,8 @@ class TargetNote:
     pgid: int | None = None
     launcher: int | None = None
     """The nearest ancestor that is not itself a target: the server's or job's launcher."""
+    host: str = ""
+    """The remote host it runs on; "" on this host."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,6 +127,24 @@ class ProcessEntry:
     ppid: int
     pgid: int | None
     cmdline: str
+    host: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoteNote:
+    """One host of a multi-host collection (`[[collect.remote]]`): how it was reached and what
+    came back. `status`: complete, incomplete (reached, no stack), failed, timeout, interrupted."""
+
+    host: str
+    via: str
+    status: str
+    reason: str = ""
+    hostname: str = ""
+    """What the host calls itself (`hostname`), when it answered."""
+    targets: int = 0
+    dumps: int = 0
+    failed_dumps: int = 0
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -153,6 +184,8 @@ class ManifestState:
     evidence: tuple[EvidenceEntry, ...] = ()
     skipped: tuple[SkipNote, ...] = ()
     events: tuple[EventNote, ...] = ()
+    remotes: tuple[RemoteNote, ...] = ()
+    """The hosts of a `--ssh`/`--exec` collection, in the order they were named."""
 
 
 def skipped_text(skipped: Sequence[SkipNote]) -> str:
@@ -190,6 +223,9 @@ def render(state: ManifestState) -> str:
         doc.key("service", state.service)
     if state.version:
         doc.key("version", state.version)
+    if not state.remotes and state.host:
+        # Every file was captured here; a remote collection names each file's host instead.
+        doc.key("host", state.host)
     doc.table("fields")
     if state.summary:
         doc.key("collection", m(state.summary))
@@ -208,6 +244,8 @@ def render(state: ManifestState) -> str:
             doc.key("captured_at", entry.captured_at)
         if entry.rank is not None:
             doc.key("rank", entry.rank)
+        if entry.host:
+            doc.key("host", entry.host)
         if entry.description:
             doc.key("description", m(entry.description))
     doc.table("collect").key("status", state.status.value).key("started_at", state.started_at)
@@ -230,12 +268,25 @@ def render(state: ManifestState) -> str:
             doc.key("pgid", target.pgid)
         if target.launcher is not None:
             doc.key("launcher", target.launcher)
+        if target.host:
+            doc.key("host", target.host)
         doc.key("title", m(target.title)).key("selected_by", m(target.selected_by))
     for proc in state.processes:
         doc.array_table("collect.process").key("pid", proc.pid).key("ppid", proc.ppid)
         if proc.pgid is not None:
             doc.key("pgid", proc.pgid)
+        if proc.host:
+            doc.key("host", proc.host)
         doc.key("cmdline", m(proc.cmdline))
+    for remote in state.remotes:
+        doc.array_table("collect.remote").key("host", remote.host).key("via", m(remote.via))
+        doc.key("status", remote.status)
+        if remote.reason:
+            doc.key("reason", m(remote.reason))
+        if remote.hostname:
+            doc.key("hostname", remote.hostname)
+        doc.key("targets", remote.targets).key("dumps", remote.dumps)
+        doc.key("failed_dumps", remote.failed_dumps).key("seconds", round(remote.seconds, 2))
     for skip in state.skipped:
         doc.array_table("collect.skipped").key("what", m(skip.what)).key("reason", m(skip.reason))
         doc.key("at", skip.at)

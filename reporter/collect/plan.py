@@ -15,6 +15,9 @@ Bundle layout written by the session::
 
     bundle.toml                     manifest ([collect] says how and what was skipped)
     pyspy/pid4711-s0.txt            py-spy dump of PID 4711, snapshot 0 (or its error text)
+    pyspy/pid4711-s0-nonblocking.txt  --nonblocking dump when a --blocking one could not
+                                    suspend the process (stopped) or timed out
+    proc/pid4711-s0.status          /proc/4711/status after snapshot 0 (and a Wchan: line)
     env/pid4711.cmdline             /proc/4711/cmdline (secret option values redacted)
     env/pid4711.environ             /proc/4711/environ (secret values redacted)
     env/pid4711.packages.txt        the target interpreter's packages (name==version)
@@ -86,6 +89,8 @@ class CollectRequest:
     """Base URL of torch's debug server (rank 0's frontend): stacks, py-spy, FR traces."""
     fr_dirs: tuple[Path, ...] = ()
     """Folders holding Flight Recorder dumps a watchdog already wrote."""
+    remote: RemoteRequest | None = None
+    """Capture on other hosts (`--ssh`, `--exec`) instead of this one."""
     max_size: int = DEFAULT_MAX_SIZE
     """The largest HTTP answer (after decoding), copied file or helper output kept."""
 
@@ -98,6 +103,31 @@ class CollectRequest:
     def wants_processes(self) -> bool:
         """True when some process selector was given."""
         return bool(self.pids or self.match is not None or self.children_of is not None)
+
+
+DEFAULT_REMOTE_PARALLEL = 16
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoteRequest:
+    """Where and how to capture remotely (`reporter.collect.remote`).
+
+    `hosts` are `[USER@]HOST[:PORT]` for ssh, or names put into `exec_template`'s `{host}`.
+    `parallel` hosts at once; `deadline` seconds per host (None: from the snapshots,
+    interval and timeout, `remote.host_deadline`)."""
+
+    hosts: tuple[str, ...]
+    exec_template: str | None = None
+    python: str = "python3"
+    """The remote interpreter, as shell words (`python3`, `/usr/bin/python3`, `sudo -n python3`)."""
+    pyspy: str | None = None
+    """py-spy on the remote side; None: looked for there (PATH, beside Python, the targets' venv)."""
+    parallel: int = DEFAULT_REMOTE_PARALLEL
+    deadline: float | None = None
+    ssh_options: tuple[str, ...] = ()
+    """`-o` options for ssh (`ProxyJump=bastion`); ssh's own config, agent and known_hosts apply."""
+    ssh_config: Path | None = None
+    """`ssh -F FILE`: another ssh config file."""
 
 
 def validate(request: CollectRequest) -> None:
@@ -346,6 +376,16 @@ def slug(text: str, *, limit: int = 40) -> str:
 def dump_path(pid: int, snapshot: int) -> str:
     """Bundle path of one py-spy dump. No rank in the name: the process title gives it."""
     return f"pyspy/pid{pid}-s{snapshot}.txt"
+
+
+def status_path(pid: int, snapshot: int) -> str:
+    """Bundle path of the `/proc/PID/status` copy taken with snapshot `snapshot`."""
+    return f"proc/pid{pid}-s{snapshot}.status"
+
+
+def nonblocking_path(pid: int, snapshot: int) -> str:
+    """Bundle path of the `--nonblocking` dump taken when the blocking one of `snapshot` failed."""
+    return f"pyspy/pid{pid}-s{snapshot}-nonblocking.txt"
 
 
 def env_path(pid: int, what: str) -> str:

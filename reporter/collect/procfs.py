@@ -176,3 +176,25 @@ def read_status(pid: int | str, *, proc: Path = PROC) -> str:
         return (proc / str(pid) / "status").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""
+
+
+def read_wchan(pid: int, *, proc: Path = PROC) -> str:
+    """The kernel function a blocked process sleeps in (`/proc/PID/wchan`, `do_signal_stop`);
+    "" when unreadable or when it is running (the kernel writes `0`)."""
+    try:
+        text = (proc / str(pid) / "wchan").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return ""
+    return "" if text in ("", "0") else text
+
+
+def status_copy(pid: int, *, proc: Path = PROC) -> str:
+    """`/proc/PID/status` as evidence: the text as the kernel wrote it, then one line of
+    our own in the same form, `Wchan:<TAB>do_signal_stop`, from `/proc/PID/wchan` when
+    readable. "" when the process is gone."""
+    text = read_status(pid, proc=proc)
+    if not text:
+        return ""
+    wchan = read_wchan(pid, proc=proc)
+    end = "" if text.endswith("\n") else "\n"
+    return f"{text}{end}Wchan:\t{wchan}\n" if wchan else text + end

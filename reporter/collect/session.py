@@ -38,10 +38,12 @@ from reporter.collect.manifest import (
     EventNote,
     ManifestState,
     ManifestWriter,
+    RemoteNote,
     SkipNote,
     TargetNote,
 )
 from reporter.collect.plan import CollectRequest, Selection, Target
+from reporter.collect.remote import RemoteHost, RemoteSteps, remote_hosts, validate_remote
 from reporter.collect.services import ServiceSteps
 from reporter.collect.state import Clock, Progress, Tick, utc_now
 from reporter.errors import InputError, UsageError
@@ -68,9 +70,11 @@ class CollectSummary:
     """Status `incomplete`: per target, `PID 4711 (title): why no stack came back`."""
     missing: tuple[str, ...] = ()
     """Status `incomplete`: per URL it was asked to read, why nothing came back from it."""
+    hosts: tuple[RemoteNote, ...] = ()
+    """`--ssh`/`--exec`: each host's outcome, in the order named."""
 
 
-class _Session(ProcessSteps, ServiceSteps):
+class _Session(ProcessSteps, ServiceSteps, RemoteSteps):
     """One run of `report collect`: setup, the steps (from the bases), and the end."""
 
     def check_out(self) -> None:
@@ -162,6 +166,29 @@ class _Session(ProcessSteps, ServiceSteps):
         self.w.update(summary=self.summary_text(CollectStatus.RUNNING))
         self.w.save()
 
+    def start_remote(self, hosts: Sequence[RemoteHost]) -> None:
+        """The manifest of a remote collection: hosts instead of local targets."""
+        request = self.request
+        started = self.now()
+        mode = "blocking" if request.blocking else "non-blocking"
+        title = request.title or (
+            f"Live capture on {plural(len(hosts), 'host')} ({started.strftime('%Y-%m-%d %H:%M')} UTC)"
+        )
+        state = ManifestState(
+            title=title,
+            started_at=started,
+            command=request.command,
+            host=socket.gethostname(),
+            tool=f"reporter {__version__}",
+            mode=mode + (" --locals" if request.with_locals else ""),
+            wedge_window=request.wedge_window,
+        )
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.writer = ManifestWriter(root=self.root, state=state)
+        self.w.event(EventNote(at=started, text=_start_text(request, 0, hosts=len(hosts))))
+        self.w.update(summary=self.summary_text(CollectStatus.RUNNING))
+        self.w.save()
+
     def finish(self, status: CollectStatus) -> None:
         if self.writer is None:
             return
@@ -202,6 +229,7 @@ class _Session(ProcessSteps, ServiceSteps):
             if status is CollectStatus.INCOMPLETE
             else (),
             missing=self.missing_sources() if status is CollectStatus.INCOMPLETE else (),
+            hosts=state.remotes if state else (),
         )
 
     def missing_sources(self) -> tuple[str, ...]:
@@ -239,8 +267,12 @@ def collect(
     Once the folder exists, a stop or an error leaves a valid partial bundle.
     """
     plan.validate(request)
+    if request.remote is not None:
+        validate_remote(request)
     session = _Session(request, progress, stop, tick, clock)
     session.check_out()
+    if request.remote is not None:
+        return _collect_remote(session, remote_hosts(request.remote))
     selection = session.select()
     facts = ptrace.read_facts()
     pyspy = envcap.find_pyspy(request.pyspy)
@@ -306,6 +338,71 @@ def collect(
     return session.summary(status)
 
 
+def _collect_remote(session: _Session, hosts: Sequence[RemoteHost]) -> CollectSummary:
+    """The remote collection: every host through ssh or the template, then the services
+    (torch's debug server, Prometheus, `/metrics`) from here as usual."""
+    request = session.request
+    session.start_remote(hosts)
+    session.say(
+        f"collecting into {request.out} from {plural(len(hosts), 'host')} "
+        f"({', '.join(h.name for h in hosts[:8])}{', ...' if len(hosts) > 8 else ''}), "
+        f"{request.remote.parallel if request.remote else 1} at a time"
+    )
+    status = CollectStatus.FAILED
+    thread = None
+    try:
+        thread = session.start_metrics()
+        steps: tuple[Callable[[], None], ...] = (
+            session.torch_debug,
+            lambda: session.remote_capture(hosts),
+            session.queries,
+            lambda: session.wait_metrics(thread),
+        )
+        for step in steps:
+            if stop_now(session):
+                break
+            step()
+        status = _remote_status(session)
+    except KeyboardInterrupt:
+        status = CollectStatus.INTERRUPTED
+    finally:
+        if status not in (CollectStatus.COMPLETE, CollectStatus.INCOMPLETE, CollectStatus.PARTIAL):
+            session.stop.set()
+        if thread is not None:
+            thread.join(request.timeout + 1.0)
+        session.finish(status)
+    notes = session.w.state.remotes
+    missing = [n for n in notes if n.status != "complete"]
+    if status is CollectStatus.INTERRUPTED:
+        session.say(
+            f"interrupted: partial bundle in {request.out} (valid: report analyze reads it)"
+        )
+    elif missing:
+        session.say(
+            f"{status.value}: {len(notes) - len(missing)} of {plural(len(notes), 'host')} gave "
+            f"stacks; not from " + ", ".join(f"{n.host} ({n.status})" for n in missing)
+        )
+    else:
+        session.say(f"done: {len(session.w.state.evidence)} files in {request.out}")
+    return session.summary(status)
+
+
+def stop_now(session: _Session) -> bool:
+    """True once the user asked the collection to stop."""
+    return session.stop.is_set()
+
+
+def _remote_status(session: _Session) -> CollectStatus:
+    if session.stop.is_set():
+        return CollectStatus.INTERRUPTED
+    notes = session.w.state.remotes
+    if not any(n.status == "complete" for n in notes):
+        return CollectStatus.INCOMPLETE
+    if all(n.status == "complete" for n in notes):
+        return CollectStatus.COMPLETE
+    return CollectStatus.PARTIAL
+
+
 def _upstream_for(service: str) -> tuple[str, ...]:
     if not service:
         return ()
@@ -321,8 +418,16 @@ def _default_title(count: int, service: str, host: str, started: datetime) -> st
     return f"Live capture of {what} on {host} ({started.strftime('%Y-%m-%d %H:%M')} UTC)"
 
 
-def _start_text(request: CollectRequest, count: int) -> str:
+def _start_text(request: CollectRequest, count: int, *, hosts: int = 0) -> str:
     parts = []
+    if hosts:
+        mode = "blocking" if request.blocking else "non-blocking"
+        parts.append(
+            f"{plural(hosts, 'host')} through "
+            + ("ssh" if request.remote and request.remote.exec_template is None else "--exec")
+            + f", {plural(request.snapshots, mode + ' py-spy snapshot')} "
+            f"{request.interval:g} s apart on each"
+        )
     if count:
         mode = "blocking" if request.blocking else "non-blocking"
         parts.append(

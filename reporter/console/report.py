@@ -13,16 +13,19 @@ from reporter.text import plural
 
 if TYPE_CHECKING:
     from reporter.analysis import Analysis
+    from reporter.analysis.result import HostRow
     from reporter.app import DiffRun, DraftResult, InitResult, LintRun
     from reporter.collect import CollectSummary
     from reporter.model import Bundle
-    from reporter.render.answer import SeenReport
+    from reporter.render.answer import SeenBefore, SeenReport
     from reporter.render.regions import MergeResult
     from reporter.render.status import ReportStatus
 
 
-def analysis_text(bundle: Bundle, analysis: Analysis, *, seen: Sequence[SeenReport] = ()) -> str:
-    """`report analyze` for a terminal: the summary block first, then the classes."""
+def analysis_text(
+    bundle: Bundle, analysis: Analysis, *, seen: SeenBefore | Sequence[SeenReport] = ()
+) -> str:
+    """`report analyze` for a terminal: the summary block first (each fact once), then the classes."""
     from reporter.analysis import format_ranks
     from reporter.model import innermost_python
     from reporter.render import answer
@@ -39,8 +42,9 @@ def analysis_text(bundle: Bundle, analysis: Analysis, *, seen: Sequence[SeenRepo
     if ans.steps:
         lines.append("next steps:")
         lines.extend(f"  {n}. {step.action}" for n, step in enumerate(ans.steps[:4], start=1))
-    lines.append("")
-    lines.append(ans.paragraph)
+    if ans.paragraph:
+        lines.append("")
+        lines.append(ans.paragraph)
     if analysis.classes:
         lines.append("")
     for inst in analysis.instances:
@@ -67,10 +71,25 @@ def analysis_text(bundle: Bundle, analysis: Analysis, *, seen: Sequence[SeenRepo
             f"waits: {prefix}{format_ranks(edge.waiting.ranks)} in {edge.waiting.collective}{at}"
             f" -> {format_ranks(edge.waited.ranks)} {whom}"
         )
+    for row in analysis.hosts:
+        lines.append(f"host {row.name}: {host_text(row)}")
     for note in analysis.confidence_notes:
         lines.append(f"note: {note}")
     lines.append(f"signature: {analysis.signature.hash}")
     return "\n".join(lines)
+
+
+def host_text(row: HostRow) -> str:
+    """One host in a line: its ranks and their states, or why it gave nothing."""
+    if row.missing:
+        return f"not captured ({row.status}: {row.reason})" if row.reason else row.status
+    states = ", ".join(f"{count} {state}" for state, count in row.states)
+    parts = [f"ranks {row.label}" if row.label else "no rank process"]
+    if states:
+        parts.append(states)
+    if row.failed_dumps:
+        parts.append(f"{plural(row.failed_dumps, 'failed dump')}")
+    return "; ".join(parts)
 
 
 def warning_lines(warnings: Sequence[object], *, most: int = 10) -> list[str]:
@@ -185,6 +204,11 @@ def collect_lines(summary: CollectSummary) -> list[tuple[str, bool]]:
                 True,
             )
         )
+    lines.extend(
+        (f"  host {h.host}: {h.status}: {h.reason}", True)
+        for h in summary.hosts
+        if h.status != "complete"
+    )
     lines.extend(
         (advice if advice.startswith("py-spy") else f"  {advice}", True)
         for advice in summary.advice

@@ -43,9 +43,18 @@ def search_table(outcome: SearchOutcome) -> str:
     """`report search-upstream`: one line per candidate, its reasons indented under it."""
     from reporter.upstream.search import fixed_notes
 
+    source = (
+        f"index: the example index shipped with reporter ({outcome.index_path}; demo issues, "
+        "not upstream's)"
+        if outcome.example_index
+        else f"index: {outcome.index_path}"
+    )
     if not outcome.candidates:
         scope = ", ".join(outcome.query.repos) or "all repos"
-        return f"no likely duplicates or related issues among {outcome.searched} issues ({scope})"
+        return (
+            f"no likely duplicates or related issues among {outcome.searched} issues ({scope})"
+            f"\n{source}"
+        )
     lines: list[str] = [f"{note}." for note in fixed_notes(outcome)]
     for n, candidate in enumerate(outcome.candidates, start=1):
         record = candidate.issue.record
@@ -55,6 +64,7 @@ def search_table(outcome: SearchOutcome) -> str:
         )
         lines.append(f"      {record.html_url}")
         lines.extend(f"      - {note}" for note in candidate.reasons.notes)
+    lines.append(source)
     return "\n".join(lines)
 
 

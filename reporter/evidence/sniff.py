@@ -36,7 +36,15 @@ from dataclasses import replace
 from datetime import datetime
 from typing import assert_never
 
-from reporter.evidence import faulthandler, flight_recorder, logs, metrics, pyspy, systemd
+from reporter.evidence import (
+    faulthandler,
+    flight_recorder,
+    logs,
+    metrics,
+    procstatus,
+    pyspy,
+    systemd,
+)
 from reporter.evidence._text import strip_ansi, warning_at
 from reporter.model import EvidenceKind, ParseResult
 
@@ -123,6 +131,8 @@ def _sniff_head(head: str) -> EvidenceKind:
         return EvidenceKind.CODE_EXCERPT
     if goroutines.sniff(head):
         return EvidenceKind.GOROUTINES
+    if procstatus.looks_like(head):
+        return EvidenceKind.PROC_STATUS
     environment = env.sniff_distinctive(head)
     if environment is not EvidenceKind.UNKNOWN:
         return environment
@@ -262,6 +272,8 @@ def parse(
         from reporter.evidence import goroutines
 
         return goroutines.parse(text, source=source)
+    if kind is EvidenceKind.PROC_STATUS:
+        return procstatus.parse(text, source=source)
     if kind is EvidenceKind.UNKNOWN:
         warning = warning_at(
             source, 0, "not recognised as a py-spy dump (text or --json) or a faulthandler dump"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -14,7 +15,7 @@ from reporter.model.context import (
     TimelineEvent,
     WedgeSettings,
 )
-from reporter.model.stacks import EvidenceKind, FailedDump, ParseWarning, ProcessDump
+from reporter.model.stacks import EvidenceKind, FailedDump, ParseWarning, ProcessDump, ProcState
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,6 +40,8 @@ class Evidence:
     flight_recorder: tuple[FrTrace, ...] = ()
     """Flight Recorder traces (dumps and watchdog lines); sorted by (trace set, rank) in a
     `Bundle`."""
+    proc_states: tuple[ProcState, ...] = ()
+    """Process states from `/proc/PID/status` copies, in file order."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,6 +78,11 @@ class EvidenceFile:
     for an environment script (the upstream draft); "" for every other file."""
     lines: int = 0
     """The file's line count (`str.splitlines`) when `head` is kept, else 0."""
+    digest: str = ""
+    """16 hex digits of the sha256 of the file's bytes: its identity by content."""
+    host: str = ""
+    """The host the file was captured on (`host` of its `[[evidence]]` table or of the
+    manifest); "" when not known."""
 
 
 # Lines of a raw evidence file (a log, a failed dump's output) that the loader keeps.
@@ -93,6 +101,28 @@ class ProcessNote:
     cmdline: str = ""
     launcher: int | None = None
     """The topmost ancestor below init that is not a shell: the server's or job's launcher."""
+    host: str = ""
+    """The host the process ran on (`host` of the table, else the manifest's)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostNote:
+    """One host of a multi-host capture: `[[collect.remote]]` of `bundle.toml`.
+
+    `status` is `complete`, `incomplete` (reached, but no stack came back), `failed` (not
+    reached, or the capture there failed), `timeout` (the deadline passed; what came back
+    before it is kept) or `interrupted`; `reason` says why in one line; `via` how it was
+    reached (`ssh node-b`, `kubectl exec -n prod pod-3 --`)."""
+
+    name: str
+    status: str = "complete"
+    reason: str = ""
+    via: str = ""
+
+    @property
+    def missing(self) -> bool:
+        """True when nothing usable came back from this host."""
+        return self.status in {"failed", "timeout", "interrupted", "incomplete"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,6 +147,11 @@ class Manifest:
     """`[upstream_ref]` as (key, value) pairs: repo, package, tag rule, path prefix, commit."""
     processes: tuple[ProcessNote, ...] = ()
     """The process tree `report collect` recorded (`[collect]` targets and their ancestors)."""
+    host: str = ""
+    """`host = "..."`: the host every file of this bundle comes from, unless its `[[evidence]]`
+    table names another."""
+    hosts: tuple[HostNote, ...] = ()
+    """`[[collect.remote]]`: each host a multi-host collection tried, with its outcome."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -134,3 +169,19 @@ class Bundle(Evidence):
     rank_hints: tuple[tuple[str, RankHint], ...] = ()
     baseline: Bundle | None = None
     """The last good run (the manifest's `baseline` folder), loaded as a bundle of its own."""
+    baseline_note: str = ""
+    """How the baseline was found when nobody named it: "two runs in one folder: `good/` is
+    the last good run, `bad/` this one"; "" for the manifest's or `--baseline`."""
+    folders: tuple[str, ...] = ()
+    """Several bundle folders merged as hosts of one job (`report analyze A B`); `root` is
+    then None and file paths start with their folder."""
+
+    @property
+    def digest(self) -> str:
+        """The evidence's identity by content, wherever it lies: 16 hex digits over the
+        sorted digests of its files; "" without any. The same files reached by another
+        path (a copy, a symlink, a relative path) give the same digest."""
+        parts = sorted(f.digest for f in self.files if f.digest)
+        if not parts:
+            return ""
+        return hashlib.sha256("\n".join(parts).encode("ascii")).hexdigest()[:16]

@@ -42,6 +42,7 @@ class EvidenceKind(StrEnum):
     CODE_EXCERPT = "code-excerpt"
     GOROUTINES = "goroutines"
     FLIGHT_RECORDER = "flight-recorder"
+    PROC_STATUS = "proc-status"
     UNKNOWN = "unknown"
 
 
@@ -66,7 +67,15 @@ SUMMARISED_KINDS = frozenset(
     }
 )
 # Evidence around the stacks; its problems are warnings even when the manifest names the file.
-CONTEXT_KINDS = METRIC_KINDS | SUMMARISED_KINDS | {EvidenceKind.SYSTEMD_SHOW, EvidenceKind.LOG}
+CONTEXT_KINDS = (
+    METRIC_KINDS
+    | SUMMARISED_KINDS
+    | {
+        EvidenceKind.SYSTEMD_SHOW,
+        EvidenceKind.LOG,
+        EvidenceKind.PROC_STATUS,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -240,6 +249,9 @@ class ProcessDump:
     truncated: bool = False
     headline: str | None = None
     slot: int = 0
+    host: str = ""
+    """The host (or container) the process ran on, from the manifest (`host = "..."`, top
+    level or per `[[evidence]]`); "" when the evidence does not say. A process is (host, PID)."""
     source: Location
 
 
@@ -248,11 +260,14 @@ class FailureState(StrEnum):
 
     `gone`: the process no longer exists ("No such file or directory (os error 2)",
     "No such process", exited); `refused`: not allowed to read it (permissions,
-    ptrace); `timeout`: py-spy or its caller gave up waiting; `error`: anything else.
+    ptrace); `stopped`: py-spy could not suspend it because it was already stopped
+    (SIGSTOP, a debugger: "Failed to suspend process", "unexpected waitpid result");
+    `timeout`: py-spy or its caller gave up waiting; `error`: anything else.
     """
 
     GONE = "gone"
     REFUSED = "refused"
+    STOPPED = "stopped"
     TIMEOUT = "timeout"
     ERROR = "error"
 
@@ -269,4 +284,32 @@ class FailedDump:
     detail: str = ""
     captured_at: datetime | None = None
     state: FailureState = FailureState.ERROR
+    host: str = ""
+    """The host of the process, as for `ProcessDump.host`."""
+    source: Location
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcState:
+    """A process's scheduler state, from a copy of `/proc/PID/status` (kind `proc-status`).
+
+    `state` is the kernel's one letter (`R`, `S`, `D`, `T`, `t`, `Z`, ...) and
+    `state_text` its word (`stopped`, `tracing stop`); `tracer_pid` is 0 unless a
+    debugger is attached; `wchan` is the kernel function a blocked task sleeps in
+    (`do_signal_stop`), when the capture recorded it (`report collect` appends a
+    `Wchan:` line from `/proc/PID/wchan`). Example::
+
+        ProcState(pid=4711, name="python3", state="T", state_text="stopped",
+                  tracer_pid=0, wchan="do_signal_stop", source=Location(path="status/rank2.status", line=3))
+    """
+
+    pid: int | None
+    state: str
+    state_text: str = ""
+    name: str = ""
+    ppid: int | None = None
+    tracer_pid: int | None = None
+    threads: int | None = None
+    wchan: str = ""
+    captured_at: datetime | None = None
     source: Location

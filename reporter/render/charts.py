@@ -13,11 +13,13 @@ to at most `MAX_POINTS` points by averaging equal slices of time, e.g.::
         y-axis "per second"
         line [0, 543.68, 749.71, ...]
 
-The wedge window is said once (`window_text`) and drawn on every chart as bars at
-the chart's top over the wedge samples. A `Chart` is data (labels, figures, bars);
-its Mermaid text (`Chart.mermaid`) and its SVG drawing (`reporter.render.svg`, the
-line-chart drawer the report preview uses too) are both made from that data, so
-nothing re-reads generated Mermaid. `svg_document` stacks the drawings in one file.
+The wedge window is said once (`window_text`) and drawn on every chart as one shaded
+band behind the line: in the SVG a single light rectangle over the window's samples;
+in Mermaid (which has no bands) a bar series at the chart's top over those samples,
+coloured light by the block's `plotColorPalette` and drawn before the line, which the
+SVG drawer (`svg.py`) reads back as the same band. A `Chart` is data (labels, figures,
+band); its Mermaid text (`Chart.mermaid`) and its SVG drawing are both made from that
+data, so nothing re-reads generated Mermaid. `svg_document` stacks the drawings in one file.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from reporter.times import clock
 
 MAX_POINTS = 40
 MAX_CHARTS = 6
+# The band's colour (light, behind the line) and the line's, in Mermaid's palette order.
+BAND_COLOUR = "#f3d9d9"
+LINE_COLOUR = "#1c7ed6"
 _CHART_W, _CHART_H, _CAPTION_H, _TITLE_H = 760, 380, 46, 40
 
 
@@ -75,17 +80,34 @@ class Chart:
         return f"{_quote(self.title)} ({self.unit})"
 
     @property
+    def window(self) -> tuple[int, int] | None:
+        """The first and last sample index inside the wedge window; None without one."""
+        inside = [i for i, v in enumerate(self.band) if v]
+        return (inside[0], inside[-1]) if inside else None
+
+    @property
     def mermaid(self) -> str:
         """The chart as a Mermaid `xychart-beta` block (without the fence)."""
         labels = ", ".join(f'"{label}"' for label in self.labels)
-        rows = [
+        rows = []
+        if self.band:
+            # Mermaid's palette colours series in order: the band light, the line strong.
+            rows += [
+                "---",
+                "config:",
+                "  themeVariables:",
+                "    xyChart:",
+                f'      plotColorPalette: "{BAND_COLOUR}, {LINE_COLOUR}"',
+                "---",
+            ]
+        rows += [
             "xychart-beta",
             f'    title "{self.heading}"',
             f'    x-axis "UTC" [{labels}]',
             f'    y-axis "{self.unit}"',
         ]
         if self.band:
-            # Bars first, so the line is drawn over the shaded wedge window.
+            # The band first, so the line is drawn over the shaded wedge window.
             rows.append(f"    bar [{', '.join(_figure(v) for v in self.band)}]")
         rows.append(f"    line [{', '.join(_figure(v) for v in self.values)}]")
         return "\n".join(rows)
@@ -96,15 +118,16 @@ class Chart:
             return None
         series = [("bar", "", [float(_figure(v)) for v in self.band])] if self.band else []
         series.append(("line", "", [float(_figure(v)) for v in self.values]))
-        return svg.draw_xychart(
-            svg.XYChart(
-                title=self.heading,
-                x_title="UTC",
-                y_title=self.unit,
-                categories=list(self.labels),
-                series=series,
-            )
+        chart = svg.XYChart(
+            title=self.heading,
+            x_title="UTC",
+            y_title=self.unit,
+            categories=list(self.labels),
+            series=series,
+            palette=[BAND_COLOUR, LINE_COLOUR] if self.band else [],
         )
+        # The same reading of the bars as the preview's: one band behind the line.
+        return svg.draw_xychart(svg.bands_from_bars(chart))
 
 
 def _figure(value: float) -> str:
@@ -179,7 +202,7 @@ def window_text(wedge: WedgeReport) -> str:
         return (
             f"Possibly wedged from {clock(wedge.possible.onset)} UTC to the last sample "
             f"({wedge.possible.duration:g} s, shorter than the {wedge.window:g} s window); "
-            "the bars on each chart mark it."
+            "the shaded band on each chart marks it."
         )
     if episode is None:
         return (
@@ -191,12 +214,13 @@ def window_text(wedge: WedgeReport) -> str:
         until = f"to {clock(episode.end)} ({episode.end_reason})"
     return (
         f"Wedge window: {clock(episode.onset)} UTC, {until}, {episode.duration:g} s; "
-        "the bars on each chart mark it."
+        "the shaded band on each chart marks it."
     )
 
 
 def _wedge_band(wedge: WedgeReport, pairs: Sequence[tuple[datetime, float]]) -> list[float]:
-    """Bar values marking the wedge window: the chart's top inside it, 0 outside; [] without one."""
+    """Values marking the wedge window: the chart's top inside it, 0 outside; [] without one
+    (Mermaid's bar series; the SVG draws the run of non-zero values as one band)."""
     episode = wedge.episode or wedge.possible
     if episode is None or not pairs:
         return []
@@ -226,7 +250,7 @@ def build(wedge: WedgeReport | None) -> tuple[Chart, ...]:
         if signal.role is Role.OUTPUT and not signal.shows_wedge and wedge.episode is not None:
             role += ", not deciding"
         series = f", sum of {signal.series} series" if signal.series > 1 else ""
-        marked = "; bars mark the wedge window" if band else ""
+        marked = "; the shaded band marks the wedge window" if band else ""
         charts.append(
             Chart(
                 source=signal,

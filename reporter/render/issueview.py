@@ -25,6 +25,7 @@ from reporter.analysis.result import RankState, StackClass
 from reporter.model import Bundle, Frame, ProcessDump
 from reporter.render import markdown as md
 from reporter.render import parts
+from reporter.render.answer.waits import members
 from reporter.render.parts import Block, BranchView, ClassRow, SignalRow, located
 from reporter.render.policy import Text, TextPolicy, later
 from reporter.text import plural, version_key
@@ -106,6 +107,8 @@ class EnvironmentView:
     wrap_summary: str = ""
     notes: tuple[Text, ...] = ()
     empty: bool = False
+    version_todo: str = ""
+    """A `TODO(reviewer)` line when the product's version is not known (blocks filing)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -379,9 +382,9 @@ def _details(analysis: Analysis, policy: TextPolicy) -> tuple[Block, ...]:
                 text=ev("merged tree", tree_text(analysis.tree)),
             )
         )
-    by_pid = {p.identity.pid: p for p in analysis.processes}
     for stack_class in analysis.classes:
-        process = by_pid.get(stack_class.pids[0]) if stack_class.pids else None
+        found = members(analysis, stack_class.instance, stack_class.ranks)
+        process = found[0] if found else None
         if process is None or not process.snapshots:
             continue
         with_locals = [
@@ -415,6 +418,10 @@ def _details(analysis: Analysis, policy: TextPolicy) -> tuple[Block, ...]:
             Block(key="timeline", title="Timeline (UTC)", text=ev("timeline", "\n".join(lines)))
         )
     if analysis.diff is not None and analysis.diff.changes:
+        # Per-run noise (diff.toml's negative rules: random ports, PIDs, invocation ids,
+        # temporary paths, timestamps) stays in the local report, out of the issue.
+        kept = [c for c in analysis.diff.changes if not c.noise]
+        noise = len(analysis.diff.changes) - len(kept)
         changes = [
             later(
                 _change_line,
@@ -423,25 +430,37 @@ def _details(analysis: Analysis, policy: TextPolicy) -> tuple[Block, ...]:
                 _changed(policy, c.before, c.key),
                 _changed(policy, c.after, c.key),
             )
-            for c in analysis.diff.changes[:MAX_CHANGES]
+            for c in kept[:MAX_CHANGES]
         ]
-        blocks.append(
-            Block(
-                key="changes",
-                title="Changes since the last good run (likeliest culprit first)",
-                text=later(_joined, "\n", *changes),
+        if noise:
+            changes.append(
+                f"({plural(noise, 'per-run change')} left out as noise: ports, process "
+                "ids, invocation ids, temporary paths, timestamps; the local report lists them)"
             )
-        )
+        if kept:
+            blocks.append(
+                Block(
+                    key="changes",
+                    title="Changes since the last good run (likeliest culprit first)",
+                    text=later(_joined, "\n", *changes),
+                )
+            )
     return tuple(blocks)
 
 
 def command_words(analysis: Analysis) -> tuple[str, list[str]] | None:
-    """(source, words) of the first server command line the evidence shows, or None."""
+    """(source, words) of the first server command line the evidence shows, or None.
+
+    A program given by an absolute path is named by its file name: the path is this
+    machine's, not something a maintainer can run."""
     summary = analysis.environment
     if not summary or not summary.commands:
         return None
     shown = summary.commands[0]
-    words = [shown.program, *shown.positional]
+    program = shown.program
+    if program.startswith("/") and not program.startswith(("/usr/", "/bin/")):
+        program = program.rsplit("/", 1)[-1]
+    words = [program, *shown.positional]
     for name, value in shown.flags:
         words.append(name if value is None else f"{name} {value}")
     return shown.source, words
@@ -509,7 +528,7 @@ def environment_view(
                     ),
                 ),
             )
-            for v in summary.variables
+            for v in sorted(summary.variables, key=lambda v: (-_relevance(v.name), v.name))
         )
         total = len(summary.variables) + summary.hidden
         variables_summary = md.summary_text(
@@ -550,6 +569,16 @@ def environment_view(
         wrap_summary=wrap.strip(),
         notes=notes,
     )
+
+
+def _relevance(name: str) -> int:
+    """How much diff.toml's rules weigh a change of variable `name` (engine knobs 40,
+    runtime knobs 30, the rest 0): the table lists the relevant ones first, so trimming
+    for size drops the least relevant."""
+    from reporter.analysis.diff import ChangeKind, default_rules_diff
+
+    rules = default_rules_diff().rules
+    return sum(r.weight for r in rules if r.weight > 0 and r.matches(ChangeKind.ENV, name, ()))
 
 
 def _allowlisted_script(text: str, rules: ShowRules) -> tuple[str, int]:

@@ -19,7 +19,7 @@ import bisect
 import re
 import sqlite3
 from array import array
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from enum import StrEnum
@@ -241,8 +241,22 @@ def _placeholder_lines(lines: Lines, code: LineRanges) -> tuple[int, ...]:
     return tuple(n for n, line in lines.having(PLACEHOLDER) if n not in code)
 
 
-def lint_text(text: str, *, path: str, index: IssueIndex | None = None) -> tuple[Finding, ...]:
-    """Every finding for one file's text (parsed a piece at a time: `blocks`)."""
+# The upstream side's pre-send scan (`reporter.upstream.redact.scan_document`): for
+# upstream drafts lint runs the very check the filing gate runs. Handed in by the
+# application layer (render may not import upstream): (line, kind, sample) per finding.
+UpstreamScan = Callable[[str], Iterable[tuple[int, str, str]]]
+
+
+def lint_text(
+    text: str,
+    *,
+    path: str,
+    index: IssueIndex | None = None,
+    upstream_scan: UpstreamScan | None = None,
+) -> tuple[Finding, ...]:
+    """Every finding for one file's text (parsed a piece at a time: `blocks`); an upstream
+    draft's secrets and identifiers are found by `upstream_scan` when given (the filing
+    gate's scan, same lines)."""
     lines = Lines(text)
     front = frontmatter.parse(text)
     findings: list[Finding] = []
@@ -273,8 +287,16 @@ def lint_text(text: str, *, path: str, index: IssueIndex | None = None) -> tuple
     # normalises the text it scans. detect-secrets' line-by-line plugins only up to a
     # megabyte (an upstream draft is at most 65,536 characters).
     where = "an upstream draft" if kind == frontmatter.UPSTREAM_DRAFT else "a report"
-    for number, name, sample in find_secrets(text, library=len(text) <= blocks.WHOLE):
-        add(number, Rule.SECRET, f"possible {name} ({sample}) in {where}")
+    if kind == frontmatter.UPSTREAM_DRAFT and upstream_scan is not None:
+        for number, name, sample in upstream_scan(text):
+            add(
+                number,
+                Rule.SECRET,
+                f"possible {name} ({sample}) in {where}: the filing gate refuses it",
+            )
+    else:
+        for number, name, sample in find_secrets(text, library=len(text) <= blocks.WHOLE):
+            add(number, Rule.SECRET, f"possible {name} ({sample}) in {where}")
     if kind == frontmatter.UPSTREAM_DRAFT:
         _block, body, _start = frontmatter.split(text)
         if len(body) > GITHUB_BODY_LIMIT:

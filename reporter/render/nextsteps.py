@@ -30,9 +30,11 @@ PLACEHOLDERS = frozenset(
         "waited",
         "collective",
         "gone",
+        "missing",
         "key",
         "before",
         "after",
+        "revert",
         "kind",
         "onset",
         "services",
@@ -40,17 +42,60 @@ PLACEHOLDERS = frozenset(
         "fr_at",
         "fr_split",
         "fr_files",
+        "frozen",
+        "frozen_pid",
+        "crash",
+        "threads",
+        "settle",
+        "cycles",
     }
 )
-VERDICTS = frozenset({"collective-desync", "all-stuck", "progressing", "inconclusive"})
+VERDICTS = frozenset(
+    {
+        "collective-desync",
+        "all-stuck",
+        "progressing",
+        "inconclusive",
+        "crashed",
+        "thread-deadlock",
+        "p2p-deadlock",
+    }
+)
 DIFF_KINDS = frozenset({"flag", "env", "package", "source", "excerpt", "gpu", "fact"})
 WAITED_STATES = frozenset(
-    {"idle", "moving", "stuck", "waiting", "gone", "missing", "unknown", "mixed"}
+    {
+        "idle",
+        "moving",
+        "stuck",
+        "waiting",
+        "gone",
+        "missing",
+        "unknown",
+        "mixed",
+        "stopped",
+        "uninterruptible",
+        "unresponsive",
+        "crashed",
+    }
 )
 # The closed vocabularies of `when` keys, checked on load so that a typo cannot silently
 # turn a rule off.
 _CHOICES = {"verdict": VERDICTS, "diff_kind": DIFF_KINDS, "waited": WAITED_STATES}
-_BOOL_KEYS = frozenset({"stacks", "wedge", "gone", "timeout", "one_collective", "flight_recorder"})
+_BOOL_KEYS = frozenset(
+    {
+        "stacks",
+        "wedge",
+        "gone",
+        "missing",
+        "timeout",
+        "captured",
+        "one_collective",
+        "flight_recorder",
+        "blocked_threads",
+        "p2p",
+        "peers",
+    }
+)
 _LIST_KEYS = frozenset({"verdict", "waited", "collective", "wait", "frame", "diff_kind"})
 _TIP = "see the comment at the top of reporter/data/next_steps.toml for the keys and placeholders"
 
@@ -77,11 +122,22 @@ class Facts:
     waits: frozenset[str] = frozenset()
     frames: tuple[str, ...] = ()
     gone: bool = False
+    """True when a rank left: its dump failed because the process was no longer there."""
+    missing: bool = False
+    """True when a rank is absent from the evidence with nothing saying it left."""
     diff_kinds: frozenset[str] = frozenset()
     timeout: bool = False
+    captured: bool = False
+    """True when command lines or environments were captured (where a timeout would show)."""
     one_collective: bool = False
     flight_recorder: bool = False
     """True when the Flight Recorder names a first mismatch: it decides, not the stacks."""
+    p2p: bool = False
+    """True when some waiting rank is in a point-to-point call (`recv`, `send`, ...)."""
+    peers: bool = False
+    """True when the evidence names the peer of some point-to-point wait."""
+    blocked_threads: bool = False
+    """True when threads sit blocked in every snapshot with no proven lock cycle."""
     values: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -161,9 +217,14 @@ def applies(rule: Rule, facts: Facts) -> bool:
                 "stacks": facts.stacks,
                 "wedge": facts.wedge,
                 "gone": facts.gone,
+                "missing": facts.missing,
                 "timeout": facts.timeout,
+                "captured": facts.captured,
                 "one_collective": facts.one_collective,
                 "flight_recorder": facts.flight_recorder,
+                "p2p": facts.p2p,
+                "peers": facts.peers,
+                "blocked_threads": facts.blocked_threads,
             }[key]
             if have is not want:
                 return False

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from reporter.analysis.ranksets import format_pids
 from reporter.analysis.result import Analysis, BranchPoint, StackClass
 from reporter.analysis.wedge import Signal
 from reporter.model import Frame, innermost_python
@@ -90,7 +91,8 @@ def class_rows(analysis: Analysis, policy: TextPolicy, *, instances: bool) -> tu
     rows = []
     for stack_class in analysis.classes:
         top = innermost_python(stack_class.frames)
-        label = stack_class.label
+        # PIDs are listed: `[8261-8262]` would read as every PID between.
+        label = format_pids(stack_class.ranks) if analysis.rank_unit == "pid" else stack_class.label
         rows.append(
             ClassRow(
                 label=f"instance {stack_class.instance}: {label}" if instances else label,

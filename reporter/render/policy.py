@@ -106,7 +106,7 @@ BARE = Escape(INERT.specials, flatten=False)
 """Reporter's own notes about a draft (what was trimmed): the specials escaped, nothing else."""
 
 
-def inert_title(text: str) -> str:
+def github_title(text: str) -> str:
     """A title bound for GitHub: mentions, issue references and commit ids in code spans.
 
     GitHub renders code spans in titles and nothing else of Markdown, so only those are

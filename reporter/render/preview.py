@@ -2,7 +2,8 @@
 
 Input: the report's Markdown text. Output: one HTML document with embedded CSS:
 
-* the front matter as a small table at the top;
+* the title and the summary block first; the front matter after them, collapsed, its
+  summary line naming the keys that are set (a fresh draft's are mostly empty);
 * tables, task lists and `<details>` blocks (evidence stays collapsible);
 * code blocks (the rank tree included) in monospace without wrapping;
 * Mermaid `flowchart` and `xychart-beta` blocks drawn as inline SVG by `svg.py`;
@@ -79,6 +80,7 @@ details > summary { cursor: pointer; font-weight: 600; padding: 4px 0; }
 figure.mermaid { margin: 12px 0; overflow-x: auto; border: 1px solid #e1e4e8; border-radius: 6px;
   padding: 8px; background: #fff; }
 figure.mermaid svg { display: block; }
+details.front-matter { font-size: .85em; color: #444; }
 table.front-matter { font-size: .9em; }
 table.front-matter th { width: 11em; }
 .task-list-item { list-style: none; }
@@ -171,14 +173,28 @@ def _render_html(
 def _render_front_matter(
     self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
 ) -> str:
+    """The front matter as a collapsed table; the summary line names what is set."""
     front = frontmatter.parse(f"---\n{tokens[idx].content}\n---\n")
     if front is None or front.data is None:
-        return f'<pre class="front-matter">{html.escape(tokens[idx].content)}</pre>\n'
+        return (
+            '<details class="front-matter"><summary>Front matter</summary>'
+            f'<pre class="front-matter">{html.escape(tokens[idx].content)}</pre></details>\n'
+        )
     rows = "".join(
         f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(_value(v))}</td></tr>"
         for k, v in front.data.items()
     )
-    return f'<table class="front-matter"><tbody>{rows}</tbody></table>\n'
+    set_keys = [
+        f"{k}: {_value(v)}"
+        for k, v in front.data.items()
+        if v not in (None, [], "", {}) and k not in ("kind",)
+    ]
+    shown = "; ".join(set_keys[:4]) + ("; …" if len(set_keys) > 4 else "")
+    label = f"Front matter ({shown})" if shown else "Front matter"
+    return (
+        f'<details class="front-matter"><summary>{html.escape(label)}</summary>'
+        f'<table class="front-matter"><tbody>{rows}</tbody></table></details>\n'
+    )
 
 
 class _Raw(str):
@@ -235,6 +251,29 @@ def _render_fence(
     return self.fence(tokens, idx, options, env)
 
 
+def _first_screen_first(md: MarkdownIt, tokens: list[Token], env: dict[str, Any]) -> str:
+    """The page body: the title and summary first, then the front matter (collapsed),
+    then the rest. Without a summary section, the front matter follows the title block."""
+    front = [i for i, t in enumerate(tokens) if t.type == "front_matter"]
+    if not front:
+        return str(md.renderer.render(tokens, md.options, env))
+    rest = [t for i, t in enumerate(tokens) if i not in front]
+    h2 = [i for i, t in enumerate(rest) if t.type == "heading_open" and t.tag == "h2"]
+    summary = next(
+        (n for n, i in enumerate(h2) if i + 1 < len(rest) and rest[i + 1].content == "Summary"),
+        None,
+    )
+    if summary is not None:
+        cut = h2[summary + 1] if summary + 1 < len(h2) else len(rest)
+    else:
+        cut = h2[0] if h2 else len(rest)
+    # A region's end marker sits just before the next section: keep it with the summary.
+    head = str(md.renderer.render(rest[:cut], md.options, env))
+    matter = str(md.renderer.render([tokens[i] for i in front], md.options, env))
+    tail = str(md.renderer.render(rest[cut:], md.options, env))
+    return head + matter + tail
+
+
 def title_of(tokens: Sequence[Token]) -> str:
     """The text of the first H1, or ""."""
     for index, token in enumerate(tokens):
@@ -249,12 +288,17 @@ def to_html(text: str, *, source: str = "") -> str:
     env: dict[str, Any] = {}
     parts: list[str] = []
     title = ""
-    # A piece at a time (`blocks`): a 50 MB report is not millions of tokens at once.
+    # A piece at a time (`blocks`): a 50 MB report is not millions of tokens at once. The
+    # first piece holds the front matter, the title and the summary: it is laid out first
+    # screen first.
     for first_line, piece in blocks.pieces(text):
         fenced = blocks.big_fence(piece, first_line)
         tokens = [fenced] if fenced is not None else md.parse(piece, env)
         title = title or title_of(tokens)
-        parts.append(md.renderer.render(tokens, md.options, env))
+        if not parts:
+            parts.append(_first_screen_first(md, tokens, env))
+        else:
+            parts.append(md.renderer.render(tokens, md.options, env))
     body = "".join(parts)
     del parts
     title = title or source or "report"

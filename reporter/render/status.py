@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from reporter.render import blocks, frontmatter, lint, preview
+from reporter.render import blocks, frontmatter, lint, preview, seen
 from reporter.secrets import mask_text
 
 
@@ -34,6 +34,11 @@ class ReportStatus:
     """The report's date: from its file name (`2026-07-12-...md`), else `incident_start`."""
     same_signature: int = 1
     """How many reports (this one included) share its signature; set by `grouped`."""
+    shape: str = ""
+    """The shape of its signature (verdict and innermost functions; see `seen.shape`)."""
+    same_hang: int = 1
+    """How many incident reports (this one included) are the same hang as seen-before counts
+    it: the same signature or the same shape; set by `grouped`."""
 
     def to_json(self) -> dict[str, Any]:
         """The `--json` form."""
@@ -48,6 +53,8 @@ class ReportStatus:
             "upstream_issue": self.upstream_issue or None,
             "date": self.date or None,
             "same_signature": self.same_signature,
+            "same_hang": self.same_hang,
+            "shape": self.shape or None,
         }
 
 
@@ -77,6 +84,7 @@ def summarize(text: str, *, path: str) -> ReportStatus | None:
         todos=len(lint.placeholders(text)),
         upstream_issue=str(upstream) if upstream else "",
         date=front.date(path),
+        shape=seen.text_shape(text) if front.kind == frontmatter.INCIDENT_REPORT else "",
     )
 
 
@@ -94,23 +102,39 @@ def unreadable(*, path: str, why: str) -> ReportStatus:
     )
 
 
+def _hangs(rows: Sequence[ReportStatus]) -> dict[int, list[int]]:
+    """Indexes of the incident reports, grouped as one hang (`seen.same_hang`)."""
+    incidents = [i for i, r in enumerate(rows) if r.kind == frontmatter.INCIDENT_REPORT]
+    roots = seen.same_hang([(rows[i].signature, rows[i].shape) for i in incidents])
+    out: dict[int, list[int]] = {}
+    for index, root in zip(incidents, roots, strict=True):
+        out.setdefault(root, []).append(index)
+    return out
+
+
 def grouped(rows: Sequence[ReportStatus]) -> tuple[ReportStatus, ...]:
-    """The rows with `same_signature` counted over the incident reports."""
+    """The rows with `same_signature` (the same signature) and `same_hang` (the same
+    signature or shape, as seen-before counts) counted over the incident reports."""
     counts: dict[str, int] = {}
     for row in rows:
         if row.signature and row.kind == frontmatter.INCIDENT_REPORT:
             counts[row.signature] = counts.get(row.signature, 0) + 1
-    return tuple(replace(r, same_signature=counts.get(r.signature, 1)) for r in rows)
+    hang_size = {i: len(members) for members in _hangs(rows).values() for i in members}
+    return tuple(
+        replace(r, same_signature=counts.get(r.signature, 1), same_hang=hang_size.get(i, 1))
+        for i, r in enumerate(rows)
+    )
 
 
 def signature_lines(rows: Sequence[ReportStatus]) -> list[str]:
-    """Incident reports by signature, most first: count, first and last date, paths."""
-    by: dict[str, list[ReportStatus]] = {}
-    for row in rows:
-        if row.kind == frontmatter.INCIDENT_REPORT:
-            by.setdefault(row.signature or "-", []).append(row)
+    """Incident reports grouped as one hang (the same signature or the same shape, as
+    seen-before counts them), most first: the signatures, count, first and last date, paths."""
+    by: list[tuple[str, list[ReportStatus]]] = []
+    for indexes in _hangs(rows).values():
+        group = [rows[i] for i in indexes]
+        by.append((", ".join(sorted({m.signature or "-" for m in group})), group))
     out = []
-    for signature, members in sorted(by.items(), key=lambda item: (-len(item[1]), item[0])):
+    for signature, members in sorted(by, key=lambda item: (-len(item[1]), item[0])):
         dates = sorted(m.date for m in members if m.date)
         span = (
             "" if not dates else dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"

@@ -9,7 +9,10 @@ Two diagram kinds are understood, in the subset reports use:
   over their children; other edges are drawn too.
 * `xychart-beta`: `title`, `x-axis` (categories `[a, b]` or a range `0 --> 10`),
   `y-axis` (range optional), and `line [..]` / `bar [..]` series. Drawn as a line chart
-  with bars where given.
+  with bars where given, coloured by the block's `plotColorPalette` when its front matter
+  sets one. A bar series that only marks a window (one run of bars at the chart's top,
+  zero elsewhere: how a report draws the wedge window) is drawn as one shaded band behind
+  the lines. Tick labels on the x-axis are thinned to the space they need.
 
 `draw(source, uid=...)` returns the SVG text, or None when the diagram is another kind
 or cannot be read (the caller then shows the source). All text is XML-escaped.
@@ -37,6 +40,10 @@ def esc(text: str) -> str:
     return html.escape(text, quote=True)
 
 
+_PALETTE = re.compile(r'plotColorPalette:\s*"?(?P<colours>[^"\n]+)"?')
+_COLOUR = re.compile(r"#[0-9A-Fa-f]{3,8}")
+
+
 def draw(source: str, *, uid: str = "m") -> str | None:
     """SVG for a Mermaid block, or None when this module cannot draw it."""
     lines = _lines(source)
@@ -52,7 +59,10 @@ def draw(source: str, *, uid: str = "m") -> str | None:
         return draw_flowchart(chart, direction=direction, uid=uid) if chart.nodes else None
     if kind == "xychart-beta":
         xy = parse_xychart(lines[1:])
-        return draw_xychart(xy) if xy.series else None
+        palette = _PALETTE.search(source)
+        if palette is not None:
+            xy.palette = [c for c in _COLOUR.findall(palette.group("colours"))]
+        return draw_xychart(bands_from_bars(xy)) if xy.series else None
     return None
 
 
@@ -376,6 +386,41 @@ class XYChart:
     y_range: tuple[float, float] | None = None
     series: list[tuple[str, str, list[float]]] = field(default_factory=list)
     """(kind "line" | "bar", name, values)."""
+    bands: list[tuple[int, int, str]] = field(default_factory=list)
+    """Shaded windows behind the series: (first index, last index, colour or "")."""
+    palette: list[str] = field(default_factory=list)
+    """Series colours in order (`plotColorPalette`); PALETTE when empty."""
+
+
+BAND_FILL = "#f3d9d9"
+
+
+def bands_from_bars(chart: XYChart) -> XYChart:
+    """`chart` with every bar series that only marks a window drawn as a band instead.
+
+    Such a series is zero but for one run of equal values at the chart's top (at least
+    every line's highest value): bars there would read as the highest values exactly
+    where the window is, so it becomes one shaded rectangle behind the lines."""
+    tops = [max(values) for kind, _, values in chart.series if kind == "line" and values]
+    kept: list[tuple[str, str, list[float]]] = []
+    for index, (kind, name, values) in enumerate(chart.series):
+        inside = [i for i, v in enumerate(values) if v]
+        run = bool(inside) and inside == list(range(inside[0], inside[-1] + 1))
+        level = {values[i] for i in inside}
+        if kind == "bar" and run and len(level) == 1 and tops and level.pop() >= max(tops):
+            colour = chart.palette[index] if index < len(chart.palette) else ""
+            chart.bands.append((inside[0], inside[-1], colour))
+            continue
+        kept.append((kind, name, values))
+    if len(kept) < len(chart.series):
+        # The palette follows the series: drop the colours of those now drawn as bands.
+        chart.palette = [
+            c
+            for i, c in enumerate(chart.palette)
+            if i >= len(chart.series) or chart.series[i] in kept
+        ]
+        chart.series = kept
+    return chart
 
 
 _QUOTED = r'"(?P<q>[^"]*)"'
@@ -467,12 +512,23 @@ def draw_xychart(chart: XYChart) -> str:
     def x_of(index: int) -> float:
         return left + (index + 0.5) * plot_w / n
 
+    palette = chart.palette or list(PALETTE)
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="mermaid-xychart" role="img" '
         f'aria-label="{esc(chart.title or "chart")}" width="{width:.0f}" height="{height:.0f}" '
         f'viewBox="0 0 {width:.0f} {height:.0f}">',
         f'<rect x="0" y="0" width="{width:.0f}" height="{height:.0f}" fill="#ffffff"/>',
     ]
+    slot_w = plot_w / n
+    for first, last, label in chart.bands:
+        # Behind everything else: one rectangle from the first sample's slot to the last's.
+        x0 = left + max(0, first) * slot_w
+        x1 = left + min(n, last + 1) * slot_w
+        fill = label if _COLOUR.fullmatch(label) else BAND_FILL
+        out.append(
+            f'<rect class="band" x="{x0:.1f}" y="{top:.1f}" width="{max(1.0, x1 - x0):.1f}" '
+            f'height="{plot_h:.1f}" fill="{fill}"><title>window</title></rect>'
+        )
     if chart.title:
         out.append(
             f'<text x="{width / 2:.0f}" y="24" text-anchor="middle" font-size="15" '
@@ -493,7 +549,10 @@ def draw_xychart(chart: XYChart) -> str:
         'fill="none" stroke="#333" stroke-width="1.2"/>'
     )
     labels = chart.categories or _range_labels(chart.x_range, n)
-    step = max(1, math.ceil(n / 16))
+    # Thin the tick labels to the room they need: one label's width (11px sans-serif, about
+    # 6.6px a character) plus a gap, so that none overlaps its neighbour.
+    widest = max((len(label) for label in labels), default=1) * 6.6 + 10
+    step = max(1, math.ceil(widest / slot_w))
     for index in range(0, n, step):
         if index < len(labels):
             out.append(
@@ -513,8 +572,15 @@ def draw_xychart(chart: XYChart) -> str:
         )
     bars = [s for s in chart.series if s[0] == "bar"]
     slot = plot_w / n * 0.7
-    for bar_index, (_kind, _name, values) in enumerate(bars):
-        colour = PALETTE[(len(chart.series) - 1 - bar_index) % len(PALETTE)]
+    order = {id(s): i for i, s in enumerate(chart.series)}
+    for bar_index, series_item in enumerate(bars):
+        _kind, _name, values = series_item
+        position = order[id(series_item)]
+        colour = (
+            palette[position % len(palette)]
+            if chart.palette
+            else PALETTE[(len(chart.series) - 1 - bar_index) % len(PALETTE)]
+        )
         bar_w = slot / len(bars)
         for index, value in enumerate(values):
             x = x_of(index) - slot / 2 + bar_index * bar_w
@@ -524,10 +590,14 @@ def draw_xychart(chart: XYChart) -> str:
                 f'height="{max(0.5, y1 - y0):.1f}" fill="{colour}" fill-opacity="0.75"/>'
             )
     line_index = 0
-    for kind, name, values in chart.series:
+    for position, (kind, name, values) in enumerate(chart.series):
         if kind != "line":
             continue
-        colour = PALETTE[line_index % len(PALETTE)]
+        colour = (
+            palette[position % len(palette)]
+            if chart.palette
+            else PALETTE[line_index % len(PALETTE)]
+        )
         line_index += 1
         points = " ".join(f"{x_of(i):.1f},{y_of(v):.1f}" for i, v in enumerate(values))
         out.append(

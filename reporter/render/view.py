@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 
 from reporter import __version__
 from reporter.analysis import Analysis
-from reporter.analysis.result import RankProcess, TreeNode
+from reporter.analysis.ranksets import format_pids
+from reporter.analysis.result import RankProcess, TreeNode, Verdict
 from reporter.model import (
     SUMMARISED_KINDS,
     Bundle,
@@ -73,10 +74,23 @@ class FailedRow:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SummaryView:
-    """The summary block: headline, one line per finding with its evidence, next steps."""
+class HostView:
+    """One row of the "Hosts" table."""
 
-    headline: str
+    name: str
+    ranks: str
+    states: str
+    failed: str
+    capture: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryView:
+    """The summary block: the verdict, one line per topic with its evidence, next steps.
+
+    The title above it is the headline; the block never repeats it."""
+
+    verdict: str
     lines: tuple[str, ...]
     steps: tuple[str, ...]
 
@@ -138,6 +152,10 @@ class ReportView:
     """Action items suggested from the next steps."""
     flight_recorder: frview.FlightRecorderView | None = None
     """The Flight Recorder section (reporter.render.frview); None without traces."""
+    evidence_digest: str = ""
+    """`Bundle.digest`: the evidence by content, so "seen before" knows this incident again."""
+    hosts: tuple[HostView, ...] = ()
+    """The "Hosts" table: one row per host of a multi-host bundle; () for one host."""
 
 
 def build_view(
@@ -167,7 +185,12 @@ def build_view(
         basis = f"Based on {plural(len(bundle.files), 'evidence file')}; no stack dumps."
     notes = tuple(analysis.confidence_notes)
     # One caveat per fact: the one-snapshot caveat is said here unless a note says it.
-    if analysis.snapshots == 1 and not any("snapshot" in n for n in notes):
+    # A crash is not a question of stuck or slow: the caveat would only mislead.
+    if (
+        analysis.snapshots == 1
+        and analysis.verdict is not Verdict.CRASHED
+        and not any("snapshot" in n for n in notes)
+    ):
         basis += " One snapshot cannot tell a stuck rank from a slow one."
     versions = sorted({d.python_version for d in bundle.dumps if d.python_version}, key=version_key)
     # A manifest title is typed by someone: inert like evidence. The derived one is built
@@ -197,8 +220,8 @@ def build_view(
             (k.replace("_", " ").capitalize(), LOCAL.typed(v)) for k, v in bundle.manifest.fields
         ),
         python_versions=", ".join(versions) if versions else "not shown in the dumps",
-        processes=tuple(_process_row(p) for p in analysis.processes),
-        others=tuple(_process_row(p) for p in analysis.others),
+        processes=tuple(_process_row(p, bool(analysis.hosts)) for p in analysis.processes),
+        others=tuple(_process_row(p, bool(analysis.hosts)) for p in analysis.others),
         cmdlines=_cmdlines(analysis),
         classes=parts.class_rows(analysis, LOCAL, instances=bool(analysis.instances)),
         branch_shared=(
@@ -226,13 +249,23 @@ def build_view(
             for f in analysis.failed
         ),
         laggards=_ranks_text(analysis.laggards),
+        hosts=tuple(
+            HostView(
+                name=md.code_cell(h.name),
+                ranks=h.label or "-",
+                states=", ".join(f"{n} {state}" for state, n in h.states) or "-",
+                failed=str(h.failed_dumps) if h.failed_dumps else "-",
+                capture=md.cell(f"{h.status}: {h.reason}" if h.reason else h.status),
+            )
+            for h in analysis.hosts
+        ),
         signature_hash=analysis.signature.hash,
         signature_text=md.fence(analysis.signature.text),
         evidence=tuple(replace(b, title=md.summary_text(final(b.title))) for b in blocks),
         evidence_note=evidence_note,
         warnings=tuple(analysis.warnings),
-        metrics=metrics_view(analysis, chart_file=chart_file),
-        timeline=timeline_rows(analysis.timeline),
+        metrics=metrics_view(analysis, chart_file=chart_file, bundle=bundle),
+        timeline=timeline_rows(analysis.timeline, bundle=bundle),
         timeline_note=timeline_note(analysis.timeline),
         runtime_environment=envview.runtime_environment(analysis.environment),
         changes=envview.changes(analysis.diff),
@@ -248,6 +281,7 @@ def build_view(
         impact=tuple(LOCAL.inline(i) for i in ans.impact),
         actions=tuple(LOCAL.inline(a) for a in ans.actions),
         flight_recorder=frview.flight_recorder_view(analysis.flight_recorder),
+        evidence_digest=bundle.digest,
     )
 
 
@@ -256,18 +290,15 @@ def _sources(sources: Sequence[str]) -> str:
 
 
 def summary_view(ans: answers.Answer, analysis: Analysis) -> SummaryView:
-    """The summary block: a headline, one bullet per finding with its sources, the next steps."""
-    headline = (
-        f"**{LOCAL.inline(ans.title)}.** Verdict: **{ans.verdict_label}**, confidence "
-        f"{analysis.confidence.value}."
-    )
+    """The summary block: the verdict, one bullet per topic with its sources, the next steps."""
+    verdict = f"Verdict: **{ans.verdict_label}**, confidence {analysis.confidence.value}."
     lines = tuple(
         f"**{line.topic}:** {LOCAL.inline(line.text)}{_sources(line.sources)}" for line in ans.lines
     )
     steps = tuple(
         f"{LOCAL.inline(step.action)} _Why:_ {LOCAL.inline(step.why)}" for step in ans.steps[:4]
     )
-    return SummaryView(headline=headline, lines=lines, steps=steps)
+    return SummaryView(verdict=verdict, lines=lines, steps=steps)
 
 
 def _evidence_span(bundle: Bundle, analysis: Analysis) -> str:
@@ -328,11 +359,14 @@ def class_stacks(analysis: Analysis) -> tuple[Block, ...]:
             f"wait: {stack_class.wait}" if stack_class.wait else "no collective"
         )
         ranks = "rank" if len(stack_class.ranks) == 1 else "ranks"
+        label = stack_class.label
         if analysis.rank_unit != "rank":
             ranks = "PID" if len(stack_class.pids) == 1 else "PIDs"
+            # Listed: `[8261-8262]` would read as every PID between.
+            label = format_pids(stack_class.pids) if stack_class.pids else label
         out.append(
             Block(
-                title=f"{ranks} {stack_class.label}: {stack_class.state.value}, {what}",
+                title=f"{ranks} {label}: {stack_class.state.value}, {what}",
                 text="\n".join(lines),
             )
         )
@@ -352,8 +386,6 @@ class MetricsView:
     """The metrics section: verdict paragraph, charts, signals table, step changes, notes."""
 
     verdict: str
-    window: str
-    """The wedge window, said once above the charts (the charts draw it as bars)."""
     charts: tuple[ChartView, ...]
     drawn: tuple[Chart, ...]
     """The chart data the blocks above and the SVG file beside the report are both made from."""
@@ -379,9 +411,15 @@ MAX_TIMELINE_ROWS = 120
 _QUOTED_KINDS = frozenset({"log", "manual", "service", "goroutines"})
 
 
-def metrics_view(analysis: Analysis, *, chart_file: str = "") -> MetricsView | None:
-    """The metrics section of the report, or None when the bundle has no metric history."""
+def metrics_view(
+    analysis: Analysis, *, chart_file: str = "", bundle: Bundle | None = None
+) -> MetricsView | None:
+    """The metrics section of the report, or None when the bundle has no metric history.
+
+    With the `bundle`, step changes cite their sample by series and time (a line of a
+    one-line `query_range` answer points nowhere)."""
     from reporter.render import charts
+    from reporter.render.answer.series import cite
 
     wedge = analysis.wedge
     if wedge is None:
@@ -395,7 +433,6 @@ def metrics_view(analysis: Analysis, *, chart_file: str = "") -> MetricsView | N
         )
     return MetricsView(
         verdict=LOCAL.prose(wedge.summary),
-        window=LOCAL.prose(charts.window_text(wedge)) if built else "",
         charts=tuple(
             ChartView(block=md.fence(c.mermaid, "mermaid"), caption=LOCAL.prose(c.caption))
             for c in built
@@ -403,16 +440,29 @@ def metrics_view(analysis: Analysis, *, chart_file: str = "") -> MetricsView | N
         drawn=built,
         svg_note=svg_note,
         signals=tuple(parts.signal_row(s) for s in wedge.signals),
-        steps=tuple(f"{LOCAL.prose(s.text)} ({md.code(str(s.source))})" for s in wedge.steps),
+        steps=tuple(
+            f"{LOCAL.prose(s.text)} "
+            f"({md.code(cite(bundle, s.source, s.series, s.sampled_at) if bundle else str(s.source))})"
+            for s in wedge.steps
+        ),
         notes=tuple(LOCAL.prose(n) for n in wedge.notes),
     )
 
 
-def timeline_rows(events: Sequence[TimelineEvent]) -> tuple[TimelineRow, ...]:
+def timeline_rows(
+    events: Sequence[TimelineEvent], *, bundle: Bundle | None = None
+) -> tuple[TimelineRow, ...]:
     """The first `MAX_TIMELINE_ROWS` entries; the time without the date when all share one day.
 
     A timeline of dump captures alone says nothing the evidence list does not: then ().
+    With the `bundle`, an entry from a `query_range` answer cites the file without a line
+    (its lines hold whole series; the row's time and text say which sample).
     """
+    whole = {
+        f.path
+        for f in (bundle.files if bundle is not None else ())
+        if f.kind.value == "prometheus-json"
+    }
     if all(e.kind in (EventKind.DUMP, EventKind.DUMP_FAILED) for e in events):
         return ()
     days = {e.at.date() for e in events}
@@ -425,7 +475,8 @@ def timeline_rows(events: Sequence[TimelineEvent]) -> tuple[TimelineRow, ...]:
             if kind in _QUOTED_KINDS
             else LOCAL.prose(event.text)
         )
-        rows.append(TimelineRow(at=stamp, kind=kind, text=text, source=md.code(str(event.source))))
+        source = event.source.path if event.source.path in whole else str(event.source)
+        rows.append(TimelineRow(at=stamp, kind=kind, text=text, source=md.code(source)))
     return tuple(rows)
 
 
@@ -455,13 +506,15 @@ def _ranks_text(ranks: Sequence[int]) -> str:
     return format_ranks(ranks) if ranks else ""
 
 
-def _process_row(process: RankProcess) -> ProcessRow:
+def _process_row(process: RankProcess, hosts: bool = False) -> ProcessRow:
     ident = process.identity
     latest = process.snapshots[-1] if process.snapshots else None
     title = ident.title or (latest.cmdline if latest and latest.cmdline else "")
+    pid = str(ident.pid) if ident.pid is not None else "?"
     return ProcessRow(
         rank=str(ident.rank) if ident.rank is not None else "-",
-        pid=str(ident.pid) if ident.pid is not None else "?",
+        # Several hosts: a PID alone does not name a process.
+        pid=md.cell(f"{pid} on {ident.host}") if hosts and ident.host else pid,
         role=md.cell(ident.role or ""),
         title=md.code_cell(_shorten(title, 100)),
         rank_source=md.cell(

@@ -138,9 +138,15 @@ def find_token(
 
 
 def _hosts_yml_token(path: Path, host: str) -> str | None:
+    from reporter.errors import InputError
+    from reporter.fileio import read_text_bounded
+
+    if not path.exists():
+        return None
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        # Regular files only, with a cap: a FIFO there must not hang every upstream command.
+        text = read_text_bounded(path, max_bytes=1 << 20)
+    except InputError:
         return None
     try:
         import yaml  # PyYAML: only needed when the gh CLI is the token's source.

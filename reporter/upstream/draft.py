@@ -23,8 +23,15 @@ body is made safe to post (formats.md 6.6):
   turns them into real links when a cross-reference is wanted;
 * the body ends with a hidden marker `<!-- reporter:signature=<hash> bundle=<id> -->`
   that filing looks for before creating anything (never file twice);
-* the body stays within `BODY_BUDGET` characters (GitHub refuses more than 65,536):
-  the largest evidence block is trimmed first, then dropped, each time with a note.
+* the body stays within `REVIEW_BUDGET` characters (a maintainer reads it; GitHub
+  refuses more than 65,536): the largest collapsed evidence block is trimmed first, then
+  dropped, each time with a note; the bundle keeps everything;
+* what maintainers ask for first: the product's version (from the bundle's packages,
+  `check_env` or `collect_env` output, or the manifest; else a `TODO(reviewer)` that
+  blocks filing), a reproduction from the manifest's `reproduction` (else a TODO; the
+  server command line goes to the environment, its program by file name only), per-run
+  noise left out of the changes since the last good run (diff.toml's negative rules),
+  and a known fix first ("regression of #N, fixed in vX" when the deployment runs vX).
 
 Here: the form layout (one `### <label>` section per field in form order, as GitHub
 writes a submitted form, see `reporter.upstream.forms`), the title, the size budget, the
@@ -57,7 +64,7 @@ from reporter.render.policy import (
     Text,
     TextPolicy,
     final,
-    inert_title,
+    github_title,
     later,
     settle,
 )
@@ -73,10 +80,14 @@ from reporter.upstream.forms import (
     role_of,
 )
 from reporter.upstream.rank import Candidate, Level
+from reporter.upstream.records import inert_title
 
 # GitHub's limit is 65,536 characters and does not say whether it counts code points or
 # UTF-16 units: stay well below it.
 BODY_BUDGET = 60_000
+# What a maintainer is asked to read: evidence beyond this is trimmed or left out (the
+# bundle keeps it), so a draft stays reviewable.
+REVIEW_BUDGET = 14_000
 TITLE_LIMIT = 256
 TODO = "TODO(reviewer)"
 NO_RESPONSE = "_No response_"
@@ -127,6 +138,37 @@ class DraftInputs:
     link_related: bool = False
     role_rules: RoleRules | None = None
     show_rules: ShowRules | None = None
+    known_fix: KnownFix | None = None
+    """A likely duplicate fixed in a release, and how the deployment's version stands."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KnownFix:
+    """A likely duplicate upstream fixed in a release: `has_fix` True when the deployment
+    already runs that release or later (then this is a regression), False when it runs an
+    older one (upgrade first), None when its version is not known."""
+
+    repo: str
+    number: int
+    url: str
+    tag: str
+    change: str
+    deployed: str
+    has_fix: bool | None
+
+    def sentence(self, *, link: bool = True) -> str:
+        """ "Regression of #N, fixed in vX" or "matches #N, fixed in vX; upgrade"."""
+        ref = f"{self.repo}#{self.number}"
+        cited = f"[{ref}]({self.url})" if link else md.code(ref)
+        change = f" ({md.code(self.change)})" if self.change else ""
+        if self.has_fix:
+            return (
+                f"**Possible regression of {cited}**, fixed in {md.code(self.tag)}{change}: "
+                f"this deployment runs {md.code(self.deployed)}, which has that fix, and hangs "
+                "the same way."
+            )
+        runs = f"runs {md.code(self.deployed)}" if self.deployed else "runs a version not known"
+        return f"Matches {cited}, fixed in {md.code(self.tag)}{change}; this deployment {runs}."
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -173,25 +215,22 @@ def _related(candidate: Candidate, link: bool) -> RelatedView:
         if link
         else f"{md.code(ref)} ({md.code(record.html_url)})",
         state=state,
-        title=INERT(record.title),
+        title=INERT(inert_title(record.title)),
         level=level,
         why=INERT(reasons),
     )
 
 
 def _reproduction(inputs: DraftInputs, policy: TextPolicy, fmt: FormField) -> Text:
-    """The reproduction field: the incident notes' reproduction, then the command line."""
+    """The reproduction field: the incident notes' (manifest `[fields]`) reproduction."""
     titles: list[str] = []
     texts: list[Text] = []
     for key, text in inputs.bundle.manifest.fields:
         if key.lower() in REPRODUCTION_FIELDS and text.strip():
             titles.append("Reproduction (from the incident notes)")
             texts.append(policy.evidence("reproduction", text.strip()))
-    found = issueview.command_words(inputs.analysis)
-    if found is not None:
-        source, words = found
-        titles.append(f"Server command line seen in the evidence ({source})")
-        texts.append(policy.evidence("command line", " ".join(words)))
+    # The server's command line goes to the environment field: it says how the service
+    # ran, not how a maintainer makes it hang.
     if not titles:
         return ""
     return later(_lay_out_reproduction, fmt.render, tuple(titles), *texts)
@@ -280,7 +319,7 @@ def _title(inputs: DraftInputs, policy: TextPolicy) -> Text:
 def _finish_title(text: str, prefix: str) -> str:
     """One line, inert (no control, bidi or zero-width characters; mentions and
     references in code spans), the form's title prefix first, within GitHub's limit."""
-    text = inert_title(" ".join(inert.for_document(text).split()))
+    text = github_title(" ".join(inert.for_document(text).split()))
     if prefix.strip() and not text.startswith(prefix.strip()):
         text = prefix + text
     if len(text) > TITLE_LIMIT:
@@ -322,8 +361,11 @@ def _view(inputs: DraftInputs, policy: TextPolicy, mark: str) -> tuple[IssueView
         scripts=inputs.env_scripts,
         rules=inputs.show_rules or default_rules(),
         field_value=env_value,
-        show_command=not reproduction_fields,
+        show_command=True,
     )
+    todo = _version_todo(inputs)
+    if todo:
+        environment = replace(environment, version_todo=todo, empty=False)
     if environment.empty:
         env_fields = [
             f for f in inputs.form.shown if role_of(f, inputs.role_rules) is Role.ENVIRONMENT
@@ -344,6 +386,44 @@ def _view(inputs: DraftInputs, policy: TextPolicy, mark: str) -> tuple[IssueView
         sections=tuple(rendered), evidence=evidence, environment=environment, marker=mark
     )
     return view, title
+
+
+def product_of(repo: str) -> str | None:
+    """The distribution a repository ships (`sgl-project/sglang` -> `sglang`), from
+    reporter/data/upstream.toml; None for a repository it does not name."""
+    from reporter.analysis.excerpts import default_upstream_rules
+
+    for rule in default_upstream_rules():
+        if rule.repo.lower() == repo.lower():
+            return rule.dist
+    return None
+
+
+# What each product's maintainers ask to be run for the environment field.
+_ENV_COMMANDS = {
+    "sglang": "python3 -m sglang.check_env",
+    "vllm": "python collect_env.py (vLLM's)",
+    "torch": "python -m torch.utils.collect_env",
+}
+
+
+def _version_todo(inputs: DraftInputs) -> str:
+    """A TODO line when the repository's product is known and its deployed version is not."""
+    from reporter.upstream.fixes import deployed_version
+
+    product = product_of(inputs.repo)
+    if product is None:
+        return ""
+    bundle = inputs.bundle
+    installed = {p.name.lower(): p.version for p in bundle.environment.packages if p.version}
+    if deployed_version(inputs.repo, installed, bundle.manifest.version, bundle.manifest.service):
+        return ""
+    run = _ENV_COMMANDS.get(product, f"pip show {product}")
+    return (
+        f"_{TODO}: the {md.code(product)} version this deployment runs is not in the bundle; "
+        f"paste the output of {md.code(run)} from the server's environment (maintainers close "
+        f"reports without it; `report collect` runs it when it can)._"
+    )
 
 
 def _render(template: str, view: IssueView | issueview.CommentView) -> str:
@@ -388,21 +468,19 @@ def _fit(view: IssueView, budget: int) -> tuple[str, IssueView]:
             new: Block | None = replace(
                 largest,
                 text="\n".join(lines[:keep])
-                + f"\n… {cut} more lines trimmed to fit GitHub's size limit",
+                + f"\n… {cut} more lines trimmed (the bundle keeps them)",
             )
             note = f"{largest.title}: trimmed to its first {keep} lines"
         else:
             new = None
             note = f"{largest.title}: left out"
-        if note not in notes:
-            notes.append(note)
+        # One note per block, saying where it ended up.
+        notes = [n for n in notes if not n.startswith(f"{largest.title}: ")] + [note]
         if group == "variables":
             rows_now = environment.variables
             kept = rows_now[: len(rows_now) // 2] if new is not None else ()
             if kept:
-                kept += (
-                    ("…", f"{len(rows_now) - len(kept)} more trimmed to fit GitHub's size limit"),
-                )
+                kept += (("…", f"{len(rows_now) - len(kept)} more in the bundle"),)
             view = replace(view, environment=replace(environment, variables=kept))
             view = _replace_block(view, "none", largest, None, tuple(notes))
             continue
@@ -449,8 +527,9 @@ def _vocabulary(bundle: Bundle, analysis: Analysis) -> set[str]:
     return words
 
 
-def build_draft(inputs: DraftInputs, *, budget: int = BODY_BUDGET) -> UpstreamDraft:
-    """The draft: redacted, within `budget`, with its hidden marker; see the module docstring."""
+def build_draft(inputs: DraftInputs, *, budget: int = REVIEW_BUDGET) -> UpstreamDraft:
+    """The draft: redacted, within `budget` (and always GitHub's limit), with its hidden
+    marker; see the module docstring."""
     bundle, analysis = inputs.bundle, inputs.analysis
     ident = bundle_id(bundle)
     mark = marker(analysis.signature.hash, ident)
@@ -461,14 +540,18 @@ def build_draft(inputs: DraftInputs, *, budget: int = BODY_BUDGET) -> UpstreamDr
     view = settle(built, result.texts)
     title = final(settle(waiting_title, result.texts))
     footer = (
-        f"_Drafted by reporter {__version__} from an evidence bundle; "
+        f"_Drafted by hangreport {__version__} from an evidence bundle; "
         f"{plural(result.total(), 'value')} (addresses, host and user names, secrets) were "
         "replaced by placeholders such as `<host-1>` before posting._"
         if result.total()
-        else f"_Drafted by reporter {__version__} from an evidence bundle._"
+        else f"_Drafted by hangreport {__version__} from an evidence bundle._"
     )
     view = replace(view, evidence=replace(view.evidence, footer=footer))
-    body, view = _fit(view, budget)
+    if inputs.known_fix is not None and inputs.known_fix.has_fix:
+        # Our own sentence (code spans and one deliberate link): not escaped again.
+        line = inputs.known_fix.sentence(link=True)
+        view = replace(view, evidence=replace(view.evidence, notes=(line, *view.evidence.notes)))
+    body, view = _fit(view, min(budget, BODY_BUDGET))
     # What `upstream file` would post, and what the reviewer opens: never a terminal escape,
     # a bidi override or a zero-width character from the evidence.
     body = inert.for_document(body)
@@ -574,7 +657,7 @@ def build_comment(
         UPSTREAM.with_evidence(pieces),
         issue_text=issue_text,
         marker=mark,
-        footer=f"_Posted with reporter {__version__}; addresses, host and user names and "
+        footer=f"_Posted with hangreport {__version__}; addresses, host and user names and "
         "secrets are replaced by placeholders._",
     )
     result = redactor.redact(

@@ -28,6 +28,10 @@ from reporter.analysis.classify import Classifier, default_classifier, is_native
 from reporter.evidence import faulthandler, pyspy, traceback
 from reporter.model import Frame, ParseResult
 
+# Native frames (`py-spy --native`, C/C++ symbols) keep their name behind this mark: the
+# ranker counts one where both stacks show it and never against a match where only one
+# does (a dump taken with `--native` must match the same hang dumped without it).
+NATIVE_MARK = "~"
 MAX_STACKS = 12
 MAX_KEYS = 32
 MAX_ERRORS = 6
@@ -69,14 +73,15 @@ def frame_key(frame: Frame) -> str | None:
     """The name a frame is matched by across issues: the short function name.
 
     Files are left out on purpose: the same function shows up under site-packages,
-    a checkout or a reproducer script. C++ symbols keep their last two `::` parts.
-    None for frames that name nothing (`<module>`, `<lambda>`, bare addresses).
+    a checkout or a reproducer script. Native symbols keep their last two `::` parts
+    behind `NATIVE_MARK` (`~RecvWork::wait`). None for frames that name nothing
+    (`<module>`, `<lambda>`, bare addresses).
     """
     if is_native(frame):
         name = frame.function.split("(", 1)[0].strip()
         if not name or name.startswith("0x"):
             return None
-        return "::".join(name.split("::")[-2:])
+        return NATIVE_MARK + "::".join(name.split("::")[-2:])
     short = frame.short_function.strip()
     if not short or short.startswith("<"):
         return None

@@ -28,11 +28,15 @@ import requests
 from github import Auth, Github, GithubException, RateLimitExceededException
 from github.Issue import Issue
 
+from reporter.errors import UpstreamError
 from reporter.upstream.policy import RateLimitReading, RetryPolicy, read_rate_limit, status_error
 
 T = TypeVar("T")
 # How many recently created issues are read when looking for a draft's marker.
 RECENT_ISSUES = 100
+# The most comments read on one issue (30 pages of 100): a pagination that does not end
+# stops here with an error instead of reading for ever.
+MAX_COMMENTS = 3000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -172,6 +176,12 @@ class PyGithubTracker:
             raise status_error(what, err.status, message, write=True) from err
         except requests.exceptions.RequestException as err:
             raise AmbiguousError(f"{what}: {type(err).__name__}: no complete answer") from err
+        except (TypeError, ValueError, KeyError, AttributeError) as err:
+            # PyGithub could not read the answer (garbage, not GitHub's JSON): after a POST
+            # it may have landed, so it is ambiguous, and the caller looks before retrying.
+            raise AmbiguousError(
+                f"{what}: GitHub's answer could not be read ({type(err).__name__})"
+            ) from err
 
     def issue(self, repo: str, number: int) -> RemoteIssue:
         """`GET /repos/{repo}/issues/{number}`."""
@@ -188,10 +198,16 @@ class PyGithubTracker:
 
         def get() -> tuple[RemoteComment, ...]:
             issue = self._github.get_repo(repo).get_issue(number)
-            return tuple(
-                RemoteComment(id=c.id, url=c.html_url, body=c.body or "")
-                for c in issue.get_comments()
-            )
+            out: list[RemoteComment] = []
+            for c in issue.get_comments():
+                if len(out) >= MAX_COMMENTS:
+                    raise UpstreamError(
+                        f"GET {repo}#{number} comments: more than {MAX_COMMENTS:,} comments "
+                        "(GitHub's pagination does not end); stopped",
+                        tip="check --base-url points at a GitHub API; or file with --force-new",
+                    )
+                out.append(RemoteComment(id=c.id, url=c.html_url, body=c.body or ""))
+            return tuple(out)
 
         return self._call(f"GET {repo}#{number} comments", get)
 

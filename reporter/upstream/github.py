@@ -9,15 +9,21 @@ or point the base URL at a local server). Every request goes through `_send`, wh
 * waits out rate limits when the wait fits `RetryPolicy.max_wait`, else raises
   `RateLimitError` saying when the limit resets;
 * retries 5xx answers, timeouts, resets and malformed JSON with exponential backoff and
-  jitter, at most `RetryPolicy.attempts` tries in all, then raises `UpstreamError`.
+  jitter, at most `RetryPolicy.attempts` tries in all, then raises `UpstreamError`;
+* holds every request to one deadline for connect, headers and body together
+  (`deadline`, default twice the timeout: a server that trickles bytes cannot hold the
+  command, since a per-read timeout never fires on it) and reads the body streamed up
+  to `max_body` bytes after decoding (a huge or gzip-bomb answer stops at the cap, and
+  neither is retried).
 
 Waits, rate-limit reading and error tips are the shared rules of
 `reporter.upstream.policy`, which the PyGithub writes follow too.
 
 Pagination follows the `Link` header's `next` (httpx's `Response.links`) until it is
-absent, refuses a `next` on
-another host (the token must not leave GitHub) and stops with an error when a `next`
-points back to a page already read. `CallStats` counts what was sent.
+absent, refuses a `next` on another host (the token must not leave GitHub), stops with
+an error when a `next` points back to a page already read, and bounds the pages of every
+listing (`MAX_PAGES` for the issue listing, `MAX_LIST_PAGES` for timelines and tags).
+`CallStats` counts what was sent.
 
 Host and token discovery (`find_token`, `api_url`) follow the gh CLI's rules and live in
 `reporter.upstream.auth`; they are re-exported here.
@@ -26,7 +32,11 @@ Host and token discovery (`find_token`, `api_url`) follow the gh CLI's rules and
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +79,10 @@ __all__ = [
 ]
 PER_PAGE = 100
 MAX_PAGES = 5000
+# Timelines and tags: 50 pages is 5,000 events or tags, far past any real issue or repo.
+MAX_LIST_PAGES = 50
+# The largest answer read: a page of 100 issues with 65,536-character bodies is ~7 MB.
+MAX_BODY = 32 << 20
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -145,6 +159,8 @@ class GitHubClient:
         retry: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
         advanced_search: bool = True,
+        deadline: float | None = None,
+        max_body: int = MAX_BODY,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         # A token goes only to the host it belongs to: a github.com token never reaches an
@@ -158,13 +174,22 @@ class GitHubClient:
         headers = {
             "Accept": "application/vnd.github+json",
             "X-GitHub-Api-Version": "2022-11-28",
-            "User-Agent": f"reporter/{__version__}",
+            "User-Agent": f"hangreport/{__version__}",
         }
         if self.token is not None:
             headers["Authorization"] = f"Bearer {self.token.value}"
         self._host = urlsplit(self.base_url).netloc
         self._timeout = timeout
-        self._http = httpx.Client(headers=headers, timeout=timeout, transport=transport)
+        self._deadline = deadline if deadline is not None else 2.0 * timeout
+        self._max_body = max_body
+        # The socket of the connection in use (a serial client has one at a time): the
+        # deadline shuts it down, which ends a read a trickling server keeps alive.
+        self._socket: socket.socket | None = None
+        self._http = httpx.Client(
+            headers=headers,
+            timeout=timeout,
+            transport=transport,
+        )
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -204,7 +229,10 @@ class GitHubClient:
                     tip="try again later; if it persists, report it with --debug output",
                 )
             if len(seen) >= MAX_PAGES:
-                raise UpstreamError(f"{repo}: more than {MAX_PAGES} pages; stopped")
+                raise UpstreamError(
+                    f"{repo}: more than {MAX_PAGES} pages of issues; stopped",
+                    tip="the pages read so far are stored; run the sync again to go on",
+                )
             seen.add(url)
             response, data = self._send(url, etag=etag if first else None)
             first = False
@@ -275,8 +303,12 @@ class GitHubClient:
         seen: set[str] = set()
         out: list[dict[str, Any]] = []
         while url is not None:
-            if url in seen or len(seen) >= MAX_PAGES:
-                raise UpstreamError(f"GitHub's pagination of {first} does not end ({url})")
+            if url in seen or len(seen) >= MAX_LIST_PAGES:
+                raise UpstreamError(
+                    f"GET {urlsplit(first).path}: GitHub's pagination does not end "
+                    f"(more than {MAX_LIST_PAGES} pages, or a page seen twice); stopped",
+                    tip="check --base-url points at a GitHub API; try again later",
+                )
             seen.add(url)
             response, data = self._send(url)
             if not isinstance(data, list):
@@ -356,7 +388,20 @@ class GitHubClient:
                 self.stats.retries += 1
             self.stats.requests += 1
             try:
-                response = self._http.get(url, headers=headers)
+                response = self._get(url, headers)
+            except _TooLargeError as err:
+                raise UpstreamError(
+                    f"GET {path}: the answer is larger than {err.limit >> 20} MiB; "
+                    "stopped reading (not retried)",
+                    tip="check --base-url points at a GitHub API",
+                ) from None
+            except _TooSlowError as err:
+                raise UpstreamError(
+                    f"GET {path}: no complete answer within {self._deadline:g} s "
+                    f"({err.received:,} bytes came); not retried",
+                    tip="the server answers too slowly: check the network or --base-url, "
+                    "or search the local index with --offline",
+                ) from None
             except httpx.TimeoutException:
                 problem = f"no answer within {self._timeout:g} s"
             except httpx.TransportError as err:
@@ -370,7 +415,7 @@ class GitHubClient:
                 if 200 <= status < 300:
                     try:
                         return response, response.json()
-                    except (json.JSONDecodeError, UnicodeDecodeError):
+                    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
                         problem = f"malformed JSON ({response.text[:60]!r})"
                 elif (
                     reading := read_rate_limit(
@@ -404,6 +449,53 @@ class GitHubClient:
             tip="check the network (or --base-url), or search the local index with --offline",
         )
 
+    def _trace(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore's trace hook: remember the socket of each new connection."""
+        if event == "connection.connect_tcp.complete":
+            stream = info.get("return_value")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            self._socket = sock if isinstance(sock, socket.socket) else None
+
+    def _get(self, url: str, headers: dict[str, str]) -> httpx.Response:
+        """One GET under the deadline, its body read (decoded) up to `max_body`."""
+        expired = threading.Event()
+        received = 0
+
+        def expire() -> None:
+            expired.set()
+            sock = self._socket
+            if sock is not None:
+                # Already closed: the read ends anyway.
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+        timer = threading.Timer(self._deadline, expire)
+        timer.daemon = True
+        started = time.monotonic()
+        timer.start()
+        try:
+            with self._http.stream(
+                "GET", url, headers=headers, extensions={"trace": self._trace}
+            ) as response:
+                chunks: list[bytes] = []
+                for chunk in response.iter_bytes():
+                    received += len(chunk)
+                    if received > self._max_body:
+                        raise _TooLargeError(self._max_body)
+                    chunks.append(chunk)
+                    if expired.is_set() or time.monotonic() - started > self._deadline:
+                        raise _TooSlowError(received)
+                body = b"".join(chunks)
+            # The decoded body, kept on the response: `.json()`, `.text` and `.links` work.
+            response._content = body
+            return response
+        except httpx.TransportError:
+            if expired.is_set():
+                raise _TooSlowError(received) from None
+            raise
+        finally:
+            timer.cancel()
+
     def _sleep(self, seconds: float) -> None:
         self.stats.waited += seconds
         self.clock.sleep(seconds)
@@ -431,6 +523,18 @@ class GitHubClient:
         return rate_limit_error(
             f"GET {path}", reading, now=self.clock.now(), policy=self.retry, tip=tip
         )
+
+
+class _TooLargeError(Exception):
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit)
+        self.limit = limit
+
+
+class _TooSlowError(Exception):
+    def __init__(self, received: int) -> None:
+        super().__init__(received)
+        self.received = received
 
 
 def _message(response: httpx.Response) -> str:

@@ -8,7 +8,10 @@ for ranking, document frequencies, and JSONL export. Tables::
                   state_reason, labels JSON, created/updated/closed times, comments, url,
                   stacks JSON [[frame key, ...], ...] innermost first, errors JSON)
     issue_text    FTS5, contentless: `terms.normalized(title)`, `terms.normalized(body)`
-    issue_terms   fts5vocab over issue_text (document frequency per term)
+    issue_terms   fts5vocab over issue_text (kept for inspection; it counts a term's
+                  documents by reading its whole posting list)
+    term_df       per term: how many issues hold it, kept at write time from the
+                  issues' stored terms (a key look-up per term at search time)
     issue_frames  (frame key, issue id): which issues show which informative frame
     sync_state    per repo: `since` and the ETag of the listing for it, resume point
     line_df       per repo and line shape (`boilerplate.line_key`): how many issues
@@ -20,10 +23,17 @@ for ranking, document frequencies, and JSONL export. Tables::
                   rebuilt from issue_vectors when a vector of the repo changes
     issue_fixes   per closed issue: the change that fixed it (pull request or commit)
                   and the first release tag containing it, found at sync
+    body_vectors  per issue: the body's unit vector (chunked, boilerplate left out),
+                  packed per repo in vector_packs under the model id + `#body`
     meta          schema and tokenizer versions
 
-Schema 1 indexes are brought to schema 2 on open (the new tables are added, nothing
-is rewritten; line counts are rebuilt from the stored bodies).
+`issues.terms` holds the issue's distinct search terms and `issues.signals` its
+exception types, versions and failure classes (`signals.Signals`), both found at write
+time: ranking reads them instead of tokenising candidates per query.
+
+Older indexes are brought to schema 3 on open: schema 1 gains schema 2's tables (line
+counts rebuilt from the stored bodies), and schema 1 and 2 gain the `terms` and
+`signals` columns, filled from the stored titles and bodies in the same transaction.
 
 Every write is one transaction: an interrupted sync or import leaves the index as it
 was after the last page that completed. Pull requests are stored (so links to them
@@ -41,6 +51,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -48,11 +59,26 @@ from pathlib import Path
 from typing import Any
 
 from reporter.errors import InputError, UsageError
-from reporter.upstream import boilerplate, terms
+from reporter.upstream import boilerplate, signals, terms
 from reporter.upstream.extract import extract
-from reporter.upstream.records import Fix, IssueRecord, StoredIssue, SyncState, record_from_json
+from reporter.upstream.records import (
+    Fix,
+    IssueRecord,
+    StoredIssue,
+    SyncState,
+    fix_from_json,
+    record_from_json,
+)
 from reporter.upstream.records import ImportResult as ImportResult  # documents.py names it here
-from reporter.upstream.schema import SCHEMA, SCHEMA_2, SCHEMA_VERSION, TOKENIZER_VERSION, UPGRADABLE
+from reporter.upstream.schema import (
+    ISSUE_COLUMNS_3,
+    SCHEMA,
+    SCHEMA_2,
+    SCHEMA_3,
+    SCHEMA_VERSION,
+    TOKENIZER_VERSION,
+    UPGRADABLE,
+)
 
 # Text beyond this is stored but not indexed: pasted logs add length, not meaning.
 MAX_INDEXED_BODY = 64 * 1024
@@ -82,6 +108,10 @@ class Index:
     def __init__(self, path: Path, *, create: bool = True) -> None:
         self.path = path
         self._repo_counts: list[tuple[str, int]] | None = None
+        self._count: int | None = None
+        self.memo: dict[Any, Any] = {}
+        """Data derived from the stored rows (unpacked vectors), kept by callers until
+        the next write, which empties it."""
         self._packs: dict[tuple[str, str], tuple[bytes, bytes]] = {}
         if not create and not path.is_file():
             raise UsageError(
@@ -115,9 +145,9 @@ class Index:
                     f"this reporter writes {SCHEMA_VERSION}/{TOKENIZER_VERSION}",
                     tip="export it with the older reporter, or delete it and sync again",
                 )
-            if "vector_packs" not in tables:
-                # Added to schema 2 after its first builds (derived data, empty is right).
-                self._db.executescript(f"BEGIN IMMEDIATE;{SCHEMA_2}COMMIT;")
+            if "vector_packs" not in tables or "body_vectors" not in tables:
+                # Added after the schema's first builds (derived data, empty is right).
+                self._db.executescript(f"BEGIN IMMEDIATE;{SCHEMA_2}{SCHEMA_3}COMMIT;")
             return
         if tables - {"sqlite_sequence"}:
             raise InputError(
@@ -126,18 +156,48 @@ class Index:
             )
         # executescript commits any open transaction first, so the script brings its own.
         self._db.executescript(
-            f"BEGIN IMMEDIATE;{SCHEMA}{SCHEMA_2}"
+            f"BEGIN IMMEDIATE;{SCHEMA}{SCHEMA_2}{SCHEMA_3}"
             f"INSERT INTO meta(key, value) VALUES ('schema', '{SCHEMA_VERSION}'), "
             f"('tokenizer', '{TOKENIZER_VERSION}');COMMIT;"
         )
 
     def _upgrade(self) -> None:
-        """Schema 1 -> 2: add the new tables and count the stored bodies' line shapes."""
-        self._db.executescript(f"BEGIN IMMEDIATE;{SCHEMA_2}")
+        """Schema 1 or 2 -> 3 in one transaction: schema 1 gains schema 2's tables and
+        its line-shape counts; both gain schema 3's table and `issues` columns, filled
+        from the stored titles and bodies."""
+        columns = {str(row[1]) for row in self._db.execute("PRAGMA table_info(issues)")}
+        from_schema_1 = "line_df" not in {
+            str(row[0]) for row in self._db.execute("SELECT name FROM sqlite_master")
+        }
+        self._db.executescript(f"BEGIN IMMEDIATE;{SCHEMA_2}{SCHEMA_3}")
         try:
-            rows = self._db.execute("SELECT repo, body FROM issues WHERE is_pull = 0")
-            for repo, body in rows.fetchall():
-                self._count_lines(str(repo), str(body), +1)
+            for name, kind in ISSUE_COLUMNS_3:
+                if name not in columns:
+                    self._db.execute(f"ALTER TABLE issues ADD COLUMN {name} {kind}")
+            rows = self._db.execute(
+                "SELECT id, repo, title, body, stacks FROM issues WHERE is_pull = 0"
+            )
+            df: Counter[str] = Counter()
+            for rowid, repo, title, body, stacks in rows.fetchall():
+                if from_schema_1:
+                    self._count_lines(str(repo), str(body), +1)
+                found, _, _ = _derived(str(title), str(body))
+                # Schema 3 marks native frames (extract.NATIVE_MARK): extract again.
+                fresh = json.dumps([list(k) for k in extract(str(body)).stacks])
+                if fresh != stacks:
+                    self._db.execute("DELETE FROM issue_frames WHERE issue = ?", (int(rowid),))
+                    keys = sorted({k for stack in json.loads(fresh) for k in stack})
+                    self._db.executemany(
+                        "INSERT INTO issue_frames(key, issue) VALUES (?, ?)",
+                        [(key, int(rowid)) for key in keys],
+                    )
+                self._db.execute(
+                    "UPDATE issues SET terms = ?, signals = ?, stacks = ? WHERE id = ?",
+                    (found.terms, found.signals, fresh, int(rowid)),
+                )
+                df.update(_distinct(found.terms))
+            self._db.execute("DELETE FROM term_df")
+            self._db.executemany("INSERT INTO term_df(term, n) VALUES (?, ?)", df.items())
             self._db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
         except BaseException:
             self._db.execute("ROLLBACK")
@@ -175,10 +235,16 @@ class Index:
         return row is not None
 
     def count(self, repos: Sequence[str] = ()) -> int:
-        """Issues (not pull requests) in the index, or in `repos`."""
+        """Issues (not pull requests) in the index, or in `repos` (the total is kept
+        until the next write: every search asks for it)."""
+        if not repos and self._count is not None:
+            return self._count
         where, args = _repo_filter(repos, "repo")
         sql = f"SELECT COUNT(*) FROM issues WHERE is_pull = 0{where}"
-        return int(self._db.execute(sql, args).fetchone()[0])
+        total = int(self._db.execute(sql, args).fetchone()[0])
+        if not repos:
+            self._count = total
+        return total
 
     def repos(self) -> list[tuple[str, int]]:
         """Each repo with its issue count, by name (kept until the next write)."""
@@ -189,11 +255,14 @@ class Index:
             self._repo_counts = [(str(r), int(n)) for r, n in rows]
         return list(self._repo_counts)
 
-    def records(self, repo: str | None = None) -> Iterator[IssueRecord]:
-        """Stored issues (not pull requests) by repo and number."""
+    def records(
+        self, repo: str | None = None, *, include_pulls: bool = False
+    ) -> Iterator[IssueRecord]:
+        """Stored issues (and pull requests with `include_pulls`) by repo and number."""
         where, args = _repo_filter([repo] if repo else [], "repo")
+        pulls = "1 = 1" if include_pulls else "is_pull = 0"
         rows = self._db.execute(
-            f"SELECT {_RECORD_COLUMNS} FROM issues WHERE is_pull = 0{where} ORDER BY repo, number",
+            f"SELECT {_RECORD_COLUMNS} FROM issues WHERE {pulls}{where} ORDER BY repo, number",
             args,
         )
         for row in rows:
@@ -239,8 +308,8 @@ class Index:
 
     def term_df(self, words: Iterable[str]) -> dict[str, int]:
         """How many issues contain each normalised term (0 for unseen terms)."""
-        sql = "SELECT term, doc FROM issue_terms WHERE term IN ({marks})"
-        return self._counts(sql, words, chunk=200)
+        sql = "SELECT term, n FROM term_df WHERE term IN ({marks})"
+        return self._counts(sql, words, chunk=500)
 
     def _counts(self, sql: str, keys: Iterable[str], *, chunk: int) -> dict[str, int]:
         """(key, count) rows of `sql` for `keys`, asked `chunk` keys at a time (SQLite
@@ -265,12 +334,34 @@ class Index:
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            sql = f"SELECT id, stacks, errors, {_RECORD_COLUMNS} FROM issues WHERE id IN ({marks})"
+            sql = (
+                f"SELECT id, stacks, errors, terms, signals, {_RECORD_COLUMNS} FROM issues "
+                f"WHERE id IN ({marks})"
+            )
             for row in self._db.execute(sql, chunk):
-                stacks = tuple(tuple(str(k) for k in s) for s in json.loads(row[1]))
-                errors = tuple(str(e) for e in json.loads(row[2]))
+                # Most issues have no stack and no error: skip the JSON parser for them.
+                stacks = (
+                    ()
+                    if row[1] == "[]"
+                    else tuple(tuple(str(k) for k in s) for s in json.loads(row[1]))
+                )
+                errors = () if row[2] == "[]" else tuple(str(e) for e in json.loads(row[2]))
+                record = _record(row[5:])
+                stored_terms = row[3]
+                if stored_terms is None:  # written by an older reporter mid-upgrade
+                    found, _, _ = _derived(record.title, record.body)
+                    stored_terms, stored_signals = found.terms, found.signals
+                else:
+                    stored_signals = row[4]
+                title_part, _, all_part = str(stored_terms).partition("\t")
                 out[int(row[0])] = StoredIssue(
-                    id=int(row[0]), record=_record(row[3:]), stacks=stacks, errors=errors
+                    id=int(row[0]),
+                    record=record,
+                    stacks=stacks,
+                    errors=errors,
+                    terms=frozenset(all_part.split()),
+                    title_terms=tuple(title_part.split()),
+                    signals=signals.from_json(stored_signals),
                 )
         return out
 
@@ -300,33 +391,38 @@ class Index:
         common = self.boilerplate(boilerplate.line_keys(body), repos)
         return boilerplate.strip(body, common.__contains__)
 
-    def vectors(self, repos: Sequence[str], model: str) -> list[tuple[bytes, bytes]]:
+    def vectors(
+        self, repos: Sequence[str], model: str, *, kind: str = "title"
+    ) -> list[tuple[bytes, bytes]]:
         """The vector packs of `model` for `repos` (all repos when empty): per repo, its
         issue ids (int64, native order) and their vectors (int8 rows), in id order.
-        A stale or missing pack is rebuilt from `issue_vectors` and stored."""
+        `kind` is `title` (issue_vectors) or `body` (body_vectors). A stale or missing
+        pack is rebuilt from its table and stored."""
+        table, pack_model = _VECTOR_TABLES[kind], _pack_model(model, kind)
         names = list(repos) or [
             str(r[0])
             for r in self._db.execute(
-                "SELECT DISTINCT repo FROM issue_vectors WHERE model = ?", (model,)
+                f"SELECT DISTINCT repo FROM {table} WHERE model = ?", (model,)
             )
         ]
         out: list[tuple[bytes, bytes]] = []
         for repo in names:
-            key = (repo.lower(), model)
+            key = (repo.lower(), pack_model)
             cached = self._packs.get(key)
             if cached is None:
                 row = self._db.execute(
                     "SELECT ids, vectors FROM vector_packs WHERE repo = ? AND model = ?",
-                    (repo, model),
+                    (repo, pack_model),
                 ).fetchone()
-                cached = (bytes(row[0]), bytes(row[1])) if row else self._pack(repo, model)
+                cached = (bytes(row[0]), bytes(row[1])) if row else self._pack(repo, model, kind)
                 self._packs[key] = cached
             out.append(cached)
         return out
 
-    def _pack(self, repo: str, model: str) -> tuple[bytes, bytes]:
+    def _pack(self, repo: str, model: str, kind: str) -> tuple[bytes, bytes]:
         rows = self._db.execute(
-            "SELECT issue, vector FROM issue_vectors WHERE repo = ? AND model = ? ORDER BY issue",
+            f"SELECT issue, vector FROM {_VECTOR_TABLES[kind]} WHERE repo = ? AND model = ? "
+            "ORDER BY issue",
             (repo, model),
         ).fetchall()
         ids = array("q", (int(r[0]) for r in rows)).tobytes()
@@ -334,35 +430,43 @@ class Index:
         with self.transaction():
             self._db.execute(
                 "INSERT OR REPLACE INTO vector_packs(repo, model, ids, vectors) VALUES (?, ?, ?, ?)",
-                (repo, model, ids, vectors),
+                (repo, _pack_model(model, kind), ids, vectors),
             )
         return ids, vectors
 
-    def missing_vectors(self, model: str, limit: int) -> list[tuple[int, str, str]]:
-        """Up to `limit` issues (id, repo, title) without a vector of `model`."""
+    def missing_vectors(
+        self, model: str, limit: int, *, kind: str = "title"
+    ) -> list[tuple[int, str, str]]:
+        """Up to `limit` issues (id, repo, text) without a `kind` vector of `model`; the
+        text is the title, or for `body` the body."""
+        column = "i.title" if kind == "title" else "i.body"
         rows = self._db.execute(
-            "SELECT i.id, i.repo, i.title FROM issues i LEFT JOIN issue_vectors v "
+            f"SELECT i.id, i.repo, {column} FROM issues i LEFT JOIN {_VECTOR_TABLES[kind]} v "
             "ON v.issue = i.id AND v.model = ? WHERE i.is_pull = 0 AND v.issue IS NULL "
             "ORDER BY i.id LIMIT ?",
             (model, limit),
         ).fetchall()
         return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
 
-    def save_vectors(self, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
+    def save_vectors(
+        self, model: str, rows: Sequence[tuple[int, str, bytes]], *, kind: str = "title"
+    ) -> None:
         """Store (issue id, repo, vector blob) rows of `model` in one transaction; their
         repos' packs are rebuilt on the next read."""
         with self.transaction():
             self._db.executemany(
-                "INSERT INTO issue_vectors(issue, repo, model, vector) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT(issue) DO UPDATE SET repo = excluded.repo, "
+                f"INSERT INTO {_VECTOR_TABLES[kind]}(issue, repo, model, vector) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT(issue) DO UPDATE SET repo = excluded.repo, "
                 "model = excluded.model, vector = excluded.vector",
                 [(issue, repo, model, blob) for issue, repo, blob in rows],
             )
             repos = {repo for _, repo, _ in rows}
             self._db.executemany(
-                "DELETE FROM vector_packs WHERE repo = ?", [(repo,) for repo in repos]
+                "DELETE FROM vector_packs WHERE repo = ? AND model = ?",
+                [(repo, _pack_model(model, kind)) for repo in repos],
             )
         self._packs.clear()
+        self.memo.clear()
 
     def fix(self, repo: str, number: int) -> Fix | None:
         """What fixed `repo#number`, if a sync looked it up."""
@@ -468,12 +572,18 @@ class Index:
     def import_jsonl(self, lines: Iterable[str], *, source: str) -> ImportResult:
         """Import JSONL lines (one issue each) in one transaction; bad lines are skipped."""
         records: list[IssueRecord] = []
+        fixes: list[Fix] = []
         skipped: list[str] = []
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
-                records.append(record_from_json(json.loads(line)))
+                obj = json.loads(line)
+                record = record_from_json(obj)
+                fix = fix_from_json(obj.get("fixed_in"), record)
+                records.append(record)
+                if fix is not None:
+                    fixes.append(fix)
             except json.JSONDecodeError as err:
                 skipped.append(f"{source}:{number}: not JSON ({err.msg} at column {err.colno})")
             except RecursionError:
@@ -481,6 +591,8 @@ class Index:
             except (ValueError, TypeError) as err:
                 skipped.append(f"{source}:{number}: {err}")
         self.upsert(records)
+        for fix in fixes:
+            self.save_fix(fix)
         return ImportResult(imported=len(records), skipped=tuple(skipped))
 
     def save_fix(self, fix: Fix) -> None:
@@ -536,9 +648,11 @@ class Index:
     def _upsert(self, records: Iterable[IssueRecord]) -> _Batch:
         batch = _Batch()
         db = self._db
+        # Document frequencies move by batch: one write per distinct term, not per issue.
+        df: Counter[str] = Counter()
         for record in records:
             old = db.execute(
-                "SELECT id, title, body, is_pull, updated_at, state, state_reason, labels "
+                "SELECT id, title, body, is_pull, updated_at, state, state_reason, labels, terms "
                 "FROM issues WHERE repo = ? AND number = ?",
                 (record.repo, record.number),
             ).fetchone()
@@ -556,14 +670,19 @@ class Index:
                     batch.unchanged += 1
                     continue
                 self._remove(int(old[0]), record.repo, old[1], old[2], bool(old[3]))
+                if not old[3]:
+                    stored = old[8] if old[8] is not None else _derived(old[1], old[2])[0].terms
+                    df.subtract(_distinct(stored))
             found = extract(record.body) if not record.is_pull else None
             stacks = found.stacks if found else ()
             errors = found.errors if found else ()
             body = "" if record.is_pull else record.body
+            derived, title_text, body_text = _derived(record.title, body)
             cursor = db.execute(
                 "INSERT INTO issues(id, repo, number, is_pull, title, body, state, state_reason, "
-                "labels, created_at, updated_at, closed_at, comments, url, stacks, errors) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "labels, created_at, updated_at, closed_at, comments, url, stacks, errors, "
+                "terms, signals) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     None if old is None else int(old[0]),
                     record.repo,
@@ -581,11 +700,13 @@ class Index:
                     record.url,
                     json.dumps([list(s) for s in stacks]),
                     json.dumps(list(errors)),
+                    None if record.is_pull else derived.terms,
+                    None if record.is_pull else derived.signals,
                 ),
             )
             rowid = int(cursor.lastrowid or 0)
             if not record.is_pull:
-                title_text, body_text = _fts_values(record.title, body)
+                df.update(_distinct(derived.terms))
                 db.execute(
                     "INSERT INTO issue_text(rowid, title, body) VALUES (?, ?, ?)",
                     (rowid, title_text, body_text),
@@ -598,11 +719,24 @@ class Index:
                 )
             batch.written += 1
             batch.ids.append(rowid)
+        changed = [(term, n) for term, n in df.items() if n]
+        if changed:
+            db.executemany(
+                "INSERT INTO term_df(term, n) VALUES (?, ?) "
+                "ON CONFLICT(term) DO UPDATE SET n = n + excluded.n",
+                changed,
+            )
+            if any(n < 0 for _, n in changed):
+                db.execute("DELETE FROM term_df WHERE n <= 0")
         if batch.written:
             # New or changed issues need vectors: `search.embed_missing` looks again.
-            db.execute("DELETE FROM meta WHERE key = 'vectors_complete'")
+            db.execute(
+                "DELETE FROM meta WHERE key IN ('vectors_complete', 'body_vectors_complete')"
+            )
             self._repo_counts = None
+            self._count = None
             self._packs.clear()
+            self.memo.clear()
         return batch
 
     def _remove(self, rowid: int, repo: str, title: str, body: str, is_pull: bool) -> None:
@@ -610,6 +744,7 @@ class Index:
         if not is_pull:
             self._count_lines(repo, body, -1)
             self._db.execute("DELETE FROM issue_vectors WHERE issue = ?", (rowid,))
+            self._db.execute("DELETE FROM body_vectors WHERE issue = ?", (rowid,))
             self._db.execute("DELETE FROM vector_packs WHERE repo = ?", (repo,))
             title_text, body_text = _fts_values(title, body)
             # A contentless table forgets a row only when given the values it indexed.
@@ -663,6 +798,42 @@ def _record(row: Sequence[Any]) -> IssueRecord:
 
 def _fts_values(title: str, body: str) -> tuple[str, str]:
     return terms.normalized(title), terms.normalized(body[:MAX_INDEXED_BODY])
+
+
+@dataclass(frozen=True, slots=True)
+class _Derived:
+    """What an issue's text gives at write time: its title's tokens in order, a tab, its
+    distinct terms (title and body, space-joined, sorted); and its signals JSON."""
+
+    terms: str
+    signals: str
+
+
+def _derived(title: str, body: str) -> tuple[_Derived, str, str]:
+    """The stored terms and signals of an issue, and its FTS5 title and body values (the
+    same tokens: one tokenising serves both)."""
+    title_tokens = terms.tokens(title)
+    body_tokens = terms.tokens(body[:MAX_INDEXED_BODY])
+    distinct = sorted(set(title_tokens) | set(body_tokens))
+    found = signals.extract_signals(title, body)
+    return (
+        _Derived(terms=" ".join(title_tokens) + "\t" + " ".join(distinct), signals=found.to_json()),
+        " ".join(title_tokens),
+        " ".join(body_tokens),
+    )
+
+
+def _distinct(stored: str) -> list[str]:
+    """The distinct terms of a stored `terms` value (after the title part)."""
+    return stored.partition("\t")[2].split()
+
+
+_VECTOR_TABLES = {"title": "issue_vectors", "body": "body_vectors"}
+
+
+def _pack_model(model: str, kind: str) -> str:
+    """The `vector_packs.model` key of a kind of vector: title packs keep the model id."""
+    return model if kind == "title" else f"{model}#{kind}"
 
 
 def _repo_filter(repos: Sequence[str], column: str) -> tuple[str, tuple[str, ...]]:

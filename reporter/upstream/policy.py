@@ -42,6 +42,12 @@ __all__ = [
     "status_error",
 ]
 
+# A rate-limit header read as a number of seconds has at most this many digits (a
+# 20-digit reset is no time at all); waits are capped at a year, past which "when it
+# resets" is not a time worth printing.
+_MAX_DIGITS = 12
+MAX_READ_WAIT = 366 * 24 * 3600.0
+
 # The most jitter added on top of a rate-limit wait: GitHub names the earliest moment to
 # come back, so jitter only ever delays, and by a few seconds at most.
 MAX_RATE_JITTER = 5.0
@@ -165,13 +171,13 @@ def read_rate_limit(
     resource = fields.get("x-ratelimit-resource", "core") or "core"
     reset = fields.get("x-ratelimit-reset", "").strip()
     if retry_after.isdigit():
-        wait = float(retry_after)
+        wait = float(retry_after) if len(retry_after) <= _MAX_DIGITS else MAX_READ_WAIT
     elif remaining == "0" and reset.isdigit():
         # A reset already past (clock skew) still waits a second: GitHub counts whole seconds.
-        wait = max(0.0, int(reset) - now) + 1.0
+        wait = max(0.0, int(reset) - now) + 1.0 if len(reset) <= _MAX_DIGITS else MAX_READ_WAIT
     else:
         wait = policy.secondary_wait * 2.0 ** (max(count, 1) - 1)
-    return RateLimitReading(wait=wait, resource=resource)
+    return RateLimitReading(wait=min(wait, MAX_READ_WAIT), resource=resource[:40])
 
 
 def rate_limit_error(
@@ -183,12 +189,21 @@ def rate_limit_error(
     tip: str,
     tail: str = "",
 ) -> RateLimitError:
-    """The error for a limit that outlasts `policy.max_wait`: when it resets, and what to do."""
-    until = datetime.fromtimestamp(now + reading.wait, tz=UTC)
+    """The error for a limit that outlasts `policy.max_wait`: when it resets, and what to do.
+
+    A reset GitHub puts a year or more away (a broken clock, a proxy's header) is said as
+    such rather than as a date."""
+    if reading.wait >= MAX_READ_WAIT:
+        when = "it gives no reset time within a year (its X-RateLimit-Reset or Retry-After is out of range)"
+    else:
+        until = datetime.fromtimestamp(now + reading.wait, tz=UTC)
+        day = "" if reading.wait < 20 * 3600 else f"{until:%Y-%m-%d} "
+        when = (
+            f"it resets at {day}{until:%H:%M:%S} UTC (in {reading.wait:.0f} s, longer than the "
+            f"{policy.max_wait:.0f} s this command waits)"
+        )
     return RateLimitError(
-        f"{what}: GitHub rate limit reached for {reading.resource} requests; it resets at "
-        f"{until:%H:%M:%S} UTC (in {reading.wait:.0f} s, longer than the "
-        f"{policy.max_wait:.0f} s this command waits){tail}",
+        f"{what}: GitHub rate limit reached for {reading.resource} requests; {when}{tail}",
         tip=tip,
     )
 
@@ -209,19 +224,31 @@ _WRITE_TIPS = {
 }
 
 
+_REDIRECT_TIP = (
+    "the server answered with a redirect, which the API never does: point --base-url (or "
+    "GH_HOST / GITHUB_API_URL) at the API itself, e.g. https://HOST/api/v3"
+)
+_OTHER_TIP = "check --base-url and the token (`report auth status`), then try again"
+
+
 def status_error(what: str, status: int, message: str, *, write: bool = False) -> UpstreamError:
-    """A definite refusal (4xx other than a rate limit) as `UpstreamError` with a tip.
+    """A definite refusal (3xx or 4xx other than a rate limit) as `UpstreamError` with a tip.
 
     >>> status_error("GET /x", 404, "Not Found").tip
     'check the repository name (owner/name), --base-url, and that the token can see it'
     """
     tips = _TIPS | (_WRITE_TIPS if write else _READ_TIPS)
+    tip = tips.get(status) or (_REDIRECT_TIP if 300 <= status < 400 else _OTHER_TIP)
     return UpstreamError(
-        f"{what}: GitHub answered {status}" + (f": {message}" if message else ""),
-        tip=tips.get(status, ""),
+        f"{what}: GitHub answered {status}" + (f": {message}" if message else ""), tip=tip
     )
 
 
 def gave_up(what: str, problem: str, policy: RetryPolicy, *, tip: str) -> UpstreamError:
-    """The error after the last try: what went wrong the last time, and how often we tried."""
+    """The error after the last try: what went wrong the last time, and how often we tried.
+
+    `problem` may already start with `what` (an exception's own message): it is said once.
+    """
+    if problem.startswith(f"{what}: "):
+        problem = problem[len(what) + 2 :]
     return UpstreamError(f"{what}: {problem}; gave up after {policy.attempts} attempts", tip=tip)

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from reporter.analysis import Analysis, Verdict
-from reporter.errors import UpstreamError
 from reporter.model import Bundle
 from reporter.render.lint import GITHUB_BODY_LIMIT, placeholders
 from reporter.upstream import draft as drafting
@@ -174,6 +173,18 @@ def _retry(
     )
 
 
+def call_with_retries(
+    what: str,
+    action: Callable[[], T],
+    *,
+    clock: Clock,
+    policy: RetryPolicy,
+    look: Callable[[], T | None] | None = None,
+) -> T:
+    """`action` under filing's retry rules (see `_retry`), for other writers (triage)."""
+    return _retry(what, action, clock=clock, policy=policy, look=look)
+
+
 def duplicate_target(text: str, repo: str) -> int | None:
     """The issue a "Duplicate of #N" line in `text` points to, in `repo`; None if none."""
     for match in _DUPLICATE_RE.finditer(text or ""):
@@ -243,18 +254,29 @@ def _same_marker(text: str, signature: str, ident: str) -> bool:
     return drafting.find_marker(text) == (signature, ident)
 
 
-def _gate(body: str, todos: Sequence[int], leaks: Sequence[redact.Leak], *, what: str) -> list[str]:
+def _gate(
+    body: str,
+    todos: Sequence[int],
+    leaks: Sequence[redact.Leak],
+    *,
+    what: str,
+    where: str = "",
+) -> list[str]:
+    """Why `body` may not be sent; line numbers are those of `where` (the draft file)
+    when given, else of the body."""
     refusals: list[str] = []
+    lines_of = f"{where} lines" if where else "body lines"
     if todos:
         lines = ", ".join(str(n) for n in todos[:8])
         refusals.append(
-            f"{what} has {len(todos)} unfilled TODO(reviewer) placeholder(s) (body lines {lines}): "
+            f"{what} has {len(todos)} unfilled TODO(reviewer) placeholder(s) ({lines_of} {lines}): "
             "fill them in a reviewed draft and pass it with --draft"
         )
     if leaks:
         shown = "; ".join(str(leak) for leak in leaks[:5])
         refusals.append(
-            f"the redaction scan still flags {len(leaks)} value(s) in the {what}: {shown}"
+            f"the redaction scan (the same as `report lint`) still flags {len(leaks)} "
+            f"value(s) in {where or f'the {what}'}: {shown}"
         )
     if len(body) > GITHUB_BODY_LIMIT:
         refusals.append(
@@ -280,28 +302,35 @@ def plan_filing(
     dry_run: bool,
     notes: list[str],
     likely: Sequence[int],
+    filed_before: frozenset[str] = frozenset(),
+    document: str = "",
+    where: str = "",
 ) -> FilingPlan:
     """What to send (a new issue, a comment on the canonical duplicate, or nothing), why,
-    and what stops it being sent (`refusals`); a dry run notes GitHub failures instead
-    of raising them."""
+    and what stops it being sent (`refusals`); a GitHub failure raises, dry run or not
+    (`dry_run` only says which it is). `document` is the draft as a file (front matter and body; default
+    the built one) that the gate scans, `where` its name in refusals."""
     signature, ident = built.signature, built.bundle_id
     reasons: list[str] = []
 
     def read(what: str, action: Callable[[], Any]) -> Any:
         return _retry(what, action, clock=clock, policy=policy)
 
-    try:
-        recent: tuple[RemoteIssue, ...] = read(
-            f"GET {repo} recent issues", lambda: tracker.recent_issues(repo)
-        )
-    except UpstreamError as err:
-        if not dry_run:
-            raise
-        notes.append(
-            f"GitHub could not be read ({err.message}); the plan assumes no issue exists yet"
-        )
-        recent = ()
-    mine = next((i for i in recent if _same_marker(i.body, signature, ident)), None)
+    # A plan GitHub could not be asked for is no plan: a failed read fails the command,
+    # dry run or not (a dry run that assumed "no issue yet" would promise a duplicate).
+    recent: tuple[RemoteIssue, ...] = read(
+        f"GET {repo} recent issues", lambda: tracker.recent_issues(repo)
+    )
+    # With --force-new after a recorded filing, the issues already filed from this bundle
+    # (`filed_before`) are known and do not stop a new one.
+    mine = next(
+        (
+            i
+            for i in recent
+            if _same_marker(i.body, signature, ident) and not (force_new and i.url in filed_before)
+        ),
+        None,
+    )
     if mine is not None:
         return FilingPlan.already_filed(
             repo=repo,
@@ -329,13 +358,7 @@ def plan_filing(
             candidates = []
         candidates.extend(n for n in likely if n not in candidates)
         for number in candidates[:MAX_CANDIDATES]:
-            try:
-                canonical = canonical_issue(tracker, repo, number, read=read)
-            except UpstreamError as err:
-                if not dry_run:
-                    raise
-                notes.append(f"#{number} could not be read ({err.message})")
-                continue
+            canonical = canonical_issue(tracker, repo, number, read=read)
             chain = " -> ".join(f"#{n}" for n in canonical.chain)
             if canonical.note:
                 reasons.append(canonical.note)
@@ -409,9 +432,12 @@ def plan_filing(
         reasons.append("--force-new: filing a new issue whatever the duplicate search finds")
     if not reasons:
         reasons.append("no likely duplicate upstream")
-    todos = placeholders(body)
-    leaks = redact.leaks(f"{title}\n{body}", redaction=built.redaction)
-    refusals = _gate(body, todos, leaks, what="issue body")
+    # The same scan as `report lint` over the same text (the draft document a reviewer
+    # edits), so a refusal cites the line the reviewer sees in that file.
+    document = document or built.document
+    todos = placeholders(document)
+    leaks = redact.scan_document(document, redaction=built.redaction)
+    refusals = _gate(body, todos, leaks, what="issue body", where=where)
     if not title.strip():
         refusals.append("the issue has no title")
     request = Request(
@@ -447,8 +473,10 @@ def send(
     ident: str,
     clock: Clock,
     policy: RetryPolicy,
+    filed_before: frozenset[str] = frozenset(),
 ) -> Sent:
-    """Send the plan's request once; an ambiguous failure looks for the marker first."""
+    """Send the plan's request once; an ambiguous failure looks for the marker first (on
+    issues other than those in `filed_before`, the ones a --force-new files again)."""
     request = plan.request
     assert request is not None
     repo = plan.repo
@@ -476,7 +504,14 @@ def send(
 
         def look_issue() -> RemoteIssue | None:
             recent = read(f"GET {repo} recent issues", lambda: tracker.recent_issues(repo))
-            return next((i for i in recent if _same_marker(i.body, signature, ident)), None)
+            return next(
+                (
+                    i
+                    for i in recent
+                    if _same_marker(i.body, signature, ident) and i.url not in filed_before
+                ),
+                None,
+            )
 
         issue = _retry(
             f"POST {repo} issue",

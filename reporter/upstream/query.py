@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 
 from reporter.analysis.result import Analysis, RankState
 from reporter.model import Bundle
+from reporter.upstream import signals as sig
 from reporter.upstream import terms
 from reporter.upstream.extract import extract, normalize_error, stack_keys
 from reporter.upstream.fixes import deployed_version
@@ -69,6 +70,17 @@ class Query:
     """(repo, version) of the software the bundle's deployment runs, for "fixed in"."""
     issue: tuple[str, int] | None = None
     """The issue this query was made from (`owner/repo#N`): never a candidate."""
+    signals: sig.Signals = sig.EMPTY
+    """Exception types, versions and failure classes of the query (`signals.py`)."""
+    verdict: str | None = None
+    """The analysis verdict of the bundle the query comes from (None for a text)."""
+
+    @property
+    def incident(self) -> bool:
+        """False for a bundle whose analysis found no hang or could not tell
+        (`signals.NON_INCIDENT_VERDICTS`): it gets related issues only for strong text
+        matches. A text query is always taken as an incident."""
+        return self.verdict not in sig.NON_INCIDENT_VERDICTS
 
 
 def query_from_analysis(bundle: Bundle, analysis: Analysis, *, repos: Sequence[str] = ()) -> Query:
@@ -95,9 +107,19 @@ def query_from_analysis(bundle: Bundle, analysis: Analysis, *, repos: Sequence[s
             weight = SIDE_STACK_WEIGHT
         label = " ".join(x for x in (stack_class.label, stack_class.collective or "") if x)
         stacks.append(QueryStack(keys=keys, weight=weight, label=label))
-    errors = tuple(dict.fromkeys(normalize_error(d.headline) for d in bundle.dumps if d.headline))
+    headlines = [d.headline for d in bundle.dumps if d.headline]
+    errors = tuple(dict.fromkeys(normalize_error(h) for h in headlines))
     names = tuple(repos) or bundle.manifest.upstream
     installed = {p.name.lower(): p.version for p in bundle.environment.packages if p.version}
+    text = "\n".join(parts)
+    # What the bundle says: its own errors and text for exception types, its installed
+    # packages for versions, the analysis' verdict (never re-derived) for the class.
+    package_text = "\n".join(f"{name}=={version}" for name, version in sorted(installed.items()))
+    found = sig.Signals(
+        exceptions=sig.exception_types("\n".join([*headlines, text])),
+        versions=sig.versions(f"{package_text}\n{bundle.manifest.version}"),
+        classes=sig.classes_of_verdict(analysis.verdict.value, headlines),
+    )
     deployed = tuple(
         (repo, version)
         for repo in names
@@ -111,10 +133,12 @@ def query_from_analysis(bundle: Bundle, analysis: Analysis, *, repos: Sequence[s
         repos=names,
         deployed=deployed,
         title=title,
-        text="\n".join(parts),
+        text=text,
         stacks=tuple(_unique_stacks(stacks)),
         errors=errors,
         signature=analysis.signature.text,
+        signals=found,
+        verdict=analysis.verdict.value,
     )
 
 
@@ -132,6 +156,7 @@ def query_from_text(text: str, *, repos: Sequence[str] = (), title: str | None =
         text=text,
         stacks=tuple(stacks),
         errors=found.errors,
+        signals=sig.extract_signals(title if title is not None else first[:200], text),
     )
 
 

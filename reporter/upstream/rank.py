@@ -4,42 +4,48 @@ Inputs: a `Query`, the stored candidates with their BM25 scores, and document
 frequencies (terms and frame keys) from the index. Output: `Candidate`s, best first
 (score, then repo, then number), each with a `Level` and `Reasons`.
 
-Sub-scores, each in [0, 1]:
+Sub-scores, each in [0, 1] (None where a signal does not apply):
 
 * `text`   share of the query's term weight (term weight x IDF) found in the
-           candidate's title and body;
+           candidate's terms (stored at index time);
 * `title`  fuzzy similarity of the titles (RapidFuzz token-set and token-sort ratios on
            the stemmed content words, averaged), leaving out the query title's words
-           that more than `TITLE_COMMON_SHARE` of the issues use;
-* `bm25`   FTS5's BM25, relative to the best candidate *of the same repository*
-           (BM25 depends on a repo's vocabulary and lengths; relative to its own best
-           it compares across repos);
-* `semantic` cosine similarity of the titles' embeddings (`semantic.py`, the form's
-           `[Bug]` tags left out), floored at 0; None when the model is not installed;
-* `stack`  position-weighted stack similarity (below); None when the query has no stack;
+           that more than `TITLE_COMMON_SHARE` of the issues (and `TITLE_COMMON_MIN`) use;
+* `bm25`   FTS5's BM25, relative to the best candidate *of the same repository*;
+* `semantic` cosine similarity of the titles' embeddings (`semantic.py`), floored at 0;
+* `body`   cosine similarity of the bodies' embeddings (chunked, boilerplate left out);
+* `stack`  position-weighted stack similarity (below); None when either has no stack;
 * `error`  best fuzzy match between normalised error lines, scaled down when many
-           candidates share the line (generic errors); None unless both have one.
+           candidates share the line (generic errors);
+* `exception` the rarity (IDF over the index, scaled to [0, 1]) of the rarest exception
+           type both quote (`signals.py`); 0 when both quote some and share none;
+* `version` how alike the product versions both name are (`signals.version_similarity`);
+* `failure` whether both describe the same class of failure (desync, p2p, crash, OOM,
+           deadlock, hang; `signals.class_similarity`).
 
 Stack similarity, after TraceSim: frames are compared by key (short function name,
 generic frames already dropped by extraction). A frame weighs
 `(1 + position) ** -POSITION_DECAY x rarity`, rarity being the key's IDF over the
 index divided by its largest possible value, cubed, at least `MIN_RARITY`. The best
-order-preserving alignment of the two stacks
-(a weighted LCS where a match at positions i, j earns the two weights times
-`exp(-ALIGN_DECAY x |i - j|)`) is divided by the total weight of both stacks. A
-candidate's stack score blends its best match against any query stack (times that
-stack's weight and information, the rarity of its rarest frame relative to the stuck
-stack's) with the weighted mean over all query stacks.
+order-preserving alignment of the two stacks (a weighted LCS where a match at positions
+i, j earns the two weights times `exp(-ALIGN_DECAY x |i - j|)`) is divided by the total
+weight of both stacks. Native frames (`extract.NATIVE_MARK`) take no position and count
+only where both stacks show them: one `pthread_cond_wait` under six shared Python frames
+leaves the match at six of six. A candidate's stack score blends its best match against
+any query stack (times that stack's weight and information) with the weighted mean over
+all query stacks.
 
-The total is the weighted mean (`WEIGHTS`) of the sub-scores that apply. When the
-query has a stack and the candidate shows none, `stack` counts as `STACK_PRIOR`: no
-evidence either way, which is more than a stack that shows another hang and less than
-a matching one. The weights and the prior were set by a small grid search on generated
-corpora (benchmarks/upstream_corpus.py, seeds 11, 23, 101 and 102); the semantic weight
-on the tuning half of real duplicate pairs (`benchmarks/eval_search.py --real`, the
-queries whose number is even), the other half kept for the figures. `likely-duplicate` needs a high total
-and one strong, specific signal (a matching stack, the same error line with shared
-terms, or a near-identical title); `related` needs a moderate total.
+The total is a calibrated combination that no one signal can swamp:
+`1 - (1 - p_text) x (1 - p_stack)`, a noisy-OR of two probabilities of "same problem".
+`p_text` is a logistic model over the text-side sub-scores (`COEFFICIENTS`, with and
+without the semantic model), fitted by `benchmarks/fit_search.py` on real duplicate
+pairs and kept only where it helps on trackers and query halves the fit did not see;
+`p_stack` is a logistic calibration of the stack score (`STACK_MIDPOINT`,
+`STACK_SLOPE`); a stack that shows another hang lowers `p_text` (`STACK_MISMATCH`). Six of six shared rare frames give `p_stack` near 1 and so outrank any
+match on text alone; among candidates that share the stack, the text still orders them.
+`likely-duplicate` needs a high total and one strong, specific signal (a matching stack,
+the same error line with shared terms, or a near-identical title); `related` needs a
+moderate total.
 """
 
 from __future__ import annotations
@@ -47,12 +53,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from rapidfuzz import fuzz
 
-from reporter.upstream import terms
+from reporter.upstream import signals, terms
+from reporter.upstream.extract import NATIVE_MARK
 from reporter.upstream.query import Query, QueryStack
 from reporter.upstream.records import StoredIssue
 
@@ -62,25 +69,63 @@ MIN_RARITY = 0.05
 RARITY_POWER = 3.0
 # Title words in more than this share of the issues are left out of title similarity.
 TITLE_COMMON_SHARE = 0.05
-STACK_PRIOR = 0.35
-# Sub-score weights of the total.
-WEIGHTS = {
-    "text": 0.30,
-    "title": 0.20,
-    "bm25": 0.35,
-    "stack": 0.45,
-    "error": 0.25,
-    "semantic": 0.85,
+# ... and in more than this many: in a small index (a new sync, a test) every word is in
+# 5 % of the issues, and a title would be compared on nothing.
+TITLE_COMMON_MIN = 20
+# The text-side model: log-odds of "same problem" = intercept + sum of coefficient x
+# feature (`features`). Fitted by benchmarks/fit_search.py on the real pairs (vLLM, SGLang
+# and PyTorch); a feature is kept only where leaving it out loses on the held-out
+# trackers and query halves (backward elimination): `text` and `exception` helped only
+# in-sample with the model; `text`, `exception` and `failure` without it.
+FEATURES = (
+    "text",
+    "title",
+    "bm25",
+    "semantic",
+    "body",
+    "error",
+    "exception",
+    "version",
+    "failure",
+)
+COEFFICIENTS: dict[str, float] = {
+    "intercept": -8.242,
+    "title": 1.956,
+    "bm25": 3.228,
+    "semantic": 3.770,
+    "body": 1.396,
+    "error": 1.784,
+    "version": 1.159,
+    "failure": 0.394,
 }
-# The semantic weight when the query has a stack: a matching stack says far more than
-# titles alike in meaning (hang reports' titles read alike: "stuck", "hangs", "NCCL").
-# Chosen on the tuning half of the real pairs and the generated corpus (seed 7).
-SEMANTIC_WITH_STACK = 0.15
-LIKELY_SCORE = 0.60
+# The same model fitted without the semantic features (the model is not installed).
+COEFFICIENTS_NO_SEMANTIC: dict[str, float] = {
+    "intercept": -7.667,
+    "title": 4.296,
+    "bm25": 4.005,
+    "error": 2.050,
+    "version": 1.467,
+}
+# p_stack = 1 / (1 + exp(-STACK_SLOPE x (stack - STACK_MIDPOINT))): 0.7 of both stacks'
+# weight aligned is even odds, 0.85 and above near certain, 0.55 (a shared outer loop
+# and collective) one in ten. The real pairs hold almost no stacks, so these and the
+# mismatch penalty below were chosen on the generated corpora (upstream_corpus.py,
+# seeds 7, 11 and 23; bundle queries' MRR), not fitted on real text.
+STACK_MIDPOINT = 0.7
+STACK_SLOPE = 16.0
+# A candidate whose stack shows another hang (similarity under STACK_MISMATCH) loses up
+# to STACK_MISMATCH_LOGODDS of p_text's log-odds: a stack that differs is evidence
+# against, where a candidate without a stack is no evidence either way.
+STACK_MISMATCH = 0.3
+STACK_MISMATCH_LOGODDS = 1.5
+# Levels on the total, a probability of "same problem" among the retrieved candidates:
+# on the real pairs 0.05 keeps two thirds of the true duplicates and about one other
+# issue per query; at 0.5 one in five is another issue.
+LIKELY_SCORE = 0.50
 LIKELY_STACK = 0.60
 LIKELY_ERROR = 0.90
 LIKELY_TITLE = 0.85
-RELATED_SCORE = 0.30
+RELATED_SCORE = 0.05
 # Titles this alike in meaning make a candidate at least related: on the real pairs a
 # third of the true duplicates' titles reach it (most of them re-submissions), one in
 # ten thousand of the other issues' titles does (their median is 0.13).
@@ -111,6 +156,10 @@ class SubScores:
     stack: float | None
     error: float | None
     semantic: float | None = None
+    body: float | None = None
+    exception: float | None = None
+    version: float | None = None
+    failure: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,6 +200,9 @@ class Stats:
     term_df: Mapping[str, int]
     frame_df: Mapping[str, int]
     _rarity: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
+    _stacks: dict[tuple[str, ...], _Prepared] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def term_idf(self, term: str) -> float:
         """BM25's IDF of a term (never negative)."""
@@ -182,43 +234,99 @@ class StackMatch:
 _POSITION = [(1.0 + i) ** -POSITION_DECAY for i in range(256)]
 
 
+def _positions(keys: Sequence[str]) -> list[int]:
+    """Each key's position among the stack's Python frames: a native frame takes the
+    position of the Python frame after it, so it shifts nothing."""
+    out: list[int] = []
+    seen = 0
+    for key in keys:
+        out.append(seen)
+        if not key.startswith(NATIVE_MARK):
+            seen += 1
+    return out
+
+
 def _weights(keys: Sequence[str], stats: Stats) -> list[float]:
-    return [_POSITION[min(i, 255)] * stats.rarity(k) for i, k in enumerate(keys)]
+    return [
+        _POSITION[min(p, 255)] * stats.rarity(k)
+        for p, k in zip(_positions(keys), keys, strict=True)
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """One stack as the alignment reads it: each frame's weight and position, the total
+    weight of its Python frames, and where its native frames are."""
+
+    weights: list[float]
+    positions: list[int]
+    python_weight: float
+    natives: tuple[int, ...]
+
+
+def _prepared(keys: Sequence[str], stats: Stats) -> _Prepared:
+    """`_Prepared` for a stack, kept in `stats` (one query's figures) so a stack compared
+    with several others is weighed once."""
+    key = tuple(keys)
+    found = stats._stacks.get(key)
+    if found is None:
+        weights = _weights(keys, stats)
+        natives = tuple(i for i, k in enumerate(keys) if k.startswith(NATIVE_MARK))
+        found = _Prepared(
+            weights=weights,
+            positions=_positions(keys),
+            python_weight=sum(weights) - sum(weights[i] for i in natives),
+            natives=natives,
+        )
+        stats._stacks[key] = found
+    return found
 
 
 def stack_similarity(query: Sequence[str], other: Sequence[str], stats: Stats) -> StackMatch:
-    """Position- and rarity-weighted alignment similarity of two stacks (innermost first)."""
-    if not query or not other or set(query).isdisjoint(other):
+    """Position- and rarity-weighted alignment similarity of two stacks (innermost first);
+    native frames count only where both stacks show them (see the module docstring).
+
+    The best order-preserving alignment is the heaviest chain of equal-key pairs (i, j)
+    rising in both i and j, found over the pairs alone: two stacks share a few frames,
+    so this costs far less than a table over every position of both.
+    """
+    if not query or not other:
         return StackMatch(similarity=0.0, shared=())
-    wq, wc = _weights(query, stats), _weights(other, stats)
-    n, m = len(query), len(other)
-    # best[i][j]: best alignment score of query[:i] and other[:j].
-    best = [[0.0] * (m + 1) for _ in range(n + 1)]
-    for i in range(1, n + 1):
-        row, above = best[i], best[i - 1]
-        qi = query[i - 1]
-        for j in range(1, m + 1):
-            value = row[j - 1] if row[j - 1] > above[j] else above[j]
-            if qi == other[j - 1]:
-                gain = (wq[i - 1] + wc[j - 1]) * math.exp(-ALIGN_DECAY * abs(i - j))
-                if above[j - 1] + gain > value:
-                    value = above[j - 1] + gain
-            row[j] = value
-    # Walk back to name the matched frames.
+    where: dict[str, list[int]] = {}
+    for j, key in enumerate(other):
+        where.setdefault(key, []).append(j)
+    pairs = [(i, j) for i, key in enumerate(query) for j in where.get(key, ())]
+    if not pairs:
+        return StackMatch(similarity=0.0, shared=())
+    mine, theirs = _prepared(query, stats), _prepared(other, stats)
+    wq, wc = mine.weights, theirs.weights
+    pq, pc = mine.positions, theirs.positions
+    # chain[p]: the heaviest chain ending with pairs[p]; before[p]: the pair ahead of it.
+    chain: list[float] = []
+    before: list[int] = []
+    for p, (i, j) in enumerate(pairs):
+        gain = (wq[i] + wc[j]) * math.exp(-ALIGN_DECAY * abs(pq[i] - pc[j]))
+        top, link = 0.0, -1
+        for q in range(p):
+            qi, qj = pairs[q]
+            if qi < i and qj < j and chain[q] > top:
+                top, link = chain[q], q
+        chain.append(top + gain)
+        before.append(link)
+    end = max(range(len(pairs)), key=lambda p: (chain[p], -p))
     shared: list[str] = []
-    i, j = n, m
-    while i > 0 and j > 0:
-        if best[i][j] == best[i - 1][j]:
-            i -= 1
-        elif best[i][j] == best[i][j - 1]:
-            j -= 1
-        else:
-            shared.append(query[i - 1])
-            i -= 1
-            j -= 1
-    total = sum(wq) + sum(wc)
+    while end >= 0:
+        shared.append(query[pairs[end][0]])
+        end = before[end]
+    matched = set(shared)
+    # A native frame only one side shows is left out of the total: it says how the
+    # dump was taken, not which hang it is.
+    total = mine.python_weight + theirs.python_weight
+    total += sum(wq[i] for i in mine.natives if query[i] in matched)
+    total += sum(wc[j] for j in theirs.natives if other[j] in matched)
+    best = max(chain)
     return StackMatch(
-        similarity=best[n][m] / total if total else 0.0, shared=tuple(reversed(shared))
+        similarity=min(1.0, best / total) if total else 0.0, shared=tuple(reversed(shared))
     )
 
 
@@ -269,8 +377,15 @@ def _title_words(title: str, drop: frozenset[str]) -> str:
     return " ".join(t for t in terms.content_terms(title) if t not in drop)
 
 
-def _title_words_similarity(x: str, b: str, drop: frozenset[str]) -> float:
-    y = _title_words(b, drop)
+def _title_words_similarity(
+    x: str, b: str, drop: frozenset[str], tokens: Sequence[str] | None = None
+) -> float:
+    """`title_similarity` of prepared query words `x` and title `b` (its `tokens` when
+    the index stored them)."""
+    if tokens is None:
+        y = _title_words(b, drop)
+    else:
+        y = " ".join(t for t in terms.content(list(tokens)) if t not in drop)
     if not x or not y:
         return 0.0
     return (fuzz.token_set_ratio(x, y) + fuzz.token_sort_ratio(x, y)) / 200.0
@@ -287,11 +402,29 @@ def error_similarity(ours: Sequence[str], theirs: Sequence[str]) -> tuple[float,
     return best, line
 
 
-def _candidate_terms(issue: StoredIssue) -> set[str]:
+def _candidate_terms(issue: StoredIssue) -> frozenset[str]:
+    """The candidate's distinct terms: stored at index time; tokenised here only for an
+    issue built without them (tests, an index written mid-upgrade)."""
+    if issue.terms:
+        return issue.terms
     record = issue.record
-    text = terms.fold(f"{record.title}\n{record.body[:MAX_BODY_CHARS]}")
-    words = set(_WORD_RE.findall(text))
-    return {terms.stem(w) for w in words}
+    return frozenset(terms.tokens(f"{record.title}\n{record.body[:MAX_BODY_CHARS]}"))
+
+
+def exception_similarity(
+    ours: Sequence[str], theirs: Sequence[str], stats: Stats
+) -> tuple[float | None, str]:
+    """The rarity of the rarest exception type both texts quote (IDF over the index
+    scaled to [0, 1]) and its name; 0 when both quote some and share none; None when
+    either quotes none."""
+    if not ours or not theirs:
+        return None, ""
+    shared = set(ours) & set(theirs)
+    if not shared:
+        return 0.0, ""
+    top = math.log(stats.documents + 1.0) or 1.0
+    name = max(sorted(shared), key=stats.term_idf)
+    return min(1.0, stats.term_idf(name) / top), name
 
 
 def score_candidates(
@@ -302,11 +435,13 @@ def score_candidates(
     term_weight: Mapping[str, float],
     surface: Mapping[str, str] | None = None,
     semantic: Mapping[int, float] | None = None,
+    body: Mapping[int, float] | None = None,
 ) -> list[Candidate]:
     """Every issue scored and explained, best first (ties: repo, then number).
 
     `surface` maps normalised terms to the words people wrote, for the reasons;
-    `semantic` maps issue ids to their title similarity (None: the signal is off).
+    `semantic` and `body` map issue ids to their title and body similarity (None: the
+    model is off).
     """
     surface = surface or {}
     weights = {
@@ -320,9 +455,9 @@ def score_candidates(
     common = frozenset(
         t
         for t in terms.content_terms(query.title)
-        if stats.term_df.get(t, 0) > TITLE_COMMON_SHARE * stats.documents
+        if stats.term_df.get(t, 0) > max(TITLE_COMMON_MIN, TITLE_COMMON_SHARE * stats.documents)
     )
-    out: list[Candidate] = []
+    scored: list[tuple[float, Candidate]] = []
     query_title = _title_words(query.title, common)
     errors = {
         issue.id: error_similarity(query.errors, issue.errors)
@@ -333,12 +468,13 @@ def score_candidates(
     # is a generic line, like a generic frame: it counts less the more candidates have it.
     sharing = sum(1 for value, _ in errors.values() if value >= LIKELY_ERROR)
     error_factor = min(1.0, ERROR_SHARED_BY / sharing) if sharing else 1.0
+    mine = query.signals
     for issue in issues:
         found = _candidate_terms(issue)
         shared = sorted((t for t in weights if t in found), key=lambda t: (-weights[t], t))
         text = sum(weights[t] for t in shared) / weight_total
         shared_terms = list(dict.fromkeys(surface.get(t, t) for t in shared))
-        title = _title_words_similarity(query_title, issue.record.title, common)
+        title = _title_words_similarity(query_title, issue.record.title, common, issue.title_terms)
         rel_bm25 = max(0.0, bm25.get(issue.id, 0.0)) / (
             top_bm25.get(issue.record.repo.lower()) or 1.0
         )
@@ -352,49 +488,105 @@ def score_candidates(
         if issue.id in errors:
             raw_error, error_line = errors[issue.id]
             error = raw_error * error_factor
-        sem = None if semantic is None else max(0.0, semantic.get(issue.id, 0.0))
+        theirs = issue.signals
+        exception, exception_name = exception_similarity(mine.exceptions, theirs.exceptions, stats)
         subs = SubScores(
-            text=text, title=title, bm25=rel_bm25, stack=stack, error=error, semantic=sem
+            text=text,
+            title=title,
+            bm25=rel_bm25,
+            stack=stack,
+            error=error,
+            semantic=None if semantic is None else max(0.0, semantic.get(issue.id, 0.0)),
+            body=None if body is None else max(0.0, body.get(issue.id, 0.0)),
+            exception=exception,
+            version=signals.version_similarity(mine.versions, theirs.versions),
+            failure=signals.class_similarity(mine.classes, theirs.classes),
         )
-        score = _total(subs, query_has_stack=bool(query.stacks))
-        # Levels keep their meaning with or without the model: they are read off the
-        # evidence score (no semantic part); a title that means the same lifts a weak
-        # candidate to related, never to likely-duplicate on its own.
-        evidence = _total(replace(subs, semantic=None), query_has_stack=bool(query.stacks))
-        level = _level(evidence, subs)
+        score = total(subs)
         notes = _notes(
-            issue, subs, match, matched_stack, shared_terms, error_line, bool(query.stacks)
+            issue,
+            subs,
+            match,
+            matched_stack,
+            shared_terms,
+            error_line,
+            bool(query.stacks),
+            exception_name,
         )
-        out.append(
-            Candidate(
-                issue=issue,
-                score=round(score, 4),
-                level=level,
-                reasons=Reasons(
-                    scores=subs,
-                    shared_frames=match.shared,
-                    terms=tuple(shared_terms[:8]),
-                    notes=notes,
-                ),
-            )
+        candidate = Candidate(
+            issue=issue,
+            score=round(score, 4),
+            level=_level(score, subs),
+            reasons=Reasons(
+                scores=subs,
+                shared_frames=match.shared,
+                terms=tuple(shared_terms[:8]),
+                notes=notes,
+            ),
         )
-    out.sort(key=lambda c: (-c.score, c.issue.record.repo.lower(), c.issue.record.number))
-    return out
+        scored.append((score, candidate))
+    # The unrounded total orders: many candidates sharing a stack sit near 1.
+    scored.sort(key=lambda x: (-x[0], x[1].issue.record.repo.lower(), x[1].issue.record.number))
+    return [c for _, c in scored]
 
 
-def _total(subs: SubScores, *, query_has_stack: bool) -> float:
-    parts = {"text": subs.text, "title": subs.title, "bm25": subs.bm25}
-    if query_has_stack:
-        parts["stack"] = STACK_PRIOR if subs.stack is None else subs.stack
-    if subs.error is not None:
-        parts["error"] = subs.error
-    if subs.semantic is not None:
-        parts["semantic"] = subs.semantic
-    weights = dict(WEIGHTS)
-    if query_has_stack:
-        weights["semantic"] = SEMANTIC_WITH_STACK
-    total_weight = sum(weights[k] for k in parts)
-    return sum(weights[k] * v for k, v in parts.items()) / total_weight
+def features(subs: SubScores) -> dict[str, float]:
+    """The text-side model's inputs: each sub-score, 0 where it does not apply; the
+    version and failure-class matches centred (-1 differ, 0 unknown, +1 same)."""
+    return {
+        "text": subs.text,
+        "title": subs.title,
+        "bm25": subs.bm25,
+        "semantic": subs.semantic or 0.0,
+        "body": subs.body or 0.0,
+        "error": subs.error or 0.0,
+        "exception": subs.exception or 0.0,
+        "version": 0.0 if subs.version is None else 2.0 * subs.version - 1.0,
+        "failure": 0.0 if subs.failure is None else 2.0 * subs.failure - 1.0,
+    }
+
+
+def _sigmoid(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def text_probability(subs: SubScores, coefficients: Mapping[str, float] | None = None) -> float:
+    """`p_text`: the logistic model over the text-side features (by default the semantic
+    model's coefficients when its sub-score is there, else the ones fitted without)."""
+    if coefficients is None:
+        coefficients = COEFFICIENTS if subs.semantic is not None else COEFFICIENTS_NO_SEMANTIC
+    values = features(subs)
+    z = coefficients.get("intercept", 0.0) + sum(
+        coefficients.get(name, 0.0) * values[name] for name in FEATURES
+    )
+    if subs.stack is not None and subs.stack < STACK_MISMATCH:
+        z -= STACK_MISMATCH_LOGODDS * (1.0 - subs.stack / STACK_MISMATCH)
+    return _sigmoid(z)
+
+
+def stack_probability(stack: float | None) -> float:
+    """`p_stack`: the stack score calibrated (0 when there is no stack to compare)."""
+    if stack is None:
+        return 0.0
+    return _sigmoid(STACK_SLOPE * (stack - STACK_MIDPOINT))
+
+
+def total(subs: SubScores, coefficients: Mapping[str, float] | None = None) -> float:
+    """The candidate's score: noisy-OR of `p_text` and `p_stack` (module docstring)."""
+    p_text = text_probability(subs, coefficients)
+    return 1.0 - (1.0 - p_text) * (1.0 - stack_probability(subs.stack))
+
+
+def strong_text_match(subs: SubScores, score: float) -> bool:
+    """A match on the words alone strong enough to show for a bundle that is no incident:
+    a near-identical title or the same error line, with shared terms, and a high total."""
+    return score >= LIKELY_SCORE and (
+        (subs.error is not None and subs.error >= LIKELY_ERROR and subs.text >= 0.4)
+        or (subs.title >= LIKELY_TITLE and subs.text >= 0.5)
+    )
 
 
 def _level(score: float, subs: SubScores) -> Level:
@@ -418,12 +610,18 @@ def _notes(
     shared_terms: Sequence[str],
     error_line: str,
     query_has_stack: bool,
+    exception_name: str = "",
 ) -> tuple[str, ...]:
     notes: list[str] = []
     if subs.stack is not None and match.shared and matched is not None:
-        frames = ", ".join(match.shared[:5]) + (" …" if len(match.shared) > 5 else "")
+        frames = ", ".join(_shown(k) for k in match.shared[:5]) + (
+            " …" if len(match.shared) > 5 else ""
+        )
+        # Counted as the similarity counts them: native frames only where shared.
+        python = [k for k in matched.keys if not k.startswith(NATIVE_MARK)]
+        of = len(python) + sum(1 for k in match.shared if k.startswith(NATIVE_MARK))
         notes.append(
-            f"stack {subs.stack:.2f}: shares {len(match.shared)} of {len(matched.keys)} "
+            f"stack {subs.stack:.2f}: shares {len(match.shared)} of {of} "
             f"frames of {matched.label} ({frames})"
         )
     elif query_has_stack and not issue.stacks:
@@ -431,12 +629,27 @@ def _notes(
     if shared_terms:
         notes.append(f"terms {subs.text:.2f}: " + ", ".join(shared_terms[:6]))
     meaning = "" if subs.semantic is None else f", meaning of the titles {subs.semantic:.2f}"
+    if subs.body is not None:
+        meaning += f", of the bodies {subs.body:.2f}"
     notes.append(f"title {subs.title:.2f}, bm25 {subs.bm25:.2f} (in {issue.record.repo}){meaning}")
     if subs.error is not None:
         notes.append(f"error line {subs.error:.2f}: {error_line[:80]}")
+    if exception_name:
+        notes.append(f"same exception type: {exception_name} (rarity {subs.exception or 0:.2f})")
+    if subs.failure == 1.0:
+        notes.append("same kind of failure")
+    elif subs.failure == 0.0:
+        notes.append("another kind of failure")
+    if subs.version == 1.0:
+        notes.append("same release")
     record = issue.record
     if record.state == "closed":
         reason = f" as {record.state_reason.replace('_', ' ')}" if record.state_reason else ""
         when = f" on {record.closed_at[:10]}" if record.closed_at else ""
         notes.append(f"closed{reason}{when}")
     return tuple(notes)
+
+
+def _shown(key: str) -> str:
+    """A frame key for people: a native frame says so instead of the mark."""
+    return f"{key[len(NATIVE_MARK) :]} (native)" if key.startswith(NATIVE_MARK) else key

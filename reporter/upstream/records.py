@@ -8,10 +8,12 @@ found, as ranking reads it), `SyncState`, `Fix`, `ImportResult`; `record_from_ap
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from reporter.errors import UsageError
+from reporter.upstream.signals import EMPTY, Signals
 
 _REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,38}/[A-Za-z0-9_.-]{1,100}")
 
@@ -42,12 +44,18 @@ class IssueRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoredIssue:
-    """An indexed issue as ranking reads it: the record plus what extraction found."""
+    """An indexed issue as ranking reads it: the record plus what extraction found, its
+    distinct search terms (`terms.tokens` of title and body) and its signals."""
 
     id: int
     record: IssueRecord
     stacks: tuple[tuple[str, ...], ...]
     errors: tuple[str, ...]
+    terms: frozenset[str] = frozenset()
+    title_terms: tuple[str, ...] | None = None
+    """The title's tokens in order (`terms.tokens`), stored at index time; None: not
+    stored (tokenise the title)."""
+    signals: Signals = EMPTY
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,11 +116,23 @@ def validate_repo(repo: str) -> str:
 
 
 def record_from_api(item: dict[str, Any], repo: str) -> IssueRecord:
-    """An `IssueRecord` from one issue object of GitHub's REST API (listing or search)."""
+    """An `IssueRecord` from one issue object of GitHub's REST API (listing or search).
+
+    `ValueError` says what is wrong with a malformed item (the caller skips and counts it);
+    the title is made inert (escape sequences, controls and bidi overrides removed): it
+    reaches terminals and upstream drafts.
+    """
+    number = item.get("number")
+    if isinstance(number, bool) or not isinstance(number, int) or not 0 < number < 2**63:
+        raise ValueError(f"'number' must be a positive integer, not {str(number)[:40]!r}")
+    for key in ("title", "body", "state", "html_url", "created_at", "updated_at", "closed_at"):
+        if item.get(key) is not None and not isinstance(item[key], str):
+            raise ValueError(f"issue {number}: {key!r} must be a string")
+    comments = item.get("comments")
     return IssueRecord(
         repo=repo,
-        number=int(item["number"]),
-        title=str(item.get("title") or ""),
+        number=number,
+        title=inert_title(item.get("title") or ""),
         body=str(item.get("body") or ""),
         state=str(item.get("state") or "open"),
         state_reason=_opt_str(item.get("state_reason")),
@@ -120,10 +140,42 @@ def record_from_api(item: dict[str, Any], repo: str) -> IssueRecord:
         created_at=_opt_str(item.get("created_at")),
         updated_at=_opt_str(item.get("updated_at")),
         closed_at=_opt_str(item.get("closed_at")),
-        comments=int(item.get("comments") or 0),
+        comments=comments if isinstance(comments, int) and not isinstance(comments, bool) else 0,
         url=_opt_str(item.get("html_url")),
         is_pull="pull_request" in item,
     )
+
+
+def records_from_api(
+    items: Sequence[dict[str, Any]], repo: str | None, *, skipped: list[str]
+) -> list[IssueRecord]:
+    """The records of a page of API items; a malformed item costs one line in `skipped`,
+    not the page. `repo` None: each item's own (search results span repositories)."""
+    out: list[IssueRecord] = []
+    for item in items:
+        owner_name = repo or repo_of_api_item(item)
+        if owner_name is None:
+            skipped.append("an item without a repository_url")
+            continue
+        try:
+            out.append(record_from_api(item, owner_name))
+        except ValueError as err:
+            skipped.append(str(err))
+    return out
+
+
+# Invisible characters that hide or reorder text in a title: zero-width spaces and
+# joiners, bidi marks, word joiners and the byte-order mark (`reporter.inert` removes
+# escape sequences, controls and bidi overrides).
+_INVISIBLE_RE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff]")
+
+
+def inert_title(text: str) -> str:
+    """A title from upstream made inert, on one line: `reporter.inert.for_terminal`, then
+    invisible characters removed."""
+    from reporter.inert import for_terminal
+
+    return " ".join(_INVISIBLE_RE.sub("", for_terminal(str(text))).split())
 
 
 def repo_of_api_item(item: dict[str, Any]) -> str | None:
@@ -171,12 +223,60 @@ def record_from_json(obj: Any) -> IssueRecord:
         closed_at=_opt_str(obj.get("closed_at")),
         comments=comments if isinstance(comments, int) and not isinstance(comments, bool) else 0,
         url=_opt_str(obj.get("url") or obj.get("html_url")),
+        is_pull=obj.get("is_pull") is True,
     )
 
 
-def record_to_json(record: IssueRecord) -> dict[str, Any]:
-    """The JSONL object for a record (the import format plus the optional extras)."""
+_FIX_KINDS = ("pull", "commit", "none")
+
+
+def fix_from_json(obj: Any, record: IssueRecord) -> Fix | None:
+    """The `fixed_in` object of a JSONL line (see `fix_to_json`) for `record`; None when
+    the line has none; `ValueError` when it is malformed."""
+    if obj is None:
+        return None
+    if not isinstance(obj, dict):
+        raise ValueError("'fixed_in' must be an object or null")
+    kind, ref = obj.get("kind"), obj.get("ref")
+    if kind not in _FIX_KINDS:
+        raise ValueError(f"'fixed_in.kind' must be one of {', '.join(_FIX_KINDS)}, not {kind!r}")
+    if not isinstance(ref, str):
+        raise ValueError("'fixed_in.ref' must be a string")
+    for key in ("url", "sha", "tag", "checked_at"):
+        if obj.get(key) is not None and not isinstance(obj[key], str):
+            raise ValueError(f"'fixed_in.{key}' must be a string or null")
+    return Fix(
+        repo=record.repo,
+        number=record.number,
+        kind=kind,
+        ref=ref,
+        url=_opt_str(obj.get("url")),
+        sha=_opt_str(obj.get("sha")),
+        tag=_opt_str(obj.get("tag")),
+        checked_at=_opt_str(obj.get("checked_at")),
+    )
+
+
+def fix_to_json(fix: Fix) -> dict[str, Any]:
+    """The `fixed_in` object of an exported line: what `report sync` found fixed the issue.
+
+    Example: `{"kind": "pull", "ref": "#4410", "url": "...", "sha": "3f2c...",
+    "tag": "v0.5.3", "checked_at": "2026-07-12T10:00:00Z"}` (`kind` `none`: looked up,
+    nothing found)."""
     return {
+        "kind": fix.kind,
+        "ref": fix.ref,
+        "url": fix.url,
+        "sha": fix.sha,
+        "tag": fix.tag,
+        "checked_at": fix.checked_at,
+    }
+
+
+def record_to_json(record: IssueRecord, fix: Fix | None = None) -> dict[str, Any]:
+    """The JSONL object for a record (the import format plus the optional extras:
+    `is_pull`, and `fixed_in` when a sync looked up what fixed it)."""
+    out: dict[str, Any] = {
         "repo": record.repo,
         "number": record.number,
         "title": record.title,
@@ -189,7 +289,11 @@ def record_to_json(record: IssueRecord) -> dict[str, Any]:
         "closed_at": record.closed_at,
         "comments": record.comments,
         "url": record.html_url,
+        "is_pull": record.is_pull,
     }
+    if fix is not None:
+        out["fixed_in"] = fix_to_json(fix)
+    return out
 
 
 def _opt_str(value: Any) -> str | None:

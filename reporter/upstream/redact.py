@@ -617,6 +617,35 @@ def leaks(
     return tuple(out)
 
 
+# A Markdown backslash escape (CommonMark: any ASCII punctuation).
+_MD_ESCAPE_RE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def _readable(line: str) -> str:
+    """One line as a reader sees it: Markdown escapes and HTML entities undone (an
+    entity that decodes to a line break stays on this line)."""
+    import html
+
+    if "\\" in line:
+        line = _MD_ESCAPE_RE.sub(r"\1", line)
+    if "&" in line:
+        line = html.unescape(line).replace("\r", " ").replace("\n", " ")
+    return line
+
+
+def scan_document(
+    document: str, *, redaction: Redaction | None = None, rules: Rules | None = None
+) -> tuple[Leak, ...]:
+    """The one pre-send check of an upstream draft, shared by `report lint` and the filing
+    gate: `leaks` over the document as a reader sees it (Markdown escapes and HTML
+    entities undone, so `/home/&lt;user-1&gt;` is the tool's own placeholder, and an
+    escaped `ghp\\_...` is still a token), line numbers those of the document (front
+    matter included: the file line). The gate adds `redaction`, the values the draft's
+    own redaction learnt."""
+    lines = re.split(r"\r\n?|\n", document)
+    return leaks("\n".join(_readable(line) for line in lines), redaction=redaction, rules=rules)
+
+
 def report_lines(entries: Sequence[RedactionEntry]) -> list[str]:
     """The redaction report for people: `kind in where: count`, in report order."""
     return [f"{e.kind} in {e.where}: {e.count}" for e in entries]

@@ -1,14 +1,19 @@
 """The SQL tables of the upstream issue index (see `index` for what each holds), and versions.
 
-`SCHEMA` builds a new index; `SCHEMA_2` holds the tables schema 2 added, created on open
-in a schema 1 index too (`index.Index` upgrades in place).
+`SCHEMA` builds a new index; `SCHEMA_2` holds the tables schema 2 added and `SCHEMA_3`
+those schema 3 added, created on open in older indexes too (`index.Index` upgrades in
+place; schema 3's new `issues` columns are added there and filled from stored text).
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 # Older schemas this version upgrades in place on open.
-UPGRADABLE = frozenset({"1"})
+UPGRADABLE = frozenset({"1", "2"})
+# Schema 3's columns of `issues` (name, SQL type), added by ALTER TABLE to older indexes:
+# the issue's distinct search terms (`terms.tokens`, space-joined) and its signals JSON
+# (`signals.Signals.to_json`), found once at write time so a query never re-tokenises.
+ISSUE_COLUMNS_3 = (("terms", "TEXT"), ("signals", "TEXT"))
 # Bump when terms.tokens() changes: contentless FTS rows are deleted by re-tokenizing.
 TOKENIZER_VERSION = "1"
 
@@ -32,6 +37,8 @@ CREATE TABLE IF NOT EXISTS issues(
     url TEXT,
     stacks TEXT NOT NULL DEFAULT '[]',
     errors TEXT NOT NULL DEFAULT '[]',
+    terms TEXT,
+    signals TEXT,
     UNIQUE(repo, number)
 );
 CREATE INDEX IF NOT EXISTS issues_by_repo ON issues(repo, is_pull);
@@ -87,5 +94,22 @@ CREATE TABLE IF NOT EXISTS issue_fixes(
     tag TEXT,
     checked_at TEXT,
     PRIMARY KEY(repo, number)
+) WITHOUT ROWID;
+"""
+
+# Added by schema 3: the body's vector from the semantic model (chunked, see
+# `titles.body_embedding_text`), as issue_vectors holds the title's; and each term's
+# document frequency, kept at write time.
+SCHEMA_3 = """
+CREATE TABLE IF NOT EXISTS body_vectors(
+    issue INTEGER PRIMARY KEY,
+    repo TEXT NOT NULL COLLATE NOCASE,
+    model TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS body_vectors_by_repo ON body_vectors(repo, model);
+CREATE TABLE IF NOT EXISTS term_df(
+    term TEXT PRIMARY KEY,
+    n INTEGER NOT NULL
 ) WITHOUT ROWID;
 """

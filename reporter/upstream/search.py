@@ -11,7 +11,11 @@ Search, step by step (`find_duplicates`):
    an FTS5 OR query whose BM25 top `TEXT_POOL` issues are candidates;
 2. the query's frame keys seen in at most `FRAME_DF_SHARE` of the issues pull in the
    `FRAME_POOL` issues with the most (rarity-weighted) frames in common;
-3. `rank.score_candidates` scores the union and says why.
+3. the issues whose titles and bodies mean the most alike (the semantic model, when
+   installed) join them;
+4. `rank.score_candidates` scores the union and says why;
+5. a bundle whose analysis found no incident (no hang, or could not tell) keeps only
+   strong text matches, and a note says why (`NON_INCIDENT_NOTE`).
 
 `Method.BM25` stops after step 1 and orders by BM25 alone (an ablation in the evaluation).
 """
@@ -45,15 +49,23 @@ from reporter.upstream.sync import SyncReport as SyncReport
 from reporter.upstream.titles import TitleSimilarity, embedder_of, semantic_neighbours
 
 MAX_MATCH_TERMS = 24
-TEXT_POOL = 150
-FRAME_POOL = 100
+TEXT_POOL = 100
+FRAME_POOL = 50
 # Frames in more issues than this share say little and cost a long posting list.
 FRAME_DF_SHARE = 0.01
 FRAME_DF_MIN = 50
 # Terms in more issues than this are left out of the FTS5 query (they still count in the
 # text score): their long posting lists cost time and their BM25 weight is small.
-COMMON_TERM_SHARE = 0.05
+COMMON_TERM_SHARE = 0.01
 COMMON_TERM_MIN = 200
+
+
+NON_INCIDENT_NOTE = (
+    "{kept} related issue(s) shown: the analysis found {what} (verdict `{verdict}`), so only "
+    "strong text matches (a near-identical title, or the same error line, with shared "
+    "terms) are listed; {dropped} weaker match(es) left out"
+)
+_NON_INCIDENT_WHAT = {"progressing": "no hang", "inconclusive": "no clear incident"}
 
 
 class Method(StrEnum):
@@ -85,7 +97,7 @@ def search_and_explain(
     if semantic_model.load() is None:
         notes.append(semantic_model.MISSING_NOTE)
     pasted: list[IssueRecord] = []
-    candidates = find_duplicates(index, query, limit=limit, pasted=pasted)
+    candidates = find_duplicates(index, query, limit=limit, pasted=pasted, notes=notes)
     for record in pasted:
         notes.append(
             f"left out {record.repo}#{record.number}: the pasted text is that issue "
@@ -189,6 +201,7 @@ def find_duplicates(
     embedder: semantic_model.Embedder | bool | None = True,
     exclude: Sequence[tuple[str, int]] = (),
     pasted: list[IssueRecord] | None = None,
+    notes: list[str] | None = None,
 ) -> list[rank.Candidate]:
     """The best candidates for `query` in `query.repos` (all repos when empty), best first.
 
@@ -199,7 +212,8 @@ def find_duplicates(
     text *is* the query (see `pasted_self`) is left out before scoring (it would set the
     BM25 scale for every other candidate) and appended to `pasted`. When several repos
     are searched, the best candidate of each repo that has one is kept in the list (see
-    `_best_of_each`).
+    `_best_of_each`). A query from a bundle that is no incident (`Query.incident`)
+    keeps only strong text matches (`rank.strong_text_match`); `notes` gets why.
     """
     model = embedder_of(embedder)
     pasted_text = query.text
@@ -231,9 +245,11 @@ def find_duplicates(
         for issue_id, _ in best:
             pool.setdefault(issue_id, 0.0)
     titles: TitleSimilarity | None = None
+    bodies: TitleSimilarity | None = None
     if method is Method.COMBINED and model is not None:
         titles = semantic_neighbours(index, model, query)
-        for issue_id in titles.nearest:
+        bodies = semantic_neighbours(index, model, query, kind="body")
+        for issue_id in (*titles.nearest, *bodies.nearest):
             pool.setdefault(issue_id, 0.0)
     stored = index.stored(pool)
     skip = {(repo.lower(), number) for repo, number in exclude}
@@ -256,12 +272,33 @@ def find_duplicates(
     if method is Method.BM25:
         return _bm25_only(issues, pool, limit)
     similarity = None if titles is None else titles.lookup(i.id for i in issues)
+    body_similarity = None if bodies is None else bodies.lookup(i.id for i in issues)
     scored = rank.score_candidates(
-        query, issues, pool, stats, weights, surface_forms(query), similarity
+        query, issues, pool, stats, weights, surface_forms(query), similarity, body_similarity
     )
     if not include_weak:
         scored = [c for c in scored if c.level is not rank.Level.WEAK]
+    if not query.incident:
+        scored = _incident_filter(query, scored, notes)
     return _best_of_each(scored, limit)
+
+
+def _incident_filter(
+    query: Query, scored: Sequence[rank.Candidate], notes: list[str] | None
+) -> list[rank.Candidate]:
+    """Only the strong text matches of a query whose bundle is no incident, and a note."""
+    kept = [c for c in scored if rank.strong_text_match(c.reasons.scores, c.score)]
+    if notes is not None:
+        verdict = query.verdict or ""
+        notes.append(
+            NON_INCIDENT_NOTE.format(
+                kept=len(kept),
+                what=_NON_INCIDENT_WHAT.get(verdict, "no incident"),
+                verdict=verdict,
+                dropped=len(scored) - len(kept),
+            )
+        )
+    return kept
 
 
 def _best_of_each(scored: Sequence[rank.Candidate], limit: int) -> list[rank.Candidate]:
@@ -353,6 +390,12 @@ def outcome_json(outcome: SearchOutcome) -> dict[str, Any]:
                 else f"{outcome.query.issue[0]}#{outcome.query.issue[1]}"
             ),
             "deployed": dict(outcome.query.deployed),
+            "signals": {
+                "exceptions": list(outcome.query.signals.exceptions),
+                "versions": dict(outcome.query.signals.versions),
+                "failure": list(outcome.query.signals.classes),
+            },
+            "verdict": outcome.query.verdict,
         },
         "index": {
             "path": str(outcome.index_path),
@@ -383,6 +426,10 @@ def candidate_json(candidate: rank.Candidate) -> dict[str, Any]:
                 "stack": None if scores.stack is None else round(scores.stack, 3),
                 "error": None if scores.error is None else round(scores.error, 3),
                 "semantic": None if scores.semantic is None else round(scores.semantic, 3),
+                "body": None if scores.body is None else round(scores.body, 3),
+                "exception": None if scores.exception is None else round(scores.exception, 3),
+                "version": scores.version,
+                "failure": scores.failure,
             },
             "shared_frames": list(candidate.reasons.shared_frames),
             "terms": list(candidate.reasons.terms),

@@ -2,7 +2,7 @@
 
 The model is WordLlama's `l2_supercat` 256-dimension embedding table (16 MB of float16
 in the `wordllama` wheel, with its tokenizer file next to it), installed with the
-`reporter[semantic]` extra. Nothing is downloaded at run time: the files are loaded
+`hangreport[semantic]` extra (the distribution `hangreport`, import package `reporter`). Nothing is downloaded at run time: the files are loaded
 from the installed package by path (WordLlama's own loader looks for the tokenizer in
 another folder than the wheel puts it, and falls back to downloading). A text's vector
 is the mean of its tokens' vectors, scaled to unit length, so the cosine similarity of
@@ -38,13 +38,18 @@ _TOKENIZER = Path("tokenizers") / "l2_supercat_tokenizer_config.json"
 _TENSOR = "embedding.weight"
 # Tokens beyond this say little more about a text's topic and cost time.
 MAX_TOKENS = 512
+# A body is embedded in chunks of this many tokens, at most `MAX_CHUNKS` of them, each
+# chunk's mean scaled to unit length before they are averaged: a pasted log as long as
+# the rest of the body counts as much as the description, not ten times more.
+CHUNK_TOKENS = 128
+MAX_CHUNKS = 8
 # Stored components are round(x * SCALE) as int8; no component of a unit vector of 256
 # dimensions from this table comes near 127 / SCALE = 0.5.
 SCALE = 254.0
 MISSING_NOTE = (
     "semantic similarity is off: the embedding model is not installed "
-    "(pip install 'reporter[semantic]', which brings wordllama; nothing is downloaded "
-    "at run time)"
+    "(pip install 'hangreport[semantic]', or '.[semantic]' in a checkout, which brings "
+    "wordllama; nothing is downloaded at run time)"
 )
 
 
@@ -70,6 +75,33 @@ class Embedder:
             if ids.size == 0:
                 continue
             vector = self.table[np.clip(ids, 0, top)].mean(axis=0)
+            norm = float(np.linalg.norm(vector))
+            if norm > 0.0:
+                out[row] = vector / norm
+        return out
+
+    def embed_chunked(self, texts: Sequence[str]) -> Vectors:
+        """Unit vectors for long `texts` (bodies): the mean of the unit vectors of their
+        first `MAX_CHUNKS` chunks of `CHUNK_TOKENS` tokens (zero for a text without
+        known tokens)."""
+        import numpy as np
+
+        out = np.zeros((len(texts), self.table.shape[1]), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        top = self.table.shape[0] - 1
+        limit = CHUNK_TOKENS * MAX_CHUNKS
+        for row, encoding in enumerate(encodings):
+            ids = np.asarray(encoding.ids[:limit], dtype=np.int64)
+            if ids.size == 0:
+                continue
+            # A chunk's sum has its mean's direction: no division needed before scaling.
+            sums = np.add.reduceat(
+                self.table[np.clip(ids, 0, top)], np.arange(0, ids.size, CHUNK_TOKENS), axis=0
+            )
+            norms = np.linalg.norm(sums, axis=1)
+            vector = (sums[norms > 0] / norms[norms > 0, None]).sum(axis=0)
             norm = float(np.linalg.norm(vector))
             if norm > 0.0:
                 out[row] = vector / norm

@@ -21,13 +21,7 @@ from reporter.upstream.query import (
     frame_phrases,
     github_queries,
 )
-from reporter.upstream.records import (
-    Fix,
-    IssueRecord,
-    SyncState,
-    record_from_api,
-    repo_of_api_item,
-)
+from reporter.upstream.records import Fix, SyncState, records_from_api
 
 # Closed issues whose fix one sync looks up (a timeline request each, and a few compare
 # requests per fix); the rest are looked up by the next sync.
@@ -56,6 +50,8 @@ class SyncReport:
     not_modified: bool
     resumed: bool
     fixes: FixReport | None = None
+    skipped: int = 0
+    """Malformed items in GitHub's answer, left out (a warning names the first)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,8 +84,8 @@ def sync_repo(
     newest `updated_at` stored becomes the resume point, so an interrupted sync
     restarts where it stopped. The ETag is kept only for a listing that fit on one
     page (for a longer one a change could land on a later page without changing the
-    first), and only while `since` stays the same; then a no-change resync is one
-    conditional request answered 304. Known limit: GitHub pages by number, so an issue
+    first); such a listing keeps its `since`, so the next sync asks the same URL and an
+    unchanged repository answers with one 304. Known limit: GitHub pages by number, so an issue
     updated while a long listing is read moves to its end and can push an unchanged one
     back onto a page already read; `--full` lists everything again.
 
@@ -108,12 +104,13 @@ def sync_repo(
     pages = stored = 0
     single_page_etag: str | None = None
     not_modified = False
+    skipped: list[str] = []
     for page in client.list_issues(repo, since=start, etag=etag):
         pages += 1
         if page.not_modified:
             not_modified = True
             break
-        records = [record_from_api(item, repo) for item in page.items if "number" in item]
+        records = records_from_api(page.items, repo, skipped=skipped)
         for record in records:
             if record.updated_at and (newest is None or record.updated_at > newest):
                 newest = record.updated_at
@@ -125,11 +122,14 @@ def sync_repo(
     if not_modified:
         final = replace(state, complete=True, synced_at=now())
     else:
-        keep_etag = newest == start and single_page_etag is not None
+        # A listing that fit on one page is asked again as it was (same `since`, so the
+        # same URL) with its ETag: an unchanged repository then answers the very next
+        # sync with one 304. A longer listing moves `since` on instead.
+        single = single_page_etag is not None
         final = SyncState(
             repo=repo,
-            since=newest,
-            etag=single_page_etag if keep_etag else None,
+            since=start if single else newest,
+            etag=single_page_etag,
             resume_since=None,
             complete=True,
             synced_at=now(),
@@ -144,7 +144,13 @@ def sync_repo(
                 notes.append(f"{repo}: looking up what fixed closed issues failed: {err.message}")
     if progress is not None:
         progress(SyncProgress(repo=repo, page=pages, last_page=pages, stored=stored, done=True))
+    if skipped and notes is not None:
+        notes.append(
+            f"warning: {repo}: skipped {len(skipped)} malformed issue(s) in GitHub's answer "
+            f"(first: {skipped[0]})"
+        )
     return SyncReport(
+        skipped=len(skipped),
         fixes=fix_report,
         repo=repo,
         requests=client.stats.requests - requests_before,
@@ -212,32 +218,31 @@ def refresh_online(index: Index, client: GitHubClient, query: Query, notes: list
     """Before an online search: sync the repos synced before, then ask GitHub's search.
 
     A repo never synced is not listed in full here (that can take thousands of requests);
-    GitHub's search stands in. Any GitHub failure becomes a note: the search then runs
-    on what the index has.
+    GitHub's search stands in. A GitHub failure is raised (`UpstreamError`): an online
+    search that could not ask GitHub has no result to show, and must not look like "no
+    duplicates" (the caller says so and exits non-zero; `--offline` searches the index).
     """
-    try:
-        for repo in query.repos:
-            state = index.sync_state(repo)
-            if state is None:
-                notes.append(
-                    f"{repo}: never synced; asking GitHub's search only "
-                    f"(run `report sync {repo}` for a full local index)"
-                )
-                continue
-            sync_repo(index, client, repo)
-        frame_df = index.frame_df(frame_phrases(query))
-        term_df = index.term_df(terms.content_terms(query.title))
-        for text in github_queries(query, frame_df=frame_df, term_df=term_df):
-            result = client.search_issues(text)
-            records: list[IssueRecord] = []
-            for item in result.items:
-                owner_name = repo_of_api_item(item)
-                if owner_name is not None and "number" in item:
-                    records.append(record_from_api(item, owner_name))
-            index.upsert(records)
-            if result.incomplete:
-                notes.append(f"GitHub's search for {text!r} timed out and returned partial results")
-    except UpstreamError as err:
-        notes.append(f"GitHub: {err.message}; results come from the local index only")
+    for repo in query.repos:
+        state = index.sync_state(repo)
+        if state is None:
+            notes.append(
+                f"{repo}: never synced; asking GitHub's search only "
+                f"(run `report sync {repo}` for a full local index)"
+            )
+            continue
+        sync_repo(index, client, repo, notes=notes)
+    frame_df = index.frame_df(frame_phrases(query))
+    term_df = index.term_df(terms.content_terms(query.title))
+    for text in github_queries(query, frame_df=frame_df, term_df=term_df):
+        result = client.search_issues(text)
+        skipped: list[str] = []
+        index.upsert(records_from_api(result.items, None, skipped=skipped))
+        if skipped:
+            notes.append(
+                f"warning: skipped {len(skipped)} malformed item(s) in GitHub's search "
+                f"answer (first: {skipped[0]})"
+            )
+        if result.incomplete:
+            notes.append(f"GitHub's search for {text!r} timed out and returned partial results")
     for notice in client.notices:
         notes.append(notice)

@@ -31,7 +31,8 @@ from reporter.upstream.index import Index
 from reporter.upstream.records import Fix, validate_repo
 
 if TYPE_CHECKING:
-    from reporter.upstream.filing import Tracker
+    from reporter.upstream.filing import RemoteComment, Tracker
+    from reporter.upstream.policy import Clock, RetryPolicy
     from reporter.upstream.query import Query
 
 MARKER = "<!-- reporter:possible-duplicates -->"
@@ -237,22 +238,54 @@ class TriageOutcome:
     comment: CommentResult | None = None
 
 
-def post_comment(tracker: Tracker, row: TriageRow, *, post: bool) -> CommentResult:
+def post_comment(
+    tracker: Tracker,
+    row: TriageRow,
+    *,
+    post: bool,
+    clock: Clock | None = None,
+    policy: RetryPolicy | None = None,
+) -> CommentResult:
     """Post the comment for `row` when `post`, unless the issue has one already (its
-    marker is in a comment); without `post` only say what would be posted."""
+    marker is in a comment); without `post` only say what would be posted.
+
+    Reads and the post follow filing's retry rules (`publish.call_with_retries`): a rate
+    limit is waited out or said, a failure after the POST looks for the marker before
+    trying again, and what still fails is an `UpstreamError` with a Tip."""
+    from reporter.upstream.policy import FILING, SystemClock
+    from reporter.upstream.publish import call_with_retries
+
     body = comment_body(row)
     if body is None:
         return CommentResult(body=None, skipped="no likely duplicate or related issue")
     if not post:
         return CommentResult(body=body, skipped="dry run (pass --post to post it)")
     assert row.number is not None  # comment_body is None for a pasted text
-    comments = tracker.comments(row.repo, row.number)
+    number = row.number
+    clock = clock or SystemClock()
+    policy = policy or FILING
+
+    def read() -> tuple[RemoteComment, ...]:
+        return call_with_retries(
+            f"GET {row.ref} comments",
+            lambda: tracker.comments(row.repo, number),
+            clock=clock,
+            policy=policy,
+        )
+
+    comments = read()
     if already_posted([c.body for c in comments]):
         earlier = next(c for c in comments if MARKER in c.body)
         return CommentResult(
             body=body, skipped=f"{row.ref} has a possible-duplicates comment already: {earlier.url}"
         )
-    made = tracker.create_comment(row.repo, row.number, body)
+    made = call_with_retries(
+        f"POST {row.ref} comment",
+        lambda: tracker.create_comment(row.repo, number, body),
+        clock=clock,
+        policy=policy,
+        look=lambda: next((c for c in read() if MARKER in c.body), None),
+    )
     return CommentResult(body=body, posted_url=made.url)
 
 

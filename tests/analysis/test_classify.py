@@ -76,10 +76,29 @@ FRAME_CASES: list[tuple[str, FrameKind, str | None, str]] = [
         "torch-object-collectives",
     ),
     (
+        "recv_object_list (torch/distributed/distributed_c10d.py:3300)",
+        C,
+        "recv_object_list",
+        "torch-object-collectives",
+    ),
+    (
         "GroupCoordinator.recv_object (vllm/distributed/parallel_state.py:600)",
         C,
-        "recv_object",
-        "torch-object-collectives",
+        "recv",
+        "group-coordinator-recv",
+    ),
+    # py-spy shortens SGLang's path to `distributed/parallel_state.py` (a real dump, #17941).
+    (
+        "recv_tensor_dict (distributed/parallel_state.py:1228)",
+        C,
+        "recv",
+        "group-coordinator-recv",
+    ),
+    (
+        "GroupCoordinator.send_tensor_dict (sglang/srt/distributed/parallel_state.py:1180)",
+        C,
+        "send",
+        "group-coordinator-send",
     ),
     ("barrier (torch/distributed/distributed_c10d.py:4100)", C, "barrier", "torch-barrier"),
     (
@@ -164,9 +183,20 @@ FRAME_CASES: list[tuple[str, FrameKind, str | None, str]] = [
     ("ncclAllGather (libnccl.so.2)", C, "all_gather", "native-all-gather"),
     ("ncclReduceScatter (libnccl.so.2)", C, "reduce_scatter", "native-reduce-scatter"),
     ("gloo::barrier (libtorch_cpu.so)", C, "barrier", "native-barrier"),
-    ("ncclSend (libnccl.so.2)", C, "ncclSend", "native-other-collectives"),
+    ("ncclReduce (libnccl.so.2)", C, "ncclReduce", "native-other-collectives"),
+    ("ncclSend (libnccl.so.2)", C, "send", "native-send"),
+    ("ncclRecv (libnccl.so.2)", C, "recv", "native-recv"),
+    # gloo's transport serves every collective: only the p2p work types say recv / send.
     (
         "gloo::transport::tcp::UnboundBuffer::waitRecv (libtorch_cpu.so)",
+        C,
+        "gloo",
+        "native-gloo-transport",
+    ),
+    ("c10d::ProcessGroupGloo::RecvWork::wait (libtorch_cpu.so)", C, "recv", "native-recv"),
+    ("c10d::ProcessGroupGloo::SendWork::wait (libtorch_cpu.so)", C, "send", "native-send"),
+    (
+        "gloo::transport::tcp::Pair::handleRemotePendingSend (libtorch_cpu.so)",
         C,
         "gloo",
         "native-gloo-transport",
@@ -187,7 +217,8 @@ FRAME_CASES: list[tuple[str, FrameKind, str | None, str]] = [
         "shm-dequeue",
         "shm-message-queue",
     ),
-    ("recv (vllm/distributed/parallel_state.py:900)", C, "recv", "torch-p2p"),
+    ("recv (vllm/distributed/parallel_state.py:900)", C, "recv", "group-coordinator-recv"),
+    ("irecv (torch/distributed/distributed_c10d.py:2250)", C, "irecv", "torch-p2p"),
     ("Queue.get (multiprocessing/queues.py:103)", W, "queue-get", "queue-get"),
     ("Event.wait (threading.py:629)", W, "event-wait", "event-wait"),
     ("Condition.wait (threading.py:327)", W, "condition-wait", "condition-wait"),
@@ -374,12 +405,48 @@ def test_idle_rule(
     assert (idle.label if idle else None, idle.rule if idle else None) == (label, rule)
 
 
+# (frame spec, [[bootstrap]] rule id or None): how a process was started, for signatures.
+BOOTSTRAP_CASES: list[tuple[str, str | None]] = [
+    ("<module> (train.py:40)", "module-level"),
+    ("<module> (<string>:1)", "module-level"),
+    ("_run_module_as_main (runpy.py:198)", "runpy-entry"),
+    ("spawn_main (multiprocessing/spawn.py:122)", "multiprocessing-entry"),
+    ("BaseProcess._bootstrap (multiprocessing/process.py:314)", "multiprocessing-entry"),
+    ("Thread._bootstrap_inner (threading.py:1045)", "thread-entry"),
+    ("_wrap (torch/multiprocessing/spawn.py:87)", "torch-mp-spawn"),
+    (
+        "wrapper (torch/distributed/elastic/multiprocessing/errors/__init__.py:355)",
+        "torchrun-agent",
+    ),
+    ("main (torch/distributed/run.py:919)", "torchrun-agent"),
+    ("main (train.py:12)", None),
+    ("Thread.run (mythreading.py:10)", None),
+]
+
+
+@pytest.mark.parametrize(("spec", "rule"), BOOTSTRAP_CASES)
+def test_bootstrap_rule(classifier: Classifier, spec: str, rule: str | None) -> None:
+    assert classifier.bootstrap_rule(frame(spec)) == rule
+
+
+def test_p2p_directions_come_from_the_p2p_table(classifier: Classifier) -> None:
+    rules = classifier.rules
+    assert rules.p2p_direction("recv") == "recv"
+    assert rules.p2p_direction("isend") == "send"
+    assert rules.p2p_direction("batch_isend_irecv") == "either"
+    assert rules.p2p_direction("all_reduce") is None
+    assert rules.p2p_direction(None) is None
+    with pytest.raises(ReporterError, match="listed twice"):
+        parse_rules('[p2p]\nrecv = ["recv"]\nsend = ["recv"]\n')
+
+
 def test_every_rule_is_exercised() -> None:
     rules = load_rules()
     exercised = (
         {case[3] for case in FRAME_CASES}
         | {case[2] for case in IDLE_CASES if case[2]}
         | {str(case[2]) for case in IDLE_LOOP_CASES if case[2]}
+        | {case[1] for case in BOOTSTRAP_CASES if case[1]}
     )
     assert {r.id for r in rules.rules} == exercised
 

@@ -84,6 +84,7 @@ RULE_CASES: list[tuple[str, ChangeKind, str, str | None, str | None]] = [
     ("generated-id", ChangeKind.ENV, "RUN_UUID", "0" * 8 + "-1111-2222-3333-" + "4" * 12, "f" * 32),
     ("temporary-path", ChangeKind.ENV, "SCRATCH", "/tmp/a", "/tmp/b"),
     ("random-port", ChangeKind.FLAG, "--port", "41234", "39876"),
+    ("path-value", ChangeKind.FLAG, "--model-path", "/models/qwen-a", "/models/qwen-b"),
     ("process-id", ChangeKind.ENV, "PARENT_PID", "100", "200"),
     ("journal-stream", ChangeKind.ENV, "STREAM", "8:100", "8:200"),
 ]
@@ -105,6 +106,38 @@ def test_every_shipped_rule_has_a_case() -> None:
     ids = {r["id"] for r in data["rule"]} | {r["id"] for r in data["value_rule"]}
     assert ids == {case[0] for case in RULE_CASES}
     assert len(default_rules_diff().rules) == len(ids)
+
+
+@pytest.mark.parametrize(
+    ("noise_key", "before", "after"),
+    [
+        ("--model-path", "/models/qwen-a", "/models/qwen-b"),
+        ("--model-path", "s3://bucket/qwen-a", "s3://bucket/qwen-b"),
+        (
+            "--model-path",
+            "https://u:hf_Zq81@hub.example/qwen-a",
+            "https://u:hf_Zq81@hub.example/qwen-b",
+        ),
+        ("--tokenizer-path", "./tok-a", "./tok-b"),
+    ],
+)
+def test_a_knob_outranks_a_path_of_equal_score(noise_key: str, before: str, after: str) -> None:
+    # A server option (60 + 10 + 30) and an engine knob (50 + 10 + 40) score the same;
+    # the rules' `tie` puts the knob the step can name first, whatever the kind order says.
+    good: Side = {ChangeKind.FLAG: {noise_key: before}, ChangeKind.ENV: {KNOB: "256"}}
+    bad: Side = {ChangeKind.FLAG: {noise_key: after}, ChangeKind.ENV: {KNOB: "512"}}
+    first, second = diff_sides(good, bad).changes
+    assert first.score == second.score
+    assert (first.key, second.key) == (KNOB, noise_key)
+    assert first.tie > second.tie
+    assert any("(path-value): loses ties" in why for why in second.why), second.why
+
+
+def test_a_plain_server_option_ties_below_a_knob_but_above_a_path() -> None:
+    good: Side = {ChangeKind.FLAG: {"--mem-fraction-static": "0.8", "--model-path": "/m/a"}}
+    bad: Side = {ChangeKind.FLAG: {"--mem-fraction-static": "0.9", "--model-path": "/m/b"}}
+    keys = [c.key for c in diff_sides(good, bad).changes]
+    assert keys == ["--mem-fraction-static", "--model-path"]
 
 
 def test_scores_add_up_and_ties_break_by_kind_then_key() -> None:

@@ -148,7 +148,10 @@ def test_required_keys_and_shapes() -> None:
         "dims": {"TP": 0},
         "snapshots": 1,
         "instance": "1",
+        "host": None,
+        "condition": None,
     }
+    assert data["hosts"] == []
     assert data["warnings"] == ["all.txt:7: skipped a line"]
     signature = data["signature"]
     assert isinstance(signature, dict) and set(signature) == {"hash", "text"}

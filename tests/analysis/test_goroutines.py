@@ -135,5 +135,7 @@ def test_the_clients_sentence_is_computed_once_and_read_by_every_output(
     assert sentence.startswith("Clients: ") and sentence.endswith(".")
     assert analysis.summary.endswith(f" {sentence}")
     report = app.render_draft(bundle, analysis, now=CAPTURED)
-    # Once in the verdict, once heading the clients section.
-    assert report.count(sentence.removeprefix("Clients: ")) == 2
+    # Said once, heading the clients section; the summary block's "Clients affected" line
+    # says it in its own words and the verdict paragraph no longer repeats it.
+    assert report.count(sentence.removeprefix("Clients: ")) == 1
+    assert "**Clients affected:** 34 client goroutines wait for an HTTP response" in report

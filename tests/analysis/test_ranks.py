@@ -421,3 +421,28 @@ def test_failed_dump_is_tied_to_its_rank() -> None:
         )
     )
     assert [f.rank for f in rank_map.failed] == [0, 3]
+
+
+@pytest.mark.parametrize(
+    ("layout", "ranks", "world", "groups"),
+    [
+        # SGLang DP attention (tp 4, dp 2): the TP index is global, DP the attention group.
+        ([(0, 0), (0, 1), (1, 2), (1, 3)], [0, 1, 2, 3], 4, ["DP0", "DP0", "DP1", "DP1"]),
+        # attention TP 1 (dp == tp): one rank per attention group.
+        ([(d, d) for d in range(4)], [0, 1, 2, 3], 4, ["DP0", "DP1", "DP2", "DP3"]),
+        # The standard layout restarts TP at 0 in every DP group: mixed radix as before.
+        ([(0, 0), (0, 1), (1, 0), (1, 1)], [0, 1, 2, 3], 4, ["DP0", "DP0", "DP1", "DP1"]),
+        ([(0, 0), (0, 1), (1, 1)], [0, 1, 3], 4, ["DP0", "DP0", "DP1"]),
+    ],
+)
+def test_dp_attention_titles_carry_the_global_tp_rank(
+    layout: list[tuple[int, int]], ranks: list[int], world: int, groups: list[str]
+) -> None:
+    dumps = [
+        dump(pid=100 + i, title=f"sglang::scheduler_DP{d}_TP{t}", main=["f (a.py:1)"])
+        for i, (d, t) in enumerate(layout)
+    ]
+    rank_map = identify(bundle(*dumps))
+    assert [p.identity.rank for p in rank_map.ranks] == ranks
+    assert [p.group for p in rank_map.ranks] == groups
+    assert rank_map.world_size == world

@@ -96,16 +96,18 @@ def test_different_collective_different_signature() -> None:
 
 def test_text_is_readable_and_drops_generic_frames() -> None:
     text = analyze(_desync()).signature.text
+    # Each line starts where the classes part (the shared frame of the branch point).
     assert text.splitlines() == [
         "collective-desync",
-        "all_reduce: run_scheduler_process (scheduler.py) > event_loop_overlap_disagg_decode (decode.py)"
+        "all_reduce: event_loop_overlap_disagg_decode (decode.py)"
         " > forward_batch (scheduler.py) > all_reduce (distributed_c10d.py)",
-        "broadcast: run_scheduler_process (scheduler.py) > event_loop_overlap_disagg_decode (decode.py)"
+        "broadcast: event_loop_overlap_disagg_decode (decode.py)"
         " > recv_requests (scheduler.py) > broadcast_pyobj (utils.py) > broadcast (distributed_c10d.py)",
     ]
     assert (
         "wrapper" not in text
         and "spawn_main" not in text
+        and "run_scheduler_process" not in text
         and ":" not in text.split("\n")[1].split(": ", 1)[1]
     )
 
@@ -145,3 +147,91 @@ def test_bundles_without_stacks_get_signatures_from_their_evidence() -> None:
     assert make_signature(Verdict.INCONCLUSIVE, (), classifier, a) == make_signature(
         Verdict.INCONCLUSIVE, (), classifier, b
     )
+
+
+# How a rank process starts, outermost frames last (innermost first like every stack here).
+LAUNCHERS = {
+    "mp.spawn": [
+        "spawn_worker (job.py:150)",
+        "_wrap (torch/multiprocessing/spawn.py:87)",
+        "BaseProcess.run (multiprocessing/process.py:108)",
+        "BaseProcess._bootstrap (multiprocessing/process.py:314)",
+        "_main (multiprocessing/spawn.py:135)",
+        "spawn_main (multiprocessing/spawn.py:122)",
+        "<module> (<string>:1)",
+    ],
+    "plain": ["main (job.py:165)", "<module> (job.py:224)"],
+    "torchrun": [
+        "main (job.py:165)",
+        "wrapper (torch/distributed/elastic/multiprocessing/errors/__init__.py:355)",
+        "<module> (job.py:224)",
+    ],
+    "python -m": [
+        "main (job.py:165)",
+        "<module> (job.py:224)",
+        "_run_code (runpy.py:86)",
+        "_run_module_as_main (runpy.py:196)",
+    ],
+}
+BODY_WAIT = [
+    "all_reduce (torch/distributed/distributed_c10d.py:3252)",
+    "writing_check (job.py:99)",
+    "on_idle (job.py:121)",
+    "run_rank (job.py:155)",
+]
+BODY_IDLE = ["self_check_during_idle (job.py:140)", "on_idle (job.py:121)", "run_rank (job.py:155)"]
+
+
+def _launched(launcher: str, stacks: Sequence[Sequence[str]], snapshots: int = 2) -> Bundle:
+    return bundle(
+        *(
+            dump(pid=500 + rank, main=[*stack, *LAUNCHERS[launcher]], source=f"s{k}/rank{rank}.txt")
+            for k in range(snapshots)
+            for rank, stack in enumerate(stacks)
+        )
+    )
+
+
+def test_the_launcher_never_enters_the_signature() -> None:
+    shapes = {
+        "desync": [BODY_WAIT, BODY_WAIT, BODY_IDLE, BODY_IDLE],
+        "all stuck in one place": [BODY_WAIT] * 4,
+    }
+    for name, stacks in shapes.items():
+        signatures = {
+            launcher: analyze(_launched(launcher, stacks)).signature for launcher in LAUNCHERS
+        }
+        assert len(set(signatures.values())) == 1, (name, signatures)
+        text = next(iter(signatures.values())).text
+        for word in ("<module>", "_wrap", "spawn_main", "runpy", "main (job.py)", "spawn_worker"):
+            assert word not in text, (name, word, text)
+        assert "run_rank" in text or "on_idle" in text
+
+
+def test_a_collective_called_from_the_entry_is_signed_by_the_collective() -> None:
+    # A script calling the collective straight from main(), or from the mp.spawn target:
+    # the entry function is named by the launcher, so only the collective is left.
+    stack = ["all_reduce (torch/distributed/distributed_c10d.py:3252)"]
+    texts = {analyze(_launched(name, [stack, stack])).signature.text for name in LAUNCHERS}
+    assert texts == {"all-stuck\nall_reduce: all_reduce (distributed_c10d.py)"}
+
+
+def test_a_moving_class_is_written_from_its_call_site() -> None:
+    # Where a snapshot caught a moving rank inside its loop body is chance.
+    forward = "forward_decode (job.py:115)"
+    caught = {
+        "in all_reduce": ["all_reduce (torch/distributed/distributed_c10d.py:3252)", forward],
+        "in the matmul": [forward],
+    }
+    texts = set()
+    for top in caught.values():
+        dumps = []
+        for k in range(2):
+            dumps.append(dump(pid=1, main=[*BODY_WAIT, *LAUNCHERS["plain"]], source=f"s{k}/a.txt"))
+            mover = [*top, f"run_batch (job.py:{107 + k})", "run_rank (job.py:155)"]
+            dumps.append(dump(pid=2, main=[*mover, *LAUNCHERS["plain"]], source=f"s{k}/b.txt"))
+        analysis = analyze(bundle(*dumps))
+        assert analysis.verdict is Verdict.COLLECTIVE_DESYNC
+        texts.add(analysis.signature.text)
+    assert len(texts) == 1
+    assert "moving: run_rank (job.py) > run_batch (job.py) > forward_decode (job.py)" in texts.pop()

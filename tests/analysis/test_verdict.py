@@ -139,8 +139,9 @@ def test_all_stuck_in_waits_says_the_service_may_be_idle() -> None:
     assert "may simply be idle" in analysis.summary
 
 
-def test_all_stuck_in_different_places_has_a_branch_point() -> None:
-    # Two DP groups, each agreeing within itself, stuck in different collectives.
+def test_groups_each_stuck_in_its_own_collective_wait_for_each_other() -> None:
+    # Two DP groups, each agreeing within itself, stuck in different collectives: neither
+    # collective completes within its group, so each must span the other (stuck subsets).
     a = scheduler_stack(*ALL_REDUCE, FORWARD)
     b = scheduler_stack(*BROADCAST, RECV)
     dumps = [
@@ -154,7 +155,11 @@ def test_all_stuck_in_different_places_has_a_branch_point() -> None:
         for i, (dp, tp) in enumerate([(0, 0), (0, 1), (1, 0), (1, 1)])
     ]
     analysis = analyze(bundle(*dumps))
-    assert analysis.verdict is Verdict.ALL_STUCK
+    assert analysis.verdict is Verdict.COLLECTIVE_DESYNC
+    edges = {(e.waiting.ranks, e.waited.ranks) for e in analysis.waits_for}
+    assert edges == {((0, 1), (2, 3)), ((2, 3), (0, 1))}
+    assert analysis.confidence is not Confidence.HIGH
+    assert any("all of group DP0" in n for n in analysis.confidence_notes)
     assert analysis.branch_point is not None
     assert [b.label for b in analysis.branch_point.branches] == ["[0-1]", "[2-3]"]
 
@@ -284,7 +289,8 @@ def test_pid_fallback_still_finds_desync() -> None:
     assert analysis.laggards == (503,)
     assert analysis.missing_ranks == ()
     assert any("PIDs stand in for ranks" in n for n in analysis.confidence_notes)
-    assert "PIDs [501-502] are in all_reduce" in analysis.summary
+    # Two PIDs are two processes, listed, never a range ("every PID between").
+    assert "PIDs 501, 502 are in all_reduce" in analysis.summary
 
 
 def test_desync_is_checked_per_group() -> None:

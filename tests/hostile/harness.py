@@ -59,6 +59,9 @@ class Case:
     """Extra environment for the run (a fake token the collector must never copy)."""
     progress: bool = False
     """The command prints progress lines (collect): an interrupt is not a silent one."""
+    # Called before the files are compared: a row that started a second process waits for it
+    # here, so a file that process is still writing is not taken for the row's own doing.
+    settle: Callable[[Path], None] | None = None
 
 
 # Clean-up actions a row's setup registers (a server to stop, a process to end): run by
@@ -231,6 +234,8 @@ def run_case(case: Case, tmp_path: Path, *, owned_elsewhere: dict[str, str] | No
         )
         if case.says:
             assert case.says.lower() in (outcome.stdout + outcome.stderr).lower(), outcome.stderr
+        if case.settle is not None:
+            case.settle(work)
         after = snapshot(work)
         moved = [
             rel

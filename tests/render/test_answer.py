@@ -21,7 +21,8 @@ from reporter.render import answer, nextsteps, parts
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLES = ROOT / "fixtures" / "bundles"
 NOW = datetime(2026, 7, 14, 9, 0, tzinfo=UTC)
-_FILE_LINE = re.compile(r"`[\w./-]+:\d+`")
+# A citation: `file:line`, or a metric sample by file, series and time.
+_FILE_LINE = re.compile(r"`[\w./-]+(:\d+`|(:\d+)?: [\w:]+(\{[^}]*\})? at \d\d:\d\d:\d\d`)")
 
 
 def _render(name: str, monkeypatch: pytest.MonkeyPatch) -> str:
@@ -76,7 +77,7 @@ def _head(text: str, lines: int = 40) -> str:
                 "env/environ:6",
                 "baseline/proc/environ:6",
             ),
-            "Revert `SGLANG_SM120_MMA_TARGET_CTAS` from `512` back to `256` on one replica",
+            "On one replica first, set `SGLANG_SM120_MMA_TARGET_CTAS` back to `256` (now `512`)",
         ),
     ],
 )
@@ -90,11 +91,13 @@ def test_the_first_40_lines_hold_the_answer(
     for needle in sides:
         assert needle in head, needle
     assert "**Next steps:**" in head and step in head
-    # Every summary bullet but "recovers" (which may rest on an absence) cites evidence.
+    # Every summary bullet cites evidence, or says plainly that it rests on an absence.
     summary = head[head.index("## Summary") : head.index("**Next steps:**")]
     for line in summary.splitlines():
-        if line.startswith("- **") and "Recovers on its own" not in line:
-            assert _FILE_LINE.search(line), line
+        if line.startswith("- **"):
+            text = line.partition(":** ")[2]
+            absent = text.startswith(("Not known: ", "No ", "No: ", "None", "Nothing"))
+            assert absent or _FILE_LINE.search(line), line
 
 
 @pytest.mark.parametrize(
@@ -198,14 +201,15 @@ def test_titles_say_what_happened(monkeypatch: pytest.MonkeyPatch) -> None:
     assert titles["dead_rank"] == "TP ranks [0-2] wait in barrier (flush_cache) for rank 3, gone"
 
 
-def test_restart_before_the_wedge_is_in_the_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_restart_before_the_wedge_is_said_once_in_since(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     bundle, analysis = app.load_and_analyze([Path("fixtures/bundles/wedge_metrics")], app.Options())
     built = answer.build(bundle, analysis)
-    assert "The wedge began 16 s after `sglang-fixture.service` started at 15:11:43 UTC" in (
-        built.paragraph
-    )
-    assert "would show whether the ranks wait in a collective" in built.paragraph
+    (since,) = [line for line in built.lines if line.topic == "Since"]
+    assert "16 s after `sglang-fixture.service` started at 15:11:43 UTC" in since.text
+    assert "systemd/sglang-fixture.service.txt:24" in since.sources
+    # Said once: the verdict paragraph adds only what no line says.
+    assert "sglang-fixture.service" not in built.paragraph
 
 
 @pytest.mark.parametrize(
@@ -242,22 +246,28 @@ def test_shipped_rules_load_and_every_rule_can_fire() -> None:
     for verdict in sorted(nextsteps.VERDICTS):
         for stacks in (True, False):
             for wedge in (True, False):
-                for waited in ("idle", "stuck", "gone"):
-                    for gone in (True, False):
-                        for timeout in (True, False):
+                for waited in sorted(nextsteps.WAITED_STATES):
+                    for gone, missing in ((True, False), (False, True), (False, False)):
+                        for timeout, captured in ((True, True), (False, True), (False, False)):
                             for one, fr in ((True, False), (False, False), (False, True)):
-                                facts = nextsteps.Facts(
-                                    verdict=verdict,
-                                    stacks=stacks,
-                                    wedge=wedge,
-                                    waited=frozenset({waited}),
-                                    gone=gone,
-                                    timeout=timeout,
-                                    one_collective=one,
-                                    flight_recorder=fr,
-                                    diff_kinds=frozenset({"env", "package"}),
-                                )
-                                fired.update(s.rule for s in nextsteps.suggest(rules, facts))
+                                for p2p, peers in ((False, False), (True, False), (True, True)):
+                                    facts = nextsteps.Facts(
+                                        verdict=verdict,
+                                        stacks=stacks,
+                                        wedge=wedge,
+                                        waited=frozenset({waited}),
+                                        gone=gone,
+                                        missing=missing,
+                                        timeout=timeout,
+                                        captured=captured,
+                                        one_collective=one,
+                                        flight_recorder=fr,
+                                        blocked_threads=gone and not timeout,
+                                        p2p=p2p,
+                                        peers=peers,
+                                        diff_kinds=frozenset({"env", "package"}),
+                                    )
+                                    fired.update(s.rule for s in nextsteps.suggest(rules, facts))
     assert fired == {r.id for r in rules}
 
 
@@ -366,5 +376,5 @@ def test_one_process_is_counted_in_the_singular(monkeypatch: pytest.MonkeyPatch)
     bundle, analysis = app.load_and_analyze([path], app.Options())
     text = app.render_draft(bundle, analysis, now=NOW)
     head = _head(text)
-    assert "Inconclusive: 1 process in 1 snapshot;" in head
+    assert "Inconclusive (1 process, 1 snapshot): " in head
     assert "1 ranks" not in text and "1 processes" not in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 
@@ -74,6 +75,13 @@ def test_charts_are_mermaid_the_preview_can_draw() -> None:
     ]
     for chart in built:
         lines = chart.mermaid.split("\n")
+        # Mermaid's own front matter colours the band light and the line strong.
+        config = lines[: lines.index("xychart-beta")]
+        assert config[0] == config[-1] == "---"
+        assert f'plotColorPalette: "{charts.BAND_COLOUR}, {charts.LINE_COLOUR}"' in "\n".join(
+            config
+        )
+        lines = lines[len(config) :]
         assert lines[0] == "xychart-beta"
         parsed = svg.parse_xychart(lines[1:])
         assert len(parsed.categories) == chart.points <= charts.MAX_POINTS
@@ -85,7 +93,7 @@ def test_charts_are_mermaid_the_preview_can_draw() -> None:
         assert band[0] == 0 and band[-1] > 0  # still wedged at the last sample
         # One wedge caption for all charts: not repeated under each one.
         assert "Wedge window" not in chart.caption
-        assert "bars mark the wedge window" in chart.caption
+        assert "the shaded band marks the wedge window" in chart.caption
     assert "not deciding" in built[1].caption
     assert charts.window_text(_report()).startswith(
         "Wedge window: 14:40:50.000 UTC, still wedged at the last sample"
@@ -98,7 +106,8 @@ def test_no_wedge_caption_and_no_metrics() -> None:
     assert report is not None
     (chart,) = charts.build(report)
     assert charts.window_text(report).startswith("No wedge")
-    assert "bar [" not in chart.mermaid
+    assert "bar [" not in chart.mermaid and "plotColorPalette" not in chart.mermaid
+    assert chart.mermaid.startswith("xychart-beta")
     assert charts.build(None) == ()
 
 
@@ -119,3 +128,53 @@ def test_svg_is_drawn_from_the_chart_data_as_the_mermaid_text_shows_it() -> None
         drawing = chart.drawing()
         assert drawing is not None and drawing == svg.draw(chart.mermaid)
         assert chart.labels[0] in drawing and chart.heading in chart.mermaid
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def test_the_wedge_window_is_one_band_behind_the_line() -> None:
+    # Bars at the chart's top over the window read as the highest throughput exactly where
+    # it is zero: the SVG draws one shaded rectangle first and the line over it.
+    for chart in charts.build(_report()):
+        drawing = chart.drawing()
+        assert drawing is not None
+        root = ET.fromstring(drawing)
+        rects = [r for r in root.iter(f"{SVG}rect") if r.attrib.get("class") in ("band", "bar")]
+        assert [r.attrib["class"] for r in rects] == ["band"]
+        band = rects[0]
+        assert band.attrib["fill"] == charts.BAND_COLOUR
+        order = [e.tag.removeprefix(SVG) + ":" + e.attrib.get("class", "") for e in root]
+        assert order.index("rect:band") < order.index("polyline:series")
+        window = chart.window
+        assert window is not None
+        # The band spans the window's samples: from the first one's slot to the last one's.
+        slot = (760 - 70 - 20) / chart.points
+        assert float(band.attrib["x"]) == pytest.approx(70 + window[0] * slot, abs=0.1)
+        assert float(band.attrib["width"]) == pytest.approx(
+            (window[1] - window[0] + 1) * slot, abs=0.2
+        )
+
+
+def test_a_bar_series_with_data_stays_bars() -> None:
+    chart = svg.parse_xychart(["bar [5, 20, 30, 40]", "line [10, 40, 80, 95]"])
+    drawn = svg.bands_from_bars(chart)
+    assert drawn.bands == [] and [k for k, _, _ in drawn.series] == ["bar", "line"]
+
+
+@pytest.mark.parametrize("n", [12, 40, 120])
+def test_x_axis_labels_never_overlap_at_760_px(n: int) -> None:
+    labels = [f"15:{i // 60:02d}:{i % 60:02d}.5" for i in range(n)]
+    drawing = svg.draw_xychart(
+        svg.XYChart(categories=labels, series=[("line", "", [float(i) for i in range(n)])])
+    )
+    root = ET.fromstring(drawing)
+    ticks = [
+        (float(t.attrib["x"]), t.text or "")
+        for t in root.iter(f"{SVG}text")
+        if t.attrib.get("text-anchor") == "middle" and (t.text or "") in labels
+    ]
+    assert len(ticks) >= min(n, 5)
+    # 11px sans-serif: at most 6.6 px a character; centred labels must not touch.
+    for (x1, a), (x2, b) in itertools.pairwise(ticks):
+        assert x2 - x1 >= (len(a) + len(b)) / 2 * 6.6, (a, b, x2 - x1)

@@ -85,9 +85,15 @@ def test_golden_structure(golden: Path) -> None:
                 len(_CELL_SPLIT.split(lines[n].strip().strip("|"))) for n in range(start, end)
             }
             assert len(widths) == 1, f"ragged table at line {start + 1}: {widths}"
-    # Mermaid blocks start with a diagram type.
+    # Mermaid blocks start with a diagram type, after Mermaid's own front matter if any
+    # (the charts' `config:` block that colours the wedge band).
     for token in tokens:
         if token.type == "fence" and token.info.strip() == "mermaid":
-            assert token.content.split("\n", 1)[0].strip() in {"flowchart TD", "xychart-beta"}
+            body = token.content.split("\n")
+            if body[0].strip() == "---":
+                closing = body.index("---", 1)
+                assert body[1].strip() == "config:", body[: closing + 1]
+                body = body[closing + 1 :]
+            assert body[0].strip() in {"flowchart TD", "xychart-beta"}
     # <details> blocks are balanced.
     assert text.count("<details>") == text.count("</details>")

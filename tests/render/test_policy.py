@@ -92,11 +92,11 @@ def test_later_is_immediate_when_nothing_waits() -> None:
 
 
 def test_an_upstream_title_is_inert_with_mentions_in_code_spans() -> None:
-    from reporter.render.policy import inert_title
+    from reporter.render.policy import github_title
 
-    assert inert_title("cc @octocat about #12 and org/repo#3") == (
+    assert github_title("cc @octocat about #12 and org/repo#3") == (
         "cc `@octocat` about `#12` and `org/repo#3`"
     )
-    assert inert_title("already `@inert` here") == "already `@inert` here"
+    assert github_title("already `@inert` here") == "already `@inert` here"
     # Escapes are for Markdown bodies; a title shows them as typed, so none are added.
-    assert inert_title("a_b *c*") == "a_b *c*"
+    assert github_title("a_b *c*") == "a_b *c*"

@@ -87,6 +87,28 @@ def test_front_matter_becomes_a_table() -> None:
     assert "<tr><th>upstream_issue</th><td>—</td></tr>" in page
 
 
+def test_title_and_summary_come_before_the_front_matter() -> None:
+    """The first screen is the answer: the title and summary, then the front matter,
+    collapsed, its summary naming the keys that are set (a draft's are mostly empty)."""
+    text = (
+        "---\nkind: incident-report\nstatus: draft\nowners: []\nincident_start: null\n"
+        'signature: "4b08"\n---\n# Ranks [0-1] wait\n\n> Generated.\n\n## Summary\n\n'
+        "- **What:** x\n\n## Verdict\n\nBased on 6 snapshots.\n"
+    )
+    page = preview.to_html(text)
+    title, summary = page.index("<h1>"), page.index("<h2>Summary</h2>")
+    matter, verdict = page.index('<details class="front-matter">'), page.index("<h2>Verdict")
+    assert title < summary < matter < verdict
+    assert "<summary>Front matter (status: draft; signature: 4b08)</summary>" in page
+    # Without a summary section, the front matter follows the title block.
+    bare = preview.to_html("---\nstatus: draft\n---\n# T\n\nText.\n\n## Verdict\n\nv\n")
+    assert (
+        bare.index("<h1>")
+        < bare.index('<details class="front-matter">')
+        < bare.index("<h2>Verdict")
+    )
+
+
 def test_tree_and_evidence_stay_readable() -> None:
     page = preview.to_html(CLEAN)
     assert (

@@ -118,7 +118,8 @@ def test_auth_status_says_where_the_token_came_from_never_the_token(
 
 def test_no_token_anywhere(clean_env: Path, ghserver: GitHubServer) -> None:
     result = runner.invoke(cli, ["auth", "status", "--base-url", ghserver.url])
-    assert result.exit_code == 0, result.output
+    # As `gh auth status`: no token is exit 1, after saying what to set.
+    assert result.exit_code == 1, result.output
     assert "token: none (set GH_ENTERPRISE_TOKEN or GITHUB_ENTERPRISE_TOKEN" in result.stdout
     assert "rate limit: 60 of 60 requests left" in result.stdout
 
@@ -182,3 +183,18 @@ def test_gh_is_asked_only_after_the_environment_and_hosts_yml(tmp_path: Path) ->
     assert found is not None and found.value == "from-keyring"
     assert found.source == "gh auth token --hostname github.com (keyring)"
     assert find_token(env, base_url="https://ghe.corp.example/api/v3") is None
+
+
+def test_auth_status_exits_1_when_the_host_cannot_be_asked(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GH_ENTERPRISE_TOKEN", "env-secret-456")
+    # Port 1 on the loopback: refused at once, nothing leaves the machine.
+    result = runner.invoke(cli, ["auth", "status", "--base-url", "http://127.0.0.1:1"])
+    assert result.exit_code == 1, result.output
+    assert "token: from GH_ENTERPRISE_TOKEN" in result.stdout
+    assert "rate limit: not checked: GET /rate_limit: connection failed" in result.stdout
+    offline = runner.invoke(
+        cli, ["auth", "status", "--base-url", "http://127.0.0.1:1", "--offline"]
+    )
+    assert offline.exit_code == 0, offline.output

@@ -10,6 +10,7 @@ from reporter.upstream import boilerplate, search
 from reporter.upstream.index import Index
 from reporter.upstream.query import query_from_text
 from reporter.upstream.records import IssueRecord
+from reporter.upstream.schema import SCHEMA_VERSION
 
 FORM = (
     "### Checklist\n\n"
@@ -104,12 +105,14 @@ def test_a_schema_1_index_is_upgraded_in_place(tmp_path: Path) -> None:
     db = sqlite3.connect(path)
     db.executescript(
         "DROP TABLE line_df; DROP TABLE issue_vectors; DROP TABLE issue_fixes;"
+        "DROP TABLE body_vectors; ALTER TABLE issues DROP COLUMN terms;"
+        "ALTER TABLE issues DROP COLUMN signals;"
         "UPDATE meta SET value = '1' WHERE key = 'schema';"
     )
     db.commit()
     db.close()
     with Index(path) as index:
-        assert index.meta("schema") == "2"
+        assert index.meta("schema") == SCHEMA_VERSION == "3"
         assert index.count() == len(TOPICS)
         assert "Checklist" not in index.strip_boilerplate(_form(1, "x"), ["sgl-project/sglang"])
         assert index.fix("sgl-project/sglang", 1) is None

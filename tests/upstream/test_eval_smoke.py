@@ -140,7 +140,7 @@ def test_real_evaluation_runs_on_a_set_in_its_format(
     _write_real_set(folder)
     pairs, pool = benchmarks["eval"].load_real(folder)
     assert [p.resubmission for p in pairs] == [False, True]
-    assert [p.half for p in pairs] == ["tuning", "test"]
+    assert [p.half for p in pairs] == ["even", "odd"]
     assert all("role" not in issue for issue in pool)
     benchmarks["eval"].main(["--real", str(folder), "--json"])
     document = json.loads(capsys.readouterr().out)["real"]

@@ -159,7 +159,7 @@ def test_duplicate_stacks_count_once_and_the_number_is_capped() -> None:
                 file="libtorch_cpu.so",
                 native=True,
             ),
-            "AsyncWork::wait",
+            "~AsyncWork::wait",
         ),
         (Frame(function="0x7f1c2a7fe700", file="libc.so.6", native=True), None),
     ],

@@ -183,7 +183,9 @@ def test_sync_stores_the_fix_and_its_first_release(
         # Nothing changed: the next sync is one listing and looks nothing up again.
         before = len(ghserver.requests)
         again = sync.sync_repo(index, client, REPO, fixed_in=True)
-        assert again.fixes is not None and again.fixes.checked == 0
+        # The second sync of an unchanged repository is one conditional request (304):
+        # nothing changed, so no fix is looked up again.
+        assert again.not_modified and again.requests == 1 and again.fixes is None
         assert len(ghserver.requests) == before + 1
 
 

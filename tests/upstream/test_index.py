@@ -232,3 +232,117 @@ def test_index_satisfies_the_lint_protocol(index: Index) -> None:
     index.upsert([_record(5)])
     checker: IssueIndex = index
     assert checker.has("sgl-project/sglang", 5)
+
+
+NATIVE_STACK = """```
+Thread 1 (idle): "MainThread"
+    pthread_cond_wait (libc.so.6)
+    all_reduce (torch/distributed/distributed_c10d.py:2806)
+    check_hicache_events (sglang/srt/managers/scheduler.py:1602)
+```"""
+
+
+def test_terms_and_signals_are_stored_at_write_time(index: Index) -> None:
+    from reporter.upstream import terms
+
+    body = f"RuntimeError: NCCL timeout with sglang==0.4.6\n{STACK}"
+    index.upsert([_record(1, "Scheduler hangs in check_hicache_events", body)])
+    (stored,) = index.stored([1]).values()
+    title = "Scheduler hangs in check_hicache_events"
+    assert stored.title_terms == tuple(terms.tokens(title))
+    assert stored.terms == frozenset(terms.tokens(title)) | frozenset(terms.tokens(body))
+    assert "checkhicacheevents" in stored.terms  # identifiers' compounds too
+    assert stored.signals.exceptions == ("runtimeerror",)
+    assert stored.signals.versions == (("sglang", "0.4.6"),)
+    assert "hang" in stored.signals.classes
+
+
+def test_ranking_a_candidate_never_tokenises_it_again(
+    index: Index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24: most of a query was spent tokenising each candidate's text again."""
+    from reporter.upstream import rank, search, terms
+    from reporter.upstream.query import query_from_text
+
+    index.upsert(
+        _record(n, f"hang number {n} in check_hicache_events", f"all_reduce hang {n} " * 50)
+        for n in range(1, 41)
+    )
+    query = query_from_text(
+        "hang in check_hicache_events all_reduce", repos=("sgl-project/sglang",)
+    )
+    seen: list[str] = []
+    real = terms.tokens
+
+    def counting(text: str) -> list[str]:
+        seen.append(text)
+        return real(text)
+
+    monkeypatch.setattr(terms, "tokens", counting)
+    found = search.find_duplicates(index, query, limit=50, include_weak=True, embedder=False)
+    assert len(found) == 40
+    # The query's own title and text only: no candidate's body is read for its words.
+    assert not any("all_reduce hang 7 " in text for text in seen)
+    assert len(seen) < 10
+    assert rank._candidate_terms(next(iter(index.stored([1]).values())))
+
+
+def test_a_schema_2_index_is_upgraded_in_place(tmp_path: Path) -> None:
+    from reporter.upstream.schema import SCHEMA_VERSION
+
+    path = tmp_path / "v2.sqlite3"
+    with Index(path) as index:
+        index.upsert([_record(1, "hang in check_hicache_events", NATIVE_STACK)])
+    # What a schema 2 reporter left: no terms or signals columns, no body vectors, and a
+    # native frame stored without its mark.
+    db = sqlite3.connect(path)
+    db.executescript(
+        "DROP TABLE body_vectors; ALTER TABLE issues DROP COLUMN terms;"
+        "ALTER TABLE issues DROP COLUMN signals;"
+        'UPDATE issues SET stacks = \'[["pthread_cond_wait", "all_reduce", '
+        '"check_hicache_events"]]\';'
+        "DELETE FROM issue_frames; INSERT INTO issue_frames(key, issue) VALUES "
+        "('pthread_cond_wait', 1), ('all_reduce', 1), ('check_hicache_events', 1);"
+        "UPDATE meta SET value = '2' WHERE key = 'schema';"
+    )
+    db.commit()
+    db.close()
+    with Index(path) as index:
+        assert index.meta("schema") == SCHEMA_VERSION == "3"
+        (stored,) = index.stored([1]).values()
+        assert "checkhicacheevents" in stored.terms
+        assert stored.title_terms is not None and "hang" in stored.title_terms
+        assert "hang" in stored.signals.classes
+        assert stored.stacks == (("~pthread_cond_wait", "all_reduce", "check_hicache_events"),)
+        assert index.frame_df(["~pthread_cond_wait", "pthread_cond_wait"]) == {
+            "~pthread_cond_wait": 1,
+            "pthread_cond_wait": 0,
+        }
+        assert index.vectors(["sgl-project/sglang"], "m", kind="body") == [(b"", b"")]
+    # Opened again: nothing left to upgrade, the same answers.
+    with Index(path) as index:
+        assert index.meta("schema") == "3"
+        assert index.stored([1])[1].stacks == stored.stacks
+
+
+def test_document_frequencies_follow_every_write(index: Index) -> None:
+    """`term_df` is kept at write time; it must say what the full-text index says."""
+    index.upsert(
+        [
+            _record(1, "hang in all_reduce", "NCCL watchdog"),
+            _record(2, "hang in broadcast", "NCCL"),
+            _record(3, "pull request", "hang", is_pull=True),
+        ]
+    )
+    index.upsert([_record(2, "crash in broadcast", "segfault", updated_at="2025-02-01")])
+    index.upsert([_record(4, "tokenizer question", "how to")])
+
+    def by_fts() -> dict[str, int]:
+        rows = index._db.execute("SELECT term, doc FROM issue_terms WHERE doc > 0")
+        return {str(t): int(n) for t, n in rows}
+
+    ours = dict(index._db.execute("SELECT term, n FROM term_df").fetchall())
+    assert ours == by_fts()
+    assert ours["hang"] == 1 and ours["broadcast"] == 1 and ours["crash"] == 1
+    assert "nccl" in ours and "watchdog" in ours
+    assert index.term_df(["hang", "nccl", "unseen"]) == {"hang": 1, "nccl": 1, "unseen": 0}

@@ -213,9 +213,28 @@ def test_refusals_map_to_upstream_errors_with_a_tip(status: int, write: bool, ti
     assert tip in err.tip
 
 
-def test_an_unknown_status_has_no_made_up_tip() -> None:
-    assert status_error("GET /x", 418, "").tip == ""
+def test_an_unknown_status_gets_the_general_tip_and_a_redirect_its_own() -> None:
+    assert status_error("GET /x", 418, "").tip.startswith("check --base-url and the token")
     assert status_error("GET /x", 418, "").message == "GET /x: GitHub answered 418"
+    redirect = status_error("GET /x", 302, "")
+    assert "redirect" in redirect.tip and "/api/v3" in redirect.tip
+
+
+def test_a_reset_centuries_away_is_said_not_overflowed() -> None:
+    from reporter.upstream.policy import rate_limit_error, read_rate_limit
+
+    headers = {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "9" * 30}
+    reading = read_rate_limit(403, headers, "", now=1e9, count=1, policy=RetryPolicy())
+    assert reading is not None
+    error = rate_limit_error("GET /x", reading, now=1e9, policy=RetryPolicy(), tip="wait")
+    assert "no reset time within a year" in error.message
+    far = {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(10**11)}
+    reading = read_rate_limit(403, far, "", now=1e9, count=1, policy=RetryPolicy())
+    assert reading is not None
+    assert (
+        "within a year"
+        in rate_limit_error("GET /x", reading, now=1e9, policy=RetryPolicy(), tip="").message
+    )
 
 
 # --- PyGithub's exceptions go through the same reading and mapping ---------------------

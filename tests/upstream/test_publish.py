@@ -30,6 +30,8 @@ from .ghserver import Fault, GitHubServer
 SGLANG = "sgl-project/sglang"
 EMPTY = "acme/inference"
 FORMS = ROOT / "fixtures" / "forms" / "sglang" / ".github" / "ISSUE_TEMPLATE"
+# vLLM's real form has a required checkbox: a draft from it has a TODO until it is ticked.
+VLLM_FORMS = ROOT / "fixtures" / "forms" / "vllm" / ".github" / "ISSUE_TEMPLATE"
 
 Filer = Callable[..., FileResult]
 
@@ -49,6 +51,14 @@ def filer(
     ghserver.issues[EMPTY] = []
     ghserver.stall = 1.5
     shutil.copytree(TP_DESYNC, tmp_path / "bundle")
+    # The deployed sglang version, which a draft for sgl-project/sglang must state.
+    manifest = tmp_path / "bundle" / "bundle.toml"
+    manifest.write_text(
+        manifest.read_text(encoding="utf-8").replace(
+            'version = "torch 2.13.0+cpu"', 'version = "torch 2.13.0+cpu, sglang 0.5.2"'
+        ),
+        encoding="utf-8",
+    )
     env = {
         "GH_ENTERPRISE_TOKEN": "test-token",
         "GITHUB_API_URL": ghserver.url,
@@ -204,7 +214,7 @@ def test_todos_and_leaks_refuse_then_a_reviewed_draft_files(
     filer: Filer, ghserver: GitHubServer, tmp_path: Path
 ) -> None:
     ghserver.add_files(
-        EMPTY, {f".github/ISSUE_TEMPLATE/{p.name}": p.read_text() for p in FORMS.iterdir()}
+        EMPTY, {f".github/ISSUE_TEMPLATE/{p.name}": p.read_text() for p in VLLM_FORMS.iterdir()}
     )
     refused = filer(EMPTY, yes=True)
     assert not refused.sent and refused.plan.refusals
@@ -213,7 +223,7 @@ def test_todos_and_leaks_refuse_then_a_reviewed_draft_files(
 
     bundle, analysis = app.load_and_analyze([tmp_path / "bundle"], app.Options())
     run = filing.make_draft(
-        DraftSource(bundle=bundle, analysis=analysis, repo=EMPTY, forms_dir=FORMS),
+        DraftSource(bundle=bundle, analysis=analysis, repo=EMPTY, forms_dir=VLLM_FORMS),
         offline=True,
         access=GitHubAccess(env={}),
     )
@@ -234,8 +244,9 @@ def test_todos_and_leaks_refuse_then_a_reviewed_draft_files(
     assert result.sent, result.plan.refusals
     (post,) = ghserver.posts()
     payload = json.loads(post.body)
-    assert payload["title"].startswith("[Bug] ") and payload["labels"] == ["bug"]
-    assert payload["body"].startswith("### Checklist\n\n- [X]")
+    assert payload["title"].startswith("[Bug]: ") and payload["labels"] == ["bug"]
+    assert payload["body"].startswith("### Your current environment\n")
+    assert "- [X] Make sure you already searched" in payload["body"]
     front = draft.read_text(encoding="utf-8")
     assert "status: filed" in front and f'upstream_issue: "{result.url}"' in front
 
@@ -283,9 +294,22 @@ def test_forms_come_through_the_contents_api_and_are_cached(
     )
     assert ghserver.count("/contents/", status=304) == 1, "stale cache: one conditional request"
     offline = filing.choose_form(
-        SGLANG, forms_dir=None, offline=True, access=GitHubAccess(env={}), notes=notes
+        SGLANG, forms_dir=None, offline=True, access=GitHubAccess(env=env), notes=notes
     )
     assert offline == form
+    # Caches are kept per host: github.com's sgl-project/sglang is another repository,
+    # whose real form ships with reporter (the same as the fixture served here).
+    other_notes: list[str] = []
+    other = filing.choose_form(
+        SGLANG, forms_dir=None, offline=True, access=GitHubAccess(env={}), notes=other_notes
+    )
+    assert other == form
+    assert any("shipped with reporter (commit f1ad3ee37b70)" in n for n in other_notes)
+    acme: list[str] = []
+    filing.choose_form(
+        "acme/inference", forms_dir=None, offline=True, access=GitHubAccess(env={}), notes=acme
+    )
+    assert any("using the generic form" in n for n in acme)
 
 
 def test_a_signature_match_alone_never_picks_a_thread_without_stacks(

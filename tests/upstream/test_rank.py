@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from reporter.upstream.query import Query, QueryStack
@@ -179,3 +181,109 @@ def test_a_text_only_query_ignores_stacks() -> None:
     )
     assert ranked[0].reasons.scores.stack is None
     assert ranked[0].reasons.shared_frames == ()
+
+
+def test_six_of_six_shared_frames_outrank_a_match_on_text_alone() -> None:
+    """Issue 24: an issue with no stack but the best BM25, title and terms outranked six
+    issues whose stacks share every frame with the bundle's."""
+    text_only = _issue(
+        100,
+        "Scheduler hangs in check_hicache_events",
+        "Scheduler hangs in check_hicache_events: ranks split, hicache write-through all_reduce",
+    )
+    sharing = [
+        _issue(n, f"Server stops answering (report {n})", "no output", stacks=(HANG,))
+        for n in range(1, 7)
+    ]
+    bm25 = {100: 30.0, **{n: 1.0 for n in range(1, 7)}}
+    weights = {"hicache": 2.0, "hang": 2.0, "scheduler": 2.0}
+    ranked = score_candidates(QUERY, [text_only, *sharing], bm25, STATS, weights)
+    order = [c.issue.id for c in ranked]
+    assert order[-1] == 100, order
+    top = ranked[0].reasons.scores
+    assert top.stack == pytest.approx(1.0) and top.bm25 < 0.1
+    # The text-only issue is still listed, its terms said: only its place changed.
+    assert ranked[-1].level is not Level.WEAK
+    assert ranked[-1].reasons.scores.bm25 == 1.0
+
+
+def test_among_issues_sharing_the_stack_the_text_still_orders() -> None:
+    weak_text = _issue(1, "Crash in tokenizer", "tokenizer", stacks=(HANG,))
+    strong_text = _issue(2, "Scheduler hangs with hicache", "hicache hang", stacks=(HANG,))
+    ranked = score_candidates(
+        QUERY, [weak_text, strong_text], {1: 0.5, 2: 8.0}, STATS, {"hicache": 2.0, "hang": 2.0}
+    )
+    assert [c.issue.id for c in ranked] == [2, 1]
+
+
+def test_a_native_frame_does_not_count_against_a_full_match() -> None:
+    """Issue 24: one native frame in a pasted stack dropped a 6-of-6 match to 0.41."""
+    native = ("~pthread_cond_wait", *HANG)
+    match = stack_similarity(HANG, native, STATS)
+    assert match.similarity == pytest.approx(1.0)
+    assert match.shared == HANG
+    # Both sides native and the same frame: it counts, as any shared frame.
+    both = stack_similarity(native, native, STATS)
+    assert both.similarity == pytest.approx(1.0) and both.shared == native
+    # A Python frame on top still shifts the alignment (test_stack_similarity_ranges).
+    assert stack_similarity(HANG, ("wait", *HANG), STATS).similarity < 0.99
+
+
+def test_the_reason_counts_frames_as_the_score_does() -> None:
+    query = Query(
+        repos=("a/b",),
+        title="hang",
+        text="hang",
+        stacks=(QueryStack(keys=("~epoll_wait", *HANG), weight=1.0, label="[0-1] all_reduce"),),
+    )
+    ranked = score_candidates(query, [_issue(1, "x", stacks=(HANG,))], {}, STATS, {})
+    scores = ranked[0].reasons.scores
+    assert scores.stack == pytest.approx(1.0)
+    assert any(n.startswith("stack 1.00: shares 6 of 6 frames") for n in ranked[0].reasons.notes)
+    shown = stack_similarity(("~epoll_wait", *HANG), ("~epoll_wait", *HANG), STATS)
+    assert len(shown.shared) == 7
+
+
+def test_a_stack_that_shows_another_hang_counts_against() -> None:
+    same_text = {"hicache": 2.0, "hang": 2.0}
+    other = _issue(1, "Scheduler hangs with hicache", "hicache hang", stacks=(("tokenize",),))
+    none = _issue(2, "Scheduler hangs with hicache", "hicache hang")
+    ranked = score_candidates(QUERY, [other, none], {1: 8.0, 2: 8.0}, STATS, same_text)
+    assert [c.issue.id for c in ranked] == [2, 1]
+    assert ranked[1].reasons.scores.stack == 0.0
+
+
+def test_signals_weigh_in_and_are_said() -> None:
+    from reporter.upstream.signals import Signals
+
+    query = Query(
+        repos=("a/b",),
+        title="engine dies",
+        text="EngineDeadError",
+        signals=Signals(exceptions=("enginedeaderror",), classes=("crash",)),
+    )
+    crash = StoredIssue(
+        id=1,
+        record=IssueRecord(repo="a/b", number=1, title="engine dies", body="EngineDeadError"),
+        stacks=(),
+        errors=(),
+        signals=Signals(exceptions=("enginedeaderror",), classes=("crash",)),
+    )
+    hang = StoredIssue(
+        id=2,
+        record=IssueRecord(repo="a/b", number=2, title="engine dies", body="EngineDeadError"),
+        stacks=(),
+        errors=(),
+        signals=Signals(exceptions=("enginedeaderror",), classes=("hang",)),
+    )
+    stats = Stats(documents=1000, term_df={"enginedeaderror": 3}, frame_df={})
+    ranked = score_candidates(query, [hang, crash], {1: 1.0, 2: 1.0}, stats, {})
+    assert [c.issue.id for c in ranked] == [1, 2]
+    assert ranked[0].reasons.scores.failure == 1.0
+    assert ranked[1].reasons.scores.failure == 0.0
+    assert ranked[0].reasons.scores.exception == pytest.approx(
+        stats.term_idf("enginedeaderror") / math.log(1001)
+    )
+    assert "same kind of failure" in ranked[0].reasons.notes
+    assert "another kind of failure" in ranked[1].reasons.notes
+    assert any("same exception type: enginedeaderror" in n for n in ranked[0].reasons.notes)

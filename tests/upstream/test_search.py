@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -256,3 +257,46 @@ def test_the_example_issues_ship_as_package_data() -> None:
     shipped = ROOT / "reporter" / "data" / "example-issues.jsonl"
     assert shipped.read_bytes() == EXAMPLE_ISSUES.read_bytes()
     assert issues.example_jsonl() == shipped
+
+
+HEALTHY = ROOT / "fixtures" / "bundles" / "healthy_loop"
+
+
+def test_a_healthy_bundle_gets_no_related_issues_and_says_why(example_index: Index) -> None:
+    """Issue 24: a bundle whose ranks progress ("No hang") got "related" issues."""
+    bundle = load([HEALTHY])
+    analysis = analyze(bundle)
+    assert analysis.verdict.value == "progressing"
+    query = query_from_analysis(bundle, analysis)
+    assert not query.incident and query.signals.classes == ()
+    # Without the rule the same query finds related issues: the rule is what drops them.
+    loose = search.find_duplicates(example_index, replace(query, verdict=None), limit=10)
+    assert loose
+    notes: list[str] = []
+    found = search.find_duplicates(example_index, query, limit=10, notes=notes)
+    assert found == []
+    assert len(notes) == 1
+    assert "found no hang (verdict `progressing`)" in notes[0]
+    assert f"{len(loose)} weaker match(es) left out" in notes[0]
+
+
+def test_a_non_incident_keeps_a_strong_text_match(example_index: Index) -> None:
+    record = next(example_index.records("sgl-project/sglang"))
+    query = replace(
+        query_from_text(f"{record.title}\n{record.body}", title=record.title),
+        repos=(record.repo,),
+        verdict="inconclusive",
+    )
+    notes: list[str] = []
+    found = search.find_duplicates(example_index, query, limit=10, notes=notes)
+    assert [c.issue.record.number for c in found] == [record.number]
+    assert "no clear incident (verdict `inconclusive`)" in notes[0]
+    assert notes[0].startswith("1 related issue(s) shown")
+
+
+def test_cli_search_for_a_healthy_bundle_says_why_it_lists_none(cache_home: Path) -> None:
+    result = runner.invoke(cli, ["search-upstream", str(HEALTHY), "--offline", "--json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["candidates"] == []
+    assert any("found no hang" in n for n in document["notes"])

@@ -121,7 +121,7 @@ def test_without_the_model_search_says_so(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_semantic_alone_never_makes_a_likely_duplicate() -> None:
-    subs = rank.SubScores(text=0.05, title=0.0, bm25=0.0, stack=None, error=None, semantic=0.99)
-    assert rank._level(rank._total(subs, query_has_stack=False), subs) is not (
-        rank.Level.LIKELY_DUPLICATE
+    subs = rank.SubScores(
+        text=0.05, title=0.0, bm25=0.0, stack=None, error=None, semantic=0.99, body=0.99
     )
+    assert rank._level(rank.total(subs), subs) is not rank.Level.LIKELY_DUPLICATE

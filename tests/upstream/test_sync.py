@@ -262,9 +262,11 @@ def test_online_search_asks_github_and_ranks_locally(
     assert [c.issue.record.number for c in outcome.candidates][:1] == [11]
 
 
-def test_online_search_falls_back_to_the_index_when_github_fails(
+def test_online_search_fails_when_github_fails_and_keeps_the_index(
     ghserver: GitHubServer, tmp_path: Path, clock: FakeClock
 ) -> None:
+    """A search that could not ask GitHub is no result: it raises (the CLI exits 1), it
+    never reads as "no duplicates", and the index it was given is kept as it was."""
     db = tmp_path / "f.sqlite3"
     with Index(db) as index:
         line = {"repo": REPO, "number": 5, "title": "hang in check_hicache_events", "state": "open"}
@@ -272,8 +274,25 @@ def test_online_search_falls_back_to_the_index_when_github_fails(
     ghserver.inject(Fault("503", times=100))
     query = query_from_text("hang in check_hicache_events", repos=[REPO])
     env = {"GITHUB_API_URL": ghserver.url, "GH_ENTERPRISE_TOKEN": "x"}
-    outcome = issues.run_search(
-        query, db=db, online=True, limit=5, access=GitHubAccess(env=env, clock=clock)
-    )
-    assert any("results come from the local index" in n for n in outcome.notes)
-    assert [c.issue.record.number for c in outcome.candidates] == [5]
+    with pytest.raises(UpstreamError, match="503; gave up after 4 attempts") as caught:
+        issues.run_search(
+            query, db=db, online=True, limit=5, access=GitHubAccess(env=env, clock=clock)
+        )
+    assert "--offline" in caught.value.tip
+    with Index(db) as index:
+        assert index.count() == 1
+
+
+def test_failed_online_search_leaves_no_new_index_behind(
+    ghserver: GitHubServer, tmp_path: Path, clock: FakeClock
+) -> None:
+    """The default index did not exist: a failed online search does not create an empty
+    one (which would then hide the example index from `--offline`)."""
+    ghserver.inject(Fault("503", times=100))
+    query = query_from_text("hang in check_hicache_events", repos=[REPO])
+    env = {"GITHUB_API_URL": ghserver.url, "GH_ENTERPRISE_TOKEN": "x"}
+    access = GitHubAccess(env=env, clock=clock, cache_dir=tmp_path / "cache")
+    with pytest.raises(UpstreamError):
+        issues.run_search(query, db=None, online=True, limit=5, access=access)
+    assert not access.default_db().exists()
+    assert list((tmp_path / "cache").glob("*.sqlite3*")) == []

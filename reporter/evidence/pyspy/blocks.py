@@ -60,6 +60,7 @@ class ProcBlock:
     headline: str | None = None
     headerless: bool = False  # threads (or frames) pasted without a `Process` line
     slot: int = 0
+    failed: bool = False  # py-spy's error text for this PID follows: no thread, nothing cut
 
 
 @dataclass(slots=True, eq=False)
@@ -103,7 +104,7 @@ def name_headerless(procs: list[ProcBlock], unknown: Unrecognised) -> None:
 
 def freeze(proc: ProcBlock, source: str, unknown: Unrecognised) -> ProcessDump:
     """Freeze one block into a `ProcessDump`."""
-    if not proc.threads and not proc.truncated:
+    if not proc.threads and not proc.truncated and not proc.failed:
         proc.truncated = True
         unknown.warn(proc.line, f"process {proc.pid}: header without threads (output cut?)")
     threads = tuple(

@@ -48,7 +48,8 @@ _READINGS: tuple[tuple[FailureState, tuple[str, ...]], ...] = (
             "requires root",
         ),
     ),
-    (FailureState.TIMEOUT, ("timed out", "timedout", "timeout", "time out")),
+    # `report collect` words its own deadline "py-spy gave no answer within 10 s".
+    (FailureState.TIMEOUT, ("timed out", "timedout", "timeout", "time out", "gave no answer")),
     (
         FailureState.GONE,
         (
@@ -63,6 +64,12 @@ _READINGS: tuple[tuple[FailureState, tuple[str, ...]], ...] = (
 )
 # `process 4242 exited`, `process 4242 has exited`: the advice with a PID in it.
 _EXITED_RE = re.compile(r"process \d{1,18} (?:has )?exited")
+# A process already stopped (SIGSTOP, ^Z, a debugger) cannot be suspended by py-spy: its
+# own ptrace stop meets the pending group stop ("Failed to suspend process ... unexpected
+# waitpid result PtraceEvent(Pid(N), SIGSTOP, 128)"). Only a failure that names the stop
+# signal says so: "Failed to suspend process" alone is also printed for permission and
+# Windows wait errors. `PtraceEvent` is py-spy's word for the stop, not a ptrace refusal.
+_STOP_SIGNALS = ("sigstop", "sigtstp", "sigttin", "sigttou")
 
 
 def classify_failure(text: str) -> FailureState:
@@ -72,6 +79,13 @@ def classify_failure(text: str) -> FailureState:
     <FailureState.GONE: 'gone'>
     """
     lowered = text.lower()
+    if (
+        "unexpected waitpid result" in lowered
+        and any(s in lowered for s in _STOP_SIGNALS)
+        and not any(marker in lowered for marker in _READINGS[0][1])
+    ):
+        return FailureState.STOPPED
+    lowered = lowered.replace("ptraceevent", "")
     for state, markers in _READINGS:
         if any(marker in lowered for marker in markers):
             return state

@@ -144,6 +144,9 @@ class _TextParser:
         """The dumps, failures and warnings gathered by `run`."""
         dumps: list[ProcessDump] = []
         name_headerless(self._procs, self._unknown)
+        failed = {f.pid for f in self._failures if f.pid is not None}
+        for proc in self._procs:
+            proc.failed = proc.pid in failed
         groups: dict[int, list[ProcBlock]] = {}
         for proc in self._procs:
             groups.setdefault(proc.group, []).append(proc)

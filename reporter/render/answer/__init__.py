@@ -20,9 +20,17 @@ branch point, the laggards, the classes and the failed dumps. Example::
                              where="self_check_during_idle (tp_desync.py:127)",
                              branch="on_idle (tp_desync.py:119)", ...))
 
-The parts: `records` (the frozen records), `waits` (the waits-for relation), `lines`
-(one summary line per topic), `flight` (the Flight Recorder's first mismatch) and
-`compose` (the answer and the reviewer's suggestions).
+Every topic always has a line (its evidence, or "Not known: ..." and what a capture would
+tell), each fact is said once, and the title is the headline: no line repeats it. With
+several instances (servers, jobs) in one bundle, the lines speak of the one in trouble
+and name it (`scope`).
+
+The parts: `records` (the frozen records), `scope` (the instance in trouble), `waits`
+(the waits-for relation), `lines` (one summary line per topic), `timeouts` (what ends a
+wait, and where it was looked for), `series` (engines and metric citations), `flight`
+(the Flight Recorder's first mismatch) and `compose` (the answer and the reviewer's
+suggestions). A new verdict's sentence goes in `lines` (its own topic function, or a
+branch of `what_line`); `compose.build` lays the topics out in `lines.TOPICS` order.
 """
 
 from reporter.render.answer.compose import build
@@ -30,6 +38,7 @@ from reporter.render.answer.flight import fr_mismatch
 from reporter.render.answer.lines import find_timeouts
 from reporter.render.answer.records import (
     Answer,
+    SeenBefore,
     SeenReport,
     SummaryLine,
     Timeout,
@@ -40,6 +49,7 @@ from reporter.render.answer.waits import collapse, gone_ranks, waits_for
 
 __all__ = [
     "Answer",
+    "SeenBefore",
     "SeenReport",
     "SummaryLine",
     "Timeout",

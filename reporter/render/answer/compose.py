@@ -1,13 +1,16 @@
-"""The answer for an analysis: title, verdict paragraph, summary lines, next steps, suggestions."""
+"""The answer for an analysis: title, summary lines, next steps, what the block does not say, suggestions."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from reporter.analysis.classify import default_classifier
+from reporter.analysis.p2p import cycle_name
 from reporter.analysis.result import Analysis, RankState
 from reporter.model import Bundle
 from reporter.render import nextsteps
+from reporter.render.answer import states
 from reporter.render.answer.flight import (
     fr_idle,
     fr_idle_line,
@@ -19,76 +22,131 @@ from reporter.render.answer.flight import (
     fr_where,
 )
 from reporter.render.answer.lines import (
+    CHANGE,
+    CLIENTS,
     change_line,
+    change_words,
     clients_line,
     find_timeouts,
-    gap_text,
-    instance_lines,
+    no_wait_line,
+    others_line,
     recover_line,
-    restart_before,
-    restart_words,
+    revert_words,
     seen_line,
     services,
     short_value,
     side_text,
     since_line,
     stack_title,
+    timeout_text,
     top_change,
-    wait_line,
+    wait_lines,
     what_line,
 )
-from reporter.render.answer.records import Answer, SeenReport, SummaryLine, Timeout, WaitEdge
+from reporter.render.answer.records import (
+    Answer,
+    SeenBefore,
+    SeenReport,
+    SummaryLine,
+    Timeout,
+    WaitEdge,
+    seen_of,
+)
+from reporter.render.answer.scope import Scope, focus
+from reporter.render.answer.series import cite
+from reporter.render.answer.timeouts import captured
 from reporter.render.answer.waits import gone_ranks, ranks_name, waits_for
 from reporter.times import clock
 
-if TYPE_CHECKING:
-    pass
+# Sentences of the analysis's own summary that the summary block already says (the split,
+# who waits where, the snapshots, the metrics, the clients, the change, the instances):
+# the verdict paragraph keeps only the others.
+_SAID_IN_BLOCK = tuple(
+    re.compile(p)
+    for p in (
+        r"^Collective desync\b",
+        r"^(TP )?(Ranks?|PIDs?|Process(es)?) [^.]{1,160}? waits? in ",
+        r"^Their stacks part below ",
+        r"^This rests on ",
+        r"^All \d+ (ranks|processes|PIDs) show the same main stack",
+        r"^The \d+ (ranks|processes|PIDs) are making progress",
+        r"^Metrics: ",
+        r"^The first stack dump was taken ",
+        r"^Clients: ",
+        r"^\d+ instances \(servers or jobs\)",
+        r"^Instance \d+ \(",
+        r"^Inconclusive: ",
+        r"^(Ranks?|PIDs?|Process(es)?) \S+ (is|are) missing from the evidence\.$",
+        r"^\d+ dumps? failed\.?$",
+        r"^Flight Recorder \([^)]*\): (first mismatch|no mismatch)",
+        r"^Capture py-spy dumps of every rank while it lasts",
+        # The "Why it does not answer" line (states.condition_line) gives these.
+        r"^(Rank \d+|PID \d+|The process)[^:]{0,80} is (stopped|uninterruptible|unresponsive): ",
+    )
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`])")
 
 
-def build(bundle: Bundle, analysis: Analysis, *, seen: Sequence[SeenReport] = ()) -> Answer:
-    """The answer for `analysis`: title, verdict paragraph, summary lines and next steps.
+def build(
+    bundle: Bundle,
+    analysis: Analysis,
+    *,
+    seen: SeenBefore | Sequence[SeenReport] = (),
+) -> Answer:
+    """The answer for `analysis`: title, summary lines (every topic, each fact once) and next steps.
 
-    When the Flight Recorder names a first mismatch, it decides the headline, the "What"
-    line and who waits for whom (one line per side of the split); otherwise the stacks do.
+    With several instances (servers, jobs) the lines speak of the one in trouble, by its
+    name, and one more line gives the others' verdicts. When the Flight Recorder names a
+    first mismatch, it decides the headline, the "What" line and who waits for whom (one
+    line per side of the split); otherwise the stacks do.
     """
-    edges = waits_for(analysis)
+    scope = focus(analysis)
+    inner = scope.analysis
+    edges = waits_for(inner)
     timeouts = find_timeouts(bundle)
     fr = analysis.flight_recorder
     mismatch = fr_mismatch(analysis)
     lines: list[SummaryLine]
     if fr is not None and mismatch is not None:
-        split = fr_lines(analysis, fr, mismatch)
-        lines = [split[0], *instance_lines(analysis), *split[1:5]]
-        title = fr_title(analysis, mismatch)
+        lines = fr_lines(inner, fr, mismatch)
+        title = fr_title(inner, mismatch)
     elif fr is not None and fr_idle(analysis):
-        lines = [fr_idle_line(analysis, fr), *instance_lines(analysis)]
+        lines = [fr_idle_line(inner, fr), no_wait_line(inner)]
         title = f"No hang: {len(fr.ranks)} ranks completed every collective (Flight Recorder)"
     else:
-        lines = [what_line(bundle, analysis, edges), *instance_lines(analysis)]
-        lines.extend(wait_line(e) for e in edges[:2])
-        title = stack_title(analysis, edges)
-    for line in (
-        since_line(analysis),
-        recover_line(analysis, timeouts, edges),
-        clients_line(analysis),
-        change_line(bundle, analysis),
-        seen_line(seen),
-    ):
-        if line is not None:
-            lines.append(line)
-    facts = _facts(bundle, analysis, edges, timeouts)
+        lines = [what_line(bundle, inner, edges, scope)]
+        lines.extend(wait_lines(edges))
+        if not edges:
+            lines.append(no_wait_line(inner))
+        title = stack_title(inner, edges, scope)
+    # Crashes, stopped ranks, thread deadlocks and failed dumps say more than stacks can.
+    title = states.title(inner) or title
+    lines[0] = states.what_line(inner, lines[0].sources) or lines[0]
+    lines.extend(x for x in (states.condition_line(inner), states.blocked_line(inner)) if x)
+    others = others_line(scope, analysis)
+    if others is not None:
+        lines.insert(1, others)
+    lines.extend(
+        (
+            since_line(bundle, inner),
+            recover_line(bundle, inner, timeouts),
+            clients_line(bundle, analysis),
+            change_line(bundle, analysis),
+            seen_line(seen_of(seen)),
+        )
+    )
+    facts = _facts(bundle, inner, edges, timeouts, scope)
     steps = nextsteps.suggest(nextsteps.default_rules(), facts)
-    paragraph = _paragraph(bundle, analysis)
-    factors, actions = _suggestions(bundle, analysis, edges, steps)
+    factors, actions = _suggestions(bundle, inner, edges, steps)
     no_stack_wedge = not analysis.classes and analysis.wedge is not None and analysis.wedge.found
     return Answer(
         title=title,
         verdict_label="wedged (metrics only)" if no_stack_wedge else analysis.verdict.value,
-        paragraph=paragraph,
+        paragraph=_paragraph(analysis),
         lines=tuple(lines),
         steps=steps,
         factors=factors,
-        impact=_impact(analysis, lines),
+        impact=_impact(bundle, analysis, lines),
         actions=actions,
         edges=edges,
         timeouts=timeouts,
@@ -96,10 +154,18 @@ def build(bundle: Bundle, analysis: Analysis, *, seen: Sequence[SeenReport] = ()
 
 
 def _facts(
-    bundle: Bundle, analysis: Analysis, edges: Sequence[WaitEdge], timeouts: Sequence[Timeout]
+    bundle: Bundle,
+    analysis: Analysis,
+    edges: Sequence[WaitEdge],
+    timeouts: Sequence[Timeout],
+    scope: Scope,
 ) -> nextsteps.Facts:
     gone, _ = gone_ranks(analysis)
-    absent = sorted(set(analysis.missing_ranks) | set(gone))
+    # A rank whose crash report says why it went away is crashed, not merely gone; a rank
+    # merely absent from the evidence is missing, not gone (nothing shows it left).
+    crashed = set(states.crashed_ranks(analysis))
+    gone = tuple(r for r in gone if r not in crashed)
+    missing = sorted(set(analysis.missing_ranks) - set(gone) - crashed)
     change = top_change(analysis)
     with_stacks = [c for c in analysis.classes if c.frames]
     collectives = {c.collective for c in with_stacks}
@@ -121,20 +187,23 @@ def _facts(
         "collective": edge.collective
         if edge
         else next(iter(sorted(c for c in collectives if c)), ""),
-        "gone": ranks_name(absent, analysis.rank_unit) if absent else "",
+        "gone": ranks_name(gone, analysis.rank_unit) if gone else states.gone_unranked(analysis),
+        "missing": ranks_name(missing, analysis.rank_unit) if missing else "",
         "key": change.key if change else "",
         "before": short_value(change.before) if change else "",
         "after": short_value(change.after) if change else "",
+        "revert": revert_words(change) if change else "",
         "kind": change.kind.value if change else "",
         "onset": f"{clock(wedge.episode.onset)} UTC" if wedge and wedge.episode else "",
-        "services": services(analysis, bundle),
-        "timeouts": ", ".join(f"`{t.name}={t.value}`" for t in timeouts[:3]),
+        "services": services(analysis, bundle, scope),
+        "timeouts": ", ".join(timeout_text(t) for t in timeouts[:3]),
         **fr_values(analysis),
+        **states.step_values(analysis),
     }
     frames = tuple(
         f.function
         for c in analysis.classes
-        if edge is not None and c.label == edge.waiting.label
+        if edge is not None and set(c.ranks) == set(edge.waiting.ranks)
         for f in c.frames
     )
     return nextsteps.Facts(
@@ -145,68 +214,64 @@ def _facts(
         collectives=frozenset({edge.collective} if edge else {c for c in collectives if c}),
         waits=frozenset(c.wait for c in analysis.classes if c.wait),
         frames=frames,
-        gone=bool(absent),
+        gone=bool(gone) or bool(states.gone_unranked(analysis)),
+        missing=bool(missing),
         diff_kinds=frozenset({change.kind.value} if change else ()),
         timeout=bool(timeouts),
+        captured=bool(captured(bundle)),
         one_collective=len(collectives) == 1 and None not in collectives and bool(with_stacks),
         flight_recorder=fr_mismatch(analysis) is not None,
-        values=values,
+        blocked_threads=bool(analysis.blocked_threads),
+        p2p=any(default_classifier().rules.p2p_direction(c) for c in collectives if c),
+        peers=any(getattr(e, "kind", "") == "p2p" for e in analysis.waits_for),
+        values={**values, "cycles": cycles_text(analysis)},
     )
 
 
-def _paragraph(bundle: Bundle, analysis: Analysis) -> str:
-    """The verdict paragraph: the analysis summary, then the top change and a restart before the wedge."""
-    text = analysis.summary
-    wedge = analysis.wedge
-    if not analysis.classes and wedge is not None and wedge.episode is not None:
-        state = (
-            "and is still wedged at the last sample"
-            if wedge.episode.end is None
-            else f"until {clock(wedge.episode.end)} UTC ({wedge.episode.end_reason})"
-        )
-        text = (
-            f"From the metrics alone: generation output stopped with requests waiting from "
-            f"{clock(wedge.episode.onset)} UTC {state} (the signals are under Metrics and the "
-            "wedge). Without stacks the cause is open: "
-            "py-spy dumps of every scheduler process while it lasts (`report collect`, "
-            "three snapshots) would show whether the ranks wait in a collective and for whom."
-        )
-    change = top_change(analysis)
-    if change is not None:
-        text += (
-            f" The top-ranked change since the last good run is `{change.key}` "
-            f"({short_value(change.before)} → {short_value(change.after)})."
-        )
-    if wedge is not None and wedge.episode is not None:
-        restart = restart_before(analysis.timeline, wedge.episode.onset)
-        if restart is not None:
-            gap = (wedge.episode.onset - restart.at).total_seconds()
-            text += (
-                f" The wedge began {gap_text(gap)} after {restart_words(restart)} "
-                f"(`{restart.source}`): look at what that start changed."
-            )
-    return text
+def cycles_text(analysis: Analysis) -> str:
+    """The first point-to-point cycle and the call sites to compare: `0<->2
+    (update_sampled_tokens (pp.py:88) versus execute_model (pp.py:78))`, and how many more;
+    "" without cycles."""
+    cycles = sorted(getattr(analysis, "p2p_cycles", ()), key=lambda c: (not c.deadlock, c.ranks))
+    if not cycles:
+        return ""
+    first = cycles[0]
+    sites = " versus ".join(first.sites[:4]) + (" ..." if len(first.sites) > 4 else "")
+    more = f", and {len(cycles) - 1} more like it" if len(cycles) > 1 else ""
+    return f"{cycle_name(first)} ({sites}){more}" if sites else f"{cycle_name(first)}{more}"
 
 
-def _impact(analysis: Analysis, lines: Sequence[SummaryLine]) -> tuple[str, ...]:
+def _paragraph(analysis: Analysis) -> str:
+    """What the verdict paragraph adds to the summary block: the analysis's own sentences
+    that no summary line says (the Flight Recorder's reading, a GPU sync point, ...)."""
+    kept = [
+        sentence
+        for sentence in _SENTENCE_END.split(analysis.summary.strip())
+        if sentence and not any(p.search(sentence) for p in _SAID_IN_BLOCK)
+    ]
+    return " ".join(kept)
+
+
+def _impact(bundle: Bundle, analysis: Analysis, lines: Sequence[SummaryLine]) -> tuple[str, ...]:
     """What the evidence says about the impact: the wedge's length and the clients waiting."""
     out = []
     wedge = analysis.wedge
     if wedge is not None and wedge.episode is not None:
         episode = wedge.episode
+        where = cite(bundle, episode.source, episode.series, episode.sampled_at)
         if episode.end is None:
             out.append(
                 f"Generation stopped at {clock(episode.onset)[:8]} UTC and was still stopped "
                 f"{episode.duration:g} s later, at the last metric sample "
-                f"(`{episode.source}`); the real end comes from the service log or the restart."
+                f"(`{where}`); the real end comes from the service log or the restart."
             )
         else:
             out.append(
                 f"Generation stopped from {clock(episode.onset)[:8]} to "
-                f"{clock(episode.end)[:8]} UTC ({episode.duration:g} s, `{episode.source}`)."
+                f"{clock(episode.end)[:8]} UTC ({episode.duration:g} s, `{where}`)."
             )
     for line in lines:
-        if line.topic == "Clients affected":
+        if line.topic == CLIENTS and line.sources and not line.text.startswith("No "):
             cited = ", ".join(f"`{src}`" for src in line.sources)
             out.append(f"{line.text.rstrip('.')} ({cited}).")
     return tuple(out)
@@ -238,12 +303,12 @@ def _suggestions(
         )
     change = top_change(analysis)
     if change is not None:
-        factors.append(
-            f"`{change.key}` changed since the last good run "
-            f"({short_value(change.before)} → {short_value(change.after)})."
-        )
+        factors.append(f"{change_words(change)} changed since the last good run.")
     stuck = bool(edges) or mismatch is not None or bool(analysis.wedge and analysis.wedge.found)
-    if not find_timeouts(bundle) and stuck:
+    if not find_timeouts(bundle) and captured(bundle) and stuck:
         factors.append("No collective timeout or watchdog ended the wait.")
     actions = [step.action for step in steps[:4]]
     return tuple(factors), tuple(actions)
+
+
+__all__ = ["CHANGE", "build"]

@@ -1,58 +1,60 @@
-"""The summary lines: what, who waits for whom, since when, recovery, clients, changes, earlier reports."""
+"""The summary lines: what, who waits for whom, since when, recovery, clients, changes, earlier reports.
+
+Every topic of `TOPICS` always gets a line: its evidence, or "Not known: ..." with what a
+capture would tell. Each fact is said in one line only: "What" names the kind of hang and
+its size, "Who waits for whom" the rank sets and code locations, and so on; the title is
+the headline and no line repeats it.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from reporter.analysis.ranksets import format_pids
 from reporter.analysis.result import Analysis, Verdict
 from reporter.model import Bundle, EventKind, Location, TimelineEvent
-from reporter.render.answer.records import SeenReport, SummaryLine, Timeout, WaitEdge, WaitSide
-from reporter.render.answer.waits import dump_of, gone_ranks, ranks_name
+from reporter.render.answer.records import (
+    SeenBefore,
+    SeenReport,
+    SummaryLine,
+    Timeout,
+    WaitEdge,
+    WaitSide,
+)
+from reporter.render.answer.scope import Scope
+from reporter.render.answer.series import cite, engine_words
+from reporter.render.answer.timeouts import captured, find_timeouts
+from reporter.render.answer.waits import dump_of, gone_ranks, members, ranks_name
 from reporter.text import plural
 from reporter.times import clock
 
 if TYPE_CHECKING:
     from reporter.analysis.diff import Change
+    from reporter.analysis.result import GoBucket
 
+__all__ = ["find_timeouts"]
 
-# Command-line options and environment variables that end a hung collective or kill a
-# wedged server: SGLang's watchdog, torch's NCCL/gloo timeouts and heartbeat monitor.
-_TIMEOUT_FLAG = re.compile(r"^--?[\w.-]*(timeout|watchdog)[\w.-]*$", re.IGNORECASE)
-_TIMEOUT_IN_TEXT = re.compile(
-    r"(?<![\w-])(--[\w.-]*(?:timeout|watchdog)[\w.-]*)(?:=|\s+)([^\s-][^\s]*)", re.IGNORECASE
-)
-_TIMEOUT_ENV = re.compile(
-    r"^(TORCH_NCCL_\w*(TIMEOUT|HEARTBEAT|WATCHDOG)\w*|NCCL_TIMEOUT|TORCH_GLOO\w*TIMEOUT\w*"
-    r"|GLOO_\w*TIMEOUT\w*|TORCH_DIST\w*TIMEOUT\w*|\w*WATCHDOG\w*|SGLANG_\w*DIST\w*TIMEOUT\w*"
-    r"|VLLM_\w*(RPC_TIMEOUT|ENGINE_ITERATION_TIMEOUT)\w*)$"
-)
+# The topics of the summary block, in order; every one always has a line.
+WHAT = "What"
+WHO = "Who waits for whom"
+SINCE = "Since"
+RECOVERS = "Recovers on its own"
+CLIENTS = "Clients affected"
+CHANGE = "Top change since the last good run"
+SEEN = "Seen before"
+OTHERS = "Other instances"
+TOPICS = (WHAT, WHO, SINCE, RECOVERS, CLIENTS, CHANGE, SEEN)
 
 _RESTART = re.compile(r"\b(restart\w*|deploy\w*|roll(ed)?[ -]?out|upgrad\w*|started)\b", re.I)
 
 _KIND_WORDS = {"env": "env var", "flag": "server option", "package": "package"}
 
-
-def find_timeouts(bundle: Bundle) -> tuple[Timeout, ...]:
-    """Collective timeouts and watchdogs in the command lines and environment, each once."""
-    found: dict[tuple[str, str], str] = {}
-    for cmdline in bundle.environment.cmdlines:
-        for flag in cmdline.flags:
-            if _TIMEOUT_FLAG.match(flag.name) and flag.value is not None:
-                found.setdefault((flag.name, flag.value), str(cmdline.source))
-    for dump in bundle.dumps:
-        for text in (dump.cmdline, dump.parent_cmdline):
-            for match in _TIMEOUT_IN_TEXT.finditer(text or ""):
-                found.setdefault((match.group(1), match.group(2)), str(dump.source))
-    for var in bundle.environment.variables:
-        if _TIMEOUT_ENV.match(var.name) and "DUMP" not in var.name:
-            found.setdefault((var.name, var.value), str(var.source))
-    return tuple(
-        Timeout(name=name, value=value, source=source)
-        for (name, value), source in sorted(found.items())
-    )
+# Go clients waiting this long for the server are a symptom on their own: an LLM request
+# may stream for minutes, but not for this long (the bucket's longest wait, from the dump).
+CLIENT_STUCK_MINUTES = 5
 
 
 def restart_before(events: Sequence[TimelineEvent], onset: datetime) -> TimelineEvent | None:
@@ -127,6 +129,27 @@ def short_value(value: str | None) -> str:
     return f"`{value}`" if len(value) <= 40 else f"`{value[:39]}…`"
 
 
+def change_words(change: Change) -> str:
+    """`` `X` `256` → `512` ``, `` `X` newly set to `512` ``, `` `X` unset (was `256`) ``."""
+    if change.before is None:
+        return f"`{change.key}` newly set to {short_value(change.after)}"
+    if change.after is None:
+        return f"`{change.key}` unset (was {short_value(change.before)})"
+    return f"`{change.key}` {short_value(change.before)} → {short_value(change.after)}"
+
+
+def revert_words(change: Change) -> str:
+    """How to undo the change, naming the knob: `set `X` back to `256``, `unset `X``."""
+    kind = change.kind.value
+    if kind == "package":
+        if change.before is None:
+            return f"uninstall `{change.key}`"
+        return f"pin `{change.key}` back to {short_value(change.before)}"
+    if change.before is None:
+        return f"remove `{change.key}`" if kind == "flag" else f"unset `{change.key}`"
+    return f"set `{change.key}` back to {short_value(change.before)}"
+
+
 def _queue_growing(analysis: Analysis) -> bool:
     from reporter.analysis.wedge import StepKind
 
@@ -134,8 +157,8 @@ def _queue_growing(analysis: Analysis) -> bool:
     return wedge is not None and any(s.kind is StepKind.LINEAR_GROWTH for s in wedge.steps)
 
 
-def _waiting_now(analysis: Analysis) -> tuple[str, tuple[str, ...]]:
-    """`77 requests queued, 5 running at the last sample`, with the samples' lines."""
+def _waiting_now(bundle: Bundle, analysis: Analysis) -> tuple[str, tuple[str, ...]]:
+    """`77 requests queued, 5 running at the last sample`, with the samples cited."""
     from reporter.analysis.wedge import Role
 
     wedge = analysis.wedge
@@ -148,7 +171,8 @@ def _waiting_now(analysis: Analysis) -> tuple[str, tuple[str, ...]]:
             continue
         short = signal.name.rpartition(":")[2]
         parts.append(f"{signal.last:g} in `{short}`")
-        sources.append(str(signal.points[-1].source))
+        last = signal.points[-1]
+        sources.append(cite(bundle, last.source, last.series, last.sampled_at))
     if not parts:
         return "", ()
     return f"{', '.join(parts)} at the last sample ({clock(wedge.last_sample)} UTC)", tuple(sources)
@@ -170,25 +194,61 @@ def side_text(side: WaitSide) -> str:
     return f"{side.name}{joiner}{side.doing}"
 
 
-def stack_title(analysis: Analysis, edges: Sequence[WaitEdge]) -> str:
+def _units(analysis: Analysis, count: int) -> str:
+    """`4 ranks`, `1 process`, `2 PIDs`' noun for the analysis's unit, counted."""
+    word = {"rank": "rank", "pid": "process"}.get(analysis.rank_unit, "process")
+    return plural(count, word, "processes" if word == "process" else None)
+
+
+def long_waits(analysis: Analysis) -> tuple[GoBucket, ...]:
+    """Client goroutine buckets that have waited at least `CLIENT_STUCK_MINUTES`."""
+    goroutines = analysis.goroutines
+    if goroutines is None:
+        return ()
+    return tuple(
+        b
+        for b in goroutines.waiting
+        if b.max_minutes is not None and b.max_minutes >= CLIENT_STUCK_MINUTES
+    )
+
+
+def _client_place(bucket: GoBucket) -> str:
+    top = bucket.top
+    return f" in `{top.function}`" if top is not None else ""
+
+
+def stack_title(analysis: Analysis, edges: Sequence[WaitEdge], scope: Scope | None = None) -> str:
     """A title that says what happened: who waits for whom, or what the metrics show."""
     n = len(analysis.processes)
     wedge = analysis.wedge
+    where = f"{scope.name[0].upper()}{scope.name[1:]}: " if scope is not None and scope.name else ""
+    if analysis.verdict is Verdict.P2P_DEADLOCK and analysis.p2p_deadlock:
+        return f"{where}P2P{analysis.p2p_deadlock[3:]}"
     if edges:
         edge = edges[0]
         call = edge.waiting.where.partition(" (")[0]
-        call_text = f" ({call})" if call and call != edge.collective else ""
+        # A native address (`0x7fa2d1487d71`) names no call a reader can look up.
+        named = call and call != edge.collective and not re.fullmatch(r"0x[0-9a-fA-F]+", call)
+        call_text = f" ({call})" if named else ""
         waited = edge.waited
         single = len(edge.waiting.ranks) == 1
         prefix = role_prefix(analysis)
-        who = (
-            f"{prefix.removesuffix('s')} {edge.waiting.ranks[0]} waits"
-            if single
-            else (f"{prefix} {edge.waiting.label} wait")
+        if analysis.rank_unit != "rank":
+            who = f"{edge.waiting.name[0].upper()}{edge.waiting.name[1:]} {'waits' if single else 'wait'}"
+        elif single:
+            who = f"{prefix.removesuffix('s')} {edge.waiting.ranks[0]} waits"
+        else:
+            who = f"{prefix} {edge.waiting.label} wait"
+        if where:
+            who = who[0].lower() + who[1:] if not who.startswith("TP") else who
+        plain = (
+            len(waited.ranks) > 1
+            and analysis.rank_unit == "rank"
+            and not waited.brief.startswith(",")
         )
-        target = waited.name if len(waited.ranks) == 1 else waited.label
+        target = waited.label if plain else waited.name
         joiner = "" if waited.brief.startswith(",") else " "
-        return f"{who} in {edge.collective}{call_text} for {target}{joiner}{waited.brief}"
+        return f"{where}{who} in {edge.collective}{call_text} for {target}{joiner}{waited.brief}"
     if not analysis.classes:
         if wedge is not None and wedge.episode is not None:
             growing = ", queue growing" if _queue_growing(analysis) else ", requests waiting"
@@ -199,113 +259,227 @@ def stack_title(analysis: Analysis, edges: Sequence[WaitEdge]) -> str:
                 f"Output possibly wedged since {clock(possible.onset)[:8]} UTC "
                 f"(window shorter than {wedge.window:g} s); no stacks"
             )
+        stuck = long_waits(analysis)
+        if stuck:
+            longest = max(b.max_minutes or 0 for b in stuck)
+            wait = stuck[0].client_wait
+            return f"Clients wait {plural(longest, 'minute')} for {wait}; no server stacks"
+        change = top_change(analysis)
+        if change is not None:
+            return f"{change_words(change)} since the last good run; no stacks"
         if wedge is not None:
             return "No wedge in the metrics; no stacks"
         return "No stacks in the evidence"
     if analysis.verdict is Verdict.PROGRESSING:
-        unit = "ranks" if analysis.rank_unit == "rank" else "processes"
-        return f"No hang: {n} {unit} progressing"
-    if analysis.verdict is Verdict.ALL_STUCK:
-        collectives = sorted({c.collective for c in analysis.classes if c.collective})
-        what = f" in {', '.join(collectives)}" if collectives else ""
-        return f"All {n} ranks stuck{what}"
+        return f"{where}No hang: {_units(analysis, n)} progressing"
     collectives = sorted({c.collective for c in analysis.classes if c.collective})
     what = f" in {', '.join(collectives)}" if collectives else ""
-    return f"Inconclusive: {plural(n, 'rank')}{what}, {analysis.snapshots} snapshot(s)"
+    if analysis.verdict is Verdict.ALL_STUCK:
+        return f"{where}All {_units(analysis, n)} stuck{what}"
+    return (
+        f"{where}Inconclusive: {_units(analysis, n)}{what}, "
+        f"{plural(analysis.snapshots, 'snapshot')}"
+    )
 
 
-def what_line(bundle: Bundle, analysis: Analysis, edges: Sequence[WaitEdge]) -> SummaryLine:
+def _absent(analysis: Analysis) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(gone, missing): ranks with evidence of leaving, and ranks merely not in the evidence."""
+    gone, _ = gone_ranks(analysis)
+    missing = tuple(r for r in analysis.missing_ranks if r not in set(gone))
+    return gone, missing
+
+
+def _absent_text(analysis: Analysis) -> str:
+    gone, missing = _absent(analysis)
+    parts = []
+    if gone:
+        parts.append(f"{ranks_name(gone, analysis.rank_unit)} gone (the dump failed: no process)")
+    if missing:
+        parts.append(f"{ranks_name(missing, analysis.rank_unit)} not in the evidence")
+    return "; ".join(parts)
+
+
+def _waited_words(edge: WaitEdge) -> str:
+    """The waited-for side's state in a word or two: `idle`, `in broadcast`, `gone`; where
+    it is (code, file:line) is the "Who waits for whom" line's to say."""
+    words = (edge.waited.brief or edge.waited.state).lstrip(", ").split()
+    if not words:
+        return edge.waited.state
+    if words[0] == "stuck" and len(words) > 2 and words[1] == "in":
+        return f"in {words[2]}"
+    if words[0] == "in" and len(words) > 1:
+        return f"in {words[1]}"
+    return words[0]
+
+
+def what_line(
+    bundle: Bundle, analysis: Analysis, edges: Sequence[WaitEdge], scope: Scope | None = None
+) -> SummaryLine:
+    """What is wrong, in one sentence: the kind of hang and its size, never who waits where."""
     verdict = analysis.verdict
     wedge = analysis.wedge
     n = len(analysis.processes)
     sources = _stack_sources(analysis)
     if not analysis.classes:
-        if wedge is not None and wedge.episode is not None:
-            ongoing = "still wedged at the last sample" if wedge.still_wedged else "it ended"
-            growing = ", the queue growing" if _queue_growing(analysis) else ""
-            return SummaryLine(
-                topic="What",
-                text=(
-                    f"Generation output stopped while requests wait{growing}; {ongoing}. "
-                    "No stack dumps, so where the ranks are is not known."
-                ),
-                sources=(str(wedge.episode.source),),
-            )
-        possible = wedge.possible if wedge is not None else None
-        if wedge is not None and possible is not None:
-            return SummaryLine(
-                topic="What",
-                text=(
-                    f"Possibly wedged (window shorter than {wedge.window:g} s): output at zero "
-                    f"with work waiting for {possible.duration:g} s by the last sample. No stacks."
-                ),
-                sources=(str(possible.source),),
-            )
-        what = "no wedge in the metrics" if wedge is not None else "no metric history"
-        return SummaryLine(
-            topic="What",
-            text=f"No stack dumps and {what}: nothing here shows a hang.",
-            sources=tuple(f.path for f in bundle.files),
-        )
-    unit = plural(n, "rank" if analysis.rank_unit == "rank" else "process").split(" ", 1)[1]
-    basis = f"{analysis.snapshots} snapshot{'s' if analysis.snapshots != 1 else ''}"
+        return _what_without_stacks(bundle, analysis)
+    basis = plural(analysis.snapshots, "snapshot")
+    where = f" in {scope.name}" if scope is not None and scope.name else ""
+    groups = sorted({g for e in analysis.waits_for if (g := getattr(e, "group", ""))})
+    # A group is worth naming only where the ranks form several (DP1 of DP0, DP1).
+    layouts = {tuple(kv for kv in p.identity.dims if kv[0] != "TP") for p in analysis.processes}
+    if groups and len(layouts) > 1:
+        where += f" in group {', '.join(groups)}"
+    size = f"{_units(analysis, n)}, {basis}"
     if verdict is Verdict.COLLECTIVE_DESYNC:
-        text = f"Collective desync among {n} {unit} ({basis})"
+        text = f"Collective desync{where}"
         if edges:
+            edge = edges[0]
+            k = len(edge.waiting.ranks) or len(edge.waiting.pids)
+            m = len(edge.waited.ranks) or len(edge.waited.pids)
+            verb = "waits" if k == 1 else "wait"
+            that = "that is" if m == 1 else "that are"
+            # Counted with their noun: "1 waits ... for 1 that is idle" reads as PID 1.
             text += (
-                f": {edges[0].waiting.name} in {edges[0].collective}, {edges[0].waited.name} not"
+                f": {_units(analysis, k)} {verb} in {edge.collective} for {m} {that} "
+                f"{_waited_words(edge)}"
             )
-        return SummaryLine(topic="What", text=text + ".", sources=sources)
-    if verdict is Verdict.ALL_STUCK:
-        gone, _ = gone_ranks(analysis)
-        absent = sorted(set(analysis.missing_ranks) | set(gone))
-        extra = f"; {ranks_name(absent, analysis.rank_unit)} not in the stacks" if absent else ""
+        return SummaryLine(topic=WHAT, text=f"{text} ({size}).", sources=sources)
+    if verdict is Verdict.P2P_DEADLOCK:
         return SummaryLine(
-            topic="What",
-            text=f"All {n} {unit} stuck, unchanged across {basis}{extra}.",
+            topic=WHAT, text=f"P2P{analysis.p2p_deadlock[3:]} ({size}).", sources=sources
+        )
+    if verdict is Verdict.ALL_STUCK:
+        # Ranks the others wait for are named in "Who waits for whom"; else here.
+        extra = "" if edges else _absent_text(analysis)
+        return SummaryLine(
+            topic=WHAT,
+            text=f"All {_units(analysis, n)}{where} stuck, unchanged across {basis}"
+            + (f"; {extra}" if extra else "")
+            + ".",
             sources=sources,
         )
     if verdict is Verdict.PROGRESSING:
-        return SummaryLine(
-            topic="What",
-            text=f"No hang: all {n} {unit} progressing; their stacks change across {basis}.",
-            sources=sources,
+        text = (
+            f"No hang: all {_units(analysis, n)} progressing; their stacks change across {basis}."
         )
+        if wedge is not None and wedge.episode is not None:
+            text = (
+                f"The stacks move ({_units(analysis, n)}, {basis}), yet the metrics show output "
+                "stopped with requests waiting."
+            )
+        return SummaryLine(topic=WHAT, text=text, sources=sources)
+    # The analysis's own reason ("only one rank: there is no other rank to compare it
+    # with"); what one snapshot cannot tell is the "Who waits for whom" line's to say.
+    reason = next(
+        (
+            s.removeprefix("Inconclusive: ").rstrip(".")
+            for s in analysis.summary.split(". ")
+            if s.startswith("Inconclusive: ")
+        ),
+        "no decisive pattern",
+    )
     return SummaryLine(
-        topic="What",
-        text=f"Inconclusive: {n} {unit} in {basis}; {analysis.confidence_notes[0] if analysis.confidence_notes else 'no decisive pattern'}.",
+        topic=WHAT,
+        text=f"Inconclusive ({size}): {reason}.",
         sources=sources,
     )
 
 
-def instance_lines(analysis: Analysis) -> list[SummaryLine]:
-    """One line per instance (server, job) when the bundle holds several (`Analysis.instances`)."""
-    instances: Sequence[Any] = getattr(analysis, "instances", ())
-    if len(instances) < 2:
-        return []
-    by_pid = {p.identity.pid: p for p in analysis.processes}
-    out = []
-    for instance in instances:
-        sources = tuple(
-            str(by_pid[pid].snapshots[-1].source)
-            for pid in list(instance.pids)[:2]
-            if pid in by_pid and by_pid[pid].snapshots
+def _what_without_stacks(bundle: Bundle, analysis: Analysis) -> SummaryLine:
+    wedge = analysis.wedge
+    if wedge is not None and wedge.episode is not None:
+        # Whether it still lasts is the "Since" line's to say.
+        growing = " and the queue grows" if _queue_growing(analysis) else ""
+        names = [
+            p.series.partition("{")[0]
+            for s in wedge.signals
+            if s.shows_wedge
+            for p in s.points[:1]
+            if p.series
+        ]
+        engine = engine_words(bundle, names)
+        on = f" on {engine}" if engine else ""
+        episode = wedge.episode
+        return SummaryLine(
+            topic=WHAT,
+            text=f"Generation output stopped{on} while requests wait{growing}.",
+            sources=(cite(bundle, episode.source, episode.series, episode.sampled_at),),
         )
-        first = str(instance.summary).split(". ")[0].rstrip(".")
-        out.append(
-            SummaryLine(
-                topic=f"In {instance.label}",
-                text=f"{instance.verdict.value}: {first}.",
-                sources=sources,
-            )
+    possible = wedge.possible if wedge is not None else None
+    if wedge is not None and possible is not None:
+        return SummaryLine(
+            topic=WHAT,
+            text=(
+                f"Possibly wedged (window shorter than {wedge.window:g} s): output at zero "
+                f"with work waiting for {possible.duration:g} s by the last sample."
+            ),
+            sources=(cite(bundle, possible.source, possible.series, possible.sampled_at),),
         )
-    return out
+    stuck = long_waits(analysis)
+    if stuck:
+        total = sum(b.count for b in stuck)
+        longest = max(b.max_minutes or 0 for b in stuck)
+        bucket = stuck[0]
+        return SummaryLine(
+            topic=WHAT,
+            text=(
+                f"Clients hang: {plural(total, 'Go goroutine')} wait for {bucket.client_wait}"
+                f"{_client_place(bucket)}, the longest for {plural(longest, 'minute')}; no "
+                "server stacks or metrics say why."
+            ),
+            sources=tuple(dict.fromkeys(str(b.source) for b in stuck)),
+        )
+    if top_change(analysis) is not None or analysis.diff is not None:
+        good = _baseline_prefix(bundle).rstrip("/ :")
+        return SummaryLine(
+            topic=WHAT,
+            text=(
+                "No stack dumps and no metric history: the evidence is the environment of "
+                f"this run and of the last good one (`{good}/`), compared below; nothing here "
+                "shows whether or where it hangs."
+            ),
+            sources=(),
+        )
+    what = "no wedge in the metrics" if wedge is not None else "no metric history"
+    failed = ""
+    if analysis.failed:
+        first = analysis.failed[0].failure
+        reason = " ".join(first.reason.split())
+        reason = reason if len(reason) <= 60 else reason[:59] + "…"
+        failed = f" ({plural(len(analysis.failed), 'dump')} failed: `{reason}`)"
+    return SummaryLine(
+        topic=WHAT,
+        text=f"No stack dumps{failed} and {what}: nothing here shows a hang.",
+        sources=tuple(f.path for f in bundle.files[:6]),
+    )
+
+
+def others_line(scope: Scope, analysis: Analysis) -> SummaryLine | None:
+    """The other instances' verdicts, each by its name, in one line (None with one instance)."""
+    if not scope.others:
+        return None
+    parts: list[str] = []
+    sources: list[str] = []
+    for instance in scope.others:
+        from reporter.render.answer.scope import instance_name
+
+        count = _units(analysis, len(instance.pids) or len(instance.ranks))
+        parts.append(f"{instance_name(instance)}, {count}: {instance.verdict.value}")
+        # By (instance, unit): one PID can name two processes (two hosts, two containers).
+        first = next(
+            (p for p in members(analysis, str(instance.id), instance.ranks) if p.snapshots), None
+        )
+        if first is not None:
+            sources.append(str(first.snapshots[-1].source))
+    return SummaryLine(topic=OTHERS, text="; ".join(parts) + ".", sources=tuple(sources))
 
 
 def wait_line(edge: WaitEdge) -> SummaryLine:
     waiting, waited = edge.waiting, edge.waited
-    verb = "waits" if len(waiting.ranks) == 1 else "wait"
+    verb = "waits" if len(waiting.ranks) <= 1 and len(waiting.pids) <= 1 else "wait"
     left = f"{waiting.name[0].upper()}{waiting.name[1:]} {verb} in {edge.collective}"
+    if edge.group and edge.kind == "collective":
+        left += f" on the {edge.group} group"
     if waiting.where:
         left += f" called at {waiting.where}"
     if waiting.branch and waiting.branch != waiting.where:
@@ -314,71 +488,229 @@ def wait_line(edge: WaitEdge) -> SummaryLine:
     if waited.branch and waited.branch not in (waiting.branch, waited.where):
         right += f", from {waited.branch}"
     sources = tuple(s for s in (waiting.evidence, waited.evidence) if s)
-    return SummaryLine(topic="Who waits for whom", text=f"{left}; for {right}.", sources=sources)
+    return SummaryLine(topic=WHO, text=f"{left}; for {right}.", sources=sources)
 
 
-def since_line(analysis: Analysis) -> SummaryLine | None:
+def _mutual(a: WaitEdge, b: WaitEdge) -> bool:
+    return set(a.waiting.ranks) == set(b.waited.ranks) and set(b.waiting.ranks) == set(
+        a.waited.ranks
+    )
+
+
+def _side_at(edge: WaitEdge) -> str:
+    side = edge.waiting
+    text = f"{side.name} in {edge.collective}"
+    if edge.group and edge.kind == "collective":
+        text += f" on the {edge.group} group"
+    if side.where:
+        text += f" called at {side.where}"
+    if side.branch and side.branch != side.where:
+        text += f", from {side.branch}"
+    return text
+
+
+def wait_lines(edges: Sequence[WaitEdge]) -> list[SummaryLine]:
+    """One line per edge (the first two); two sides that wait for each other are one line."""
+    if len(edges) >= 2 and _mutual(edges[0], edges[1]):
+        a, b = edges[0], edges[1]
+        names = f"{a.waiting.name[0].upper()}{a.waiting.name[1:]} and {b.waiting.name}"
+        sources = tuple(dict.fromkeys(s for s in (a.waiting.evidence, b.waiting.evidence) if s))
+        text = f"{names} wait for each other: {_side_at(a)}; {_side_at(b)}."
+        return [SummaryLine(topic=WHO, text=text, sources=sources)]
+    return [wait_line(e) for e in edges[:2]]
+
+
+def no_wait_line(analysis: Analysis) -> SummaryLine:
+    """ "Who waits for whom" when no edge is known: why not, and what would tell."""
+    if not analysis.classes:
+        return SummaryLine(
+            topic=WHO,
+            text="Not known: no stack dumps; py-spy dumps of every rank would show it.",
+            sources=(),
+        )
+    sources = _stack_sources(analysis)
+    if analysis.verdict is Verdict.PROGRESSING:
+        return SummaryLine(topic=WHO, text="No one found waiting for another rank.", sources=())
+    if analysis.verdict is Verdict.CRASHED:
+        return SummaryLine(
+            topic=WHO,
+            text=(
+                "No one seen waiting: the evidence holds no live peer of the crashed process; "
+                "py-spy dumps of its peers, if it had any, would show whether they wait for it."
+            ),
+            sources=(),
+        )
+    if analysis.verdict is Verdict.THREAD_DEADLOCK and analysis.thread_deadlocks:
+        threads = analysis.thread_deadlocks[0].threads
+        names = [t.name or t.tid for t in threads]
+        return SummaryLine(
+            topic=WHO,
+            text=(
+                f"Threads {', '.join(names)} wait for each other (the lock cycle above); "
+                "no rank is seen waiting for another."
+            ),
+            sources=tuple(dict.fromkeys(t.source for t in threads)),
+        )
+    collectives = sorted({c.collective for c in analysis.classes if c.collective})
+    if analysis.verdict is Verdict.ALL_STUCK and collectives:
+        return SummaryLine(
+            topic=WHO,
+            text=(
+                f"Not known: every rank with a stack sits in {', '.join(collectives)}, so the "
+                "stacks cannot say which peer has not joined; Flight Recorder dumps "
+                "(`TORCH_NCCL_DUMP_ON_TIMEOUT=1`) would."
+            ),
+            sources=sources,
+        )
+    reasons = []
+    _gone, missing = _absent(analysis)
+    if missing:
+        reasons.append(f"{ranks_name(missing, analysis.rank_unit)} are not in the evidence")
+    if analysis.snapshots < 2:
+        reasons.append("one snapshot cannot tell stuck from slow")
+    if not reasons:
+        reasons.append("no rank sits in a collective the others skip")
+    return SummaryLine(
+        topic=WHO,
+        text=f"Not known: {', and '.join(reasons)}; dumps of every rank a few seconds apart "
+        "would tell.",
+        sources=sources,
+    )
+
+
+def since_line(bundle: Bundle, analysis: Analysis) -> SummaryLine:
+    """When it started: the wedge onset and a restart before it, or why that is not known."""
     wedge = analysis.wedge
+    dated = sorted(d.captured_at for d in bundle.dumps if d.captured_at is not None)
     if wedge is not None and wedge.episode is not None:
-        onset = wedge.episode.onset
+        episode = wedge.episode
+        onset = episode.onset
         text = f"Wedge onset {clock(onset)} UTC"
-        if wedge.episode.end is None:
-            text += f", still wedged {wedge.episode.duration:g} s later at the last sample"
+        if episode.end is None:
+            text += f", still wedged {episode.duration:g} s later at the last sample"
         else:
-            text += f", for {wedge.episode.duration:g} s"
-        sources = [str(wedge.episode.source)]
+            text += f", for {episode.duration:g} s"
+        sources = [cite(bundle, episode.source, episode.series, episode.sampled_at)]
         restart = restart_before(analysis.timeline, onset)
         if restart is not None:
             gap = (onset - restart.at).total_seconds()
             text += f"; {gap_text(gap)} after {restart_words(restart)}"
             sources.append(str(restart.source))
-        return SummaryLine(topic="Since", text=text + ".", sources=tuple(sources))
-    dumps = [e for e in analysis.timeline if e.kind is EventKind.DUMP]
-    if dumps and analysis.classes and analysis.verdict is not Verdict.PROGRESSING:
-        first = dumps[0]
+        if dated and dated[0] >= onset:
+            lead = (dated[0] - onset).total_seconds()
+            text += f"; the first stack dump came {gap_text(lead)} after the onset"
+        return SummaryLine(topic=SINCE, text=text + ".", sources=tuple(sources))
+    why = (
+        "the metrics show no wedge"
+        if wedge is not None
+        else "no metric history (a Prometheus `query_range` of the output and queue metrics "
+        "over the incident would date the onset)"
+    )
+    # The first dump of the processes in question (the instance in trouble, with several).
+    dumps = sorted(
+        (d.captured_at, str(d.source))
+        for p in analysis.processes
+        for d in p.snapshots
+        if d.captured_at is not None
+    )
+    if dumps:
+        at, source = dumps[0]
         return SummaryLine(
-            topic="Since",
-            text=f"Not known: no metric history; the first dump was taken at {clock(first.at)} UTC.",
-            sources=(str(first.source),),
+            topic=SINCE,
+            text=f"Not known: {why}; the first dump was taken at {clock(at)} UTC.",
+            sources=(source,),
         )
-    return None
+    return SummaryLine(topic=SINCE, text=f"Not known: {why}.", sources=())
+
+
+def timeout_text(timeout: Timeout) -> str:
+    """`` `NCCL_TIMEOUT=1800` ``, or the Flight Recorder's timeout with its length."""
+    if timeout.name == "timeout_ms" and timeout.value.isdigit():
+        return f"the Flight Recorder's collective timeout (`timeout_ms={timeout.value}`, {gap_text(int(timeout.value) / 1000)})"
+    return f"`{timeout.name}={timeout.value}`"
 
 
 def recover_line(
-    analysis: Analysis, timeouts: Sequence[Timeout], edges: Sequence[WaitEdge]
-) -> SummaryLine | None:
-    stuck = analysis.verdict in (Verdict.COLLECTIVE_DESYNC, Verdict.ALL_STUCK) or (
-        analysis.wedge is not None and analysis.wedge.episode is not None
-    )
-    if not stuck:
-        return None
-    if not timeouts:
+    bundle: Bundle,
+    analysis: Analysis,
+    timeouts: Sequence[Timeout],
+) -> SummaryLine:
+    """Whether something ends the wait: a timeout found, none where one was looked for, or not known."""
+    stuck = analysis.verdict in (
+        Verdict.COLLECTIVE_DESYNC,
+        Verdict.ALL_STUCK,
+        Verdict.P2P_DEADLOCK,
+    ) or (analysis.wedge is not None and analysis.wedge.episode is not None)
+    named = ", ".join(timeout_text(t) for t in timeouts[:3])
+    sources = tuple(dict.fromkeys(t.source for t in timeouts[:3]))
+    if analysis.verdict is Verdict.THREAD_DEADLOCK:
         return SummaryLine(
-            topic="Recovers on its own",
+            topic=RECOVERS,
             text=(
-                "No timeout found: no collective timeout or watchdog in the command lines or "
-                "environment, so nothing ends the wait; a restart is needed."
+                "No: the threads hold the locks each other waits for, and a lock cycle has no "
+                "timeout of its own; the process must be restarted."
             ),
             sources=(),
         )
-    named = ", ".join(f"`{t.name}={t.value}`" for t in timeouts[:3])
-    wedge = analysis.wedge
-    so_far = (
-        f"; wedged {wedge.episode.duration:g} s so far"
-        if wedge is not None and wedge.episode is not None
-        else ""
-    )
+    if analysis.verdict is Verdict.CRASHED:
+        return SummaryLine(
+            topic=RECOVERS,
+            text=(
+                "No: the process died; whether a supervisor restarts it is not known from the "
+                "evidence (its unit's `systemctl show` or the launcher's log would tell)."
+            ),
+            sources=(),
+        )
+    if not stuck:
+        if analysis.verdict is Verdict.PROGRESSING:
+            what = "Nothing shown stuck to recover from"
+        elif not analysis.classes:
+            what = "Not known: nothing here shows whether anything is stuck"
+        else:
+            what = "Not known: these dumps do not settle whether anything is stuck"
+        if timeouts:
+            return SummaryLine(
+                topic=RECOVERS, text=f"{what}; configured: {named}.", sources=sources
+            )
+        return SummaryLine(topic=RECOVERS, text=f"{what}.", sources=())
+    if timeouts:
+        wedge = analysis.wedge
+        so_far = (
+            f"; wedged {wedge.episode.duration:g} s so far"
+            if wedge is not None and wedge.episode is not None
+            else ""
+        )
+        return SummaryLine(
+            topic=RECOVERS,
+            text=(
+                f"Only by timing out: {named} should end the wait, the process then exits or "
+                f"raises{so_far}."
+            ),
+            sources=sources,
+        )
+    looked = captured(bundle)
+    if not looked:
+        return SummaryLine(
+            topic=RECOVERS,
+            text=(
+                "Not known: no command line or environment in the evidence (`report collect` "
+                "saves both; `py-spy dump --locals` shows `init_process_group(timeout=...)`)."
+            ),
+            sources=(),
+        )
+    where = " or ".join(looked)
+    unseen = "" if "environment" in looked else " (the environment was not captured)"
     return SummaryLine(
-        topic="Recovers on its own",
+        topic=RECOVERS,
         text=(
-            f"Only by timing out: {named} should end the wait, the process then exits or "
-            f"raises{so_far}."
+            f"No timeout found: no collective timeout or watchdog in the {where}{unseen}; "
+            "nothing seen ends the wait, so a restart is needed."
         ),
-        sources=tuple(dict.fromkeys(t.source for t in timeouts[:3])),
+        sources=(),
     )
 
 
-def clients_line(analysis: Analysis) -> SummaryLine | None:
+def clients_line(bundle: Bundle, analysis: Analysis) -> SummaryLine:
     parts: list[str] = []
     sources: list[str] = []
     goroutines = analysis.goroutines
@@ -390,55 +722,110 @@ def clients_line(analysis: Analysis) -> SummaryLine | None:
             if bucket.waiting_since is not None
             else ""
         )
-        parts.append(f"{total} client goroutines wait for {bucket.client_wait}{since}")
+        parts.append(f"{plural(total, 'client goroutine')} wait for {bucket.client_wait}{since}")
         sources.append(str(bucket.source))
-    waiting, signal_sources = _waiting_now(analysis)
+    waiting, signal_sources = _waiting_now(bundle, analysis)
     if waiting and analysis.wedge is not None and analysis.wedge.episode is not None:
         parts.append(f"requests waiting: {waiting}")
         sources.extend(signal_sources)
     if not parts:
-        return None
+        if goroutines is not None:
+            return SummaryLine(
+                topic=CLIENTS,
+                text="No client goroutine in the Go dumps waits for the server.",
+                sources=tuple(str(d.source) for d in goroutines.dumps[:2]),
+            )
+        return SummaryLine(
+            topic=CLIENTS,
+            text=(
+                "Not known: no client dumps or request metrics in the evidence "
+                "(`/debug/pprof/goroutine?debug=2` of the clients, or the server's "
+                "`num_queue_reqs`, would tell)."
+            ),
+            sources=(),
+        )
     text = "; ".join(parts)
-    return SummaryLine(
-        topic="Clients affected", text=text[0].upper() + text[1:] + ".", sources=tuple(sources)
-    )
+    return SummaryLine(topic=CLIENTS, text=text[0].upper() + text[1:] + ".", sources=tuple(sources))
 
 
-def change_line(bundle: Bundle, analysis: Analysis) -> SummaryLine | None:
+def change_line(bundle: Bundle, analysis: Analysis) -> SummaryLine:
+    diff = analysis.diff
+    if diff is None:
+        return SummaryLine(
+            topic=CHANGE,
+            text=(
+                "Not known: no last good run in the evidence (`--baseline DIR`, or `good/` and "
+                "`bad/` folders side by side, would rank what changed)."
+            ),
+            sources=(),
+        )
     change = top_change(analysis)
+    found = (
+        f" {bundle.baseline_note[0].upper()}{bundle.baseline_note[1:]}."
+        if bundle.baseline_note
+        else ""
+    )
     if change is None:
-        return None
-    total = len(analysis.diff.changes) if analysis.diff is not None else 0
+        text = (
+            f"None that matters: {plural(len(diff.changes), 'change')}, all per-run noise"
+            if diff.changes
+            else "None: the compared evidence is the same"
+        )
+        return SummaryLine(topic=CHANGE, text=f"{text}.{found}", sources=())
+    total = len(diff.changes)
     text = (
-        f"`{change.key}` {short_value(change.before)} → {short_value(change.after)} "
-        f"({_KIND_WORDS.get(change.kind.value, change.kind.value)}, ranked first of {total} "
-        f"changes, score {change.score})."
+        f"{change_words(change)} ({_KIND_WORDS.get(change.kind.value, change.kind.value)}, "
+        f"ranked first of {plural(total, 'change')}, score {change.score}).{found}"
     )
-    return SummaryLine(
-        topic="Top change since the last good run",
-        text=text,
-        sources=_change_sources(bundle, change),
-    )
+    return SummaryLine(topic=CHANGE, text=text, sources=_change_sources(bundle, change))
 
 
-def seen_line(seen: Sequence[SeenReport]) -> SummaryLine | None:
-    if not seen:
-        return None
+def seen_line(seen: SeenBefore) -> SummaryLine:
+    matches = seen.matches
+    if not matches:
+        if not seen.folder:
+            return SummaryLine(
+                topic=SEEN,
+                text="Not known: no earlier reports looked through (`--reports DIR`).",
+                sources=(),
+            )
+        if not seen.read:
+            return SummaryLine(
+                topic=SEEN, text=f"No: no earlier report under `{seen.folder}`.", sources=()
+            )
+        if not seen.comparable:
+            return SummaryLine(
+                topic=SEEN,
+                text=(
+                    "Not known: without stacks the signature says too little to match the "
+                    f"earlier reports under `{seen.folder}`."
+                ),
+                sources=(),
+            )
+        text = (
+            f"No: none of the {plural(seen.read, 'report')} under `{seen.folder}` has this "
+            "signature or its shape."
+        )
+        return SummaryLine(topic=SEEN, text=text, sources=())
     ordinal = {1: "second", 2: "third", 3: "fourth", 4: "fifth"}.get(
-        len(seen), f"{len(seen) + 1}th"
+        len(matches), f"{len(matches) + 1}th"
     )
-    first = seen[0]
+    first: SeenReport = matches[0]
     same = "same signature" if first.same else "a similar signature (same collectives)"
     items = "; ".join(first.action_items[:2])
     detail = f"status {first.status}" + (f"; action items: {items}" if items else "")
     return SummaryLine(
-        topic="Seen before",
+        topic=SEEN,
         text=f"Yes, {ordinal} time since {first.date} ({same}): {first.path} ({detail}).",
-        sources=tuple(s.path for s in seen),
+        sources=tuple(s.path for s in matches),
     )
 
 
-def services(analysis: Analysis, bundle: Bundle) -> str:
+def _both(n: int) -> str:
+    return "both" if n == 2 else f"all {n}"
+
+
+def services(analysis: Analysis, bundle: Bundle, scope: Scope | None = None) -> str:
     """What must restart together: the service units seen and the ranks of the group."""
     units = sorted(
         {
@@ -448,9 +835,17 @@ def services(analysis: Analysis, bundle: Bundle) -> str:
         }
     )
     ranks = {p.identity.rank for p in analysis.processes if p.identity.rank is not None}
-    ranks |= {f.rank for f in analysis.failed if f.rank is not None} | set(analysis.missing_ranks)
+    if scope is None or not scope.name:
+        ranks |= {f.rank for f in analysis.failed if f.rank is not None}
+        ranks |= set(analysis.missing_ranks)
     n = len(ranks) or len(analysis.processes)
     roles = sorted({p.identity.role for p in analysis.processes if p.identity.role})
     kind = f" {'/'.join(roles)}" if roles else ""
-    who = f"all {n}{kind} ranks" if n else "every rank"
+    noun = "rank" if n == 1 else "ranks"
+    who = f"{_both(n) if n > 1 else 'the'}{kind} {noun}" if n else "every rank"
+    if analysis.rank_unit != "rank" and n:
+        pids = sorted(p.identity.pid for p in analysis.processes if p.identity.pid is not None)
+        who = f"{'the process' if n == 1 else _both(n) + ' processes'} ({format_pids(pids)})"
+    if scope is not None and scope.name:
+        who = f"the server of {scope.name} with {who}"
     return f"{' and '.join(f'`{u}`' for u in units)} with {who}" if units else who

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,11 @@ class WaitEdge:
     waiting: WaitSide
     collective: str
     waited: WaitSide
+    kind: str = "collective"
+    """`collective`, or `p2p`: one rank waits in a point-to-point call for its peer."""
+    group: str | None = None
+    """The waiting side's process group where the evidence names it (`default`, a name,
+    `non-default`); None when not known."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,6 +70,28 @@ class SeenReport:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SeenBefore:
+    """Earlier reports of this hang, and where they were looked for.
+
+    `folder` is "" when no folder of earlier reports was looked through: then "seen
+    before" is not known, which is not the same as "never seen".
+    """
+
+    matches: tuple[SeenReport, ...] = ()
+    folder: str = ""
+    read: int = 0
+    """How many incident reports were read in `folder`."""
+    comparable: bool = True
+    """False when the hang's signature has no shape to match (no stacks): then "not seen"
+    cannot be told from "not comparable"."""
+
+
+def seen_of(value: SeenBefore | Sequence[SeenReport]) -> SeenBefore:
+    """`value` as a `SeenBefore` (a plain list of matches: looked through nowhere known)."""
+    return value if isinstance(value, SeenBefore) else SeenBefore(matches=tuple(value))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SummaryLine:
     """One line of the summary block: its topic, the text, and the evidence it cites."""
 
@@ -80,7 +108,8 @@ class Answer:
     verdict_label: str
     """The verdict as the report headline says it (`wedged (metrics only)` when no stacks)."""
     paragraph: str
-    """The verdict paragraph: the stack finding, the wedge, clients, the top change, restarts."""
+    """What the verdict paragraph adds to the summary block: the analysis's own sentences
+    that no summary line says ("" when the block says it all)."""
     lines: tuple[SummaryLine, ...]
     steps: tuple[nextsteps.Step, ...]
     factors: tuple[str, ...]

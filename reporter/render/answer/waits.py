@@ -9,7 +9,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from reporter.analysis.ranks import format_ranks, main_thread
-from reporter.analysis.result import Analysis, StackClass, Verdict
+from reporter.analysis.ranksets import format_pids
+from reporter.analysis.result import Analysis, RankProcess, StackClass, Verdict
 from reporter.model import Frame
 from reporter.render.answer.records import WaitEdge, WaitSide
 
@@ -28,10 +29,18 @@ _TORCH_FILE = re.compile(r"(^|/)torch/")
 
 
 def ranks_name(ranks: Sequence[int], unit: str) -> str:
-    text = format_ranks(ranks)
+    """`rank 3`, `ranks [0-3,7]`; PIDs listed (`PID 8261`, `PIDs 8261, 8262`), never ranged;
+    `process 0`, `processes [0-1]` when processes are numbered by place (no rank, no PID)."""
+    if unit == "process":
+        return f"process {ranks[0]}" if len(ranks) == 1 else f"processes {format_ranks(ranks)}"
     if unit != "rank":
-        return f"PIDs {text}"
-    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {text}"
+        return f"PID {ranks[0]}" if len(ranks) == 1 else f"PIDs {format_pids(ranks)}"
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {format_ranks(ranks)}"
+
+
+def units_label(ranks: Sequence[int], unit: str) -> str:
+    """A side's label: the compact rank set `[0-3]`, or the PIDs listed (`8261, 8262`)."""
+    return format_ranks(ranks) if unit == "rank" else format_pids(ranks)
 
 
 def _at(frame: Frame | None) -> str:
@@ -44,12 +53,20 @@ def _at(frame: Frame | None) -> str:
     return f"{name} ({place})"
 
 
+def members(analysis: Analysis, instance: str, units: Sequence[int]) -> list[RankProcess]:
+    """The rank processes of `units` in `instance`, by PID: found by (instance, unit), since
+    one PID can name two processes (two hosts, two containers)."""
+    wanted = {(instance, u) for u in units}
+    return sorted(
+        (p for p in analysis.processes if (p.identity.instance, p.unit) in wanted),
+        key=lambda p: (p.identity.pid is None, p.identity.pid or 0, p.unit or 0),
+    )
+
+
 def dump_of(analysis: Analysis, stack_class: StackClass) -> str:
-    """The dump behind a class: its smallest rank's latest main thread, as `file:line`."""
-    by_pid = {p.identity.pid: p for p in analysis.processes}
-    for pid in stack_class.pids:
-        process = by_pid.get(pid)
-        if process is None or not process.snapshots:
+    """The dump behind a class: its smallest PID's latest main thread, as `file:line`."""
+    for process in members(analysis, stack_class.instance, stack_class.ranks):
+        if not process.snapshots:
             continue
         latest = process.snapshots[-1]
         thread = main_thread(latest)
@@ -92,7 +109,7 @@ def side_of(
         state = f"{state} in {stack_class.wait}"
     place = _at(where)
     return WaitSide(
-        label=stack_class.label,
+        label=units_label(stack_class.ranks, analysis.rank_unit),
         name=ranks_name(stack_class.ranks, analysis.rank_unit),
         ranks=stack_class.ranks,
         pids=stack_class.pids,
@@ -120,7 +137,7 @@ def _ranks_side(
     """A side known by its ranks alone (no stack class to read): missing, gone, or named by
     the analysis's own relation."""
     return WaitSide(
-        label=format_ranks(ranks),
+        label=units_label(ranks, unit),
         name=ranks_name(ranks, unit),
         ranks=tuple(ranks),
         pids=tuple(pids),
@@ -180,8 +197,9 @@ def _native_edges(analysis: Analysis) -> tuple[WaitEdge, ...]:
         edges.append(
             WaitEdge(
                 waiting=WaitSide(
-                    label=left_side.label,
-                    name=left_side.name,
+                    # The edge's own ranks: a class at one place may hold ranks of two calls.
+                    label=format_ranks(left.ranks) if left.ranks else left_side.label,
+                    name=ranks_name(left.ranks, unit) if left.ranks else left_side.name,
                     ranks=tuple(left.ranks),
                     pids=tuple(left.pids),
                     state=left_side.state,
@@ -207,6 +225,8 @@ def _native_edges(analysis: Analysis) -> tuple[WaitEdge, ...]:
                     doing=doing,
                     brief=_LOCATION.sub("", doing),
                 ),
+                kind=str(getattr(edge, "kind", "collective")),
+                group=getattr(left, "group", None),
             )
         )
     return tuple(edges)
@@ -225,7 +245,7 @@ def _merge(sides: Sequence[WaitSide], unit: str) -> WaitSide:
     pids = tuple(sorted({p for s in sides for p in s.pids}))
     return replace(
         first,
-        label=format_ranks(ranks) if ranks else first.label,
+        label=units_label(ranks, unit) if ranks else first.label,
         name=ranks_name(ranks, unit) if ranks else first.name,
         ranks=ranks,
         pids=pids,
@@ -239,8 +259,12 @@ def collapse(edges: Sequence[WaitEdge], unit: str) -> tuple[WaitEdge, ...]:
     Unresolved native frames make every rank its own stack class, so the derived relation
     would otherwise pair rank 0 with rank 1 although both sit at `forward_batch (x.py:104)`.
     """
-    groups: dict[tuple[tuple[str, str], str, tuple[str, str]], list[WaitEdge]] = {}
+    groups: dict[tuple[object, ...], list[WaitEdge]] = {}
     for edge in edges:
+        if edge.kind == "p2p":
+            # Each rank waits for its own peer: merging would pair ranks with others' peers.
+            groups.setdefault(("p2p", edge.waiting.ranks, edge.waited.ranks), []).append(edge)
+            continue
         if edge.waited.where and _place_key(edge.waiting) == _place_key(edge.waited):
             continue
         key = (_place_key(edge.waiting), edge.collective, _place_key(edge.waited))
@@ -252,6 +276,8 @@ def collapse(edges: Sequence[WaitEdge], unit: str) -> tuple[WaitEdge, ...]:
                 waiting=_merge([e.waiting for e in members], unit),
                 collective=members[0].collective,
                 waited=_merge([e.waited for e in members], unit),
+                kind=members[0].kind,
+                group=members[0].group,
             )
         )
     return tuple(out)

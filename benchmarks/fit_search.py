@@ -1,0 +1,373 @@
+"""Fit the duplicate search's text-side model on real pairs, and show whether it carries over.
+
+The ranker's `p_text` (reporter/upstream/rank.py) is a logistic model over sub-scores.
+This script fits it on real duplicate pairs kept outside the repository (folders in the
+`eval_search.py --real` format) and measures it where the fit did not look:
+
+* **held-out tracker**: fit on one tracker's queries (vLLM), rank the other's (SGLang),
+  and the other way round; each query is ranked once by a model that never saw its
+  tracker, and the figures pool them;
+* **alternating halves**: fit on the even-numbered queries, rank the odd, and the
+  other way round (pooled the same way);
+* **in-sample**: fit and rank on every query (what a tuned figure looks like).
+
+Each row shows ours (the fitted model), ours without the semantic model (fitted the
+same way without its features), the previous round's hand-set weighted mean applied to
+this round's sub-scores and pool (not the previous code: run `eval_search.py` on an old
+checkout for that), and plain BM25 over the same pool. Then a backward elimination: a feature whose removal does not
+lower the out-of-sample MRR (held-out tracker and halves, averaged) is dropped, so no
+weight is kept that helps only in-sample. It prints the coefficients to paste into
+rank.py.
+
+    python benchmarks/fit_search.py /work/shared/eval/dupes-dev [/work/notes/dupes-mined ...]
+
+The retrieval (which candidates are scored) does not depend on the coefficients, so each
+query is searched once with the model and once without, every candidate's sub-scores
+are kept, and every fit is scored on those: exactly what a search with those
+coefficients would rank.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eval_search import CUTOFFS, PlainBM25, RealPair, Scores, load_real
+
+from reporter.upstream import rank
+from reporter.upstream.index import Index
+
+# L2 penalty of the fit (features are in [-1, 1]); strong enough that five queries of
+# one tracker cannot drive a coefficient far.
+L2 = 1.0
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One query: its pair, its candidates' sub-scores with and without the model, and
+    plain BM25's ranking of the same pool."""
+
+    pair: RealPair
+    tracker: str
+    rows: list[tuple[int, rank.SubScores]]
+    rows_plain: list[tuple[int, rank.SubScores]]
+    bm25: list[int]
+
+
+def collect(folders: Sequence[Path]) -> list[Ranked]:
+    """Search every pair of every folder once with the semantic model and once without."""
+    from reporter.upstream import semantic
+    from reporter.upstream.query import query_from_text
+    from reporter.upstream.search import find_duplicates
+    from reporter.upstream.titles import embed_missing
+
+    model = semantic.load()
+    if model is None:
+        raise SystemExit(semantic.MISSING_NOTE)
+    out: list[Ranked] = []
+    for folder in folders:
+        pairs, pool = load_real(folder)
+        plain = PlainBM25(pool)
+        with tempfile.TemporaryDirectory() as tmp, Index(Path(tmp) / "fit.sqlite3") as index:
+            index.import_jsonl([json.dumps(issue) for issue in pool], source=str(folder))
+            embed_missing(index, model)
+            for pair in pairs:
+                query = query_from_text(
+                    f"{pair.title}\n{pair.body}", repos=(pair.repo,), title=pair.title
+                )
+                own = [(pair.repo, pair.number)]
+                found = {
+                    name: find_duplicates(
+                        index,
+                        query,
+                        limit=100_000,
+                        include_weak=True,
+                        embedder=embedder,
+                        exclude=own,
+                    )
+                    for name, embedder in (("semantic", model), ("plain", None))
+                }
+                bm25 = [n for _, n in plain.rank(f"{pair.title} {pair.body}", (pair.repo,), 11)]
+                out.append(
+                    Ranked(
+                        pair=pair,
+                        tracker=pair.repo.split("/")[-1],
+                        rows=[(c.issue.record.number, c.reasons.scores) for c in found["semantic"]],
+                        rows_plain=[
+                            (c.issue.record.number, c.reasons.scores) for c in found["plain"]
+                        ],
+                        bm25=[n for n in bm25 if n != pair.number],
+                    )
+                )
+    return out
+
+
+# --- the fit: L2-regularised logistic regression by Newton's method --------------------
+
+
+def fit(data: Sequence[Ranked], names: Sequence[str], *, semantic: bool) -> dict[str, float]:
+    """Coefficients (and intercept) of a logistic model of "is a duplicate" over the
+    candidates of `data`, on the features `names`."""
+    import numpy as np
+
+    rows: list[list[float]] = []
+    labels: list[float] = []
+    for item in data:
+        for number, subs in item.rows if semantic else item.rows_plain:
+            values = rank.features(subs)
+            rows.append([1.0, *(values[n] for n in names)])
+            labels.append(1.0 if number in item.pair.duplicates else 0.0)
+    x = np.asarray(rows, dtype=np.float64)
+    y = np.asarray(labels, dtype=np.float64)
+    w = np.zeros(x.shape[1])
+    penalty = np.full(x.shape[1], L2)
+    penalty[0] = 0.0  # the intercept is not shrunk
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-(x @ w)))
+        gradient = x.T @ (p - y) + penalty * w
+        hessian = (x * (p * (1 - p))[:, None]).T @ x + np.diag(penalty + 1e-9)
+        step = np.linalg.solve(hessian, gradient)
+        w -= step
+        if float(np.abs(step).max()) < 1e-8:
+            break
+    return {"intercept": float(w[0]), **{n: float(v) for n, v in zip(names, w[1:], strict=True)}}
+
+
+# --- ranking and figures --------------------------------------------------------------
+
+Scorer = Callable[[rank.SubScores], float]
+
+
+def scorer_of(coefficients: dict[str, float]) -> Scorer:
+    """The ranker's total with these text-side coefficients."""
+    return lambda subs: rank.total(subs, coefficients)
+
+
+def ranked_numbers(item: Ranked, scorer: Scorer, *, semantic: bool) -> list[int]:
+    """The query's candidates by `scorer`, best first (ties: number)."""
+    rows = item.rows if semantic else item.rows_plain
+    return [n for _, n in sorted(((-scorer(s), n) for n, s in rows))]
+
+
+def figures(items: Sequence[tuple[Ranked, list[int]]]) -> Scores:
+    """R@1/5/10 and MRR of (query, ranking) pairs."""
+    hits = dict.fromkeys(CUTOFFS, 0)
+    reciprocal = 0.0
+    for item, numbers in items:
+        top = numbers[: max(CUTOFFS)]
+        first = next((i for i, n in enumerate(top, 1) if n in item.pair.duplicates), None)
+        if first is not None:
+            reciprocal += 1.0 / first
+            for k in CUTOFFS:
+                hits[k] += first <= k
+    n = len(items) or 1
+    return Scores(recall={k: hits[k] / n for k in CUTOFFS}, mrr=reciprocal / n)
+
+
+def previous_total(subs: rank.SubScores) -> float:
+    """The previous round's score (issue 14): the hand-set weighted mean of sub-scores."""
+    weights = {"text": 0.30, "title": 0.20, "bm25": 0.35, "error": 0.25, "semantic": 0.85}
+    parts = {"text": subs.text, "title": subs.title, "bm25": subs.bm25}
+    if subs.error is not None:
+        parts["error"] = subs.error
+    if subs.semantic is not None:
+        parts["semantic"] = subs.semantic
+    return sum(weights[k] * v for k, v in parts.items()) / sum(weights[k] for k in parts)
+
+
+Split = tuple[str, list[tuple[list[Ranked], list[Ranked]]]]
+
+
+def splits(data: Sequence[Ranked]) -> list[Split]:
+    """(name, [(fit on, rank)...]): the held-out-tracker and the alternating-halves splits."""
+    trackers = sorted({d.tracker for d in data})
+    by_tracker = [
+        ([d for d in data if d.tracker != t], [d for d in data if d.tracker == t]) for t in trackers
+    ]
+    even = [d for d in data if d.pair.number % 2 == 0]
+    odd = [d for d in data if d.pair.number % 2 == 1]
+    return [
+        ("held-out tracker", [(fit_on, test) for fit_on, test in by_tracker if fit_on and test]),
+        ("alternating halves", [(even, odd), (odd, even)]),
+    ]
+
+
+def out_of_sample(
+    data: Sequence[Ranked],
+    names: Sequence[str],
+    *,
+    semantic: bool,
+    subset: Callable[[Ranked], bool],
+) -> dict[str, Scores]:
+    """Pooled out-of-sample figures of a model on `names`, per split, on `subset`."""
+    out: dict[str, Scores] = {}
+    for split_name, folds in splits(data):
+        ranked: list[tuple[Ranked, list[int]]] = []
+        for fit_on, test in folds:
+            coefficients = fit(fit_on, names, semantic=semantic)
+            for item in test:
+                if subset(item):
+                    ranked.append(
+                        (
+                            item,
+                            ranked_numbers(item, scorer_of(coefficients), semantic=semantic),
+                        )
+                    )
+        out[split_name] = figures(ranked)
+    return out
+
+
+def select(data: Sequence[Ranked], names: Sequence[str], *, semantic: bool) -> list[str]:
+    """Backward elimination on the mean out-of-sample MRR (non-re-submission queries):
+    drop the feature whose removal scores best while that is no worse than keeping it."""
+    kept = list(names)
+
+    def score(features: Sequence[str]) -> float:
+        found = out_of_sample(data, features, semantic=semantic, subset=_hard)
+        return sum(s.mrr for s in found.values()) / len(found)
+
+    current = score(kept)
+    while len(kept) > 1:
+        trials = [(score([f for f in kept if f != drop]), drop) for drop in kept]
+        best, drop = max(trials, key=lambda t: (t[0], t[1]))
+        print(f"  without {drop:<10} {best:.4f} (with it {current:.4f})", file=sys.stderr)
+        if best < current:
+            break
+        kept.remove(drop)
+        current = best
+    return kept
+
+
+def ablation(data: Sequence[Ranked], start: Sequence[str], *, semantic: bool) -> list[str]:
+    """A Markdown table: the out-of-sample MRR (non-re-submission queries) of the model
+    on `start`, and without each feature in turn."""
+
+    def row(name: str, features: Sequence[str]) -> str:
+        found = out_of_sample(data, features, semantic=semantic, subset=_hard)
+        values = [found[k].mrr for k in sorted(found)]
+        mean = sum(values) / len(values)
+        return f"| {name} | " + " | ".join(f"{v:.3f}" for v in values) + f" | {mean:.3f} |"
+
+    names = sorted(s[0] for s in splits(data))
+    lines = [
+        "| features | " + " | ".join(f"MRR {n}" for n in names) + " | mean |",
+        "|---|" + "---|" * (len(names) + 1),
+        row("all of them", start),
+    ]
+    lines += [row(f"without {f}", [g for g in start if g != f]) for f in start]
+    return lines
+
+
+def _hard(item: Ranked) -> bool:
+    return not item.pair.resubmission
+
+
+def _row(name: str, s: Scores) -> str:
+    r = s.recall
+    return f"| {name} | {r[1]:.3f} | {r[5]:.3f} | {r[10]:.3f} | {s.mrr:.3f} |"
+
+
+def report(data: Sequence[Ranked], sem_names: list[str], plain_names: list[str]) -> list[str]:
+    """The Markdown tables: each split and set, ours / no semantic / previous / BM25."""
+    lines: list[str] = []
+    sets: dict[str, Callable[[Ranked], bool]] = {"non-re-submission": _hard, "all": lambda _: True}
+    for set_name, subset in sets.items():
+        chosen = [d for d in data if subset(d)]
+        lines += [
+            "",
+            f"### {set_name} pairs (n={len(chosen)})",
+            "",
+            "| split / method | R@1 | R@5 | R@10 | MRR |",
+            "|---|---|---|---|---|",
+        ]
+        sem_all = fit(data, sem_names, semantic=True)
+        plain_all = fit(data, plain_names, semantic=False)
+        lines.append("| **in-sample** (fit and rank on all) | | | | |")
+        lines.append(
+            _row(
+                "ours",
+                figures(
+                    [(d, ranked_numbers(d, scorer_of(sem_all), semantic=True)) for d in chosen]
+                ),
+            )
+        )
+        lines.append(
+            _row(
+                "ours without semantic",
+                figures(
+                    [(d, ranked_numbers(d, scorer_of(plain_all), semantic=False)) for d in chosen]
+                ),
+            )
+        )
+        lines.append(
+            _row(
+                "previous round's weighted mean, on these sub-scores",
+                figures([(d, ranked_numbers(d, previous_total, semantic=True)) for d in chosen]),
+            )
+        )
+        lines.append(_row("BM25", figures([(d, d.bm25) for d in chosen])))
+        sem = out_of_sample(data, sem_names, semantic=True, subset=subset)
+        plain = out_of_sample(data, plain_names, semantic=False, subset=subset)
+        for split_name in sem:
+            lines.append(f"| **{split_name}** (fit elsewhere, pooled) | | | | |")
+            lines.append(_row("ours", sem[split_name]))
+            lines.append(_row("ours without semantic", plain[split_name]))
+        for tracker in sorted({d.tracker for d in chosen}):
+            mine = [d for d in chosen if d.tracker == tracker]
+            lines.append(f"| tracker {tracker} (n={len(mine)}): previous / BM25 | | | | |")
+            lines.append(
+                _row(
+                    "previous round's weighted mean",
+                    figures([(d, ranked_numbers(d, previous_total, semantic=True)) for d in mine]),
+                )
+            )
+            lines.append(_row("BM25", figures([(d, d.bm25) for d in mine])))
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", type=Path, nargs="+", help="real pair folders")
+    parser.add_argument(
+        "--features", help="comma-separated features to start from (default: all of rank.FEATURES)"
+    )
+    parser.add_argument("--no-select", action="store_true", help="keep every feature")
+    args = parser.parse_args(argv)
+    data = collect(args.folders)
+    start = args.features.split(",") if args.features else list(rank.FEATURES)
+    plain_start = [f for f in start if f not in ("semantic", "body")]
+    if args.no_select:
+        sem_names, plain_names = start, plain_start
+    else:
+        print("backward elimination, with the semantic model:", file=sys.stderr)
+        sem_names = select(data, start, semantic=True)
+        print("backward elimination, without it:", file=sys.stderr)
+        plain_names = select(data, plain_start, semantic=False)
+    trackers = {d.tracker: sum(1 for x in data if x.tracker == d.tracker) for d in data}
+    print(f"queries: {len(data)} ({trackers})")
+    print(f"features kept with the model: {sem_names}")
+    print(f"features kept without it: {plain_names}")
+    for line in report(data, sem_names, plain_names):
+        print(line)
+    print("\n### each feature left out, with the semantic model (out of sample)\n")
+    print("\n".join(ablation(data, start, semantic=True)))
+    print("\n### each feature left out, without it (out of sample)\n")
+    print("\n".join(ablation(data, plain_start, semantic=False)))
+    print("\ncoefficients fitted on every query (paste into rank.py):")
+    print("COEFFICIENTS =", _fmt(fit(data, sem_names, semantic=True)))
+    print("COEFFICIENTS_NO_SEMANTIC =", _fmt(fit(data, plain_names, semantic=False)))
+    return 0
+
+
+def _fmt(coefficients: dict[str, Any]) -> str:
+    return "{" + ", ".join(f'"{k}": {v:.3f}' for k, v in coefficients.items()) + "}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

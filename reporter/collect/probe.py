@@ -1,0 +1,531 @@
+"""The capture program `report collect --ssh/--exec` runs on each remote host, for one run only.
+
+Self-contained on purpose: it imports nothing but the standard library and runs on Python 3.8+,
+so a host needs `python3` and py-spy, never `reporter` itself. `remote.py` sends this file's
+text with the run's options as one compressed argument (`python3 -c '<bootstrap>'`), so
+nothing is installed or left behind, no port is opened and no daemon runs; the command exits
+when the capture is done or its deadline passes.
+
+It reads `/proc` (processes, command lines, environments), runs py-spy (`dump --pid P`,
+`--nonblocking` unless asked, `--locals` when asked) and the targets' interpreters (package
+listing, `importlib.metadata`, read only), and writes one JSON object per line on stdout:
+
+    {"t": "hello", "hostname": "node-3", "python": "3.10.12", "uid": 0, "pid": 4242}
+    {"t": "target", "pid": 4711, "ppid": 4700, "pgid": 4700, "uid": 0, "title": "...",
+     "selected_by": "--match", "launcher": 4700}
+    {"t": "process", "pid": 4700, "ppid": 1, "pgid": 4700, "argv": ["python3", "-m", ...]}
+    {"t": "passed", "pid": 4720, "title": "tail -f x.log", "reason": "not a Python process"}
+    {"t": "nomatch", "similar": ["sglang::scheduler_TP0", ...]}
+    {"t": "file", "kind": "cmdline" | "environ", "pid": 4711, "what": "...", "data": "<raw>"}
+    {"t": "skip", "what": "environment of PID 4711", "reason": "..."}
+    {"t": "pyspy", "path": "/usr/local/bin/py-spy" | null, "version": "...", "searched": "..."}
+    {"t": "dump", "pid": 4711, "snapshot": 0, "started_at": "2026-...Z", "seconds": 0.21,
+     "returncode": 0, "stdout": "...", "stderr": "", "timed_out": false, "launch_error": "",
+     "attempts": 1}
+    {"t": "packages", "pids": [4711, 4712], "via": "/opt/venv/bin/python", "text": "..."}
+    {"t": "end", "reason": ""}
+
+Environments and command lines travel raw inside the ssh (or exec) channel; the collector
+applies the secret policy (`reporter.secrets`) before anything is written to disk, exactly as
+for a local capture. The selection mirrors `plan.select_targets` (a test holds them equal).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+_PYTHON_EXE = re.compile(r"^(?:python|pypy)[0-9.]*[a-z]*(?: \(deleted\))?$")
+_OUT = threading.Lock()
+if TYPE_CHECKING:  # annotations only: `dict[...]` is no runtime expression on Python 3.8
+    Record = dict[str, Any]
+    Chosen = list[tuple[Record, str]]
+
+
+def emit(record: Record) -> None:
+    """One JSON line on stdout; a closed pipe (the collector gave up) ends the program."""
+    line = json.dumps(record, ensure_ascii=True) + "\n"
+    with _OUT:
+        try:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+        except OSError:
+            os._exit(0)
+
+
+def _text(path: str) -> str:
+    return Path(path).read_text(encoding="utf-8", errors="replace")
+
+
+def read_process(pid: int) -> Record | None:
+    """One process as `/proc` shows it (the fields of `procfs.ProcessInfo`), or None."""
+    base = f"/proc/{pid}/"
+    try:
+        stat = _text(base + "stat")
+        argv_raw = Path(base + "cmdline").read_bytes()
+    except OSError:
+        return None
+    try:
+        start, end = stat.index("("), stat.rindex(")")
+        fields = stat[end + 2 :].split()
+        comm, state, ppid, pgid = stat[start + 1 : end], fields[0], int(fields[1]), int(fields[2])
+    except (ValueError, IndexError):
+        return None
+    parts = argv_raw.split(b"\x00")
+    while parts and not parts[-1]:
+        parts.pop()
+    uid = None
+    try:
+        for line in _text(base + "status").splitlines():
+            if line.startswith("Uid:"):
+                words = line.split()
+                uid = int(words[1]) if len(words) > 1 and words[1].isdigit() else None
+    except OSError:
+        pass
+    try:
+        # Path.readlink is Python 3.9+; the probe runs on 3.8.
+        exe: str | None = os.readlink(base + "exe")  # noqa: PTH115
+    except OSError:
+        exe = None
+    return {
+        "pid": pid,
+        "ppid": ppid,
+        "state": state,
+        "comm": comm,
+        "argv": [p.decode("utf-8", "replace") for p in parts],
+        "uid": uid,
+        "exe": exe,
+        "pgid": pgid,
+    }
+
+
+def list_processes() -> list[Record]:
+    """Every process readable now, by PID."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            info = read_process(int(entry.name))
+            if info is not None:
+                found.append(info)
+    found.sort(key=lambda p: int(p["pid"]))
+    return found
+
+
+def title(proc: Record) -> str:
+    """What `ps -o args` shows (`ProcessInfo.title`)."""
+    return " ".join(proc["argv"]) if proc["argv"] else f"[{proc['comm']}]"
+
+
+def looks_like_python(proc: Record) -> bool | None:
+    """`procfs.looks_like_python`: the executable's name, else libpython in the maps."""
+    exe = proc["exe"]
+    if exe is not None and _PYTHON_EXE.match(exe.rpartition("/")[2]):
+        return True
+    try:
+        with Path(f"/proc/{proc['pid']}/maps").open("rb") as handle:
+            mapped: bool | None = any(b"libpython" in line for line in handle)
+    except OSError:
+        mapped = None
+    if mapped:
+        return True
+    if exe is None or mapped is None:
+        return None
+    return False
+
+
+def _ancestors(parent: dict[int, int], pid: int) -> set[int]:
+    out: set[int] = set()
+    current = parent.get(pid, 0)
+    while current > 0 and current not in out:
+        out.add(current)
+        current = parent.get(current, 0)
+    return out
+
+
+def _descendants(processes: list[Record], pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for proc in processes:
+        children.setdefault(proc["ppid"], []).append(proc["pid"])
+    out: set[int] = set()
+    stack = [pid]
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in out:
+                out.add(child)
+                stack.append(child)
+    return out
+
+
+def select(processes: list[Record], opts: Record, own_pid: int) -> tuple[Chosen, Chosen, str]:
+    """(targets with why, processes passed over with why, an error): `plan.select_targets`."""
+    by_pid = {p["pid"]: p for p in processes}
+    pids = list(opts.get("pids") or [])
+    children_of = opts.get("children_of")
+    for pid in pids + ([children_of] if children_of else []):
+        if pid not in by_pid:
+            return [], [], f"no process with PID {pid}"
+    mine = {own_pid} | _ancestors({p["pid"]: p["ppid"] for p in processes}, own_pid)
+    targets: dict[int, tuple[Record, str]] = {}
+    passed: dict[int, tuple[Record, str]] = {}
+    for pid in pids:
+        if pid == own_pid:
+            return [], [], f"PID {pid} is the capture itself"
+        targets[pid] = (by_pid[pid], "--pid")
+    match = opts.get("match")
+    if match is not None or children_of is not None:
+        pattern = re.compile(match) if match is not None else None
+        pool = processes
+        why = "--match"
+        if children_of is not None:
+            below = _descendants(processes, children_of)
+            pool = [p for p in processes if p["pid"] in below]
+            why = "--children-of" if pattern is None else "--children-of + --match"
+        for proc in pool:
+            if proc["pid"] in targets or proc["pid"] in mine or not proc["argv"]:
+                continue  # kernel threads have no command line
+            if pattern is not None and not (
+                pattern.search(title(proc)) or pattern.search(proc["comm"])
+            ):
+                continue
+            if proc["state"] in ("Z", "X"):
+                passed[proc["pid"]] = (proc, "exited (zombie: its parent has not reaped it)")
+                continue
+            if looks_like_python(proc) is False:
+                exe = proc["exe"] or "unknown executable"
+                passed[proc["pid"]] = (proc, f"not a Python process ({exe}); py-spy cannot read it")
+                continue
+            targets[proc["pid"]] = (proc, why)
+    return [targets[p] for p in sorted(targets)], [passed[p] for p in sorted(passed)], ""
+
+
+def launchers(processes: list[Record], targets: list[int]) -> dict[int, int]:
+    """`plan.launchers`: per target, the nearest ancestor that is not itself a target."""
+    parent = {p["pid"]: p["ppid"] for p in processes}
+    chosen = set(targets)
+    out: dict[int, int] = {}
+    for pid in targets:
+        current = parent.get(pid, 0)
+        seen = {pid}
+        while current in chosen and current not in seen:
+            seen.add(current)
+            current = parent.get(current, 0)
+        if current > 1:
+            out[pid] = current
+    return out
+
+
+def _title_only(proc: Record) -> bool:
+    """`capture._title_only`: a one-word command line without a path (setproctitle)."""
+    argv = proc["argv"]
+    return (
+        len(argv) == 1
+        and "/" not in argv[0]
+        and " " not in argv[0]
+        and ("::" in argv[0] or not argv[0].startswith(("python", "pypy")))
+    )
+
+
+def send_file(kind: str, pid: int, what: str) -> str | None:
+    """Send `/proc/PID/<kind>` raw and return it; None (and a skip record) when there is none."""
+    try:
+        data = Path(f"/proc/{pid}/{kind}").read_bytes()
+    except OSError as error:
+        if kind == "environ" and error.errno in (1, 13):
+            why = "another user's process: needs the same rights as ptrace"
+        else:
+            why = error.strerror or str(error)
+        emit({"t": "skip", "what": what, "reason": f"cannot read /proc/PID/{kind} ({why})"})
+        return None
+    if kind == "environ" and not any(b"=" in e for e in data.split(b"\x00")):
+        reason = (
+            "/proc/PID/environ holds no variables (a process title set with setproctitle "
+            "overwrites that memory)"
+        )
+        emit({"t": "skip", "what": what, "reason": reason})
+        return None
+    text = data.decode("utf-8", "replace")
+    emit({"t": "file", "kind": kind, "pid": pid, "what": what, "data": text})
+    return text
+
+
+def environment(targets: list[Record], by_pid: dict[int, Record]) -> dict[int, str]:
+    """Command lines and environments of the targets (and of the parents a title hides),
+    as `capture.ProcessSteps.environment`; returns the environments read, by PID."""
+    environs: dict[int, str] = {}
+    need_parent: set[int] = set()
+    titled = []
+    for proc in targets:
+        pid = proc["pid"]
+        if _title_only(proc):
+            titled.append(pid)
+            need_parent.add(proc["ppid"])
+        else:
+            send_file("cmdline", pid, f"command line of PID {pid}")
+        environ = send_file("environ", pid, f"environment of PID {pid}")
+        if environ is None:
+            need_parent.add(proc["ppid"])
+        else:
+            environs[pid] = environ
+    if titled:
+        reason = "replaced by the process title (setproctitle); the parent's is saved instead"
+        what = "command line of PID " + ", ".join(map(str, titled))
+        emit({"t": "skip", "what": what, "reason": reason})
+    for ppid in sorted(p for p in need_parent if p > 1):
+        parent = by_pid.get(ppid)
+        label = f"PID {ppid}" + (f" ({title(parent)[:60]})" if parent else "")
+        who = "parent of PID " + ", ".join(str(t["pid"]) for t in targets if t["ppid"] == ppid)
+        send_file("cmdline", ppid, f"command line of {label}, {who}")
+        what = (
+            f"environment of {label}, {who} (what they inherited at start; later changes "
+            "inside the parent are not visible here)"
+        )
+        environ = send_file("environ", ppid, what)
+        if environ is not None:
+            environs[ppid] = environ
+    return environs
+
+
+def _env_value(text: str, name: str) -> str | None:
+    for entry in text.split("\x00"):
+        if entry.startswith(name + "="):
+            return entry[len(name) + 1 :]
+    return None
+
+
+def find_pyspy(explicit: str | None, targets: list[Record]) -> tuple[str | None, str]:
+    """py-spy: the path given, else PATH, else beside this Python, else beside a target's
+    interpreter (a venv's bin folder), else `~/.local/bin`."""
+    if explicit:
+        return (explicit if Path(explicit).is_file() else None), explicit
+    found = shutil.which("py-spy")
+    if found:
+        return found, "PATH"
+    folders = [str(Path(sys.executable).parent)]
+    for proc in targets:
+        argv0 = proc["argv"][0] if proc["argv"] else ""
+        for candidate in (argv0, proc["exe"] or ""):
+            if candidate.startswith("/"):
+                folders.append(str(Path(candidate).parent))
+    folders.append(str(Path("~/.local/bin").expanduser()))
+    folders = list(dict.fromkeys(folders))
+    for folder in folders:
+        path = Path(folder) / "py-spy"
+        if path.is_file():
+            return str(path), "PATH, " + ", ".join(folders)
+    return None, "PATH, " + ", ".join(folders)
+
+
+def run(argv: list[str], timeout: float, env: dict[str, str] | None = None, **kw: Any) -> Record:
+    """Run a helper in its own process group under a timeout (the group is killed after it)."""
+    began = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+            **kw,
+        )
+    except OSError as error:
+        reason = f"cannot run {argv[0]}: {error.strerror or error}"
+        return {"returncode": None, "stdout": "", "stderr": "", "timed_out": False,
+                "launch_error": reason, "seconds": 0.0}  # fmt: skip
+    timed_out = False
+    try:
+        out, errors = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            out, errors = proc.communicate(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            out, errors = b"", b""
+    return {
+        "returncode": None if timed_out else proc.returncode,
+        "stdout": out.decode("utf-8", "replace"),
+        "stderr": errors.decode("utf-8", "replace"),
+        "timed_out": timed_out,
+        "launch_error": "",
+        "seconds": round(time.monotonic() - began, 3),
+    }
+
+
+def one_dump(pyspy: str, pid: int, snapshot: int, opts: Record) -> None:
+    """py-spy dump of one process, with one retry of a non-blocking read that raced it."""
+    argv = [pyspy, "dump", "--pid", str(pid)]
+    if not opts.get("blocking"):
+        argv.append("--nonblocking")
+    if opts.get("locals"):
+        argv.append("--locals")
+    drop = ("RUST_BACKTRACE", "RUST_LIB_BACKTRACE")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    # datetime.UTC is Python 3.11+; the probe runs on 3.8.
+    started = datetime.now(tz=timezone.utc)  # noqa: UP017
+    began = time.monotonic()
+    attempts = 0
+    while True:
+        attempts += 1
+        done = run(argv, float(opts["timeout"]), env=env)
+        failed = done["returncode"] not in (0, None) or (
+            done["returncode"] == 0 and "Thread " not in done["stdout"]
+        )
+        transient = failed and any(t in done["stderr"] for t in opts.get("transient", ()))
+        if not (transient and attempts == 1 and not opts.get("blocking")):
+            break
+    done.update(
+        t="dump",
+        pid=pid,
+        snapshot=snapshot,
+        started_at=started.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        seconds=round(time.monotonic() - began, 3),
+        attempts=attempts,
+    )
+    emit(done)
+
+
+def dumps(pyspy: str, pids: list[int], opts: Record, deadline: float) -> None:
+    """`snapshots` rounds, `interval` apart, at most `parallel` py-spy runs at a time."""
+    start = time.monotonic()
+    workers = max(1, min(int(opts.get("parallel", 4)), len(pids)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for k in range(int(opts["snapshots"])):
+            delay = start + k * float(opts["interval"]) - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            if time.monotonic() + float(opts["timeout"]) > deadline:
+                reason = "the host's deadline would pass first"
+                emit({"t": "skip", "what": f"py-spy snapshot {k + 1} and later", "reason": reason})
+                return
+            list(pool.map(lambda pid, k=k: one_dump(pyspy, pid, k, opts), pids))
+
+
+def packages(
+    targets: list[Record], environs: dict[int, str], opts: Record, deadline: float
+) -> None:
+    """The targets' packages, once per interpreter (`envcap.list_packages`, simplified: the
+    launch path when it is the same binary as `/proc/PID/exe`, else the binary itself)."""
+    groups: dict[tuple[str, str, tuple[str, ...]], list[int]] = {}
+    homes: dict[tuple[str, str, tuple[str, ...]], str] = {}
+    for proc in targets:
+        pid = proc["pid"]
+        try:
+            real = str(Path(f"/proc/{pid}/exe").resolve(strict=True))
+        except OSError:
+            reason = "its executable cannot be read (another user's process, or it exited)"
+            emit({"t": "skip", "what": f"packages of PID {pid}", "reason": reason})
+            continue
+        environ = environs.get(pid) or environs.get(proc["ppid"]) or ""
+        argv0 = real
+        venv = _env_value(environ, "VIRTUAL_ENV")
+        for candidate in (proc["argv"][0] if proc["argv"] else "", venv and venv + "/bin/python"):
+            if candidate and candidate.startswith("/") and _same_file(candidate, real):
+                argv0 = candidate
+                break
+        extra = tuple(p for p in (_env_value(environ, "PYTHONPATH") or "").split(":") if p)
+        key = (argv0, real, extra)
+        groups.setdefault(key, []).append(pid)
+        homes[key] = _env_value(environ, "HOME") or ""
+    for key, pids in groups.items():
+        argv0, _, extra = key
+        what = "packages of PID " + ", ".join(map(str, pids))
+        if time.monotonic() + float(opts["timeout"]) > deadline:
+            emit({"t": "skip", "what": what, "reason": "the host's deadline would pass first"})
+            continue
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C.UTF-8"}
+        if homes[key]:
+            env["HOME"] = homes[key]
+        done = run(
+            [argv0, "-E", "-B", "-c", opts["packages_script"], *extra],
+            float(opts["timeout"]),
+            env=env,
+            cwd="/",
+            executable=f"/proc/{pids[0]}/exe",
+        )
+        if done["returncode"] == 0 and done["stdout"].strip():
+            emit({"t": "packages", "pids": pids, "via": argv0, "text": done["stdout"]})
+            continue
+        lines = done["stderr"].strip().splitlines() or [f"exit status {done['returncode']}"]
+        why = done["launch_error"] or (
+            f"no answer within {float(opts['timeout']):g} s" if done["timed_out"] else lines[-1]
+        )
+        emit(
+            {"t": "skip", "what": what, "reason": f"could not list the packages of {argv0}: {why}"}
+        )
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return Path(a).samefile(b)
+    except OSError:
+        return False
+
+
+def main(opts: Record) -> None:
+    """Capture as `opts` asks (see `remote.probe_options`), writing records on stdout."""
+    deadline = time.monotonic() + float(opts["deadline"])
+    emit(
+        {
+            "t": "hello",
+            "hostname": socket.gethostname(),
+            "python": ".".join(str(n) for n in sys.version_info[:3]),
+            "uid": os.getuid(),
+            "pid": os.getpid(),
+        }
+    )
+    processes = list_processes()
+    targets, passed, error = select(processes, opts, os.getpid())
+    for proc, reason in passed:
+        emit({"t": "passed", "pid": proc["pid"], "title": title(proc), "reason": reason})
+    if error or not targets:
+        own = {os.getpid()} | _ancestors({p["pid"]: p["ppid"] for p in processes}, os.getpid())
+        similar = sorted(
+            {
+                title(p)[:80]
+                for p in processes
+                if p["pid"] not in own
+                and p["argv"]
+                and ("python" in title(p).lower() or "::" in title(p))
+            }
+        )[:8]
+        emit({"t": "nomatch", "similar": similar, "error": error})
+        emit({"t": "end", "reason": error or "no process matches"})
+        return
+    tops = launchers(processes, [p["pid"] for p, _ in targets])
+    by_pid = {p["pid"]: p for p in processes}
+    for proc, why in targets:
+        emit({"t": "target", "pid": proc["pid"], "ppid": proc["ppid"], "pgid": proc["pgid"],
+              "uid": proc["uid"], "title": title(proc), "selected_by": why,
+              "launcher": tops.get(proc["pid"])})  # fmt: skip
+    for pid in sorted(set(tops.values())):
+        if pid in by_pid:
+            p = by_pid[pid]
+            emit({"t": "process", "pid": pid, "ppid": p["ppid"], "pgid": p["pgid"],
+                  "argv": p["argv"]})  # fmt: skip
+    chosen = [p for p, _ in targets]
+    environs = environment(chosen, by_pid)
+    pyspy, searched = find_pyspy(opts.get("pyspy"), chosen)
+    version = ""
+    if pyspy is not None:
+        shown = run([pyspy, "--version"], float(opts["timeout"]))["stdout"].strip()
+        version = shown.splitlines()[0] if shown else ""
+    emit({"t": "pyspy", "path": pyspy, "version": version, "searched": searched})
+    if pyspy is not None:
+        dumps(pyspy, [p["pid"] for p in chosen], opts, deadline)
+    packages(chosen, environs, opts, deadline)
+    emit({"t": "end", "reason": ""})

@@ -1,0 +1,637 @@
+"""Capture on other hosts through engines that already reach them: OpenSSH, or a command template.
+
+`report collect --ssh node-a --ssh node-b --match 'sglang::scheduler_TP'` runs the capture on
+each host with the system's `ssh` (its config, agent, jump hosts and known_hosts apply;
+`BatchMode=yes`, so it never asks for a password or a host key). `--exec TEMPLATE --host NAME`
+runs it through any command that runs its arguments somewhere else, `{host}` replaced by the
+name: `kubectl exec -n prod {host} --`, `srun --jobid 4242 --overlap -w {host}`,
+`docker exec {host}`.
+
+What runs there is `probe.py`, sent as one argument (`python3 -c '<bootstrap>'`: the program
+and this run's options, compressed and base64-encoded), so a host needs `python3` and py-spy but
+never `reporter`, nothing is installed or left behind, and no port or daemon is involved. An
+argument rather than stdin: `kubectl exec` and `docker exec` pass stdin only with `-i`, and
+`srun` hands it to one task, while every engine passes its arguments on. ssh (also as a
+template's command) joins them into one shell line, so it gets them shell-quoted; other
+engines get them as they are.
+
+Bounded fan-out: at most `parallel` hosts at once (default 16), each under a deadline (its
+ssh or exec process group is killed at the deadline; what came back before it is kept, and the
+probe stops starting dumps itself before then). A host that cannot be reached, or whose capture
+failed, is recorded with the reason in `[[collect.remote]]`; the rest of the bundle stands.
+
+Bundle layout: `hosts/<host>/pyspy/pid4711-s0.txt`, `hosts/<host>/env/pid4711.environ`, ...,
+each `[[evidence]]` with `host = "<host>"`. Everything that comes back goes through the same
+secret policy as a local capture before it is written (environments, command lines, locals).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shlex
+import threading
+import time
+import zlib
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from reporter.collect import dumps as dumping
+from reporter.collect import plan
+from reporter.collect.dumps import DumpResult, DumpStatus
+from reporter.collect.envcap import PACKAGES_SCRIPT
+from reporter.collect.manifest import EvidenceEntry, ProcessEntry, RemoteNote, TargetNote
+from reporter.collect.plan import CollectRequest, RemoteRequest
+from reporter.collect.runner import Finished, helper_env, run_bounded
+from reporter.collect.state import WAIT_S, SessionState
+from reporter.errors import UsageError
+from reporter.model import EvidenceKind
+from reporter.secrets import mask_text, scrub
+from reporter.text import plural
+
+# Seconds ssh may take to connect (ConnectTimeout); the deadline covers the rest.
+CONNECT_TIMEOUT = 10
+# Seconds each host gets beyond its dumps: connecting, /proc reads, packages, the way back.
+DEADLINE_MARGIN = 30.0
+# Seconds between two rewrites of bundle.toml while hosts come back (see `record_host`).
+SAVE_EVERY = 2.0
+# A host name as the operator writes it; never an option (`-oProxyCommand=...`).
+_NAME = re.compile(r"[A-Za-z0-9_.:%\[\]@/+=-]{1,255}")
+
+
+# -- hosts and commands --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoteHost:
+    """One host to capture on: its name in the bundle, and the command that reaches it."""
+
+    name: str
+    """The name in paths and the manifest: the ssh destination without `user@`, or the
+    template's `{host}` value."""
+    prefix: tuple[str, ...]
+    """The command before the remote program: `ssh ... -- node-a`, `kubectl exec ... pod-3 --`."""
+    shell: bool
+    """True for ssh: the remote program travels as one shell command line."""
+
+    via: str = ""
+    """How the host is reached, for people: `ssh root@node-a:2222`, or the template's command."""
+
+    def argv(self, program: Sequence[str]) -> tuple[str, ...]:
+        """The full command that runs `program` on the host."""
+        if self.shell:
+            return (*self.prefix, shlex.join(program))
+        return (*self.prefix, *program)
+
+
+def parse_ssh(spec: str) -> tuple[str | None, str, int | None]:
+    """`[USER@]HOST[:PORT]` -> (user, host, port); `[v6]:port` and bare IPv6 work too."""
+    user, _, rest = spec.rpartition("@") if "@" in spec else (None, "", spec)
+    port: int | None = None
+    if rest.startswith("["):
+        host, _, tail = rest[1:].partition("]")
+        if tail.startswith(":") and tail[1:].isdigit():
+            port = int(tail[1:])
+    elif rest.count(":") == 1:
+        host, _, text = rest.partition(":")
+        if not text.isdigit():
+            raise UsageError(
+                f"--ssh {spec!r}: {text!r} is not a port", tip="write it like root@node-3:2222"
+            )
+        port = int(text)
+    else:
+        host = rest
+    if not host or host.startswith("-") or (user is not None and not user):
+        raise UsageError(
+            f"--ssh {spec!r}: not [USER@]HOST[:PORT]",
+            tip="write it like node-3 or root@node-3:2222",
+        )
+    if port is not None and not 0 < port < 65536:
+        raise UsageError(f"--ssh {spec!r}: port {port} is out of range")
+    return (user or None), host, port
+
+
+def ssh_host(spec: str, remote: RemoteRequest) -> RemoteHost:
+    """The ssh command for one destination: batch mode, the user's config and known_hosts."""
+    user, host, port = parse_ssh(spec)
+    prefix = ["ssh", "-T", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={CONNECT_TIMEOUT}"]
+    if remote.ssh_config is not None:
+        prefix += ["-F", str(remote.ssh_config)]
+    for option in remote.ssh_options:
+        prefix += ["-o", option]
+    if port is not None:
+        prefix += ["-p", str(port)]
+    if user is not None:
+        prefix += ["-l", user]
+    name = host if port is None else (f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+    return RemoteHost(name=name, prefix=(*prefix, "--", host), shell=True, via=f"ssh {spec}")
+
+
+# Engines that hand their command to a login shell as one line, as ssh does; every other
+# engine (kubectl exec, docker exec, srun, nsenter) passes its arguments through as they are.
+_SHELL_ENGINES = frozenset({"ssh", "autossh"})
+
+
+def exec_host(template: str, name: str) -> RemoteHost:
+    """The template's command for one host name: `{host}` replaced in every word."""
+    words = shlex.split(template)
+    prefix = tuple(w.replace("{host}", name) for w in words)
+    return RemoteHost(
+        name=name,
+        prefix=prefix,
+        shell=Path(words[0]).name in _SHELL_ENGINES,
+        via=shlex.join(prefix),
+    )
+
+
+def parse_hosts_file(text: str, *, source: str) -> tuple[str, ...]:
+    """Hosts from a file, one per line; blank lines and `#` comments are skipped."""
+    out: list[str] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if len(line.split()) > 1:
+            raise UsageError(
+                f"{source}:{number}: {line!r} is more than one host name",
+                tip="write one host per line ([USER@]HOST[:PORT] for ssh, a name for --exec)",
+            )
+        out.append(line)
+    if not out:
+        raise UsageError(f"{source}: no host in the file", tip="write one host per line")
+    return tuple(out)
+
+
+def remote_hosts(remote: RemoteRequest) -> tuple[RemoteHost, ...]:
+    """Every host of the request, in the order named."""
+    if remote.exec_template is not None:
+        return tuple(exec_host(remote.exec_template, h) for h in remote.hosts)
+    return tuple(ssh_host(h, remote) for h in remote.hosts)
+
+
+def validate_remote(request: CollectRequest) -> None:
+    """Raise `UsageError` for a remote request that cannot be carried out as asked."""
+    remote = request.remote
+    assert remote is not None
+    if not remote.hosts:
+        raise UsageError(
+            "no host to collect from", tip="name hosts with --ssh, --host or --hosts-file"
+        )
+    if not request.wants_processes:
+        raise UsageError(
+            "remote collection needs processes to capture",
+            tip="add --match REGEX, --pid PID or --children-of PID (they apply on each host)",
+        )
+    for option, given in (
+        ("--unit", bool(request.units)),
+        ("--fr-dir", bool(request.fr_dirs)),
+        ("--py-spy", request.pyspy is not None),
+    ):
+        if given:
+            tip = (
+                "use --remote-py-spy PATH for py-spy on the hosts"
+                if option == "--py-spy"
+                else f"run `report collect {option} ...` on that host itself"
+            )
+            raise UsageError(
+                f"{option} reads this host; it does not apply with --ssh/--exec", tip=tip
+            )
+    if remote.parallel < 1:
+        raise UsageError("--parallel must be at least 1")
+    if remote.deadline is not None and remote.deadline <= 0:
+        raise UsageError("--host-timeout must be positive")
+    if remote.exec_template is not None and "{host}" not in remote.exec_template:
+        raise UsageError(
+            f"--exec {remote.exec_template!r} has no {{host}}",
+            tip="e.g. --exec 'kubectl exec -n prod {host} --'",
+        )
+    try:
+        python = shlex.split(remote.python)
+        if remote.exec_template is not None:
+            shlex.split(remote.exec_template)
+    except ValueError as err:
+        raise UsageError(f"--exec or --remote-python: {err}", tip="check the quotes") from err
+    if not python:
+        raise UsageError("--remote-python is empty", tip="e.g. --remote-python /usr/bin/python3")
+    seen: set[str] = set()
+    for host in remote.hosts:
+        if not _NAME.fullmatch(host) or host.startswith("-"):
+            raise UsageError(
+                f"host {host!r}: not a host name",
+                tip="one name per host: letters, digits and . _ - : @ [ ] (no spaces, not "
+                "starting with -)",
+            )
+        if remote.exec_template is None:
+            parse_ssh(host)
+        if host in seen:
+            raise UsageError(f"host {host!r} is named twice", tip="name each host once")
+        seen.add(host)
+
+
+def host_deadline(request: CollectRequest) -> float:
+    """Seconds one host may take: its snapshots, each dump's timeout and a margin."""
+    remote = request.remote
+    if remote is not None and remote.deadline is not None:
+        return remote.deadline
+    rounds = request.snapshots
+    return (rounds - 1) * request.interval + (rounds + 2) * request.timeout + DEADLINE_MARGIN
+
+
+def probe_options(request: CollectRequest, deadline: float) -> dict[str, Any]:
+    """What the probe is asked to do (see `probe.main`)."""
+    remote = request.remote
+    return {
+        "match": request.match,
+        "pids": list(request.pids),
+        "children_of": request.children_of,
+        "snapshots": request.snapshots,
+        "interval": request.interval,
+        "timeout": request.timeout,
+        "blocking": request.blocking,
+        "locals": request.with_locals,
+        "parallel": plan.DEFAULT_PARALLEL,
+        "pyspy": remote.pyspy if remote is not None else None,
+        # The probe stops starting work this long before the collector gives up on it.
+        "deadline": max(1.0, deadline - CONNECT_TIMEOUT - 5.0),
+        "transient": list(dumping.TRANSIENT),
+        "packages_script": PACKAGES_SCRIPT,
+    }
+
+
+def probe_program(python: str, options: dict[str, Any]) -> list[str]:
+    """`python3 -c '<bootstrap>'`: the probe and its options in one shell-safe argument."""
+    source = (Path(__file__).with_name("probe.py")).read_text(encoding="utf-8")
+    source += f"\nmain(json.loads({json.dumps(json.dumps(options))}))\n"
+    blob = base64.b64encode(zlib.compress(source.encode("utf-8"), 9)).decode("ascii")
+    boot = f'import base64,zlib;exec(zlib.decompress(base64.b64decode("{blob}")))'
+    return [*shlex.split(python), "-c", boot]
+
+
+# -- one host ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostRun:
+    """What came back from one host: the probe's records and how the command ended."""
+
+    host: RemoteHost
+    records: tuple[dict[str, Any], ...]
+    finished: Finished
+    noise: tuple[str, ...] = ()
+    """Lines on stdout that were not the probe's (a login script's greeting), first few."""
+
+
+def run_host(
+    host: RemoteHost, program: Sequence[str], *, deadline: float, stop: threading.Event | None
+) -> HostRun:
+    """Run the probe on one host and read its records (also those before a timeout)."""
+    done = run_bounded(host.argv(program), timeout=deadline, stop=stop, env=helper_env())
+    records: list[dict[str, Any]] = []
+    noise: list[str] = []
+    for line in done.stdout.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            if line.strip() and len(noise) < 5:
+                noise.append(line.strip()[:200])
+            continue
+        if isinstance(record, dict) and isinstance(record.get("t"), str):
+            records.append(record)
+    return HostRun(host=host, records=tuple(records), finished=done, noise=tuple(noise))
+
+
+def failure_reason(run: HostRun) -> str:
+    """Why a host gave no usable answer, in one line (ssh's or the engine's own words)."""
+    done = run.finished
+    if done.launch_error:
+        return done.launch_error
+    lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    if done.returncode == 127 or ("not found" in last and "python" in last.lower()):
+        return f"the remote Python was not found ({last or 'exit status 127'}); name it with --remote-python"
+    if last:
+        return last[:300]
+    if run.noise:
+        return f"the remote side printed {run.noise[0]!r} and no capture"
+    return f"exit status {done.returncode}, no output"
+
+
+# -- the step ------------------------------------------------------------------------------------
+
+
+class RemoteSteps(SessionState):
+    """The remote fan-out step, over the shared session state."""
+
+    lock: threading.Lock
+    saved_at: float
+    save_cost: float
+
+    def remote_capture(self, hosts: Sequence[RemoteHost]) -> None:
+        """Capture on every host, `parallel` at a time; record each as it finishes."""
+        request = self.request
+        remote = request.remote
+        assert remote is not None
+        self.lock = threading.Lock()
+        self.saved_at = 0.0
+        self.save_cost = 0.0
+        deadline = host_deadline(request)
+        program = probe_program(remote.python, probe_options(request, deadline))
+        done_hosts = 0
+        started = time.monotonic()
+        with ThreadPoolExecutor(
+            max_workers=min(remote.parallel, len(hosts)), thread_name_prefix="remote"
+        ) as pool:
+            pending: dict[Future[HostRun], RemoteHost] = {
+                pool.submit(run_host, h, program, deadline=deadline, stop=self.stop): h
+                for h in hosts
+            }
+            try:
+                while pending:
+                    finished, _ = wait(list(pending), timeout=WAIT_S, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        pending.pop(future)
+                        self.record_host(future.result())
+                        done_hosts += 1
+                        if self.tick is not None:
+                            self.tick("hosts", done_hosts, len(hosts))
+            except BaseException:
+                self.stop.set()  # the running ssh commands watch it
+                raise
+        order = {h.name: i for i, h in enumerate(hosts)}
+        notes = tuple(sorted(self.w.state.remotes, key=lambda n: order.get(n.host, len(order))))
+        self.w.update(remotes=notes)
+        ok = sum(1 for n in notes if n.status == "complete")
+        self.say(
+            f"hosts: {ok} of {len(hosts)} complete in {time.monotonic() - started:.1f} s"
+            + "".join(
+                f"; {n.host}: {n.status} ({n.reason})" for n in notes if n.status != "complete"
+            )
+        )
+        self.w.update(summary=self.summary_text(self.w.state.status))
+        self.w.save()
+
+    def record_host(self, run: HostRun) -> None:
+        """Write what one host sent (secrets redacted) and its `[[collect.remote]]` note.
+
+        `bundle.toml` is rewritten here at most every `SAVE_EVERY` seconds, and never more
+        often than ten times its own rendering time (it is always rewritten at the end):
+        rendering costs time in proportion to the files listed so far (about 1 ms per file),
+        so a rewrite after each of a thousand hosts would cost time in proportion to hosts
+        squared. A hard kill loses at most that much of the manifest, never a file."""
+        with self.lock:
+            _Recorder(self, run).record()
+            began = time.monotonic()
+            if began - self.saved_at >= max(SAVE_EVERY, 10 * self.save_cost):
+                self.w.save()
+                self.saved_at = time.monotonic()
+                self.save_cost = self.saved_at - began
+
+
+class _Recorder:
+    """Turns one host's records into bundle files, manifest entries and its outcome."""
+
+    def __init__(self, session: RemoteSteps, run: HostRun) -> None:
+        self.s = session
+        self.run = run
+        self.name = run.host.name
+        self.base = f"hosts/{plan.slug(self.name, limit=80)}"
+        self.titles: dict[int, str] = {}
+        self.ok = 0
+        self.failed = 0
+        self.reasons: list[str] = []
+
+    def record(self) -> None:
+        run, s = self.run, self.s
+        kinds = {r["t"] for r in run.records}
+        hello = next((r for r in run.records if r["t"] == "hello"), None)
+        targets = [r for r in run.records if r["t"] == "target"]
+        for record in run.records:
+            handler = getattr(self, f"on_{record['t']}", None)
+            if handler is not None:
+                try:
+                    handler(record)
+                except (KeyError, TypeError, ValueError) as err:
+                    s.note_skip(f"a record from {self.name}", f"not understood ({err})")
+        done = run.finished
+        if done.stopped:
+            status, reason = "interrupted", "report collect was interrupted"
+        elif done.timed_out and "end" not in kinds:
+            status = "timeout"
+            reason = f"no answer within {done.seconds:.0f} s (--host-timeout)" + (
+                "; what came before is kept" if hello is not None else ""
+            )
+        elif hello is None:
+            status, reason = "failed", failure_reason(run)
+        elif "end" not in kinds:
+            status, reason = "failed", f"the capture ended early: {failure_reason(run)}"
+        elif not self.ok:
+            status = "incomplete"
+            reason = "; ".join(dict.fromkeys(self.reasons)) or "no stack came back"
+        else:
+            status, reason = "complete", ""
+        note = RemoteNote(
+            host=self.name,
+            via=run.host.via,
+            status=status,
+            reason=mask_text(reason),
+            hostname=str(hello.get("hostname", "")) if hello else "",
+            targets=len(targets),
+            dumps=self.ok,
+            failed_dumps=self.failed,
+            seconds=done.seconds,
+        )
+        s.w.update(remotes=(*s.w.state.remotes, note))
+        if status != "complete":
+            s.note_skip(f"host {self.name}", f"{status}: {reason}")
+        s.say(
+            f"{self.name}: {status}"
+            + (f" ({reason})" if reason else "")
+            + f"; {plural(len(targets), 'process')}, {plural(self.ok, 'dump')} in {done.seconds:.1f} s"
+        )
+
+    def keep(self, rel: str, text: str, kind: EvidenceKind, description: str, **kw: Any) -> None:
+        path = f"{self.base}/{rel}"
+        self.s.save_file(path, text)
+        self.s.w.add_evidence(
+            EvidenceEntry(path=path, kind=kind, description=description, host=self.name, **kw)
+        )
+
+    def on_target(self, r: dict[str, Any]) -> None:
+        pid = int(r["pid"])
+        self.titles[pid] = str(r.get("title", ""))
+        self.s.w.update(
+            targets=(
+                *self.s.w.state.targets,
+                TargetNote(
+                    pid=pid,
+                    ppid=int(r["ppid"]),
+                    uid=r.get("uid"),
+                    title=self.titles[pid],
+                    selected_by=str(r.get("selected_by", "")),
+                    pgid=r.get("pgid"),
+                    launcher=r.get("launcher"),
+                    host=self.name,
+                ),
+            )
+        )
+
+    def on_process(self, r: dict[str, Any]) -> None:
+        argv = [str(a) for a in r.get("argv", [])]
+        data = "\x00".join(argv).encode("utf-8") + b"\x00"
+        detector = self.s.detector
+        text = (
+            scrub.scrub_cmdline(data, detector)[0].decode("utf-8", "replace")
+            if detector is not None
+            else data.decode("utf-8", "replace")
+        )
+        entry = ProcessEntry(
+            pid=int(r["pid"]),
+            ppid=int(r["ppid"]),
+            pgid=r.get("pgid"),
+            cmdline=" ".join(a for a in text.split("\x00") if a),
+            host=self.name,
+        )
+        self.s.w.update(processes=(*self.s.w.state.processes, entry))
+
+    def on_passed(self, r: dict[str, Any]) -> None:
+        self.s.note_skip(
+            f"PID {r['pid']} on {self.name} ({str(r.get('title', ''))[:60]})", str(r["reason"])
+        )
+
+    def on_skip(self, r: dict[str, Any]) -> None:
+        self.s.note_skip(f"{r['what']} on {self.name}", str(r["reason"]))
+
+    def on_nomatch(self, r: dict[str, Any]) -> None:
+        request = self.s.request
+        what = str(r.get("error") or "") or (
+            f"no process matches {request.match!r}" if request.match else "no process found"
+        )
+        similar = [str(t) for t in r.get("similar", [])]
+        self.reasons.append(
+            what + (f" (Python processes there: {', '.join(similar)})" if similar else "")
+        )
+
+    def on_file(self, r: dict[str, Any]) -> None:
+        kind, pid = str(r["kind"]), int(r["pid"])
+        data = str(r["data"]).encode("utf-8")
+        detector = self.s.detector
+        if kind == "cmdline":
+            if detector is None:
+                text, count, note = data.decode("utf-8", "replace"), 0, "; raw (--raw-env)"
+            else:
+                scrubbed, count = scrub.scrub_cmdline(data, detector)
+                text, note = scrubbed.decode("utf-8", "replace"), ""
+            note = note or (f"; {count} secret values redacted" if count else "")
+            evidence = EvidenceKind.CMDLINE
+        elif kind == "environ":
+            if detector is None:
+                text, note = (
+                    data.decode("utf-8", "replace"),
+                    "; raw (--raw-env): secrets not redacted",
+                )
+            else:
+                scrubbed, count = scrub.scrub_environ(data, detector)
+                text = scrubbed.decode("utf-8", "replace")
+                note = (
+                    f"; {count} secret values redacted"
+                    if count
+                    else "; no secret-looking value found"
+                )
+            evidence = EvidenceKind.ENVIRON
+        else:
+            return
+        self.keep(
+            plan.env_path(pid, kind),
+            text,
+            evidence,
+            f"/proc/{pid}/{kind} on {self.name}: {r.get('what', '')}{note}",
+        )
+
+    def on_pyspy(self, r: dict[str, Any]) -> None:
+        if r.get("path"):
+            if r.get("version"):
+                self.s.w.update(pyspy=str(r["version"]))
+            return
+        where = r.get("searched", "")
+        reason = (
+            f"py-spy not found on {self.name} (looked in {where}); install it there "
+            "(pip install py-spy) or name it with --remote-py-spy PATH"
+        )
+        self.reasons.append(reason)
+        self.s.note_skip(f"py-spy dumps on {self.name}", reason)
+
+    def on_dump(self, r: dict[str, Any]) -> None:
+        request = self.s.request
+        pid, snapshot = int(r["pid"]), int(r["snapshot"])
+        finished = Finished(
+            argv=(),
+            returncode=r.get("returncode"),
+            stdout=str(r.get("stdout", "")),
+            stderr=str(r.get("stderr", "")),
+            seconds=float(r.get("seconds", 0.0)),
+            timed_out=bool(r.get("timed_out")),
+            launch_error=str(r.get("launch_error", "")),
+        )
+        status, reason = dumping.outcome(finished, timeout=request.timeout)
+        result = DumpResult(
+            pid=pid,
+            snapshot=snapshot,
+            started_at=datetime.fromisoformat(str(r["started_at"]).replace("Z", "+00:00")),
+            seconds=finished.seconds,
+            status=status,
+            returncode=finished.returncode,
+            stdout=finished.stdout,
+            stderr=finished.stderr,
+            reason=reason,
+            attempts=int(r.get("attempts", 1)),
+        )
+        text = dumping.evidence_text(result)
+        redacted = 0
+        if status is DumpStatus.OK and request.with_locals and self.s.detector is not None:
+            text, redacted = scrub.scrub_locals(text, self.s.detector)
+        title = self.titles.get(pid, "")[:80]
+        mode = "blocking" if request.blocking else "--nonblocking"
+        detail = (
+            f"{mode}{' --locals' if request.with_locals else ''}, snapshot {snapshot + 1} of "
+            f"{request.snapshots}, {result.seconds:.2f} s"
+            + (f", {result.attempts} attempts" if result.attempts > 1 else "")
+            + (f", {redacted} secret locals redacted" if redacted else "")
+        )
+        if status is DumpStatus.OK:
+            self.ok += 1
+            self.s.dumps_ok += 1
+            description = f"py-spy dump of PID {pid} ({title}) on {self.name}: {detail}"
+        else:
+            self.failed += 1
+            self.s.dumps_failed += 1
+            self.reasons.append(f"PID {pid}: {reason}")
+            self.s.note_skip(
+                f"py-spy dump of PID {pid} on {self.name}, snapshot {snapshot + 1}", reason
+            )
+            description = (
+                f"py-spy failed for PID {pid} ({title}) on {self.name}: {reason}; {detail}"
+            )
+        self.keep(
+            plan.dump_path(pid, snapshot),
+            text,
+            EvidenceKind.PYSPY_TEXT,
+            description,
+            captured_at=result.started_at,
+        )
+
+    def on_packages(self, r: dict[str, Any]) -> None:
+        pids = [int(p) for p in r.get("pids", [])]
+        text = str(r.get("text", ""))
+        count = sum(1 for line in text.splitlines() if line.strip())
+        self.keep(
+            plan.env_path(pids[0], "packages.txt"),
+            text,
+            EvidenceKind.PACKAGES,
+            f"{count} packages of the interpreter of PID {', '.join(map(str, pids))} on "
+            f"{self.name} (importlib.metadata via {r.get('via', '')})",
+        )

@@ -1,0 +1,305 @@
+"""Remote collection without sshd: destinations and templates, the probe run as a real program
+on this host, and the transport's failures (an engine that fails, hangs or greets), through
+an argv engine (`env NAME={host}`) that runs the probe here as `kubectl exec` would there.
+
+The same paths through a real sshd are in test_remote_live.py."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reporter.collect import plan, probe, procfs, remote
+from reporter.collect.plan import CollectRequest, RemoteRequest
+from reporter.errors import UsageError
+
+ROOT = Path(__file__).resolve().parents[2]
+# A process this file starts and the collections look for; the token is a secret shape.
+MARK = "reporter_remote_test_target"
+SECRET = "hf_" + "aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3kM"
+
+
+def _request(tmp: Path, **kw: object) -> CollectRequest:
+    remote_kw = {k: kw.pop(k) for k in list(kw) if k in RemoteRequest.__dataclass_fields__}
+    return CollectRequest(
+        out=tmp / "bundle",
+        match=kw.pop("match", MARK),  # type: ignore[arg-type]
+        remote=RemoteRequest(**remote_kw),  # type: ignore[arg-type]
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "parsed"),
+    [
+        ("node-3", (None, "node-3", None)),
+        ("root@node-3", ("root", "node-3", None)),
+        ("root@node-3:2222", ("root", "node-3", 2222)),
+        ("10.0.0.7:22", (None, "10.0.0.7", 22)),
+        ("[fe80::1]:2222", (None, "fe80::1", 2222)),
+        ("fe80::1", (None, "fe80::1", None)),
+    ],
+)
+def test_ssh_destinations(spec: str, parsed: tuple[str | None, str, int | None]) -> None:
+    assert remote.parse_ssh(spec) == parsed
+
+
+@pytest.mark.parametrize("spec", ["-oProxyCommand=x", "node:ssh", "@node", "node:70000", ""])
+def test_bad_ssh_destinations_are_usage_errors(spec: str) -> None:
+    with pytest.raises(UsageError):
+        remote.parse_ssh(spec)
+
+
+def test_the_ssh_command_is_batch_mode_with_the_users_config() -> None:
+    request = RemoteRequest(
+        hosts=("ops@node-3:2222",),
+        ssh_options=("ProxyJump=bastion",),
+        ssh_config=Path("/etc/lab.conf"),
+    )
+    host = remote.ssh_host("ops@node-3:2222", request)
+    assert host.name == "node-3:2222"
+    assert host.via == "ssh ops@node-3:2222"
+    argv = host.argv(["python3", "-c", "print('x y')"])
+    assert argv[:2] == ("ssh", "-T")
+    text = " ".join(argv)
+    assert "-o BatchMode=yes" in text and "-o ConnectTimeout=" in text
+    assert "-F /etc/lab.conf" in text and "-o ProxyJump=bastion" in text
+    assert "-p 2222 -l ops -- node-3" in text
+    # The remote program is one shell-quoted line: the remote shell gives back the argv.
+    assert shlex.split(argv[-1]) == ["python3", "-c", "print('x y')"]
+
+
+def test_templates_pass_arguments_through_except_to_ssh() -> None:
+    kubectl = remote.exec_host("kubectl exec -n prod {host} --", "decode-0")
+    assert kubectl.argv(["python3", "-c", "a b"]) == (
+        "kubectl", "exec", "-n", "prod", "decode-0", "--", "python3", "-c", "a b",
+    )  # fmt: skip
+    srun = remote.exec_host("srun --jobid 4242 --overlap -w {host}", "gpu-17")
+    assert srun.argv(["x"])[-2:] == ("gpu-17", "x")
+    ssh = remote.exec_host("ssh -F /etc/lab.conf {host}", "node-a")
+    assert ssh.shell and ssh.argv(["python3", "-c", "a b"])[-1] == "python3 -c 'a b'"
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"hosts": ()}, "no host"),
+        ({"exec_template": "kubectl exec -n prod --"}, "has no {host}"),
+        ({"hosts": ("a", "a")}, "named twice"),
+        ({"hosts": ("-oProxyCommand=evil",)}, "not a host name"),
+        ({"hosts": ("two words",)}, "not a host name"),
+        ({"parallel": 0}, "--parallel"),
+        ({"python": "'unclosed"}, "No closing quotation"),
+    ],
+)
+def test_remote_requests_are_checked(
+    tmp_path: Path, changes: dict[str, object], message: str
+) -> None:
+    kw: dict[str, object] = {"hosts": ("node-a",), **changes}
+    with pytest.raises(UsageError, match=re.escape(message)):
+        remote.validate_remote(_request(tmp_path, **kw))
+
+
+@pytest.mark.parametrize(
+    "option", [{"units": ("sglang.service",)}, {"pyspy": "/bin/py-spy"}, {"fr_dirs": (ROOT,)}]
+)
+def test_options_that_read_this_host_are_refused_remotely(
+    tmp_path: Path, option: dict[str, Any]
+) -> None:
+    request = CollectRequest(
+        out=tmp_path / "b", match=MARK, remote=RemoteRequest(hosts=("node-a",)), **option
+    )
+    with pytest.raises(UsageError, match="does not apply with --ssh/--exec"):
+        remote.validate_remote(request)
+
+
+def test_hosts_files_take_one_host_a_line() -> None:
+    text = "# job 4242\nnode-a\n\n  root@node-b:2222   # the second node\n"
+    assert remote.parse_hosts_file(text, source="hosts.txt") == ("node-a", "root@node-b:2222")
+    with pytest.raises(UsageError, match=re.escape("hosts.txt:2: 'node-a node-b'")):
+        remote.parse_hosts_file("x\nnode-a node-b\n", source="hosts.txt")
+    with pytest.raises(UsageError, match="no host"):
+        remote.parse_hosts_file("# nothing\n", source="hosts.txt")
+
+
+def test_the_probe_stays_python_3_8_and_standard_library_only() -> None:
+    source = Path(probe.__file__).read_text(encoding="utf-8")
+    tree = ast.parse(source, feature_version=(3, 8))
+    imported = {
+        (node.module or "").split(".")[0] if isinstance(node, ast.ImportFrom) else alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+
+
+def test_the_bootstrap_is_one_shell_safe_argument(tmp_path: Path) -> None:
+    program = remote.probe_program(
+        "sudo -n python3", remote.probe_options(_request(tmp_path, hosts=("a",)), 60)
+    )
+    assert program[:3] == ["sudo", "-n", "python3"]
+    assert program[3] == "-c" and "\n" not in program[4] and "'" not in program[4]
+    assert len(program[4]) < 64 * 1024  # far below the kernel's limit for one argument
+
+
+@pytest.fixture(scope="module")
+def target() -> Iterator[subprocess.Popen[bytes]]:
+    """A Python process to collect from, with a secret in its environment."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", f"import time  # {MARK}\nwhile True: time.sleep(0.2)"],
+        env={**os.environ, "HF_TOKEN": SECRET},
+        start_new_session=True,
+    )
+    time.sleep(0.5)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_the_probe_selects_what_the_local_collector_selects(
+    target: subprocess.Popen[bytes],
+) -> None:
+    for match in (MARK, "python", "sh", "no-such-process-anywhere"):
+        request = CollectRequest(out=Path("unused"), match=match)
+        processes = procfs.list_processes()
+        mine = plan.select_targets(
+            processes, request, own_pid=os.getpid(), is_python=procfs.looks_like_python
+        )
+        listed = probe.list_processes()
+        ours, passed, error = probe.select(listed, {"match": match}, os.getpid())
+        assert not error
+        # Processes may start or end between the two reads: compare on those both saw.
+        seen = {p.pid for p in processes} & {p["pid"] for p in listed}
+        assert {t.process.pid for t in mine.targets} & seen == {p["pid"] for p, _ in ours} & seen
+        assert {(p.process.pid, p.reason) for p in mine.passed if p.process.pid in seen} == {
+            (p["pid"], why) for p, why in passed if p["pid"] in seen
+        }
+        if match == MARK:
+            assert [p["pid"] for p, _ in ours] == [target.pid]
+
+
+def _pyspy() -> str:
+    beside = Path(sys.executable).parent / "py-spy"
+    found = str(beside) if beside.is_file() else shutil.which("py-spy")
+    if found is None:
+        pytest.skip("py-spy is not installed")
+    return found
+
+
+def _collect(tmp: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "reporter", "collect", "-o", str(tmp / "bundle"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=ROOT,
+    )
+
+
+def _manifest(tmp: Path) -> Any:
+    return tomllib.loads((tmp / "bundle" / "bundle.toml").read_text(encoding="utf-8"))
+
+
+@pytest.mark.live
+def test_an_argv_engine_runs_the_probe_and_secrets_are_redacted(
+    tmp_path: Path, target: subprocess.Popen[bytes]
+) -> None:
+    done = _collect(
+        tmp_path,
+        "--exec", "env REPORTER_TEST_HOST={host}",
+        "--host", "box-1",
+        "--remote-python", sys.executable,
+        "--remote-py-spy", _pyspy(),
+        "--match", MARK,
+        "--snapshots", "2", "--interval", "0.2", "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["status"] == "complete"
+    (host,) = summary["hosts"]
+    assert (host["host"], host["status"], host["targets"], host["dumps"]) == (
+        "box-1",
+        "complete",
+        1,
+        2,
+    )
+    root = tmp_path / "bundle" / "hosts" / "box-1"
+    assert sorted(p.name for p in (root / "pyspy").iterdir()) == [
+        f"pid{target.pid}-s0.txt",
+        f"pid{target.pid}-s1.txt",
+    ]
+    environ = (root / "env" / f"pid{target.pid}.environ").read_bytes()
+    assert b"HF_TOKEN=" in environ and SECRET.encode() not in environ
+    every = [p.read_text(errors="replace") for p in (tmp_path / "bundle").rglob("*") if p.is_file()]
+    assert SECRET not in "".join(every)
+    manifest = _manifest(tmp_path)
+    assert {e["host"] for e in manifest["evidence"]} == {"box-1"}
+
+
+@pytest.mark.parametrize(
+    ("template", "status", "reason"),
+    [
+        ("sh -c 'echo {host}: no such pod >&2; exit 1'", "failed", "no such pod"),
+        ("sh -c 'sleep 30' {host}", "timeout", "no answer within"),
+        ("sh -c 'echo Welcome to {host}; exit 0'", "failed", "printed 'Welcome to box-1'"),
+        ("/nonexistent/engine {host}", "failed", "cannot run /nonexistent/engine"),
+    ],
+)
+def test_a_host_that_fails_is_recorded_with_its_reason(
+    tmp_path: Path, template: str, status: str, reason: str
+) -> None:
+    done = _collect(
+        tmp_path, "--exec", template, "--host", "box-1", "--host-timeout", "2s", "--match", MARK
+    )
+    # No stack from any host: status incomplete, exit 1, and the reason on stderr.
+    assert done.returncode == 1, done.stderr
+    assert f"host box-1: {status}" in done.stderr
+    remote_note = _manifest(tmp_path)["collect"]["remote"][0]
+    assert remote_note["status"] == status
+    assert reason in remote_note["reason"]
+
+
+@pytest.mark.live
+def test_greetings_on_stdout_are_not_records(
+    tmp_path: Path, target: subprocess.Popen[bytes]
+) -> None:
+    # A login script that prints before the command runs (as some ssh hosts do).
+    done = _collect(
+        tmp_path,
+        "--exec", "sh -c 'echo Welcome to {host}; exec \"$@\"' sh",
+        "--host", "box-1",
+        "--remote-python", sys.executable,
+        "--remote-py-spy", _pyspy(),
+        "--match", MARK, "--snapshots", "1",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert _manifest(tmp_path)["collect"]["remote"][0]["status"] == "complete"
+
+
+def test_no_match_on_a_host_says_what_runs_there(tmp_path: Path) -> None:
+    done = _collect(
+        tmp_path,
+        "--exec", "env REPORTER_TEST_HOST={host}",
+        "--host", "box-1",
+        "--remote-python", sys.executable,
+        "--match", "no-such-process-anywhere-xyz",
+    )  # fmt: skip
+    assert done.returncode == 1
+    note = _manifest(tmp_path)["collect"]["remote"][0]
+    assert note["status"] == "incomplete"
+    assert "no process matches 'no-such-process-anywhere-xyz'" in note["reason"]

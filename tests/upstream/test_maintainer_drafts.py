@@ -1,0 +1,240 @@
+"""Issue 22: drafts a maintainer takes, one check before sending, known fixes first, and an
+index that moves between machines whole."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reporter import app
+from reporter.analysis import Analysis
+from reporter.app import filing, issues
+from reporter.app.issues import GitHubAccess
+from reporter.model import Bundle
+from reporter.render import lint
+from reporter.upstream import draft as drafting
+from reporter.upstream.draft import DraftInputs, KnownFix, build_draft
+from reporter.upstream.forms import generic_form
+from reporter.upstream.index import Index
+from reporter.upstream.publish import Action
+from reporter.upstream.records import Fix, IssueRecord
+from reporter.upstream.redact import scan_document
+
+ROOT = Path(__file__).resolve().parents[2]
+FULL = ROOT / "fixtures" / "bundles" / "full_incident"
+FORMS = ROOT / "fixtures" / "forms" / "sglang"
+
+
+@pytest.fixture(scope="module")
+def full() -> tuple[Bundle, Analysis]:
+    return app.load_and_analyze([FULL], app.Options())
+
+
+def _inputs(pair: tuple[Bundle, Analysis], **changes: Any) -> DraftInputs:
+    bundle, analysis = pair
+    base = DraftInputs(
+        bundle=bundle, analysis=analysis, repo="sgl-project/sglang", form=generic_form()
+    )
+    return replace(base, **changes)
+
+
+def test_per_run_noise_stays_out_of_the_draft(full: tuple[Bundle, Analysis]) -> None:
+    _bundle, analysis = full
+    assert analysis.diff is not None
+    noisy = {c.key for c in analysis.diff.changes if c.noise}
+    # diff.toml's negative rules rank these as noise; the engine knob is not noise.
+    assert {"INVOCATION_ID", "JOURNAL_STREAM", "TMPDIR", "--port"} <= noisy
+    assert "SGLANG_SM120_MMA_TARGET_CTAS" not in noisy
+    body = build_draft(_inputs(full)).body
+    for key in ("INVOCATION_ID", "JOURNAL_STREAM", "SYSTEMD_EXEC_PID", "TMPDIR:"):
+        assert key not in body, key
+    assert "env SGLANG_SM120_MMA_TARGET_CTAS: 256 -> 512" in body
+    assert "per-run changes left out as noise" in body
+
+
+def test_environment_variables_most_relevant_first(full: tuple[Bundle, Analysis]) -> None:
+    body = build_draft(_inputs(full), budget=drafting.BODY_BUDGET).body
+    rows = [line for line in body.splitlines() if line.startswith("| `") and "_" in line]
+    names = [row.split("`")[1] for row in rows if row.split("`")[1].isupper()]
+    first_other = next(i for i, n in enumerate(names) if not n.startswith(("SGLANG_", "SGL_")))
+    # Engine knobs (diff.toml weighs them most) come before everything else.
+    assert all(n.startswith("SGLANG_") for n in names[:first_other])
+    assert first_other >= 10
+
+
+def test_reproduction_is_the_manifests_never_the_command_line(
+    full: tuple[Bundle, Analysis],
+) -> None:
+    body = build_draft(_inputs(full)).body
+    reproduction = body.split("### Reproduction", 1)[1].split("### Environment", 1)[0]
+    assert "capture.py tp_desync" in reproduction  # the manifest's `reproduction`
+    assert "serve.py" not in reproduction and "/work/" not in body
+    environment = body.split("### Environment", 1)[1]
+    assert "serve.py --model-path" in environment  # the server's command, by file name
+
+
+def test_a_deployment_on_the_fixed_release_says_regression(
+    full: tuple[Bundle, Analysis],
+) -> None:
+    fix = KnownFix(
+        repo="sgl-project/sglang",
+        number=4388,
+        url="https://github.com/sgl-project/sglang/issues/4388",
+        tag="v0.5.3",
+        change="#4410",
+        deployed="0.5.3",
+        has_fix=True,
+    )
+    body = build_draft(_inputs(full, known_fix=fix)).body
+    described = body.split("### Describe the bug", 1)[1]
+    assert described.lstrip().startswith(
+        "**Possible regression of [sgl-project/sglang#4388]"
+        "(https://github.com/sgl-project/sglang/issues/4388)**, fixed in `v0.5.3`"
+    )
+    older = build_draft(_inputs(full, known_fix=replace(fix, deployed="0.5.2", has_fix=False)))
+    assert "Possible regression" not in older.body
+
+
+class _NoIssues:
+    """A tracker with no issue upstream (filing would create one)."""
+
+    def recent_issues(self, repo: str, limit: int = 100) -> tuple[()]:
+        return ()
+
+    def issue(self, repo: str, number: int) -> Any:
+        raise AssertionError("not asked")
+
+    comments = create_issue = create_comment = issue
+
+
+def test_a_known_fix_in_a_newer_release_blocks_filing_until_forced(
+    full: tuple[Bundle, Analysis], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fix = KnownFix(
+        repo="sgl-project/sglang",
+        number=4388,
+        url="https://github.com/sgl-project/sglang/issues/4388",
+        tag="v0.5.3",
+        change="#4410",
+        deployed="0.5.2",
+        has_fix=False,
+    )
+
+    def related(*_args: Any, found: list[KnownFix] | None = None, **_kw: Any) -> Any:
+        # The duplicate search found `fix` (no network: this test stays on the machine).
+        if found is not None:
+            found.append(fix)
+        return (), True
+
+    monkeypatch.setattr(filing, "related_issues", related)
+    bundle, analysis = full
+    bundle = replace(bundle, root="")
+    source = filing.DraftSource(
+        bundle=bundle, analysis=analysis, repo="sgl-project/sglang", forms_dir=FORMS
+    )
+    access = GitHubAccess(env={"GH_TOKEN": "t"}, cache_dir=tmp_path)
+    result = filing.file_upstream(source, access=access, tracker=_NoIssues())  # type: ignore[arg-type]
+    refusal = [r for r in result.plan.refusals if "upgrade" in r]
+    assert refusal == [
+        "sgl-project/sglang#4388 is a likely duplicate fixed in v0.5.3 (#4410); this "
+        "deployment runs 0.5.2: upgrade to v0.5.3 or later first (--force-new files anyway)"
+    ]
+    forced = filing.file_upstream(
+        source,
+        access=access,
+        tracker=_NoIssues(),  # type: ignore[arg-type]
+        force_new=True,
+    )
+    assert forced.plan.action is Action.NEW_ISSUE
+    assert not any("upgrade" in r for r in forced.plan.refusals)
+
+
+def test_the_gate_and_lint_flag_the_same_lines_and_skip_our_placeholders(
+    full: tuple[Bundle, Analysis], tmp_path: Path
+) -> None:
+    made = build_draft(_inputs(full))
+    token = "ghp_" + "Zq9x" * 9
+    lines = made.document.splitlines()
+    # The tool's own placeholder, as a <summary> holds it (HTML-escaped) and as prose
+    # holds it (Markdown-escaped): never a finding. A token planted on a known line is.
+    lines.insert(20, "<details><summary>files under /home/&lt;user-1&gt;/run</summary>")
+    lines.insert(21, "cache in /home/\\<user-2\\>/.cache")
+    lines.insert(30, f"seen in the logs: {token}")
+    document = "\n".join(lines) + "\n"
+    leaks = scan_document(document)
+    assert [(leak.line, leak.kind) for leak in leaks] == [(31, "github-token")]
+    path = tmp_path / "d.md"
+    path.write_text(document, encoding="utf-8")
+    found = app.lint_reports([path]).findings
+    secrets = [f for f in found if f.rule is lint.Rule.SECRET]
+    assert [f.line for f in secrets] == [31]
+    assert "filing gate refuses it" in secrets[0].message
+
+
+def test_export_then_import_keeps_every_field_and_the_fix(tmp_path: Path) -> None:
+    record = IssueRecord(
+        repo="sgl-project/sglang",
+        number=4388,
+        title="hang in all_reduce",
+        body="text",
+        state="closed",
+        state_reason="completed",
+        labels=("Bug",),
+        created_at="2026-01-01T00:00:00Z",
+        updated_at="2026-01-02T00:00:00Z",
+        closed_at="2026-01-03T00:00:00Z",
+        comments=4,
+        url="https://github.com/sgl-project/sglang/issues/4388",
+        is_pull=False,
+    )
+    pull = replace(record, number=4410, title="fix the hang", is_pull=True, state="closed")
+    fix = Fix(
+        repo="sgl-project/sglang",
+        number=4388,
+        kind="pull",
+        ref="#4410",
+        url="https://github.com/sgl-project/sglang/pull/4410",
+        sha="3f2c" * 10,
+        tag="v0.5.3",
+        checked_at="2026-01-04T00:00:00Z",
+    )
+    with Index(tmp_path / "a.sqlite3") as first:
+        first.upsert([record, pull])
+        first.save_fix(fix)
+        lines = list(issues.export_lines(first))
+        # What the index keeps (a pull request's body is not kept: it is never searched).
+        stored = [first.issue("sgl-project/sglang", n) for n in (4388, 4410)]
+    with Index(tmp_path / "b.sqlite3") as second:
+        result = second.import_jsonl(lines, source="x.jsonl")
+        assert result.imported == 2 and result.skipped == ()
+        assert stored[0] == record
+        assert [second.issue("sgl-project/sglang", n) for n in (4388, 4410)] == stored
+        assert second.fix("sgl-project/sglang", 4388) == fix
+        assert list(issues.export_lines(second)) == lines
+
+
+def test_an_import_with_no_valid_line_fails_and_leaves_no_index(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"repo": "a/b"}\n', encoding="utf-8")
+    ctx = replace(app.Context.resolve({}), cache_dir=tmp_path / "cache")
+    with pytest.raises(Exception, match="no valid issue line") as caught:
+        app.index_import(ctx, bad)
+    assert "index export" in caught.value.tip  # type: ignore[attr-defined]
+    assert not list((tmp_path / "cache").glob("*.sqlite3*"))
+
+
+def test_indexes_and_form_caches_are_kept_per_host(tmp_path: Path) -> None:
+    assert issues.default_db_path(tmp_path).name == "upstream-issues.sqlite3"
+    assert (
+        issues.default_db_path(tmp_path, "ghe.corp.example").name
+        == "upstream-issues@ghe.corp.example.sqlite3"
+    )
+    assert issues.default_db_path(tmp_path, "127.0.0.1:8080").name.endswith(
+        "@127.0.0.1_8080.sqlite3"
+    )
+    a = filing.forms_cache_dir("acme/serve", tmp_path, "github.com")
+    b = filing.forms_cache_dir("acme/serve", tmp_path, "ghe.corp.example")
+    assert a != b and a.name == b.name == "acme+serve"
