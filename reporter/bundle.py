@@ -58,6 +58,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
+from reporter import fileio
 from reporter.errors import EvidenceError, InputError, ManifestError, UsageError
 from reporter.evidence import flight_recorder, metrics
 from reporter.evidence import sniff as sniffing
@@ -324,13 +325,25 @@ def _folder_entries(
     extra: list[ManifestEntry] = []
     # The baseline bundle and the deployed source copy are not this bundle's evidence.
     skip = tuple(p.strip("/") + "/" for p in (manifest.baseline, manifest.source_root) if p)
-    for rel, path in _walk(root, skip=skip):
+    walked, walk_warnings = _walk(root, skip=skip)
+    warnings.extend(walk_warnings)
+    for rel, path in walked:
         if rel in seen:
             continue
         if path.is_symlink():
             # An unlisted link is held to the rule listed ones are: it stays in the bundle.
             resolved_root = resolved_root or root.resolve()
-            if not path.resolve().is_relative_to(resolved_root):
+            try:
+                leaves = not path.resolve(strict=True).is_relative_to(resolved_root)
+            except (OSError, RuntimeError):
+                warnings.append(
+                    ParseWarning(
+                        source=Location(path=rel),
+                        message="skipped: a symbolic link that loops or leads nowhere",
+                    )
+                )
+                continue
+            if leaves:
                 warnings.append(
                     ParseWarning(
                         source=Location(path=rel),
@@ -407,7 +420,7 @@ def _only_bundle_below(root: Path) -> Path | None:
     if len(below) != 1:
         return None
     prefix = below[0].name + "/"
-    beside = [rel for rel, _ in _walk(root) if not rel.startswith(prefix)]
+    beside = [rel for rel, _ in _walk(root)[0] if not rel.startswith(prefix)]
     return below[0] if not beside else None
 
 
@@ -495,7 +508,7 @@ def _two_runs(root: Path, *, max_file_bytes: int) -> Bundle | None:
     if pair is not None:
         good, bad = pair
         outside = (good.name + "/", bad.name + "/")
-        if any(not rel.startswith(outside) for rel, _ in _walk(root)):
+        if any(not rel.startswith(outside) for rel, _ in _walk(root)[0]):
             return None
         bundle = _load_folder(bad, max_file_bytes=max_file_bytes)
         if bundle.baseline is not None:
@@ -513,7 +526,7 @@ def _two_runs(root: Path, *, max_file_bytes: int) -> Bundle | None:
 
 def _two_file_sets(root: Path, *, max_file_bytes: int) -> Bundle | None:
     """Loose files whose names mark two runs (`good.environ`, `environ.bad`), all of them."""
-    files = _walk(root)
+    files, _skipped = _walk(root)
     sides: dict[int, list[Path]] = {}
     for rel, path in files:
         side = _side(PurePosixPath(rel).name)
@@ -576,25 +589,26 @@ def load_baseline(folder: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) ->
         return _load_files([folder], max_file_bytes=max_file_bytes)
 
 
-def _walk(root: Path, *, skip: tuple[str, ...] = ()) -> list[tuple[str, Path]]:
-    """Every candidate evidence file below `root` as (relative posix path, path), sorted.
+def _walk(
+    root: Path, *, skip: tuple[str, ...] = ()
+) -> tuple[list[tuple[str, Path]], list[ParseWarning]]:
+    """Every candidate evidence file below `root` as (relative posix path, path), sorted,
+    and a warning for each folder not walked (too deep, unreadable).
 
     `skip` holds folder prefixes (`baseline/`) whose files are not evidence of this bundle.
+    The walk is `fileio.walk`: iterative, links never followed into folders, depth capped.
     """
-    found: list[tuple[str, Path]] = []
-    base = len(str(root).rstrip(os.sep)) + 1
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        for name in filenames:
-            if _NOT_EVIDENCE_RE.match(name):
-                continue
-            full = os.path.join(dirpath, name)  # noqa: PTH118 - string join: 4,096 files, no Path per step
-            rel = full[base:].replace(os.sep, "/")
-            if skip and rel.startswith(skip):
-                continue
-            found.append((rel, Path(full)))
-    found.sort(key=lambda item: item[0])
-    return found
+    walked = fileio.walk(root, skip=skip)
+    found = [
+        (w.rel, w.path)
+        for w in walked.files
+        if not _NOT_EVIDENCE_RE.match(w.path.name) and not (skip and w.rel.startswith(skip))
+    ]
+    warnings = [
+        ParseWarning(source=Location(path=rel), message=f"skipped: a folder {why}")
+        for rel, why in walked.skipped
+    ]
+    return found, warnings
 
 
 def _assemble(
@@ -964,7 +978,11 @@ def draft_manifest(root: Path) -> str:
         .comment('reproduction = "..."')
     )
     skipped: list[str] = []
-    for rel, path in _walk(root):
+    walked, walk_warnings = _walk(root)
+    skipped.extend(
+        f"skipped {w.source.path}: {w.message.removeprefix('skipped: ')}" for w in walk_warnings
+    )
+    for rel, path in walked:
         try:
             text = _read_text(path, display=rel, max_file_bytes=DEFAULT_MAX_FILE_BYTES)
         except EvidenceError as err:

@@ -10,12 +10,19 @@ status and preview, drafts, index exports, source trees) goes through here:
   symlink to `/dev/zero`, cannot make us read to EOF.
 
     read_text_bounded(Path("bundle/r0.txt"), display="r0.txt", max_bytes=512 << 20)
+
+Walking a folder (`walk`) is iterative, never follows a symbolic link into a folder (a
+link to itself or to a parent cannot loop), and stops at a depth cap: a bundle with a
+thousand nested folders is one warning, not a crash. `glob_regex` matches manifest globs
+against the walk's relative paths (`**/` for any depth), so a glob never recurses either.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from reporter.errors import InputError
@@ -138,3 +145,132 @@ def human_size(size: int) -> str:
             return f"{int(value)} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{size} bytes"  # pragma: no cover - loop always returns
+
+
+# --- walking a folder tree ------------------------------------------------------------------
+
+# Deeper than this below the folder walked, nothing is evidence: a thousand nested folders
+# (or a loop made of bind mounts) is skipped with a warning rather than walked.
+MAX_DEPTH = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Walked:
+    """One entry a walk found: its path relative to the root (posix), and the path."""
+
+    rel: str
+    path: Path
+    link: bool
+    """A symbolic link (never followed into, when a folder)."""
+
+
+@dataclass(slots=True)
+class Walk:
+    """The files below a folder and what the walk left out (too deep, unreadable)."""
+
+    files: list[Walked] = field(default_factory=list)
+    folders: list[Walked] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """(relative path, why) of folders not walked."""
+
+
+def walk(
+    root: Path,
+    *,
+    max_depth: int = MAX_DEPTH,
+    hidden: bool = False,
+    skip: tuple[str, ...] = (),
+    max_entries: int = 1_000_000,
+) -> Walk:
+    """Every file (and folder) below `root`, sorted, without recursion and without following
+    symbolic links into folders (a link to itself or to a parent cannot loop).
+
+    `hidden=False` leaves out dot folders; `skip` holds relative folder prefixes ending in
+    `/` not to enter. Folders deeper than `max_depth` below `root`, unreadable ones and
+    everything past `max_entries` entries are listed in `skipped` instead.
+    """
+    found = Walk()
+    stack: list[tuple[str, int]] = [("", 0)]
+    seen = 0
+    while stack:
+        rel_dir, depth = stack.pop()
+        folder = root / rel_dir if rel_dir else root
+        try:
+            with os.scandir(folder) as entries:
+                listed = sorted(entries, key=lambda e: e.name)
+        except OSError as err:
+            found.skipped.append((rel_dir or ".", f"cannot be read ({err.strerror or err})"))
+            continue
+        below: list[tuple[str, int]] = []
+        for entry in listed:
+            seen += 1
+            if seen > max_entries:
+                found.skipped.append((rel_dir or ".", f"more than {max_entries} entries"))
+                stack.clear()
+                break
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            try:
+                is_link = entry.is_symlink()
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_link, is_dir = False, False
+            if is_dir:
+                if not hidden and entry.name.startswith("."):
+                    continue
+                if skip and f"{rel}/".startswith(skip):
+                    continue
+                found.folders.append(Walked(rel, Path(entry.path), False))
+                if depth + 1 > max_depth:
+                    found.skipped.append((rel, f"nested deeper than {max_depth} folders"))
+                    continue
+                below.append((rel, depth + 1))
+            else:
+                found.files.append(Walked(rel, Path(entry.path), is_link))
+        stack.extend(reversed(below))
+    found.files.sort(key=lambda w: w.rel)
+    found.folders.sort(key=lambda w: w.rel)
+    return found
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A regex for a relative glob: `*` and `?` within one path part, `[...]` classes,
+    `**/` any number of folders (`snapshots/**/rank*.txt`)."""
+    out: list[str] = []
+    at = 0
+    while at < len(pattern):
+        if pattern.startswith("**/", at):
+            out.append("(?:[^/]*/)*")
+            at += 3
+        elif pattern.startswith("**", at):
+            out.append(".*")
+            at += 2
+        elif pattern[at] == "*":
+            out.append("[^/]*")
+            at += 1
+        elif pattern[at] == "?":
+            out.append("[^/]")
+            at += 1
+        elif pattern[at] == "[":
+            close = pattern.find("]", at + 2)
+            if close < 0:
+                out.append(re.escape("["))
+                at += 1
+                continue
+            body = pattern[at + 1 : close].replace("\\", "\\\\")
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            out.append(f"[{body}]")
+            at = close + 1
+        else:
+            out.append(re.escape(pattern[at]))
+            at += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def markdown_files(folder: Path) -> list[Path]:
+    """The `*.md` files under `folder`, sorted by path (`walk`: no recursion, no loops)."""
+    return [
+        w.path
+        for w in walk(folder).files
+        if w.rel.endswith(".md") and (not w.link or w.path.is_file())
+    ]

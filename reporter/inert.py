@@ -21,8 +21,13 @@ _ESCAPES_RE = re.compile(
     r"|\x9b[0-?]{0,64}[ -/]{0,8}[@-~]?"
     r"|\x1b[ -~]?"
 )
-# C0 controls but tab and newline, DEL, C1 controls, bidi overrides and isolates.
-_CONTROLS_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# C0 controls but tab and newline, DEL, C1 controls, bidi marks, embeddings, overrides and
+# isolates, and the zero-width characters that hide text inside a word (space, joiners,
+# word joiner, invisible operators, the BOM).
+_CONTROLS_RE = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u202a-\u202e"
+    r"\u2060-\u2064\u2066-\u2069\ufeff]"
+)
 
 
 def for_terminal(text: str) -> str:
@@ -30,10 +35,16 @@ def for_terminal(text: str) -> str:
 
     A lone `\\r` is dropped; `\\r\\n` becomes `\\n`. Linear in the length of `text`.
     """
-    if not text.isprintable() or "\x1b" in text:
+    if not text.isascii() or not text.isprintable() or "\x1b" in text:
         text = _ESCAPES_RE.sub("", text.replace("\r\n", "\n"))
         text = _CONTROLS_RE.sub("", text)
     return text
+
+
+def for_document(text: str) -> str:
+    """`for_terminal` for a file we write (a report, an upstream draft, a bundle file
+    collect wrote): `cat`, `less` or an editor shows it as text, never runs it."""
+    return for_terminal(text)
 
 
 def one_line(text: str, *, limit: int = 300) -> str:

@@ -278,6 +278,26 @@ def parse_manifest(
     )
 
 
+def _glob(root: Path, pattern: str, line: int) -> list[Path]:
+    """The files under `root` a glob matches (`fileio.walk`: no recursion, links not
+    followed into folders); folders it matches are not evidence and are passed over, and
+    a glob that matches only folders is an error saying so."""
+    from reporter import fileio
+
+    regex = fileio.glob_regex(pattern.removeprefix("./"))
+    walked = fileio.walk(root, hidden=True)
+    files = [w.path for w in walked.files if regex.match(w.rel)]
+    if not files:
+        folders = [w.rel for w in walked.folders if regex.match(w.rel)]
+        if folders:
+            raise ManifestError(
+                f"{MANIFEST_NAME}:{line}: {pattern!r} matches only folders "
+                f"({', '.join(folders[:3])}{', ...' if len(folders) > 3 else ''})",
+                tip=f"name the files in them, e.g. {folders[0] + '/*.txt'!r}",
+            )
+    return files
+
+
 def _expand_entry(
     raw: dict[str, Any], *, root: Path, resolved_root: Path, text: str, host: str = ""
 ) -> Iterable[ManifestEntry]:
@@ -321,14 +341,22 @@ def _expand_entry(
             group=_opt_str(raw.get("group")),
             instance=_opt_str(raw.get("instance")),
         )
-    matches = sorted(root.glob(pattern)) if any(c in pattern for c in "*?[") else [root / pattern]
+    wildcard = any(c in pattern for c in "*?[")
+    matches = _glob(root, pattern, line) if wildcard else [root / pattern]
     if not matches:
         raise ManifestError(
             f"{MANIFEST_NAME}:{line}: no file matches {pattern!r}",
             tip="fix the path or remove the [[evidence]] entry",
         )
     for path in matches:
-        resolved = path.resolve()
+        try:
+            resolved = path.resolve(strict=path.is_symlink())
+        except (OSError, RuntimeError):
+            raise ManifestError(
+                f"{MANIFEST_NAME}:{line}: {path.relative_to(root).as_posix()} is a symbolic "
+                "link that loops or leads nowhere",
+                tip="replace the link with the file it should point to",
+            ) from None
         if not resolved.is_relative_to(resolved_root):
             raise ManifestError(
                 f"{MANIFEST_NAME}:{line}: evidence path {pattern!r} resolves outside the bundle",

@@ -200,6 +200,35 @@ SHAPES: dict[str, Shape] = {
             }
         ),
     },
+    "secrets.toml": {
+        "names": Table(
+            {
+                name: Key(Strings)
+                for name in (
+                    "words",
+                    "suffixes",
+                    "not_secret",
+                    "vocabulary_token",
+                    "data_key",
+                    "meta_last",
+                    "short_flags",
+                )
+            }
+        ),
+        "normalize": Table({"from": Key(str, required=True), "to": Key(str, required=True)}),
+        "shape": Tables(
+            {
+                "id": _REQUIRED_ID,
+                "name": Key(str, required=True),
+                "pattern": Key(Strings, required=True),
+                "needs": Key(Strings),
+                "group": Key(int, low=0, high=9),
+                "name_group": Key(int, low=0, high=9),
+                "inside": Key(bool),
+                "check": Key(str),
+            }
+        ),
+    },
     "upstream.toml": {
         "package": Tables(
             {

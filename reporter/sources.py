@@ -13,6 +13,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
+from reporter import fileio
 from reporter.analysis.excerpts import SourceFile
 from reporter.errors import UsageError
 
@@ -80,24 +81,23 @@ def hash_tree(root: Path) -> dict[str, str]:
     if not root.is_dir():
         raise UsageError(f"{root}: not a folder", tip="pass a checkout or a site-packages folder")
     found: dict[str, str] = {}
-    base = len(str(root).rstrip(os.sep)) + 1
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
-        for name in sorted(filenames):
-            if os.path.splitext(name)[1] not in SOURCE_SUFFIXES:  # noqa: PTH122 - one walk, many names
+    for walked in fileio.walk(root).files:
+        if any(part in _SKIP_DIRS for part in walked.rel.split("/")[:-1]):
+            continue
+        if os.path.splitext(walked.rel)[1] not in SOURCE_SUFFIXES:  # noqa: PTH122 - many names
+            continue
+        full = str(walked.path)
+        try:
+            if os.path.getsize(full) > MAX_SOURCE_BYTES:  # noqa: PTH202
                 continue
-            full = os.path.join(dirpath, name)  # noqa: PTH118 - string join in the walk loop
-            try:
-                if os.path.getsize(full) > MAX_SOURCE_BYTES:  # noqa: PTH202
-                    continue
-                with open(full, "rb") as handle:  # noqa: PTH123
-                    digest = hashlib.sha256(handle.read()).hexdigest()
-            except OSError:
-                continue
-            found[full[base:].replace(os.sep, "/")] = digest
-            if len(found) >= MAX_TREE_FILES:
-                raise UsageError(
-                    f"{root}: more than {MAX_TREE_FILES} source files",
-                    tip="point --source-root at the package folder, not a whole disk",
-                )
+            with open(full, "rb") as handle:  # noqa: PTH123
+                digest = hashlib.sha256(handle.read()).hexdigest()
+        except OSError:
+            continue
+        found[walked.rel] = digest
+        if len(found) >= MAX_TREE_FILES:
+            raise UsageError(
+                f"{root}: more than {MAX_TREE_FILES} source files",
+                tip="point --source-root at the package folder, not a whole disk",
+            )
     return dict(sorted(found.items()))

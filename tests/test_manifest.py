@@ -136,3 +136,15 @@ def test_unknown_keys_are_warned_with_a_suggestion(tmp_path: Path) -> None:
         "bundle.toml:4: unknown key `wedge.windw` ignored; did you mean `window`?",
         "bundle.toml:7: unknown key `evidence.rnak` ignored; did you mean `rank`?",
     ]
+
+
+def test_a_glob_that_also_matches_folders_loads_the_files(tmp_path: Path) -> None:
+    (tmp_path / "snaps").mkdir()
+    (tmp_path / "snaps" / "rank0.txt").write_text("x", encoding="utf-8")
+    (tmp_path / "snaps" / "rank1_dir").mkdir()
+    read = parse_manifest(
+        'title = "t"\n[[evidence]]\npath = "snaps/rank*"\nkind = "pyspy-text"\n', root=tmp_path
+    )
+    assert [e.display for e in read.entries] == ["snaps/rank0.txt"]
+    with pytest.raises(ManifestError, match="matches only folders"):
+        parse_manifest('title = "t"\n[[evidence]]\npath = "snaps/rank1*"\n', root=tmp_path)

@@ -376,17 +376,22 @@ def _change(
                 continue
             sign = "+" if rule.weight >= 0 else "-"
             why.append(f"{rule.why} ({rule.id}): {sign}{abs(rule.weight)}")
-    hidden = kind in (ChangeKind.ENV, ChangeKind.FLAG, ChangeKind.FACT) and any(
-        secrets.is_secret(key, v) for v in values
-    )
-    if hidden:
-        why.append("values hidden: they look secret")
+    named = kind in (ChangeKind.ENV, ChangeKind.FLAG, ChangeKind.FACT)
+    # Masked inside, not whole (issue 20): the credential in a URL or a flag's value goes,
+    # the rest of the value stays, so the change and the step built from it read.
+    shown_before = secrets.shown(key, before) if named else _masked(before)
+    shown_after = secrets.shown(key, after) if named else _masked(after)
+    if (shown_before, shown_after) != (before, after):
+        whole = REDACTED in (shown_before, shown_after)
+        why.append(
+            "values hidden: they look secret" if whole else "secrets masked inside the values"
+        )
     return Change(
         kind=kind,
         key=mask_text(key),
         status=status,
-        before=REDACTED if hidden and before is not None else _masked(before),
-        after=REDACTED if hidden and after is not None else _masked(after),
+        before=shown_before,
+        after=shown_after,
         score=score,
         why=tuple(why),
         tie=tie,

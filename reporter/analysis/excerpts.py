@@ -36,7 +36,8 @@ DEFAULT_CONTEXT = 6
 MAX_AUTOMATIC = 8
 _COMMIT_IN_URL_RE = re.compile(r"@([0-9a-f]{7,40})(?:[#&]|\Z)")
 _COMMIT_IN_VERSION_RE = re.compile(r"\+g([0-9a-f]{7,40})")
-_DIRTY_VERSION_RE = re.compile(r"\+.*\bd\d{8}\b")
+# A dated local version (`2.8.0+git.abc.d20260101`): the date part after the `+`.
+_DIRTY_VERSION_RE = re.compile(r"\bd\d{8}\b")
 _SITE_RE = re.compile(r".*/(?:site|dist)-packages/")
 
 
@@ -203,7 +204,7 @@ def permalink(repo: str, ref: str, path: str, start: int, end: int) -> str:
 def _dirty_note(rule: UpstreamRule, packages: Sequence[Package]) -> str:
     wanted = normalise_package(rule.dist)
     for package in packages:
-        if package.name == wanted and _DIRTY_VERSION_RE.search(package.version):
+        if package.name == wanted and _DIRTY_VERSION_RE.search(package.version.partition("+")[2]):
             return (
                 f"the installed {package.name} {package.version} was built from a checkout "
                 "with uncommitted changes: upstream's file may differ"

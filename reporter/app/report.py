@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reporter import bundle as bundle_io
+from reporter import inert
 from reporter.analysis import Analysis, Similarity, analyze
 from reporter.errors import InputError, OutputError, UsageError
-from reporter.fileio import check_regular, read_text_bounded
+from reporter.fileio import check_regular, markdown_files, read_text_bounded
 from reporter.manifest import MANIFEST_NAME
 from reporter.model import Bundle
 from reporter.render import markdown as md
@@ -220,12 +221,12 @@ def seen_before(
         return SeenBefore()
     records = []
     skip = str(exclude) if exclude is not None else ""
-    for path in sorted(p for p in folder.rglob("*.md") if p.is_file()):
+    for path in markdown_files(folder):
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            text = read_text_bounded(path, max_bytes=REPORT_MAX_BYTES)
+            record = seen.read(text, path=str(path))
+        except (InputError, ValueError, RecursionError):
             continue  # `report lint` says why
-        record = seen.read(text, path=str(path))
         if record is not None:
             # Folders compare resolved: `./b`, `b/` and `/srv/b` name one bundle.
             records.append(replace(record, bundle=_resolved(record.bundle)))
@@ -298,7 +299,9 @@ def draft(
     # Evidence quoted in the report (raw dumps, log lines, locals) is masked like every
     # other output: the local report is shared too (reporter.secrets).
     view = _draft_view(bundle, analysis, now=moment, chart_file=chart_path(target).name, seen=seen)
-    text = mask_text(_report_text(view))
+    # ... and made inert like terminal output: `cat` of the report never runs an escape
+    # sequence (an OSC 52 clipboard write) or reorders text (a bidi override).
+    text = inert.for_document(mask_text(_report_text(view)))
     # The SVG is drawn from the charts the report's Mermaid blocks were made from.
     svg = render_charts_svg(bundle, analysis, view.metrics.drawn if view.metrics else ())
     charts = chart_path(target) if svg is not None else None
@@ -444,7 +447,7 @@ def _markdown_files(paths: Sequence[Path]) -> list[Path]:
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*.md") if p.is_file()))
+            files.extend(markdown_files(path))
         elif path.is_file():
             files.append(path)
         elif path.exists():
@@ -482,11 +485,22 @@ def lint_reports(paths: Sequence[Path], *, index: Path | None = None) -> LintRun
                     )
                 )
                 continue
-            findings.extend(
-                lint.lint_text(
-                    text, path=str(path), index=issue_index, upstream_scan=_upstream_scan
+            try:
+                findings.extend(
+                    lint.lint_text(
+                        text, path=str(path), index=issue_index, upstream_scan=_upstream_scan
+                    )
                 )
-            )
+            except (ValueError, RecursionError, MemoryError) as err:
+                # One report the checks cannot take never stops them on the others.
+                findings.append(
+                    lint.Finding(
+                        path=str(path),
+                        line=1,
+                        rule=lint.Rule.UNREADABLE,
+                        message=f"not checked: {type(err).__name__}: {str(err)[:200]}",
+                    )
+                )
     finally:
         if issue_index is not None:
             issue_index.close()
@@ -503,12 +517,15 @@ def report_status(folder: Path) -> tuple[ReportStatus, ...]:
             tip="pass the folder that holds the reports (default reports/)",
         )
     rows: list[ReportStatus] = []
-    for path in sorted(p for p in folder.rglob("*.md") if p.is_file()):
+    for path in markdown_files(folder):
         try:
             text = read_text_bounded(path, max_bytes=REPORT_MAX_BYTES)
+            row = status.summarize(text, path=str(path))
         except InputError:
             continue  # not a report we can read; `report lint` says why
-        row = status.summarize(text, path=str(path))
+        except (ValueError, RecursionError, MemoryError) as err:
+            # One report that cannot be summarised never hides the others.
+            row = status.unreadable(path=str(path), why=f"{type(err).__name__}: {err}")
         if row is not None:
             rows.append(row)
     return status.grouped(rows)

@@ -72,7 +72,8 @@ class CollectStatus(StrEnum):
     INTERRUPTED = "interrupted"
     FAILED = "failed"
     INCOMPLETE = "incomplete"
-    """Finished, but no stack came back from any process it was asked to dump."""
+    """Finished, but no stack came back from any process it was asked to dump, or nothing
+    came back from a URL it was asked to read."""
     PARTIAL = "partial"
     """Finished on several hosts: stacks came back from some, not from others (see
     `[[collect.remote]]`)."""
@@ -171,6 +172,8 @@ class ManifestState:
     pyspy: str = ""
     mode: str = ""
     ptrace: str = ""
+    limits: str = ""
+    """The bounds of every read: the deadline per request and the size cap."""
     wedge_window: float | None = None
     summary: str = ""
     """Human text for `[fields] collection`."""
@@ -249,7 +252,12 @@ def render(state: ManifestState) -> str:
     if state.finished_at is not None:
         doc.key("finished_at", state.finished_at)
     doc.key("command", m(state.command)).key("host", state.host).key("tool", state.tool)
-    for key, value in (("pyspy", state.pyspy), ("mode", state.mode), ("ptrace", state.ptrace)):
+    for key, value in (
+        ("pyspy", state.pyspy),
+        ("mode", state.mode),
+        ("ptrace", state.ptrace),
+        ("limits", state.limits),
+    ):
         if value:
             doc.key(key, value)
     for target in state.targets:

@@ -13,14 +13,17 @@ The API, by example::
     secrets.is_secret("MYSQL_PWD", "x")           -> True   (the name says so)
     secrets.is_secret("ANY", "ghp_...")            -> True   (the value has a token's shape)
     secrets.mask_value("VLLM_PASS", "pw")          -> "[redacted]"
+    secrets.mask_value("--model-path", "https://u:pw@hf.example/m")
+    -> "https://u:[redacted]@hf.example/m"        (masked inside: the rest stays readable)
     secrets.scan(text)                             -> [SecretHit(kind, name, value, start, end)]
 
 * `names.is_secret_name`: a variable, option, key or header whose name says secret;
 * `shapes.scan`: secret spans in any text (provider tokens, URL and query credentials,
   webhooks, connection strings, authorization headers, secret-named assignments and
   options), our patterns plus detect-secrets' offline plugins;
-* `SecretPolicy`: whole-value decisions (name, shape, or an opaque token-like run),
-  extendable by an `env.toml` `[secret]` table;
+* `SecretPolicy`: what a named value shows: whole-value redaction when the name says
+  secret or the value is the credential (an opaque token-like run), else the credential
+  masked inside it (`shown`); extendable by an `env.toml` `[secret]` table;
 * `scrub`: the byte-level capture scrubbers of `report collect`.
 
 `mask_text` is what a caller that shows evidence text wants: idempotent (masked text
@@ -64,25 +67,6 @@ OPAQUE_MIN_LENGTH = 32
 # pathological one-line megabyte would otherwise cost them quadratic time).
 _CHUNK = 1 << 16
 
-# Shapes found *inside* a value by its context (a header, a query, an assignment): the
-# value is masked in place rather than replaced whole.
-_IN_PLACE_KINDS = frozenset(
-    {
-        "authorization-header",
-        "basic-auth",
-        "query-secret",
-        "connection-string",
-        "secret-assignment",
-        "secret-flag",
-        "secret-short-flag",
-        "user-password-option",
-        "credential-tuple",
-        "percent-encoded-bearer",
-        "cookie",
-        "azure-key",
-        "aws-secret-access-key",
-    }
-)
 _USER_PASSWORD_OPTIONS = frozenset({"-u", "--user", "--proxy-user", "--http-user"})
 _OPAQUE_CHARS_RE = re.compile(r"[A-Za-z0-9+/=_-]+\Z")
 _HEX_RE = re.compile(r"[0-9a-fA-F]+\Z")
@@ -112,27 +96,35 @@ class SecretPolicy:
         return is_secret_name(name) or bool(self.extra_names and self.extra_names.match(name))
 
     def is_secret(self, name: str, value: str | None) -> bool:
-        """True when `name` says secret, or `value` holds a credential anywhere."""
+        """True when `name` says secret, or `value` holds a credential anywhere in it."""
         if name and self.is_secret_name(name):
             return True
         if not value:
             return False
+        return self.is_whole(name, value) or bool(scan(value[:_CHUNK]))
+
+    def is_whole(self, name: str, value: str) -> bool:
+        """True when `value` goes whole: its name says secret, or the value itself is the
+        credential (an opaque token, an extra `[secret] values` match, a `-u user:pw`)."""
+        if name and self.is_secret_name(name) and not PLACEHOLDER_RE.fullmatch(value):
+            return True
         if name.lower() in _USER_PASSWORD_OPTIONS and ":" in value:
-            return True  # curl's `-u user:password`
-        if any(p.search(value) for p in self.extra_values):
             return True
-        if _opaque(value, self.opaque_min_length):
-            return True
-        # A value that *is* a credential (a token, a URL with a password) goes whole; a
-        # value with a credential inside a longer text (`x=1,authorization=Basic ...`) is
-        # masked in place by `shown` / `mask_text`.
-        return any(hit.kind not in _IN_PLACE_KINDS for hit in scan(value[:_CHUNK]))
+        return _opaque(value, self.opaque_min_length) or any(
+            p.search(value) for p in self.extra_values
+        )
 
     def shown(self, name: str, value: str | None) -> str | None:
-        """`value` with secrets masked: `[redacted]` whole when it is one; None stays None."""
+        """`value` as any output may show it; None stays None.
+
+        `[redacted]` whole when the name says secret or the value is the credential;
+        otherwise masked *inside*: the credential in a URL, the token in a flag's value,
+        so the rest stays readable (`s3://AKIA...:[redacted]@bucket/model` -> the model
+        path is still there to compare).
+        """
         if value is None:
             return None
-        return REDACTED if self.is_secret(name, value) else mask_text(value)
+        return REDACTED if value and self.is_whole(name, value) else mask_text(value)
 
 
 def policy_from(
@@ -159,10 +151,8 @@ def is_secret(name: str, value: str | None) -> bool:
 
 
 def mask_value(name: str, value: str) -> str:
-    """`value` whole-redacted when its name says secret, else with secret spans masked."""
-    if name and is_secret_name(name) and value and not PLACEHOLDER_RE.fullmatch(value):
-        return REDACTED
-    return mask_text(value)
+    """`value` as the default policy shows it (`SecretPolicy.shown`)."""
+    return default_policy().shown(name, value) or ""
 
 
 def spans(text: str, *, library: bool = True) -> list[tuple[int, int]]:

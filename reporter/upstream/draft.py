@@ -47,7 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from reporter import __version__
+from reporter import __version__, inert
 from reporter.analysis import Analysis
 from reporter.analysis.environment import ShowRules, default_rules
 from reporter.model import Bundle
@@ -64,6 +64,7 @@ from reporter.render.policy import (
     Text,
     TextPolicy,
     final,
+    github_title,
     later,
     settle,
 )
@@ -316,8 +317,9 @@ def _title(inputs: DraftInputs, policy: TextPolicy) -> Text:
 
 
 def _finish_title(text: str, prefix: str) -> str:
-    """One line, the form's title prefix first, within GitHub's title limit."""
-    text = " ".join(text.split())
+    """One line, inert (no control, bidi or zero-width characters; mentions and
+    references in code spans), the form's title prefix first, within GitHub's limit."""
+    text = github_title(" ".join(inert.for_document(text).split()))
     if prefix.strip() and not text.startswith(prefix.strip()):
         text = prefix + text
     if len(text) > TITLE_LIMIT:
@@ -550,6 +552,9 @@ def build_draft(inputs: DraftInputs, *, budget: int = REVIEW_BUDGET) -> Upstream
         line = inputs.known_fix.sentence(link=True)
         view = replace(view, evidence=replace(view.evidence, notes=(line, *view.evidence.notes)))
     body, view = _fit(view, min(budget, BODY_BUDGET))
+    # What `upstream file` would post, and what the reviewer opens: never a terminal escape,
+    # a bidi override or a zero-width character from the evidence.
+    body = inert.for_document(body)
     notes: list[str] = []
     if len(body) > GITHUB_BODY_LIMIT:
         notes.append(

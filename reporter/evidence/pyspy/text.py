@@ -36,7 +36,6 @@ from reporter.evidence.pyspy.failures import ErrorBlock, watchdog_failure
 from reporter.evidence.pyspy.frames import FRAME_CACHE, cut_frame, looks_like_frame, parse_frame
 from reporter.evidence.pyspy.grammar import (
     ANCHOR_RE,
-    CONDENSED_RE,
     ERROR_ANCHOR_RE,
     GLUE_SPLIT_RE,
     PANIC_RE,
@@ -48,6 +47,7 @@ from reporter.evidence.pyspy.grammar import (
     THREAD_CUT_RE,
     UNKNOWN_THREAD_ID,
     WRAPPER_RE,
+    condensed_header,
     ends_header,
     is_separator,
     same_role,
@@ -269,11 +269,11 @@ class _TextParser:
         self._block = block
         self._mode = HEADER
         self._cmd_lines = 0
-        condensed = CONDENSED_RE.match(match.group(2))
+        condensed = condensed_header(match.group(2))
         if condensed is not None:
             # The condensed form carries the version on the header line; no `Python v` follows.
-            block.cmd = [condensed.group(1)]
-            block.version = condensed.group(2)
+            block.cmd = [condensed[0]]
+            block.version = condensed[1]
             self._mode = META
 
     def _stamp(self, block: ProcBlock, raw: str, line: str) -> None:
