@@ -62,7 +62,7 @@ from reporter.analysis.timeline import build as build_timeline
 from reporter.analysis.verdict import Finding, decide
 from reporter.analysis.wedge import WedgeReport
 from reporter.analysis.wedge import detect as detect_wedge
-from reporter.gcpause import gc_paused
+from reporter.core.gcpause import gc_paused
 from reporter.model import Bundle, ProcState, ThreadStatus
 
 if TYPE_CHECKING:
@@ -497,7 +497,7 @@ def _wedge_sentence(wedge: WedgeReport | None, bundle: Bundle) -> str:
     """What the metrics add to the stack verdict's summary ("" when they add nothing)."""
     if wedge is None or wedge.episode is None:
         return ""
-    from reporter.times import iso
+    from reporter.core.times import iso
 
     episode = wedge.episode
     state = (

@@ -11,8 +11,8 @@ from __future__ import annotations
 from datetime import datetime
 from enum import Enum
 
+from reporter.core.times import iso
 from reporter.model import Frame, Location
-from reporter.times import iso
 
 JSON = dict[str, object]
 
