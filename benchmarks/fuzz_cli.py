@@ -4,7 +4,10 @@ For each reading command (`analyze`, `analyze --json`, `draft`, `lint`, `preview
 `index import`, `diff`) the script mutates real inputs from `fixtures/` (truncation at a
 random byte, byte flips, inserted NULs and escape sequences, duplicated and deleted lines,
 huge lines, deep nesting, non-UTF-8 bytes, CRLF) and runs `python -m reporter ...` on
-each with a watchdog. It counts exit codes, tracebacks (any `Traceback` on either
+each with a watchdog. `collect` is run against a hostile server on 127.0.0.1
+(`tests/hostile/servers.py`, a random mode: trickling, silent, huge, endless, a gzip bomb,
+an unclosed debug page, or a mutated real `/metrics` and debug page) as its `--metrics-url`
+and `--torch-debug`. It counts exit codes, tracebacks (any `Traceback` on either
 stream) and hangs (watchdog kills), and prints the first offending inputs. In-process
 parser fuzzing is `benchmarks/fuzz_parsers.py`'s job; this drives the commands.
 
@@ -29,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # tests/hostile/servers.py
 DUMP = ROOT / "fixtures" / "bundles" / "tp_desync" / "snapshots" / "rank0_s0.txt"
 BUNDLE = ROOT / "fixtures" / "bundles" / "tp_desync"
 ENV_BUNDLE = ROOT / "fixtures" / "redaction" / "bundle"
@@ -150,6 +154,44 @@ def b_diff(work: Path, rng: random.Random) -> list[str]:
     return ["diff", str(good), str(_bundle_copy(ENV_BUNDLE, work, rng))]
 
 
+# Servers a `collect` run talks to: stopped after the run.
+SERVERS: list[object] = []
+FR_PAGE = ROOT / "fixtures" / "bundles" / "fr_different_ops" / "torch-debug" / "fr_trace"
+
+
+def b_collect(work: Path, rng: random.Random) -> list[str]:
+    from hostile.servers import MODES, HostileServer
+
+    mode = rng.choice(MODES)
+    page = ""
+    if mode == "debug-page":
+        real = sorted(p for p in FR_PAGE.rglob("*") if p.is_file())
+        blocks = "".join(
+            f"<h2>Rank {n}: http://127.0.0.1:1/handler?</h2>\n<pre>{p.read_text('utf-8')}</pre>\n"
+            for n, p in enumerate(real)
+        )
+        metrics = (ROOT / "fixtures" / "bundles" / "wedge_metrics" / "metrics").rglob("*.prom")
+        seed = blocks + "".join(p.read_text("utf-8") for p in metrics)
+        page = mutate(seed.encode("utf-8"), rng).decode("utf-8", errors="replace")
+    server = HostileServer(mode, size=64 << 20, page=page).__enter__()
+    SERVERS.append(server)
+    return [
+        "collect",
+        "--out",
+        str(work / "out"),
+        "--timeout",
+        "2s",
+        "--max-size",
+        "4M",
+        "--metrics-url",
+        server.url + "/metrics",
+        "--scrape-for",
+        "0s",
+        "--torch-debug",
+        server.url,
+    ]
+
+
 COMMANDS: dict[str, Builder] = {
     "analyze": b_analyze,
     "analyze --json": b_analyze_json,
@@ -158,6 +200,7 @@ COMMANDS: dict[str, Builder] = {
     "preview": b_preview,
     "index import": b_index_import,
     "diff": b_diff,
+    "collect": b_collect,
 }
 
 
@@ -223,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
                 if done.returncode not in (0, 1, 2):
                     problems.append(f"EXIT {done.returncode} {name} run {run}")
             finally:
+                while SERVERS:
+                    SERVERS.pop().stop()  # type: ignore[attr-defined]
                 shutil.rmtree(work, ignore_errors=True)
         totals[name] = counts
         print(

@@ -222,6 +222,7 @@ def collect_json(summary: CollectSummary) -> JSON:
         "seconds": round(summary.seconds, 3),
         "skipped": [{"what": s.what, "reason": s.reason} for s in summary.skipped],
         "missing_stacks": list(summary.missing_stacks),
+        "missing": list(summary.missing),
         "advice": list(summary.advice),
         "hosts": [
             {

@@ -336,8 +336,9 @@ SCHEMAS: dict[str, Schema] = {
         "What a live collection took and skipped.",
         status=described(
             {"enum": ["complete", "incomplete", "partial", "interrupted", "failed"]},
-            "incomplete: no stack came back from any process it was asked to dump; partial: "
-            "stacks from some hosts, not from others",
+            "incomplete: no stack came back from any process it was asked to dump, or "
+            "nothing from a URL it was asked to read; partial: stacks from some hosts, not "
+            "from others",
         ),
         out=STR,
         targets=INT,
@@ -348,6 +349,7 @@ SCHEMAS: dict[str, Schema] = {
         seconds=NUM,
         skipped=array(obj("one thing not captured", what=STR, reason=STR)),
         missing_stacks=described(STRS, "status incomplete: why, per target"),
+        missing=described(STRS, "status incomplete: why, per URL that gave nothing"),
         advice=STRS,
         hosts=described(
             array(

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
 
-from reporter import rules as data_files
 from reporter.analysis.env_rules import REDACTED, Secrets, default_rules
-from reporter.errors import ReporterError
+from reporter.core import rules as data_files
+from reporter.core.errors import ReporterError
 from reporter.evidence.env import flag_map
 from reporter.model import Bundle, Environment
 from reporter.secrets import mask_text
@@ -144,7 +144,7 @@ def parse_rules(text: str, *, source: str = "diff.toml") -> DiffRules:
     """Compile a diff.toml; a malformed entry raises `ReporterError` naming it.
 
     Types, required keys and unknown keys are checked by the declared shape
-    (`reporter.rules.SHAPES`); what a shape cannot say is checked here.
+    (`reporter.core.rules.SHAPES`); what a shape cannot say is checked here.
     """
     data = data_files.parse(text, data_files.SHAPES["diff.toml"], source=source)
     kind_scores = {kind: _int(data.get("kind", {}), kind.value, source) for kind in ChangeKind}
@@ -376,17 +376,22 @@ def _change(
                 continue
             sign = "+" if rule.weight >= 0 else "-"
             why.append(f"{rule.why} ({rule.id}): {sign}{abs(rule.weight)}")
-    hidden = kind in (ChangeKind.ENV, ChangeKind.FLAG, ChangeKind.FACT) and any(
-        secrets.is_secret(key, v) for v in values
-    )
-    if hidden:
-        why.append("values hidden: they look secret")
+    named = kind in (ChangeKind.ENV, ChangeKind.FLAG, ChangeKind.FACT)
+    # Masked inside, not whole (issue 20): the credential in a URL or a flag's value goes,
+    # the rest of the value stays, so the change and the step built from it read.
+    shown_before = secrets.shown(key, before) if named else _masked(before)
+    shown_after = secrets.shown(key, after) if named else _masked(after)
+    if (shown_before, shown_after) != (before, after):
+        whole = REDACTED in (shown_before, shown_after)
+        why.append(
+            "values hidden: they look secret" if whole else "secrets masked inside the values"
+        )
     return Change(
         kind=kind,
         key=mask_text(key),
         status=status,
-        before=REDACTED if hidden and before is not None else _masked(before),
-        after=REDACTED if hidden and after is not None else _masked(after),
+        before=shown_before,
+        after=shown_after,
         score=score,
         why=tuple(why),
         tie=tie,

@@ -32,34 +32,35 @@ from reporter.analysis.records import record
 from reporter.analysis.result import EnvironmentSummary as EnvironmentSummary
 from reporter.analysis.result import ShownCommand, ShownPackage, ShownVariable
 from reporter.model import CommandLine, EnvFact, Environment, Gpu, Package
-from reporter.secrets import mask_text
 
 
 def summarize(environment: Environment, rules: ShowRules | None = None) -> EnvironmentSummary:
     """The allowlisted, redacted view of `environment` (sorted by name; GPUs by index)."""
     rules = rules or default_rules()
     secrets = rules.secrets
-    by_name: dict[str, tuple[list[str], list[str], bool]] = {}
+    by_name: dict[str, tuple[list[str], list[str]]] = {}
     for var in environment.variables:
-        values, sources, secret = by_name.setdefault(var.name, ([], [], False))
+        values, sources = by_name.setdefault(var.name, ([], []))
         if var.value not in values:
             values.append(var.value)
         if var.source.path not in sources:
             sources.append(var.source.path)
-        if secrets.is_secret(var.name, var.value) and not secret:
-            by_name[var.name] = (values, sources, True)
     shown: list[ShownVariable] = []
     redacted = 0
     for name in sorted(by_name):
-        values, sources, secret = by_name[name]
+        values, sources = by_name[name]
+        # The allowlist decides what is shown, never what is scanned: every shown value
+        # goes through the secret policy whatever its name.
         if not rules.shows(name, values):
             continue
+        masked = tuple(dict.fromkeys(secrets.shown(name, v) or "" for v in values))
+        secret = masked != tuple(values)
         if secret:
             redacted += 1
         shown.append(
             ShownVariable(
                 name=name,
-                values=(REDACTED,) if secret else tuple(mask_text(v) for v in values),
+                values=masked,
                 redacted=secret,
                 sources=tuple(sources),
             )

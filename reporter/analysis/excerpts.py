@@ -26,9 +26,9 @@ from functools import cache
 from pathlib import PurePosixPath
 from typing import Protocol
 
-from reporter import rules as data_files
 from reporter.analysis.records import record
 from reporter.analysis.result import Analysis, CodeView, ExcerptAnalysis
+from reporter.core import rules as data_files
 from reporter.evidence.env import normalise_package
 from reporter.model import Bundle, CodeExcerpt, FileHash, Frame, Package, innermost_python
 
@@ -36,7 +36,8 @@ DEFAULT_CONTEXT = 6
 MAX_AUTOMATIC = 8
 _COMMIT_IN_URL_RE = re.compile(r"@([0-9a-f]{7,40})(?:[#&]|\Z)")
 _COMMIT_IN_VERSION_RE = re.compile(r"\+g([0-9a-f]{7,40})")
-_DIRTY_VERSION_RE = re.compile(r"\+.*\bd\d{8}\b")
+# A dated local version (`2.8.0+git.abc.d20260101`): the date part after the `+`.
+_DIRTY_VERSION_RE = re.compile(r"\bd\d{8}\b")
 _SITE_RE = re.compile(r".*/(?:site|dist)-packages/")
 
 
@@ -51,7 +52,7 @@ class SourceFile:
 
 
 class SourceReader(Protocol):
-    """Finds the local source of a frame's file (`reporter.sources.SourceRoots` reads folders)."""
+    """Finds the local source of a frame's file (`reporter.load.sources.SourceRoots` reads folders)."""
 
     def find(self, frame_file: str) -> SourceFile | None:
         """The file for `frame_file` as a dump prints it, or None."""
@@ -76,7 +77,7 @@ def parse_upstream_rules(text: str, *, source: str = "upstream.toml") -> tuple[U
     """Compile an upstream.toml; a malformed entry raises `ReporterError`."""
     data = data_files.parse(text, data_files.SHAPES["upstream.toml"], source=source)
     rules: list[UpstreamRule] = []
-    # The shape (reporter/rules.py) has checked module, dist and repo are strings.
+    # The shape (reporter/core/rules.py) has checked module, dist and repo are strings.
     for entry in data.get("package", []):
         rules.append(
             UpstreamRule(
@@ -203,7 +204,7 @@ def permalink(repo: str, ref: str, path: str, start: int, end: int) -> str:
 def _dirty_note(rule: UpstreamRule, packages: Sequence[Package]) -> str:
     wanted = normalise_package(rule.dist)
     for package in packages:
-        if package.name == wanted and _DIRTY_VERSION_RE.search(package.version):
+        if package.name == wanted and _DIRTY_VERSION_RE.search(package.version.partition("+")[2]):
             return (
                 f"the installed {package.name} {package.version} was built from a checkout "
                 "with uncommitted changes: upstream's file may differ"

@@ -47,8 +47,8 @@ from reporter.analysis.result import (
     WaitsFor,
 )
 from reporter.analysis.wedge import WedgeReport
+from reporter.core.times import iso
 from reporter.model import TimelineEvent
-from reporter.times import iso
 
 
 def class_json(stack: StackClass) -> JSON:

@@ -12,8 +12,8 @@ from datetime import datetime
 from enum import Enum
 from functools import cache
 
+from reporter.core.times import iso
 from reporter.model import Frame, Location
-from reporter.times import iso
 
 JSON = dict[str, object]
 

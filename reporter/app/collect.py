@@ -22,9 +22,9 @@ def collect(
 ) -> CollectSummary:
     """`report collect`: gather live evidence into a new bundle folder.
 
-    The first Ctrl-C asks the collection to stop at the next step boundary and to
-    leave a valid partial bundle; a second one interrupts at once (the manifest
-    written after the last finished step still stands). `clock` stamps the manifest (by
+    The first Ctrl-C stops the collection within a second: open HTTP reads are cut
+    (`collect.httpread`), running helpers killed, and a valid partial bundle is left; a
+    second one interrupts at once (the manifest written after the last step still stands). `clock` stamps the manifest (by
     default the wall clock: collection times are facts, `SOURCE_DATE_EPOCH` does not apply).
     """
     import signal
@@ -41,7 +41,10 @@ def collect(
 
     def first_interrupt(signum: int, frame: object) -> None:
         stop.set()
-        progress("stopping: finishing the current step (Ctrl-C again to abort at once)")
+        progress(
+            "stopping: open reads and helpers end now, what was captured is kept "
+            "(Ctrl-C again to abort at once)"
+        )
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
     previous = signal.signal(signal.SIGINT, first_interrupt)

@@ -9,26 +9,27 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reporter import bundle as bundle_io
 from reporter.analysis import Analysis, Similarity, analyze
-from reporter.errors import InputError, OutputError, UsageError
-from reporter.fileio import check_regular, read_text_bounded
-from reporter.manifest import MANIFEST_NAME
+from reporter.core import inert
+from reporter.core.errors import InputError, OutputError, UsageError
+from reporter.core.fileio import check_regular, markdown_files, read_text_bounded
+from reporter.core.writer import check_target, locked, write_atomic
+from reporter.load import bundle as bundle_io
+from reporter.load.manifest import MANIFEST_NAME
 from reporter.model import Bundle
 from reporter.render import markdown as md
 from reporter.secrets import mask_text
-from reporter.writer import check_target, locked, write_atomic
 
 if TYPE_CHECKING:
     from reporter.analysis.diff import EnvDiff
-    from reporter.guess import Suggestion
+    from reporter.load.guess import Suggestion
+    from reporter.load.sources import SourceRoots
     from reporter.render.answer import SeenBefore, SeenReport
     from reporter.render.charts import Chart
     from reporter.render.lint import Finding
     from reporter.render.regions import MergeResult
     from reporter.render.status import ReportStatus
     from reporter.render.view import ReportView
-    from reporter.sources import SourceRoots
 
 
 # The clock under its old name, for app/upstream.py until its use cases take a Context.
@@ -101,7 +102,7 @@ def load_and_analyze(paths: Sequence[Path], options: Options) -> tuple[Bundle, A
 
 def _source_roots(bundle: Bundle, roots: Sequence[Path]) -> SourceRoots | None:
     """The `--source-root` folders, then the bundle's own `source_root`; None when neither."""
-    from reporter.sources import SourceRoots
+    from reporter.load.sources import SourceRoots
 
     all_roots = list(roots)
     if bundle.root is not None and bundle.manifest.source_root:
@@ -128,7 +129,7 @@ def diff_runs(
     `source_roots` is empty or two folders (GOOD's source tree, then BAD's), hashed file by file.
     """
     from reporter.analysis.diff import diff_bundles
-    from reporter.sources import hash_tree
+    from reporter.load.sources import hash_tree
 
     if len(source_roots) not in (0, 2):
         raise UsageError(
@@ -220,12 +221,12 @@ def seen_before(
         return SeenBefore()
     records = []
     skip = str(exclude) if exclude is not None else ""
-    for path in sorted(p for p in folder.rglob("*.md") if p.is_file()):
+    for path in markdown_files(folder):
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            text = read_text_bounded(path, max_bytes=REPORT_MAX_BYTES)
+            record = seen.read(text, path=str(path))
+        except (InputError, ValueError, RecursionError):
             continue  # `report lint` says why
-        record = seen.read(text, path=str(path))
         if record is not None:
             # Folders compare resolved: `./b`, `b/` and `/srv/b` name one bundle.
             records.append(replace(record, bundle=_resolved(record.bundle)))
@@ -298,7 +299,9 @@ def draft(
     # Evidence quoted in the report (raw dumps, log lines, locals) is masked like every
     # other output: the local report is shared too (reporter.secrets).
     view = _draft_view(bundle, analysis, now=moment, chart_file=chart_path(target).name, seen=seen)
-    text = mask_text(_report_text(view))
+    # ... and made inert like terminal output: `cat` of the report never runs an escape
+    # sequence (an OSC 52 clipboard write) or reorders text (a bidi override).
+    text = inert.for_document(mask_text(_report_text(view)))
     # The SVG is drawn from the charts the report's Mermaid blocks were made from.
     svg = render_charts_svg(bundle, analysis, view.metrics.drawn if view.metrics else ())
     charts = chart_path(target) if svg is not None else None
@@ -368,7 +371,7 @@ def init_manifest(folder: Path, *, force: bool = False) -> InitResult:
     """Write a commented `bundle.toml` listing the evidence found in `folder`.
 
     Guesses for the upstream repository, the world size and evidence globs go in as
-    commented-out lines with the evidence behind each (see `reporter.guess`).
+    commented-out lines with the evidence behind each (see `reporter.load.guess`).
     """
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder", tip="pass the folder that holds the dumps")
@@ -386,8 +389,8 @@ def init_manifest(folder: Path, *, force: bool = False) -> InitResult:
 
 def _init_guesses(folder: Path) -> tuple[Suggestion, ...]:
     """What the evidence in `folder` suggests; nothing when it cannot be read."""
-    from reporter import guess
     from reporter.analysis.excerpts import default_upstream_rules
+    from reporter.load import guess
 
     try:
         bundle = bundle_io.load([folder])
@@ -444,7 +447,7 @@ def _markdown_files(paths: Sequence[Path]) -> list[Path]:
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*.md") if p.is_file()))
+            files.extend(markdown_files(path))
         elif path.is_file():
             files.append(path)
         elif path.exists():
@@ -482,11 +485,22 @@ def lint_reports(paths: Sequence[Path], *, index: Path | None = None) -> LintRun
                     )
                 )
                 continue
-            findings.extend(
-                lint.lint_text(
-                    text, path=str(path), index=issue_index, upstream_scan=_upstream_scan
+            try:
+                findings.extend(
+                    lint.lint_text(
+                        text, path=str(path), index=issue_index, upstream_scan=_upstream_scan
+                    )
                 )
-            )
+            except (ValueError, RecursionError, MemoryError) as err:
+                # One report the checks cannot take never stops them on the others.
+                findings.append(
+                    lint.Finding(
+                        path=str(path),
+                        line=1,
+                        rule=lint.Rule.UNREADABLE,
+                        message=f"not checked: {type(err).__name__}: {str(err)[:200]}",
+                    )
+                )
     finally:
         if issue_index is not None:
             issue_index.close()
@@ -503,12 +517,15 @@ def report_status(folder: Path) -> tuple[ReportStatus, ...]:
             tip="pass the folder that holds the reports (default reports/)",
         )
     rows: list[ReportStatus] = []
-    for path in sorted(p for p in folder.rglob("*.md") if p.is_file()):
+    for path in markdown_files(folder):
         try:
             text = read_text_bounded(path, max_bytes=REPORT_MAX_BYTES)
+            row = status.summarize(text, path=str(path))
         except InputError:
             continue  # not a report we can read; `report lint` says why
-        row = status.summarize(text, path=str(path))
+        except (ValueError, RecursionError, MemoryError) as err:
+            # One report that cannot be summarised never hides the others.
+            row = status.unreadable(path=str(path), why=f"{type(err).__name__}: {err}")
         if row is not None:
             rows.append(row)
     return status.grouped(rows)

@@ -17,16 +17,16 @@ from reporter.app.report import (
     default_report_path,
     load_and_analyze,
 )
-from reporter.errors import InputError, OutputError, ReporterError, UsageError
-from reporter.fileio import read_text_bounded
+from reporter.core.errors import InputError, OutputError, ReporterError, UsageError
+from reporter.core.fileio import markdown_files, read_text_bounded
+from reporter.core.writer import write_atomic
 from reporter.model import Bundle
 from reporter.render import markdown as md
-from reporter.writer import write_atomic
 
 if TYPE_CHECKING:
     from reporter.app.filing import DraftRun, DraftSource
     from reporter.app.settings import Context
-    from reporter.config import Settings
+    from reporter.core.config import Settings
     from reporter.upstream.publish import FileResult
     from reporter.upstream.query import Query as UpstreamQuery
     from reporter.upstream.records import ImportResult
@@ -385,11 +385,12 @@ def record_upstream_issue(
         folder = reports if reports is not None else DEFAULT_REPORTS
         candidates = []
         if folder.is_dir() and bundle.root:
-            for path in sorted(p for p in folder.rglob("*.md") if p.is_file()):
+            for path in markdown_files(folder):
                 try:
-                    record = seen.read(path.read_text(encoding="utf-8"), path=str(path))
-                except (OSError, UnicodeDecodeError):
-                    continue
+                    text = read_text_bounded(path, max_bytes=REPORT_MAX_BYTES)
+                    record = seen.read(text, path=str(path))
+                except (InputError, ValueError, RecursionError):
+                    continue  # `report lint` says why
                 if record is not None and record.bundle == bundle.root:
                     candidates.append(path)
     updated: list[Path] = []

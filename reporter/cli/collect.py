@@ -10,7 +10,7 @@ import typer
 
 from reporter import console
 from reporter.cli.group import cli, echo_lines
-from reporter.cli.options import JsonFlag
+from reporter.cli.options import JsonFlag, size
 
 if TYPE_CHECKING:
     from reporter.collect.plan import RemoteRequest
@@ -90,8 +90,20 @@ def collect_cmd(
     ] = False,
     timeout: Annotated[
         str,
-        typer.Option("--timeout", help="Limit for each py-spy run, helper program and request."),
+        typer.Option(
+            "--timeout",
+            help="Limit for each py-spy run, helper program and HTTP request (the whole "
+            "request: connect, headers and body).",
+        ),
     ] = "10s",
+    max_size: Annotated[
+        str,
+        typer.Option(
+            "--max-size",
+            help="Largest HTTP answer (after decompression), copied dump file or py-spy "
+            "output kept (e.g. 64M, 1G).",
+        ),
+    ] = "64M",
     parallel: Annotated[
         int | None,
         typer.Option(
@@ -193,8 +205,10 @@ def collect_cmd(
     py-spy dumps (non-blocking by default), /metrics scrapes, Prometheus query_range,
     /proc command lines and environments (secrets redacted), the targets' package
     versions and `systemctl show`. Never calls the serving API, never signals or
-    restarts a process. Ctrl-C leaves a valid partial bundle. Exit 1 with status
-    `incomplete` when no stack came back from any process it was asked to dump.
+    restarts a process. Every read is bounded (--timeout per request, --max-size per
+    answer). Ctrl-C leaves a valid partial bundle. Exit 1 with status `incomplete` when no
+    stack came back from any process it was asked to dump, or nothing from a URL it was
+    asked to read.
     """
     import shlex
 
@@ -241,6 +255,7 @@ def collect_cmd(
         command=shlex.join(["report", *sys.argv[1:]]),
         torch_debug=torch_debug,
         fr_dirs=tuple(fr_dir or ()),
+        max_size=size(max_size, "--max-size"),
         remote=remote,
     )
     with console.progress_bars() as (line, tick):
@@ -272,8 +287,8 @@ def _remote_request(
     read here, at the edge."""
     from reporter.collect.plan import DEFAULT_REMOTE_PARALLEL, RemoteRequest
     from reporter.collect.remote import parse_hosts_file
-    from reporter.errors import UsageError
-    from reporter.fileio import read_text_bounded
+    from reporter.core.errors import UsageError
+    from reporter.core.fileio import read_text_bounded
 
     if not (ssh or exec_template or hosts or hosts_file):
         if remote_only := [

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from reporter.errors import UsageError
+from reporter.core.errors import UsageError
 
 if TYPE_CHECKING:
     from reporter import app
@@ -63,12 +63,13 @@ JsonFlag = Annotated[
 ]
 
 
-def size(text: str) -> int:
+def size(text: str, option: str = "--max-file-size") -> int:
+    """A size option's bytes (`512M`, `2G`, `64KiB`); `UsageError` naming `option` if not one."""
     import re
 
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", text.lower())
+    match = re.fullmatch(r"\s*(\d{1,12}(?:\.\d{1,6})?)\s*([kmgt]?)i?b?\s*", text.lower())
     if not match:
-        raise UsageError(f"--max-file-size {text!r} is not a size", tip="write it like 512M or 2G")
+        raise UsageError(f"{option} {text!r} is not a size", tip="write it like 512M or 2G")
     factor = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[match.group(2)]
     return int(float(match.group(1)) * factor)
 

@@ -41,7 +41,7 @@ def analyze_cmd(
 ) -> None:
     """Print the verdict for a bundle folder or loose dump files; writes nothing."""
     from reporter import app, documents
-    from reporter.gcpause import gc_paused
+    from reporter.core.gcpause import gc_paused
 
     options = evidence_options(similarity, max_file_size, strict, source_root, baseline, context)
     # One pause for the whole command: each resume would first walk everything built
@@ -84,7 +84,7 @@ def draft_cmd(
     regenerated, reviewers' edits and text are kept byte for byte.
     """
     from reporter import app, documents
-    from reporter.gcpause import gc_paused
+    from reporter.core.gcpause import gc_paused
 
     options = evidence_options(similarity, max_file_size, strict, source_root, baseline, context)
     ctx = app.Context.resolve(read_config=False)

@@ -49,7 +49,7 @@ class ProcessSteps(SessionState):
             )
         for ppid in sorted(p for p in need_parent if p > 1):
             parent = self.processes.get(ppid)
-            label = f"PID {ppid}" + (f" ({parent.title[:60]})" if parent else "")
+            label = f"PID {ppid}" + (f" ({self.title_of(parent)})" if parent else "")
             children = [t.process.pid for t in targets if t.process.ppid == ppid]
             who = f"parent of PID {', '.join(map(str, children))}"
             self.save_cmdline(ppid, f"command line of {label}, {who}")
@@ -75,7 +75,9 @@ class ProcessSteps(SessionState):
             if proc is None:
                 continue
             captured = envcap.capture_cmdline(pid, detector=self.detector)
-            cmdline = " ".join(a for a in captured.text.split("\x00") if a) or proc.title
+            cmdline = " ".join(a for a in captured.text.split("\x00") if a) or self.title_of(
+                proc, 4096
+            )
             out.append(ProcessEntry(pid=pid, ppid=proc.ppid, pgid=proc.pgid, cmdline=cmdline))
         return tuple(out)
 
@@ -180,6 +182,7 @@ class ProcessSteps(SessionState):
                 timeout=request.timeout,
                 stop=self.stop,
                 retry_transient=not request.blocking,
+                max_output=request.max_size,
             )
             pending[future] = target
         results: list[tuple[Target, DumpResult]] = []
@@ -225,6 +228,7 @@ class ProcessSteps(SessionState):
                 timeout=self.request.timeout,
                 stop=self.stop,
                 retry_transient=True,
+                max_output=self.request.max_size,
             )
             self.record_dump(
                 target,
@@ -256,7 +260,7 @@ class ProcessSteps(SessionState):
                 plan.status_path(pid, k),
                 text,
                 EvidenceKind.PROC_STATUS,
-                f"/proc/{pid}/status after snapshot {k + 1} ({target.process.title[:60]}): "
+                f"/proc/{pid}/status after snapshot {k + 1} ({self.title_of(target.process)}): "
                 f"State {state}; the last line is /proc/{pid}/wchan when the process sleeps",
             )
 
@@ -273,7 +277,9 @@ class ProcessSteps(SessionState):
         `--nonblocking` dump taken after a blocking one failed."""
         request = self.request
         proc = target.process
-        what = f"py-spy dump of PID {proc.pid} ({proc.title[:60]}), snapshot {result.snapshot + 1}"
+        what = (
+            f"py-spy dump of PID {proc.pid} ({self.title_of(proc)}), snapshot {result.snapshot + 1}"
+        )
         if result.status in (DumpStatus.INTERRUPTED, DumpStatus.NOT_RUN):
             self.dump_reasons.setdefault(proc.pid, result.reason)
             if result.status is DumpStatus.NOT_RUN and result.reason not in self.said:
@@ -286,7 +292,9 @@ class ProcessSteps(SessionState):
         if result.status is DumpStatus.OK and request.with_locals and self.detector is not None:
             text, redacted = scrub.scrub_locals(text, self.detector)
         rel = path or plan.dump_path(proc.pid, result.snapshot)
-        self.save_file(rel, text)
+        # The whole text goes through the policy, the first line too: py-spy's header is
+        # the target's full command line.
+        redacted += self.save_file(rel, text)
         mode = "blocking" if request.blocking and path is None else "--nonblocking"
         if why:
             mode = f"{mode} {why}"
@@ -297,17 +305,15 @@ class ProcessSteps(SessionState):
         if result.attempts > 1:
             detail += f", {result.attempts} attempts"
         if redacted:
-            detail += f", {redacted} secret locals redacted"
+            detail += f", {redacted} secret values masked"
         if result.status is DumpStatus.OK:
             self.dumps_ok += 1
             self.dumped.add(proc.pid)
-            description = f"py-spy dump of PID {proc.pid} ({proc.title[:80]}): {detail}"
+            description = f"py-spy dump of PID {proc.pid} ({self.title_of(proc, 80)}): {detail}"
         else:
             self.dumps_failed += 1
             self.dump_reasons[proc.pid] = result.reason
-            description = (
-                f"py-spy failed for PID {proc.pid} ({proc.title[:80]}): {result.reason}; {detail}"
-            )
+            description = f"py-spy failed for PID {proc.pid} ({self.title_of(proc, 80)}): {result.reason}; {detail}"
             self.note_skip(what, result.reason)
             self.say(f"PID {proc.pid}: py-spy failed: {result.reason}")
             if result.permission:
@@ -336,7 +342,7 @@ class ProcessSteps(SessionState):
         self.w.update(advice=(*self.w.state.advice, first, *(f"what to do: {s}" for s in steps)))
 
     def packages(self, targets: Sequence[Target]) -> None:
-        groups: dict[tuple[str, str, tuple[str, ...]], tuple[envcap.Interpreter, list[int]]] = {}
+        groups: dict[object, tuple[envcap.Interpreter, list[int]]] = {}
         for target in targets:
             if self.stop.is_set():
                 return

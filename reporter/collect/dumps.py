@@ -20,7 +20,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 from reporter.collect.ptrace import is_permission_error
-from reporter.collect.runner import Finished, helper_env, run_bounded
+from reporter.collect.runner import DEFAULT_MAX_OUTPUT, Finished, helper_env, run_bounded
+from reporter.core.fileio import human_size
 from reporter.evidence.pyspy.failures import classify_failure
 from reporter.model import FailureState
 
@@ -56,6 +57,8 @@ class DumpResult:
     permission: bool = False
     """py-spy was refused access to the process (ptrace rules)."""
     attempts: int = 1
+    flooded: bool = False
+    """py-spy printed more than the output cap and was stopped (its first part is kept)."""
 
 
 def pyspy_argv(pyspy: str, pid: int, *, blocking: bool, with_locals: bool) -> tuple[str, ...]:
@@ -81,6 +84,11 @@ def outcome(done: Finished, *, timeout: float) -> tuple[DumpStatus, str]:
         return DumpStatus.INTERRUPTED, "interrupted by the user before py-spy finished"
     if done.timed_out:
         return DumpStatus.TIMED_OUT, f"py-spy gave no answer within {timeout:g} s and was stopped"
+    if done.flooded:
+        return DumpStatus.FAILED, (
+            f"py-spy printed more than {human_size(done.flooded)} and was stopped "
+            "(the first part is kept; raise the cap with --max-size)"
+        )
     if done.returncode != 0:
         line = first_error_line(done.stderr) or f"py-spy exited with status {done.returncode}"
         return DumpStatus.FAILED, line
@@ -97,6 +105,7 @@ def take_dump(
     timeout: float,
     stop: threading.Event | None,
     retry_transient: bool,
+    max_output: int = DEFAULT_MAX_OUTPUT,
 ) -> DumpResult:
     """Run one py-spy dump; one retry when a non-blocking read raced the target."""
     started_at = datetime.now(tz=UTC)
@@ -106,7 +115,7 @@ def take_dump(
     attempts = 0
     while True:
         attempts += 1
-        done = run_bounded(argv, timeout=timeout, stop=stop, env=env)
+        done = run_bounded(argv, timeout=timeout, stop=stop, env=env, max_output=max_output)
         status, reason = outcome(done, timeout=timeout)
         transient = status is DumpStatus.FAILED and any(t in done.stderr for t in _TRANSIENT)
         if not (retry_transient and transient and attempts == 1) or (stop and stop.is_set()):
@@ -123,6 +132,7 @@ def take_dump(
         reason=reason,
         permission=status is DumpStatus.FAILED and is_permission_error(done.stderr),
         attempts=attempts,
+        flooded=bool(done.flooded),
     )
 
 
@@ -146,7 +156,7 @@ def evidence_text(result: DumpResult) -> str:
     timed_out = result.status is DumpStatus.TIMED_OUT
     header = (
         f"Pyspy dump PID {result.pid}: rc={result.returncode} timeout={timed_out} "
-        f"truncated={timed_out and bool(result.stdout)}"
+        f"truncated={(timed_out or result.flooded) and bool(result.stdout)}"
     )
     body = result.stdout
     error = result.stderr.rstrip("\n")

@@ -1,8 +1,8 @@
 """The `bundle.toml` that `report collect` writes, rewritten atomically after every step.
 
-`render` (pure) turns a `ManifestState` into TOML that `reporter.bundle.parse_manifest`
+`render` (pure) turns a `ManifestState` into TOML that `reporter.load.bundle.parse_manifest`
 reads back; `ManifestWriter` holds the state while the collection runs and saves it
-with `reporter.writer.write_atomic`, so the folder is a valid bundle at every moment,
+with `reporter.core.writer.write_atomic`, so the folder is a valid bundle at every moment,
 also when the run is interrupted. Besides the keys the loader knows (title, service,
 `[fields]`, `[[event]]`, `[wedge]`, `[[evidence]]`), a `[collect]` table records how
 the evidence was taken and what was skipped, by example::
@@ -55,10 +55,10 @@ from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 
-from reporter.manifest import MANIFEST_NAME, TomlDocument
+from reporter.core.writer import write_atomic
+from reporter.load.manifest import MANIFEST_NAME, TomlDocument
 from reporter.model import EvidenceKind
 from reporter.secrets import mask_text
-from reporter.writer import write_atomic
 
 # Skips listed one by one in the human summary; the rest are counted.
 MAX_SKIPS_SHOWN = 12
@@ -72,7 +72,8 @@ class CollectStatus(StrEnum):
     INTERRUPTED = "interrupted"
     FAILED = "failed"
     INCOMPLETE = "incomplete"
-    """Finished, but no stack came back from any process it was asked to dump."""
+    """Finished, but no stack came back from any process it was asked to dump, or nothing
+    came back from a URL it was asked to read."""
     PARTIAL = "partial"
     """Finished on several hosts: stacks came back from some, not from others (see
     `[[collect.remote]]`)."""
@@ -171,6 +172,8 @@ class ManifestState:
     pyspy: str = ""
     mode: str = ""
     ptrace: str = ""
+    limits: str = ""
+    """The bounds of every read: the deadline per request and the size cap."""
     wedge_window: float | None = None
     summary: str = ""
     """Human text for `[fields] collection`."""
@@ -249,7 +252,12 @@ def render(state: ManifestState) -> str:
     if state.finished_at is not None:
         doc.key("finished_at", state.finished_at)
     doc.key("command", m(state.command)).key("host", state.host).key("tool", state.tool)
-    for key, value in (("pyspy", state.pyspy), ("mode", state.mode), ("ptrace", state.ptrace)):
+    for key, value in (
+        ("pyspy", state.pyspy),
+        ("mode", state.mode),
+        ("ptrace", state.ptrace),
+        ("limits", state.limits),
+    ):
         if value:
             doc.key(key, value)
     for target in state.targets:

@@ -35,8 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from reporter.collect.httpread import Limits
 from reporter.collect.procfs import ProcessInfo
-from reporter.errors import UsageError
+from reporter.core.errors import UsageError
 
 DEFAULT_SNAPSHOTS = 3
 DEFAULT_INTERVAL = 1.0
@@ -44,6 +45,8 @@ DEFAULT_TIMEOUT = 10.0
 DEFAULT_PARALLEL = 4
 DEFAULT_SCRAPE_EVERY = 2.0
 DEFAULT_SCRAPE_FOR = 60.0
+# The largest HTTP answer (decoded), copied file or helper output a collection keeps.
+DEFAULT_MAX_SIZE = 64 << 20
 DEFAULT_RANGE = 3600.0
 # Prometheus refuses more than 11,000 points per series; stay well below.
 MAX_POINTS = 1000
@@ -88,6 +91,13 @@ class CollectRequest:
     """Folders holding Flight Recorder dumps a watchdog already wrote."""
     remote: RemoteRequest | None = None
     """Capture on other hosts (`--ssh`, `--exec`) instead of this one."""
+    max_size: int = DEFAULT_MAX_SIZE
+    """The largest HTTP answer (after decoding), copied file or helper output kept."""
+
+    @property
+    def limits(self) -> Limits:
+        """The bounds of every HTTP request: `timeout` for the whole request, `max_size`."""
+        return Limits(deadline=self.timeout, max_bytes=self.max_size)
 
     @property
     def wants_processes(self) -> bool:
@@ -157,6 +167,7 @@ def validate(request: CollectRequest) -> None:
         (request.snapshots >= 1, "--snapshots must be at least 1"),
         (request.interval >= 0, "--interval must not be negative"),
         (request.timeout > 0, "--timeout must be positive"),
+        (request.max_size >= 1024, "--max-size must be at least 1K"),
         (request.parallel >= 1, "--parallel must be at least 1"),
         (request.scrape_every > 0, "--scrape-every must be positive"),
         (request.scrape_for >= 0, "--scrape-for must not be negative"),
@@ -322,10 +333,11 @@ def select_targets(
 
 
 def similar_titles(processes: Sequence[ProcessInfo], *, own: set[int], limit: int = 8) -> list[str]:
-    """Titles of Python-looking processes, for the tip when a pattern matched nothing."""
+    """Titles of Python-looking processes, for the tip when a pattern matched nothing
+    (whole: the caller masks secrets before it cuts them short)."""
     titles = sorted(
         {
-            p.title[:80]
+            p.title
             for p in processes
             if p.pid not in own and p.argv and ("python" in p.title.lower() or "::" in p.title)
         }
@@ -402,7 +414,7 @@ def framework(titles: Iterable[str]) -> str:
 
 def seconds(text: str, *, option: str, allow_zero: bool = False) -> float:
     """A command-line duration (`0.5`, `30s`, `2m`, `1h`) in seconds; `UsageError` if not one."""
-    from reporter.times import parse_duration
+    from reporter.core.times import parse_duration
 
     value = parse_duration(text.strip())
     if value is None and allow_zero and text.strip() in {"0", "0s", "0.0"}:

@@ -13,6 +13,8 @@ scrape after a marker with the time the request started::
 
 A `query_range` answer is saved as the JSON Prometheus sent, when its `status`
 is `success`; an error answer is a skip with Prometheus' `errorType` and `error`.
+Every request is one bounded read (`httpread.fetch`: a deadline for the whole request,
+a size cap after decoding, Ctrl-C honoured at once).
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from datetime import UTC, datetime
 
 import httpx
 
+from reporter.collect.httpread import Limits, fetch
+from reporter.core import inert
+from reporter.core.times import iso
 from reporter.evidence.metrics import SCRAPE_MARKER
-from reporter.times import iso
 
 # Ask for the classic text format (not OpenMetrics): it is what the parser reads.
 ACCEPT_TEXT = "text/plain;version=0.0.4;q=1.0, */*;q=0.1"
@@ -67,21 +71,22 @@ def looks_like_exposition(text: str) -> bool:
     return False
 
 
-def scrape_once(client: httpx.Client, url: str, *, timeout: float) -> ScrapeResult:
-    """GET the metrics URL once."""
+def scrape_once(
+    client: httpx.Client, url: str, *, limits: Limits, stop: threading.Event | None = None
+) -> ScrapeResult:
+    """GET the metrics URL once, within `limits` (one deadline, a size cap)."""
     at = datetime.now(tz=UTC)
-    try:
-        response = client.get(url, headers={"Accept": ACCEPT_TEXT}, timeout=timeout)
-    except httpx.TimeoutException:
-        return ScrapeResult(at=at, error=f"no answer within {timeout:g} s")
-    except httpx.HTTPError as err:
-        return ScrapeResult(at=at, error=f"{type(err).__name__}: {err}")
-    if response.status_code != 200:
-        return ScrapeResult(at=at, error=f"HTTP {response.status_code}")
-    if not looks_like_exposition(response.text):
-        kind = response.headers.get("content-type", "no content type")
-        return ScrapeResult(at=at, error=f"not Prometheus text ({kind})")
-    return ScrapeResult(at=at, text=response.text)
+    request = client.build_request("GET", url, headers={"Accept": ACCEPT_TEXT})
+    answer = fetch(client, request, limits=limits, stop=stop, what="the /metrics answer")
+    if answer.error:
+        return ScrapeResult(at=at, error=answer.error)
+    if answer.status != 200:
+        return ScrapeResult(at=at, error=f"HTTP {answer.status}")
+    text = answer.text
+    if not looks_like_exposition(text):
+        kind = answer.headers.get("content-type", "no content type")
+        return ScrapeResult(at=at, error=f"not Prometheus text ({inert.one_line(kind, limit=80)})")
+    return ScrapeResult(at=at, text=text)
 
 
 def scrape_loop(
@@ -90,7 +95,7 @@ def scrape_loop(
     *,
     every: float,
     count: int,
-    timeout: float,
+    limits: Limits,
     stop: threading.Event,
     on_result: Callable[[ScrapeResult], None],
 ) -> int:
@@ -105,7 +110,10 @@ def scrape_loop(
         delay = start + k * every - time.monotonic()
         if delay > 0 and stop.wait(delay):
             break
-        on_result(scrape_once(client, url, timeout=timeout))
+        result = scrape_once(client, url, limits=limits, stop=stop)
+        if stop.is_set() and result.error:
+            break  # interrupted mid-answer: not a failed scrape
+        on_result(result)
         attempted += 1
         k = max(k + 1, int((time.monotonic() - start) / every) + 1) if every > 0 else k + 1
     return attempted
@@ -156,7 +164,8 @@ def fetch_query_range(
     start: datetime,
     end: datetime,
     step: float,
-    timeout: float,
+    limits: Limits,
+    stop: threading.Event | None = None,
 ) -> QueryAnswer:
     """Ask Prometheus for `query` over [start, end]; GET, or POST for a long query."""
     url = query_range_url(base)
@@ -168,27 +177,30 @@ def fetch_query_range(
     }
     answer = QueryAnswer(query=query, start=start, end=end, step=step)
     try:
-        request = client.build_request("GET", url, params=params, timeout=timeout)
+        request = client.build_request("GET", url, params=params)
         if len(str(request.url)) > _MAX_GET_URL:
-            request = client.build_request("POST", url, data=params, timeout=timeout)
-        response = client.send(request)
-    except httpx.TimeoutException:
-        return replace(answer, error=f"no answer within {timeout:g} s")
+            request = client.build_request("POST", url, data=params)
     except httpx.HTTPError as err:
         return replace(answer, error=f"{type(err).__name__}: {err}")
-    problem = answer_error(response.text)
-    if response.status_code != 200 and problem in {"", "the answer is not JSON"}:
-        problem = f"HTTP {response.status_code}"
+    got = fetch(client, request, limits=limits, stop=stop, what="the query_range answer")
+    if got.error:
+        return replace(answer, error=got.error)
+    text = got.text
+    problem = answer_error(text)
+    if got.status != 200 and problem in {"", "the answer is not JSON"}:
+        problem = f"HTTP {got.status}"
     if problem:
-        return replace(answer, error=problem)
-    return replace(answer, text=response.text)
+        return replace(answer, error=inert.one_line(problem, limit=300))
+    return replace(answer, text=text)
 
 
 def make_client() -> httpx.Client:
-    """The HTTP client for scrapes and queries: no redirects to other hosts, a small pool."""
+    """The HTTP client for scrapes, queries and debug pages: no redirects, no kept-alive
+    connection (each request's socket is its own: `httpread` cuts it at the deadline),
+    and only the encodings `httpread` decodes within its cap."""
     return httpx.Client(
-        headers={"User-Agent": USER_AGENT},
+        headers={"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate"},
         follow_redirects=False,
-        limits=httpx.Limits(max_connections=4),
+        limits=httpx.Limits(max_connections=4, max_keepalive_connections=0),
         trust_env=True,
     )

@@ -3,17 +3,20 @@ queries, torch's debug server, Flight Recorder dump files, and the `/metrics` th
 
 from __future__ import annotations
 
+import os
 import threading
+from dataclasses import replace
 from datetime import datetime, timedelta
 
-from reporter.collect import envcap, plan, scrape, torchdebug
+from reporter.collect import envcap, frfiles, plan, scrape, torchdebug
 from reporter.collect.manifest import (
     EvidenceEntry,
 )
 from reporter.collect.state import WAIT_S, SessionState
+from reporter.core.text import plural
+from reporter.core.times import iso
 from reporter.model import EvidenceKind
-from reporter.text import plural
-from reporter.times import iso
+from reporter.secrets import scrub
 
 
 class ServiceSteps(SessionState):
@@ -58,9 +61,11 @@ class ServiceSteps(SessionState):
                     start=start,
                     end=end,
                     step=step,
-                    timeout=request.timeout,
+                    limits=request.limits,
+                    stop=self.stop,
                 )
                 if answer.error:
+                    self.failed_reads.setdefault("prometheus", answer.error)
                     self.note_skip(f"Prometheus query {query!r}", answer.error)
                     self.say(f"query {index}: skipped: {answer.error}")
                     continue
@@ -73,6 +78,7 @@ class ServiceSteps(SessionState):
                     f"{iso(start)} to {iso(end)}, step {step:g} s",
                     stamped=False,
                 )
+                self.queries_ok += 1
                 self.say(f"query {index}: saved {rel}")
         self.w.save()
 
@@ -81,12 +87,16 @@ class ServiceSteps(SessionState):
         if not request.torch_debug:
             return
         with scrape.make_client() as client:
-            result = torchdebug.fetch_all(client, request.torch_debug, timeout=request.timeout)
+            result = torchdebug.fetch_all(
+                client, request.torch_debug, limits=request.limits, stop=self.stop
+            )
         for fetched in result.files:
             self.keep(
                 fetched.path, fetched.text, fetched.kind, fetched.description, rank=fetched.rank
             )
+        self.debug_files += len(result.files)
         for failure in result.failures:
+            self.failed_reads.setdefault("torch-debug", f"{failure.what}: {failure.reason}")
             self.note_skip(failure.what, failure.reason)
         self.w.save()
         self.say(
@@ -96,38 +106,45 @@ class ServiceSteps(SessionState):
 
     def fr_dumps(self) -> None:
         request = self.request
-        found: list[torchdebug.DumpFile] = []
+        found: list[frfiles.DumpFile] = []
         for folder in request.fr_dirs:
-            in_dir = torchdebug.find_in_dir(folder)
+            in_dir = frfiles.find_in_dir(folder)
             if not in_dir:
                 self.note_skip(f"Flight Recorder dumps in {folder}", "no dump file found there")
             found.extend(in_dir)
-        for prefix in torchdebug.dump_prefixes(self.environs):
-            found.extend(torchdebug.find_prefixed(prefix))
+        for prefix in frfiles.dump_prefixes(self.environs):
+            try:
+                found.extend(frfiles.find_prefixed(prefix))
+            except frfiles.RefusedError as err:
+                self.note_skip(f"Flight Recorder dumps at {prefix}*", str(err))
         copied = 0
         seen: set[str] = set()
         for dump in found:
-            if dump.path in seen:
+            if dump.path in seen or self.stop.is_set():
                 continue
             seen.add(dump.path)
             try:
-                data = dump.source.read_bytes()
-            except OSError as err:
-                self.note_skip(
-                    f"Flight Recorder dump {dump.source}", f"cannot read ({err.strerror})"
+                data = frfiles.read_dump(
+                    dump, owners=self.dump_owners(), max_bytes=request.max_size
                 )
+            except frfiles.RefusedError as err:
+                self.note_skip(f"Flight Recorder dump {dump.source}", str(err))
                 continue
+            masked = 0
+            if self.detector is not None:
+                data, masked = scrub.mask_bytes(data, self.detector)
             target = self.root / dump.path
             target.parent.mkdir(parents=True, exist_ok=True)
             partial = target.with_name(target.name + ".partial")
             partial.write_bytes(data)
             partial.replace(target)
+            note = f"; {plural(masked, 'secret value')} masked" if masked else ""
             self.w.add_evidence(
                 EvidenceEntry(
                     path=dump.path,
                     kind=EvidenceKind.FLIGHT_RECORDER,
                     captured_at=self.now(),
-                    description=f"Flight Recorder dump copied from {dump.source}",
+                    description=f"Flight Recorder dump copied from {dump.source}{note}",
                     rank=dump.rank,
                 )
             )
@@ -135,6 +152,11 @@ class ServiceSteps(SessionState):
         if copied:
             self.w.save()
             self.say(f"Flight Recorder dumps: {plural(copied, 'file')} copied")
+
+    def dump_owners(self) -> frozenset[int]:
+        """Who may own a dump file: the targets' users; the collector's when none is known."""
+        uids = {t.process.uid for t in self.targets if t.process.uid is not None}
+        return frozenset(uids or {os.getuid()})
 
     def start_metrics(self) -> threading.Thread | None:
         request = self.request
@@ -171,6 +193,7 @@ class ServiceSteps(SessionState):
                     self.tick("/metrics scrapes", done, total)
                 if result.error:
                     self.scrapes_failed += 1
+                    self.failed_reads.setdefault("metrics", result.error)
                     self.note_skip(
                         f"scrape of {request.metrics_url} at {iso(result.at)}", result.error
                     )
@@ -178,7 +201,8 @@ class ServiceSteps(SessionState):
                         self.say(f"metrics: scrape failed: {result.error}")
                     return
                 # One write per scrape: an interruption never leaves half a scrape behind.
-                sink.write(scrape.scrape_block(result.at, result.text))
+                block, _masked = self.shielded(scrape.scrape_block(result.at, result.text))
+                sink.write(block)
                 sink.flush()
                 self.scrapes_ok += 1
                 first[:] = first or [result.at]
@@ -192,7 +216,9 @@ class ServiceSteps(SessionState):
                 request.metrics_url,
                 every=request.scrape_every,
                 count=plan.scrape_count(request.scrape_every, request.scrape_for),
-                timeout=min(request.timeout, max(request.scrape_every, 1.0)),
+                limits=replace(
+                    request.limits, deadline=min(request.timeout, max(request.scrape_every, 1.0))
+                ),
                 stop=self.stop,
                 on_result=on_result,
             )

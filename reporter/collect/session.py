@@ -46,9 +46,11 @@ from reporter.collect.plan import CollectRequest, Selection, Target
 from reporter.collect.remote import RemoteHost, RemoteSteps, remote_hosts, validate_remote
 from reporter.collect.services import ServiceSteps
 from reporter.collect.state import Clock, Progress, Tick, utc_now
-from reporter.errors import InputError, UsageError
+from reporter.core import inert
+from reporter.core.errors import InputError, UsageError
+from reporter.core.fileio import human_size
+from reporter.core.text import plural
 from reporter.secrets import mask_text
-from reporter.text import plural
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,6 +69,8 @@ class CollectSummary:
     seconds: float
     missing_stacks: tuple[str, ...] = ()
     """Status `incomplete`: per target, `PID 4711 (title): why no stack came back`."""
+    missing: tuple[str, ...] = ()
+    """Status `incomplete`: per URL it was asked to read, why nothing came back from it."""
     hosts: tuple[RemoteNote, ...] = ()
     """`--ssh`/`--exec`: each host's outcome, in the order named."""
 
@@ -99,7 +103,10 @@ class _Session(ProcessSteps, ServiceSteps, RemoteSteps):
                 what += f" among the descendants of PID {request.children_of}"
             raise InputError(
                 what + (f" (passed over: {passed})" if passed else ""),
-                tip=("Python processes here: " + mask_text(", ".join(seen)))
+                tip=(
+                    "Python processes here: "
+                    + ", ".join(inert.one_line(mask_text(title), limit=80) for title in seen)
+                )
                 if seen
                 else "check the pattern with `ps -eo pid,args`",
             )
@@ -130,13 +137,18 @@ class _Session(ProcessSteps, ServiceSteps, RemoteSteps):
             pyspy=envcap.program_version(pyspy, timeout=request.timeout) if pyspy else "",
             mode=mode + (" --locals" if request.with_locals else ""),
             ptrace=facts.describe(),
+            limits=(
+                f"{request.timeout:g} s per request (connect, headers and body) and per "
+                f"helper run; {human_size(request.max_size)} per answer (after "
+                "decompression), copied file and helper output"
+            ),
             wedge_window=request.wedge_window,
             targets=tuple(
                 TargetNote(
                     pid=t.process.pid,
                     ppid=t.process.ppid,
                     uid=t.process.uid,
-                    title=t.process.title,
+                    title=self.title_of(t.process, 4096),
                     selected_by=t.reason,
                     pgid=t.process.pgid,
                     launcher=launchers.get(t.process.pid),
@@ -148,7 +160,9 @@ class _Session(ProcessSteps, ServiceSteps, RemoteSteps):
         self.root.mkdir(parents=True, exist_ok=True)
         self.writer = ManifestWriter(root=self.root, state=state)
         for passed in selection.passed:
-            self.note_skip(f"PID {passed.process.pid} ({passed.process.title[:60]})", passed.reason)
+            self.note_skip(
+                f"PID {passed.process.pid} ({self.title_of(passed.process)})", passed.reason
+            )
         self.w.event(EventNote(at=started, text=_start_text(request, len(selection.targets))))
         self.w.update(summary=self.summary_text(CollectStatus.RUNNING))
         self.w.save()
@@ -196,7 +210,7 @@ class _Session(ProcessSteps, ServiceSteps, RemoteSteps):
         for target in targets:
             proc = target.process
             why = self.no_pyspy or self.dump_reasons.get(proc.pid, "no dump was taken")
-            lines.append(f"PID {proc.pid} ({proc.title[:60]}): {why}")
+            lines.append(f"PID {proc.pid} ({self.title_of(proc)}): {why}")
         return tuple(lines)
 
     def summary(self, status: CollectStatus) -> CollectSummary:
@@ -215,8 +229,27 @@ class _Session(ProcessSteps, ServiceSteps, RemoteSteps):
             missing_stacks=self.missing_stacks(self.targets)
             if status is CollectStatus.INCOMPLETE
             else (),
+            missing=self.missing_sources() if status is CollectStatus.INCOMPLETE else (),
             hosts=state.remotes if state else (),
         )
+
+    def missing_sources(self) -> tuple[str, ...]:
+        """Each URL it was asked to read that gave nothing at all, and why (the first reason)."""
+        request = self.request
+        out = []
+        if request.metrics_url and not self.scrapes_ok:
+            out.append(
+                f"{request.metrics_url}: no scrape succeeded ({self.failed_reads.get('metrics', 'no attempt')})"
+            )
+        if request.torch_debug and not self.debug_files:
+            out.append(
+                f"{request.torch_debug}: nothing fetched ({self.failed_reads.get('torch-debug', 'no attempt')})"
+            )
+        if request.prometheus and not self.queries_ok:
+            out.append(
+                f"{request.prometheus}: no query answered ({self.failed_reads.get('prometheus', 'no attempt')})"
+            )
+        return tuple(out)
 
 
 def collect(
@@ -275,7 +308,9 @@ def collect(
                 break
             step()
         status = CollectStatus.INTERRUPTED if stop.is_set() else CollectStatus.COMPLETE
-        if status is CollectStatus.COMPLETE and session.missing_stacks(targets):
+        if status is CollectStatus.COMPLETE and (
+            session.missing_stacks(targets) or session.missing_sources()
+        ):
             status = CollectStatus.INCOMPLETE
     except KeyboardInterrupt:
         status = CollectStatus.INTERRUPTED
@@ -290,9 +325,14 @@ def collect(
             f"interrupted: partial bundle in {request.out} (valid: report analyze reads it)"
         )
     elif status is CollectStatus.INCOMPLETE:
+        what = (
+            [f"no stacks from {plural(len(selection.targets), 'process')} it was asked to dump"]
+            if session.missing_stacks(selection.targets)
+            else []
+        )
+        what += [f"nothing from {line.split(': ', 1)[0]}" for line in session.missing_sources()]
         session.say(
-            f"incomplete: no stacks from {plural(len(selection.targets), 'process')} "
-            f"it was asked to dump; {len(session.w.state.evidence)} files in {request.out}"
+            f"incomplete: {'; '.join(what)}; {len(session.w.state.evidence)} files in {request.out}"
         )
     else:
         session.say(f"done: {len(session.w.state.evidence)} files in {request.out}")

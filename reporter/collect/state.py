@@ -20,11 +20,12 @@ from reporter.collect.manifest import (
     SkipNote,
 )
 from reporter.collect.plan import CollectRequest, Target
+from reporter.core import inert
+from reporter.core.text import plural
+from reporter.core.times import iso
+from reporter.core.writer import write_atomic
 from reporter.model import EvidenceKind
 from reporter.secrets import scrub
-from reporter.text import plural
-from reporter.times import iso
-from reporter.writer import write_atomic
 
 Progress = Callable[[str], None]
 Tick = Callable[[str, int, int], None]
@@ -73,17 +74,57 @@ class SessionState:
         self.dumped: set[int] = set()
         self.dump_reasons: dict[int, str] = {}
         self.targets: Sequence[Target] = ()
+        self._titles: dict[tuple[int, int], str] = {}
+        self.debug_files = 0
+        self.queries_ok = 0
+        self.failed_reads: dict[str, str] = {}
+        """The first reason each URL source ("metrics", "torch-debug", "prometheus") failed."""
 
     def say(self, text: str) -> None:
-        self.progress(f"[{time.monotonic() - self.began:5.1f}s] {text}")
+        """One progress line: the target's text in it (py-spy's errors, titles) is made
+        inert and masked like everything the CLI prints."""
+        from reporter.secrets import mask_text
+
+        shown = inert.for_terminal(mask_text(text)) if self.detector is not None else text
+        self.progress(f"[{time.monotonic() - self.began:5.1f}s] {inert.for_terminal(shown)}")
+
+    def title_of(self, proc: procfs.ProcessInfo, limit: int = 60) -> str:
+        """A process's command line as collect shows it: secrets masked first (a token cut
+        in half would no longer look like one), then inert, then cut to `limit`."""
+        key = (proc.pid, limit)
+        shown = self._titles.get(key)
+        if shown is None:
+            argv = proc.argv
+            if argv and self.detector is not None:
+                argv, _count = scrub.scrub_argv(argv, self.detector)
+            text = " ".join(argv) if argv else f"[{proc.comm}]"
+            shown = self._titles[key] = inert.one_line(text, limit=limit)
+        return shown
 
     @property
     def w(self) -> ManifestWriter:
         assert self.writer is not None
         return self.writer
 
-    def save_file(self, rel: str, text: str) -> None:
+    def save_file(self, rel: str, text: str, *, nul: bool = False, mask: bool = True) -> int:
+        """Write `text` as the bundle file `rel`, made safe first (`shielded`); returns the
+        number of secrets masked."""
+        text, masked = self.shielded(text, nul=nul, mask=mask)
         write_atomic(self.root / rel, text)
+        return masked
+
+    def shielded(self, text: str, *, nul: bool = False, mask: bool = True) -> tuple[str, int]:
+        """The target's text as collect writes it: escape sequences, control, bidi and
+        zero-width characters removed (the terminal's filter: `cat` of a bundle file is
+        safe), secrets masked (unless --raw-env). `nul`: NUL-separated (environ,
+        cmdline), each part filtered on its own; `mask=False`: already scrubbed."""
+        if nul:
+            text = "\x00".join(inert.for_document(part) for part in text.split("\x00"))
+        else:
+            text = inert.for_document(text)
+        if not mask or self.detector is None:
+            return text, 0
+        return self.detector.mask(text)
 
     def note_skip(self, what: str, reason: str) -> None:
         self.w.skip(SkipNote(what=what, reason=reason, at=self.now()))
@@ -141,7 +182,10 @@ class SessionState:
     ) -> None:
         """Save `text` as the evidence file `rel` and list it in the manifest
         (`stamped`: with the capture time; a span of time says when on its own)."""
-        self.save_file(rel, text)
+        scrubbed = kind in (EvidenceKind.ENVIRON, EvidenceKind.CMDLINE)
+        masked = self.save_file(rel, text, nul=scrubbed, mask=not scrubbed)
+        if masked:
+            description += f"; {plural(masked, 'secret value')} masked"
         self.w.add_evidence(
             EvidenceEntry(
                 path=rel,

@@ -9,8 +9,8 @@ endpoint: per rank a heading and the rank's answer in a `<pre>` block, or a fail
     <pre>{ "version": "2.10", "entries": [...] }</pre>
 
 The frontend's templates do not escape the answers, so the `<pre>` text is the rank's own.
-Only GET requests are sent, each with a bounded timeout; every endpoint or rank that could
-not be fetched becomes a `Failure`. Pages become per-rank files of the bundle:
+Only GET requests are sent, each one bounded read (`httpread`: one deadline for the whole
+request, a size cap); every endpoint or rank that could not be fetched becomes a `Failure`. Pages become per-rank files of the bundle:
 
     torch-debug/fr_trace/rank{r}.json        /fr_trace_json (kind flight-recorder)
     torch-debug/fr_trace_nccl/rank{r}.json   /fr_trace_nccl_json (NCCL only)
@@ -22,25 +22,22 @@ One stack form per rank: the analysis compares a rank's snapshots to tell stuck 
 and a faulthandler and a py-spy dump of the same moment never compare equal, so /stacks is
 kept only where /pyspy_dump gave nothing (a `Failure` says so for the others).
 
-A watchdog's dump files are found by prefix: `TORCH_NCCL_DEBUG_INFO_TEMP_FILE` (default
-`/tmp/nccl_trace_rank_`) or `TORCH_FR_DUMP_TEMP_FILE` followed by the rank.
+A watchdog's dump files on disk are `frfiles`' job.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 
 from reporter.analysis.ranks import format_ranks
-from reporter.evidence import flight_recorder
+from reporter.collect.httpread import Limits, fetch
+from reporter.core import inert
 from reporter.model import EvidenceKind
-
-DEFAULT_DUMP_PREFIX = "/tmp/nccl_trace_rank_"  # torch's own default; only read
-DUMP_PREFIX_VARS = ("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "TORCH_FR_DUMP_TEMP_FILE")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,26 +114,45 @@ class DebugServerResult:
     failures: tuple[Failure, ...]
 
 
-_BLOCK_RE = re.compile(
-    r"<h2>Rank (?P<rank>\d+): (?P<addr>[^<]*)</h2>\s*"
-    r"(?:<p>Failed to fetch: status=(?P<status>\d+)</p>\s*)?"
-    r"<pre>(?P<text>.*?)</pre>",
-    re.DOTALL,
-)
+# One rank's heading (bounded: a rank number of a million digits is not a rank).
+_HEAD_RE = re.compile(r"<h2>Rank (\d{1,9}): ([^<]{0,2048})</h2>\s{0,256}")
+_FAILED_RE = re.compile(r"<p>Failed to fetch: status=(\d{1,9})</p>\s{0,256}")
 
 
 def parse_page(page: str) -> tuple[RankAnswer, ...]:
-    """The per-rank blocks of one debug-server page, in rank order."""
-    answers = [
-        RankAnswer(
-            rank=int(m.group("rank")),
-            address=m.group("addr").strip(),
-            ok=m.group("status") is None,
-            status=int(m.group("status")) if m.group("status") else 200,
-            text=m.group("text"),
+    """The per-rank blocks of one debug-server page, in rank order.
+
+    One pass with `str.find` (linear in the page): a block whose `<pre>` never closes
+    ends the page, where a backtracking `<pre>(.*?)</pre>` search would rescan the rest
+    of the page from every heading.
+    """
+    answers = []
+    at = page.find("<h2>Rank ")
+    while at >= 0:
+        head = _HEAD_RE.match(page, at)
+        if head is None:
+            at = page.find("<h2>Rank ", at + 1)
+            continue
+        cursor = head.end()
+        failed = _FAILED_RE.match(page, cursor)
+        if failed is not None:
+            cursor = failed.end()
+        if not page.startswith("<pre>", cursor):
+            at = page.find("<h2>Rank ", cursor)
+            continue
+        closing = page.find("</pre>", cursor + 5)
+        if closing < 0:
+            break  # unclosed: nothing after it is a complete block
+        answers.append(
+            RankAnswer(
+                rank=int(head.group(1)),
+                address=head.group(2).strip(),
+                ok=failed is None,
+                status=int(failed.group(1)) if failed is not None else 200,
+                text=page[cursor + 5 : closing],
+            )
         )
-        for m in _BLOCK_RE.finditer(page)
-    ]
+        at = page.find("<h2>Rank ", closing + 6)
     return tuple(sorted(answers, key=lambda a: a.rank))
 
 
@@ -144,56 +160,62 @@ def fetch_all(
     client: httpx.Client,
     base_url: str,
     *,
-    timeout: float,
+    limits: Limits,
+    stop: threading.Event | None = None,
     endpoints: Sequence[Endpoint] = ENDPOINTS,
 ) -> DebugServerResult:
-    """GET the endpoints of the debug server at `base_url`; never raises for network trouble."""
+    """GET the endpoints of the debug server at `base_url`, each one bounded read
+    (`httpread.fetch`); never raises for network trouble."""
     files: list[Fetched] = []
     failures: list[Failure] = []
     base = base_url.rstrip("/")
     with_pyspy: set[int] = set()
     for endpoint in endpoints:
+        if stop is not None and stop.is_set():
+            failures.append(Failure(what=base + endpoint.path, reason="interrupted"))
+            continue
         url = base + endpoint.path
         try:
-            response = client.get(url, timeout=timeout)
-        except httpx.TimeoutException:
-            failures.append(Failure(what=url, reason=f"no answer within {timeout:g} s"))
-            continue
+            request = client.build_request("GET", url)
         except httpx.HTTPError as err:
             failures.append(Failure(what=url, reason=f"{type(err).__name__}: {err}"))
             continue
-        if response.status_code != 200:
-            first = response.text.strip().splitlines()[:1]
-            detail = f": {first[0][:160]}" if first else ""
-            failures.append(Failure(what=url, reason=f"HTTP {response.status_code}{detail}"))
+        answer = fetch(client, request, limits=limits, stop=stop, what=f"the {endpoint.path} page")
+        if answer.error:
+            failures.append(Failure(what=url, reason=answer.error))
             continue
-        answers = parse_page(response.text)
+        if answer.status != 200:
+            first = inert.one_line(answer.text, limit=160)
+            detail = f": {first}" if first else ""
+            failures.append(Failure(what=url, reason=f"HTTP {answer.status}{detail}"))
+            continue
+        answers = parse_page(answer.text)
         if not answers:
             failures.append(Failure(what=url, reason="no per-rank block in the page"))
             continue
-        for answer in answers:
-            if not answer.ok:
-                first = answer.text.strip().splitlines()[:1]
-                detail = f": {first[0][:160]}" if first else ""
+        for block in answers:
+            if not block.ok:
+                first = inert.one_line(block.text, limit=160)
+                detail = f": {first}" if first else ""
                 failures.append(
                     Failure(
-                        what=f"{url} rank {answer.rank}",
-                        reason=f"the rank answered {answer.status}{detail}",
+                        what=f"{url} rank {block.rank}",
+                        reason=f"the rank answered {block.status}{detail}",
                     )
                 )
                 continue
             if endpoint.kind is EvidenceKind.PYSPY_TEXT:
-                with_pyspy.add(answer.rank)
-            elif endpoint.kind is EvidenceKind.FAULTHANDLER and answer.rank in with_pyspy:
+                with_pyspy.add(block.rank)
+            elif endpoint.kind is EvidenceKind.FAULTHANDLER and block.rank in with_pyspy:
                 continue
             files.append(
                 Fetched(
-                    path=f"{endpoint.folder}/rank{answer.rank}{endpoint.suffix}",
-                    text=answer.text if answer.text.endswith("\n") else answer.text + "\n",
+                    path=f"{endpoint.folder}/rank{block.rank}{endpoint.suffix}",
+                    text=block.text if block.text.endswith("\n") else block.text + "\n",
                     kind=endpoint.kind,
-                    rank=answer.rank,
-                    description=f"rank {answer.rank} {endpoint.what} from {url} "
-                    f"(worker {answer.address})",
+                    rank=block.rank,
+                    description=f"rank {block.rank} {endpoint.what} from {url} "
+                    f"(worker {inert.one_line(block.address, limit=200)})",
                 )
             )
     kept = {f.rank for f in files if f.kind is EvidenceKind.FAULTHANDLER}
@@ -206,73 +228,3 @@ def fetch_all(
             )
         )
     return DebugServerResult(files=tuple(files), failures=tuple(failures))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DumpFile:
-    """A Flight Recorder dump found on disk, and its path inside the bundle."""
-
-    source: Path
-    path: str
-    rank: int | None
-
-
-def dump_prefixes(environs: dict[int, str]) -> tuple[str, ...]:
-    """Dump file prefixes: the default and those the targets' environments set."""
-    prefixes = {DEFAULT_DUMP_PREFIX}
-    for text in environs.values():
-        for entry in re.split(r"[\x00\n]", text):
-            name, _, value = entry.partition("=")
-            if name in DUMP_PREFIX_VARS and value.strip():
-                prefixes.add(value.strip())
-    return tuple(sorted(prefixes))
-
-
-def find_prefixed(prefix: str) -> tuple[DumpFile, ...]:
-    """Files named `<prefix><rank>` (a watchdog's dump of each rank)."""
-    base = Path(prefix)
-    folder, stem = base.parent, base.name
-    if not folder.is_dir():
-        return ()
-    found: list[DumpFile] = []
-    for path in sorted(folder.iterdir()):
-        rest = path.name[len(stem) :]
-        if path.name.startswith(stem) and rest.isdigit() and path.is_file():
-            found.append(
-                DumpFile(
-                    source=path,
-                    path=f"fr/{_safe(str(folder))}/{path.name}",
-                    rank=int(rest),
-                )
-            )
-    return tuple(found)
-
-
-def find_in_dir(folder: Path) -> tuple[DumpFile, ...]:
-    """Files in `folder` (not below) that look like Flight Recorder dumps (pickle or JSON)."""
-    found: list[DumpFile] = []
-    for path in sorted(folder.iterdir()):
-        if not path.is_file():
-            continue
-        try:
-            with path.open("rb") as handle:
-                head = handle.read(8192)
-        except OSError:
-            continue
-        if flight_recorder.sniff_bytes(head) or flight_recorder.sniff_text(
-            head.decode("utf-8", errors="replace")
-        ):
-            found.append(
-                DumpFile(
-                    source=path,
-                    path=f"fr/{_safe(folder.name or 'dumps')}/{path.name}",
-                    rank=flight_recorder.rank_from_name(path.name),
-                )
-            )
-    return tuple(found)
-
-
-def _safe(text: str) -> str:
-    """A bundle folder name from a host path: `/tmp/fr` -> `tmp_fr`."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_.")
-    return cleaned or "dumps"

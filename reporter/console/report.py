@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from reporter.text import plural
+from reporter.core.text import plural
 
 if TYPE_CHECKING:
     from reporter.analysis import Analysis
@@ -195,6 +195,15 @@ def collect_lines(summary: CollectSummary) -> list[tuple[str, bool]]:
         )
     ]
     lines.extend((f"  no stacks: {why}", True) for why in summary.missing_stacks)
+    lines.extend((f"  {why}", True) for why in summary.missing)
+    if summary.missing:
+        lines.append(
+            (
+                "Tip: check that each URL answers within --timeout and under --max-size "
+                "(`curl -m 10 URL | wc -c`); every skipped read is listed in bundle.toml [collect]",
+                True,
+            )
+        )
     lines.extend(
         (f"  host {h.host}: {h.status}: {h.reason}", True)
         for h in summary.hosts

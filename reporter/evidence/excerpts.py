@@ -31,7 +31,7 @@ from reporter.model import CodeExcerpt, Location, ParseResult, ParseWarning
 
 MARKER = "reporter-excerpt: 1"
 _KEYS = frozenset(("path", "lines", "highlight", "repo", "ref", "sha256", "note"))
-_RANGE_RE = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+))?\s*\Z")
+_RANGE_RE = re.compile(r"\s*+(\d++)\s*+(?:-\s*+(\d++))?\s*+\Z")
 _REPO_RE = re.compile(r"[\w.-]+/[\w.-]+\Z")
 _SHA_RE = re.compile(r"[0-9a-fA-F]{64}\Z")
 

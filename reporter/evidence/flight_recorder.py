@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from reporter.errors import EvidenceError
+from reporter.core.errors import EvidenceError
 from reporter.evidence._text import warning_at
 from reporter.model import (
     Frame,
@@ -60,7 +60,7 @@ KNOWN_MAJOR = 2
 
 _PICKLE_HEAD = re.compile(rb"\A\x80[\x02-\x05]")
 _JSON_HEAD = re.compile(r'\A\ufeff?\s*\{[\s\S]{0,4000}?"(?:entries|pg_config|pg_status)"\s*:')
-_RANK_IN_NAME = re.compile(r"(\d+)$")
+_RANK_IN_NAME = re.compile(r"(?<!\d)(\d++)$")
 _SUFFIXES = (".json", ".pkl", ".pickle", ".bin", ".txt")
 
 

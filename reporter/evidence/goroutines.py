@@ -45,8 +45,12 @@ _HEADER_RE = re.compile(
 _HEADER_SEARCH_RE = re.compile(r"goroutine \d+ (?:gp=\S+ m=\S+ (?:mp=\S+ )?)?\[")
 _MINUTES_RE = re.compile(r"(\d+) minutes?\Z")
 _LOCATION_RE = re.compile(r"\t(.+?):(\d+)(?: \+0x[0-9a-fA-F]+)?(?: fp=.*)?\s*\Z")
-_LOCATION_NO_LINE_RE = re.compile(r"\t(\S.*?)(?: \+0x[0-9a-fA-F]+)?\s*\Z")
-_CREATED_RE = re.compile(r"created by (\S.*?)(?: in goroutine (\d+))?\s*\Z")
+# Greedy to the end, the optional parts cut off in code (`_tail`): a lazy `(.*?)...\s*\Z`
+# retries the tail at every character of a long line.
+_LOCATION_NO_LINE_RE = re.compile(r"\t(\S.*)\Z")
+_OFFSET_TAIL_RE = re.compile(r" \+0x[0-9a-fA-F]++\Z")
+_GOROUTINE_TAIL_RE = re.compile(r" in goroutine (\d{1,18})\Z")
+_CREATED_RE = re.compile(r"created by (\S.*)\Z")
 _ELIDED_RE = re.compile(r"\.\.\.(?:additional frames elided|\d+ frames elided)\.\.\.\s*\Z")
 _PROFILE_RE = re.compile(r"goroutine profile: total (\d+)\s*\Z")
 _STANZA_RE = re.compile(r"(\d+) @(?: 0x[0-9a-fA-F]+)+\s*\Z")
@@ -109,6 +113,14 @@ _SNIFF_RE = re.compile(
     r"(?m)^(?:.*[\s|\]:])?(?:goroutine \d+ (?:gp=\S+ m=\S+ (?:mp=\S+ )?)?\[[^\]\n]*\]:\s*$"
     r"|goroutine profile: total \d+\s*$)"
 )
+
+
+def _tail(text: str, tail: re.Pattern[str]) -> tuple[str, str]:
+    """`text` without a `tail` it ends with, and the tail's first group ("" without one)."""
+    found = tail.search(text, max(0, len(text) - 64))
+    if found is None:
+        return text, ""
+    return text[: found.start()].rstrip(), (found.group(1) if found.groups() else "")
 
 
 def sniff(head: str) -> bool:
@@ -239,7 +251,8 @@ class _Parser:
                 )
             else:
                 bare = _LOCATION_NO_LINE_RE.match(line)
-                frame = GoFrame(function=function, args=args, file=bare.group(1) if bare else "")
+                file = _tail(bare.group(1).rstrip(), _OFFSET_TAIL_RE)[0] if bare else ""
+                frame = GoFrame(function=function, args=args, file=file)
                 self.odd.warn(number, f"location without a line number: {line.strip()!r}")
             if current.created_by is not None and current.created_by.function == function:
                 current.created_by = frame
@@ -259,9 +272,10 @@ class _Parser:
             return True
         created = _CREATED_RE.match(line)
         if created:
-            current.created_by = GoFrame(function=created.group(1))
-            current.parent = int(created.group(2)) if created.group(2) else None
-            current.pending = (created.group(1), "", number)
+            function, parent = _tail(created.group(1).rstrip(), _GOROUTINE_TAIL_RE)
+            current.created_by = GoFrame(function=function)
+            current.parent = int(parent) if parent else None
+            current.pending = (function, "", number)
             return True
         if any(line.startswith(word) for word, _ in _HEADLINES) or _PROFILE_RE.match(line):
             return False

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
+from reporter.core.times import parse_iso
 from reporter.evidence._text import clean_lines, excerpt, warning_at
 from reporter.model import EventKind, Location, ParseResult, ParseWarning, TimelineEvent
-from reporter.times import parse_iso
 
 # Events kept per file; the rest are counted in a warning.
 MAX_EVENTS = 200
@@ -42,7 +42,7 @@ BACKWARDS_TOLERANCE = timedelta(seconds=60)
 _PREFIX_RE = re.compile(r"[\w.-]+\s+\|\s?")
 _ISO = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?"
 _ISO_RE = re.compile(rf"(?P<stamp>{_ISO})(?![\d:])")
-_BRACKET_RE = re.compile(rf"\[(?P<stamp>{_ISO})(?:\s+(?P<tag>[^\]]*))?\]")
+_BRACKET_RE = re.compile(rf"\[(?P<stamp>{_ISO})(?:\s++(?P<tag>[^\]]*+))?\]")
 _MONTHS = {
     m: i + 1
     for i, m in enumerate(

@@ -44,7 +44,9 @@ _START = "Traceback (most recent call last):"
 _FRAME_RE = re.compile(r'\s*File "([^"\n]{1,600})", line (\d{1,9}), in (\S[^\n]{0,300})\Z')
 # An exception line: a dotted name, then `: message` or nothing. Bounded to stay linear.
 _EXC_RE = re.compile(r"([A-Za-z_][\w.]{0,200})(?::(?: (.{0,2000}))?)?\Z")
-_SKIP_RE = re.compile(r"\s*(?:[~^\s]+|\[Previous line repeated \d+ more times?\]|\.\.\.)\Z")
+_SKIP_RE = re.compile(
+    r"\s*+(?:[~^\s]++|\[Previous line repeated \d{1,18} more times?\]|\.\.\.)\s*+\Z"
+)
 # Exception groups (3.11+) draw `  | ` bars and `+-+---- 1 ----` rules in front of lines.
 _GROUP_BAR_RE = re.compile(r"(?:\s*[|+](?:-+[+-]*(?: [\d.]+ -+)?)?)+ ?")
 

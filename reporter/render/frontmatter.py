@@ -20,8 +20,10 @@ template added; it never re-serialises what is there, so comments and formatting
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -58,6 +60,9 @@ class FrontMatter:
     """Why `data` is None (empty when it parsed)."""
     end_line: int
     """1-based line of the closing fence."""
+    problems: tuple[tuple[int, str], ...] = ()
+    """(1-based line, what) of values kept as text: an impossible date (`2026-02-30`), an
+    integer too long to be one (a hundred thousand digits)."""
 
     @property
     def kind(self) -> str:
@@ -89,6 +94,49 @@ def lines_of(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
+class LineTable:
+    """The lines of `text` as `lines_of` cuts them, read on demand from an array of offsets:
+    a 50 MB report of short lines is one array, not millions of strings."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        starts = array("q", [0])
+        at = text.find("\n")
+        while at >= 0:
+            starts.append(at + 1)
+            at = text.find("\n", at + 1)
+        if starts[-1] == len(text) and len(starts) > 1:
+            starts.pop()  # a final newline ends the last line; no empty line after it
+        if not text:
+            starts = array("q")
+        self.starts = starts
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, index: int) -> str:
+        return self.join(index, index + 1)
+
+    def join(self, first: int, stop: int) -> str:
+        """Lines `first` to `stop - 1` as one string (`"".join(lines[first:stop])`)."""
+        begin = self.starts[first] if first < len(self.starts) else len(self.text)
+        end = self.starts[stop] if stop < len(self.starts) else len(self.text)
+        return self.text[begin:end]
+
+    def with_text(self, needle: str) -> list[int]:
+        """Indexes of the lines holding `needle` (found by `str.find`, in order)."""
+        found: list[int] = []
+        at = self.text.find(needle)
+        while at >= 0:
+            index = bisect.bisect_right(self.starts, at) - 1
+            found.append(index)
+            following = index + 1
+            if following >= len(self.starts):
+                break
+            at = self.text.find(needle, self.starts[following])
+        return found
+
+
 def split(text: str) -> tuple[str, str, int]:
     """Split `text` into (front matter block, the rest, 1-based line where the rest starts).
 
@@ -102,13 +150,16 @@ def split(text: str) -> tuple[str, str, int]:
 
 
 def _find(text: str) -> tuple[str, str, int]:
-    """(block, YAML between the fences, 1-based line of the closing fence), or ("", "", 0)."""
-    lines = lines_of(text)
-    if not lines or lines[0].rstrip("\r\n ") != "---":
+    """(block, YAML between the fences, 1-based line of the closing fence), or ("", "", 0).
+
+    Reads lines only until the closing fence (a report's body may be millions of lines)."""
+    lines = _LINE.finditer(text)
+    first = next(lines, None)
+    if first is None or first.group(0).rstrip("\r\n ") != "---":
         return "", "", 0
-    for index in range(1, len(lines)):
-        if lines[index].rstrip("\r\n ") in ("---", "..."):
-            return "".join(lines[: index + 1]), "".join(lines[1:index]), index + 1
+    for number, line in enumerate(lines, start=2):
+        if line.group(0).rstrip("\r\n ") in ("---", "..."):
+            return text[: line.end()], text[first.end() : line.start()], number
     return "", "", 0
 
 
@@ -118,6 +169,42 @@ def _find(text: str) -> tuple[str, str, int]:
 MAX_FRONT_MATTER = 256 * 1024
 MAX_DEPTH = 32
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Longer integers than this are kept as text (Python refuses to convert 4,300 digits and
+# more, and no front matter value is a number that long).
+MAX_INT_DIGITS = 64
+
+
+class _Loader(_LOADER):  # type: ignore[misc,valid-type]
+    """The safe loader, total: a date that does not exist or an integer too long to be
+    one is kept as the text written, and noted in `problems`, never an exception."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.problems: list[tuple[int, str]] = []
+
+    def note(self, node: yaml.Node, what: str) -> None:
+        self.problems.append((node.start_mark.line + 2, what))
+
+
+def _timestamp(loader: _Loader, node: yaml.ScalarNode) -> object:
+    try:
+        return yaml.constructor.SafeConstructor.construct_yaml_timestamp(loader, node)
+    except (ValueError, OverflowError):
+        loader.note(node, f"{node.value!r} is not a real date or time (kept as text)")
+        return str(node.value)
+
+
+def _integer(loader: _Loader, node: yaml.ScalarNode) -> object:
+    if len(str(node.value)) > MAX_INT_DIGITS:
+        loader.note(
+            node, f"a {len(str(node.value)):,}-character integer (kept as text, not a number)"
+        )
+        return str(node.value)
+    return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
+_Loader.add_constructor("tag:yaml.org,2002:int", _integer)
 
 
 def _refuse_yaml(inner: str) -> str:
@@ -148,19 +235,29 @@ def parse(text: str) -> FrontMatter | None:
     refused = _refuse_yaml(inner)
     if refused:
         return FrontMatter(raw=block, data=None, error=refused, end_line=closing)
+    loader = _Loader(inner)
     try:
-        data = yaml.load(inner, Loader=_LOADER)
+        data = loader.get_single_data()
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" (line {mark.line + 2})" if mark is not None else ""
         return FrontMatter(raw=block, data=None, error=f"not valid YAML{where}", end_line=closing)
+    except (ValueError, OverflowError, RecursionError) as err:
+        # A value the constructors still cannot take (a float of a million digits, ...).
+        return FrontMatter(
+            raw=block, data=None, error=f"not readable ({type(err).__name__})", end_line=closing
+        )
+    finally:
+        loader.dispose()
     if data is None:
         data = {}
     if not isinstance(data, dict):
         return FrontMatter(
             raw=block, data=None, error="not a YAML mapping of keys", end_line=closing
         )
-    return FrontMatter(raw=block, data=data, error="", end_line=closing)
+    return FrontMatter(
+        raw=block, data=data, error="", end_line=closing, problems=tuple(loader.problems)
+    )
 
 
 # Keys the tool writes and keeps up to date; every other key belongs to the reviewers.

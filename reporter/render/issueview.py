@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from reporter.analysis import Analysis
 from reporter.analysis.environment import ShowRules
 from reporter.analysis.result import RankState, StackClass
+from reporter.core.text import plural, version_key
 from reporter.model import Bundle, Frame, ProcessDump
 from reporter.render import markdown as md
 from reporter.render import parts
 from reporter.render.answer.waits import members
 from reporter.render.parts import Block, BranchView, ClassRow, SignalRow, located
 from reporter.render.policy import Text, TextPolicy, later
-from reporter.text import plural, version_key
 
 MAX_TIMELINE_ENTRIES = 60
 MAX_CHANGES = 8
@@ -36,7 +36,8 @@ ENVIRONMENT_FIELDS = ("environment", "env", "versions", "hardware", "platform")
 DESCRIPTION_FIELDS = ("summary", "description", "symptoms", "symptom", "what_happened", "impact")
 CHANGES = "changes since the last good run"
 
-_SUMMARY_RE = re.compile(r"<summary>(.*?)</summary>", re.IGNORECASE | re.DOTALL)
+_SUMMARY_OPEN = re.compile(r"<summary>", re.IGNORECASE)
+_SUMMARY_CLOSE = re.compile(r"</summary>", re.IGNORECASE)
 _ENV_ASSIGN_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)")
 _MENTION_VERSION_RE = r"(?i)\b{name}\b[\s:=v@-]{{0,4}}v?(\d+\.\d+(?:\.\d+)?(?:[.+\w-]*\w)?)"
 
@@ -550,7 +551,7 @@ def environment_view(
     )
     if not (script or python or packages or gpus or facts or variables or command or notes):
         return EnvironmentView(empty=True)
-    wrap = _SUMMARY_RE.search(field_value or "")
+    wrap = summary_of(field_value or "")
     return EnvironmentView(
         script=script,
         script_note=script_note,
@@ -565,7 +566,7 @@ def environment_view(
         if script
         else "The environment script the form asks for was not run "
         "for this bundle; this is what the evidence shows.",
-        wrap_summary=wrap.group(1).strip() if wrap else "",
+        wrap_summary=wrap.strip(),
         notes=notes,
     )
 
@@ -593,6 +594,19 @@ def _allowlisted_script(text: str, rules: ShowRules) -> tuple[str, int]:
                 continue
         kept.append(line)
     return "\n".join(kept).strip("\n"), dropped
+
+
+def summary_of(text: str) -> str:
+    """The text of the first `<summary>...</summary>` in `text` (any case), or "".
+
+    Two literal searches: a `<summary>(.*?)</summary>` search rescans the rest of the text
+    from every unclosed `<summary>` (a form field of 360 KB took 52 s).
+    """
+    opened = _SUMMARY_OPEN.search(text)
+    if opened is None:
+        return ""
+    closed = _SUMMARY_CLOSE.search(text, opened.end())
+    return text[opened.end() : closed.start()] if closed is not None else ""
 
 
 def mentioned_versions(text: str, names: Sequence[str]) -> dict[str, str]:

@@ -15,9 +15,11 @@ body size limit; `TODO(reviewer)` placeholders are allowed while
 
 from __future__ import annotations
 
+import bisect
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from enum import StrEnum
@@ -28,8 +30,8 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from mdit_py_plugins.front_matter import front_matter_plugin
 
-from reporter.errors import UsageError
-from reporter.render import frontmatter, regions
+from reporter.core.errors import UsageError
+from reporter.render import blocks, frontmatter, regions
 from reporter.render.frontmatter import Status
 from reporter.secrets import find_secrets as find_secrets
 
@@ -220,13 +222,23 @@ def parser() -> MarkdownIt:
 def placeholders(text: str, tokens: Sequence[Token] | None = None) -> tuple[int, ...]:
     """1-based lines holding an unfilled `TODO(reviewer)` outside code blocks.
 
-    `tokens` are the `parser()` tokens of `text`, when the caller has them already.
+    `tokens` are the `parser()` tokens of `text`, when the caller has them already; else
+    the text is parsed a piece at a time (`blocks`: memory near the text's size).
     """
-    code = _code_lines(tokens if tokens is not None else parser().parse(text))
-    lines = re.split(r"\r\n?|\n", text)
-    return tuple(
-        n for n, line in enumerate(lines, start=1) if PLACEHOLDER in line and n not in code
-    )
+    if PLACEHOLDER not in text:
+        return ()
+    if tokens is not None:
+        code = _code_lines(tokens)
+    else:
+        # Only the pieces holding a placeholder are parsed: code elsewhere does not matter.
+        code = LineRanges()
+        for found in blocks.token_pieces(parser(), text, only=lambda piece: PLACEHOLDER in piece):
+            code.update(_code_lines(found))
+    return _placeholder_lines(Lines(text), code)
+
+
+def _placeholder_lines(lines: Lines, code: LineRanges) -> tuple[int, ...]:
+    return tuple(n for n, line in lines.having(PLACEHOLDER) if n not in code)
 
 
 # The upstream side's pre-send scan (`reporter.upstream.redact.scan_document`): for
@@ -242,10 +254,10 @@ def lint_text(
     index: IssueIndex | None = None,
     upstream_scan: UpstreamScan | None = None,
 ) -> tuple[Finding, ...]:
-    """Every finding for one file's text; an upstream draft's secrets and identifiers are
-    found by `upstream_scan` when given (the filing gate's scan, same lines)."""
-    lines = re.split(r"\r\n?|\n", text)
-    tokens = parser().parse(text)
+    """Every finding for one file's text (parsed a piece at a time: `blocks`); an upstream
+    draft's secrets and identifiers are found by `upstream_scan` when given (the filing
+    gate's scan, same lines)."""
+    lines = Lines(text)
     front = frontmatter.parse(text)
     findings: list[Finding] = []
 
@@ -255,18 +267,25 @@ def lint_text(
     kind = front.kind if front else ""
     status = front.status if front else ""
     _check_front_matter(front, add)
-    code_lines = _code_lines(tokens)
+    code_lines = LineRanges()
+    heads: list[str] = []
+    for tokens in blocks.token_pieces(parser(), text):
+        code_lines.update(_code_lines(tokens))
+        heads.extend(_h2_titles(tokens))
+        _check_fences(tokens, lines, add)
+        _check_mermaid(tokens, add)
+        _check_tables(tokens, lines, add)
     if kind != frontmatter.UPSTREAM_DRAFT:
-        _check_sections(tokens, add)
+        _check_sections(heads, add)
     if status != Status.DRAFT:
-        for number in placeholders(text, tokens):
+        for number in _placeholder_lines(lines, code_lines):
             add(number, Rule.PLACEHOLDER, f"unfilled placeholder `{PLACEHOLDER}`")
-    _check_fences(tokens, lines, add)
-    _check_mermaid(tokens, add)
-    _check_tables(tokens, lines, add)
     _check_links(lines, code_lines, index, add)
     _check_regions(text, status, add)
-    # Every report: incident reports are committed to repositories too.
+    # Every report: incident reports are committed to repositories too. Markdown escapes
+    # are undone before the scan (`ghp\\_...` is still a token): reporter.secrets
+    # normalises the text it scans. detect-secrets' line-by-line plugins only up to a
+    # megabyte (an upstream draft is at most 65,536 characters).
     where = "an upstream draft" if kind == frontmatter.UPSTREAM_DRAFT else "a report"
     if kind == frontmatter.UPSTREAM_DRAFT and upstream_scan is not None:
         for number, name, sample in upstream_scan(text):
@@ -276,7 +295,7 @@ def lint_text(
                 f"possible {name} ({sample}) in {where}: the filing gate refuses it",
             )
     else:
-        for number, name, sample in find_secrets(text):
+        for number, name, sample in find_secrets(text, library=len(text) <= blocks.WHOLE):
             add(number, Rule.SECRET, f"possible {name} ({sample}) in {where}")
     if kind == frontmatter.UPSTREAM_DRAFT:
         _block, body, _start = frontmatter.split(text)
@@ -301,6 +320,8 @@ def _check_front_matter(front: frontmatter.FrontMatter | None, add: _Add) -> Non
         add(1, Rule.FRONT_MATTER, f"front matter is {front.error}")
         return
     data = front.data
+    for line, what in front.problems:
+        add(line, Rule.FRONT_MATTER, what)
     if front.kind and not front.is_report:
         add(1, Rule.FRONT_MATTER, f"unknown kind {front.kind!r}")
     statuses = [s.value for s in Status]
@@ -316,7 +337,8 @@ def _check_front_matter(front: frontmatter.FrontMatter | None, add: _Add) -> Non
     for key in ("incident_start", "incident_end"):
         value = data.get(key)
         if value is not None and not _is_time(value):
-            add(1, Rule.FRONT_MATTER, f"`{key}` {value!r} is not a date or ISO 8601 time")
+            shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+            add(1, Rule.FRONT_MATTER, f"`{key}` {shown} is not a date or ISO 8601 time")
     upstream = data.get("upstream_issue")
     if upstream is not None and not (
         isinstance(upstream, str) and _GITHUB_LINK.fullmatch(upstream.strip())
@@ -338,27 +360,101 @@ def _is_time(value: object) -> bool:
     return True
 
 
-def _code_lines(tokens: Sequence[Token]) -> set[int]:
+class Lines:
+    """The lines of a text (split at `\\r\\n`, `\\r` or `\\n`), read on demand from one array of
+    offsets: a report of millions of short lines is not millions of string objects."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = array("q", [0])
+        self.ends = array("q")
+        for match in _LINE_BREAK.finditer(text):
+            self.ends.append(match.start())
+            self.starts.append(match.end())
+        self.ends.append(len(text))
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, index: int) -> str:
+        return self.text[self.starts[index] : self.ends[index]]
+
+    def __iter__(self) -> Iterator[str]:
+        for index in range(len(self.starts)):
+            yield self[index]
+
+    def having(self, needle: str) -> Iterator[tuple[int, str]]:
+        """(1-based number, line) of the lines holding `needle` (found by `str.find`)."""
+        at = self.text.find(needle)
+        while at >= 0:
+            index = bisect.bisect_right(self.starts, at) - 1
+            yield index + 1, self[index]
+            at = self.text.find(needle, self.ends[index])
+            if at < 0:
+                return
+
+
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+
+
+class LineRanges:
+    """A set of 1-based lines kept as ranges (a pasted 500,000-line log is one range, not
+    half a million set entries); membership is a binary search."""
+
+    def __init__(self) -> None:
+        self._ranges: list[tuple[int, int]] = []
+        self._starts: list[int] | None = None
+        self._ends: list[int] = []
+
+    def add(self, first: int, last: int) -> None:
+        """Lines `first` to `last`, both included."""
+        self._ranges.append((first, last))
+        self._starts = None
+
+    def update(self, other: LineRanges) -> None:
+        self._ranges.extend(other._ranges)
+        self._starts = None
+
+    def __contains__(self, line: object) -> bool:
+        if not isinstance(line, int) or not self._ranges:
+            return False
+        if self._starts is None:
+            merged: list[list[int]] = []
+            for first, last in sorted(self._ranges):
+                if merged and first <= merged[-1][1] + 1:
+                    merged[-1][1] = max(merged[-1][1], last)
+                else:
+                    merged.append([first, last])
+            self._starts = [m[0] for m in merged]
+            self._ends = [m[1] for m in merged]
+        at = bisect.bisect_right(self._starts, line) - 1
+        return at >= 0 and line <= self._ends[at]
+
+
+def _code_lines(tokens: Sequence[Token]) -> LineRanges:
     """1-based lines inside fenced or indented code blocks (fence lines included)."""
-    out: set[int] = set()
+    out = LineRanges()
     for token in tokens:
         if token.type in ("fence", "code_block") and token.map:
-            out.update(range(token.map[0] + 1, token.map[1] + 1))
+            out.add(token.map[0] + 1, token.map[1])
     return out
 
 
-def _check_sections(tokens: Sequence[Token], add: _Add) -> None:
-    heads = [
+def _h2_titles(tokens: Sequence[Token]) -> list[str]:
+    return [
         tokens[i + 1].content.strip()
         for i, t in enumerate(tokens)
         if t.type == "heading_open" and t.tag == "h2" and i + 1 < len(tokens)
     ]
+
+
+def _check_sections(heads: Sequence[str], add: _Add) -> None:
     for title in REQUIRED_SECTIONS:
         if title not in heads:
             add(1, Rule.REQUIRED_SECTION, f"no `## {title}` section")
 
 
-def _check_fences(tokens: Sequence[Token], lines: Sequence[str], add: _Add) -> None:
+def _check_fences(tokens: Sequence[Token], lines: Lines, add: _Add) -> None:
     for token in tokens:
         if token.type != "fence" or not token.map:
             continue
@@ -442,7 +538,7 @@ def _label_problem(line: str, *, labels: bool) -> tuple[Rule, str] | None:
     return None
 
 
-def _check_tables(tokens: Sequence[Token], lines: Sequence[str], add: _Add) -> None:
+def _check_tables(tokens: Sequence[Token], lines: Lines, add: _Add) -> None:
     for token in tokens:
         if token.type != "table_open" or not token.map:
             continue
@@ -467,13 +563,11 @@ def _cells(row: str) -> int:
     return len(_CELL_SPLIT.split(text))
 
 
-def _check_links(
-    lines: Sequence[str], code_lines: set[int], index: IssueIndex | None, add: _Add
-) -> None:
+def _check_links(lines: Lines, code_lines: LineRanges, index: IssueIndex | None, add: _Add) -> None:
     if index is None:
         return
     # Front matter lines count too: `upstream_issue` must exist as well.
-    for number, line in enumerate(lines, start=1):
+    for number, line in lines.having("github.com/"):
         if number in code_lines:
             continue
         for match in _GITHUB_LINK.finditer(line):

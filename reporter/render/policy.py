@@ -14,7 +14,7 @@ one line. Three escapes cover every case::
     GENERATED  "x <y> @z"            -> "x \\<y\\> @z"               (reporter wrote it)
     INERT      "see #12, @a, GH-3"   -> "see `#12`, `@a`, `GH-3`"  (bound for GitHub)
 
-The terminal has its own medium and its own rule (`reporter.inert`: control sequences
+The terminal has its own medium and its own rule (`reporter.core.inert`: control sequences
 removed); it shares no character with these.
 """
 
@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Protocol, TypeVar, cast
 
+from reporter.core.inert import for_document
 from reporter.render.markdown import code
 
 # `@user`, `@org/team` and `#123` notify or link on GitHub; inside a code span they do neither.
@@ -35,11 +36,11 @@ _NOTIFYING = re.compile(
 _REFERENCES = re.compile(
     r"`[^`\n]+`"  # code spans already there: kept as they are
     r"|https?://[^\s/]+/[\w.-]+/[\w.-]+/(?:issues|pull|discussions)/\d+\S*"  # issue / PR URLs
-    r"|(?<![\w.-])[\w.-]+/[\w.-]+(?:#\d+|@[0-9a-fA-F]{7,40})\b"  # owner/repo#1, owner/repo@sha
+    r"|(?<![\w.-])[\w.-]++/[\w.-]++(?:#\d+|@[0-9a-fA-F]{7,40})\b"  # owner/repo#1, owner/repo@sha
     r"|(?<![\w`])@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:/[\w.-]+)?"  # @user, @org/team
     r"|(?<![\w&#])#\d+\b"  # #123
     r"|\bGH-\d+\b"  # GH-123
-    r"|(?<![\w@])[\w.-]+@[0-9a-fA-F]{7,40}\b"  # user@sha
+    r"|(?<![\w.@-])[\w.-]++@[0-9a-fA-F]{7,40}\b"  # user@sha
     r"|(?<![\w-])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w-])"  # bare SHA
     r"|<[a-z][a-z0-9-]*-\d+>"  # redaction placeholders: not HTML tags
 )
@@ -61,6 +62,9 @@ class Escape:
     flatten: bool = True
 
     def __call__(self, text: str) -> str:
+        # Inert first (`reporter.core.inert`): an escape sequence is removed whole, before a
+        # backslash could split it and leave its payload behind as text.
+        text = for_document(text)
         flat = " ".join(text.split()) if self.flatten else text
         if self.kept is None:
             return self._plain(flat)
@@ -100,6 +104,24 @@ INERT = Escape(r"\`*_[]<>|~", kept=_REFERENCES)
 """Anything bound for GitHub: every reference and mention in a code span, the rest escaped."""
 BARE = Escape(INERT.specials, flatten=False)
 """Reporter's own notes about a draft (what was trimmed): the specials escaped, nothing else."""
+
+
+def github_title(text: str) -> str:
+    """A title bound for GitHub: mentions, issue references and commit ids in code spans.
+
+    GitHub renders code spans in titles and nothing else of Markdown, so only those are
+    wrapped; backslash escapes would show as typed. (Control, bidi and zero-width
+    characters are `reporter.core.inert`'s to remove.)
+    """
+    out: list[str] = []
+    cursor = 0
+    for match in _REFERENCES.finditer(text):
+        found = match.group(0)
+        out.append(text[cursor : match.start()])
+        out.append(found if found.startswith("`") else code(found))
+        cursor = match.end()
+    out.append(text[cursor:])
+    return "".join(out)
 
 
 class Deferred:

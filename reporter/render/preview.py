@@ -31,7 +31,7 @@ from markdown_it.utils import EnvType, OptionsDict
 from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.tasklists import tasklists_plugin
 
-from reporter.render import frontmatter, svg
+from reporter.render import blocks, frontmatter, svg
 
 ALLOWED_TAGS = frozenset(
     {"details", "summary", "br", "b", "i", "em", "strong", "code", "kbd", "sub", "sup", "s",
@@ -286,9 +286,22 @@ def to_html(text: str, *, source: str = "") -> str:
     """The whole preview page for one report's Markdown text."""
     md = _markdown()
     env: dict[str, Any] = {}
-    tokens = md.parse(text, env)
-    body = _first_screen_first(md, tokens, env)
-    title = title_of(tokens) or source or "report"
+    parts: list[str] = []
+    title = ""
+    # A piece at a time (`blocks`): a 50 MB report is not millions of tokens at once. The
+    # first piece holds the front matter, the title and the summary: it is laid out first
+    # screen first.
+    for first_line, piece in blocks.pieces(text):
+        fenced = blocks.big_fence(piece, first_line)
+        tokens = [fenced] if fenced is not None else md.parse(piece, env)
+        title = title or title_of(tokens)
+        if not parts:
+            parts.append(_first_screen_first(md, tokens, env))
+        else:
+            parts.append(md.renderer.render(tokens, md.options, env))
+    body = "".join(parts)
+    del parts
+    title = title or source or "report"
     note = (
         f'<p class="source-note">Preview of <code>{html.escape(source)}</code>; '
         "made by <code>report preview</code>, needs no network.</p>\n"

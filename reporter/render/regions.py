@@ -30,12 +30,13 @@ holds a reporter report would confuse the parser (the parse stays lossless).
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from reporter.errors import ReporterError
+from reporter.core.errors import ReporterError
 from reporter.render import frontmatter
 from reporter.render import markdown as md
 
@@ -193,16 +194,25 @@ def _exact_marker(line: str) -> bool:
     return any(p.fullmatch(text) for p in (BEGIN, END, OFFER_BEGIN, OFFER_END, RECORD))
 
 
-def _close(lines: list[str], start: int, closer: re.Pattern[str], ident: str) -> int | None:
-    """Index of the line closing the block opened at `start`, or None if another marker comes first."""
-    for index in range(start + 1, len(lines)):
-        if not lines[index].startswith("<!-- reporter:"):
-            continue  # cheap test first: reports run to tens of thousands of lines
-        text = _content(lines[index])
+def _close(
+    lines: frontmatter.LineTable,
+    markers: list[int],
+    start: int,
+    closer: re.Pattern[str],
+    ident: str,
+) -> int | None:
+    """Index of the line closing the block opened at `start`, or None if another marker
+    comes first. Only marker lines (`markers`, sorted) are looked at: a report of
+    millions of lines with unclosed markers costs one pass, not one per marker."""
+    for index in markers[bisect.bisect_right(markers, start) :]:
+        line = lines[index]
+        if not line.startswith("<!-- reporter:"):
+            continue
+        text = _content(line)
         match = closer.fullmatch(text)
         if match and match.group("id") == ident:
             return index
-        if _exact_marker(lines[index]):
+        if _exact_marker(line):
             return None
     return None
 
@@ -211,28 +221,25 @@ def parse(text: str, *, first_line: int = 1) -> Parsed:
     """Cut `text` into reviewer text, regions, offers and the record line. Lossless.
 
     `first_line` is the file line number of the first line of `text` (after front matter).
+    Lines are read on demand (`frontmatter.LineTable`); only lines naming `reporter:` are
+    looked at one by one, the text between them is kept as one slice.
     """
-    lines = frontmatter.lines_of(text)
+    lines = frontmatter.LineTable(text)
+    markers = lines.with_text("reporter:")
     chunks: list[Chunk] = []
     damage: list[Damage] = []
-    pending: list[str] = []
-    pending_line = first_line
-
-    def flush() -> None:
-        if pending:
-            chunks.append(Text(raw="".join(pending), line=pending_line))
-            pending.clear()
-
+    pending = 0  # the first line of the reviewer text not yet kept
     index = 0
-    while index < len(lines):
+
+    def flush(upto: int) -> None:
+        if upto > pending:
+            chunks.append(Text(raw=lines.join(pending, upto), line=first_line + pending))
+
+    for index in markers:
+        if index < pending:
+            continue  # inside a region already taken whole
         line = lines[index]
         number = first_line + index
-        if "reporter:" not in line:
-            if not pending:
-                pending_line = number
-            pending.append(line)
-            index += 1
-            continue
         text_line = _content(line)
         begin = BEGIN.fullmatch(text_line)
         offer = OFFER_BEGIN.fullmatch(text_line)
@@ -240,11 +247,11 @@ def parse(text: str, *, first_line: int = 1) -> Parsed:
             match = begin or offer
             assert match is not None
             ident = match.group("id")
-            end = _close(lines, index, END if begin else OFFER_END, ident)
+            end = _close(lines, markers, index, END if begin else OFFER_END, ident)
             if end is not None:
-                flush()
-                raw = "".join(lines[index : end + 1])
-                inner = "".join(lines[index + 1 : end])
+                flush(index)
+                raw = lines.join(index, end + 1)
+                inner = lines.join(index + 1, end)
                 if begin:
                     chunks.append(
                         Region(id=ident, hash=match.group("hash"), body=inner, raw=raw, line=number)
@@ -255,7 +262,7 @@ def parse(text: str, *, first_line: int = 1) -> Parsed:
                             id=ident, hash=match.group("hash"), content=inner, raw=raw, line=number
                         )
                     )
-                index = end + 1
+                pending = end + 1
                 continue
             what = "begin" if begin else "offer"
             damage.append(
@@ -264,10 +271,10 @@ def parse(text: str, *, first_line: int = 1) -> Parsed:
                 )
             )
         elif record := RECORD.fullmatch(text_line):
-            flush()
+            flush(index)
             ids = tuple(i for i in record.group("ids").split(",") if i)
             chunks.append(Record(ids=ids, raw=line, line=number))
-            index += 1
+            pending = index + 1
             continue
         elif END.fullmatch(text_line) or OFFER_END.fullmatch(text_line):
             damage.append(
@@ -281,11 +288,7 @@ def parse(text: str, *, first_line: int = 1) -> Parsed:
                     problem="marker line was edited (not in the form reporter writes)",
                 )
             )
-        if not pending:
-            pending_line = number
-        pending.append(line)
-        index += 1
-    flush()
+    flush(len(lines))
     return _demote_duplicates(chunks, damage)
 
 

@@ -49,7 +49,7 @@ class ReportRecord:
     """The evidence digest the report was drafted from ("" in reports older than it)."""
 
 
-_FUNCTION = re.compile(r"([^\s>()]+) \(")
+_FUNCTION = re.compile(r"(?<![^\s>()])([^\s>()]++) \(")
 
 
 def shape(signature_text: str) -> str:

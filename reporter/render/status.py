@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from reporter.render import frontmatter, lint, preview, seen
+from reporter.render import blocks, frontmatter, lint, preview, seen
+from reporter.secrets import mask_text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,19 +66,39 @@ def summarize(text: str, *, path: str) -> ReportStatus | None:
     data = front.data
     owners = data.get("owners")
     owner_names = tuple(str(o) for o in owners) if isinstance(owners, list) else ()
-    tokens = lint.parser().parse(text)
     upstream = data.get("upstream_issue")
+    title = ""
+    for tokens in blocks.token_pieces(lint.parser(), text):
+        title = preview.title_of(tokens)
+        if title:
+            break
+    title = title or str(data.get("title") or "")
     return ReportStatus(
         path=path,
         kind=front.kind,
         status=front.status or "?",
-        owners=owner_names,
-        title=preview.title_of(tokens) or str(data.get("title") or ""),
+        owners=tuple(mask_text(o) for o in owner_names),
+        # A report is edited by hand: what status prints of it is masked like any output.
+        title=mask_text(title),
         signature=str(data.get("signature") or ""),
-        todos=len(lint.placeholders(text, tokens)),
+        todos=len(lint.placeholders(text)),
         upstream_issue=str(upstream) if upstream else "",
         date=front.date(path),
         shape=seen.text_shape(text) if front.kind == frontmatter.INCIDENT_REPORT else "",
+    )
+
+
+def unreadable(*, path: str, why: str) -> ReportStatus:
+    """The row of a report that could not be summarised: listed, with why, never dropped."""
+    return ReportStatus(
+        path=path,
+        kind="",
+        status="unreadable",
+        owners=(),
+        title=f"not read: {why[:200]}",
+        signature="",
+        todos=0,
+        upstream_issue="",
     )
 
 

@@ -13,14 +13,17 @@ The API, by example::
     secrets.is_secret("MYSQL_PWD", "x")           -> True   (the name says so)
     secrets.is_secret("ANY", "ghp_...")            -> True   (the value has a token's shape)
     secrets.mask_value("VLLM_PASS", "pw")          -> "[redacted]"
+    secrets.mask_value("--model-path", "https://u:pw@hf.example/m")
+    -> "https://u:[redacted]@hf.example/m"        (masked inside: the rest stays readable)
     secrets.scan(text)                             -> [SecretHit(kind, name, value, start, end)]
 
 * `names.is_secret_name`: a variable, option, key or header whose name says secret;
 * `shapes.scan`: secret spans in any text (provider tokens, URL and query credentials,
   webhooks, connection strings, authorization headers, secret-named assignments and
   options), our patterns plus detect-secrets' offline plugins;
-* `SecretPolicy`: whole-value decisions (name, shape, or an opaque token-like run),
-  extendable by an `env.toml` `[secret]` table;
+* `SecretPolicy`: what a named value shows: whole-value redaction when the name says
+  secret or the value is the credential (an opaque token-like run), else the credential
+  masked inside it (`shown`); extendable by an `env.toml` `[secret]` table;
 * `scrub`: the byte-level capture scrubbers of `report collect`.
 
 `mask_text` is what a caller that shows evidence text wants: idempotent (masked text
@@ -31,20 +34,12 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 
 from reporter.secrets.names import is_secret_name
-from reporter.secrets.shapes import (
-    PLACEHOLDER_RE,
-    SECRET_PATTERNS,
-    SecretHit,
-    SecretPattern,
-    find_secrets,
-    possible,
-    scan,
-)
+from reporter.secrets.shapes import PLACEHOLDER_RE, SecretHit, find_secrets, scan
 
 __all__ = [
     "OPAQUE_MIN_LENGTH",
@@ -72,25 +67,6 @@ OPAQUE_MIN_LENGTH = 32
 # pathological one-line megabyte would otherwise cost them quadratic time).
 _CHUNK = 1 << 16
 
-# Shapes found *inside* a value by its context (a header, a query, an assignment): the
-# value is masked in place rather than replaced whole.
-_IN_PLACE_KINDS = frozenset(
-    {
-        "authorization-header",
-        "basic-auth",
-        "query-secret",
-        "connection-string",
-        "secret-assignment",
-        "secret-flag",
-        "secret-short-flag",
-        "user-password-option",
-        "credential-tuple",
-        "percent-encoded-bearer",
-        "cookie",
-        "azure-key",
-        "aws-secret-access-key",
-    }
-)
 _USER_PASSWORD_OPTIONS = frozenset({"-u", "--user", "--proxy-user", "--http-user"})
 _OPAQUE_CHARS_RE = re.compile(r"[A-Za-z0-9+/=_-]+\Z")
 _HEX_RE = re.compile(r"[0-9a-fA-F]+\Z")
@@ -120,27 +96,35 @@ class SecretPolicy:
         return is_secret_name(name) or bool(self.extra_names and self.extra_names.match(name))
 
     def is_secret(self, name: str, value: str | None) -> bool:
-        """True when `name` says secret, or `value` holds a credential anywhere."""
+        """True when `name` says secret, or `value` holds a credential anywhere in it."""
         if name and self.is_secret_name(name):
             return True
         if not value:
             return False
+        return self.is_whole(name, value) or bool(scan(value[:_CHUNK]))
+
+    def is_whole(self, name: str, value: str) -> bool:
+        """True when `value` goes whole: its name says secret, or the value itself is the
+        credential (an opaque token, an extra `[secret] values` match, a `-u user:pw`)."""
+        if name and self.is_secret_name(name) and not PLACEHOLDER_RE.fullmatch(value):
+            return True
         if name.lower() in _USER_PASSWORD_OPTIONS and ":" in value:
-            return True  # curl's `-u user:password`
-        if any(p.search(value) for p in self.extra_values):
             return True
-        if _opaque(value, self.opaque_min_length):
-            return True
-        # A value that *is* a credential (a token, a URL with a password) goes whole; a
-        # value with a credential inside a longer text (`x=1,authorization=Basic ...`) is
-        # masked in place by `shown` / `mask_text`.
-        return any(hit.kind not in _IN_PLACE_KINDS for hit in scan(value[:_CHUNK]))
+        return _opaque(value, self.opaque_min_length) or any(
+            p.search(value) for p in self.extra_values
+        )
 
     def shown(self, name: str, value: str | None) -> str | None:
-        """`value` with secrets masked: `[redacted]` whole when it is one; None stays None."""
+        """`value` as any output may show it; None stays None.
+
+        `[redacted]` whole when the name says secret or the value is the credential;
+        otherwise masked *inside*: the credential in a URL, the token in a flag's value,
+        so the rest stays readable (`s3://AKIA...:[redacted]@bucket/model` -> the model
+        path is still there to compare).
+        """
         if value is None:
             return None
-        return REDACTED if self.is_secret(name, value) else mask_text(value)
+        return REDACTED if value and self.is_whole(name, value) else mask_text(value)
 
 
 def policy_from(
@@ -167,22 +151,16 @@ def is_secret(name: str, value: str | None) -> bool:
 
 
 def mask_value(name: str, value: str) -> str:
-    """`value` whole-redacted when its name says secret, else with secret spans masked."""
-    if name and is_secret_name(name) and value and not PLACEHOLDER_RE.fullmatch(value):
-        return REDACTED
-    return mask_text(value)
+    """`value` as the default policy shows it (`SecretPolicy.shown`)."""
+    return default_policy().shown(name, value) or ""
 
 
 def spans(text: str, *, library: bool = True) -> list[tuple[int, int]]:
     """(start, end) of every secret in `text` (see `scan`)."""
-    return _spans(text, library, SECRET_PATTERNS)
-
-
-def _spans(text: str, library: bool, patterns: Sequence[SecretPattern]) -> list[tuple[int, int]]:
     try:
-        hits = scan(text, library=library, patterns=patterns)
+        hits = scan(text, library=library)
     except ImportError:  # pragma: no cover - detect-secrets missing: our patterns still apply
-        hits = scan(text, library=False, patterns=patterns)
+        hits = scan(text, library=False)
     return [(h.start, h.end) for h in hits]
 
 
@@ -193,11 +171,6 @@ def mask_text(text: str, *, library: bool = True) -> str:
     `--json` strings, the local report body, `report diff`. Idempotent. `library=False`
     skips detect-secrets' plugins (our own shapes only): for many short texts at once.
     """
-    return _masked(text, library, SECRET_PATTERNS)
-
-
-def _masked(text: str, library: bool, patterns: Sequence[SecretPattern]) -> str:
-    """`mask_text` with `patterns`: ours less those known to match nothing (`possible`)."""
     if not text:
         return text
     if len(text) > _CHUNK:
@@ -207,10 +180,10 @@ def _masked(text: str, library: bool, patterns: Sequence[SecretPattern]) -> str:
         while at < len(text):
             cut = text.rfind("\n", at, at + _CHUNK)
             end = len(text) if at + _CHUNK >= len(text) else (cut + 1 if cut > at else at + _CHUNK)
-            out.append(_masked(text[at:end], library, patterns))
+            out.append(mask_text(text[at:end], library=library))
             at = end
         return "".join(out)
-    found = _spans(text, library, patterns)
+    found = spans(text, library=library)
     if not found:
         return text
     pieces: list[str] = []
@@ -228,9 +201,6 @@ def _masked(text: str, library: bool, patterns: Sequence[SecretPattern]) -> str:
 
 # Documents with more distinct strings than this are masked with our own shapes only.
 _THOROUGH_STRINGS = 4000
-# Strings looked at together for the patterns they may hold (`shapes.possible`): rarer
-# needles (a quote, `://`) are missing from most batches of this size.
-_BATCH = 64
 
 
 def mask_data(value: object) -> object:
@@ -254,15 +224,10 @@ def mask_data(value: object) -> object:
             pending.extend(item.values())
     library = len(strings) <= _THOROUGH_STRINGS
     changed: dict[str, str] = {}
-    ordered = list(strings)
-    for start in range(0, len(ordered), _BATCH):
-        batch = ordered[start : start + _BATCH]
-        # Patterns whose literal text is in none of these strings are skipped for all of them.
-        patterns = possible(batch)
-        for text in batch:
-            masked = _masked(text, library, patterns)
-            if masked != text:
-                changed[text] = masked
+    for text in strings:
+        masked = mask_text(text, library=library)
+        if masked != text:
+            changed[text] = masked
     if not changed:
         return value
     root: list[object] = [value]

@@ -3,9 +3,9 @@
 Pure functions: bytes or text in, redacted bytes or text and a count out. The
 detector is the project's own, not a second list:
 
-* a value whose *name* says secret (`HF_TOKEN`, `--api-key`, `password`) or whose
-  whole value has a credential's shape is replaced entirely: `SecretPolicy.is_secret`,
-  the rules the report and `report diff` use;
+* a value whose *name* says secret (`HF_TOKEN`, `--api-key`, `password`) or that is a
+  credential itself (an opaque token) is replaced entirely: `SecretPolicy.is_whole`, the
+  rules the report and `report diff` use;
 * inside any other value, the spans that `reporter.secrets.scan` finds
   (the shared list of secret shapes behind upstream redaction and `report lint`:
   provider tokens, bearer credentials, passwords in URLs, ...) are replaced, and the
@@ -26,6 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 REDACTED = "[redacted]"  # reporter.secrets.REDACTED (no import cycle)
+# Texts larger than this are scanned with our own shapes only (see `default_detector`).
+_THOROUGH_BYTES = 1 << 20
 
 # A `--locals` entry: 12 spaces of indent, `name: repr` (docs/formats.md 1.3).
 _LOCAL_RE = re.compile(r"^(\s{8,})([A-Za-z_][A-Za-z0-9_]*): (.*)$")
@@ -34,10 +36,13 @@ _LOCALS_HEADERS = ("Arguments:", "Locals:")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SecretDetector:
-    """`is_secret(name, value)` for whole values; `spans(text)` for secrets inside a text."""
+    """`is_secret(name, value)`: the value holds a secret; `whole(name, value)`: it goes
+    whole (the name says secret, or it is the credential); `spans(text)`: the secrets
+    inside a text, masked in place."""
 
     is_secret: Callable[[str, str | None], bool]
     spans: Callable[[str], list[tuple[int, int]]]
+    whole: Callable[[str, str], bool] = lambda _name, _value: False
 
     def mask(self, text: str) -> tuple[str, int]:
         """`text` with every secret span replaced; the number replaced."""
@@ -59,7 +64,7 @@ class SecretDetector:
 
     def value(self, name: str, value: str) -> tuple[str, int]:
         """One named value, redacted whole or in part; the number of secrets hidden."""
-        if self.is_secret(name, value):
+        if value and self.whole(name, value):
             return REDACTED, 1
         return self.mask(value)
 
@@ -68,7 +73,34 @@ def default_detector() -> SecretDetector:
     """The project's detector: the shared secret policy and shapes (`reporter.secrets`)."""
     from reporter import secrets
 
-    return SecretDetector(is_secret=secrets.is_secret, spans=secrets.spans)
+    policy = secrets.default_policy()
+
+    def spans(text: str) -> list[tuple[int, int]]:
+        # detect-secrets' plugins go line by line in Python: over a megabyte (a huge
+        # scrape, a big dump) our own shapes only, which are linear.
+        return secrets.spans(text, library=len(text) <= _THOROUGH_BYTES)
+
+    return SecretDetector(is_secret=policy.is_secret, spans=spans, whole=policy.is_whole)
+
+
+def mask_bytes(data: bytes, detector: SecretDetector) -> tuple[bytes, int]:
+    """A copied file (a pickled or JSON Flight Recorder dump) with secrets overwritten by
+    `*`, byte for byte: the length of every string stays, so a pickle still loads."""
+    text = data.decode("latin-1")  # one character per byte: spans are byte offsets
+    spans = sorted(detector.spans(text))
+    if not spans:
+        return data, 0
+    out = bytearray(data)
+    count = 0
+    end = -1
+    for start, stop in spans:
+        if stop <= end:
+            continue
+        start = max(start, end)
+        out[start:stop] = b"*" * (stop - start)
+        count += 1
+        end = stop
+    return bytes(out), count
 
 
 def scrub_environ(data: bytes, detector: SecretDetector) -> tuple[bytes, int]:
@@ -103,7 +135,7 @@ def scrub_argv(argv: Sequence[str], detector: SecretDetector) -> tuple[tuple[str
             arg.startswith("-")
             and index + 1 < len(out)
             and not out[index + 1].startswith("-")
-            and detector.is_secret(arg, out[index + 1])
+            and detector.whole(arg, out[index + 1])
         ):
             out[index + 1] = REDACTED
             hidden = 1
@@ -143,7 +175,7 @@ def scrub_locals(text: str, detector: SecretDetector) -> tuple[str, int]:
         value = match.group(3)
         quoted = len(value) >= 2 and value[0] == value[-1] == '"'
         bare = value[1:-1] if quoted else value
-        if detector.is_secret(match.group(2), bare):
+        if bare and detector.whole(match.group(2), bare):
             shown, hidden = REDACTED, 1
         else:
             shown, hidden = detector.mask(value)

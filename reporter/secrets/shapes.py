@@ -3,8 +3,10 @@
 Input: any text. Output: `SecretHit`s (offsets, a stable `kind`, a human `name` and the
 secret `value`: the part to hide, not its context). Two sources, merged:
 
-* `SECRET_PATTERNS`: our regexes for provider token formats (GitHub, Hugging Face,
-  OpenAI, Anthropic, AWS, Slack, Stripe, Google, GitLab, npm, PyPI, SendGrid, ...),
+* `secret_patterns()`: our regexes, the `[[shape]]` tables of `reporter/data/secrets.toml`,
+  for provider token formats (GitHub, Hugging Face, OpenAI, Anthropic, AWS, Slack, Stripe,
+  Google, GitLab, npm, PyPI, SendGrid, Vault, Atlassian, Azure AD, New Relic, Discord,
+  age, Grafana, DigitalOcean, Doppler, Linear, Postman, Shopify, ...),
   bearer / basic / JWT credentials (also percent-encoded: `Bearer%20...`), private-key
   blocks (also inside one-line env values with literal `\\n`), passwords in URLs
   (`redis://:PW@host`), secret query parameters (`?key=`, `&sig=`, `access_token=`),
@@ -12,13 +14,19 @@ secret `value`: the part to hide, not its context). Two sources, merged:
   (`AccountKey=`, `Password=`), authorization headers (`{"Authorization": "Token ..."}`),
   `("user", "password")` tuples under a secret name, options whose name says secret
   (`--admin-pass X`, `--sas=X`, `-p X`, `-a X`) and `name=value` / `name: value`
-  assignments whose name says secret (`reporter.secrets.names`: `VLLM_PASS`, `NCCL_KEY`);
+  assignments whose name says secret (`reporter.secrets.names`: `VLLM_PASS`, `NCCL_KEY`),
+  and credential file formats (netrc `machine H login U password P`, pgpass
+  `host:port:db:user:pw`, a Sentry DSN's or `.git-credentials`' token user);
 * detect-secrets' provider plugins (Yelp's maintained detector set), called through
   `analyze_string` only: that path is pure regex work and never makes the network
   verification calls that `analyze_line` may make. Its high-entropy plugins get their
   entropy limit applied here. It catches formats we do not list ourselves (Twilio,
   Mailchimp, Square, Artifactory, IBM, Azure storage keys, Discord, Telegram, ...) and
   quoted high-entropy strings such as secret-looking `--locals` values.
+
+Both run over the text as written and over its normalised form (`normalize`: disguises
+such as a zero-width space, a Cyrillic letter, fullwidth forms, percent, JSON or Markdown
+escapes undone); a hit in the normalised text is mapped back to the span as written.
 
 A hit whose value is already a redaction placeholder (`<secret-1>`, `[redacted]`) is
 not reported, so a redacted text scans clean. Example::
@@ -30,13 +38,14 @@ not reported, so a redacted text scans clean. Example::
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
+from reporter.core import rules
 from reporter.secrets.names import is_secret_name
-from reporter.secrets.needles import Haystack, may_match, needle_groups
+from reporter.secrets.normalize import normalize
 
 # Values made only of placeholders and punctuation are redaction output, not secrets.
 PLACEHOLDER_RE = re.compile(r"<[a-z][a-z0-9-]*-\d+>|\[redacted\]")
@@ -44,6 +53,8 @@ _NOT_A_VALUE_RE = re.compile(r"[\s\"'`.,;:()\[\]{}<>-]*")
 # Quoted high-entropy strings shorter than this are ids and short hashes (a 12-digit hang
 # signature), not credentials: provider keys and tokens are 20 characters and more.
 MIN_ENTROPY_LENGTH = 20
+# Normalised texts up to this size are searched whole; larger ones around their changes.
+_WHOLE_NORMALISED = 1 << 20
 # Values of a secret-named key that say "no secret here".
 _INERT_VALUES = frozenset({"true", "false", "none", "null", "nil", "yes", "no", "on", "off"})
 
@@ -58,6 +69,21 @@ class SecretPattern:
     group: int = 0
     # Group whose text must be a secret name (`is_secret_name`) for the match to count.
     name_group: int = 0
+    inside: bool = False
+    """Found inside a value by its context (a URL, a header, an assignment): the rest of
+    the value is kept and only this span masked."""
+    check: str = ""
+    """A further test a match must pass (`_CHECKS`)."""
+    needs: tuple[str, ...] = ()
+    """One of these is in every match (lower case when the pattern ignores case): a text
+    holding none of them is not searched."""
+
+    def may_match(self, text: str, lowered: Callable[[], str]) -> bool:
+        """False when `text` holds none of `needs` (cheap `in` tests before a regex)."""
+        if not self.needs:
+            return True
+        hay = lowered() if self.pattern.flags & re.IGNORECASE else text
+        return any(need in hay for need in self.needs)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,244 +97,63 @@ class SecretHit:
     end: int
 
 
-SECRET_PATTERNS: tuple[SecretPattern, ...] = (
-    SecretPattern(
-        kind="private-key",
-        name="private key",
-        # A whole block, also when it is one env value with literal `\n`s; a block cut
-        # off before its END line still hides the key lines that follow.
-        pattern=re.compile(
-            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-            r"(?:[\s\S]{0,65536}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-            r"|(?:\\n|\n|[A-Za-z0-9+/=: -]){0,65536})"
-        ),
-    ),
-    SecretPattern(
-        kind="github-token",
-        name="GitHub token",
-        pattern=re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{22,255})"),
-    ),
-    SecretPattern(
-        kind="huggingface-token",
-        name="Hugging Face token",
-        pattern=re.compile(r"\bhf_[A-Za-z0-9]{20,}"),
-    ),
-    SecretPattern(
-        kind="anthropic-key",
-        name="Anthropic key",
-        pattern=re.compile(r"\bsk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_-]{20,}"),
-    ),
-    SecretPattern(
-        kind="openai-key",
-        name="OpenAI key",
-        pattern=re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
-    ),
-    SecretPattern(
-        kind="aws-access-key-id",
-        name="AWS access key id",
-        pattern=re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ABIA|ACCA)[0-9A-Z]{16}\b"),
-    ),
-    SecretPattern(
-        kind="aws-secret-access-key",
-        name="AWS secret access key",
-        pattern=re.compile(
-            r"(?i)aws_?secret_?(?:access_?)?key[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
-        ),
-        group=1,
-    ),
-    SecretPattern(
-        kind="slack-webhook",
-        name="Slack webhook",
-        pattern=re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}"),
-    ),
-    SecretPattern(
-        kind="slack-token",
-        name="Slack token",
-        pattern=re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    ),
-    SecretPattern(
-        kind="stripe-key",
-        name="Stripe key",
-        pattern=re.compile(r"\b(?:sk|rk|pk|whsec)_(?:live|test)_[A-Za-z0-9]{16,}"),
-    ),
-    SecretPattern(
-        kind="google-api-key",
-        name="Google API key",
-        pattern=re.compile(r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),
-    ),
-    SecretPattern(
-        kind="google-oauth-secret",
-        name="Google OAuth client secret",
-        pattern=re.compile(r"\bGOCSPX-[A-Za-z0-9_-]{20,}"),
-    ),
-    SecretPattern(
-        kind="gitlab-token", name="GitLab token", pattern=re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")
-    ),
-    SecretPattern(
-        kind="npm-token", name="npm token", pattern=re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")
-    ),
-    SecretPattern(
-        kind="pypi-token",
-        name="PyPI token",
-        pattern=re.compile(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{20,}"),
-    ),
-    SecretPattern(
-        kind="sendgrid-key",
-        name="SendGrid key",
-        pattern=re.compile(r"\bSG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}"),
-    ),
-    SecretPattern(
-        kind="databricks-token",
-        name="Databricks token",
-        pattern=re.compile(r"\bdapi[0-9a-f]{32}\b"),
-    ),
-    SecretPattern(
-        kind="jwt",
-        name="JSON Web Token",
-        pattern=re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-    ),
-    SecretPattern(
-        kind="bearer-token",
-        name="bearer token",
-        pattern=re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{16,}=*)"),
-        group=1,
-    ),
-    SecretPattern(
-        kind="basic-auth",
-        name="basic auth credentials",
-        pattern=re.compile(
-            r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?basic\s+([A-Za-z0-9+/]{8,}={0,2})"
-        ),
-        group=1,
-    ),
-    SecretPattern(
-        kind="url-password",
-        name="password in a URL",
-        pattern=re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^/\s:@]{0,256}:([^/\s@]{1,1024})@"),
-        group=1,
-    ),
-    SecretPattern(
-        kind="azure-key",
-        name="Azure account key or SAS signature",
-        pattern=re.compile(
-            r"(?:AccountKey=|SharedAccessSignature=|[?&]sig=)([A-Za-z0-9%+/=]{20,})"
-        ),
-        group=1,
-    ),
-    SecretPattern(
-        kind="cookie",
-        name="cookie",
-        pattern=re.compile(
-            r"(?im)\b(?:set-)?cookie[\"']?\s*[:=]\s*[\"']?([^\s\"';]+=[^\s\"';]{8,})"
-        ),
-        group=1,
-    ),
-    SecretPattern(
-        kind="webhook-url",
-        name="webhook URL",
-        # The whole URL is the credential: its path holds the token.
-        pattern=re.compile(
-            r"https?://(?:"
-            r"(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d{5,30}/[\w-]{20,100}"
-            r"|[\w-]{1,63}\.webhook\.office\.com/webhookb2/[\w@/-]{20,300}"
-            r"|outlook\.office(?:365)?\.com/webhook/[\w@/-]{20,300}"
-            r"|hooks\.zapier\.com/hooks/catch/\d{1,20}/\w{4,40}/?"
-            r"|open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook/[\w-]{16,64}"
-            r"|qyapi\.weixin\.qq\.com/cgi-bin/webhook/send\?key=[\w-]{16,64}"
-            r"|[\w.-]{1,100}/hooks/[A-Za-z0-9]{20,64}"
-            r"|[\w.-]{1,100}/(?:[\w.-]{1,64}/){0,6}webhooks?/[\w/-]{0,200}?[A-Za-z0-9_-]{20,100}"
-            r")"
-        ),
-    ),
-    SecretPattern(
-        kind="percent-encoded-bearer",
-        name="percent-encoded bearer token",
-        pattern=re.compile(r"(?i)\b(?:bearer|token|basic)(?:%20|\+)([A-Za-z0-9._~/%-]{12,4096}=*)"),
-        group=1,
-    ),
-    SecretPattern(
-        kind="query-secret",
-        name="secret in a URL query",
-        pattern=re.compile(
-            r"(?i)[?&;](?:key|api[_-]?key|apikey|token|access[_-]?token|auth[_-]?token|sig|"
-            r"signature|secret|client[_-]?secret|password|passwd|pwd|auth|code|sas|"
-            r"x-amz-signature|x-amz-credential|x-goog-signature|x-goog-credential)"
-            r"=([^&\s#\"'<>]{4,4096})"
-        ),
-        group=1,
-    ),
-    SecretPattern(
-        kind="authorization-header",
-        name="authorization header",
-        # `Authorization: Token X`, `{"Authorization": "Bearer X"}`, `authorization=X`.
-        pattern=re.compile(
-            r"(?i)\b(?:proxy-)?authorization[\"']?\s{0,4}[:=]\s{0,4}[\"']?"
-            r"(?:(?:token|bearer|basic|digest|apikey|key|sso-key|dsn)(?:\s{1,4}|%20|\+))?"
-            r"([^\s\"',;}&]{6,4096})"
-        ),
-        group=1,
-    ),
-    SecretPattern(
-        kind="credential-tuple",
-        name="(user, password) pair",
-        # `auth: ("admin", "pw")`, `credentials=('svc', 'pw')`: the second item is the secret.
-        pattern=re.compile(
-            r"(?i)([\w.-]{1,64})[\"']?\s{0,4}(?::|=|=>)\s{0,4}[(\[]\s{0,4}[\"'][^\"'\n]{1,128}[\"']"
-            r"\s{0,4},\s{0,4}[\"']([^\"'\n]{1,256})[\"']\s{0,4}[)\]]"
-        ),
-        group=2,
-        name_group=1,
-    ),
-    SecretPattern(
-        kind="secret-flag",
-        name="secret command-line option",
-        # `--api-key X`, `--admin-pass=X`, `--sas X`, `-p X`, `-a X`: the option's name says.
-        pattern=re.compile(
-            r"(?<![\w-])(-[A-Za-z]|--[A-Za-z0-9][A-Za-z0-9_.-]{0,63})(?:=|[ \t]{1,8})[\"']?"
-            r"([^\s\"'-][^\s\"']{0,4095})"
-        ),
-        group=2,
-        name_group=1,
-    ),
-    SecretPattern(
-        kind="user-password-option",
-        name="user:password option",
-        # curl / wget style `-u user:pw`, `--user user:pw`, `--proxy-user user:pw`.
-        pattern=re.compile(
-            r"(?<![\w-])(?:-u|-U|--user|--proxy-user|--http-user)(?:=|[ \t]{1,8})[\"']?"
-            r"[^\s:\"'/]{1,64}:([^\s\"']{3,256})"
-        ),
-        group=1,
-    ),
-    SecretPattern(
-        kind="secret-short-flag",
-        name="password option (-pPASSWORD)",
-        # mysql's attached form; all-lowercase words (`-pthread`) are compiler flags.
-        pattern=re.compile(r"(?<![\w-])-p(?=[^\s\"']*[A-Z0-9!@#$%^&*])([^\s\"'-][^\s\"']{3,255})"),
-        group=1,
-    ),
-    SecretPattern(
-        kind="secret-assignment",
-        name="secret-named value",
-        # `api_key=...`, `"password": "..."`, `token: ...`, `SECRET_KEY='...'`, `VLLM_PASS=...`,
-        # `X-Api-Key: ...`: the name must say secret (`reporter.secrets.names`).
-        pattern=re.compile(
-            r"(?<![\w.-])([A-Za-z_][\w.-]{0,127})[\"']?\s{0,4}(?::|=|=>)\s{0,4}[\"']?"
-            r"([^\s\"'<>,;&()\[\]{}][^\s\"'<>,;&()\[\]{}]{3,4095})"
-        ),
-        group=2,
-        name_group=1,
-    ),
-    SecretPattern(
-        kind="connection-string",
-        name="secret in a connection string",
-        pattern=re.compile(
-            r"(?i)(?:^|[;\s\"'])(?:password|pwd|accountkey|sharedaccesskey|sharedsecretvalue)"
-            r"\s{0,4}=\s{0,4}([^;\s\"']{3,4096})"
-        ),
-        group=1,
-    ),
-)
+def _load_patterns() -> tuple[SecretPattern, ...]:
+    """The `[[shape]]` tables of `reporter/data/secrets.toml`, compiled (in file order)."""
+    patterns = []
+    for table in rules.load("secrets.toml")["shape"]:
+        source = "".join(table["pattern"])
+        try:
+            compiled = re.compile(source)
+        except re.error as err:
+            raise rules.RulesError(
+                f"reporter/data/secrets.toml: shape {table['id']!r}: bad pattern ({err})",
+                tip="fix the regex (Python syntax)",
+            ) from err
+        check = table.get("check", "")
+        if check and check not in _CHECKS:
+            raise rules.RulesError(
+                f"reporter/data/secrets.toml: shape {table['id']!r}: unknown check {check!r}",
+                tip="known checks: " + ", ".join(sorted(_CHECKS)),
+            )
+        patterns.append(
+            SecretPattern(
+                kind=table["id"],
+                name=table["name"],
+                pattern=compiled,
+                group=table.get("group", 0),
+                name_group=table.get("name_group", 0),
+                inside=table.get("inside", False),
+                check=check,
+                needs=tuple(
+                    n.lower() if compiled.flags & re.IGNORECASE else n
+                    for n in table.get("needs", [])
+                ),
+            )
+        )
+    return tuple(patterns)
+
+
+# A pgpass line's host and port that are really the first groups of an IPv6 address.
+_IPV6_HEAD_RE = re.compile(r"[0-9A-Fa-f]{0,4}:[0-9A-Fa-f]{0,4}:")
+
+
+def _pgpass(match: re.Match[str], value: str) -> bool:
+    """A plausible pgpass line: not an IPv6 address, not a row of numbers (`1:2:3:4:5`)."""
+    fields = match.group(0).lstrip().split(":")
+    return _IPV6_HEAD_RE.match(match.group(0).lstrip()) is None and not all(
+        f.isdigit() for f in fields[2:4]
+    )
+
+
+def _mixed_token(match: re.Match[str], value: str) -> bool:
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+# Checks a `[[shape]]` may name (`check = "..."`): a match counts only when its check holds.
+_CHECKS: dict[str, Callable[[re.Match[str], str], bool]] = {
+    "pgpass": _pgpass,
+    "mixed-token": _mixed_token,
+}
 
 
 def _is_value(value: str) -> bool:
@@ -323,6 +168,10 @@ def _is_value(value: str) -> bool:
 
 _AUTH_SCHEMES = frozenset({"basic", "bearer", "token", "digest", "negotiate", "apikey"})
 _NAMED_KINDS = frozenset({"secret-assignment", "secret-flag", "secret-short-flag"})
+# Under a secret-looking name, values that hold nothing secret: a `==1.5.0` pin
+# (`detect-secrets==1.5.0`), or a bare `scheme://host:port` (Kubernetes' service links,
+# `AUTH_PROXY_PORT_30000_TCP=tcp://10.96.85.146:30000`).
+_NAMED_INERT_RE = re.compile(r"=.*|[A-Za-z][A-Za-z0-9+.-]{0,31}://[\w.-]{1,253}(?::\d{1,5})?/?")
 
 
 def _matches(entry: SecretPattern, text: str) -> Iterator[re.Match[str]]:
@@ -346,24 +195,44 @@ def _matches(entry: SecretPattern, text: str) -> Iterator[re.Match[str]]:
             at = match.start(entry.name_group) + 1
 
 
-def pattern_hits(
-    text: str, patterns: Sequence[SecretPattern] = SECRET_PATTERNS
-) -> Iterator[SecretHit]:
-    """Hits of `SECRET_PATTERNS` (ours only), in pattern order then position.
+@cache
+def secret_patterns() -> tuple[SecretPattern, ...]:
+    """Our secret shapes, in the order of `reporter/data/secrets.toml` (loaded once)."""
+    return _load_patterns()
 
-    `patterns` may leave out patterns known to match nothing in `text` (`possible`).
-    """
-    for entry in patterns:
-        if entry.pattern.search(text) is None:
-            continue  # most texts match no pattern: one search each, no generator
+
+@cache
+def inside_kinds() -> frozenset[str]:
+    """Kinds found inside a value by its context (`inside = true`): masked in place."""
+    return frozenset(p.kind for p in secret_patterns() if p.inside)
+
+
+def pattern_hits(text: str) -> Iterator[SecretHit]:
+    """Hits of `secret_patterns()` (ours only), in pattern order then position."""
+    lower: list[str] = []
+
+    def lowered() -> str:
+        if not lower:
+            lower.append(text.lower())
+        return lower[0]
+
+    for entry in secret_patterns():
+        if not entry.may_match(text, lowered):
+            continue
+        check = _CHECKS.get(entry.check) if entry.check else None
         for match in _matches(entry, text):
             value = match.group(entry.group)
             if not _is_value(value) or PLACEHOLDER_RE.search(value):
                 continue  # nothing, or what a previous masking left
             if entry.kind in _NAMED_KINDS and (
-                value.isdigit() or value.startswith("<") or value.lower() in _AUTH_SCHEMES
+                value.isdigit()
+                or value.startswith("<")
+                or value.lower() in _AUTH_SCHEMES
+                or _NAMED_INERT_RE.fullmatch(value)
             ):
-                continue  # a number, a placeholder, or the scheme word before the credential
+                continue  # a number, a placeholder, the scheme word before the credential, ...
+            if check is not None and not check(match, value):
+                continue
             yield SecretHit(
                 kind=entry.kind,
                 name=entry.name,
@@ -420,6 +289,27 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
+def _occurrences(line: str, value: str) -> list[int]:
+    """Where a plugin's value stands in its line (the plugins say what, not where).
+
+    Every occurrence standing on its own (no letter or digit right before or after);
+    when there is none, the first one, for values long enough not to be a piece of a
+    word (a one-letter password `p` must not mask the `p` of `https`).
+    """
+    found = []
+    at = line.find(value)
+    first = at
+    while at >= 0:
+        before = line[at - 1] if at else " "
+        after = line[at + len(value)] if at + len(value) < len(line) else " "
+        if not (before.isalnum() or after.isalnum()):
+            found.append(at)
+        at = line.find(value, at + 1)
+    if not found and first >= 0 and len(value) >= 8:
+        found.append(first)
+    return found
+
+
 def library_hits(text: str) -> Iterator[SecretHit]:
     """Hits of detect-secrets' plugins, line by line (no network: `analyze_string` only)."""
     offset = 0
@@ -436,57 +326,108 @@ def library_hits(text: str) -> Iterator[SecretHit]:
                         continue
                     if not _is_value(value) or PLACEHOLDER_RE.search(value):
                         continue
-                    at = line.find(value)
-                    if at < 0:
-                        continue
-                    yield SecretHit(
-                        kind=f"detect-secrets-{_slug(plugin.secret_type)}",
-                        name=f"{plugin.secret_type} (detect-secrets)",
-                        value=value,
-                        start=offset + at,
-                        end=offset + at + len(value),
-                    )
+                    for at in _occurrences(line, value):
+                        yield SecretHit(
+                            kind=f"detect-secrets-{_slug(plugin.secret_type)}",
+                            name=f"{plugin.secret_type} (detect-secrets)",
+                            value=value,
+                            start=offset + at,
+                            end=offset + at + len(value),
+                        )
         offset += len(line)
 
 
-# Where overlapping hits tie, the first-listed pattern wins (`scan`).
-_PATTERN_ORDER = {p.kind: n for n, p in enumerate(SECRET_PATTERNS)}
-
-
-def possible(texts: Iterable[str]) -> tuple[SecretPattern, ...]:
-    """The patterns of `SECRET_PATTERNS` that may match in some of `texts`: each of the
-    others lacks literal text it needs in all of them (`needles`), so it matches none."""
-    haystack = Haystack(texts)
-    return tuple(p for p in SECRET_PATTERNS if may_match(needle_groups(p.pattern), haystack))
-
-
-def scan(
-    text: str, *, library: bool = True, patterns: Sequence[SecretPattern] = SECRET_PATTERNS
-) -> list[SecretHit]:
-    """Every secret in `text`, sorted by start, longest first; overlaps resolved.
-
-    Where hits overlap, the earlier (then longer, then first-listed) one wins, so a
-    private-key block is one hit and `sk-ant-...` is an Anthropic key, not an OpenAI one.
-    `patterns`: `SECRET_PATTERNS` less those known to match nothing here (`possible`).
-    """
-    hits = list(pattern_hits(text, patterns))
+def _hits(text: str, library: bool) -> list[SecretHit]:
+    hits = list(pattern_hits(text))
     if library:
         hits.extend(library_hits(text))
-    if not hits:
-        return hits
-    order = _PATTERN_ORDER
+    return hits
+
+
+def scan(text: str, *, library: bool = True) -> list[SecretHit]:
+    """Every secret in `text`, sorted by start; overlapping hits joined into one.
+
+    The text is searched as written and, when it has disguises to undo, normalised
+    (`reporter.secrets.normalize`); a hit in the normalised text covers the span as
+    written. Where hits overlap, the earlier (then longer, then first-listed) one names
+    the kind, and its span grows to the end of the last hit it overlaps, so a
+    private-key block is one hit, `sk-ant-...` is an Anthropic key, not an OpenAI one,
+    and no tail of a secret found two ways is left out.
+    """
+    hits = _hits(text, library)
+    plain = normalize(text)
+    if plain is not None:
+        # A large text is searched again only around what normalising changed.
+        windows = plain.windows() if len(text) > _WHOLE_NORMALISED else [(0, len(plain.text))]
+        found = [
+            replace(hit, start=hit.start + begin, end=hit.end + begin)
+            for begin, end in windows
+            for hit in _hits(plain.text[begin:end], library)
+        ]
+        for hit in found:
+            start, end = plain.original(hit.start, hit.end)
+            if end > start:
+                hits.append(
+                    SecretHit(
+                        kind=hit.kind, name=hit.name, value=text[start:end], start=start, end=end
+                    )
+                )
+    order = _order()
     hits.sort(key=lambda h: (h.start, -(h.end - h.start), order.get(h.kind, len(order)), h.kind))
     kept: list[SecretHit] = []
-    end = -1
     for hit in hits:
-        if hit.start >= end:
-            kept.append(hit)
-            end = hit.end
+        if kept and hit.start < kept[-1].end:
+            last = kept[-1]
+            if hit.end > last.end:
+                kept[-1] = SecretHit(
+                    kind=last.kind,
+                    name=last.name,
+                    value=text[last.start : hit.end],
+                    start=last.start,
+                    end=hit.end,
+                )
+            continue
+        kept.append(hit)
     return kept
 
 
-def find_secrets(text: str) -> Iterator[tuple[int, str, str]]:
-    """(1-based line, name, masked sample) for every likely secret in `text` (for lint)."""
-    for hit in scan(text):
-        line = text.count("\n", 0, hit.start) + 1
-        yield line, hit.name, f"{hit.value[:4]}… ({len(hit.value)} characters)"
+@cache
+def _order() -> dict[str, int]:
+    return {p.kind: n for n, p in enumerate(secret_patterns())}
+
+
+def find_secrets(text: str, *, library: bool = True) -> Iterator[tuple[int, str, str]]:
+    """(1-based line, name, masked sample) for every likely secret in `text` (for lint).
+
+    A large text is scanned a megabyte at a time, cut at line ends (a secret never spans
+    two pieces unless it spans a megabyte), so memory stays near the piece, not the text.
+    """
+    line, at = 1, 0
+    while at < len(text):
+        end = (
+            len(text)
+            if len(text) - at <= _FIND_PIECE
+            else text.rfind("\n", at, at + _FIND_PIECE) + 1
+        )
+        if end <= at:
+            end = min(len(text), at + _FIND_PIECE)
+        piece = text[at:end]
+        counted = 0
+        for hit in scan(piece, library=library):
+            line += piece.count("\n", counted, hit.start)
+            counted = hit.start
+            yield line, hit.name, f"{hit.value[:4]}… ({len(hit.value)} characters)"
+        line += piece.count("\n", counted)
+        at = end
+
+
+# Texts larger than this are scanned for lint in pieces of this size (cut at line ends).
+_FIND_PIECE = 1 << 20
+
+
+def __getattr__(name: str) -> object:
+    # `SECRET_PATTERNS` under its former module-level name: the shapes now come from
+    # reporter/data/secrets.toml and are compiled on first use (`secret_patterns()`).
+    if name == "SECRET_PATTERNS":
+        return secret_patterns()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

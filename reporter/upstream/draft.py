@@ -50,6 +50,8 @@ from typing import Any
 from reporter import __version__
 from reporter.analysis import Analysis
 from reporter.analysis.environment import ShowRules, default_rules
+from reporter.core import inert
+from reporter.core.text import plural
 from reporter.model import Bundle
 from reporter.render import issueview
 from reporter.render import markdown as md
@@ -64,10 +66,10 @@ from reporter.render.policy import (
     Text,
     TextPolicy,
     final,
+    github_title,
     later,
     settle,
 )
-from reporter.text import plural
 from reporter.upstream import redact as redactor
 from reporter.upstream.forms import (
     FieldType,
@@ -316,8 +318,9 @@ def _title(inputs: DraftInputs, policy: TextPolicy) -> Text:
 
 
 def _finish_title(text: str, prefix: str) -> str:
-    """One line, the form's title prefix first, within GitHub's title limit."""
-    text = " ".join(text.split())
+    """One line, inert (no control, bidi or zero-width characters; mentions and
+    references in code spans), the form's title prefix first, within GitHub's limit."""
+    text = github_title(" ".join(inert.for_document(text).split()))
     if prefix.strip() and not text.startswith(prefix.strip()):
         text = prefix + text
     if len(text) > TITLE_LIMIT:
@@ -550,6 +553,9 @@ def build_draft(inputs: DraftInputs, *, budget: int = REVIEW_BUDGET) -> Upstream
         line = inputs.known_fix.sentence(link=True)
         view = replace(view, evidence=replace(view.evidence, notes=(line, *view.evidence.notes)))
     body, view = _fit(view, min(budget, BODY_BUDGET))
+    # What `upstream file` would post, and what the reviewer opens: never a terminal escape,
+    # a bidi override or a zero-width character from the evidence.
+    body = inert.for_document(body)
     notes: list[str] = []
     if len(body) > GITHUB_BODY_LIMIT:
         notes.append(

@@ -39,9 +39,8 @@ MAX_ERRORS = 6
 MAX_TEXT_CHARS = 256 * 1024
 
 _FENCE_RE = re.compile(r"^[ \t>]*(?:`{3,}|~{3,}).*$", re.MULTILINE)
-_JSON_BLOCK_RE = re.compile(
-    r"^[ \t]*(?:`{3,}|~{3,})[^\n]*\n(\s*\[\s*\{.*?)^[ \t]*(?:`{3,}|~{3,})", re.MULTILINE | re.DOTALL
-)
+_FENCE_LINE_RE = re.compile(r"[ \t]*(?:`{3,}|~{3,})")
+_JSON_START_RE = re.compile(r"\s*\[\s*\{")
 _PYSPY_MARK_RE = re.compile(
     r"Thread (?:\d+|0x[0-9A-Fa-f]+)(?: \([a-z+]+\))?(?::|\s*$)|Process \d+: ", re.MULTILINE
 )
@@ -56,7 +55,8 @@ _PHRASE_RE = re.compile(
     r"|connection (?:closed|reset) by peer|fatal python error)\b[^\n]{0,200}"
 )
 _HEX_RE = re.compile(r"0x[0-9a-f]+")
-_PATH_RE = re.compile(r"(?:[\w.-]*/)+([\w.-]+)")
+# Starts only where a run of path characters starts, and never gives a part back: linear.
+_PATH_RE = re.compile(r"(?<![\w./-])(?:[\w.-]*+/)++([\w.-]++)")
 _NUMBER_RE = re.compile(r"\d+")
 _SPACE_RE = re.compile(r"\s+")
 
@@ -111,7 +111,7 @@ def extract(text: str) -> Extracted:
     results: list[ParseResult] = []
     if _PYSPY_MARK_RE.search(plain):
         results.append(pyspy.parse_text(plain, source="issue"))
-    for block in _JSON_BLOCK_RE.findall(text):
+    for block in _json_blocks(text):
         if '"frames"' in block:
             results.append(pyspy.parse_json(block, source="issue"))
     if _FAULT_MARK in plain:
@@ -132,6 +132,30 @@ def extract(text: str) -> Extracted:
                 if keys and len(stacks) < MAX_STACKS:
                     stacks.setdefault(keys, None)
     return Extracted(stacks=tuple(stacks), errors=_errors(headlines, plain))
+
+
+def _json_blocks(text: str) -> list[str]:
+    """The fenced blocks of `text` that hold a JSON list of objects (py-spy `--json`).
+
+    One pass over the lines, fences paired in order: a lazy `(...)` search up to the next
+    fence rescanned the rest of the text from every unclosed opening.
+    """
+    blocks: list[str] = []
+    inside: list[str] | None = None
+    for line in text.splitlines(keepends=True):
+        fence = _FENCE_LINE_RE.match(line) is not None
+        if inside is None:
+            if fence:
+                inside = []
+            continue
+        if fence:
+            body = "".join(inside)
+            if _JSON_START_RE.match(body):
+                blocks.append(body)
+            inside = None
+            continue
+        inside.append(line)
+    return blocks
 
 
 def _errors(headlines: Iterable[str], text: str) -> tuple[str, ...]:

@@ -34,8 +34,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
-from reporter import rules as data_files
 from reporter.analysis.environment import Secrets, default_rules
+from reporter.core import rules as data_files
 from reporter.secrets import shapes as secret_shapes
 
 # Top-level domains that make `a.b` a host name. Left out on purpose: TLDs that are
@@ -68,9 +68,9 @@ _USER_AT_HOST_RE = re.compile(
     r"([A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*)(?![\w@-])"
 )
 _URL_HOST_RE = re.compile(
-    r"\b[a-zA-Z][a-zA-Z0-9+.-]*://(?:[^/\s@]*@)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*)"
+    r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://(?:[^/\s@]*@)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*)"
 )
-_URL_USER_RE = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://([^/\s:@]+)(?::[^/\s@]*)?@")
+_URL_USER_RE = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://([^/\s:@]+)(?::[^/\s@]*)?@")
 _HOME_RE = re.compile(
     r"(?:(?<=/home/)|(?<=/Users/)|(?<=\\Users\\)|(?<=/var/home/))([^/\\\s'\":,;)\]]+)"
 )
@@ -158,7 +158,7 @@ def parse_rules(text: str, *, secrets: Secrets, source: str = "redact.toml") -> 
     data = data_files.parse(text, data_files.SHAPES["redact.toml"], source=source)
 
     def strings(table: str, key: str) -> list[str]:
-        # The shape (reporter/rules.py) has checked that this is a list of strings.
+        # The shape (reporter/core/rules.py) has checked that this is a list of strings.
         return list(data.get(table, {}).get(key, []))
 
     return Rules(
@@ -482,7 +482,7 @@ def _huntable(found: _Found, rules: Rules, vocabulary: frozenset[str]) -> bool:
 
 def _priority(found: _Found) -> tuple[int, int]:
     """Secret shapes by their list order, then the library's, then names and identifiers."""
-    order = _PATTERN_ORDER.get(found.kind)
+    order = _pattern_order().get(found.kind)
     if order is not None:
         return 0, order
     if found.kind.startswith("detect-secrets"):
@@ -490,7 +490,9 @@ def _priority(found: _Found) -> tuple[int, int]:
     return (2, 0) if found.label == Label.SECRET else (3, 0)
 
 
-_PATTERN_ORDER = {p.kind: n for n, p in enumerate(secret_shapes.SECRET_PATTERNS)}
+@cache
+def _pattern_order() -> dict[str, int]:
+    return {p.kind: n for n, p in enumerate(secret_shapes.secret_patterns())}
 
 
 def _resolve(spans: Iterable[_Found]) -> list[_Found]:

@@ -18,8 +18,8 @@ import pytest
 
 from reporter.analysis import Analysis, Confidence, RankState, Verdict, analyze, to_json
 from reporter.app import render_draft
-from reporter.bundle import load
 from reporter.evidence import faulthandler
+from reporter.load.bundle import load
 
 from .builders import bundle, dump, scheduler_stack
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from reporter import bundle
 from reporter.analysis.diff import (
     ChangeKind,
     ChangeStatus,
@@ -21,7 +20,8 @@ from reporter.analysis.diff import (
     parse_rules,
 )
 from reporter.analysis.environment import REDACTED
-from reporter.errors import ReporterError
+from reporter.core.errors import ReporterError
+from reporter.load import bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 ENVDIFF = ROOT / "fixtures" / "envdiff"
@@ -218,3 +218,16 @@ def test_bad_rules(text: str, message: str) -> None:
     body = text if text.startswith("[kind") else base + text
     with pytest.raises(ReporterError, match=message.replace("(", r"\(").replace("[", r"\[")):
         parse_rules(body)
+
+
+def test_a_credential_inside_a_value_is_masked_inside_so_the_change_reads() -> None:
+    # Issue 20 step 5: not "`--model-path` [redacted] -> [redacted]".
+    token = "glpat-" + "Zq3Wk9" * 4
+    before = f"https://oauth2:{token}@gitlab.example/models/Qwen3-8B"
+    after = f"https://oauth2:{token}@gitlab.example/models/Qwen3-32B"
+    diff = diff_sides(_env({"SGLANG_MODEL_URL": before}), _env({"SGLANG_MODEL_URL": after}))
+    (change,) = diff.changes
+    assert change.before == "https://oauth2:[redacted]@gitlab.example/models/Qwen3-8B"
+    assert change.after == "https://oauth2:[redacted]@gitlab.example/models/Qwen3-32B"
+    assert "secrets masked inside the values" in "; ".join(change.why)
+    assert token not in repr(diff)

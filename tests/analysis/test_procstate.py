@@ -17,7 +17,7 @@ import pytest
 
 from reporter.analysis import RankState, Verdict, analyze, to_json
 from reporter.app import render_draft
-from reporter.bundle import load
+from reporter.load.bundle import load
 from reporter.model import FailureState, Location, ProcessDump, ProcState
 
 from .builders import ALL_REDUCE, bundle, dump, failure, scheduler_stack

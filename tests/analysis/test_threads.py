@@ -19,9 +19,9 @@ import pytest
 
 from reporter.analysis import Analysis, Confidence, Verdict, analyze, to_json
 from reporter.analysis.excerpts import SourceFile
-from reporter.bundle import load
+from reporter.load.bundle import load
+from reporter.load.sources import SourceRoots
 from reporter.model import ProcessDump
-from reporter.sources import SourceRoots
 
 from .builders import bundle, dump
 

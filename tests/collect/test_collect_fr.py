@@ -7,9 +7,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from reporter import bundle
 from reporter.analysis import analyze
 from reporter.cli import cli
+from reporter.load import bundle
 
 runner = CliRunner()
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "bundles" / "fr_skipped" / "fr_timeout"
@@ -56,7 +56,9 @@ def test_an_unreachable_debug_server_is_recorded_as_skipped(tmp_path: Path) -> N
         cli,
         ["collect", "--out", str(out), "--torch-debug", "http://127.0.0.1:9", "--timeout", "1"],
     )
-    assert result.exit_code == 0, result.output
+    # Nothing came back from the one source it was asked to read: incomplete, and why.
+    assert result.exit_code == 1, result.output
+    assert "http://127.0.0.1:9: nothing fetched (" in result.output
     manifest = tomllib.loads((out / "bundle.toml").read_text(encoding="utf-8"))
     skipped = manifest["collect"]["skipped"]
     assert "http://127.0.0.1:9/fr_trace_json" in {s["what"] for s in skipped}

@@ -188,7 +188,7 @@ def test_ctrl_c_leaves_a_bundle_analyze_reads(live: Live, tmp_path: Path) -> Non
         kill_group(proc)
     assert proc.returncode == 130, stderr
     assert stdout.startswith("interrupted: ")
-    assert "stopping: finishing the current step" in stderr
+    assert "stopping: open reads and helpers end now" in stderr
     data = tomllib.loads(manifest.read_text(encoding="utf-8"))
     assert data["collect"]["status"] == "interrupted"
     listed = {e["path"] for e in data["evidence"]}

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from reporter.collect import scrape
+from reporter.collect.httpread import Limits
 from reporter.evidence import metrics
 
 AT = datetime(2026, 11, 29, 14, 43, 41, 973000, tzinfo=UTC)
@@ -71,19 +72,22 @@ def test_scrape_once_outcomes() -> None:
         return httpx.Response(503)
 
     with _client(httpx.MockTransport(handler)) as client:
-        ok = scrape.scrape_once(client, "http://h/metrics", timeout=1)
+        ok = scrape.scrape_once(client, "http://h/metrics", limits=Limits(1, 1 << 20))
         assert ok.text == BODY and ok.error == ""
         assert (
-            scrape.scrape_once(client, "http://h/html", timeout=1).error
+            scrape.scrape_once(client, "http://h/html", limits=Limits(1, 1 << 20)).error
             == "not Prometheus text (text/html)"
         )
+        assert scrape.scrape_once(
+            client, "http://h/slow", limits=Limits(1, 1 << 20)
+        ).error.startswith("no complete answer within 1 s")
+        assert scrape.scrape_once(
+            client, "http://h/down", limits=Limits(1, 1 << 20)
+        ).error.startswith("ConnectError")
         assert (
-            scrape.scrape_once(client, "http://h/slow", timeout=1).error == "no answer within 1 s"
+            scrape.scrape_once(client, "http://h/other", limits=Limits(1, 1 << 20)).error
+            == "HTTP 503"
         )
-        assert scrape.scrape_once(client, "http://h/down", timeout=1).error.startswith(
-            "ConnectError"
-        )
-        assert scrape.scrape_once(client, "http://h/other", timeout=1).error == "HTTP 503"
     assert all(r.method == "GET" for r in seen)
     assert seen[0].headers["accept"].startswith("text/plain;version=0.0.4")
 
@@ -104,7 +108,7 @@ def test_scrape_loop_counts_and_stops() -> None:
             "http://h/metrics",
             every=0,
             count=4,
-            timeout=1,
+            limits=Limits(1, 1 << 20),
             stop=stop,
             on_result=results.append,
         )
@@ -117,7 +121,7 @@ def test_scrape_loop_counts_and_stops() -> None:
                 "http://h/metrics",
                 every=0.01,
                 count=4,
-                timeout=1,
+                limits=Limits(1, 1 << 20),
                 stop=stop,
                 on_result=results.append,
             )
@@ -141,7 +145,7 @@ def test_a_slow_scrape_skips_the_slots_it_missed_instead_of_bursting() -> None:
             "http://h/metrics",
             every=0.1,
             count=5,
-            timeout=1,
+            limits=Limits(1, 1 << 20),
             stop=threading.Event(),
             on_result=lambda _result: None,
         )
@@ -189,7 +193,13 @@ def test_fetch_query_range() -> None:
 
         def ask(query: str) -> scrape.QueryAnswer:
             return scrape.fetch_query_range(
-                client, "http://prom:9090/", query, start=start, end=end, step=4, timeout=5
+                client,
+                "http://prom:9090/",
+                query,
+                start=start,
+                end=end,
+                step=4,
+                limits=Limits(5, 1 << 20),
             )
 
         good = ask("sglang:num_queue_reqs")

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from reporter import app
-from reporter import bundle as bundle_io
 from reporter.analysis import analyze
 from reporter.collect import CollectRequest, CollectStatus, collect
-from reporter.errors import InputError, UsageError
+from reporter.core.errors import InputError, UsageError
+from reporter.load import bundle as bundle_io
 
 from .servers import Server, metrics_server
 
@@ -66,7 +66,9 @@ def test_metrics_only_shows_the_wedge(server: Server, tmp_path: Path) -> None:
 
 
 def child_title(pid: int) -> str:
-    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()[:60]
+    """The title as collect shows it: cut to 60 characters, the cut marked with `…`."""
+    title = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    return title if len(title) <= 60 else title[:59] + "…"
 
 
 def test_environment_without_pyspy(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from types import ModuleType
 import pytest
 
 from reporter import app
-from reporter.errors import UsageError
+from reporter.core.errors import UsageError
 from reporter.render import lint, regions
 from reporter.render.lint import Rule
 
@@ -251,3 +251,22 @@ def test_sqlite_index(tmp_path: Path) -> None:
         lint.SqliteIssueIndex(other)
     with pytest.raises(UsageError, match="no such issue index"):
         lint.SqliteIssueIndex(tmp_path / "missing.db")
+
+
+def test_impossible_dates_and_huge_integers_are_findings_not_crashes() -> None:
+    from reporter.render import frontmatter
+
+    text = (
+        "---\nkind: incident-report\nstatus: draft\nincident_end: 2026-02-30\nbig: "
+        + ("9" * 100_000)
+        + "\n---\n# T\n"
+    )
+    front = frontmatter.parse(text)
+    assert front is not None and front.data is not None
+    assert front.data["incident_end"] == "2026-02-30"
+    assert isinstance(front.data["big"], str)
+    assert [line for line, _what in front.problems] == [4, 5]
+    findings = lint.lint_text(text, path="r.md")
+    said = [(f.line, f.message) for f in findings if f.rule is lint.Rule.FRONT_MATTER]
+    assert any(line == 4 and "not a real date" in m for line, m in said)
+    assert any(line == 5 and "100,000-character integer" in m for line, m in said)

@@ -89,3 +89,14 @@ def test_deferred_text_waits_for_the_redaction_and_settles_in_one_pass() -> None
 def test_later_is_immediate_when_nothing_waits() -> None:
     assert later(md.code, "x") == "`x`"
     assert settle(("a", ("b",)), []) == ("a", ("b",))
+
+
+def test_an_upstream_title_is_inert_with_mentions_in_code_spans() -> None:
+    from reporter.render.policy import github_title
+
+    assert github_title("cc @octocat about #12 and org/repo#3") == (
+        "cc `@octocat` about `#12` and `org/repo#3`"
+    )
+    assert github_title("already `@inert` here") == "already `@inert` here"
+    # Escapes are for Markdown bodies; a title shows them as typed, so none are added.
+    assert github_title("a_b *c*") == "a_b *c*"

@@ -7,14 +7,14 @@ import re
 from reporter.evidence._text import Unrecognised, clean_lines
 from reporter.model import EnvFact, Environment, Gpu, Location, ParseResult
 
+# The longest line of nvidia-smi's table worth matching (its rows are about 90 characters).
+MAX_SMI_LINE = 400
 _SMI_HEAD_RE = re.compile(
     r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s*(\S+)(?:\s+CUDA Version:\s*(\S+))?"
 )
-_SMI_GPU_RE = re.compile(r"\|\s*(\d+)\s+(.+?)\s+(On|Off)\s+\|\s*([0-9A-Fa-f:.]+)\s+(On|Off)\s+\|")
 _SMI_USAGE_RE = re.compile(r"\|.*?\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+)%")
-_SMI_PROC_RE = re.compile(
-    r"\|\s*(\d+)\s+(\S+)\s+(\S+)\s+(\d+)\s+(\S+)\s+(.+?)\s+(\d+)MiB\s*\|\s*\Z"
-)
+_BUS_ID_RE = re.compile(r"[0-9A-Fa-f:.]{1,32}\Z")
+_MIB_RE = re.compile(r"(\d{1,12})MiB\Z")
 _SMI_BORDER_RE = re.compile(r"[+|][-=+|\s]*\Z")
 _SMI_DATE_RE = re.compile(r"\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4}\s*\Z")
 _CSV_FIELD_RE = re.compile(r"([a-z_.]+)(?:\s*\[([^\]]*)\])?\Z")
@@ -29,6 +29,39 @@ def parse_nvidia_smi(text: str, *, source: str) -> ParseResult:
     return _smi_table(lines, source)
 
 
+def _gpu_row(line: str) -> tuple[int, str] | None:
+    """(index, name) of a GPU row: `| 0  NVIDIA H100 80GB HBM3   On  |   00000000:18:00.0 Off |`.
+
+    Cells split at `|`, words at whitespace (a lazy row pattern backtracked on long runs
+    of spaces).
+    """
+    cells = line.split("|")
+    if len(cells) < 4 or cells[0].strip():
+        return None
+    first, second = cells[1].split(), cells[2].split()
+    if len(first) < 3 or not first[0].isdigit() or first[-1] not in ("On", "Off"):
+        return None
+    if len(second) != 2 or second[1] not in ("On", "Off") or not _BUS_ID_RE.match(second[0]):
+        return None
+    if not cells[1][-1:].isspace() or not cells[2][-1:].isspace():
+        return None
+    return int(first[0]), " ".join(first[1:-1])
+
+
+def _process_row(line: str) -> tuple[str, str, str, str] | None:
+    """(GPU, PID, process name, MiB) of a row of the process table:
+    `|    0   N/A  N/A     12345      C   python3     1234MiB |`."""
+    if not (line.startswith("|") and line.endswith("|")) or line.count("|") != 2:
+        return None
+    words = line[1:-1].split()
+    if len(words) < 7 or not words[0].isdigit() or not words[3].isdigit():
+        return None
+    mib = _MIB_RE.match(words[-1])
+    if mib is None:
+        return None
+    return words[0], words[3], " ".join(words[5:-1]), mib.group(1)
+
+
 def _smi_table(lines: list[str], source: str) -> ParseResult:
     facts: list[EnvFact] = []
     gpus: list[Gpu] = []
@@ -39,6 +72,11 @@ def _smi_table(lines: list[str], source: str) -> ParseResult:
         line = raw.strip()
         where = Location(path=source, line=number)
         if not line or _SMI_BORDER_RE.match(line):
+            continue
+        if len(line) > MAX_SMI_LINE:
+            # No row of nvidia-smi's table is this long; the row patterns below backtrack
+            # on a long line of spaces, so such a line is only noted.
+            odd.add(number, raw[:MAX_SMI_LINE])
             continue
         head = _SMI_HEAD_RE.search(line)
         if head:
@@ -56,12 +94,13 @@ def _smi_table(lines: list[str], source: str) -> ParseResult:
             in_processes = True
             continue
         if in_processes:
-            proc = _SMI_PROC_RE.match(line)
+            proc = _process_row(line)
             if proc:
+                gpu_index, pid, name, mib = proc
                 facts.append(
                     EnvFact(
-                        key=f"GPU {proc.group(1)} process {proc.group(4)}",
-                        value=f"{proc.group(6)} ({proc.group(7)} MiB)",
+                        key=f"GPU {gpu_index} process {pid}",
+                        value=f"{name} ({mib} MiB)",
                         source=where,
                     )
                 )
@@ -70,9 +109,9 @@ def _smi_table(lines: list[str], source: str) -> ParseResult:
             elif not _is_smi_header(line):
                 odd.add(number, raw)
             continue
-        gpu = _SMI_GPU_RE.match(line)
+        gpu = _gpu_row(line)
         if gpu:
-            pending = (int(gpu.group(1)), gpu.group(2).strip(), where)
+            pending = (gpu[0], gpu[1], where)
             continue
         usage = _SMI_USAGE_RE.match(line)
         if usage and pending is not None:

@@ -10,9 +10,8 @@ from reporter.evidence._text import Unrecognised, clean_lines
 from reporter.evidence.env.grammar import FREEZE_PIN_RE, VERSION_RE, normalise_package
 from reporter.model import EnvFact, Environment, EnvVar, Gpu, Location, Package, ParseResult
 
-_KV_RE = re.compile(r"([^:=\[\]]*?[^\s:=])\s*:(?:\s+(.*?))?\s*\Z")
 _PIP_TAG_RE = re.compile(r"\[(pip3?|conda)\]\s+(.*)\Z")
-_GPU_LINE_RE = re.compile(r"GPU ([\d, ]+):\s*(.+?)\s*\Z")
+_GPU_LINE_RE = re.compile(r"GPU ([\d, ]++):\s*+(\S.*)\Z")
 _SECTION_RULE_RE = re.compile(r"={5,}\s*\Z")
 _ENV_LINE_RE = re.compile(r"([A-Z_][A-Z0-9_]*)=(.*)\Z")
 # check_env prints these names for packages whose import name differs from the PyPI one.
@@ -97,11 +96,11 @@ def _parse_key_values(text: str, source: str, *, what: str, versions: bool) -> P
         if gpu and not raw[:1].isspace():
             # `GPU 0,1,2,3: NVIDIA H100 80GB HBM3` names several GPUs at once.
             for index in (int(i) for i in re.findall(r"\d+", gpu.group(1))):
-                gpus.append(Gpu(index=index, name=gpu.group(2), source=where))
+                gpus.append(Gpu(index=index, name=gpu.group(2).rstrip(), source=where))
             continue
-        pair = _KV_RE.match(line) if not raw[:1].isspace() or block is None else None
+        pair = _key_value(line) if not raw[:1].isspace() or block is None else None
         if pair and not ("\t" in raw and block is not None):
-            key, value = pair.group(1).strip(), (pair.group(2) or "").strip()
+            key, value = pair
             close()
             if not value:
                 block = (key, number, [])
@@ -144,6 +143,18 @@ def _tagged_package(tool: str, rest: str, where: Location) -> Package | None:
             name=normalise_package(parts[0]), version=parts[1], origin="conda", source=where
         )
     return None
+
+
+def _key_value(line: str) -> tuple[str, str] | None:
+    """`Key: value` (or `Key:` opening a block): the key before the first colon, with no
+    `=`, `[` or `]` in it; the value after whitespace, or nothing. Two `str` operations,
+    where a lazy pattern retried its tail at every character of a long line."""
+    key, colon, rest = line.partition(":")
+    if not colon or not key.strip() or any(c in key for c in "=[]"):
+        return None
+    if rest and not rest[0].isspace():
+        return None
+    return key.strip(), rest.strip()
 
 
 def _version_fact(key: str, value: str, where: Location, *, generic: bool) -> Package | None:

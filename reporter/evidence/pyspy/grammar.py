@@ -18,7 +18,23 @@ THREAD_RE = re.compile(
     r'Thread(?: (0x[0-9A-Fa-f]{1,32}|\d{1,18}))?(?: \(([a-z+]+)\))?(?::? "(.*)")?\Z'
 )
 # `Process 7985: sglang::scheduler_TP0   (Python 3.12.3)`: title and version on one line.
-CONDENSED_RE = re.compile(r"(.*?)\s+\(Python v?(\d[\w.+-]{0,30})\)\Z")
+# Matched at the last `(Python ` of the line (`condensed_header`), never searched from the
+# start: a lazy `(.*?)\s+\(Python...` retried its tail at every character of a long title.
+CONDENSED_RE = re.compile(r"\(Python v?(\d[\w.+-]{0,30})\)\Z")
+
+
+def condensed_header(title: str) -> tuple[str, str] | None:
+    """(title, version) of a condensed header's text (`sglang::scheduler_TP0   (Python
+    3.12.3)`), or None when it does not end so."""
+    at = title.rfind("(Python ")
+    if at <= 0 or not title[at - 1].isspace():
+        return None
+    found = CONDENSED_RE.match(title, at)
+    if found is None:
+        return None
+    return title[:at].rstrip(), found.group(1)
+
+
 # `ray stack`: `Stack dump for USER  PID %CPU %MEM VSZ RSS TTY STAT START TIME COMMAND`
 # (a `ps aux` row) before each process's py-spy output.
 RAY_STACK_RE = re.compile(r"Stack dump for \S+\s+(\d{1,18})\s()")

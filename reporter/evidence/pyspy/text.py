@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
+from reporter.core.gcpause import gc_paused
 from reporter.evidence._text import (
     GC_PAUSE_MIN_CHARS,
     LinePrefix,
@@ -37,7 +38,6 @@ from reporter.evidence.pyspy.failures import ErrorBlock, watchdog_failure
 from reporter.evidence.pyspy.frames import FRAME_CACHE, cut_frame, looks_like_frame, parse_frame
 from reporter.evidence.pyspy.grammar import (
     ANCHOR_RE,
-    CONDENSED_RE,
     ERROR_ANCHOR_RE,
     GLUE_SPLIT_RE,
     PANIC_RE,
@@ -49,13 +49,13 @@ from reporter.evidence.pyspy.grammar import (
     THREAD_CUT_RE,
     UNKNOWN_THREAD_ID,
     WRAPPER_RE,
+    condensed_header,
     ends_header,
     is_separator,
     same_role,
     thread_match,
 )
 from reporter.evidence.pyspy.subprocesses import merge_repeats
-from reporter.gcpause import gc_paused
 from reporter.model import (
     FailedDump,
     Frame,
@@ -280,11 +280,11 @@ class _TextParser:
         self._block = block
         self._mode = HEADER
         self._cmd_lines = 0
-        condensed = CONDENSED_RE.match(match.group(2))
+        condensed = condensed_header(match.group(2))
         if condensed is not None:
             # The condensed form carries the version on the header line; no `Python v` follows.
-            block.cmd = [condensed.group(1)]
-            block.version = condensed.group(2)
+            block.cmd = [condensed[0]]
+            block.version = condensed[1]
             self._mode = META
 
     def _stamp(self, block: ProcBlock, raw: str, line: str) -> None:

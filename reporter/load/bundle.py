@@ -1,0 +1,1043 @@
+"""Load an evidence bundle (a folder, optionally with `bundle.toml`) or loose files into a `Bundle`.
+
+This is the evidence layer's only file I/O. Input: paths from the command line.
+Output: one frozen `Bundle` with every dump, failed dump and parse warning.
+
+Manifest (`bundle.toml`), by example::
+
+    title = "TP ranks split between all_reduce and on_idle"
+    upstream = ["sgl-project/sglang"]
+    service = "sglang"
+    version = "0.5.2"
+    world_size = 4
+    host = "node-3"                   # optional: where the files were captured (a process is
+                                      # (host, PID)); per [[evidence]] too
+
+    [fields]
+    summary = "Clients hang; /health says 200."
+
+    [[evidence]]
+    path = "snapshots/rank*_s1.txt"   # globs allowed; must stay inside the bundle
+    kind = "pyspy-text"               # optional; sniffed when absent
+    captured_at = 2026-07-14T08:34:44Z
+    rank = 0
+    role = "scheduler"
+
+    [[event]]                         # manual timeline entries
+    at = 2026-07-14T08:31:00Z
+    text = "on-call restarted the router"
+
+    baseline = "baseline/"            # optional: the last good run, a bundle folder inside this one
+    source_root = "source/"           # optional: deployed source files, for code excerpts
+
+    [upstream_ref]                    # optional: permalinks for the service's own files
+    package = "sglang"                # whose installed version fills {version}
+    tag = "v{version}"                # or commit = "<sha>"
+    path_prefix = "python/"
+
+    [wedge]                           # optional: which metrics show a wedge (see analysis/wedge.py)
+    output = ["sglang:gen_throughput"]
+    waiting = ["sglang:num_running_reqs", "sglang:num_queue_reqs"]
+    window = "60s"
+
+Files the manifest does not list are still sniffed and loaded, with a warning,
+so nothing the operator dropped into the folder is silently ignored.
+
+Several folders (`report analyze node-a/ node-b/`) are hosts of one job: each file keeps its
+folder's host (its manifest's `host`, else the folder's name) and its path gains the folder.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+
+from reporter.core import fileio
+from reporter.core.errors import EvidenceError, InputError, ManifestError, UsageError
+from reporter.core.fileio import check_regular, human_size, read_bytes_bounded
+from reporter.core.gcpause import gc_paused
+from reporter.evidence import flight_recorder, metrics
+from reporter.evidence import sniff as sniffing
+from reporter.load.manifest import (
+    MANIFEST_NAME,
+    ManifestEntry,
+    TomlDocument,
+    parse_manifest,
+)
+from reporter.model import (
+    CONTEXT_KINDS,
+    HEAD_LINES,
+    METRIC_KINDS,
+    SUMMARISED_KINDS,
+    Bundle,
+    CodeExcerpt,
+    Environment,
+    EvidenceFile,
+    EvidenceKind,
+    FailedDump,
+    FrTrace,
+    GoroutineDump,
+    Location,
+    Manifest,
+    MetricSeries,
+    ParseResult,
+    ParseWarning,
+    ProcessDump,
+    ProcState,
+    RankHint,
+    TimelineEvent,
+)
+from reporter.secrets import mask_text
+
+DEFAULT_MAX_FILE_BYTES = 512 * 1024 * 1024
+# Bytes inspected for NUL characters when deciding that a file is binary.
+_BINARY_PROBE = 8192
+# Files in a bundle folder that are never evidence: notes and the scripts that made the evidence.
+_NOT_EVIDENCE = (
+    "README*",
+    "*.md",
+    "*.py",
+    "*.sh",
+    "*.toml",
+    "*.j2",
+    ".*",
+    "*.go",
+    "go.mod",
+    "go.sum",
+    *(
+        # What reporter itself writes (reports, their backups, previews, charts, the
+        # filing record, the issue index): a report saved beside the evidence must not
+        # change the next analysis of it.
+        "*.bak",
+        "*.bak.*",
+        "*.html",
+        "*.svg",
+        "*.sqlite3",
+        "*.sqlite3-*",
+        "*.lock",
+        "*.tmp",
+    ),
+)
+# Reporter's own Markdown (report, upstream draft) whatever it was renamed to: region markers
+# or reporter front matter in the first lines.
+_OWN_OUTPUT_RE = re.compile(
+    r"\A(?:---\n(?:.*\n){0,40}?(?:reporter|kind: (?:incident-report|upstream-draft))\b"
+    r"|[\s\S]{0,4096}?<!-- reporter:begin )"
+)
+_OWN_MARKER = "<!-- reporter:begin "
+
+
+def _own_output(text: str) -> bool:
+    """`_OWN_OUTPUT_RE` on `text`, asked only when one of its two openings can be there."""
+    if not text.startswith("---\n") and _OWN_MARKER not in text[: 4096 + len(_OWN_MARKER)]:
+        return False  # the regex's scan of the first 4 KiB costs more than the parse
+    return _OWN_OUTPUT_RE.match(text) is not None
+
+
+_NOT_EVIDENCE_RE = re.compile("|".join(fnmatch.translate(p) for p in _NOT_EVIDENCE))
+
+
+def load(paths: Sequence[Path], *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Bundle:
+    """Load one bundle folder, or one or more loose evidence files, into a `Bundle`.
+
+    Each loose file is one capture; the same PID in several files becomes several
+    snapshots of that process, in the order the files were given.
+    """
+    if not paths:
+        raise UsageError("no evidence given", tip="pass a bundle folder or py-spy dump files")
+    for path in paths:
+        if not path.exists():
+            raise UsageError(
+                f"{path}: no such file or folder",
+                tip="pass an existing file or bundle folder",
+            )
+    folders = [p for p in paths if p.is_dir()]
+    if folders and len(folders) < len(paths):
+        loose = next(p for p in paths if not p.is_dir())
+        raise UsageError(
+            f"{loose}: a loose file cannot be mixed with bundle folders",
+            tip="pass bundle folders (several: hosts of one job) or a list of files",
+        )
+    # Loading builds millions of small acyclic objects; the cyclic collector would
+    # rescan them over and over and free nothing, so it waits until the load is done.
+    with gc_paused():
+        if len(folders) > 1:
+            return _load_folders(folders, max_file_bytes=max_file_bytes)
+        if folders:
+            return _load_given_folder(folders[0], max_file_bytes=max_file_bytes)
+        return _load_files(paths, max_file_bytes=max_file_bytes)
+
+
+def load_text(
+    text: str, *, display: str = "<stdin>", max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> Bundle:
+    """One pasted capture (`report analyze -`): loaded like a loose file named `display`."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="reporter-stdin-") as folder:
+        path = Path(folder) / "stdin.txt"
+        path.write_text(text, encoding="utf-8")
+        entry = ManifestEntry(
+            path=path, display=display, kind=None, captured_at=None, hint=None, description=""
+        )
+        with gc_paused():
+            return _assemble(
+                None, Manifest(), [entry], (), max_file_bytes=max_file_bytes, strict=True
+            )
+
+
+def _load_files(paths: Sequence[Path], *, max_file_bytes: int) -> Bundle:
+    entries = [
+        ManifestEntry(
+            path=p, display=str(p), kind=None, captured_at=None, hint=None, description=""
+        )
+        for p in paths
+    ]
+    return _assemble(None, Manifest(), entries, (), max_file_bytes=max_file_bytes, strict=True)
+
+
+def _load_folder(root: Path, *, max_file_bytes: int) -> Bundle:
+    manifest, listed, extra, warnings = _folder_entries(root, max_file_bytes=max_file_bytes)
+    bundle = _assemble(
+        str(root),
+        manifest,
+        [*listed, *extra],
+        tuple(warnings),
+        max_file_bytes=max_file_bytes,
+        strict=False,
+        listed=len(listed),
+    )
+    if manifest.baseline:
+        bundle = replace(bundle, baseline=load_baseline(root / manifest.baseline, max_file_bytes))
+    return bundle
+
+
+def _load_folders(roots: Sequence[Path], *, max_file_bytes: int) -> Bundle:
+    """Several bundle folders as hosts of one job: each file keeps its folder's host (the
+    manifest's `host`, else the folder's name) and its path gains the folder as written.
+
+    The first folder's title, service, version, `[wedge]` and baseline stand for the job;
+    `[fields]`, events, process trees and `[[collect.remote]]` tables are joined.
+    """
+    seen: dict[Path, Path] = {}
+    for root in roots:
+        resolved = root.resolve()
+        if resolved in seen:
+            raise UsageError(
+                f"{root}: the same bundle folder is given twice (also as {seen[resolved]})",
+                tip="name each host's bundle folder once",
+            )
+        seen[resolved] = root
+    listed: list[ManifestEntry] = []
+    extra: list[ManifestEntry] = []
+    warnings: list[ParseWarning] = []
+    manifests: list[tuple[str, str, Manifest]] = []
+    for root in roots:
+        manifest, own_listed, own_extra, own_warnings = _folder_entries(
+            root, max_file_bytes=max_file_bytes
+        )
+        prefix = str(root).rstrip("/") or "/"
+        host = manifest.host or root.resolve().name
+        manifests.append((prefix, host, manifest))
+        for group, into in ((own_listed, listed), (own_extra, extra)):
+            into.extend(
+                replace(e, display=f"{prefix}/{e.display}", host=e.host or host) for e in group
+            )
+        warnings.extend(
+            replace(w, source=replace(w.source, path=f"{prefix}/{w.source.path}"))
+            for w in own_warnings
+        )
+    manifest = _joined_manifests(manifests, warnings)
+    bundle = _assemble(
+        None,
+        manifest,
+        [*listed, *extra],
+        tuple(warnings),
+        max_file_bytes=max_file_bytes,
+        strict=False,
+        listed=len(listed),
+    )
+    bundle = replace(bundle, folders=tuple(prefix for prefix, _, _ in manifests))
+    first = next(((p, m) for p, _, m in manifests if m.baseline), None)
+    if first is not None:
+        baseline = load_baseline(Path(first[0]) / first[1].baseline, max_file_bytes)
+        bundle = replace(bundle, baseline=baseline)
+    return bundle
+
+
+def _joined_manifests(
+    manifests: Sequence[tuple[str, str, Manifest]], warnings: list[ParseWarning]
+) -> Manifest:
+    """One manifest for several hosts' bundles (see `_load_folders`)."""
+    firsts = [m for _, _, m in manifests]
+    worlds = sorted({m.world_size for m in firsts if m.world_size is not None})
+    if len(worlds) > 1:
+        warnings.append(
+            ParseWarning(
+                source=Location(path=MANIFEST_NAME),
+                message=f"the bundles give different world sizes ({', '.join(map(str, worlds))});"
+                f" the largest, {worlds[-1]}, is used",
+            )
+        )
+    fields: list[tuple[str, str]] = []
+    for _, host, m in manifests:
+        fields.extend((f"{key} ({host})", value) for key, value in m.fields)
+    return Manifest(
+        title=next((m.title for m in firsts if m.title), ""),
+        upstream=tuple(dict.fromkeys(r for m in firsts for r in m.upstream)),
+        service=next((m.service for m in firsts if m.service), ""),
+        version=next((m.version for m in firsts if m.version), ""),
+        world_size=worlds[-1] if worlds else None,
+        fields=tuple(fields),
+        events=tuple(
+            replace(e, source=replace(e.source, path=f"{prefix}/{e.source.path}"))
+            for prefix, _, m in manifests
+            for e in m.events
+        ),
+        wedge=next((m.wedge for m in firsts if m.wedge is not None), None),
+        upstream_ref=next((m.upstream_ref for m in firsts if m.upstream_ref), ()),
+        processes=tuple(
+            replace(p, host=p.host or host) for _, host, m in manifests for p in m.processes
+        ),
+        hosts=tuple(h for m in firsts for h in m.hosts),
+    )
+
+
+def _folder_entries(
+    root: Path, *, max_file_bytes: int
+) -> tuple[Manifest, list[ManifestEntry], list[ManifestEntry], list[ParseWarning]]:
+    """The manifest of one bundle folder, its listed entries, the files it does not list
+    (found by walking, sniffed later) and the warnings so far."""
+    manifest_path = root / MANIFEST_NAME
+    warnings: list[ParseWarning] = []
+    manifest = Manifest()
+    listed: list[ManifestEntry] = []
+    # Unlisted files are warned about only inside the folder the manifest speaks for.
+    listed_under = ""
+    if manifest_path.is_file():
+        text = _read_text(manifest_path, display=MANIFEST_NAME, max_file_bytes=max_file_bytes)
+        read = parse_manifest(text, root=root, metric_name=metrics.parse_selector)
+        manifest, listed = read.manifest, list(read.entries)
+        warnings.extend(read.warnings)
+    else:
+        # Never silently ignored: a bundle.toml one level down is used (or said unused).
+        manifest, listed, listed_under = _below(root, warnings, max_file_bytes=max_file_bytes)
+    # Manifest entries are already relative to the root: compare relative names,
+    # which costs no system call per file (resolving 4,096 paths does).
+    seen = {entry.display for entry in listed}
+    resolved_root: Path | None = None
+    extra: list[ManifestEntry] = []
+    # The baseline bundle and the deployed source copy are not this bundle's evidence.
+    skip = tuple(p.strip("/") + "/" for p in (manifest.baseline, manifest.source_root) if p)
+    walked, walk_warnings = _walk(root, skip=skip)
+    warnings.extend(walk_warnings)
+    for rel, path in walked:
+        if rel in seen:
+            continue
+        if path.is_symlink():
+            # An unlisted link is held to the rule listed ones are: it stays in the bundle.
+            resolved_root = resolved_root or root.resolve()
+            try:
+                leaves = not path.resolve(strict=True).is_relative_to(resolved_root)
+            except (OSError, RuntimeError):
+                warnings.append(
+                    ParseWarning(
+                        source=Location(path=rel),
+                        message="skipped: a symbolic link that loops or leads nowhere",
+                    )
+                )
+                continue
+            if leaves:
+                warnings.append(
+                    ParseWarning(
+                        source=Location(path=rel),
+                        message="skipped: a symbolic link that leaves the bundle",
+                    )
+                )
+                continue
+        extra.append(
+            ManifestEntry(
+                path=path,
+                display=rel,
+                kind=None,
+                captured_at=None,
+                hint=None,
+                description="",
+                host=manifest.host,
+            )
+        )
+        if listed and rel.startswith(listed_under):
+            warnings.append(
+                ParseWarning(
+                    source=Location(path=rel),
+                    message="not listed in bundle.toml; loaded anyway (sniffed)",
+                )
+            )
+    return manifest, listed, extra, warnings
+
+
+# --------------------------------------------------------------------------- layouts
+# What the folder named on the command line holds when it has no bundle.toml of its own:
+# two runs side by side (the last good one and this one), or a bundle one level down.
+
+# Folder (or file-name) words that mark two runs of one service: (last good run, this run).
+RUN_PAIRS = (
+    ("good", "bad"),
+    ("before", "after"),
+    ("baseline", "incident"),
+    ("working", "broken"),
+)
+# Two unnamed runs told apart by capture time must lie at least this far apart: captures
+# of one incident (several hosts, several tools) overlap or follow within minutes.
+RUNS_APART_S = 600.0
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _load_given_folder(root: Path, *, max_file_bytes: int) -> Bundle:
+    """The folder named on the command line: a bundle, two runs side by side (compared as
+    `--baseline` would, and said so), a bundle one level down, or loose evidence."""
+    if not (root / MANIFEST_NAME).is_file():
+        runs = _two_runs(root, max_file_bytes=max_file_bytes)
+        if runs is not None:
+            return runs
+        only = _only_bundle_below(root)
+        if only is not None:
+            bundle = _load_folder(only, max_file_bytes=max_file_bytes)
+            note = ParseWarning(
+                source=Location(path=f"{only.name}/{MANIFEST_NAME}"),
+                message=(
+                    f"{root} has no {MANIFEST_NAME} and holds one bundle, {only}: that bundle "
+                    f"is used. Tip: pass {only} itself"
+                ),
+            )
+            return replace(bundle, warnings=(note, *bundle.warnings))
+    return _load_folder(root, max_file_bytes=max_file_bytes)
+
+
+def _subfolders(root: Path) -> list[Path]:
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _only_bundle_below(root: Path) -> Path | None:
+    """The one subfolder with a bundle.toml when nothing else of evidence lies in `root`."""
+    below = [p for p in _subfolders(root) if (p / MANIFEST_NAME).is_file()]
+    if len(below) != 1:
+        return None
+    prefix = below[0].name + "/"
+    beside = [rel for rel, _ in _walk(root)[0] if not rel.startswith(prefix)]
+    return below[0] if not beside else None
+
+
+def _below(
+    root: Path, warnings: list[ParseWarning], *, max_file_bytes: int
+) -> tuple[Manifest, list[ManifestEntry], str]:
+    """For a folder without bundle.toml: the one bundle.toml one level down, borrowed for
+    the files it lists (paths, kinds, times, ranks), its process tree, events and `[wedge]`
+    (not its title or fields: it speaks for part of the folder), with a note; several are
+    named in a warning with a Tip, unread. Returns the manifest, its entries (paths under
+    that folder) and the folder prefix ("" when none was borrowed)."""
+    below = [p for p in _subfolders(root) if (p / MANIFEST_NAME).is_file()]
+    if not below:
+        return Manifest(), [], ""
+    if len(below) > 1:
+        names = ", ".join(f"{p.name}/{MANIFEST_NAME}" for p in below)
+        warnings.append(
+            ParseWarning(
+                source=Location(path=f"{below[0].name}/{MANIFEST_NAME}"),
+                message=(
+                    f"{len(below)} bundles one level down ({names}) and none here: their "
+                    "manifests are not read, every file is sniffed. Tip: pass one bundle "
+                    f"folder, or write a {MANIFEST_NAME} here (`report init`)"
+                ),
+            )
+        )
+        return Manifest(), [], ""
+    sub = below[0]
+    display = f"{sub.name}/{MANIFEST_NAME}"
+    text = _read_text(sub / MANIFEST_NAME, display=display, max_file_bytes=max_file_bytes)
+    read = parse_manifest(text, root=sub, metric_name=metrics.parse_selector)
+    prefix = f"{sub.name}/"
+    entries = [replace(e, display=prefix + e.display) for e in read.entries]
+    warnings.extend(
+        replace(w, source=replace(w.source, path=prefix + w.source.path)) for w in read.warnings
+    )
+    own = read.manifest
+    warnings.append(
+        ParseWarning(
+            source=Location(path=display),
+            message=(
+                f"no {MANIFEST_NAME} here; the one in {sub.name}/ is used for the files it "
+                "lists, its process tree and events (not its title: other evidence lies "
+                f"beside it). Tip: pass {sub} alone, or write a {MANIFEST_NAME} here"
+            ),
+        )
+    )
+    borrowed = Manifest(
+        upstream=own.upstream,
+        service=own.service,
+        version=own.version,
+        world_size=own.world_size,
+        events=own.events,
+        wedge=own.wedge,
+        upstream_ref=own.upstream_ref,
+        processes=own.processes,
+    )
+    return borrowed, entries, prefix
+
+
+def _side(name: str) -> int | None:
+    """0 when a name marks the last good run (`good`, `before`, ...), 1 this run, else None."""
+    words = set(_WORD.findall(name.lower()))
+    hits = {i for pair in RUN_PAIRS for i, word in enumerate(pair) if word in words}
+    return hits.pop() if len(hits) == 1 else None
+
+
+def _two_runs(root: Path, *, max_file_bytes: int) -> Bundle | None:
+    """Two runs of one service side by side in `root`, as this run with its baseline; None
+    when the folder does not hold exactly two (evidence beside them: not guessed)."""
+    folders = _subfolders(root)
+    named: dict[int, list[Path]] = {}
+    for folder in folders:
+        side = _side(folder.name)
+        if side is not None:
+            named.setdefault(side, []).append(folder)
+    how = ""
+    pair: tuple[Path, Path] | None = None
+    if len(named.get(0, [])) == 1 and len(named.get(1, [])) == 1:
+        pair = (named[0][0], named[1][0])
+        how = "told apart by their names"
+    elif len(folders) == 2:
+        pair = _by_capture_time(folders, max_file_bytes=max_file_bytes)
+        how = "told apart by capture time: the earlier is taken as the good one"
+    if pair is not None:
+        good, bad = pair
+        outside = (good.name + "/", bad.name + "/")
+        if any(not rel.startswith(outside) for rel, _ in _walk(root)[0]):
+            return None
+        bundle = _load_folder(bad, max_file_bytes=max_file_bytes)
+        if bundle.baseline is not None:
+            return bundle  # the bad run names its own baseline
+        return replace(
+            bundle,
+            baseline=_load_folder(good, max_file_bytes=max_file_bytes),
+            baseline_note=(
+                f"two runs in one folder ({how}): `{good.name}/` is the last good run, "
+                f"`{bad.name}/` this one, compared as `--baseline {good}` would"
+            ),
+        )
+    return _two_file_sets(root, max_file_bytes=max_file_bytes)
+
+
+def _two_file_sets(root: Path, *, max_file_bytes: int) -> Bundle | None:
+    """Loose files whose names mark two runs (`good.environ`, `environ.bad`), all of them."""
+    files, _skipped = _walk(root)
+    sides: dict[int, list[Path]] = {}
+    for rel, path in files:
+        side = _side(PurePosixPath(rel).name)
+        if side is None:
+            return None
+        sides.setdefault(side, []).append(path)
+    if set(sides) != {0, 1}:
+        return None
+    bundle = _load_files(sides[1], max_file_bytes=max_file_bytes)
+    names = ", ".join(f"`{p.name}`" for p in sides[0])
+    return replace(
+        bundle,
+        root=str(root),
+        baseline=_load_files(sides[0], max_file_bytes=max_file_bytes),
+        baseline_note=(
+            f"two runs in one folder (told apart by their file names): {names} is the last "
+            "good run, the other files this one, compared as `--baseline` would"
+        ),
+    )
+
+
+def _by_capture_time(folders: Sequence[Path], *, max_file_bytes: int) -> tuple[Path, Path] | None:
+    """(earlier, later) of two bundle folders whose manifests date their environment
+    evidence at least `RUNS_APART_S` apart; None when either is undated or they overlap."""
+    spans: list[tuple[datetime, datetime, Path]] = []
+    for folder in folders:
+        manifest_path = folder / MANIFEST_NAME
+        if not manifest_path.is_file():
+            return None
+        text = _read_text(manifest_path, display=str(manifest_path), max_file_bytes=max_file_bytes)
+        try:
+            read = parse_manifest(text, root=folder, metric_name=metrics.parse_selector)
+        except ManifestError:
+            return None
+        dated = [
+            e.captured_at
+            for e in read.entries
+            if e.captured_at is not None and e.kind in SUMMARISED_KINDS
+        ]
+        if not dated:
+            return None
+        spans.append((min(dated), max(dated), folder))
+    spans.sort(key=lambda span: span[0])
+    (_, first_end, first), (second_start, _, second) = spans
+    if (second_start - first_end).total_seconds() < RUNS_APART_S:
+        return None
+    return first, second
+
+
+def load_baseline(folder: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Bundle:
+    """The last good run: a bundle folder of its own, or one evidence file (`--baseline`)."""
+    if not folder.exists():
+        raise ManifestError(
+            f"{folder}: the baseline named in bundle.toml does not exist",
+            tip="copy the good run's evidence there, or remove `baseline`",
+        )
+    with gc_paused():
+        if folder.is_dir():
+            return _load_folder(folder, max_file_bytes=max_file_bytes)
+        return _load_files([folder], max_file_bytes=max_file_bytes)
+
+
+def _walk(
+    root: Path, *, skip: tuple[str, ...] = ()
+) -> tuple[list[tuple[str, Path]], list[ParseWarning]]:
+    """Every candidate evidence file below `root` as (relative posix path, path), sorted,
+    and a warning for each folder not walked (too deep, unreadable).
+
+    `skip` holds folder prefixes (`baseline/`) whose files are not evidence of this bundle.
+    The walk is `fileio.walk`: iterative, links never followed into folders, depth capped.
+    """
+    walked = fileio.walk(root, skip=skip)
+    found = [
+        (w.rel, w.path)
+        for w in walked.files
+        if not _NOT_EVIDENCE_RE.match(w.path.name) and not (skip and w.rel.startswith(skip))
+    ]
+    warnings = [
+        ParseWarning(source=Location(path=rel), message=f"skipped: a folder {why}")
+        for rel, why in walked.skipped
+    ]
+    return found, warnings
+
+
+def _assemble(
+    root: str | None,
+    manifest: Manifest,
+    entries: Sequence[ManifestEntry],
+    warnings: tuple[ParseWarning, ...],
+    *,
+    max_file_bytes: int,
+    strict: bool,
+    listed: int | None = None,
+) -> Bundle:
+    """Read, sniff and parse every entry. `strict` entries must be usable evidence.
+
+    Files the user named (loose files, manifest entries) must be usable; files only
+    found by walking the folder may be skipped with a warning.
+    """
+    files: list[EvidenceFile] = []
+    dumps: list[ProcessDump] = []
+    failures: list[FailedDump] = []
+    all_warnings = list(warnings)
+    hints: list[tuple[str, RankHint]] = []
+    raw_series: list[MetricSeries] = []
+    events: list[TimelineEvent] = list(manifest.events)
+    environments: list[Environment] = []
+    code_excerpts: list[CodeExcerpt] = []
+    goroutine_dumps: list[GoroutineDump] = []
+    fr_traces: list[FrTrace] = []
+    proc_states: list[ProcState] = []
+    # Dates a scrape or log that has no time of its own: the earliest manifest time.
+    reference = min((e.captured_at for e in entries if e.captured_at), default=None)
+    for index, entry in enumerate(entries):
+        named = strict or (listed is not None and index < listed)
+        data = _read_once(entry, max_file_bytes=max_file_bytes)
+        pickled = _read_fr_pickle(entry, max_file_bytes=max_file_bytes, data=data)
+        if pickled is not None:
+            fr_result, size, digest = pickled
+            fr_traces.extend(
+                replace(tr, captured_at=entry.captured_at) for tr in fr_result.flight_recorder
+            )
+            all_warnings.extend(fr_result.warnings)
+            if entry.hint is not None:
+                hints.append((entry.display, entry.hint))
+            files.append(
+                EvidenceFile(
+                    path=entry.display,
+                    kind=EvidenceKind.FLIGHT_RECORDER,
+                    sniffed=entry.kind is None,
+                    size=size,
+                    captured_at=entry.captured_at,
+                    rank_hint=entry.hint,
+                    description=entry.description,
+                    digest=digest,
+                    host=entry.host,
+                )
+            )
+            continue
+        try:
+            text, size, digest = (
+                _read_evidence(entry.path, display=entry.display, max_file_bytes=max_file_bytes)
+                if data is None
+                else _evidence_text(data, display=entry.display)
+            )
+            data = None  # not held beside the text while it is parsed (a file may be 512 MiB)
+        except EvidenceError as err:
+            # Metric, service and log files are never fatal: their problems are warnings.
+            if named and entry.kind not in CONTEXT_KINDS:
+                raise
+            all_warnings.append(
+                ParseWarning(source=Location(path=entry.display), message=f"skipped: {err.message}")
+            )
+            continue
+        if entry.kind is None and _own_output(text):
+            if named:
+                raise EvidenceError(
+                    f"{entry.display}: a report written by reporter, not evidence "
+                    "(its embedded dumps would count twice)",
+                    tip="pass the bundle folder or the dump files the report was drafted from",
+                )
+            # A report this tool wrote, saved inside the bundle: never evidence, and not
+            # "unlisted evidence" either.
+            all_warnings = [w for w in all_warnings if w.source.path != entry.display]
+            continue
+        kind = entry.kind or sniffing.sniff(text)
+        if kind is EvidenceKind.UNKNOWN:
+            if named:
+                raise EvidenceError(
+                    f"{entry.display}: not a py-spy dump (text or --json) nor a faulthandler dump",
+                    tip="check the file, or declare its kind in bundle.toml",
+                )
+            all_warnings.append(
+                ParseWarning(
+                    source=Location(path=entry.display),
+                    message="skipped: not recognised as evidence",
+                )
+            )
+            continue
+        if kind is EvidenceKind.FLIGHT_RECORDER:
+            # The manifest's rank wins over the file name's.
+            result = flight_recorder.parse_json(
+                text, source=entry.display, rank=entry.hint.rank if entry.hint else None
+            )
+        else:
+            result = sniffing.parse(
+                kind, text, source=entry.display, captured_at=entry.captured_at or reference
+            )
+        usable = result.failures or any(d.threads for d in result.dumps)
+        if named and not usable and kind not in CONTEXT_KINDS:
+            first = result.warnings[0].message if result.warnings else "no dump found"
+            raise EvidenceError(
+                f"{entry.display}: no usable dump in this file ({first})",
+                tip="the file may be truncated before the first thread; capture it again",
+            )
+        stamped = [
+            d
+            if d.captured_at or entry.captured_at is None
+            else replace(d, captured_at=entry.captured_at)
+            for d in result.dumps
+        ]
+        file_failures = [
+            f
+            if f.captured_at or entry.captured_at is None
+            else replace(f, captured_at=entry.captured_at)
+            for f in result.failures
+        ]
+        if entry.host:
+            # A process is (host, PID): the same PID on two hosts is two processes.
+            stamped = [replace(d, host=entry.host) for d in stamped]
+            file_failures = [replace(f, host=entry.host) for f in file_failures]
+        dumps.extend(stamped)
+        failures.extend(file_failures)
+        all_warnings.extend(result.warnings)
+        raw_series.extend(result.series)
+        events.extend(result.events)
+        if result.environment:
+            environments.append(result.environment)
+        code_excerpts.extend(result.excerpts)
+        fr_traces.extend(
+            replace(tr, captured_at=tr.captured_at or entry.captured_at)
+            for tr in result.flight_recorder
+        )
+        goroutine_dumps.extend(
+            g
+            if g.captured_at or entry.captured_at is None
+            else replace(g, captured_at=entry.captured_at)
+            for g in result.goroutine_dumps
+        )
+        proc_states.extend(
+            s
+            if s.captured_at or entry.captured_at is None
+            else replace(s, captured_at=entry.captured_at)
+            for s in result.proc_states
+        )
+        if entry.hint is not None:
+            hints.append((entry.display, entry.hint))
+        head, lines = _head(kind, text, parsed=bool(result.dumps))
+        files.append(
+            EvidenceFile(
+                path=entry.display,
+                kind=kind,
+                sniffed=entry.kind is None,
+                size=size,
+                captured_at=entry.captured_at,
+                rank_hint=entry.hint,
+                description=entry.description,
+                digest=digest,
+                head=head,
+                lines=lines,
+                host=entry.host,
+            )
+        )
+    environment = Environment.combined(environments)
+    series, series_warnings = metrics.finish(raw_series)
+    all_warnings.extend(series_warnings)
+    events.sort(key=lambda e: (e.at, e.source.path, e.source.line, e.kind.value, e.text))
+    if not (
+        dumps
+        or failures
+        or series
+        or events
+        or environment
+        or code_excerpts
+        or goroutine_dumps
+        or fr_traces
+        or proc_states
+    ):
+        where = root or ", ".join(e.display for e in entries)
+        raise EvidenceError(
+            f"{where}: no usable evidence (no py-spy or faulthandler dump, metric history, "
+            "service state, dated log line, environment, code excerpt or goroutine dump)",
+            tip="put the evidence in the folder, or list it in bundle.toml (see `report init`)",
+        )
+    return Bundle(
+        root=root,
+        manifest=manifest,
+        files=tuple(files),
+        dumps=tuple(dumps),
+        failures=tuple(failures),
+        warnings=_inert_warnings(all_warnings),
+        rank_hints=tuple(hints),
+        series=series,
+        events=tuple(events),
+        environment=environment,
+        excerpts=tuple(code_excerpts),
+        # Capture order where known (stable: file order otherwise).
+        goroutine_dumps=tuple(
+            sorted(goroutine_dumps, key=lambda g: g.captured_at or datetime.max.replace(tzinfo=UTC))
+        ),
+        flight_recorder=tuple(
+            sorted(
+                fr_traces,
+                key=lambda tr: (tr.trace_set, tr.rank is None, tr.rank or 0, tr.source.path),
+            )
+        ),
+        proc_states=tuple(proc_states),
+    )
+
+
+# Dump kinds: embedded raw only when no dump parsed from the file (its failure output).
+_DUMP_KINDS = frozenset(
+    {EvidenceKind.PYSPY_TEXT, EvidenceKind.PYSPY_JSON, EvidenceKind.FAULTHANDLER}
+)
+# Environment-script outputs: the upstream draft quotes them whole (allowlisted there).
+_WHOLE_KINDS = frozenset({EvidenceKind.SGLANG_CHECK_ENV, EvidenceKind.VLLM_COLLECT_ENV})
+
+
+def _head(kind: EvidenceKind, text: str, *, parsed: bool) -> tuple[str, int]:
+    """`EvidenceFile.head` and `.lines` of one file: what later steps quote of it.
+
+    The report embeds raw every file that is neither metrics, nor summarised, nor a dump
+    that parsed (`reporter.render.evidence.raw_paths`): its first `HEAD_LINES` lines.
+    """
+    if kind in _WHOLE_KINDS:
+        return text, len(text.splitlines())
+    if kind in METRIC_KINDS or kind in SUMMARISED_KINDS or (kind in _DUMP_KINDS and parsed):
+        return "", 0
+    lines = text.splitlines()
+    return "\n".join(lines[:HEAD_LINES]), len(lines)
+
+
+def _read_once(entry: ManifestEntry, *, max_file_bytes: int) -> bytes | None:
+    """The bytes of a regular file within the limit, read once for the pickle check and the
+    text reader; None when they cannot be read so (each reader then says why on its own)."""
+    try:
+        return read_bytes_bounded(entry.path, display=entry.display, max_bytes=max_file_bytes)
+    except InputError:
+        return None
+
+
+def _read_fr_pickle(
+    entry: ManifestEntry, *, max_file_bytes: int, data: bytes | None = None
+) -> tuple[ParseResult, int, str] | None:
+    """A pickled Flight Recorder dump (the only binary evidence), parsed; None for other files.
+
+    Any pickle is taken for one: one that holds code is refused by the parser, loudly.
+    `data` is the file's bytes when already read (`_read_once`).
+    """
+    if entry.kind not in (None, EvidenceKind.FLIGHT_RECORDER):
+        return None
+    if data is not None:
+        if not flight_recorder.sniff_bytes(data[:2]):
+            return None
+        rank = entry.hint.rank if entry.hint else None
+        parsed = flight_recorder.parse_pickle(data, source=entry.display, rank=rank)
+        return parsed, len(data), _digest(data)
+    try:
+        # Only a regular file is opened: a FIFO or device would block or never end here; the
+        # text reader refuses it with its reason.
+        check_regular(Path(entry.path), display=entry.display)
+    except InputError:
+        return None
+    try:
+        with open(entry.path, "rb") as handle:  # noqa: PTH123 - one open for the peek and the read
+            if not flight_recorder.sniff_bytes(handle.read(2)):
+                return None
+            size = os.fstat(handle.fileno()).st_size
+            if size > max_file_bytes:
+                raise EvidenceError(
+                    f"{entry.display}: {human_size(size)} is larger than the "
+                    f"{human_size(max_file_bytes)} limit for one evidence file",
+                    tip="raise the limit with --max-file-size",
+                )
+            handle.seek(0)
+            data = handle.read()
+    except OSError:
+        return None  # the text reader reports unreadable files
+    rank = entry.hint.rank if entry.hint else None
+    return flight_recorder.parse_pickle(data, source=entry.display, rank=rank), size, _digest(data)
+
+
+# Above this many warnings, only our own secret shapes are looked for in them (the
+# detect-secrets plugins cost ~0.3 ms a line).
+_THOROUGH_WARNINGS = 2000
+
+
+def _inert_warnings(warnings: Sequence[ParseWarning]) -> tuple[ParseWarning, ...]:
+    """Warnings with secrets masked: they quote evidence lines, and reach the terminal and --json."""
+    thorough = len(warnings) <= _THOROUGH_WARNINGS
+    out: list[ParseWarning] = []
+    for warning in warnings:
+        message = mask_text(warning.message, library=thorough)
+        out.append(warning if message == warning.message else replace(warning, message=message))
+    return tuple(out)
+
+
+def _read_text(path: Path, *, display: str, max_file_bytes: int) -> str:
+    """Read one evidence file as text, refusing empty, binary and oversized files."""
+    return _read_evidence(path, display=display, max_file_bytes=max_file_bytes)[0]
+
+
+def _digest(data: bytes) -> str:
+    """A file's identity by content (`EvidenceFile.digest`): 16 hex digits of its sha256."""
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _read_evidence(path: Path, *, display: str, max_file_bytes: int) -> tuple[str, int, str]:
+    """The text of one evidence file, its size in bytes and its digest; see `_read_text`.
+
+    Only regular files are read (a FIFO, device, socket or folder is refused before it
+    is opened), and never past the size limit (`reporter.core.fileio`).
+    """
+    try:
+        data = read_bytes_bounded(path, display=display, max_bytes=max_file_bytes)
+    except InputError as err:
+        if "larger than the" in err.message:
+            raise EvidenceError(
+                f"{display}: {err.message.split(': ', 1)[1].replace(' for one file', '')}"
+                " for one evidence file",
+                tip="split the file per process, or raise the limit with --max-file-size",
+            ) from err
+        raise EvidenceError(err.message, tip=err.tip) from err
+    return _evidence_text(data, display=display)
+
+
+def _evidence_text(data: bytes, *, display: str) -> tuple[str, int, str]:
+    """`_read_evidence` on bytes already read: refuses empty and binary files."""
+    size = len(data)
+    if not data.strip():
+        raise EvidenceError(
+            f"{display}: the file is empty", tip="capture the dump again; py-spy may have failed"
+        )
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        # UTF-16 with a BOM: Grafana's "Download for Excel" CSV, Windows tools' logs.
+        return data.decode("utf-16", errors="replace"), size, _digest(data)
+    if b"\x00" in data[:_BINARY_PROBE] and not _nul_separated_text(data[:_BINARY_PROBE]):
+        raise EvidenceError(
+            f"{display}: binary data, not a text dump",
+            tip="pass the text output of `py-spy dump` (or --json), not a core file or archive",
+        )
+    return data.decode("utf-8", errors="replace"), size, _digest(data)
+
+
+def _nul_separated_text(probe: bytes) -> bool:
+    """True for a `/proc/PID/environ` or `cmdline` copy: text whose separators are NULs.
+
+    Binary files (cores, archives, UTF-16 text) have other control bytes or far more NULs.
+    """
+    if probe.count(b"\x00") * 3 > len(probe):
+        return False
+    text = probe.decode("utf-8", errors="replace")
+    if len(probe) == _BINARY_PROBE:
+        # A multi-byte character cut at the end of the probe decodes as a replacement char.
+        text = text.rstrip("\ufffd")
+    return not any((c < " " and c not in "\x00\t\n\r") or c in "\x7f\ufffd" for c in text)
+
+
+def draft_manifest(root: Path) -> str:
+    """A commented `bundle.toml` for the evidence found in `root`, for `report init`.
+
+    Every recognised file gets an `[[evidence]]` entry with its sniffed kind; a rank
+    read from the file name is suggested in a comment, never asserted.
+    """
+    from reporter.analysis.ranks import rank_from_filename
+
+    doc = (
+        TomlDocument()
+        .comment("Evidence bundle manifest, written by `report init`. Every key is optional.")
+        .comment(f"Edit it, then run: report draft {root}")
+        .blank()
+        .comment("The incident title, used as the report title.")
+        .key("title", root.resolve().name.replace("-", " ").replace("_", " "))
+        .comment("Upstream repositories (owner/name) to search and file against.")
+        .key("upstream", [], comment='e.g. ["sgl-project/sglang"]')
+        .comment("What was running, and its version.")
+        .key("service", "")
+        .key("version", "")
+        .comment("Ranks expected; with it, absent ranks are named as missing.")
+        .comment("world_size = 8")
+        .table("fields")
+        .comment("Free text for the report: any keys.")
+        .comment('summary = "Clients hang; /health says 200; GPUs idle."')
+        .comment('reproduction = "..."')
+    )
+    skipped: list[str] = []
+    walked, walk_warnings = _walk(root)
+    skipped.extend(
+        f"skipped {w.source.path}: {w.message.removeprefix('skipped: ')}" for w in walk_warnings
+    )
+    for rel, path in walked:
+        try:
+            text = _read_text(path, display=rel, max_file_bytes=DEFAULT_MAX_FILE_BYTES)
+        except EvidenceError as err:
+            skipped.append(f"skipped {rel}: {err.message.removeprefix(rel + ': ')}")
+            continue
+        kind = sniffing.sniff(text)
+        if kind is EvidenceKind.UNKNOWN:
+            skipped.append(f"skipped {rel}: not recognised as evidence")
+            continue
+        doc.array_table("evidence").key("path", rel).key("kind", kind.value)
+        doc.comment("captured_at = 2026-01-01T00:00:00Z  # when the dump was taken (UTC)")
+        rank = rank_from_filename(rel)
+        doc.comment(
+            f"rank = {rank}  # suggested by the file name; uncomment to assert it"
+            if rank is not None
+            else "rank = 0"
+        )
+        doc.comment('role = "scheduler"')
+    if skipped:
+        doc.blank()
+        for line in skipped:
+            doc.comment(line)
+    return doc.text()
