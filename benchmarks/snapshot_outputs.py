@@ -26,7 +26,7 @@ from pathlib import Path
 
 from reporter import app, documents
 from reporter.analysis import wedge
-from reporter.errors import ReporterError
+from reporter.core.errors import ReporterError
 from reporter.evidence import metrics
 from reporter.model import Location, MetricKind, MetricPoint, MetricSeries, WedgeSettings
 from reporter.render import charts, preview
