@@ -11,7 +11,8 @@ fresh process, A B A B ... after one warm-up of each (so both read from the page
 
 Printed as median [min - max] over `--runs` pairs (a shared machine is noisy: quote the
 median, the spread shows the noise): wall seconds of A and of B, the ratio A/B taken pair by
-pair (goal <= 10x), A's peak RSS (the child's `ru_maxrss`, started by a small
+pair (goal <= 10x), the same for CPU seconds (user + sys: what a busy machine moves
+less), A's peak RSS (the child's `ru_maxrss`, started by a small
 process of its own) against the input size
 (goal <= 4x), the same for a process that only imports what `analyze` imports, and the load
 average before and after. `--traced` adds tracemalloc's peak of Python allocations during
@@ -78,7 +79,8 @@ import os, resource, subprocess, sys, time
 start = time.perf_counter()
 code = subprocess.run(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL).returncode
 seconds = time.perf_counter() - start
-print(seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, code)
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(seconds, usage.ru_maxrss * 1024, code, usage.ru_utime + usage.ru_stime)
 """
 
 
@@ -87,14 +89,14 @@ print(seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, co
 _ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def run_once(cmd: list[str]) -> tuple[float, int]:
-    """Run `cmd` (output thrown away); its wall seconds and peak RSS in bytes."""
+def run_once(cmd: list[str]) -> tuple[float, int, float]:
+    """Run `cmd` (output thrown away); its wall seconds, peak RSS in bytes and CPU seconds."""
     out = subprocess.run(
         [sys.executable, "-c", _TIMER, *cmd], capture_output=True, text=True, check=True, env=_ENV
     ).stdout.split()
     if out[2] != "0":
         raise SystemExit(f"{' '.join(cmd)}: exit {out[2]}")
-    return float(out[0]), int(out[1])
+    return float(out[0]), int(out[1]), float(out[3])
 
 
 def spread(values: list[float], fmt: str = "{:.2f}") -> str:
@@ -109,13 +111,25 @@ def measure(folder: Path, runs: int) -> dict[str, list[float]]:
     split_cmd = [sys.executable, "-c", READ_SPLIT, str(folder)]
     run_once(analyze_cmd)
     run_once(split_cmd)
-    out: dict[str, list[float]] = {"a": [], "b": [], "ratio": [], "rss": [], "b_rss": []}
+    out: dict[str, list[float]] = {
+        "a": [],
+        "b": [],
+        "ratio": [],
+        "rss": [],
+        "b_rss": [],
+        "a_cpu": [],
+        "b_cpu": [],
+        "cpu_ratio": [],
+    }
     for _ in range(runs):
-        a, rss = run_once(analyze_cmd)
-        b, b_rss = run_once(split_cmd)
+        a, rss, a_cpu = run_once(analyze_cmd)
+        b, b_rss, b_cpu = run_once(split_cmd)
         out["a"].append(a)
         out["b"].append(b)
         out["ratio"].append(a / b)
+        out["a_cpu"].append(a_cpu)
+        out["b_cpu"].append(b_cpu)
+        out["cpu_ratio"].append(a_cpu / b_cpu)
         out["rss"].append(rss)
         out["b_rss"].append(b_rss)
     return out
@@ -173,6 +187,10 @@ def main() -> None:
     print(f"A report analyze --json:  {spread(got['a'])} s")
     print(f"B read + split lines:     {spread(got['b'])} s")
     print(f"A/B, pair by pair:        {spread(got['ratio'], '{:.1f}')}x   goal <= 10x")
+    print(
+        f"CPU seconds (user+sys):   A {spread(got['a_cpu'])}, B {spread(got['b_cpu'])}; "
+        f"A/B {spread(got['cpu_ratio'], '{:.1f}')}x (less moved by other load than wall time)"
+    )
     print(
         f"A peak RSS:               {rss / MB:.0f} MiB = {rss / size:.2f}x input   goal <= 4x "
         f"(B {statistics.median(got['b_rss']) / MB:.0f} MiB)"
