@@ -227,13 +227,16 @@ def test_every_merge_outcome_names_a_field_of_the_merge_result() -> None:
     """documents.MERGE_OUTCOMES drives the JSON, the schema and the terminal lines."""
     from dataclasses import fields
 
-    from reporter.documents import MERGE_OUTCOMES, merge_json
+    from reporter.console.documents import MERGE_OUTCOMES, Merge, merge_document
+    from reporter.model.document import data
     from reporter.render.regions import MergeResult
 
     names = {f.name for f in fields(MergeResult)}
     assert {field for _key, field, _label in MERGE_OUTCOMES} <= names
     merged = MergeResult(text="", updated=("summary",), conflicts=("timeline",))
-    document = merge_json(merged)
-    assert document is not None
+    record = merge_document(merged)
+    assert record is not None
+    document = data(record)
+    assert [f.name for f in fields(Merge)] == [key for key, _f, _l in MERGE_OUTCOMES] + ["damaged"]
     assert document["regenerated"] == ["summary"] and document["conflicts"] == ["timeline"]
     assert list(document) == [key for key, _f, _l in MERGE_OUTCOMES] + ["damaged"]

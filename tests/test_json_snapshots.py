@@ -243,9 +243,10 @@ def test_github_commands(
 
 def test_collect_document(update_golden: bool) -> None:
     """`collect --json` from a fixed summary: a live run's PIDs and seconds vary."""
-    from reporter import console, documents
+    from reporter import console
     from reporter.collect.manifest import CollectStatus, RemoteNote, SkipNote
     from reporter.collect.session import CollectSummary
+    from reporter.console import documents_upstream as documents
 
     at = datetime(2026, 7, 14, 9, 0, tzinfo=UTC)
     summary = CollectSummary(
@@ -281,5 +282,5 @@ def test_collect_document(update_golden: bool) -> None:
         ),
     )
     stream = io.StringIO()
-    console.emit_json(documents.collect_json(summary), stream=stream)
+    console.emit(documents.collect_document(summary), stream=stream)
     compare("collect--partial", stream.getvalue(), update_golden)
