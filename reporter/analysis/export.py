@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from reporter.analysis import export_context as ctx
 from reporter.analysis.p2p import cycle_name
@@ -40,7 +40,7 @@ from reporter.analysis.result import (
     StackClass,
     TreeNode,
 )
-from reporter.model.document import Count, Shape, data, document, key, project
+from reporter.model.document import Count, Shape, data, document, project, spec
 
 
 @document
@@ -48,11 +48,11 @@ class ClassRecord:
     """One equivalence class of main-thread stacks."""
 
     ranks: tuple[int, ...]
-    label: str = key("compact rank set, e.g. [0-3,7]")
+    label: str = spec("compact rank set, e.g. [0-3,7]")
     collective: str | None
     wait: str | None
     state: str
-    frames: tuple[str, ...] = key("innermost first, `function (file)`")
+    frames: tuple[str, ...] = spec("innermost first, `function (file)`")
     pids: tuple[int, ...]
     instance: str
     call_site: str | None
@@ -65,14 +65,14 @@ class BranchRecord:
     label: str
     ranks: tuple[int, ...]
     collective: str | None
-    frames: tuple[str, ...] = key("outermost first, from where the sides part")
+    frames: tuple[str, ...] = spec("outermost first, from where the sides part")
 
 
 @document
 class BranchPointRecord:
     """Where the ranks' stacks part."""
 
-    shared: str | None = key("the deepest common frame")
+    shared: str | None = spec("the deepest common frame")
     common: tuple[str, ...]
     branches: tuple[BranchRecord, ...]
 
@@ -103,7 +103,7 @@ class FailedDumpRecord:
     rank: int | None
     reason: str
     source: str
-    state: str = key("gone, refused, stopped, timeout or error")
+    state: str = spec("gone, refused, stopped, timeout or error")
 
 
 @document
@@ -128,15 +128,18 @@ class WaitedSide:
     at: str
 
 
+WaitKind = Literal["collective", "p2p"]
+
+
 @document
 class WaitsForRecord:
     """One edge."""
 
     waiting: WaitingSide
-    waited: WaitedSide = key(name="for")
+    waited: WaitedSide = spec(name="for")
     group: str
     instance: str
-    kind: Literal["collective", "p2p"] = key(
+    kind: WaitKind = spec(
         "collective, or p2p: one rank waits in a point-to-point call for its peer"
     )
     peer_source: str
@@ -193,11 +196,11 @@ class ProcessRecord:
     state: str
     title: str | None
     key: str
-    dims: Mapping[str, int] = key("layout dimensions from the title (tp, dp, pp, ...): any names")
+    dims: Mapping[str, int] = spec("layout dimensions from the title (tp, dp, pp, ...): any names")
     snapshots: Count
     instance: str
     host: str | None
-    condition: ConditionRecord | None = key(
+    condition: ConditionRecord | None = spec(
         "null unless process state evidence (`/proc` status, py-spy's failures, a crash "
         "report) decided `state`"
     )
@@ -225,7 +228,7 @@ class ThreadGroupRecord:
 class SignatureRecord:
     """The hang signature."""
 
-    hash: str = key("12 hex digits")
+    hash: str = spec("12 hex digits")
     text: str
 
 
@@ -235,11 +238,11 @@ class CrashRecord:
 
     rank: int | None
     pid: int | None
-    what: str = key("faulthandler's words: Segmentation fault, Aborted, ...")
-    signal: str = key("SIGSEGV, SIGABRT, ...; empty for an interpreter abort")
+    what: str = spec("faulthandler's words: Segmentation fault, Aborted, ...")
+    signal: str = spec("SIGSEGV, SIGABRT, ...; empty for an interpreter abort")
     thread: str
-    at: str = key("the crashing thread's innermost application frame")
-    frames: tuple[str, ...] = key("the crashing thread's frames, innermost first")
+    at: str = spec("the crashing thread's innermost application frame")
+    frames: tuple[str, ...] = spec("the crashing thread's frames, innermost first")
     source: str
     captured_at: str | None
 
@@ -250,11 +253,11 @@ class LockThreadRecord:
 
     tid: str
     name: str | None
-    waits_at: str = key("file:line of the lock it is acquiring")
+    waits_at: str = spec("file:line of the lock it is acquiring")
     waits_in: str
-    waits_for: str = key("the lock as the code names it (Stats.lock); empty if unknown")
+    waits_for: str = spec("the lock as the code names it (Stats.lock); empty if unknown")
     holding: tuple[str, ...]
-    holding_from: str = key("file:line where it took the lock it holds; empty if unknown")
+    holding_from: str = spec("file:line where it took the lock it holds; empty if unknown")
     how: str
     source: str
 
@@ -265,7 +268,7 @@ class DeadlockRecord:
 
     pid: int | None
     rank: int | None
-    proof: str = key("objects (the same lock objects) or names")
+    proof: str = spec("objects (the same lock objects) or names")
     snapshots: Count
     threads: tuple[LockThreadRecord, ...]
     behind: tuple[LockThreadRecord, ...]
@@ -279,7 +282,7 @@ class BlockedRecord:
     pid: int | None
     rank: int | None
     snapshots: Count
-    settle: str = key("the capture that would decide it")
+    settle: str = spec("the capture that would decide it")
     threads: tuple[LockThreadRecord, ...]
 
 
@@ -293,7 +296,7 @@ class HostRecord:
     ranks: tuple[int, ...]
     label: str
     pids: tuple[int, ...]
-    states: Mapping[str, int] = key("state -> how many of its ranks are in it")
+    states: Mapping[str, int] = spec("state -> how many of its ranks are in it")
     failed_dumps: Count
     others: Count
 
@@ -313,14 +316,14 @@ class AnalysisDocument:
     missing_ranks: tuple[int, ...]
     laggards: tuple[int, ...]
     failed_dumps: tuple[FailedDumpRecord, ...]
-    waits_for: tuple[WaitsForRecord, ...] = key(
+    waits_for: tuple[WaitsForRecord, ...] = spec(
         "who waits for whom; process_group is default, a name or non-default (null: not "
         "known); group_ranks the ranks the wait is compared with"
     )
-    p2p_cycles: tuple[CycleRecord, ...] = key(
+    p2p_cycles: tuple[CycleRecord, ...] = spec(
         "cycles point-to-point waits close (a deadlock: every member stuck, none sends)"
     )
-    p2p_deadlock: str | None = key(
+    p2p_deadlock: str | None = spec(
         "for verdict p2p-deadlock: the cycles and what each side waits in"
     )
     instances: tuple[InstanceRecord, ...]
@@ -328,21 +331,21 @@ class AnalysisDocument:
     others: tuple[ProcessRecord, ...]
     idle_threads: tuple[IdleRecord, ...]
     thread_groups: tuple[ThreadGroupRecord, ...]
-    tree: TREE = key("the merged tree of main-thread stacks, root first; the root's frame is null")
+    tree: TREE = spec("the merged tree of main-thread stacks, root first; the root's frame is null")
     signature: SignatureRecord
     warnings: tuple[str, ...]
-    wedge: ctx.Wedge | None = key("null without metrics")
+    wedge: ctx.Wedge | None = spec("null without metrics")
     timeline: tuple[ctx.Event, ...]
-    environment: ctx.Environment | None = key("null without environment evidence")
-    diff: ctx.Diff | None = key("null without a baseline")
-    excerpts: ctx.Excerpts | None = key("null when there is nothing to show")
-    goroutines: ctx.Goroutines | None = key("null without Go dumps")
-    flight_recorder: ctx.FlightRecorder | None = key("null without Flight Recorder traces")
-    crashes: tuple[CrashRecord, ...] = key(
+    environment: ctx.Environment | None = spec("null without environment evidence")
+    diff: ctx.Diff | None = spec("null without a baseline")
+    excerpts: ctx.Excerpts | None = spec("null when there is nothing to show")
+    goroutines: ctx.Goroutines | None = spec("null without Go dumps")
+    flight_recorder: ctx.FlightRecorder | None = spec("null without Flight Recorder traces")
+    crashes: tuple[CrashRecord, ...] = spec(
         "verdict `crashed`, or the cause of a wait for a crashed rank"
     )
-    thread_deadlocks: tuple[DeadlockRecord, ...] = key("verdict `thread-deadlock`")
-    blocked_threads: tuple[BlockedRecord, ...] = key(
+    thread_deadlocks: tuple[DeadlockRecord, ...] = spec("verdict `thread-deadlock`")
+    blocked_threads: tuple[BlockedRecord, ...] = spec(
         "named on the first screen with what would settle them"
     )
     hosts: tuple[HostRecord, ...]
@@ -514,7 +517,7 @@ def build(analysis: Analysis) -> AnalysisDocument:
                 waited=project(WaitedSide, e.waited),
                 group=e.group,
                 instance=e.instance,
-                kind=e.kind,
+                kind=cast(WaitKind, e.kind),
                 peer_source=e.peer_source,
             )
             for e in analysis.waits_for

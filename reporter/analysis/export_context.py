@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from reporter.model.document import Count, document, key, project
+from reporter.model.document import Count, document, project, spec
 from reporter.times import iso
 
 if TYPE_CHECKING:
@@ -36,10 +36,10 @@ if TYPE_CHECKING:
 class Event:
     """One timeline entry."""
 
-    at: str = key("ISO 8601 UTC")
+    at: str = spec("ISO 8601 UTC")
     kind: str
     text: str
-    source: str = key("file:line")
+    source: str = spec("file:line")
 
 
 def event(e: TimelineEvent) -> Event:
@@ -52,7 +52,7 @@ class WedgeSignal:
     """One metric signal around the wedge."""
 
     name: str
-    role: str = key("output, waiting or context")
+    role: str = spec("output, waiting or context")
     series: int
     rate: bool
     shows_wedge: bool
@@ -69,7 +69,7 @@ class StepChange:
     """A signal that started to grow steadily or froze."""
 
     signal: str
-    kind: str = key("linear-growth or frozen")
+    kind: str = spec("linear-growth or frozen")
     at: str
     slope_per_second: float | None
     text: str
@@ -101,9 +101,9 @@ class Wedge:
     """The wedge found in the metrics; times ISO 8601 UTC (`2026-11-29T14:43:41.973Z`)."""
 
     found: bool
-    onset: str | None = key("the first sample of the wedge")
-    onset_after: str | None = key("the last sample before it: the stop happened between")
-    end: str | None = key("null while still wedged")
+    onset: str | None = spec("the first sample of the wedge")
+    onset_after: str | None = spec("the last sample before it: the stop happened between")
+    end: str | None = spec("null while still wedged")
     end_reason: str | None
     still_wedged: bool
     duration_seconds: float | None
@@ -288,9 +288,9 @@ def environment(summary: EnvironmentSummary) -> Environment:
 class Change:
     """One change."""
 
-    kind: str = key("flag, env, package, source, excerpt, gpu or fact")
+    kind: str = spec("flag, env, package, source, excerpt, gpu or fact")
     key: str
-    status: str = key("changed, added or removed")
+    status: str = spec("changed, added or removed")
     before: str | None
     after: str | None
     score: int
@@ -302,7 +302,7 @@ class Diff:
     """Ranked changes between two runs, likeliest culprit first."""
 
     changes: tuple[Change, ...]
-    unchanged: Mapping[str, int] = key("how many values of each kind did not change")
+    unchanged: Mapping[str, int] = spec("how many values of each kind did not change")
     notes: tuple[str, ...]
     good: str
     bad: str
@@ -345,8 +345,8 @@ class Excerpt:
     highlight: tuple[int, ...]
     permalink: str | None
     ref_note: str
-    status: str = key("local against deployed")
-    origin: str = key("excerpt file, source root or frame")
+    status: str = spec("local against deployed")
+    origin: str = spec("excerpt file, source root or frame")
     cite: str
 
 
@@ -408,7 +408,7 @@ class GoDump:
     captured_at: str | None
     total: Count
     buckets: tuple[Bucket, ...]
-    runtime: tuple[Bucket, ...] = key("the Go runtime's own goroutines, set aside")
+    runtime: tuple[Bucket, ...] = spec("the Go runtime's own goroutines, set aside")
 
 
 @document
@@ -417,7 +417,7 @@ class Goroutines:
 
     similarity: str
     dumps: tuple[GoDump, ...]
-    waiting: tuple[Bucket, ...] = key("the buckets of clients waiting on a server")
+    waiting: tuple[Bucket, ...] = spec("the buckets of clients waiting on a server")
 
 
 def _go_frame(frame: GoFrame | None) -> GoFrameRow | None:
@@ -489,9 +489,9 @@ class FrMismatchRow:
     group: str
     group_desc: str
     seq_id: int
-    kind: str = key("op, sizes, dtypes or missing")
-    by_op: Mapping[str, tuple[int, ...]] = key("operation -> ranks that issued it at that id")
-    missing: tuple[int, ...] = key("member ranks with no entry")
+    kind: str = spec("op, sizes, dtypes or missing")
+    by_op: Mapping[str, tuple[int, ...]] = spec("operation -> ranks that issued it at that id")
+    missing: tuple[int, ...] = spec("member ranks with no entry")
     not_completed: tuple[int, ...]
     sides: tuple[FrSide, ...]
 
@@ -538,13 +538,13 @@ class FrOtherSet:
 class FlightRecorder:
     """The chosen Flight Recorder trace set and where the ranks disagree."""
 
-    trace_set: str = key("the folder of the per-rank dumps")
-    origin: str = key("pickle, json or watchdog-log")
+    trace_set: str = spec("the folder of the per-rank dumps")
+    origin: str = spec("pickle, json or watchdog-log")
     backend: str
     version: str
     files: tuple[str, ...]
     ranks: tuple[FrRank, ...]
-    first_mismatch: FrMismatchRow | None = key("null when the ranks agree")
+    first_mismatch: FrMismatchRow | None = spec("null when the ranks agree")
     groups: tuple[FrGroup, ...]
     other_sets: tuple[FrOtherSet, ...]
     notes: tuple[str, ...]

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 from reporter.analysis.export import AnalysisDocument
 from reporter.analysis.export_context import Diff
-from reporter.model.document import ABSENT, Count, data, document, key, schema
+from reporter.model.document import ABSENT, Count, data, document, schema, spec
 
 if TYPE_CHECKING:
     from reporter.analysis import Analysis
@@ -89,12 +89,12 @@ class AnalyzeDocument(AnalysisDocument):
     masked: ClassVar[bool] = True
     layout: ClassVar[str] = "lines"
 
-    headline: str = key("the title the report would get: who waits for whom", default=ABSENT)
-    summary_lines: tuple[SummaryLine, ...] = key(
+    headline: str = spec("the title the report would get: who waits for whom", default=ABSENT)
+    summary_lines: tuple[SummaryLine, ...] = spec(
         "the summary block; each line cites its evidence as file:line", default=ABSENT
     )
-    next_steps: tuple[NextStep, ...] = key("from reporter/data/next_steps.toml", default=ABSENT)
-    seen_before: tuple[SeenRow, ...] = key(
+    next_steps: tuple[NextStep, ...] = spec("from reporter/data/next_steps.toml", default=ABSENT)
+    seen_before: tuple[SeenRow, ...] = spec(
         "earlier reports of the same (same: true) or a similar hang", default=ABSENT
     )
 
@@ -174,13 +174,13 @@ class Merge:
 class DraftDocument:
     """Where the report went."""
 
-    path: str = key("the report written (or found up to date)")
-    backup: str | None = key("the previous version kept as .bak, if any")
-    unchanged: bool = key("true when the report was already up to date")
-    charts: str | None = key("the metrics SVG beside the report, if any")
+    path: str = spec("the report written (or found up to date)")
+    backup: str | None = spec("the previous version kept as .bak, if any")
+    unchanged: bool = spec("true when the report was already up to date")
+    charts: str | None = spec("the metrics SVG beside the report, if any")
     verdict: str
     signature: str
-    merge: Merge | None = key(
+    merge: Merge | None = spec(
         "null for a new report; else what merging into the edited report did "
         "(region ids per outcome)"
     )
@@ -297,7 +297,7 @@ class StatusRow:
     upstream_issue: str | None
     date: str | None
     same_signature: Count
-    same_hang: Count = key(
+    same_hang: Count = spec(
         "incident reports (this one included) of the same hang as seen-before counts "
         "it: the same signature or the same shape"
     )

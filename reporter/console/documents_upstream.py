@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from reporter.model.document import Count, Shape, document, key
+from reporter.model.document import Count, Shape, document, spec
 
 if TYPE_CHECKING:
     from reporter.app import UpstreamDraftRun
@@ -75,7 +75,7 @@ class FixedIn:
     commit: str | None
     release: str | None
     deployment: str | None
-    deployment_has_fix: bool | None = key("null: cannot tell")
+    deployment_has_fix: bool | None = spec("null: cannot tell")
 
 
 @document
@@ -103,8 +103,8 @@ class TriageCandidate(Candidate):
 class SearchCandidate(Candidate):
     """One upstream issue."""
 
-    rank_in_repo: Count = key("place among the candidates of the same repo")
-    fixed_in: FixedIn | None = key(
+    rank_in_repo: Count = spec("place among the candidates of the same repo")
+    fixed_in: FixedIn | None = spec(
         "for a match closed as completed: change, release, deployment_has_fix"
     )
 
@@ -123,7 +123,7 @@ class QuerySignals:
     """What the query's text says beyond its words."""
 
     exceptions: tuple[str, ...]
-    versions: Mapping[str, str] = key("product -> version quoted")
+    versions: Mapping[str, str] = spec("product -> version quoted")
     failure: tuple[str, ...]
 
 
@@ -136,7 +136,7 @@ class SearchQuery:
     stacks: tuple[QueryStack, ...]
     errors: tuple[str, ...]
     issue: str | None
-    deployed: Mapping[str, str] = key("repo -> the version this deployment runs")
+    deployed: Mapping[str, str] = spec("repo -> the version this deployment runs")
     signals: QuerySignals
     verdict: str | None
 
@@ -146,7 +146,7 @@ class IndexUsed:
     """The index searched."""
 
     path: str
-    example: bool = key("true for the bundled example index")
+    example: bool = spec("true for the bundled example index")
     issues_searched: Count
 
 
@@ -157,7 +157,7 @@ class SearchDocument:
     masked: ClassVar[bool] = False  # public issues, printed as GitHub has them
 
     candidates: tuple[SearchCandidate, ...]
-    fixed: tuple[str, ...] = key('"matches #N, fixed in vX; this deployment runs Y" lines')
+    fixed: tuple[str, ...] = spec('"matches #N, fixed in vX; this deployment runs Y" lines')
     query: SearchQuery
     index: IndexUsed
     notes: tuple[str, ...]
@@ -331,12 +331,12 @@ class SyncedRepo:
     stored: Count
     pages: Count
     requests: Count
-    not_modified: bool = key(
+    not_modified: bool = spec(
         "GitHub answered 304: nothing changed since the last sync (one request)"
     )
     resumed: bool
-    skipped: Count = key("malformed items in GitHub's answer, left out")
-    fixes: FixLookups | None = key(
+    skipped: Count = spec("malformed items in GitHub's answer, left out")
+    fixes: FixLookups | None = spec(
         "fix look-ups: checked, found, left for the next sync (null: not run)"
     )
 
@@ -379,7 +379,7 @@ class ImportDocument:
 
     index: str
     imported: Count
-    skipped: tuple[str, ...] = key("`file:line: reason` per skipped line")
+    skipped: tuple[str, ...] = spec("`file:line: reason` per skipped line")
 
 
 def import_document(result: ImportResult, index: Path) -> ImportDocument:
@@ -443,7 +443,7 @@ class HostOutcome:
 
     host: str
     via: str
-    status: Literal["complete", "incomplete", "failed", "timeout", "interrupted"] = key(
+    status: Literal["complete", "incomplete", "failed", "timeout", "interrupted"] = spec(
         "incomplete: reached, but no stack came back"
     )
     reason: str
@@ -458,7 +458,7 @@ class HostOutcome:
 class CollectDocument:
     """What a live collection took and skipped."""
 
-    status: Literal["complete", "incomplete", "partial", "interrupted", "failed"] = key(
+    status: Literal["complete", "incomplete", "partial", "interrupted", "failed"] = spec(
         "incomplete: no stack came back from any process it was asked to dump, or "
         "nothing from a URL it was asked to read; partial: stacks from some hosts, not "
         "from others"
@@ -471,10 +471,10 @@ class CollectDocument:
     files: Count
     seconds: float
     skipped: tuple[Skipped, ...]
-    missing_stacks: tuple[str, ...] = key("status incomplete: why, per target")
-    missing: tuple[str, ...] = key("status incomplete: why, per URL that gave nothing")
+    missing_stacks: tuple[str, ...] = spec("status incomplete: why, per target")
+    missing: tuple[str, ...] = spec("status incomplete: why, per URL that gave nothing")
     advice: tuple[str, ...]
-    hosts: tuple[HostOutcome, ...] = key(
+    hosts: tuple[HostOutcome, ...] = spec(
         "--ssh/--exec: each host's outcome, in the order named; [] on this host"
     )
 
@@ -530,12 +530,12 @@ class UpstreamDraftDocument:
     path: str
     backup: str | None
     repo: str
-    form: str = key("the issue form followed (or 'generic')")
+    form: str = spec("the issue form followed (or 'generic')")
     characters: Count
-    redacted: Count = key("values replaced by placeholders")
+    redacted: Count = spec("values replaced by placeholders")
     redactions: tuple[RedactionRow, ...]
-    todos: Count = key("TODO(reviewer) lines left to fill")
-    leaks: tuple[str, ...] = key("what the final scan still flags")
+    todos: Count = spec("TODO(reviewer) lines left to fill")
+    leaks: tuple[str, ...] = spec("what the final scan still flags")
     trimmed: tuple[str, ...]
     notes: tuple[str, ...]
 
@@ -575,15 +575,15 @@ class RequestRow:
 class UpstreamFileDocument:
     """The decision and, when sent, the issue or comment URL."""
 
-    action: Literal["new-issue", "comment", "already-filed", "skip-identical-comment"] = key(
+    action: Literal["new-issue", "comment", "already-filed", "skip-identical-comment"] = spec(
         "what was (or would be) done"
     )
     repo: str
     sent: bool
-    url: str = key("the filed issue or comment (sent), or the duplicate's")
+    url: str = spec("the filed issue or comment (sent), or the duplicate's")
     target: int | None
     reasons: tuple[str, ...]
-    refusals: tuple[str, ...] = key("why it was not sent; empty when it could be")
+    refusals: tuple[str, ...] = spec("why it was not sent; empty when it could be")
     notes: tuple[str, ...]
     recorded: str | None
     request: RequestRow | None
@@ -594,7 +594,7 @@ def upstream_file_document(result: FileResult) -> UpstreamFileDocument:
     plan = result.plan
     request = plan.request
     return UpstreamFileDocument(
-        action=plan.action.value,  # type: ignore[arg-type]
+        action=plan.action.value,
         repo=plan.repo,
         sent=result.sent,
         url=result.url if result.sent else plan.url,
@@ -634,7 +634,7 @@ class AuthDocument:
     host: str
     api_url: str
     authenticated: bool
-    token_source: str | None = key("e.g. GH_TOKEN, or gh auth token (keyring)")
+    token_source: str | None = spec("e.g. GH_TOKEN, or gh auth token (keyring)")
     rate_limit: RateLimitRow | None
     error: str | None
 

@@ -8,7 +8,7 @@ data (dicts and lists, keys in field order) and `schema` gives the class's JSON 
     class Preview:
         \"\"\"The HTML page written.\"\"\"
 
-        path: str = key("the page written")
+        path: str = spec("the page written")
 
     data(Preview(path="tp.html"))  # {"path": "tp.html"}
     schema(Preview)                # {"type": "object", "description": "The HTML page written.",
@@ -19,8 +19,8 @@ Field types and what they become: `str`, `int`, `float`, `bool`, `None` in a uni
 `Mapping[str, X]` (an object whose keys are data, not names: `dims`, `states`), a
 `Literal` of strings (an enum), another document (an object), and `FreeForm` (an object
 whose shape the type does not fix: each use says why). A field whose value is `ABSENT`
-is left out of the JSON, and its key is not required by the schema (`key(default=ABSENT)`).
-`key(name="for")` gives a key that is not a Python name. Objects allow more keys than
+is left out of the JSON, and its key is not required by the schema (`spec(default=ABSENT)`).
+`spec(name="for")` gives a key that is not a Python name. Objects allow more keys than
 the ones listed: later versions add keys and never rename these.
 
 Values are held JSON-ready (enum values, ISO 8601 times, `file:line` text): the builder
@@ -91,7 +91,7 @@ ABSENT: Any = _Absent()
 """A field with this value is not written (its key is absent, not null)."""
 
 
-def key(
+def spec(
     description: str = "", *, name: str | None = None, default: Any = dataclasses.MISSING
 ) -> Any:
     """A document field: its `description` (shown in the docs), its JSON key when that is
@@ -102,6 +102,7 @@ def key(
     return dataclasses.field(default=default, metadata=metadata)
 
 
+@typing.dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(spec,))
 def document(cls: type[T]) -> type[T]:
     """`@dataclass(frozen=True, slots=True, kw_only=True)`: the form every document takes."""
     return dataclasses.dataclass(frozen=True, slots=True, kw_only=True)(cls)
@@ -120,7 +121,7 @@ def data(doc: object) -> Any:
 
     Every list and dict is new, so the result can be changed in place (masking does).
     """
-    return _convert_of(type(doc))(doc)  # type: ignore[misc]
+    return _convert_of(type(doc))(doc)
 
 
 def _plan(cls: type) -> tuple[tuple[str, str, Convert, bool], ...]:
@@ -175,26 +176,29 @@ def _converter(hint: Any) -> Convert:
     if origin in (types.UnionType, typing.Union):
         members = [a for a in get_args(hint) if a not in (type(None), _Absent)]
         if len(members) == 1:
-            inner = _converter(members[0])
-            if inner is None:
+            found = _converter(members[0])
+            if found is None:
                 return None
-            return lambda v: v if v is None or v is ABSENT else inner(v)
+            one: Callable[[Any], Any] = found
+            return lambda v: v if v is None or v is ABSENT else one(v)
         if all(_converter(m) is None for m in members):
             return None
         # A value of one of several shapes (a string or a list): copied as data.
         return _copy_data
     if origin is tuple or origin is list:
         (item, *_rest) = get_args(hint)
-        inner = _converter(item)
-        if inner is None:
+        found = _converter(item)
+        if found is None:
             return list
-        return lambda v: [inner(x) for x in v]
+        each: Callable[[Any], Any] = found
+        return lambda v: [each(x) for x in v]
     if origin is Mapping or origin is dict:
         _k, item = get_args(hint)
-        inner = _converter(item)
-        if inner is None:
+        found = _converter(item)
+        if found is None:
             return dict
-        return lambda v: {k: inner(x) for k, x in v.items()}
+        value: Callable[[Any], Any] = found
+        return lambda v: {k: value(x) for k, x in v.items()}
     if origin is Literal or hint in (str, int, float, bool, type(None), Any):
         return None
     if dataclasses.is_dataclass(hint):
