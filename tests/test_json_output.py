@@ -1,6 +1,6 @@
 """Every command that produces a result, run with `--json`, against its documented schema.
 
-The schemas are `reporter.schemas.SCHEMAS`; `docs/cli.md` and the README are generated
+The schemas are `reporter.console.schemas.SCHEMAS`, generated from the document types; `docs/cli.md` and the README are generated
 from them (tests/test_cli_docs.py keeps those current). Each command runs for real:
 bundles from fixtures/, GitHub as the local server, py-spy against a child process.
 """
@@ -21,9 +21,9 @@ import pytest
 from typer.testing import CliRunner
 from upstream.ghserver import GitHubServer
 
-from reporter import schemas
 from reporter.cli import cli, plain_metavars
 from reporter.collect import envcap
+from reporter.console import schemas
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLES = ROOT / "fixtures" / "bundles"
@@ -299,3 +299,15 @@ def test_readme_analyze_table_agrees_with_the_generated_schema() -> None:
             assert items == set(item_type if isinstance(item_type, list) else [item_type]), path
     documented = {path for path, _ in rows if "." not in path}
     assert documented == set(schema["properties"]), "README's analyze table and the document differ"
+
+
+def test_the_old_module_names_still_import() -> None:
+    """`reporter.schemas` and `reporter.documents` moved to `reporter.console`; the old
+    names keep working for one release."""
+    from reporter import documents as old_documents
+    from reporter import schemas as old_schemas
+    from reporter.console import documents
+
+    assert old_schemas.SCHEMAS is schemas.SCHEMAS
+    assert old_documents.MERGE_OUTCOMES is documents.MERGE_OUTCOMES
+    assert old_documents.analysis_json is documents.analysis_json
