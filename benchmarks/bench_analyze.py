@@ -38,7 +38,7 @@ _TRACED = """
 import sys, tracemalloc
 from pathlib import Path
 tracemalloc.start()
-from reporter import bundle
+from reporter.load import bundle
 from reporter.analysis import analyze
 before = tracemalloc.get_traced_memory()[0]
 tracemalloc.reset_peak()

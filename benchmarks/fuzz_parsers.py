@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from reporter.analysis import analyze, to_json  # noqa: E402
-from reporter.errors import ReporterError  # noqa: E402
+from reporter.core.errors import ReporterError  # noqa: E402
 from reporter.evidence import sniff  # noqa: E402
 from reporter.model import Bundle, EvidenceKind  # noqa: E402
 

@@ -69,7 +69,7 @@ def test_the_context_is_resolved_once_from_flags_environment_and_config(tmp_path
 
     import pytest
 
-    from reporter.errors import UsageError
+    from reporter.core.errors import UsageError
 
     config = tmp_path / "config.toml"
     config.write_text('host = "ghe.corp.example"\nindex = "/data/issues.db"\n', encoding="utf-8")

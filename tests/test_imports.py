@@ -15,30 +15,19 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "reporter"
 
 # Lowest first. A module may import its own layer and the layers below it, never above.
-# The first prefix that matches a module names its layer (`reporter.` left out).
+# The first prefix that matches a module names its layer (`reporter.` left out). Each
+# layer is a folder (or a few), so the tree shows what this table enforces (issue 25).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (
-        "basics",
-        (
-            "model",
-            "errors",
-            "times",
-            "text",
-            "rules",
-            "secrets",
-            "manifest",
-            "writer",
-            "fileio",  # input files: regular only, read with a bound (issue 16)
-            "inert",  # evidence made inert for the terminal (issue 16)
-            "gcpause",
-            "config",  # the user's settings file, read by the app layer
-        ),
-    ),
+    # errors, text, times, inert, rules, fileio, writer, gcpause, config: imports nothing
+    # else of ours. `_moved` answers the old import paths of the modules that moved into
+    # these folders (for one release); it names them only as strings.
+    ("core", ("core", "_moved")),
+    ("model/secrets", ("model", "secrets")),
     ("evidence", ("evidence",)),
-    ("analysis", ("analysis", "guess")),
-    # bundle.py reads files into the Bundle (and suggests ranks from file names for
-    # `report init` with analysis.ranks); sources.py finds source files for excerpts.
-    ("loader", ("bundle", "sources")),
+    ("analysis", ("analysis",)),
+    # The loader reads files into the Bundle (and names ranks from file names with
+    # analysis.ranks); guess.py reads a loaded Bundle for `report init`.
+    ("load", ("load",)),
     # The upstream draft is built from the report's pieces, so render sits below upstream:
     # render/lint.py reading secret shapes from upstream/ was the one arrow back up.
     ("render", ("render",)),
@@ -47,6 +36,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # The terminal and --json side of the CLI: documents are built from app results.
     ("cli", ("cli", "__main__", "console", "documents", "schemas")),
 )
+
+# The most modules that may lie loose at the package root (`__init__.py` counted).
+LOOSE_AT_ROOT = 6
 
 
 def _modules() -> dict[str, Path]:
@@ -185,6 +177,7 @@ def test_no_private_module_of_another_package_is_imported() -> None:
         for source, targets in graph.items()
         for target in targets
         if any(p.startswith("_") and not p.startswith("__") for p in target.split("."))
+        and source != target.rsplit(".", 1)[0]
         and not source.startswith(target.rsplit(".", 1)[0] + ".")
     ]
     assert not wrong, "private modules imported from outside their package: " + ", ".join(wrong)
@@ -197,11 +190,11 @@ def test_no_private_module_of_another_package_is_imported() -> None:
         ("from reporter.model import Bundle\n", "reporter.model"),
         ("from . import pyspy\n", "reporter.evidence.pyspy"),
         ("from .._times import iso\n", "reporter._times"),
-        ("def f():\n    import reporter.times\n", "reporter.times"),
+        ("def f():\n    import reporter.core.times\n", "reporter.core.times"),
     ],
 )
 def test_imports_are_read_wherever_they_are(source: str, expected: str) -> None:
-    modules = {"reporter.evidence.pyspy": PACKAGE, "reporter.times": PACKAGE}
+    modules = {"reporter.evidence.pyspy": PACKAGE, "reporter.core.times": PACKAGE}
     got = [name for name, _ in _imports_in(source, "reporter.evidence", modules)]
     assert got == [expected]
 
@@ -215,3 +208,61 @@ def test_a_backward_arrow_and_a_cycle_are_caught() -> None:
     assert _layer("reporter.model") < _layer("reporter.analysis.result")
     with pytest.raises(AssertionError, match="no layer declared"):
         _layer("reporter.newthing")
+
+
+def _moved_table() -> dict[str, str]:
+    from reporter import _moved
+
+    return _moved.MOVED
+
+
+def test_the_root_holds_few_loose_modules() -> None:
+    loose = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(loose) <= LOOSE_AT_ROOT, f"loose modules at reporter/: {loose}"
+
+
+def test_every_old_path_names_a_module_that_exists_in_a_layer_folder() -> None:
+    modules = _modules()
+    for old, new in _moved_table().items():
+        assert f"reporter.{old}" not in modules, f"reporter/{old}.py is back at the root"
+        assert f"reporter.{new}" in modules, f"reporter.{old} points at a missing reporter.{new}"
+        assert new.count(".") == 1, new
+
+
+def test_nothing_of_ours_imports_an_old_path() -> None:
+    old = {f"reporter.{name}" for name in _moved_table()}
+    roots = [
+        PACKAGE.parent / name for name in ("reporter", "tests", "benchmarks", "fixtures", "tools")
+    ]
+    wrong: list[str] = []
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            if "fixtures/bundles" in path.as_posix():
+                continue  # captured evidence (deployed code), not ours
+            text = path.read_text(encoding="utf-8")
+            for node in ast.walk(ast.parse(text)):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                    names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                else:
+                    continue
+                hits = [n for n in names if n in old or any(n.startswith(o + ".") for o in old)]
+                wrong += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {n}" for n in hits]
+    assert not wrong, "old import paths (use the new ones in reporter/_moved.py):\n" + "\n".join(
+        wrong
+    )
+
+
+@pytest.mark.parametrize("old", sorted(_moved_table()))
+def test_an_old_path_still_imports_the_same_module_with_a_warning(old: str) -> None:
+    import importlib
+    import sys
+
+    new = importlib.import_module(f"reporter.{_moved_table()[old]}")
+    sys.modules.pop(f"reporter.{old}", None)
+    with pytest.warns(DeprecationWarning, match=rf"reporter\.{old} moved to {new.__name__}"):
+        aliased = importlib.import_module(f"reporter.{old}")
+    assert aliased is new
+    assert new.__spec__ is not None and new.__spec__.name == new.__name__
+    sys.modules.pop(f"reporter.{old}", None)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from reporter import bundle as bundle_io
 from reporter.analysis import analyze
 from reporter.analysis.export import to_json
 from reporter.cli import cli
+from reporter.load import bundle as bundle_io
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()

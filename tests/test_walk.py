@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reporter import fileio
+from reporter.core import fileio
 
 
 def test_links_are_listed_never_followed_into_folders(tmp_path: Path) -> None:

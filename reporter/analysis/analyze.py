@@ -38,7 +38,13 @@ from reporter.analysis.merge import (
     split_threads,
     stack_classes,
 )
-from reporter.analysis.progress import UnitView, rank_state, raw_state, snapshot_idle
+from reporter.analysis.progress import (
+    UnitView,
+    completed_by_peer,
+    rank_state,
+    raw_state,
+    snapshot_idle,
+)
 from reporter.analysis.ranks import Instance, RankedProcess, RankMap, identify
 from reporter.analysis.result import (
     Analysis,
@@ -62,7 +68,7 @@ from reporter.analysis.timeline import build as build_timeline
 from reporter.analysis.verdict import Finding, decide
 from reporter.analysis.wedge import WedgeReport
 from reporter.analysis.wedge import detect as detect_wedge
-from reporter.gcpause import gc_paused
+from reporter.core.gcpause import gc_paused
 from reporter.model import Bundle, ProcState, ThreadStatus
 
 if TYPE_CHECKING:
@@ -251,6 +257,19 @@ def _part(
                         info=table.intern(thread.frames),
                     )
                 )
+    passed = completed_by_peer(views)
+    if passed:
+        # Their group's collectives complete: not a second waiting side (see the function).
+        views = [
+            replace(v, state=RankState.MOVING, raw=RankState.MOVING) if v.unit in passed else v
+            for v in views
+        ]
+        processes = [
+            replace(p, state=RankState.MOVING) if p.condition is None and p.unit in passed else p
+            for p in processes
+        ]
+        members = [replace(m, state=RankState.MOVING) if m.unit in passed else m for m in members]
+        samples = [replace(s, state=RankState.MOVING) if s.unit in passed else s for s in samples]
     classes, pairs = stack_classes(members, similarity)
     classes = tuple(replace(c, instance=instance.id) for c in classes)
     tree = build_tree(pairs, similarity, table)
@@ -271,6 +290,8 @@ def _part(
     finding = outcomes.with_unavailable(
         decide(views, snapshots, absent, instance=instance.id), views, absent, frozen
     )
+    if passed:
+        finding = replace(finding, notes=(*finding.notes, *passed.values()))
     edges: tuple[WaitsFor, ...] = ()
     if finding.verdict is not Verdict.PROGRESSING:
         edges = outcomes.name_frozen(finding.edges, frozen)
@@ -497,7 +518,7 @@ def _wedge_sentence(wedge: WedgeReport | None, bundle: Bundle) -> str:
     """What the metrics add to the stack verdict's summary ("" when they add nothing)."""
     if wedge is None or wedge.episode is None:
         return ""
-    from reporter.times import iso
+    from reporter.core.times import iso
 
     episode = wedge.episode
     state = (

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
 
-from reporter import rules as data_files
-from reporter.errors import ReporterError
+from reporter.core import rules as data_files
+from reporter.core.errors import ReporterError
 from reporter.model import Frame
 
 
@@ -171,7 +171,7 @@ def _file_regex(globs: Sequence[str]) -> re.Pattern[str]:
 
 
 def _globs(entry: dict[str, list[str]], key: str, where: str) -> list[str] | None:
-    # The shape (reporter.rules) checked the type; an empty list would match nothing.
+    # The shape (reporter.core.rules) checked the type; an empty list would match nothing.
     value = entry.get(key)
     if value is not None and not value:
         raise ReporterError(f"{where}: `{key}` must be a non-empty list of strings")
@@ -205,7 +205,7 @@ def parse_rules(text: str, *, source: str = "frames.toml") -> RuleSet:
     """Compile the text of a frames.toml; malformed entries raise `ReporterError`.
 
     Types, required keys and unknown keys are checked by the declared shape
-    (`reporter.rules.SHAPES`); what a shape cannot say is checked here.
+    (`reporter.core.rules.SHAPES`); what a shape cannot say is checked here.
     """
     data = data_files.parse(text, data_files.SHAPES["frames.toml"], source=source)
     rules: list[Rule] = []

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
 
-from reporter import rules as data_files
 from reporter.analysis.env_rules import REDACTED, Secrets, default_rules
-from reporter.errors import ReporterError
+from reporter.core import rules as data_files
+from reporter.core.errors import ReporterError
 from reporter.evidence.env import flag_map
 from reporter.model import Bundle, Environment
 from reporter.secrets import mask_text
@@ -144,7 +144,7 @@ def parse_rules(text: str, *, source: str = "diff.toml") -> DiffRules:
     """Compile a diff.toml; a malformed entry raises `ReporterError` naming it.
 
     Types, required keys and unknown keys are checked by the declared shape
-    (`reporter.rules.SHAPES`); what a shape cannot say is checked here.
+    (`reporter.core.rules.SHAPES`); what a shape cannot say is checked here.
     """
     data = data_files.parse(text, data_files.SHAPES["diff.toml"], source=source)
     kind_scores = {kind: _int(data.get("kind", {}), kind.value, source) for kind in ChangeKind}

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from reporter import rules as data_files
-from reporter.errors import ReporterError
+from reporter.core import rules as data_files
+from reporter.core.errors import ReporterError
 from reporter.secrets import OPAQUE_MIN_LENGTH, SecretPolicy, policy_from
 from reporter.secrets import REDACTED as REDACTED
 
@@ -45,7 +45,7 @@ def parse_show_rules(text: str, *, source: str = "env.toml") -> ShowRules:
     data = data_files.parse(text, data_files.SHAPES["env.toml"], source=source)
 
     def strings(table: str, key: str) -> list[str]:
-        # The shape (reporter/rules.py) has checked that this is a list of strings.
+        # The shape (reporter/core/rules.py) has checked that this is a list of strings.
         return list(data.get(table, {}).get(key, []))
 
     def regexes(table: str) -> tuple[re.Pattern[str], ...]:

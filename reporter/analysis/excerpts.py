@@ -26,8 +26,8 @@ from functools import cache
 from pathlib import PurePosixPath
 from typing import Protocol
 
-from reporter import rules as data_files
 from reporter.analysis.result import Analysis, CodeView, ExcerptAnalysis
+from reporter.core import rules as data_files
 from reporter.evidence.env import normalise_package
 from reporter.model import Bundle, CodeExcerpt, FileHash, Frame, Package, innermost_python
 
@@ -51,7 +51,7 @@ class SourceFile:
 
 
 class SourceReader(Protocol):
-    """Finds the local source of a frame's file (`reporter.sources.SourceRoots` reads folders)."""
+    """Finds the local source of a frame's file (`reporter.load.sources.SourceRoots` reads folders)."""
 
     def find(self, frame_file: str) -> SourceFile | None:
         """The file for `frame_file` as a dump prints it, or None."""
@@ -76,7 +76,7 @@ def parse_upstream_rules(text: str, *, source: str = "upstream.toml") -> tuple[U
     """Compile an upstream.toml; a malformed entry raises `ReporterError`."""
     data = data_files.parse(text, data_files.SHAPES["upstream.toml"], source=source)
     rules: list[UpstreamRule] = []
-    # The shape (reporter/rules.py) has checked module, dist and repo are strings.
+    # The shape (reporter/core/rules.py) has checked module, dist and repo are strings.
     for entry in data.get("package", []):
         rules.append(
             UpstreamRule(

@@ -27,8 +27,8 @@ from reporter.analysis.result import (
     WaitsFor,
 )
 from reporter.analysis.verdict import Finding
+from reporter.core.text import plural
 from reporter.model import Frame
-from reporter.text import plural
 
 _LEVELS = (Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW)
 _LIST_LIMIT = 5

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from reporter.core.times import iso
 from reporter.model.document import Count, document, project, spec
-from reporter.times import iso
 
 if TYPE_CHECKING:
     # Types of the builders' arguments only: the CLI pays for no module it does not use.

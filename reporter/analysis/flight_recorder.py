@@ -16,12 +16,12 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING
 
-from reporter import rules
 from reporter.analysis.classify import Classifier, FrameKind, RuleSection, parse_rules
 from reporter.analysis.clues import main_thread
 from reporter.analysis.fr_align import DEFAULT_GROUP_DESC, analyze, analyze_set
 from reporter.analysis.ranksets import format_ranks
 from reporter.analysis.result import FlightRecorderAnalysis, FrGroupView, FrMismatch, FrRow
+from reporter.core import rules
 from reporter.model import Bundle, Frame
 
 if TYPE_CHECKING:

@@ -25,10 +25,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import cache
 
-from reporter import rules as data_files
 from reporter.analysis.result import GoBucket as GoBucket  # re-exported: their old home
 from reporter.analysis.result import GoDumpSummary as GoDumpSummary
 from reporter.analysis.result import GoroutineAnalysis as GoroutineAnalysis
+from reporter.core import rules as data_files
 from reporter.model import (
     EventKind,
     Goroutine,
@@ -59,7 +59,7 @@ class GoRules:
 def parse_rules(text: str, *, source: str = "goroutines.toml") -> GoRules:
     """Compile a goroutines.toml; a malformed file raises `ReporterError`."""
     data = data_files.parse(text, data_files.SHAPES["goroutines.toml"], source=source)
-    # The shape (reporter/rules.py) has checked every type and required key.
+    # The shape (reporter/core/rules.py) has checked every type and required key.
     waits = [
         ClientWait(
             id=entry["id"],

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 
 from reporter.analysis.ranksets import format_ranks
 from reporter.analysis.result import FailedRank, HostRow, RankProcess
+from reporter.core.text import plural
 from reporter.model import Bundle
-from reporter.text import plural
 
 # Rank states in the order the table lists them.
 _STATE_ORDER = ("stuck", "moving", "idle", "unknown", "mixed")

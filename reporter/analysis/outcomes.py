@@ -42,8 +42,8 @@ from reporter.analysis.result import (
 from reporter.analysis.signature import make_signature, signature_frames
 from reporter.analysis.stacks import StackInfo, StackTable
 from reporter.analysis.verdict import Finding
+from reporter.core.text import plural
 from reporter.model import ProcState
-from reporter.text import plural
 
 if TYPE_CHECKING:
     from reporter.analysis.excerpts import SourceReader

@@ -27,8 +27,8 @@ from reporter.analysis.classify import FrameKind, default_classifier, frame_at
 from reporter.analysis.progress import raw_state
 from reporter.analysis.result import Condition, Crash, FailedRank, RankState
 from reporter.analysis.stacks import StackInfo
+from reporter.core.text import plural
 from reporter.model import Frame, ProcessDump, ProcState
-from reporter.text import plural
 
 CRASH_PREFIX = "Fatal Python error: "
 # faulthandler's words for the fatal signals it handles, and the signal each one is.

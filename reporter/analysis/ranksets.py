@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from reporter.errors import UsageError
+from reporter.core.errors import UsageError
 
 
 def format_ranks(ranks: Iterable[int]) -> str:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from reporter.analysis.wedge import WedgeReport
+from reporter.core.times import clock, iso
 from reporter.model import (
     Bundle,
     EventKind,
@@ -27,7 +28,6 @@ from reporter.model import (
     ProcessDump,
     TimelineEvent,
 )
-from reporter.times import clock, iso
 
 DUMP_CLUSTER = timedelta(seconds=5)
 _KIND_ORDER = {

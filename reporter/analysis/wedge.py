@@ -42,10 +42,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from reporter.core.times import clock, iso, seconds
 from reporter.evidence import metrics
 from reporter.evidence.metrics import Gap, Selector
 from reporter.model import Location, MetricSeries, WedgeSettings
-from reporter.times import clock, iso, seconds
 
 DEFAULT_OUTPUT = (
     "sglang:generation_tokens_total",

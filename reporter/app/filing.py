@@ -31,7 +31,7 @@ from typing import Any
 from reporter.analysis import Analysis
 from reporter.app import issues
 from reporter.app.issues import GitHubAccess
-from reporter.errors import ReporterError, UpstreamError, UsageError
+from reporter.core.errors import ReporterError, UpstreamError, UsageError
 from reporter.model import Bundle, EvidenceKind
 from reporter.upstream import draft as drafting
 from reporter.upstream.auth import host_of, missing_token_tip
@@ -77,7 +77,7 @@ def shipped_forms(repo: str, host: str) -> tuple[tuple[str, str], str] | None:
     ((file name, text), "from <source address>"), or None when none is shipped."""
     import tomllib
 
-    from reporter import rules as data_files
+    from reporter.core import rules as data_files
 
     if host.lower() not in ("github.com", "api.github.com"):
         return None
@@ -103,7 +103,7 @@ def _read_cache(folder: Path) -> tuple[dict[str, Any], list[tuple[str, str]]] | 
 def _write_cache(
     folder: Path, files: Sequence[tuple[str, str]], etag: str | None, now: float
 ) -> None:
-    from reporter.writer import write_atomic
+    from reporter.core.writer import write_atomic
 
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -332,7 +332,7 @@ def recorded(root: Path, repo: str, signature: str, ident: str) -> str | None:
     """The URL `upstream.toml` in the bundle records for this repo, signature and bundle."""
     import tomllib
 
-    from reporter.fileio import read_text_bounded
+    from reporter.core.fileio import read_text_bounded
 
     path = root / RECORD_NAME
     if not path.exists():
@@ -367,8 +367,8 @@ def record(
     at: datetime,
 ) -> Path:
     """Append what was sent to `<bundle>/upstream.toml` (not evidence: *.toml is skipped)."""
-    from reporter.manifest import TomlDocument, toml_seconds
-    from reporter.writer import write_atomic
+    from reporter.core.writer import write_atomic
+    from reporter.load.manifest import TomlDocument, toml_seconds
 
     path = root / RECORD_NAME
     try:
@@ -612,8 +612,8 @@ def _record_locally(
             at=now,
         )
     if draft_file is not None and sent.action == "issue":
-        from reporter.fileio import read_text_bounded
-        from reporter.writer import write_atomic
+        from reporter.core.fileio import read_text_bounded
+        from reporter.core.writer import write_atomic
 
         text = read_text_bounded(draft_file)
         write_atomic(draft_file, mark_draft_filed(text, sent.url))

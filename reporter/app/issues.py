@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import platformdirs
 
 import reporter
-from reporter.errors import InputError, UpstreamError, UsageError
+from reporter.core.errors import InputError, UpstreamError, UsageError
 from reporter.upstream import semantic as semantic_model
 from reporter.upstream.auth import api_url, host_of, missing_token_tip
 from reporter.upstream.github import Clock, GitHubClient, find_token
@@ -162,7 +162,7 @@ def build_example_index(source: Path, target: Path) -> Index:
 
 def import_file(index: Index, path: Path) -> ImportResult:
     """Import a JSONL file of issues; bad lines are skipped and named."""
-    from reporter.fileio import read_text_bounded
+    from reporter.core.fileio import read_text_bounded
 
     if not path.exists():
         raise UsageError(f"{path}: no such file", tip="pass a UTF-8 JSONL file")

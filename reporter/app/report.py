@@ -9,27 +9,27 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reporter import bundle as bundle_io
-from reporter import inert
 from reporter.analysis import Analysis, Similarity, analyze
-from reporter.errors import InputError, OutputError, UsageError
-from reporter.fileio import check_regular, markdown_files, read_text_bounded
-from reporter.manifest import MANIFEST_NAME
+from reporter.core import inert
+from reporter.core.errors import InputError, OutputError, UsageError
+from reporter.core.fileio import check_regular, markdown_files, read_text_bounded
+from reporter.core.writer import check_target, locked, write_atomic
+from reporter.load import bundle as bundle_io
+from reporter.load.manifest import MANIFEST_NAME
 from reporter.model import Bundle
 from reporter.render import markdown as md
 from reporter.secrets import mask_text
-from reporter.writer import check_target, locked, write_atomic
 
 if TYPE_CHECKING:
     from reporter.analysis.diff import EnvDiff
-    from reporter.guess import Suggestion
+    from reporter.load.guess import Suggestion
+    from reporter.load.sources import SourceRoots
     from reporter.render.answer import SeenBefore, SeenReport
     from reporter.render.charts import Chart
     from reporter.render.lint import Finding
     from reporter.render.regions import MergeResult
     from reporter.render.status import ReportStatus
     from reporter.render.view import ReportView
-    from reporter.sources import SourceRoots
 
 
 # The clock under its old name, for app/upstream.py until its use cases take a Context.
@@ -102,7 +102,7 @@ def load_and_analyze(paths: Sequence[Path], options: Options) -> tuple[Bundle, A
 
 def _source_roots(bundle: Bundle, roots: Sequence[Path]) -> SourceRoots | None:
     """The `--source-root` folders, then the bundle's own `source_root`; None when neither."""
-    from reporter.sources import SourceRoots
+    from reporter.load.sources import SourceRoots
 
     all_roots = list(roots)
     if bundle.root is not None and bundle.manifest.source_root:
@@ -129,7 +129,7 @@ def diff_runs(
     `source_roots` is empty or two folders (GOOD's source tree, then BAD's), hashed file by file.
     """
     from reporter.analysis.diff import diff_bundles
-    from reporter.sources import hash_tree
+    from reporter.load.sources import hash_tree
 
     if len(source_roots) not in (0, 2):
         raise UsageError(
@@ -371,7 +371,7 @@ def init_manifest(folder: Path, *, force: bool = False) -> InitResult:
     """Write a commented `bundle.toml` listing the evidence found in `folder`.
 
     Guesses for the upstream repository, the world size and evidence globs go in as
-    commented-out lines with the evidence behind each (see `reporter.guess`).
+    commented-out lines with the evidence behind each (see `reporter.load.guess`).
     """
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder", tip="pass the folder that holds the dumps")
@@ -389,8 +389,8 @@ def init_manifest(folder: Path, *, force: bool = False) -> InitResult:
 
 def _init_guesses(folder: Path) -> tuple[Suggestion, ...]:
     """What the evidence in `folder` suggests; nothing when it cannot be read."""
-    from reporter import guess
     from reporter.analysis.excerpts import default_upstream_rules
+    from reporter.load import guess
 
     try:
         bundle = bundle_io.load([folder])

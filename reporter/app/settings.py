@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from reporter.config import Settings
+    from reporter.core.config import Settings
     from reporter.upstream.auth import Token
     from reporter.upstream.github import RateLimit
 
@@ -43,7 +43,7 @@ class Context:
     """The environment the upstream code reads (a read-only copy): the process's, with
     the config's `host` as `GH_HOST`'s default."""
     config: Settings
-    """The config file's values (`reporter.config`); empty when the command reads none."""
+    """The config file's values (`reporter.core.config`); empty when the command reads none."""
     now: datetime
     """The clock (`clock`): report dates and default file names."""
     cache_dir: Path
@@ -63,7 +63,7 @@ class Context:
         setting from the config file (a malformed file must not break `report analyze`)."""
         import platformdirs
 
-        from reporter import config
+        from reporter.core import config
 
         env = dict(os.environ if env is None else env)
         conf = config.load(env) if read_config else config.Settings(path=config.config_path(env))
@@ -125,7 +125,7 @@ def auth_status(ctx: Context, *, check: bool = True) -> AuthStatus:
 
     With `check`, asks `GET /rate_limit` (free); a failure is reported, not raised.
     """
-    from reporter.errors import UpstreamError
+    from reporter.core.errors import UpstreamError
     from reporter.upstream.github import GitHubClient, RetryPolicy
 
     url = ctx.api_url

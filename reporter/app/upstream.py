@@ -16,16 +16,16 @@ from reporter.app.report import (
     default_report_path,
     load_and_analyze,
 )
-from reporter.errors import InputError, OutputError, ReporterError, UsageError
-from reporter.fileio import markdown_files, read_text_bounded
+from reporter.core.errors import InputError, OutputError, ReporterError, UsageError
+from reporter.core.fileio import markdown_files, read_text_bounded
+from reporter.core.writer import write_atomic
 from reporter.model import Bundle
 from reporter.render import markdown as md
-from reporter.writer import write_atomic
 
 if TYPE_CHECKING:
     from reporter.app.filing import DraftRun, DraftSource
     from reporter.app.settings import Context
-    from reporter.config import Settings
+    from reporter.core.config import Settings
     from reporter.upstream.publish import FileResult
     from reporter.upstream.query import Query as UpstreamQuery
     from reporter.upstream.records import ImportResult

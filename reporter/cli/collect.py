@@ -288,8 +288,8 @@ def _remote_request(
     read here, at the edge."""
     from reporter.collect.plan import DEFAULT_REMOTE_PARALLEL, RemoteRequest
     from reporter.collect.remote import parse_hosts_file
-    from reporter.errors import UsageError
-    from reporter.fileio import read_text_bounded
+    from reporter.core.errors import UsageError
+    from reporter.core.fileio import read_text_bounded
 
     if not (ssh or exec_template or hosts or hosts_file):
         if remote_only := [

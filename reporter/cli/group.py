@@ -21,8 +21,8 @@ from typer.core import TyperArgument, TyperGroup, TyperOption
 
 from reporter import __version__, console
 from reporter.cli import interrupt
-from reporter.errors import ReporterError
-from reporter.inert import for_terminal, one_line
+from reporter.core.errors import ReporterError
+from reporter.core.inert import for_terminal, one_line
 
 # Flags of the `report` callback that are also accepted after the subcommand.
 GLOBAL_FLAGS = ("--debug", "--no-color")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from reporter.errors import UsageError
+from reporter.core.errors import UsageError
 
 if TYPE_CHECKING:
     from reporter import app

@@ -21,8 +21,8 @@ from enum import StrEnum
 
 from reporter.collect.ptrace import is_permission_error
 from reporter.collect.runner import DEFAULT_MAX_OUTPUT, Finished, helper_env, run_bounded
+from reporter.core.fileio import human_size
 from reporter.evidence.pyspy.failures import classify_failure
-from reporter.fileio import human_size
 from reporter.model import FailureState
 
 # Errors that come from reading a running process mid-change (--nonblocking); worth one retry.

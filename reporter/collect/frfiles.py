@@ -31,8 +31,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from reporter.core.fileio import human_size
 from reporter.evidence import flight_recorder
-from reporter.fileio import human_size
 
 DEFAULT_DUMP_PREFIX = "/tmp/nccl_trace_rank_"  # torch's own default; only read
 DUMP_PREFIX_VARS = ("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "TORCH_FR_DUMP_TEMP_FILE")

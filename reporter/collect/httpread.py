@@ -32,7 +32,7 @@ from typing import Any
 
 import httpx
 
-from reporter.fileio import human_size
+from reporter.core.fileio import human_size
 
 # How often the watchdog looks at the stop switch.
 _POLL_S = 0.05

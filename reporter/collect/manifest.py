@@ -1,8 +1,8 @@
 """The `bundle.toml` that `report collect` writes, rewritten atomically after every step.
 
-`render` (pure) turns a `ManifestState` into TOML that `reporter.bundle.parse_manifest`
+`render` (pure) turns a `ManifestState` into TOML that `reporter.load.bundle.parse_manifest`
 reads back; `ManifestWriter` holds the state while the collection runs and saves it
-with `reporter.writer.write_atomic`, so the folder is a valid bundle at every moment,
+with `reporter.core.writer.write_atomic`, so the folder is a valid bundle at every moment,
 also when the run is interrupted. Besides the keys the loader knows (title, service,
 `[fields]`, `[[event]]`, `[wedge]`, `[[evidence]]`), a `[collect]` table records how
 the evidence was taken and what was skipped, by example::
@@ -55,10 +55,10 @@ from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 
-from reporter.manifest import MANIFEST_NAME, TomlDocument
+from reporter.core.writer import write_atomic
+from reporter.load.manifest import MANIFEST_NAME, TomlDocument
 from reporter.model import EvidenceKind
 from reporter.secrets import mask_text
-from reporter.writer import write_atomic
 
 # Skips listed one by one in the human summary; the rest are counted.
 MAX_SKIPS_SHOWN = 12

@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 
 from reporter.collect.httpread import Limits
 from reporter.collect.procfs import ProcessInfo
-from reporter.errors import UsageError
+from reporter.core.errors import UsageError
 
 DEFAULT_SNAPSHOTS = 3
 DEFAULT_INTERVAL = 1.0
@@ -414,7 +414,7 @@ def framework(titles: Iterable[str]) -> str:
 
 def seconds(text: str, *, option: str, allow_zero: bool = False) -> float:
     """A command-line duration (`0.5`, `30s`, `2m`, `1h`) in seconds; `UsageError` if not one."""
-    from reporter.times import parse_duration
+    from reporter.core.times import parse_duration
 
     value = parse_duration(text.strip())
     if value is None and allow_zero and text.strip() in {"0", "0s", "0.0"}:

@@ -49,10 +49,10 @@ from reporter.collect.manifest import EvidenceEntry, ProcessEntry, RemoteNote, T
 from reporter.collect.plan import CollectRequest, RemoteRequest
 from reporter.collect.runner import Finished, helper_env, run_bounded
 from reporter.collect.state import WAIT_S, SessionState
-from reporter.errors import UsageError
+from reporter.core.errors import UsageError
+from reporter.core.text import plural
 from reporter.model import EvidenceKind
 from reporter.secrets import mask_text, scrub
-from reporter.text import plural
 
 # Seconds ssh may take to connect (ConnectTimeout); the deadline covers the rest.
 CONNECT_TIMEOUT = 10

@@ -28,10 +28,10 @@ from datetime import UTC, datetime
 
 import httpx
 
-from reporter import inert
 from reporter.collect.httpread import Limits, fetch
+from reporter.core import inert
+from reporter.core.times import iso
 from reporter.evidence.metrics import SCRAPE_MARKER
-from reporter.times import iso
 
 # Ask for the classic text format (not OpenMetrics): it is what the parser reads.
 ACCEPT_TEXT = "text/plain;version=0.0.4;q=1.0, */*;q=0.1"

@@ -13,10 +13,10 @@ from reporter.collect.manifest import (
     EvidenceEntry,
 )
 from reporter.collect.state import WAIT_S, SessionState
+from reporter.core.text import plural
+from reporter.core.times import iso
 from reporter.model import EvidenceKind
 from reporter.secrets import scrub
-from reporter.text import plural
-from reporter.times import iso
 
 
 class ServiceSteps(SessionState):

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from reporter import __version__, inert
+from reporter import __version__
 from reporter.collect import envcap, plan, procfs, ptrace
 from reporter.collect.capture import ProcessSteps
 from reporter.collect.manifest import (
@@ -46,10 +46,11 @@ from reporter.collect.plan import CollectRequest, Selection, Target
 from reporter.collect.remote import RemoteHost, RemoteSteps, remote_hosts, validate_remote
 from reporter.collect.services import ServiceSteps
 from reporter.collect.state import Clock, Progress, Tick, utc_now
-from reporter.errors import InputError, UsageError
-from reporter.fileio import human_size
+from reporter.core import inert
+from reporter.core.errors import InputError, UsageError
+from reporter.core.fileio import human_size
+from reporter.core.text import plural
 from reporter.secrets import mask_text
-from reporter.text import plural
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

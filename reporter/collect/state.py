@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from reporter import inert
 from reporter.collect import procfs
 from reporter.collect.manifest import (
     CollectStatus,
@@ -21,11 +20,12 @@ from reporter.collect.manifest import (
     SkipNote,
 )
 from reporter.collect.plan import CollectRequest, Target
+from reporter.core import inert
+from reporter.core.text import plural
+from reporter.core.times import iso
+from reporter.core.writer import write_atomic
 from reporter.model import EvidenceKind
 from reporter.secrets import scrub
-from reporter.text import plural
-from reporter.times import iso
-from reporter.writer import write_atomic
 
 Progress = Callable[[str], None]
 Tick = Callable[[str, int, int], None]

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 
 import httpx
 
-from reporter import inert
 from reporter.analysis.ranks import format_ranks
 from reporter.collect.httpread import Limits, fetch
+from reporter.core import inert
 from reporter.model import EvidenceKind
 
 

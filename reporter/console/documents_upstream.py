@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from reporter.app import UpstreamDraftRun
     from reporter.app.settings import AuthStatus
     from reporter.collect import CollectSummary
-    from reporter.config import Settings
+    from reporter.core.config import Settings
     from reporter.upstream import rank
     from reporter.upstream.index import ImportResult
     from reporter.upstream.publish import FileResult

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from reporter.text import plural
+from reporter.core.text import plural
 
 if TYPE_CHECKING:
     from reporter.analysis import Analysis

@@ -11,11 +11,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reporter.text import plural
+from reporter.core.text import plural
 
 if TYPE_CHECKING:
     from reporter.app import AuthStatus, UpstreamDraftRun
-    from reporter.config import Settings
+    from reporter.core.config import Settings
     from reporter.upstream.publish import FileResult
     from reporter.upstream.search import SearchOutcome, SyncReport
     from reporter.upstream.triage import TriageOutcome
@@ -175,7 +175,7 @@ def auth_status_text(status: AuthStatus, *, now: float | None = None) -> str:
 
 def config_show_text(conf: Settings) -> str:
     """`report config show` for a terminal: the path, then each key."""
-    from reporter.config import KEYS
+    from reporter.core.config import KEYS
 
     where = f"{conf.path}" + ("" if conf.exists else " (not created; every key unset)")
     lines = [f"config file: {where}"]

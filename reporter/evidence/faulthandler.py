@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from reporter.core.gcpause import gc_paused
 from reporter.evidence._text import (
     GC_PAUSE_MIN_CHARS,
     LinePrefix,
@@ -42,7 +43,6 @@ from reporter.evidence._text import (
     reread,
     stamp_and_label,
 )
-from reporter.gcpause import gc_paused
 from reporter.model import (
     EvidenceKind,
     Frame,

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from reporter.errors import EvidenceError
+from reporter.core.errors import EvidenceError
 from reporter.evidence._text import warning_at
 from reporter.model import (
     Frame,

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
+from reporter.core.times import parse_iso
 from reporter.evidence._text import clean_lines, excerpt, warning_at
 from reporter.model import EventKind, Location, ParseResult, ParseWarning, TimelineEvent
-from reporter.times import parse_iso
 
 # Events kept per file; the rest are counted in a warning.
 MAX_EVENTS = 200

@@ -21,9 +21,9 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta, timezone
 
+from reporter.core.times import from_epoch, in_range
 from reporter.evidence._text import clean_lines, excerpt, warning_at
 from reporter.model import EventKind, Location, ParseResult, ParseWarning, TimelineEvent
-from reporter.times import from_epoch, in_range
 
 # Keys whose presence marks `systemctl show` output (for sniffing).
 MARKER_KEYS = (

@@ -38,8 +38,8 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
+from reporter.core.times import iso
 from reporter.model.stacks import Frame, Location
-from reporter.times import iso
 
 T = TypeVar("T")
 JsonData = dict[str, Any]

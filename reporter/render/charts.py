@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from reporter.analysis.wedge import Point, Role, Signal, WedgeReport
+from reporter.core.text import number, wrap
+from reporter.core.times import clock
 from reporter.render import svg
-from reporter.text import number, wrap
-from reporter.times import clock
 
 MAX_POINTS = 40
 MAX_CHARTS = 6
@@ -132,7 +132,7 @@ class Chart:
 
 def _figure(value: float) -> str:
     """A chart value as written in the Mermaid text and drawn in the SVG: 4 decimals at most,
-    4 significant digits (`reporter.text.number`)."""
+    4 significant digits (`reporter.core.text.number`)."""
     return number(round(value, 4))
 
 

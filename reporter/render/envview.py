@@ -18,9 +18,9 @@ from reporter.analysis.environment import EnvironmentSummary
 from reporter.analysis.goroutines import GoBucket, GoroutineAnalysis, minutes_text
 from reporter.analysis.result import CodeView as Excerpt
 from reporter.analysis.result import ExcerptAnalysis
+from reporter.core.text import plural
 from reporter.render import markdown as md
 from reporter.render.parts import Block
-from reporter.text import plural
 
 # Changes listed in the report; `report diff --json` has them all.
 MAX_CHANGES = 15

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from reporter.analysis.ranks import format_ranks
 from reporter.analysis.result import Analysis, RankProcess
+from reporter.core.text import version_key
 from reporter.model import (
     HEAD_LINES,
     METRIC_KINDS,
@@ -38,7 +39,6 @@ from reporter.model import (
     ThreadStack,
 )
 from reporter.render.parts import Block
-from reporter.text import version_key
 
 # Lines of one process's rendered dumps; the bundle keeps the whole files.
 MAX_DUMP_LINES = 60

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from reporter.analysis import Analysis
 from reporter.analysis.environment import ShowRules
 from reporter.analysis.result import RankState, StackClass
+from reporter.core.text import plural, version_key
 from reporter.model import Bundle, Frame, ProcessDump
 from reporter.render import markdown as md
 from reporter.render import parts
 from reporter.render.answer.waits import members
 from reporter.render.parts import Block, BranchView, ClassRow, SignalRow, located
 from reporter.render.policy import Text, TextPolicy, later
-from reporter.text import plural, version_key
 
 MAX_TIMELINE_ENTRIES = 60
 MAX_CHANGES = 8

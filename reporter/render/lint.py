@@ -30,7 +30,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from mdit_py_plugins.front_matter import front_matter_plugin
 
-from reporter.errors import UsageError
+from reporter.core.errors import UsageError
 from reporter.render import blocks, frontmatter, regions
 from reporter.render.frontmatter import Status
 from reporter.secrets import find_secrets as find_secrets

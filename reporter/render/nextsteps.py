@@ -21,8 +21,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
-from reporter import rules
-from reporter.errors import ReporterError
+from reporter.core import rules
+from reporter.core.errors import ReporterError
 
 PLACEHOLDERS = frozenset(
     {
@@ -166,7 +166,7 @@ def _fields(text: str, where: str) -> None:
 def parse_rules(text: str, *, source: str = "next_steps.toml") -> tuple[Rule, ...]:
     """Compile a next-steps file; anything malformed raises `ReporterError` naming the rule.
 
-    `reporter.rules` checks the shape (keys, types, required `id`/`action`/`why`); this adds
+    `reporter.core.rules` checks the shape (keys, types, required `id`/`action`/`why`); this adds
     what a shape cannot say: closed vocabularies, known placeholders, unique ids, no blanks.
     """
     data = rules.parse(text, rules.SHAPES["next_steps.toml"], source=source)

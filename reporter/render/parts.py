@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from reporter.analysis.ranksets import format_pids
 from reporter.analysis.result import Analysis, BranchPoint, StackClass
 from reporter.analysis.wedge import Signal
+from reporter.core.text import number
 from reporter.model import Frame, innermost_python
 from reporter.render import markdown as md
 from reporter.render.policy import Text, TextPolicy, final, later
-from reporter.text import number
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,7 +14,7 @@ one line. Three escapes cover every case::
     GENERATED  "x <y> @z"            -> "x \\<y\\> @z"               (reporter wrote it)
     INERT      "see #12, @a, GH-3"   -> "see `#12`, `@a`, `GH-3`"  (bound for GitHub)
 
-The terminal has its own medium and its own rule (`reporter.inert`: control sequences
+The terminal has its own medium and its own rule (`reporter.core.inert`: control sequences
 removed); it shares no character with these.
 """
 
@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Protocol, TypeVar, cast
 
-from reporter.inert import for_document
+from reporter.core.inert import for_document
 from reporter.render.markdown import code
 
 # `@user`, `@org/team` and `#123` notify or link on GitHub; inside a code span they do neither.
@@ -62,7 +62,7 @@ class Escape:
     flatten: bool = True
 
     def __call__(self, text: str) -> str:
-        # Inert first (`reporter.inert`): an escape sequence is removed whole, before a
+        # Inert first (`reporter.core.inert`): an escape sequence is removed whole, before a
         # backslash could split it and leave its payload behind as text.
         text = for_document(text)
         flat = " ".join(text.split()) if self.flatten else text
@@ -111,7 +111,7 @@ def github_title(text: str) -> str:
 
     GitHub renders code spans in titles and nothing else of Markdown, so only those are
     wrapped; backslash escapes would show as typed. (Control, bidi and zero-width
-    characters are `reporter.inert`'s to remove.)
+    characters are `reporter.core.inert`'s to remove.)
     """
     out: list[str] = []
     cursor = 0

@@ -36,7 +36,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from reporter.errors import ReporterError
+from reporter.core.errors import ReporterError
 from reporter.render import frontmatter
 from reporter.render import markdown as md
 

@@ -27,6 +27,8 @@ from reporter import __version__
 from reporter.analysis import Analysis
 from reporter.analysis.ranksets import format_pids
 from reporter.analysis.result import RankProcess, TreeNode, Verdict
+from reporter.core.text import plural, version_key
+from reporter.core.times import clock
 from reporter.model import (
     SUMMARISED_KINDS,
     Bundle,
@@ -40,8 +42,6 @@ from reporter.render import evidence as evidence_blocks
 from reporter.render import markdown as md
 from reporter.render.parts import Block, located
 from reporter.render.policy import LOCAL, final
-from reporter.text import plural, version_key
-from reporter.times import clock
 
 if TYPE_CHECKING:
     from reporter.render.charts import Chart

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
-from reporter import rules
+from reporter.core import rules
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
-from reporter import rules
+from reporter.core import rules
 
 # One unit a disguise may hide behind: an escape, or a run of non-ASCII characters.
 _UNIT_RE = re.compile(

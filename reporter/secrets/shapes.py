@@ -43,7 +43,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
-from reporter import rules
+from reporter.core import rules
 from reporter.secrets.names import is_secret_name
 from reporter.secrets.normalize import normalize
 

@@ -138,8 +138,8 @@ def find_token(
 
 
 def _hosts_yml_token(path: Path, host: str) -> str | None:
-    from reporter.errors import InputError
-    from reporter.fileio import read_text_bounded
+    from reporter.core.errors import InputError
+    from reporter.core.fileio import read_text_bounded
 
     if not path.exists():
         return None

@@ -47,9 +47,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from reporter import __version__, inert
+from reporter import __version__
 from reporter.analysis import Analysis
 from reporter.analysis.environment import ShowRules, default_rules
+from reporter.core import inert
+from reporter.core.text import plural
 from reporter.model import Bundle
 from reporter.render import issueview
 from reporter.render import markdown as md
@@ -68,7 +70,6 @@ from reporter.render.policy import (
     later,
     settle,
 )
-from reporter.text import plural
 from reporter.upstream import redact as redactor
 from reporter.upstream.forms import (
     FieldType,

@@ -28,7 +28,7 @@ import requests
 from github import Auth, Github, GithubException, RateLimitExceededException
 from github.Issue import Issue
 
-from reporter.errors import UpstreamError
+from reporter.core.errors import UpstreamError
 from reporter.upstream.policy import RateLimitReading, RetryPolicy, read_rate_limit, status_error
 
 T = TypeVar("T")

@@ -36,8 +36,8 @@ from typing import Any
 
 import yaml
 
-from reporter import rules as data_files
-from reporter.errors import InputError, ReporterError
+from reporter.core import rules as data_files
+from reporter.core.errors import InputError, ReporterError
 
 GENERIC_SOURCE = "generic"
 _BUG_RE = re.compile(r"\bbug", re.IGNORECASE)

@@ -45,7 +45,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import httpx
 
 from reporter import __version__
-from reporter.errors import RateLimitError, UpstreamError
+from reporter.core.errors import RateLimitError, UpstreamError
 from reporter.upstream.auth import (
     API_URL,
     Token,

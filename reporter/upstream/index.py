@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reporter.errors import InputError, UsageError
+from reporter.core.errors import InputError, UsageError
 from reporter.upstream import boilerplate, signals, terms
 from reporter.upstream.extract import extract
 from reporter.upstream.records import (

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from reporter.errors import RateLimitError, UpstreamError
+from reporter.core.errors import RateLimitError, UpstreamError
 from reporter.upstream.auth import api_url
 
 __all__ = [

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reporter.errors import UsageError
+from reporter.core.errors import UsageError
 from reporter.upstream.signals import EMPTY, Signals
 
 _REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,38}/[A-Za-z0-9_.-]{1,100}")
@@ -165,15 +165,15 @@ def records_from_api(
 
 
 # Invisible characters that hide or reorder text in a title: zero-width spaces and
-# joiners, bidi marks, word joiners and the byte-order mark (`reporter.inert` removes
+# joiners, bidi marks, word joiners and the byte-order mark (`reporter.core.inert` removes
 # escape sequences, controls and bidi overrides).
 _INVISIBLE_RE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff]")
 
 
 def inert_title(text: str) -> str:
-    """A title from upstream made inert, on one line: `reporter.inert.for_terminal`, then
+    """A title from upstream made inert, on one line: `reporter.core.inert.for_terminal`, then
     invisible characters removed."""
-    from reporter.inert import for_terminal
+    from reporter.core.inert import for_terminal
 
     return " ".join(_INVISIBLE_RE.sub("", for_terminal(str(text))).split())
 

@@ -34,8 +34,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
-from reporter import rules as data_files
 from reporter.analysis.environment import Secrets, default_rules
+from reporter.core import rules as data_files
 from reporter.secrets import shapes as secret_shapes
 
 # Top-level domains that make `a.b` a host name. Left out on purpose: TLDs that are
@@ -158,7 +158,7 @@ def parse_rules(text: str, *, secrets: Secrets, source: str = "redact.toml") -> 
     data = data_files.parse(text, data_files.SHAPES["redact.toml"], source=source)
 
     def strings(table: str, key: str) -> list[str]:
-        # The shape (reporter/rules.py) has checked that this is a list of strings.
+        # The shape (reporter/core/rules.py) has checked that this is a list of strings.
         return list(data.get(table, {}).get(key, []))
 
     return Rules(

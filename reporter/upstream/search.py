@@ -28,7 +28,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from reporter.errors import UsageError
+from reporter.core.errors import UsageError
 from reporter.upstream import fixes, rank
 from reporter.upstream import semantic as semantic_model
 from reporter.upstream.index import Index

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from reporter.errors import UpstreamError
+from reporter.core.errors import UpstreamError
 from reporter.upstream import fixes, terms
 from reporter.upstream.github import GitHubClient
 from reporter.upstream.index import Index

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from reporter.errors import UsageError
+from reporter.core.errors import UsageError
 from reporter.render.markdown import cell
 from reporter.upstream import rank
 from reporter.upstream.index import Index

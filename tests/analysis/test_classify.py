@@ -15,7 +15,7 @@ from reporter.analysis.classify import (
     load_rules,
     parse_rules,
 )
-from reporter.errors import ReporterError
+from reporter.core.errors import ReporterError
 
 from .builders import frame, frames
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from reporter import bundle
 from reporter.analysis import export_context
 from reporter.analysis.diff import (
     ChangeKind,
@@ -21,7 +20,8 @@ from reporter.analysis.diff import (
     parse_rules,
 )
 from reporter.analysis.environment import REDACTED
-from reporter.errors import ReporterError
+from reporter.core.errors import ReporterError
+from reporter.load import bundle
 from reporter.model.document import data
 
 

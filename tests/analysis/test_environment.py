@@ -11,7 +11,7 @@ from reporter.analysis.environment import (
     parse_show_rules,
     summarize,
 )
-from reporter.errors import ReporterError
+from reporter.core.errors import ReporterError
 from reporter.model import (
     CommandFlag,
     CommandLine,

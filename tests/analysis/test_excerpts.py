@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from reporter import bundle as bundle_io
 from reporter.analysis import Analysis, analyze, export_context
 from reporter.analysis.excerpts import (
     SourceFile,
@@ -20,7 +19,8 @@ from reporter.analysis.excerpts import (
     permalink,
     resolve_ref,
 )
-from reporter.errors import ReporterError
+from reporter.core.errors import ReporterError
+from reporter.load import bundle as bundle_io
 from reporter.model import Bundle, CodeExcerpt, Environment, FileHash, Location, Manifest, Package
 from reporter.model.document import data
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from reporter import bundle
 from reporter.analysis import analyze, export_context, flight_recorder
 from reporter.analysis.classify import default_classifier
 from reporter.analysis.export import to_json
 from reporter.analysis.result import Verdict
 from reporter.evidence.flight_recorder import load_plain_pickle, op_name
+from reporter.load import bundle
 from reporter.model import Frame, FrEntry, FrGroupStatus, FrOrigin, FrTrace, Location
 from reporter.model.document import data
 

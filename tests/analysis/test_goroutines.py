@@ -17,7 +17,7 @@ from reporter.analysis.goroutines import (
     parse_rules,
 )
 from reporter.analysis.result import Similarity
-from reporter.errors import ReporterError
+from reporter.core.errors import ReporterError
 from reporter.evidence import goroutines as parser
 from reporter.model import EventKind, GoroutineDump
 from reporter.model.document import data

@@ -17,7 +17,7 @@ import pytest
 
 from reporter.analysis import RankState, Verdict, analyze, to_json
 from reporter.app import render_draft
-from reporter.bundle import load
+from reporter.load.bundle import load
 from reporter.model import FailureState, Location, ProcessDump, ProcState
 
 from .builders import ALL_REDUCE, bundle, dump, failure, scheduler_stack
@@ -35,7 +35,7 @@ def _edges(analysis: object) -> list[tuple[list[int], list[int], str, list[int]]
     data = to_json(analysis)  # type: ignore[arg-type]
     return [
         (e["waiting"]["ranks"], e["for"]["ranks"], e["for"]["state"], e["for"]["pids"])
-        for e in data["waits_for"]  # type: ignore[attr-defined]
+        for e in data["waits_for"]
     ]
 
 

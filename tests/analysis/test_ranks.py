@@ -16,7 +16,7 @@ from reporter.analysis.ranks import (
     parse_title,
     rank_from_filename,
 )
-from reporter.errors import UsageError
+from reporter.core.errors import UsageError
 from reporter.model import RankHint, RankSource
 
 from .builders import bundle, dump, failure

@@ -13,15 +13,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
 from reporter.analysis import Analysis, Confidence, Verdict, analyze, to_json
 from reporter.analysis.excerpts import SourceFile
-from reporter.bundle import load
+from reporter.load.bundle import load
+from reporter.load.sources import SourceRoots
 from reporter.model import ProcessDump
-from reporter.sources import SourceRoots
 
 from .builders import bundle, dump
 
@@ -31,7 +31,7 @@ BUNDLES = ROOT / "fixtures" / "bundles"
 
 def _doc(analysis: Analysis) -> dict[str, Any]:
     """`analyze --json` as a dict to index into."""
-    return cast(dict[str, Any], to_json(analysis))
+    return to_json(analysis)
 
 
 def _analyze(folder: Path, files: Sequence[Path] | None = None, *, source: bool = True):  # type: ignore[no-untyped-def]

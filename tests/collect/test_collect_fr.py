@@ -7,9 +7,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from reporter import bundle
 from reporter.analysis import analyze
 from reporter.cli import cli
+from reporter.load import bundle
 
 runner = CliRunner()
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "bundles" / "fr_skipped" / "fr_timeout"

@@ -7,7 +7,6 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from reporter import bundle as bundle_io
 from reporter.collect import manifest
 from reporter.collect.manifest import (
     CollectStatus,
@@ -18,6 +17,7 @@ from reporter.collect.manifest import (
     SkipNote,
     TargetNote,
 )
+from reporter.load import bundle as bundle_io
 from reporter.model import EvidenceKind
 
 AT = datetime(2026, 11, 29, 14, 43, 41, 973000, tzinfo=UTC)

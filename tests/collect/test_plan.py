@@ -9,7 +9,7 @@ import pytest
 from reporter.collect import plan
 from reporter.collect.plan import CollectRequest
 from reporter.collect.procfs import ProcessInfo
-from reporter.errors import UsageError
+from reporter.core.errors import UsageError
 
 PY = "/usr/bin/python3.11"
 

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from reporter import bundle as bundle_io
 from reporter.analysis import RankState, analyze
 from reporter.collect import CollectRequest, collect, procfs
 from reporter.collect.dumps import DumpResult, DumpStatus, wants_nonblocking
+from reporter.load import bundle as bundle_io
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL_FAILURE = ROOT / "fixtures" / "bundles" / "stopped_rank" / "pyspy" / "snapshots"

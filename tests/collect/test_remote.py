@@ -24,7 +24,7 @@ import pytest
 
 from reporter.collect import plan, probe, procfs, remote
 from reporter.collect.plan import CollectRequest, RemoteRequest
-from reporter.errors import UsageError
+from reporter.core.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
 # A process this file starts and the collections look for; the token is a secret shape.

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from reporter import app
-from reporter import bundle as bundle_io
 from reporter.analysis import analyze
 from reporter.collect import CollectRequest, CollectStatus, collect
-from reporter.errors import InputError, UsageError
+from reporter.core.errors import InputError, UsageError
+from reporter.load import bundle as bundle_io
 
 from .servers import Server, metrics_server
 

@@ -291,7 +291,7 @@ def test_py_spy_frameless_threads_keep_no_frames() -> None:
 
 def test_headerless_processes_are_not_given_invented_pids(tmp_path: Path) -> None:
     from reporter.analysis import analyze
-    from reporter.bundle import load
+    from reporter.load.bundle import load
 
     path = tmp_path / "pasted.txt"
     path.write_text(

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from reporter import bundle
-from reporter.errors import EvidenceError
+from reporter.core.errors import EvidenceError
 from reporter.evidence import flight_recorder as fr
 from reporter.evidence import sniff
+from reporter.load import bundle
 from reporter.model import EvidenceKind, FrOrigin
 
 ROOT = Path(__file__).resolve().parents[2]

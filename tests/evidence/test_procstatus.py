@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from reporter.bundle import load
 from reporter.evidence import procstatus
 from reporter.evidence.pyspy import classify_failure
 from reporter.evidence.sniff import sniff
+from reporter.load.bundle import load
 from reporter.model import EvidenceKind, FailureState
 
 STOPPED = Path(__file__).resolve().parents[2] / "fixtures" / "bundles" / "stopped_rank"

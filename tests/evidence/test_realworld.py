@@ -18,8 +18,8 @@ import pytest
 
 from reporter.analysis import analyze, to_json
 from reporter.app import render_draft
-from reporter.bundle import load
-from reporter.errors import InputError
+from reporter.core.errors import InputError
+from reporter.load.bundle import load
 from reporter.model import innermost_python
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "realworld"

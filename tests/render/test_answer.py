@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from reporter import app, documents
-from reporter.errors import ReporterError
+from reporter.core.errors import ReporterError
 from reporter.model import CommandFlag, CommandLine, Environment, EnvVar, Location
 from reporter.render import answer, nextsteps, parts
 

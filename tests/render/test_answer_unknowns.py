@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from reporter import app
-from reporter import bundle as bundle_io
 from reporter.analysis import analyze
+from reporter.load import bundle as bundle_io
 from reporter.render import answer
 from reporter.render.answer import find_timeouts
 

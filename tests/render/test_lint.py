@@ -14,7 +14,7 @@ from types import ModuleType
 import pytest
 
 from reporter import app
-from reporter.errors import UsageError
+from reporter.core.errors import UsageError
 from reporter.render import lint, regions
 from reporter.render.lint import Rule
 

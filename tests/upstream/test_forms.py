@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from reporter.app.filing import read_forms_dir
-from reporter.errors import InputError
+from reporter.core.errors import InputError
 from reporter.upstream.forms import (
     FieldType,
     Role,

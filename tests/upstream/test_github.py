@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from reporter.errors import RateLimitError, UpstreamError
+from reporter.core.errors import RateLimitError, UpstreamError
 from reporter.upstream.github import (
     GitHubClient,
     RetryPolicy,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reporter.errors import InputError, UsageError
+from reporter.core.errors import InputError, UsageError
 from reporter.render.lint import IssueIndex
 from reporter.upstream.index import Index
 from reporter.upstream.query import match_expression

@@ -10,7 +10,7 @@ from github import GithubException, RateLimitExceededException
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reporter.errors import RateLimitError, UpstreamError
+from reporter.core.errors import RateLimitError, UpstreamError
 from reporter.upstream.filing import AmbiguousError, PyGithubTracker, RateLimitedError
 from reporter.upstream.policy import (
     MAX_RATE_JITTER,

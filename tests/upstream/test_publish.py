@@ -20,7 +20,7 @@ from reporter.app import filing
 from reporter.app.filing import DraftSource
 from reporter.app.issues import GitHubAccess
 from reporter.console.upstream import upstream_file_text
-from reporter.errors import RateLimitError
+from reporter.core.errors import RateLimitError
 from reporter.upstream.draft import find_marker
 from reporter.upstream.publish import Action, FileResult, FilingPolicy
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from reporter.analysis import analyze
-from reporter.bundle import load
+from reporter.load.bundle import load
 from reporter.upstream.query import (
     MAX_GITHUB_KEYWORDS,
     MOVING_STACK_WEIGHT,

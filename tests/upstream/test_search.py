@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from reporter.analysis import analyze
 from reporter.app import issues
-from reporter.bundle import load
 from reporter.cli import cli
+from reporter.load.bundle import load
 from reporter.upstream import search
 from reporter.upstream.index import Index
 from reporter.upstream.query import query_from_analysis, query_from_text

@@ -12,7 +12,7 @@ import pytest
 
 from reporter.app import issues
 from reporter.app.issues import GitHubAccess
-from reporter.errors import RateLimitError, UpstreamError
+from reporter.core.errors import RateLimitError, UpstreamError
 from reporter.upstream import sync
 from reporter.upstream.auth import host_of
 from reporter.upstream.github import GitHubClient, RetryPolicy, Token

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from reporter.app import issues
 from reporter.app.issues import GitHubAccess
 from reporter.cli import cli
-from reporter.errors import UsageError
+from reporter.core.errors import UsageError
 from reporter.upstream import search, triage
 from reporter.upstream.filing import PyGithubTracker
 from reporter.upstream.index import Index

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from reporter.core.times import iso
 from reporter.evidence._text import warning_at
 from reporter.evidence.metrics.samples import Labels
 from reporter.model import Location, MetricKind, MetricPoint, MetricSeries, ParseWarning
-from reporter.times import iso
 
 # A pause longer than this many median intervals is a gap worth a warning.
 GAP_FACTOR = 3.0

@@ -9,10 +9,10 @@ import re
 from datetime import datetime
 from pathlib import PurePosixPath
 
+from reporter.core.times import from_epoch, parse_iso
 from reporter.evidence._text import Unrecognised, excerpt, warning_at
 from reporter.evidence.metrics.samples import Collector, Count, Labels, infer_kind, label_pairs
 from reporter.model import MetricKind, ParseResult
-from reporter.times import from_epoch, parse_iso
 
 _TIME_HEADERS = ("time", "timestamp", "date", "datetime", "ts")
 _DISPLAY_RE = re.compile(r"\s*(?P<name>[A-Za-z_:][\w:.]*)?\s*(?:\{(?P<labels>.*)\})?\s*")

@@ -11,10 +11,10 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any
 
+from reporter.core.times import from_epoch, parse_iso
 from reporter.evidence._text import Unrecognised, clean_lines, excerpt, warning_at
 from reporter.evidence.metrics.samples import Collector, base_name, infer_kind, labels_of
 from reporter.model import MetricKind, ParseResult, ParseWarning
-from reporter.times import from_epoch, parse_iso
 
 SCRAPE_MARKER = "# scrape at "
 _SCRAPE_RE = re.compile(r"#\s*scrape at\s+(\S+(?:\s\d{2}:\d{2}:\d{2}\S*)?)")

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
+from reporter.core.gcpause import gc_paused
 from reporter.evidence._text import (
     GC_PAUSE_MIN_CHARS,
     LinePrefix,
@@ -54,7 +55,6 @@ from reporter.evidence.pyspy.grammar import (
     thread_match,
 )
 from reporter.evidence.pyspy.subprocesses import merge_repeats
-from reporter.gcpause import gc_paused
 from reporter.model import (
     FailedDump,
     Frame,

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from reporter.analysis.classify import default_classifier
 from reporter.analysis.p2p import cycle_name
 from reporter.analysis.result import Analysis, RankState
+from reporter.core.times import clock
 from reporter.model import Bundle
 from reporter.render import nextsteps
 from reporter.render.answer import states
@@ -56,7 +57,6 @@ from reporter.render.answer.scope import Scope, focus
 from reporter.render.answer.series import cite
 from reporter.render.answer.timeouts import captured
 from reporter.render.answer.waits import gone_ranks, ranks_name, waits_for
-from reporter.times import clock
 
 # Sentences of the analysis's own summary that the summary block already says (the split,
 # who waits where, the snapshots, the metrics, the clients, the change, the instances):

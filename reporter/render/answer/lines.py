@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from reporter.analysis.ranksets import format_pids
 from reporter.analysis.result import Analysis, Verdict
+from reporter.core.text import plural
+from reporter.core.times import clock
 from reporter.model import Bundle, EventKind, Location, TimelineEvent
 from reporter.render.answer.records import (
     SeenBefore,
@@ -28,8 +30,6 @@ from reporter.render.answer.scope import Scope
 from reporter.render.answer.series import cite, engine_words
 from reporter.render.answer.timeouts import captured, find_timeouts
 from reporter.render.answer.waits import dump_of, gone_ranks, members, ranks_name
-from reporter.text import plural
-from reporter.times import clock
 
 if TYPE_CHECKING:
     from reporter.analysis.diff import Change

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
+from reporter.core.times import clock
 from reporter.model import Bundle, EvidenceKind, Location, MetricSeries
-from reporter.times import clock
 
 # Labels that say where a series was scraped, not what it measures.
 _SCRAPE_LABELS = frozenset({"instance", "job", "__name__"})

@@ -24,9 +24,9 @@ from reporter.analysis.result import (
     ThreadDeadlock,
     Verdict,
 )
+from reporter.core.text import plural
 from reporter.render.answer.records import SummaryLine
 from reporter.render.answer.waits import ranks_name
-from reporter.text import plural
 
 _FAILED_WORDS = {
     "gone": "gone: its dump failed because the process no longer exists",

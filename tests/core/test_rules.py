@@ -1,4 +1,4 @@
-"""reporter/rules.py: every shipped rules file has a declared shape and fits it; bad files
+"""reporter/core/rules.py: every shipped rules file has a declared shape and fits it; bad files
 are refused with the file, the key and a fix."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from reporter import rules
-from reporter.rules import Key, RulesError, Strings, Table, Tables
+from reporter.core import rules
+from reporter.core.rules import Key, RulesError, Strings, Table, Tables
 
-DATA = Path(rules.__file__).resolve().parent / "data"
+DATA = Path(rules.__file__).resolve().parents[1] / "data"
 
 
 def test_every_data_file_has_a_shape_and_fits_it() -> None:

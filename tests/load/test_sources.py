@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from reporter.errors import UsageError
-from reporter.sources import SourceRoots, hash_tree
+from reporter.core.errors import UsageError
+from reporter.load.sources import SourceRoots, hash_tree
 
 
 def _tree(root: Path) -> Path:

@@ -25,7 +25,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reporter.errors import InputError
+from reporter.core.errors import InputError
 
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 _CHUNK = 1 << 20

@@ -8,13 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from reporter import bundle
 from reporter.analysis import Verdict, analyze
-from reporter.errors import ManifestError, UsageError
+from reporter.core.errors import ManifestError, UsageError
+from reporter.load import bundle
 
-SNAPSHOTS = (
-    Path(__file__).resolve().parent.parent / "fixtures" / "bundles" / "tp_desync" / "snapshots"
-)
+SNAPSHOTS = Path(__file__).resolve().parents[2] / "fixtures" / "bundles" / "tp_desync" / "snapshots"
 
 
 def _host_folder(root: Path, name: str, ranks: list[int], manifest: str | None) -> Path:

@@ -1,10 +1,10 @@
-"""reporter/text.py: counted nouns, compact numbers, word wrapping."""
+"""reporter/core/text.py: counted nouns, compact numbers, word wrapping."""
 
 from __future__ import annotations
 
 import pytest
 
-from reporter.text import number, plural, version_key, wrap
+from reporter.core.text import number, plural, version_key, wrap
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from reporter.errors import ReporterError
+from reporter.core.errors import ReporterError
 
 DATA_PACKAGE = "reporter"
 DATA_FOLDER = "data"
@@ -91,7 +91,7 @@ _REQUIRED_ID = Key(str, required=True)
 # Positive weights rank a change up; negative ones mark per-run noise.
 _WEIGHT = Key(int, required=True, low=-100, high=100)
 
-# The declared shape of every file in reporter/data/ (tests/test_rules.py checks that
+# The declared shape of every file in reporter/data/ (tests/core/test_rules.py checks that
 # each shipped file has one and fits it).
 SHAPES: dict[str, Shape] = {
     "diff.toml": {
@@ -267,7 +267,7 @@ def load(name: str) -> dict[str, Any]:
     if name not in SHAPES:
         raise RulesError(
             f"{DATA_FOLDER}/{name}: no shape declared for this rules file",
-            tip="declare it in reporter.rules.SHAPES",
+            tip="declare it in reporter.core.rules.SHAPES",
         )
     return parse(read_text(name), SHAPES[name], source=f"reporter/{DATA_FOLDER}/{name}")
 

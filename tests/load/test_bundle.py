@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from reporter import bundle
-from reporter.errors import EvidenceError, ManifestError, UsageError
+from reporter.core.errors import EvidenceError, ManifestError, UsageError
+from reporter.load import bundle
 from reporter.model import EvidenceKind
 
 DUMP = """\

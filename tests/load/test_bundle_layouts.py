@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from reporter import app
-from reporter import bundle as bundle_io
+from reporter.load import bundle as bundle_io
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENVDIFF = ROOT / "fixtures" / "envdiff"
 BUNDLES = ROOT / "fixtures" / "bundles"
 

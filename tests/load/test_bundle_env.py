@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from reporter import bundle
-from reporter.errors import EvidenceError, ManifestError
+from reporter.core.errors import EvidenceError, ManifestError
+from reporter.load import bundle
 from reporter.model import EvidenceKind
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENVDIFF = ROOT / "fixtures" / "envdiff"
 AGENTS = ROOT / "fixtures" / "goroutines" / "agents"
 

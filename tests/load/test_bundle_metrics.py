@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from reporter import bundle
-from reporter.errors import EvidenceError, ManifestError
+from reporter.core.errors import EvidenceError, ManifestError
+from reporter.load import bundle
 from reporter.model import EventKind, EvidenceKind, WedgeSettings
 
 SCRAPE = "# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs 3\n"

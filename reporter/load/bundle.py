@@ -58,13 +58,13 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
-from reporter import fileio
-from reporter.errors import EvidenceError, InputError, ManifestError, UsageError
+from reporter.core import fileio
+from reporter.core.errors import EvidenceError, InputError, ManifestError, UsageError
+from reporter.core.fileio import check_regular, human_size, read_bytes_bounded
+from reporter.core.gcpause import gc_paused
 from reporter.evidence import flight_recorder, metrics
 from reporter.evidence import sniff as sniffing
-from reporter.fileio import check_regular, human_size, read_bytes_bounded
-from reporter.gcpause import gc_paused
-from reporter.manifest import (
+from reporter.load.manifest import (
     MANIFEST_NAME,
     ManifestEntry,
     TomlDocument,
@@ -908,7 +908,7 @@ def _read_evidence(path: Path, *, display: str, max_file_bytes: int) -> tuple[st
     """The text of one evidence file, its size in bytes and its digest; see `_read_text`.
 
     Only regular files are read (a FIFO, device, socket or folder is refused before it
-    is opened), and never past the size limit (`reporter.fileio`).
+    is opened), and never past the size limit (`reporter.core.fileio`).
     """
     try:
         data = read_bytes_bounded(path, display=display, max_bytes=max_file_bytes)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reporter import app, bundle, guess
+from reporter import app
+from reporter.load import bundle, guess
 from reporter.model import (
     Bundle,
     CommandFlag,
@@ -19,7 +20,7 @@ from reporter.model import (
     Location,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RULES = [
     guess.Rule(module="sglang", dist="sglang", repo="sgl-project/sglang"),
     guess.Rule(module="vllm", dist="vllm", repo="vllm-project/vllm"),

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from reporter.errors import UsageError
+from reporter.core.errors import UsageError
 
 CONFIG_ENV = "REPORTER_CONFIG"
 KEYS = ("repos", "index", "forms", "host")
@@ -53,8 +53,8 @@ def config_path(env: Mapping[str, str]) -> Path:
 
 def load(env: Mapping[str, str] | None = None) -> Settings:
     """Read the settings file; see the module docstring."""
-    from reporter.errors import InputError
-    from reporter.fileio import read_text_bounded
+    from reporter.core.errors import InputError
+    from reporter.core.fileio import read_text_bounded
 
     env = os.environ if env is None else env
     path = config_path(env)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from reporter.errors import OutputError
+from reporter.core.errors import OutputError
 
 # How many backups one report may collect before writes are refused (history is never
 # dropped silently).
@@ -66,7 +66,7 @@ def check_target(path: Path) -> bool:
     mode = info.st_mode
     if stat.S_ISREG(mode):
         return True
-    from reporter.fileio import file_kind
+    from reporter.core.fileio import file_kind
 
     raise OutputError(
         f"{path}: is {file_kind(mode)}; not replacing it with a report",
@@ -138,7 +138,7 @@ def write_atomic(
     with locked(path):
         exists = check_target(path)
         if exists and owned is not None:
-            from reporter.fileio import read_text_bounded
+            from reporter.core.fileio import read_text_bounded
 
             try:
                 head = read_text_bounded(path, max_bytes=1 << 40, errors="replace")[:65536]

@@ -13,9 +13,9 @@ import os
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from reporter import fileio
 from reporter.analysis.excerpts import SourceFile
-from reporter.errors import UsageError
+from reporter.core import fileio
+from reporter.core.errors import UsageError
 
 # Files hashed by `hash_tree`: source code, not data or build output.
 SOURCE_SUFFIXES = frozenset(

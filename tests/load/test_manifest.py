@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reporter import bundle
-from reporter.errors import ManifestError
-from reporter.manifest import MAX_WORLD_SIZE, TomlDocument, parse_manifest, toml_value
+from reporter.core.errors import ManifestError
+from reporter.load import bundle
+from reporter.load.manifest import MAX_WORLD_SIZE, TomlDocument, parse_manifest, toml_value
 
 DUMP = """\
 Process 4242: sglang::scheduler_TP0

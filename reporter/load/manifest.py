@@ -27,7 +27,8 @@ from typing import Any
 import tomlkit
 from tomlkit.items import Item
 
-from reporter.errors import ManifestError
+from reporter.core.errors import ManifestError
+from reporter.core.times import iso, parse_duration
 from reporter.model import (
     EventKind,
     EvidenceKind,
@@ -40,7 +41,6 @@ from reporter.model import (
     TimelineEvent,
     WedgeSettings,
 )
-from reporter.times import iso, parse_duration
 
 MANIFEST_NAME = "bundle.toml"
 # Far above any real job (the largest published runs have ~10^5 ranks), far below
@@ -282,7 +282,7 @@ def _glob(root: Path, pattern: str, line: int) -> list[Path]:
     """The files under `root` a glob matches (`fileio.walk`: no recursion, links not
     followed into folders); folders it matches are not evidence and are passed over, and
     a glob that matches only folders is an error saying so."""
-    from reporter import fileio
+    from reporter.core import fileio
 
     regex = fileio.glob_regex(pattern.removeprefix("./"))
     walked = fileio.walk(root, hidden=True)
@@ -371,7 +371,7 @@ def _expand_entry(
                     f"{MANIFEST_NAME}:{line}: {rel} does not exist",
                     tip="fix the path or remove the [[evidence]] entry",
                 ) from None
-            from reporter.fileio import file_kind
+            from reporter.core.fileio import file_kind
 
             # A FIFO or device listed as evidence (issue 16): named as such, never opened.
             raise ManifestError(

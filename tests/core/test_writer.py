@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from reporter.errors import OutputError
-from reporter.writer import write_atomic
+from reporter.core.errors import OutputError
+from reporter.core.writer import write_atomic
 
 
 def test_write_creates_folders_and_leaves_no_temp_files(tmp_path: Path) -> None:

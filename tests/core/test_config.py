@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from reporter import config
 from reporter.cli import cli
-from reporter.errors import UsageError
+from reporter.core import config
+from reporter.core.errors import UsageError
 
 runner = CliRunner()
 

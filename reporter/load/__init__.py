@@ -1,0 +1,10 @@
+"""The loader layer: evidence files on disk into one `Bundle`, and what else is read from disk.
+
+Sits above evidence/ and analysis/ (it calls the parsers, and names ranks from file names
+with `reporter.analysis.ranks`) and below render/, upstream/ and app/. Modules::
+
+    bundle.py    a bundle folder or loose files -> `Bundle` (sniffing, parsing, limits)
+    manifest.py  read, check and write `bundle.toml`
+    sources.py   local source trees (`--source-root`) for the source excerpts
+    guess.py     `report init`'s guesses (repository, world size, globs) from a loaded bundle
+"""
