@@ -299,15 +299,3 @@ def test_readme_analyze_table_agrees_with_the_generated_schema() -> None:
             assert items == set(item_type if isinstance(item_type, list) else [item_type]), path
     documented = {path for path, _ in rows if "." not in path}
     assert documented == set(schema["properties"]), "README's analyze table and the document differ"
-
-
-def test_the_old_module_names_still_import() -> None:
-    """`reporter.schemas` and `reporter.documents` moved to `reporter.console`; the old
-    names keep working for one release."""
-    from reporter import documents as old_documents
-    from reporter import schemas as old_schemas
-    from reporter.console import documents
-
-    assert old_schemas.SCHEMAS is schemas.SCHEMAS
-    assert old_documents.MERGE_OUTCOMES is documents.MERGE_OUTCOMES
-    assert old_documents.analysis_json is documents.analysis_json
