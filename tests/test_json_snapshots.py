@@ -284,3 +284,18 @@ def test_collect_document(update_golden: bool) -> None:
     stream = io.StringIO()
     console.emit(documents.collect_document(summary), stream=stream)
     compare("collect--partial", stream.getvalue(), update_golden)
+
+
+def test_analyze_schema_requires_every_key_the_command_prints() -> None:
+    """`report analyze --json` always has the bundle, so every key it prints is required
+    (the hand-written schema required `headline` and `summary_lines`; so must the class)."""
+    import json
+
+    from reporter.console.schemas import SCHEMAS
+
+    schema = SCHEMAS["analyze"]
+    printed = sorted(SNAPSHOTS.glob("analyze--*.json"))
+    assert len(printed) > 60
+    for path in printed:
+        keys = set(json.loads(path.read_text(encoding="utf-8")))
+        assert keys == set(schema["required"]) == set(schema["properties"]), path.name

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 from reporter.analysis.export import AnalysisDocument
 from reporter.analysis.export_context import Diff
-from reporter.model.document import ABSENT, Count, data, document, schema, spec
+from reporter.model.document import Count, data, document, schema, spec
 
 if TYPE_CHECKING:
     from reporter.analysis import Analysis
@@ -83,19 +83,25 @@ class SeenRow:
 
 
 @document
-class AnalyzeDocument(AnalysisDocument):
-    """The verdict and everything behind it (see README 'analyze --json')."""
+class AnalysisOnlyDocument(AnalysisDocument):
+    """The verdict and everything behind it, from the analysis alone (no bundle at hand)."""
 
     masked: ClassVar[bool] = True
     layout: ClassVar[str] = "lines"
 
-    headline: str = spec("the title the report would get: who waits for whom", default=ABSENT)
+
+@document
+class AnalyzeDocument(AnalysisOnlyDocument):
+    """The verdict and everything behind it (see README 'analyze --json')."""
+
+    # Required: `report analyze` always has the bundle, so these keys are always there.
+    headline: str = spec("the title the report would get: who waits for whom")
     summary_lines: tuple[SummaryLine, ...] = spec(
-        "the summary block; each line cites its evidence as file:line", default=ABSENT
+        "the summary block; each line cites its evidence as file:line"
     )
-    next_steps: tuple[NextStep, ...] = spec("from reporter/data/next_steps.toml", default=ABSENT)
+    next_steps: tuple[NextStep, ...] = spec("from reporter/data/next_steps.toml")
     seen_before: tuple[SeenRow, ...] = spec(
-        "earlier reports of the same (same: true) or a similar hang", default=ABSENT
+        "earlier reports of the same (same: true) or a similar hang"
     )
 
 
@@ -104,7 +110,7 @@ def analysis_document(
     bundle: Bundle | None = None,
     *,
     seen: SeenBefore | Sequence[SeenReport] = (),
-) -> AnalyzeDocument:
+) -> AnalysisOnlyDocument:
     """The `analyze --json` document. With the `bundle`, it adds `headline`, `summary_lines`
     (each summary line with its topic and sources), `next_steps` and `seen_before`."""
     from dataclasses import fields
@@ -114,7 +120,7 @@ def analysis_document(
     base = export.build(analysis)
     values = {f.name: getattr(base, f.name) for f in fields(base)}
     if bundle is None:
-        return AnalyzeDocument(**values)
+        return AnalysisOnlyDocument(**values)
     from reporter.render import answer
     from reporter.render.answer.records import seen_of
 
