@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reporter import app, documents
+from reporter import app
 from reporter.analysis import to_json
+from reporter.console import documents
 
 ROOT = Path(__file__).resolve().parents[1]
 

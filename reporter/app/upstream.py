@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -154,13 +153,6 @@ def triage(
         post=post,
         access=GitHubAccess.of(ctx),
     )
-
-
-def search_upstream_json(outcome: SearchOutcome) -> str:
-    """The `search-upstream --json` document."""
-    from reporter.upstream import search
-
-    return json.dumps(search.outcome_json(outcome), indent=2, ensure_ascii=False) + "\n"
 
 
 def sync_upstream(

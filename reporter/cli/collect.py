@@ -218,8 +218,9 @@ def collect_cmd(
     """
     import shlex
 
-    from reporter import app, documents
+    from reporter import app
     from reporter.collect import CollectRequest, CollectStatus, plan
+    from reporter.console import documents_upstream as documents
     from reporter.console.report import collect_lines
 
     remote = _remote_request(
@@ -267,7 +268,7 @@ def collect_cmd(
     with console.progress_bars() as (line, tick):
         summary = app.collect(made, progress=line, tick=tick)
     if as_json:
-        console.emit_json(documents.collect_json(summary))
+        console.emit(documents.collect_document(summary))
     else:
         echo_lines(collect_lines(summary))
     if summary.status is CollectStatus.INTERRUPTED:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -40,13 +39,14 @@ def analyze_cmd(
     reports: ReportsOpt = None,
 ) -> None:
     """Print the verdict for a bundle folder or loose dump files; writes nothing."""
-    from reporter import app, documents
+    from reporter import app
+    from reporter.console import documents
 
     options = evidence_options(similarity, max_file_size, strict, source_root, baseline, context)
     bundle, analysis = app.load_and_analyze(evidence, options)
     seen = app.seen_before(bundle, analysis, reports)
     if as_json:
-        sys.stdout.write(documents.analysis_json(analysis, bundle, seen=seen))
+        console.emit(documents.analysis_document(analysis, bundle, seen=seen))
         return
     echo(masked(text.analysis_text(bundle, analysis, seen=seen)))
     echo_lines((line, True) for line in text.warning_lines(bundle.warnings))
@@ -79,7 +79,8 @@ def draft_cmd(
     Into an existing report the new draft is merged: sections nobody edited are
     regenerated, reviewers' edits and text are kept byte for byte.
     """
-    from reporter import app, documents
+    from reporter import app
+    from reporter.console import documents
 
     options = evidence_options(similarity, max_file_size, strict, source_root, baseline, context)
     ctx = app.Context.resolve(read_config=False)
@@ -87,7 +88,7 @@ def draft_cmd(
         evidence, out=out, options=options, now=ctx.now, force=force, reports=reports
     )
     if as_json:
-        console.emit_json(documents.draft_json(result))
+        console.emit(documents.draft_document(result))
         return
     for line in text.draft_lines(result):
         echo(line)
@@ -119,13 +120,14 @@ def diff_cmd(
     compared; a changed tuning knob outranks per-run noise (PIDs, invocation ids,
     timestamps, random ports, temporary paths). Each change says why it ranks where it does.
     """
-    from reporter import app, documents
+    from reporter import app
+    from reporter.console import documents
 
     run = app.diff_runs(
         good, bad, source_roots=tuple(source_root or ()), max_file_bytes=size(max_file_size)
     )
     if as_json:
-        console.emit_json(documents.diff_json(run))
+        console.emit(documents.diff_document(run))
     else:
         echo(masked(text.diff_text(run, limit=max(limit, 0))))
 
@@ -143,11 +145,12 @@ def init_cmd(
     The upstream repository (from process titles, command lines, packages and frames),
     the world size and evidence globs are guessed and written as comments to confirm.
     """
-    from reporter import app, documents
+    from reporter import app
+    from reporter.console import documents
 
     result = app.init_manifest(folder, force=force)
     if as_json:
-        console.emit_json(documents.init_json(result))
+        console.emit(documents.init_document(result))
         return
     for line in text.init_lines(result, folder):
         echo(line)
@@ -171,11 +174,12 @@ def lint_cmd(
 
     Exit code 0 when clean, 1 with findings, 2 for usage errors.
     """
-    from reporter import app, documents
+    from reporter import app
+    from reporter.console import documents
 
     run = app.lint_reports(files, index=index)
     if as_json:
-        console.emit_json(documents.lint_json(run), mask=False)
+        console.emit(documents.lint_document(run))
     else:
         for line in text.lint_lines(run):
             echo(line)
@@ -191,11 +195,12 @@ def status_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """List the reports under FOLDER with status, owners, open TODOs, signature and title."""
-    from reporter import app, documents
+    from reporter import app
+    from reporter.console import documents
 
     rows = app.report_status(folder)
     if as_json:
-        console.emit_json(documents.status_json(rows), mask=False)
+        console.emit(documents.status_document(rows))
     elif rows:
         echo(masked(text.status_text(rows)))
     else:
@@ -214,10 +219,11 @@ def preview_cmd(
     ] = False,
 ) -> None:
     """Write a standalone HTML preview of a report (diagrams drawn inline, no network needed)."""
-    from reporter import app, documents
+    from reporter import app
+    from reporter.console import documents
 
     path = app.preview(file, out=out, force=force)
     if as_json:
-        console.emit_json(documents.preview_json(path))
+        console.emit(documents.PreviewDocument(path=str(path)))
     else:
         echo(f"wrote {path}")
