@@ -27,6 +27,7 @@ from pathlib import Path
 
 from reporter.core.errors import InputError
 
+# The default bound of every input file read (`--max-file-size`, "512M"): typed only here.
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 _CHUNK = 1 << 20
 

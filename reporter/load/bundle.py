@@ -95,7 +95,8 @@ from reporter.model import (
 )
 from reporter.secrets import mask_text
 
-DEFAULT_MAX_FILE_BYTES = 512 * 1024 * 1024
+# The evidence file size limit (`--max-file-size`): the one limit of core/fileio.py.
+DEFAULT_MAX_FILE_BYTES = fileio.DEFAULT_MAX_BYTES
 # Bytes inspected for NUL characters when deciding that a file is binary.
 _BINARY_PROBE = 8192
 # Files in a bundle folder that are never evidence: notes and the scripts that made the evidence.
