@@ -18,7 +18,6 @@ from reporter.load import bundle as bundle_io
 from reporter.load.manifest import MANIFEST_NAME
 from reporter.model import Bundle
 from reporter.render import markdown as md
-from reporter.secrets import mask_text
 
 if TYPE_CHECKING:
     from reporter.analysis.diff import EnvDiff
@@ -190,6 +189,13 @@ def _draft_view(
 
 
 def _report_text(view: ReportView) -> str:
+    """The rendered report, masked and sealed: the one place a report's text is masked.
+
+    Evidence quoted in the report (raw dumps, log lines, locals) is masked like every
+    other output: the local report is shared too. `mask_secrets` scans with the same
+    detector as `reporter.secrets.mask_text`, and its placeholders scan clean, so a
+    second pass would change nothing.
+    """
     from reporter.render import regions
     from reporter.render.mask import mask_secrets
     from reporter.render.render import render_report
@@ -296,12 +302,11 @@ def draft(
     if target.is_dir():
         target = target / default_report_path(bundle, analysis, now=moment).name
     seen = seen_before(bundle, analysis, reports, exclude=target)
-    # Evidence quoted in the report (raw dumps, log lines, locals) is masked like every
-    # other output: the local report is shared too (reporter.secrets).
     view = _draft_view(bundle, analysis, now=moment, chart_file=chart_path(target).name, seen=seen)
-    # ... and made inert like terminal output: `cat` of the report never runs an escape
-    # sequence (an OSC 52 clipboard write) or reorders text (a bidi override).
-    text = inert.for_document(mask_text(_report_text(view)))
+    # Masked once, in `_report_text` (render.mask: numbered placeholders), and made inert
+    # like terminal output: `cat` of the report never runs an escape sequence (an OSC 52
+    # clipboard write) or reorders text (a bidi override).
+    text = inert.for_document(_report_text(view))
     # The SVG is drawn from the charts the report's Mermaid blocks were made from.
     svg = render_charts_svg(bundle, analysis, view.metrics.drawn if view.metrics else ())
     charts = chart_path(target) if svg is not None else None
