@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from reporter.render.charts import Chart
     from reporter.render.lint import Finding
     from reporter.render.regions import MergeResult
+    from reporter.render.seen import ReportRecord
     from reporter.render.status import ReportStatus
     from reporter.render.view import ReportView
 
@@ -225,17 +226,11 @@ def seen_before(
                 f"{reports}: no such folder", tip="pass the folder that holds earlier reports"
             )
         return SeenBefore()
-    records = []
     skip = str(exclude) if exclude is not None else ""
-    for path in markdown_files(folder):
-        try:
-            text = read_text_bounded(path, max_bytes=REPORT_MAX_BYTES)
-            record = seen.read(text, path=str(path))
-        except (InputError, ValueError, RecursionError):
-            continue  # `report lint` says why
-        if record is not None:
-            # Folders compare resolved: `./b`, `b/` and `/srv/b` name one bundle.
-            records.append(replace(record, bundle=_resolved(record.bundle)))
+    # Folders compare resolved: `./b`, `b/` and `/srv/b` name one bundle.
+    records = [
+        replace(record, bundle=_resolved(record.bundle)) for _, record in report_records(folder)
+    ]
     found = seen.matches(
         records,
         signature=analysis.signature.hash,
@@ -247,6 +242,21 @@ def seen_before(
     shown = str(folder).rstrip("/") + "/"
     comparable = bool(seen.shape(analysis.signature.text))
     return SeenBefore(matches=found, folder=shown, read=len(records), comparable=comparable)
+
+
+def report_records(folder: Path) -> Iterator[tuple[Path, ReportRecord]]:
+    """(path, record) of every incident report under `folder`, in path order. A file that
+    cannot be read or is not an incident report is passed over (`report lint` says why)."""
+    from reporter.render import seen
+
+    for path in markdown_files(folder):
+        try:
+            text = read_text_bounded(path, max_bytes=REPORT_MAX_BYTES)
+            record = seen.read(text, path=str(path))
+        except (InputError, ValueError, RecursionError):
+            continue
+        if record is not None:
+            yield path, record
 
 
 def _resolved(folder: str) -> str:

@@ -46,7 +46,7 @@ from reporter.evidence import (
     systemd,
 )
 from reporter.evidence._text import strip_ansi, warning_at
-from reporter.model import EvidenceKind, ParseResult
+from reporter.model import ENVIRONMENT_KINDS, EvidenceKind, ParseResult
 
 SNIFF_CHARS = 64 * 1024
 _QUICK_CHARS = 4 * 1024
@@ -298,18 +298,7 @@ PARSERS: dict[EvidenceKind, Parser] = {
     EvidenceKind.PROC_STATUS: lambda text, source, _: procstatus.parse(text, source=source),
     EvidenceKind.CODE_EXCERPT: _code_excerpt,
     EvidenceKind.GOROUTINES: _goroutine_dump,
-    **{
-        kind: _env(kind)
-        for kind in (
-            EvidenceKind.ENVIRON,
-            EvidenceKind.CMDLINE,
-            EvidenceKind.PACKAGES,
-            EvidenceKind.SGLANG_CHECK_ENV,
-            EvidenceKind.VLLM_COLLECT_ENV,
-            EvidenceKind.NVIDIA_SMI,
-            EvidenceKind.SOURCE_HASHES,
-        )
-    },
+    **{kind: _env(kind) for kind in sorted(ENVIRONMENT_KINDS)},
     EvidenceKind.UNKNOWN: _unknown,
 }
 
