@@ -38,7 +38,13 @@ from reporter.analysis.merge import (
     split_threads,
     stack_classes,
 )
-from reporter.analysis.progress import UnitView, rank_state, raw_state, snapshot_idle
+from reporter.analysis.progress import (
+    UnitView,
+    completed_by_peer,
+    rank_state,
+    raw_state,
+    snapshot_idle,
+)
 from reporter.analysis.ranks import Instance, RankedProcess, RankMap, identify
 from reporter.analysis.result import (
     Analysis,
@@ -251,6 +257,19 @@ def _part(
                         info=table.intern(thread.frames),
                     )
                 )
+    passed = completed_by_peer(views)
+    if passed:
+        # Their group's collectives complete: not a second waiting side (see the function).
+        views = [
+            replace(v, state=RankState.MOVING, raw=RankState.MOVING) if v.unit in passed else v
+            for v in views
+        ]
+        processes = [
+            replace(p, state=RankState.MOVING) if p.condition is None and p.unit in passed else p
+            for p in processes
+        ]
+        members = [replace(m, state=RankState.MOVING) if m.unit in passed else m for m in members]
+        samples = [replace(s, state=RankState.MOVING) if s.unit in passed else s for s in samples]
     classes, pairs = stack_classes(members, similarity)
     classes = tuple(replace(c, instance=instance.id) for c in classes)
     tree = build_tree(pairs, similarity, table)
@@ -271,6 +290,8 @@ def _part(
     finding = outcomes.with_unavailable(
         decide(views, snapshots, absent, instance=instance.id), views, absent, frozen
     )
+    if passed:
+        finding = replace(finding, notes=(*finding.notes, *passed.values()))
     edges: tuple[WaitsFor, ...] = ()
     if finding.verdict is not Verdict.PROGRESSING:
         edges = outcomes.name_frozen(finding.edges, frozen)

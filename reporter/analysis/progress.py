@@ -91,7 +91,12 @@ class UnitView:
 
     @property
     def latest(self) -> StackInfo:
-        """The main stack of the latest snapshot."""
+        """The main stack of the latest snapshot that has one: a dump that failed after its
+        header (no frames) says nothing about where the rank is, so the rank is where it
+        was last seen; the last snapshot when none has frames."""
+        for info in reversed(self.history):
+            if info.frames:
+                return info
         return self.history[-1]
 
     def visited(self, identity: tuple[object, ...]) -> bool:
@@ -115,3 +120,75 @@ def collective_identity(info: StackInfo) -> tuple[object, ...] | None:
     # Function and file, not the line: ranks running one code base call one site from one
     # line, and line numbers are exactly what differs between two captures of a version.
     return (facts.collective, site.short_function, site.file.rsplit("/", 1)[-1])
+
+
+def _left(view: UnitView, ident: tuple[object, ...]) -> tuple[int, int] | None:
+    """(i, j), 1-based snapshots where `view` is inside the collective `ident` in i and
+    outside it in a later j: the call at i returned in between."""
+    inside: int | None = None
+    for index, info in enumerate(view.history, 1):
+        if not info.frames:
+            continue
+        if collective_identity(info) == ident:
+            if inside is None:
+                inside = index
+        elif inside is not None:
+            return inside, index
+    return None
+
+
+def _scope_of(view: UnitView, views: Sequence[UnitView]) -> list[UnitView] | None:
+    """The ranks that must take part in the collective `view` is in, as far as the evidence
+    tells: the Flight Recorder's members, every rank for the default group, else the
+    layout group when it is smaller than the instance; None when not known."""
+    if view.pg_ranks:
+        members = set(view.pg_ranks)
+        return [v for v in views if v.unit in members]
+    if view.pg == "default":
+        return list(views)
+    layout = [v for v in views if v.group == view.group]
+    if view.group and len(layout) < len(views):
+        return layout
+    return None
+
+
+def completed_by_peer(views: Sequence[UnitView]) -> dict[int, str]:
+    """Ranks that show one collective wait in every snapshot although a peer of the same
+    group left the same collective call in between, with the reason in a sentence.
+
+    A collective returns on one member only after every member has joined it, so the
+    rank took part while its snapshots happened to catch it at the same point each time
+    (a hot loop of short collectives); counting it as stuck would invent a second
+    waiting side. Point-to-point waits are left out: their peer is one rank, not a group.
+    """
+    out: dict[int, str] = {}
+    for view in views:
+        ident = collective_identity(view.latest)
+        if view.motion is not RankState.STUCK or ident is None or view.p2p is not None:
+            continue
+        scope = _scope_of(view, views)
+        if scope is None:
+            continue
+        for peer in scope:
+            if peer.unit == view.unit or peer.motion is not RankState.MOVING:
+                continue
+            if view.pg is not None and peer.pg is not None and view.pg != peer.pg:
+                continue
+            left = _left(peer, ident)
+            if left is None:
+                continue
+            if view.pg_ranks:
+                where = "its group (members from the Flight Recorder)"
+            elif view.pg == "default":
+                where = "the default group"
+            else:
+                where = f"its layout group {view.group}"
+            out[view.unit] = (
+                f"rank {view.unit} shows the same {ident[0]} stack in every snapshot, but "
+                f"rank {peer.unit} of {where} returned from the same {ident[0]} call between "
+                f"snapshots {left[0]} and {left[1]}, which cannot happen without rank "
+                f"{view.unit}: counted as moving (sampled at the same point each time), "
+                "not stuck"
+            )
+            break
+    return out

@@ -342,7 +342,7 @@ class ProcessSteps(SessionState):
         self.w.update(advice=(*self.w.state.advice, first, *(f"what to do: {s}" for s in steps)))
 
     def packages(self, targets: Sequence[Target]) -> None:
-        groups: dict[tuple[str, str, tuple[str, ...]], tuple[envcap.Interpreter, list[int]]] = {}
+        groups: dict[object, tuple[envcap.Interpreter, list[int]]] = {}
         for target in targets:
             if self.stop.is_set():
                 return

@@ -7,7 +7,9 @@
   network, nothing imported from the packages), else `pip list --format=freeze`.
   The interpreter is `/proc/PID/exe`, started under the path the target was
   launched with when that path is the same binary, so that a virtualenv (found from
-  the path, not the resolved binary) lists its own packages.
+  the path, not the resolved binary) lists its own packages. A root collector runs it
+  (and the product's environment script) as the target's user, never as root: the
+  interpreter and its site-packages are that user's to change.
 * `systemctl show UNIT` when systemctl exists.
 
 Output: `Capture` values (text to save, or why there is none); the session saves them.
@@ -125,11 +127,25 @@ class Interpreter:
     """The binary's real path: targets running the same one share a listing."""
     pythonpath: tuple[str, ...] = ()
     home: str | None = None
+    owner: tuple[int, int] | None = None
+    """The target's (uid, gid): the user its interpreter is run as when the collector is
+    root, so code the target's user can change never runs with root's rights."""
 
     @property
-    def key(self) -> tuple[str, str, tuple[str, ...]]:
+    def key(self) -> tuple[str, str, tuple[str, ...], tuple[int, int] | None]:
         """Targets with the same key share one package listing."""
-        return (self.argv0, self.real, self.pythonpath)
+        return (self.argv0, self.real, self.pythonpath, self.owner)
+
+    @property
+    def run_as(self) -> tuple[int, int] | None:
+        """(uid, gid) to run the interpreter as: the target's user when this process is
+        root and the target is not; None to run it as ourselves.
+
+        The interpreter, its site-packages and `sitecustomize` belong to the target's
+        user: run as root, anything that user planted there would run as root."""
+        if self.owner is None or self.owner[0] == 0 or os.geteuid() != 0:
+            return None
+        return self.owner
 
 
 def _resolve(candidate: str, *, cwd: str | None, path: str | None) -> str | None:
@@ -158,6 +174,7 @@ def choose_interpreter(
     own), `$VIRTUAL_ENV/bin/python`. Otherwise `/proc/PID/exe` itself.
     """
     exe = f"/proc/{target.pid}/exe"
+    owner = _owner(target.pid)
     path_var = environ_value(environ, "PATH") if environ else None
     candidates = [target.argv[0] if target.argv else ""]
     if parent is not None and parent.exe is not None and parent.exe == target.exe and parent.argv:
@@ -172,11 +189,30 @@ def choose_interpreter(
         resolved = _resolve(candidate, cwd=cwd, path=path_var)
         if resolved and real_exe and _same_file(resolved, real_exe):
             return Interpreter(
-                argv0=resolved, executable=exe, real=real_exe, pythonpath=extra, home=home
+                argv0=resolved,
+                executable=exe,
+                real=real_exe,
+                pythonpath=extra,
+                home=home,
+                owner=owner,
             )
     return Interpreter(
-        argv0=real_exe or exe, executable=exe, real=real_exe or exe, pythonpath=extra, home=home
+        argv0=real_exe or exe,
+        executable=exe,
+        real=real_exe or exe,
+        pythonpath=extra,
+        home=home,
+        owner=owner,
     )
+
+
+def _owner(pid: int) -> tuple[int, int] | None:
+    """The process's effective (uid, gid): the owner of its `/proc/PID` folder."""
+    try:
+        info = Path(f"/proc/{pid}").stat()
+    except OSError:
+        return None
+    return (info.st_uid, info.st_gid)
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -206,7 +242,13 @@ def list_packages(
         env["HOME"] = interpreter.home
     argv = (interpreter.argv0, "-E", "-B", "-c", PACKAGES_SCRIPT, *interpreter.pythonpath)
     done = run_bounded(
-        argv, timeout=timeout, stop=stop, env=env, cwd="/", executable=interpreter.executable
+        argv,
+        timeout=timeout,
+        stop=stop,
+        env=env,
+        cwd="/",
+        executable=interpreter.executable,
+        user=interpreter.run_as,
     )
     if done.ok and done.stdout.strip():
         return Capture(text=done.stdout, note=f"importlib.metadata via {interpreter.argv0}")
@@ -218,6 +260,7 @@ def list_packages(
         env={**env, **_PIP_ENV},
         cwd="/",
         executable=interpreter.executable,
+        user=interpreter.run_as,
     )
     if pip.ok and pip.stdout.strip():
         return Capture(text=pip.stdout, note=f"pip list --format=freeze via {interpreter.argv0}")
@@ -260,7 +303,13 @@ def run_env_script(
         env["HOME"] = interpreter.home
     argv = (interpreter.argv0, "-B", "-m", module)
     done = run_bounded(
-        argv, timeout=timeout, stop=stop, env=env, cwd="/", executable=interpreter.executable
+        argv,
+        timeout=timeout,
+        stop=stop,
+        env=env,
+        cwd="/",
+        executable=interpreter.executable,
+        user=interpreter.run_as,
     )
     if done.ok and done.stdout.strip():
         text = done.stdout[:ENV_SCRIPT_MAX_CHARS]

@@ -111,9 +111,13 @@ def run_bounded(
     cwd: str | None = None,
     executable: str | None = None,
     max_output: int = DEFAULT_MAX_OUTPUT,
+    user: tuple[int, int] | None = None,
 ) -> Finished:
     """Run `argv` to completion, or until `timeout` seconds pass, `stop` is set, or it
-    prints more than `max_output` bytes on one stream (what it printed so far is kept)."""
+    prints more than `max_output` bytes on one stream (what it printed so far is kept).
+
+    `user` = (uid, gid): run it as that user with no supplementary groups (a root
+    collector runs a target's own interpreter as the target's user, see envcap)."""
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -127,6 +131,9 @@ def run_bounded(
             # Its own process group, so a timeout ends what it started too: a wrapper
             # script's grandchild would otherwise hold the pipes open past the kill.
             start_new_session=True,
+            user=user[0] if user is not None else None,
+            group=user[1] if user is not None else None,
+            extra_groups=[] if user is not None else None,
         )
     except OSError as err:
         return Finished(

@@ -519,3 +519,86 @@ def test_a_long_ring_is_named_short() -> None:
         == f"0->{n - 1}->{n - 2}->{n - 3}->{n - 4}->{n - 5}->...->1->0 ({n} ranks)"
     )
     assert len(analysis.summary) < 1500
+
+
+def _replicas(stacks: Mapping[int, Sequence[list[str]]]) -> list[ProcessDump]:
+    """DP 2 x TP 2 dumps, snapshot by snapshot, from each rank's stacks in capture order."""
+    out = []
+    for k in range(max(len(s) for s in stacks.values())):
+        for rank, history in stacks.items():
+            if k < len(history):
+                out.append(
+                    dump(
+                        pid=2000 + rank,
+                        title=f"sglang::scheduler_DP{rank // 2}_TP{rank}",
+                        main=history[k],
+                        source=f"s{k}/rank{rank}.txt",
+                    )
+                )
+    return out
+
+
+def _in_ar() -> list[str]:
+    return _decode(1)
+
+
+def test_a_rank_at_the_same_collective_while_its_peer_returned_from_it_is_moving() -> None:
+    # Rank 2 is caught in its attention all_reduce three times; rank 3 of the same replica
+    # returns from that all_reduce in between, which needs rank 2: chance, not a wait.
+    dumps = _replicas(
+        {
+            0: [_sync()] * 3,
+            1: [_sync()] * 3,
+            2: [_in_ar()] * 3,
+            3: [_in_ar(), _decode(0), _decode(0)],
+        }
+    )
+    analysis = analyze(bundle(*dumps))
+    assert analysis.verdict is Verdict.COLLECTIVE_DESYNC
+    states = {p.unit: p.state for p in analysis.processes}
+    assert states == {
+        0: RankState.STUCK,
+        1: RankState.STUCK,
+        2: RankState.MOVING,
+        3: RankState.MOVING,
+    }
+    assert {r for e in analysis.waits_for for r in e.waited.ranks} == {2, 3}
+    assert {e.waited.state for e in analysis.waits_for} == {"moving"}
+    assert any(
+        "rank 3 of its layout group DP1 returned from the same all_reduce call between "
+        "snapshots 1 and 2" in n
+        for n in analysis.confidence_notes
+    )
+
+
+def test_a_replica_stuck_where_another_replica_passes_stays_stuck() -> None:
+    # Same code, another layout group: replica 1 passing the call proves nothing of replica 0.
+    dumps = _replicas(
+        {
+            0: [_in_ar()] * 3,
+            1: [_in_ar()] * 3,
+            2: [_in_ar(), _decode(0), _in_ar()],
+            3: [_decode(0), _in_ar(), _decode(0)],
+        }
+    )
+    analysis = analyze(bundle(*dumps))
+    states = {p.unit: p.state for p in analysis.processes}
+    assert states[0] is RankState.STUCK and states[1] is RankState.STUCK
+    assert not any("returned from the same" in n for n in analysis.confidence_notes)
+
+
+def test_a_dump_without_frames_leaves_the_rank_where_it_was_last_seen() -> None:
+    # Rank 2's last dump failed after its header (no frames): it is still not in the world
+    # all_gather, so the ranks waiting there still wait for it (CI once lost it here).
+    dumps = _replicas(
+        {
+            0: [_sync()] * 4,
+            1: [_sync()] * 4,
+            2: [_in_ar(), _in_ar(), _in_ar(), []],
+            3: [_decode(0), _in_ar(), _in_ar(), _in_ar()],
+        }
+    )
+    analysis = analyze(bundle(*dumps))
+    assert analysis.verdict is Verdict.COLLECTIVE_DESYNC
+    waited = {r for e in analysis.waits_for if e.waiting.ranks == (0, 1) for r in e.waited.ranks}
+    assert waited == {2, 3}

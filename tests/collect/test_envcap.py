@@ -7,11 +7,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from reporter.collect import envcap, procfs
+from reporter.collect import envcap, procfs, runner
 from reporter.collect.procfs import ProcessInfo
 from reporter.secrets import scrub
 
@@ -262,3 +263,67 @@ def test_this_interpreter_finds_its_own_pyspy() -> None:
     if not beside.is_file():
         pytest.skip("py-spy is not installed beside this interpreter")
     assert envcap.find_pyspy().path == str(beside)
+
+
+# --- a root collector runs a target's own interpreter as the target's user -------------------
+
+NOBODY = (65534, 65534)
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0, reason="only root can run a child as another user"
+)
+
+
+@pytest.fixture
+def open_folder() -> Iterator[Path]:
+    """A folder any user can read and run files from (pytest's own tmp_path is owner-only)."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="reporter-owner-", dir="/tmp"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+@needs_root
+def test_run_bounded_runs_as_the_given_user() -> None:
+    done = runner.run_bounded(["sh", "-c", "id -u; id -G"], timeout=10, user=NOBODY)
+    assert done.ok, done.stderr
+    uid, groups = done.stdout.split("\n", 1)
+    # Root's supplementary groups are dropped, not inherited.
+    assert uid == "65534" and groups.split() == ["65534"]
+
+
+def test_run_as_is_the_target_user_only_when_we_are_root_and_it_is_not() -> None:
+    base = envcap.Interpreter(argv0="/x/python", executable="/x/python", real="/x/python")
+    assert base.run_as is None  # owner unknown: run as ourselves
+    assert replace(base, owner=(0, 0)).run_as is None  # a root target: nothing to drop
+    expected = NOBODY if os.geteuid() == 0 else None
+    assert replace(base, owner=NOBODY).run_as == expected
+
+
+@needs_root
+def test_a_targets_interpreter_never_runs_as_root(open_folder: Path) -> None:
+    """A target running as another user: its interpreter (which that user may have changed)
+    lists packages and runs the product's environment script as that user, not as root."""
+    fake = open_folder / "python"
+    fake.write_text('#!/bin/sh\necho "uid-check==$(id -u)"\n')
+    fake.chmod(0o755)
+    target = subprocess.Popen(["sleep", "60"], user=NOBODY[0], group=NOBODY[1], extra_groups=[])
+    try:
+        deadline = time.monotonic() + 10
+        while (info := procfs.read_process(target.pid)) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert info is not None
+        chosen = envcap.choose_interpreter(info, None, environ=None, cwd="/", real_exe=None)
+        assert chosen.owner == NOBODY
+        interpreter = replace(chosen, argv0=str(fake), executable=str(fake), real=str(fake))
+        listed = envcap.list_packages(interpreter, timeout=30, stop=None)
+        assert listed.text.strip() == "uid-check==65534", listed.error
+        script = envcap.run_env_script(interpreter, "sglang.check_env", timeout=30, stop=None)
+        assert script.text.strip() == "uid-check==65534", script.error
+    finally:
+        target.kill()
+        target.wait()
