@@ -120,7 +120,13 @@ def collect_cmd(
             "folder, then PATH).",
         ),
     ] = None,
-    title: Annotated[str, typer.Option("--title", help="The bundle's title.")] = "",
+    title: Annotated[
+        str,
+        typer.Option(
+            "--title",
+            help="The bundle's title, which the report then uses instead of its verdict headline.",
+        ),
+    ] = "",
     wedge_window: Annotated[
         str | None,
         typer.Option(
