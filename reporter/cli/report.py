@@ -10,39 +10,31 @@ import typer
 from reporter import console
 from reporter.cli.group import cli, echo, echo_lines, masked
 from reporter.cli.options import (
-    BaselineOpt,
-    ContextOpt,
+    DEFAULT_MAX_FILE_SIZE,
     Evidence,
+    EvidenceOptions,
     JsonFlag,
     MaxSizeOpt,
     ReportsOpt,
-    SimilarityName,
-    SimilarityOpt,
-    SourceRootOpt,
-    StrictOpt,
-    evidence_options,
+    evidence_command,
     size,
 )
 from reporter.console import report as text
 
 
 @cli.command("analyze", epilog="Example: report analyze fixtures/bundles/tp_desync")
+@evidence_command
 def analyze_cmd(
     evidence: Evidence,
     as_json: JsonFlag = False,
-    similarity: SimilarityOpt = SimilarityName.LINES_IGNORED,
-    max_file_size: MaxSizeOpt = "512M",
-    strict: StrictOpt = False,
-    source_root: SourceRootOpt = None,
-    baseline: BaselineOpt = None,
-    context: ContextOpt = 6,
+    *,
+    options: EvidenceOptions,
     reports: ReportsOpt = None,
 ) -> None:
     """Print the verdict for a bundle folder or loose dump files; writes nothing."""
     from reporter import app
     from reporter.console import documents
 
-    options = evidence_options(similarity, max_file_size, strict, source_root, baseline, context)
     bundle, analysis = app.load_and_analyze(evidence, options)
     seen = app.seen_before(bundle, analysis, reports)
     if as_json:
@@ -53,6 +45,7 @@ def analyze_cmd(
 
 
 @cli.command("draft", epilog="Example: report draft fixtures/bundles/tp_desync -o reports/tp.md")
+@evidence_command
 def draft_cmd(
     evidence: Evidence,
     out: Annotated[
@@ -66,12 +59,8 @@ def draft_cmd(
         ),
     ] = False,
     as_json: JsonFlag = False,
-    similarity: SimilarityOpt = SimilarityName.LINES_IGNORED,
-    max_file_size: MaxSizeOpt = "512M",
-    strict: StrictOpt = False,
-    source_root: SourceRootOpt = None,
-    baseline: BaselineOpt = None,
-    context: ContextOpt = 6,
+    *,
+    options: EvidenceOptions,
     reports: ReportsOpt = None,
 ) -> None:
     """Write a Markdown incident report for a bundle (or loose dump files).
@@ -82,7 +71,6 @@ def draft_cmd(
     from reporter import app
     from reporter.console import documents
 
-    options = evidence_options(similarity, max_file_size, strict, source_root, baseline, context)
     ctx = app.Context.resolve(read_config=False)
     result = app.draft(
         evidence, out=out, options=options, now=ctx.now, force=force, reports=reports
@@ -112,7 +100,7 @@ def diff_cmd(
         ),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", help="Changes listed without --json.")] = 20,
-    max_file_size: MaxSizeOpt = "512M",
+    max_file_size: MaxSizeOpt = DEFAULT_MAX_FILE_SIZE,
 ) -> None:
     """Rank what changed between the last good run and the bad one, likeliest culprit first.
 
