@@ -91,6 +91,10 @@ def patterns() -> list[Found]:
     # The secret shapes are searched over every text that leaves the tool.
     for shape in shapes.secret_patterns():
         add(f"secrets.toml:{shape.kind}", shape.pattern, True)
+    # ... and so are the value patterns of its [values] table.
+    values = shapes.value_rules()
+    for key in ("blank", "not_a_value", "named_inert"):
+        add(f"secrets.toml:[values] {key}", getattr(values, key), True)
     return found
 
 

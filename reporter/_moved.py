@@ -1,8 +1,9 @@
 """Old import paths of the modules that moved into the layer folders; goes in the next release.
 
-Until 0.1.0 thirteen modules lay loose at the package root. They now live in the folder of
+Until 0.1.0 fifteen modules lay loose at the package root. They now live in the folder of
 their layer (issue 25): `reporter.errors` is `reporter.core.errors`, `reporter.bundle` is
-`reporter.load.bundle`, and so on (`MOVED`). For one release the old paths still import:
+`reporter.load.bundle`, `reporter.schemas` (now generated from the document types) is
+`reporter.console.schemas`, and so on (`MOVED`). For one release the old paths still import:
 
     import reporter.bundle                 # the module reporter.load.bundle itself
     from reporter.errors import UsageError # works, with a DeprecationWarning
@@ -39,6 +40,8 @@ MOVED: dict[str, str] = {
     "guess": "load.guess",
     "manifest": "load.manifest",
     "sources": "load.sources",
+    "documents": "console.documents",
+    "schemas": "console.schemas",
 }
 
 

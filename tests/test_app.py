@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reporter import app, documents
+from reporter import app
 from reporter.analysis import to_json
+from reporter.console import documents
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,3 +90,26 @@ def test_the_context_is_resolved_once_from_flags_environment_and_config(tmp_path
     with pytest.raises(UsageError, match="not valid TOML"):
         app.Context.resolve(env)
     assert app.Context.resolve(env, read_config=False).config.exists is False
+
+
+def test_the_report_is_masked_once_and_scans_clean(tmp_path: Path) -> None:
+    """The draft masks the report in one pass (numbered placeholders, issue 25): the
+    token quoted from a log is gone, and what was written holds nothing a scan finds."""
+    import shutil
+    from datetime import UTC, datetime
+
+    from reporter import secrets
+
+    folder = tmp_path / "bundle"
+    shutil.copytree(ROOT / "fixtures" / "bundles" / "full_incident", folder)
+    log = folder / "logs" / "server.log"
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2
+    first, rest = log.read_text(encoding="utf-8").split("\n", 1)
+    log.write_text(f"{first} auth with {token}\n{rest}", encoding="utf-8")
+    out = tmp_path / "report.md"
+    now = datetime(2026, 7, 14, 9, tzinfo=UTC)
+    app.draft([folder], out=out, options=app.Options(), now=now)
+    written = out.read_text(encoding="utf-8")
+    assert token not in written
+    assert "<github-token-1>" in written
+    assert secrets.scan(written) == []

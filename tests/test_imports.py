@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("upstream/collect", ("upstream", "collect")),
     ("app", ("app",)),
     # The terminal and --json side of the CLI: documents are built from app results.
-    ("cli", ("cli", "__main__", "console", "documents", "schemas")),
+    ("cli", ("cli", "__main__", "console")),
 )
 
 # The most modules that may lie loose at the package root (`__init__.py` counted).

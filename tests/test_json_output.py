@@ -1,6 +1,6 @@
 """Every command that produces a result, run with `--json`, against its documented schema.
 
-The schemas are `reporter.schemas.SCHEMAS`; `docs/cli.md` and the README are generated
+The schemas are `reporter.console.schemas.SCHEMAS`, generated from the document types; `docs/cli.md` and the README are generated
 from them (tests/test_cli_docs.py keeps those current). Each command runs for real:
 bundles from fixtures/, GitHub as the local server, py-spy against a child process.
 """
@@ -21,9 +21,9 @@ import pytest
 from typer.testing import CliRunner
 from upstream.ghserver import GitHubServer
 
-from reporter import schemas
 from reporter.cli import cli, plain_metavars
 from reporter.collect import envcap
+from reporter.console import schemas
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLES = ROOT / "fixtures" / "bundles"
@@ -227,13 +227,75 @@ def test_every_merge_outcome_names_a_field_of_the_merge_result() -> None:
     """documents.MERGE_OUTCOMES drives the JSON, the schema and the terminal lines."""
     from dataclasses import fields
 
-    from reporter.documents import MERGE_OUTCOMES, merge_json
+    from reporter.console.documents import MERGE_OUTCOMES, Merge, merge_document
+    from reporter.model.document import data
     from reporter.render.regions import MergeResult
 
     names = {f.name for f in fields(MergeResult)}
     assert {field for _key, field, _label in MERGE_OUTCOMES} <= names
     merged = MergeResult(text="", updated=("summary",), conflicts=("timeline",))
-    document = merge_json(merged)
-    assert document is not None
+    record = merge_document(merged)
+    assert record is not None
+    document = data(record)
+    assert [f.name for f in fields(Merge)] == [key for key, _f, _l in MERGE_OUTCOMES] + ["damaged"]
     assert document["regenerated"] == ["summary"] and document["conflicts"] == ["timeline"]
     assert list(document) == [key for key, _f, _l in MERGE_OUTCOMES] + ["damaged"]
+
+
+def _readme_analyze_rows() -> list[tuple[str, str]]:
+    """(key, type) of each row of the README's hand-written `report analyze --json` table."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## `report analyze --json`", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and cells[0].startswith("`") and cells[0].endswith("`"):
+            rows.append((cells[0].strip("`"), cells[1]))
+    return rows
+
+
+def _at(schema: dict[str, Any], path: str) -> dict[str, Any] | None:
+    """The schema of `classes[].ranks` (and the like) inside `schema`, or None."""
+    for part in path.split("."):
+        name = part.removesuffix("[]")
+        found = schema.get("properties", {}).get(name)
+        if found is None:
+            return None
+        schema = found["items"] if part.endswith("[]") else found
+    return schema
+
+
+def _types(words: str) -> tuple[set[str], set[str]]:
+    """The README's type words as JSON Schema types, and the item types of its lists:
+    `list of int` -> ({"array"}, {"integer"}); `object or null` -> ({"object", "null"}, set())."""
+    names = {"string": "string", "strings": "string", "int": "integer", "object": "object"}
+    names |= {"null": "null", "bool": "boolean", "list": "array", "number": "number"}
+    kinds: set[str] = set()
+    items: set[str] = set()
+    for part in words.split(" or "):
+        head, _, item = part.partition(" of ")
+        kinds.add(names[head.strip()])
+        if item:
+            items.add(names[item.strip()])
+    return kinds, items
+
+
+def test_readme_analyze_table_agrees_with_the_generated_schema() -> None:
+    """The README's prose table of `analyze --json`: every key it documents is in the
+    schema generated from the document type, with the type it says, and every key of the
+    document is documented there."""
+    schema = schemas.SCHEMAS["analyze"]
+    rows = _readme_analyze_rows()
+    assert len(rows) > 30
+    for path, words in rows:
+        found = _at(schema, path)
+        assert found is not None, f"README documents {path}, the analyze document has no such key"
+        kinds, items = _types(words)
+        if "type" in found:
+            have = found["type"] if isinstance(found["type"], list) else [found["type"]]
+            assert kinds == set(have), (path, words, have)
+        if items:
+            item_type = found["items"]["type"]
+            assert items == set(item_type if isinstance(item_type, list) else [item_type]), path
+    documented = {path for path, _ in rows if "." not in path}
+    assert documented == set(schema["properties"]), "README's analyze table and the document differ"

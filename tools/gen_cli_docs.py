@@ -1,5 +1,6 @@
 """Write docs/cli.md (every command's --help, and the --json schemas) and the README's
-"JSON output" section, from the command line itself and `reporter.schemas`.
+"JSON output" section, from the command line itself and `reporter.console.schemas`
+(generated from the document types).
 
 Run from the repository root after changing a command, an option or a schema:
 
@@ -20,7 +21,7 @@ from typer import _click as click
 from typer.main import get_command
 
 from reporter.cli import cli, plain_metavars
-from reporter.schemas import SCHEMAS
+from reporter.console.schemas import SCHEMAS
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI_MD = ROOT / "docs" / "cli.md"
@@ -104,8 +105,9 @@ def json_section(*, level: int) -> list[str]:
         "",
         "Every command that produces a result takes `--json` and prints one JSON document on",
         "stdout (notes and warnings stay on stderr). Listed keys keep their name and type; new",
-        "keys may be added. The schemas are `reporter/schemas.py` (JSON Schema 2020-12); a test",
-        "validates every command's output against them.",
+        "keys may be added. Each document is a typed record (`reporter/console/documents.py`,",
+        "`documents_upstream.py`); its JSON Schema 2020-12 (`reporter/console/schemas.py`) is",
+        "generated from it, and a test validates every command's output against them.",
         "",
     ]
     for name, schema in SCHEMAS.items():

@@ -399,28 +399,6 @@ def _change(
     )
 
 
-def diff_json(diff: EnvDiff) -> dict[str, object]:
-    """`report diff --json` and `analyze --json`'s `diff`: `changes` in rank order first."""
-    return {
-        "changes": [
-            {
-                "kind": c.kind.value,
-                "key": c.key,
-                "status": c.status.value,
-                "before": c.before,
-                "after": c.after,
-                "score": c.score,
-                "why": "; ".join(c.why),
-            }
-            for c in diff.changes
-        ],
-        "unchanged": {kind.value: count for kind, count in diff.unchanged},
-        "notes": list(diff.notes),
-        "good": diff.good,
-        "bad": diff.bad,
-    }
-
-
 def _masked(value: str | None) -> str | None:
     """A shown value with any secret inside it masked (a package pin with a token URL)."""
     return None if value is None else mask_text(value)

@@ -28,7 +28,6 @@ from reporter.analysis.env_rules import Secrets as Secrets
 from reporter.analysis.env_rules import ShowRules as ShowRules
 from reporter.analysis.env_rules import default_rules as default_rules
 from reporter.analysis.env_rules import parse_show_rules as parse_show_rules
-from reporter.analysis.records import record
 from reporter.analysis.result import EnvironmentSummary as EnvironmentSummary
 from reporter.analysis.result import ShownCommand, ShownPackage, ShownVariable
 from reporter.model import CommandLine, EnvFact, Environment, Gpu, Package
@@ -153,31 +152,3 @@ def _sources(environment: Environment) -> tuple[str, ...]:
         for item in group:
             paths.setdefault(item.source.path, None)
     return tuple(paths)
-
-
-def summary_json(summary: EnvironmentSummary) -> dict[str, object]:
-    """`analyze --json`'s `environment` object (allowlisted and redacted, like the report)."""
-    return {
-        "variables": [record(v, "name values redacted sources") for v in summary.variables],
-        "hidden_variables": summary.hidden,
-        "redacted_variables": summary.redacted,
-        "commands": [
-            {
-                "program": c.program,
-                "flags": [{"name": n, "value": v} for n, v in c.flags],
-                "positional": list(c.positional),
-                "source": c.source,
-            }
-            for c in summary.commands
-        ],
-        "packages": [
-            record(p, "name version origin source other_versions=others") for p in summary.packages
-        ],
-        "package_count": summary.package_count,
-        "gpus": [
-            record(g, "index name memory_used_mib memory_total_mib utilization_pct source")
-            for g in summary.gpus
-        ],
-        "facts": [record(f, "key value source") for f in summary.facts],
-        "sources": list(summary.sources),
-    }

@@ -26,7 +26,6 @@ from functools import cache
 from pathlib import PurePosixPath
 from typing import Protocol
 
-from reporter.analysis.records import record
 from reporter.analysis.result import Analysis, CodeView, ExcerptAnalysis
 from reporter.core import rules as data_files
 from reporter.evidence.env import normalise_package
@@ -506,18 +505,3 @@ def _explicit(
 
 def _join(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
-
-
-def excerpts_json(result: ExcerptAnalysis) -> dict[str, object]:
-    """`analyze --json`'s `excerpts` object."""
-    return {
-        "excerpts": [
-            {
-                **record(v, "title path start end lines highlight"),
-                "permalink": v.permalink or None,
-                **record(v, "ref_note status origin cite"),
-            }
-            for v in result.excerpts
-        ],
-        "notes": list(result.notes),
-    }

@@ -20,7 +20,6 @@ from reporter.analysis.classify import Classifier, FrameKind, RuleSection, parse
 from reporter.analysis.clues import main_thread
 from reporter.analysis.fr_align import DEFAULT_GROUP_DESC, analyze, analyze_set
 from reporter.analysis.ranksets import format_ranks
-from reporter.analysis.records import JSON, record
 from reporter.analysis.result import FlightRecorderAnalysis, FrGroupView, FrMismatch, FrRow
 from reporter.core import rules
 from reporter.model import Bundle, Frame
@@ -40,9 +39,7 @@ __all__ = [
     "complete",
     "group_name",
     "joined_sentence",
-    "mismatch_json",
     "stack_place",
-    "to_json",
 ]
 
 
@@ -278,45 +275,3 @@ def complete(analysis: Analysis, bundle: Bundle, classifier: Classifier) -> Anal
         summary=summary + sentence,
         flight_recorder=fr,
     )
-
-
-# --- JSON (`report analyze --json`, key `flight_recorder`)
-
-
-def mismatch_json(mismatch: FrMismatch | None) -> JSON | None:
-    """`first_mismatch`: group, seq_id, kind, by_op (op -> ranks), missing, not_completed."""
-    if mismatch is None:
-        return None
-    return {
-        **record(mismatch, "group group_desc seq_id kind"),
-        "by_op": {op: list(ranks) for op, ranks in mismatch.by_op},
-        **record(mismatch, "missing not_completed"),
-        "sides": [record(s, "op sizes ranks states") for s in mismatch.sides],
-    }
-
-
-def to_json(fr: FlightRecorderAnalysis | None) -> JSON | None:
-    """The Flight Recorder analysis as JSON-ready data; None without traces."""
-    if fr is None:
-        return None
-    ranks: dict[int, list[JSON]] = {}
-    for p in fr.progress:
-        ranks.setdefault(p.rank, []).append(
-            record(p, "group last_issued last_issued_op last_completed")
-        )
-    return {
-        **record(fr, "trace_set origin backend version files"),
-        "ranks": [{"rank": rank, "groups": groups} for rank, groups in sorted(ranks.items())],
-        "first_mismatch": mismatch_json(fr.first_mismatch),
-        "groups": [
-            {
-                **record(g, "group desc members first_seq last_seq"),
-                "mismatch_seq": g.mismatch.seq_id if g.mismatch else None,
-            }
-            for g in fr.groups
-        ],
-        "other_sets": [
-            {"trace_set": name, "first_mismatch": mismatch_json(m)} for name, m in fr.other_sets
-        ],
-        "notes": list(fr.notes),
-    }

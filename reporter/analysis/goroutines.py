@@ -31,7 +31,6 @@ from reporter.analysis.result import GoroutineAnalysis as GoroutineAnalysis
 from reporter.core import rules as data_files
 from reporter.model import (
     EventKind,
-    GoFrame,
     Goroutine,
     GoroutineDump,
     Similarity,
@@ -273,55 +272,3 @@ def goroutine_events(analysis: GoroutineAnalysis) -> tuple[TimelineEvent, ...]:
                 )
     events.sort(key=lambda e: (e.at, e.source.path, e.source.line, e.text))
     return tuple(events)
-
-
-def frame_json(frame: GoFrame | None) -> dict[str, object] | None:
-    """A Go frame for JSON: function, args, file, line."""
-    if frame is None:
-        return None
-    return {"function": frame.function, "args": frame.args, "file": frame.file, "line": frame.line}
-
-
-def bucket_json(bucket: GoBucket) -> dict[str, object]:
-    """One bucket for `analyze --json`."""
-    return {
-        "summary": bucket.summary,
-        "count": bucket.count,
-        "ids": list(bucket.ids),
-        "state": bucket.state,
-        "min_minutes": bucket.min_minutes,
-        "max_minutes": bucket.max_minutes,
-        "untimed": bucket.untimed,
-        "top": frame_json(bucket.top),
-        "created_by": frame_json(bucket.created_by),
-        "client_wait": bucket.client_wait or None,
-        "waiting_since": _iso(bucket.waiting_since),
-        "frames": [f"{f.function} ({f.file}:{f.line})" for f in bucket.frames],
-        "source": str(bucket.source),
-    }
-
-
-def _iso(moment: datetime | None) -> str | None:
-    if moment is None:
-        return None
-    return moment.isoformat().replace("+00:00", "Z")
-
-
-def goroutines_json(analysis: GoroutineAnalysis) -> dict[str, object]:
-    """`analyze --json`'s `goroutines` object."""
-    return {
-        "similarity": analysis.similarity.value,
-        "dumps": [
-            {
-                "source": str(d.source),
-                "form": d.form.value,
-                "headline": d.headline,
-                "captured_at": _iso(d.captured_at),
-                "total": d.total,
-                "buckets": [bucket_json(b) for b in d.buckets],
-                "runtime": [bucket_json(b) for b in d.runtime],
-            }
-            for d in analysis.dumps
-        ],
-        "waiting": [bucket_json(b) for b in analysis.waiting],
-    }

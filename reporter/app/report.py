@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -18,7 +18,6 @@ from reporter.load import bundle as bundle_io
 from reporter.load.manifest import MANIFEST_NAME
 from reporter.model import Bundle
 from reporter.render import markdown as md
-from reporter.secrets import mask_text
 
 if TYPE_CHECKING:
     from reporter.analysis.diff import EnvDiff
@@ -28,6 +27,7 @@ if TYPE_CHECKING:
     from reporter.render.charts import Chart
     from reporter.render.lint import Finding
     from reporter.render.regions import MergeResult
+    from reporter.render.seen import ReportRecord
     from reporter.render.status import ReportStatus
     from reporter.render.view import ReportView
 
@@ -190,6 +190,13 @@ def _draft_view(
 
 
 def _report_text(view: ReportView) -> str:
+    """The rendered report, masked and sealed: the one place a report's text is masked.
+
+    Evidence quoted in the report (raw dumps, log lines, locals) is masked like every
+    other output: the local report is shared too. `mask_secrets` scans with the same
+    detector as `reporter.secrets.mask_text`, and its placeholders scan clean, so a
+    second pass would change nothing.
+    """
     from reporter.render import regions
     from reporter.render.mask import mask_secrets
     from reporter.render.render import render_report
@@ -219,17 +226,11 @@ def seen_before(
                 f"{reports}: no such folder", tip="pass the folder that holds earlier reports"
             )
         return SeenBefore()
-    records = []
     skip = str(exclude) if exclude is not None else ""
-    for path in markdown_files(folder):
-        try:
-            text = read_text_bounded(path, max_bytes=REPORT_MAX_BYTES)
-            record = seen.read(text, path=str(path))
-        except (InputError, ValueError, RecursionError):
-            continue  # `report lint` says why
-        if record is not None:
-            # Folders compare resolved: `./b`, `b/` and `/srv/b` name one bundle.
-            records.append(replace(record, bundle=_resolved(record.bundle)))
+    # Folders compare resolved: `./b`, `b/` and `/srv/b` name one bundle.
+    records = [
+        replace(record, bundle=_resolved(record.bundle)) for _, record in report_records(folder)
+    ]
     found = seen.matches(
         records,
         signature=analysis.signature.hash,
@@ -241,6 +242,21 @@ def seen_before(
     shown = str(folder).rstrip("/") + "/"
     comparable = bool(seen.shape(analysis.signature.text))
     return SeenBefore(matches=found, folder=shown, read=len(records), comparable=comparable)
+
+
+def report_records(folder: Path) -> Iterator[tuple[Path, ReportRecord]]:
+    """(path, record) of every incident report under `folder`, in path order. A file that
+    cannot be read or is not an incident report is passed over (`report lint` says why)."""
+    from reporter.render import seen
+
+    for path in markdown_files(folder):
+        try:
+            text = read_text_bounded(path, max_bytes=REPORT_MAX_BYTES)
+            record = seen.read(text, path=str(path))
+        except (InputError, ValueError, RecursionError):
+            continue
+        if record is not None:
+            yield path, record
 
 
 def _resolved(folder: str) -> str:
@@ -296,12 +312,11 @@ def draft(
     if target.is_dir():
         target = target / default_report_path(bundle, analysis, now=moment).name
     seen = seen_before(bundle, analysis, reports, exclude=target)
-    # Evidence quoted in the report (raw dumps, log lines, locals) is masked like every
-    # other output: the local report is shared too (reporter.secrets).
     view = _draft_view(bundle, analysis, now=moment, chart_file=chart_path(target).name, seen=seen)
-    # ... and made inert like terminal output: `cat` of the report never runs an escape
-    # sequence (an OSC 52 clipboard write) or reorders text (a bidi override).
-    text = inert.for_document(mask_text(_report_text(view)))
+    # Masked once, in `_report_text` (render.mask: numbered placeholders), and made inert
+    # like terminal output: `cat` of the report never runs an escape sequence (an OSC 52
+    # clipboard write) or reorders text (a bidi override).
+    text = inert.for_document(_report_text(view))
     # The SVG is drawn from the charts the report's Mermaid blocks were made from.
     svg = render_charts_svg(bundle, analysis, view.metrics.drawn if view.metrics else ())
     charts = chart_path(target) if svg is not None else None

@@ -119,20 +119,6 @@ class AuthStatus:
     rate_limit: RateLimit | None
     error: str | None = None
 
-    def to_json(self) -> dict[str, object]:
-        """The `auth status --json` document (never the token)."""
-        limit = self.rate_limit
-        return {
-            "host": self.host,
-            "api_url": self.api_url,
-            "authenticated": self.token_source is not None,
-            "token_source": self.token_source,
-            "rate_limit": None
-            if limit is None
-            else {"limit": limit.limit, "remaining": limit.remaining, "reset": limit.reset},
-            "error": self.error,
-        }
-
 
 def auth_status(ctx: Context, *, check: bool = True) -> AuthStatus:
     """Which GitHub host the upstream commands use, its token's source and the limit left.

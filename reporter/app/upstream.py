@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,9 +15,10 @@ from reporter.app.report import (
     Options,
     default_report_path,
     load_and_analyze,
+    report_records,
 )
 from reporter.core.errors import InputError, OutputError, ReporterError, UsageError
-from reporter.core.fileio import markdown_files, read_text_bounded
+from reporter.core.fileio import read_text_bounded
 from reporter.core.writer import write_atomic
 from reporter.model import Bundle
 from reporter.render import markdown as md
@@ -154,13 +154,6 @@ def triage(
         post=post,
         access=GitHubAccess.of(ctx),
     )
-
-
-def search_upstream_json(outcome: SearchOutcome) -> str:
-    """The `search-upstream --json` document."""
-    from reporter.upstream import search
-
-    return json.dumps(search.outcome_json(outcome), indent=2, ensure_ascii=False) + "\n"
 
 
 def sync_upstream(
@@ -377,7 +370,7 @@ def record_upstream_issue(
     `reports/` when present) drafted from this bundle. A report whose `upstream_issue`
     already names another issue is left alone (the reviewer chose it).
     """
-    from reporter.render import frontmatter, seen
+    from reporter.render import frontmatter
 
     if report is not None:
         candidates = [report]
@@ -385,14 +378,9 @@ def record_upstream_issue(
         folder = reports if reports is not None else DEFAULT_REPORTS
         candidates = []
         if folder.is_dir() and bundle.root:
-            for path in markdown_files(folder):
-                try:
-                    text = read_text_bounded(path, max_bytes=REPORT_MAX_BYTES)
-                    record = seen.read(text, path=str(path))
-                except (InputError, ValueError, RecursionError):
-                    continue  # `report lint` says why
-                if record is not None and record.bundle == bundle.root:
-                    candidates.append(path)
+            candidates = [
+                path for path, record in report_records(folder) if record.bundle == bundle.root
+            ]
     updated: list[Path] = []
     for path in candidates:
         try:

@@ -120,7 +120,13 @@ def collect_cmd(
             "folder, then PATH).",
         ),
     ] = None,
-    title: Annotated[str, typer.Option("--title", help="The bundle's title.")] = "",
+    title: Annotated[
+        str,
+        typer.Option(
+            "--title",
+            help="The bundle's title, which the report then uses instead of its verdict headline.",
+        ),
+    ] = "",
     wedge_window: Annotated[
         str | None,
         typer.Option(
@@ -212,8 +218,9 @@ def collect_cmd(
     """
     import shlex
 
-    from reporter import app, documents
+    from reporter import app
     from reporter.collect import CollectRequest, CollectStatus, plan
+    from reporter.console import documents_upstream as documents
     from reporter.console.report import collect_lines
 
     remote = _remote_request(
@@ -261,7 +268,7 @@ def collect_cmd(
     with console.progress_bars() as (line, tick):
         summary = app.collect(made, progress=line, tick=tick)
     if as_json:
-        console.emit_json(documents.collect_json(summary))
+        console.emit(documents.collect_document(summary))
     else:
         echo_lines(collect_lines(summary))
     if summary.status is CollectStatus.INTERRUPTED:

@@ -6,16 +6,30 @@ analysis code (`report --help` stays fast).
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 import typer
 
 from reporter.core.errors import UsageError
+from reporter.core.fileio import DEFAULT_MAX_BYTES
 
 if TYPE_CHECKING:
     from reporter import app
+
+    EvidenceOptions: TypeAlias = app.Options
+else:
+
+    class EvidenceOptions:
+        """Marks the parameter that `evidence_command` replaces with the evidence options.
+
+        mypy sees `reporter.app.Options`; at run time this light class stands in, so the
+        command line is built without importing the app layer.
+        """
 
 
 class SimilarityName(StrEnum):
@@ -45,6 +59,8 @@ SimilarityOpt = Annotated[
         "lines-ignored, or loose (generic frames dropped too).",
     ),
 ]
+# The one default of `--max-file-size`, as people write it: "512M" (core/fileio.py's limit).
+DEFAULT_MAX_FILE_SIZE = f"{DEFAULT_MAX_BYTES >> 20}M"
 MaxSizeOpt = Annotated[
     str,
     typer.Option("--max-file-size", help="Refuse evidence files larger than this (e.g. 512M, 2G)."),
@@ -105,10 +121,11 @@ def evidence_options(
     similarity: SimilarityName,
     max_file_size: str,
     strict: bool,
-    source_roots: list[Path] | None = None,
+    source_root: list[Path] | None = None,
     baseline: Path | None = None,
     context: int = 6,
 ) -> app.Options:
+    """The evidence options' values as the app layer's `Options`."""
     from reporter import app
     from reporter.analysis.result import Similarity
 
@@ -116,10 +133,57 @@ def evidence_options(
         similarity=Similarity(similarity.value),
         max_file_bytes=size(max_file_size),
         strict=strict,
-        source_roots=tuple(source_roots or ()),
+        source_roots=tuple(source_root or ()),
         baseline=baseline,
         context=context,
     )
+
+
+def _option(name: str, annotation: object, default: object) -> inspect.Parameter:
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+    )
+
+
+# The options of the commands that read and analyse evidence (`report analyze`, `report
+# draft`), declared once, in the order `--help` lists them; names match `evidence_options`.
+EVIDENCE_OPTIONS: tuple[inspect.Parameter, ...] = (
+    _option("similarity", SimilarityOpt, SimilarityName.LINES_IGNORED),
+    _option("max_file_size", MaxSizeOpt, DEFAULT_MAX_FILE_SIZE),
+    _option("strict", StrictOpt, False),
+    _option("source_root", SourceRootOpt, None),
+    _option("baseline", BaselineOpt, None),
+    _option("context", ContextOpt, 6),
+)
+
+
+def evidence_command(command: Callable[..., None]) -> Callable[..., None]:
+    """`command` with its `EvidenceOptions` parameter replaced by the `EVIDENCE_OPTIONS`.
+
+    typer reads the options from the returned function's signature (in the place of that
+    parameter); on a call their values become one `app.Options` passed under its name::
+
+        @cli.command("analyze")
+        @evidence_command
+        def analyze_cmd(evidence: Evidence, options: EvidenceOptions, ...) -> None: ...
+    """
+    signature = inspect.signature(command, eval_str=True)
+    (marker,) = (p for p in signature.parameters.values() if p.annotation is EvidenceOptions)
+    params: list[inspect.Parameter] = []
+    for param in signature.parameters.values():
+        if param is marker:
+            params.extend(EVIDENCE_OPTIONS)
+        else:
+            params.append(param.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+
+    @functools.wraps(command)
+    def run(**values: Any) -> None:
+        given = {p.name: values.pop(p.name) for p in EVIDENCE_OPTIONS}
+        command(**values, **{marker.name: evidence_options(**given)})
+
+    run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+    return run
 
 
 DbOpt = Annotated[

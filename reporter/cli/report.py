@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -11,52 +10,46 @@ import typer
 from reporter import console
 from reporter.cli.group import cli, echo, echo_lines, masked
 from reporter.cli.options import (
-    BaselineOpt,
-    ContextOpt,
+    DEFAULT_MAX_FILE_SIZE,
     Evidence,
+    EvidenceOptions,
     JsonFlag,
     MaxSizeOpt,
     ReportsOpt,
-    SimilarityName,
-    SimilarityOpt,
-    SourceRootOpt,
-    StrictOpt,
-    evidence_options,
+    evidence_command,
     size,
 )
 from reporter.console import report as text
 
 
 @cli.command("analyze", epilog="Example: report analyze fixtures/bundles/tp_desync")
+@evidence_command
 def analyze_cmd(
     evidence: Evidence,
     as_json: JsonFlag = False,
-    similarity: SimilarityOpt = SimilarityName.LINES_IGNORED,
-    max_file_size: MaxSizeOpt = "512M",
-    strict: StrictOpt = False,
-    source_root: SourceRootOpt = None,
-    baseline: BaselineOpt = None,
-    context: ContextOpt = 6,
+    *,
+    options: EvidenceOptions,
     reports: ReportsOpt = None,
 ) -> None:
     """Print the verdict for a bundle folder or loose dump files; writes nothing."""
-    from reporter import app, documents
+    from reporter import app
+    from reporter.console import documents
     from reporter.core.gcpause import gc_paused
 
-    options = evidence_options(similarity, max_file_size, strict, source_root, baseline, context)
     # One pause for the whole command: each resume would first walk everything built
     # meanwhile (seconds at 16,384 ranks) and free nothing.
     with gc_paused():
         bundle, analysis = app.load_and_analyze(evidence, options)
         seen = app.seen_before(bundle, analysis, reports)
         if as_json:
-            sys.stdout.write(documents.analysis_json(analysis, bundle, seen=seen))
+            console.emit(documents.analysis_document(analysis, bundle, seen=seen))
             return
         echo(masked(text.analysis_text(bundle, analysis, seen=seen)))
         echo_lines((line, True) for line in text.warning_lines(bundle.warnings))
 
 
 @cli.command("draft", epilog="Example: report draft fixtures/bundles/tp_desync -o reports/tp.md")
+@evidence_command
 def draft_cmd(
     evidence: Evidence,
     out: Annotated[
@@ -70,12 +63,8 @@ def draft_cmd(
         ),
     ] = False,
     as_json: JsonFlag = False,
-    similarity: SimilarityOpt = SimilarityName.LINES_IGNORED,
-    max_file_size: MaxSizeOpt = "512M",
-    strict: StrictOpt = False,
-    source_root: SourceRootOpt = None,
-    baseline: BaselineOpt = None,
-    context: ContextOpt = 6,
+    *,
+    options: EvidenceOptions,
     reports: ReportsOpt = None,
 ) -> None:
     """Write a Markdown incident report for a bundle (or loose dump files).
@@ -83,17 +72,17 @@ def draft_cmd(
     Into an existing report the new draft is merged: sections nobody edited are
     regenerated, reviewers' edits and text are kept byte for byte.
     """
-    from reporter import app, documents
+    from reporter import app
+    from reporter.console import documents
     from reporter.core.gcpause import gc_paused
 
-    options = evidence_options(similarity, max_file_size, strict, source_root, baseline, context)
     ctx = app.Context.resolve(read_config=False)
     with gc_paused():  # as in `analyze`
         result = app.draft(
             evidence, out=out, options=options, now=ctx.now, force=force, reports=reports
         )
     if as_json:
-        console.emit_json(documents.draft_json(result))
+        console.emit(documents.draft_document(result))
         return
     for line in text.draft_lines(result):
         echo(line)
@@ -117,7 +106,7 @@ def diff_cmd(
         ),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", help="Changes listed without --json.")] = 20,
-    max_file_size: MaxSizeOpt = "512M",
+    max_file_size: MaxSizeOpt = DEFAULT_MAX_FILE_SIZE,
 ) -> None:
     """Rank what changed between the last good run and the bad one, likeliest culprit first.
 
@@ -125,13 +114,14 @@ def diff_cmd(
     compared; a changed tuning knob outranks per-run noise (PIDs, invocation ids,
     timestamps, random ports, temporary paths). Each change says why it ranks where it does.
     """
-    from reporter import app, documents
+    from reporter import app
+    from reporter.console import documents
 
     run = app.diff_runs(
         good, bad, source_roots=tuple(source_root or ()), max_file_bytes=size(max_file_size)
     )
     if as_json:
-        console.emit_json(documents.diff_json(run))
+        console.emit(documents.diff_document(run))
     else:
         echo(masked(text.diff_text(run, limit=max(limit, 0))))
 
@@ -149,11 +139,12 @@ def init_cmd(
     The upstream repository (from process titles, command lines, packages and frames),
     the world size and evidence globs are guessed and written as comments to confirm.
     """
-    from reporter import app, documents
+    from reporter import app
+    from reporter.console import documents
 
     result = app.init_manifest(folder, force=force)
     if as_json:
-        console.emit_json(documents.init_json(result))
+        console.emit(documents.init_document(result))
         return
     for line in text.init_lines(result, folder):
         echo(line)
@@ -177,11 +168,12 @@ def lint_cmd(
 
     Exit code 0 when clean, 1 with findings, 2 for usage errors.
     """
-    from reporter import app, documents
+    from reporter import app
+    from reporter.console import documents
 
     run = app.lint_reports(files, index=index)
     if as_json:
-        console.emit_json(documents.lint_json(run), mask=False)
+        console.emit(documents.lint_document(run))
     else:
         for line in text.lint_lines(run):
             echo(line)
@@ -197,11 +189,12 @@ def status_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """List the reports under FOLDER with status, owners, open TODOs, signature and title."""
-    from reporter import app, documents
+    from reporter import app
+    from reporter.console import documents
 
     rows = app.report_status(folder)
     if as_json:
-        console.emit_json(documents.status_json(rows), mask=False)
+        console.emit(documents.status_document(rows))
     elif rows:
         echo(masked(text.status_text(rows)))
     else:
@@ -220,10 +213,11 @@ def preview_cmd(
     ] = False,
 ) -> None:
     """Write a standalone HTML preview of a report (diagrams drawn inline, no network needed)."""
-    from reporter import app, documents
+    from reporter import app
+    from reporter.console import documents
 
     path = app.preview(file, out=out, force=force)
     if as_json:
-        console.emit_json(documents.preview_json(path))
+        console.emit(documents.PreviewDocument(path=str(path)))
     else:
         echo(f"wrote {path}")

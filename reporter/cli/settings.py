@@ -37,7 +37,9 @@ def auth_status_cmd(
 
     status = app.auth_status(app.Context.resolve(base_url=base_url), check=not offline)
     if as_json:
-        console.emit_json(status.to_json())
+        from reporter.console import documents_upstream as documents
+
+        console.emit(documents.auth_document(status))
     else:
         echo(auth_status_text(status))
     if status.token_source is None or status.error:
@@ -57,6 +59,8 @@ def config_show_cmd(as_json: JsonFlag = False) -> None:
 
     conf = app.Context.resolve().config
     if as_json:
-        console.emit_json(conf.to_json())
+        from reporter.console import documents_upstream as documents
+
+        console.emit(documents.config_document(conf))
     else:
         echo(config_show_text(conf))

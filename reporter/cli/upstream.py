@@ -63,7 +63,8 @@ def sync_cmd(
     Each page is committed as it arrives: an interrupted sync loses nothing and the next
     run resumes. Token: see `report auth status`.
     """
-    from reporter import app, documents
+    from reporter import app
+    from reporter.console import documents_upstream as documents
 
     with console.progress_bars() as (_line, tick):
 
@@ -81,7 +82,7 @@ def sync_cmd(
         )
     notes(found)
     if as_json:
-        console.emit_json(documents.sync_json(reports, found, path))
+        console.emit(documents.sync_document(reports, found, path))
         return
     for line in text.sync_lines(reports, path):
         echo(line)
@@ -99,13 +100,14 @@ def index_import_cmd(
     A file with no valid line imports nothing and exits 1. Without --db, the index of
     the host (--base-url / GH_HOST) in the user cache dir.
     """
-    from reporter import app, documents
+    from reporter import app
+    from reporter.console import documents_upstream as documents
 
     result, path = app.index_import(
         app.Context.resolve(base_url=base_url, read_config=db is None), file, db=db
     )
     if as_json:
-        console.emit_json(documents.import_json(result, path))
+        console.emit(documents.import_document(result, path))
         return
     echo_lines((f"skipped {problem}", True) for problem in result.skipped)
     echo(f"imported {result.imported} issues into {path}")
@@ -125,7 +127,8 @@ def index_export_cmd(
     Every stored field goes out, what fixed a closed issue included (`fixed_in`), so an
     export imports back as it was.
     """
-    from reporter import app, documents
+    from reporter import app
+    from reporter.console import documents_upstream as documents
 
     ctx = app.Context.resolve(base_url=base_url, read_config=db is None)
     if not as_json:
@@ -134,7 +137,7 @@ def index_export_cmd(
     lines: list[str] = []
     _count, path = app.index_export(ctx, write=lines.append, db=db, repo=repo)
     # An export is data to import again: public issue text, kept byte for byte.
-    console.emit_json(documents.export_json(lines, path, repo), mask=False)
+    console.emit(documents.export_document(lines, path, repo))
 
 
 @cli.command(
@@ -200,7 +203,9 @@ def search_upstream_cmd(
     )
     notes(outcome.notes)
     if as_json:
-        sys.stdout.write(app.search_upstream_json(outcome))
+        from reporter.console import documents_upstream as documents
+
+        console.emit(documents.search_document(outcome))
     else:
         echo(text.search_table(outcome))
 
@@ -262,7 +267,12 @@ def triage_cmd(
         if result.body is not None and not as_json:
             sys.stdout.write(result.body)
             return
-    sys.stdout.write(text.triage_text(outcome, as_json=as_json))
+    if as_json:
+        from reporter.console import documents_upstream as documents
+
+        console.emit(documents.triage_document(outcome.rows, outcome.notes))
+        return
+    sys.stdout.write(text.triage_text(outcome))
 
 
 @upstream_app.command(
@@ -300,7 +310,8 @@ def upstream_draft_cmd(
     Secrets, addresses, host and user names become placeholders (<host-1>); mentions and
     issue references in evidence are made inert. `report lint` checks the draft again.
     """
-    from reporter import app, documents
+    from reporter import app
+    from reporter.console import documents_upstream as documents
 
     made = app.upstream_draft(
         app.Context.resolve(base_url=base_url),
@@ -315,7 +326,7 @@ def upstream_draft_cmd(
     )
     notes(made.run.notes)
     if as_json:
-        console.emit_json(documents.upstream_draft_json(made))
+        console.emit(documents.upstream_draft_document(made))
         return
     echo_lines(text.upstream_draft_lines(made))
 
@@ -363,7 +374,8 @@ def upstream_file_cmd(
     files twice (a hidden marker is looked for before any retry). Exit 1 when refused;
     the refusal and its fix are printed first.
     """
-    from reporter import app, documents
+    from reporter import app
+    from reporter.console import documents_upstream as documents
 
     result = app.upstream_file(
         app.Context.resolve(base_url=base_url),
@@ -381,7 +393,7 @@ def upstream_file_cmd(
     refused = bool(result.plan.refusals) and not result.sent
     if as_json:
         notes(result.plan.notes)
-        console.emit_json(documents.upstream_file_json(result))
+        console.emit(documents.upstream_file_document(result))
     else:
         # The news first: a refusal and its fix, then notes, then what would be sent.
         for line in text.refusal_lines(result):

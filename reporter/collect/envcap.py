@@ -237,30 +237,17 @@ def list_packages(
     interpreter: Interpreter, *, timeout: float, stop: threading.Event | None
 ) -> Capture:
     """The packages the interpreter sees, `name==version` per line, sorted by name."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C.UTF-8"}
-    if interpreter.home:
-        env["HOME"] = interpreter.home
     argv = (interpreter.argv0, "-E", "-B", "-c", PACKAGES_SCRIPT, *interpreter.pythonpath)
-    done = run_bounded(
-        argv,
-        timeout=timeout,
-        stop=stop,
-        env=env,
-        cwd="/",
-        executable=interpreter.executable,
-        user=interpreter.run_as,
-    )
+    done = _run_as_target(interpreter, argv, timeout=timeout, stop=stop)
     if done.ok and done.stdout.strip():
         return Capture(text=done.stdout, note=f"importlib.metadata via {interpreter.argv0}")
     first = _why(done, timeout)
-    pip = run_bounded(
+    pip = _run_as_target(
+        interpreter,
         (interpreter.argv0, "-E", "-B", *_PIP_ARGS),
         timeout=timeout,
         stop=stop,
-        env={**env, **_PIP_ENV},
-        cwd="/",
-        executable=interpreter.executable,
-        user=interpreter.run_as,
+        extra_env=_PIP_ENV,
     )
     if pip.ok and pip.stdout.strip():
         return Capture(text=pip.stdout, note=f"pip list --format=freeze via {interpreter.argv0}")
@@ -298,23 +285,36 @@ def run_env_script(
     its own process group, ended at `timeout`; secrets in its output masked."""
     from reporter.secrets import mask_text
 
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C.UTF-8"}
-    if interpreter.home:
-        env["HOME"] = interpreter.home
     argv = (interpreter.argv0, "-B", "-m", module)
-    done = run_bounded(
-        argv,
-        timeout=timeout,
-        stop=stop,
-        env=env,
-        cwd="/",
-        executable=interpreter.executable,
-        user=interpreter.run_as,
-    )
+    done = _run_as_target(interpreter, argv, timeout=timeout, stop=stop)
     if done.ok and done.stdout.strip():
         text = done.stdout[:ENV_SCRIPT_MAX_CHARS]
         return Capture(text=mask_text(text), note=f"python -m {module} via {interpreter.argv0}")
     return Capture(error=f"python -m {module} via {interpreter.argv0}: {_why(done, timeout)}")
+
+
+def _run_as_target(
+    interpreter: Interpreter,
+    argv: tuple[str, ...],
+    *,
+    timeout: float,
+    stop: threading.Event | None,
+    extra_env: dict[str, str] | None = None,
+) -> Finished:
+    """`argv` run by the target's interpreter as the target's user, from `/`, with a plain
+    environment (PATH, a C locale, the user's HOME): none of ours, none of the target's."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C.UTF-8"}
+    if interpreter.home:
+        env["HOME"] = interpreter.home
+    return run_bounded(
+        argv,
+        timeout=timeout,
+        stop=stop,
+        env={**env, **(extra_env or {})},
+        cwd="/",
+        executable=interpreter.executable,
+        user=interpreter.run_as,
+    )
 
 
 def _why(done: Finished, timeout: float) -> str:

@@ -31,14 +31,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from reporter.core.fileio import human_size
+from reporter.core.fileio import human_size, read_fd
 from reporter.evidence import flight_recorder
 
 DEFAULT_DUMP_PREFIX = "/tmp/nccl_trace_rank_"  # torch's own default; only read
 DUMP_PREFIX_VARS = ("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "TORCH_FR_DUMP_TEMP_FILE")
 # How much of a file `find_in_dir` reads to tell a dump from anything else.
 _SNIFF_BYTES = 8192
-_CHUNK = 1 << 20
 _OPEN_FLAGS = (
     os.O_RDONLY
     | getattr(os, "O_NOFOLLOW", 0)
@@ -212,19 +211,10 @@ def _read(
                 f"{human_size(info.st_size)} is larger than the {human_size(limit)} cap "
                 "(raise it with --max-size)"
             )
-        chunks: list[bytes] = []
-        total = 0
-        while total <= limit:
-            chunk = os.read(fd, min(_CHUNK, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-            if not whole and total >= limit:
-                break
-        if whole and total > limit:
+        data = read_fd(fd, limit, past=whole)
+        if whole and len(data) > limit:
             raise RefusedError(f"grew past the {human_size(limit)} cap while read")
-        return b"".join(chunks)
+        return data
     finally:
         os.close(fd)
 

@@ -48,6 +48,7 @@ The loader ignores `[collect]`; the human summary of it goes to `[fields]`
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -160,6 +161,7 @@ class ManifestState:
     """Everything `bundle.toml` says, at one moment of the collection."""
 
     title: str
+    """The title given with `--title`; "" leaves the report to title itself by its verdict."""
     started_at: datetime
     command: str
     host: str
@@ -186,6 +188,9 @@ class ManifestState:
     events: tuple[EventNote, ...] = ()
     remotes: tuple[RemoteNote, ...] = ()
     """The hosts of a `--ssh`/`--exec` collection, in the order they were named."""
+    label: str = ""
+    """What was captured, in a line (`Live capture of 4 processes on gpu-3 (...)`): offered
+    as a commented-out title when none was given."""
 
 
 def skipped_text(skipped: Sequence[SkipNote]) -> str:
@@ -215,8 +220,16 @@ def render(state: ManifestState) -> str:
             "interrupted collection still leaves a readable bundle. "
             "Edit the title and fields freely."
         )
-        .key("title", m(state.title))
     )
+    if state.title:
+        doc.key("title", m(state.title))
+    elif state.label:
+        # A generated title would hide the verdict headline the report writes (and become an
+        # upstream issue's title): offer it, commented out.
+        doc.comment(
+            "No --title given: a report of this bundle is titled by its verdict. To name it, "
+            "uncomment:"
+        ).comment(f"title = {json.dumps(m(state.label), ensure_ascii=False)}")
     if state.upstream:
         doc.key("upstream", list(state.upstream))
     if state.service:

@@ -231,45 +231,24 @@ class Selection:
 
 def descendants(processes: Iterable[ProcessInfo], pid: int) -> set[int]:
     """PIDs of every process below `pid` in the parent tree (not `pid` itself)."""
-    children: dict[int, list[int]] = {}
-    for proc in processes:
-        children.setdefault(proc.ppid, []).append(proc.pid)
-    out: set[int] = set()
-    stack = [pid]
-    while stack:
-        for child in children.get(stack.pop(), ()):
-            if child not in out:
-                out.add(child)
-                stack.append(child)
-    return out
+    from reporter.collect.probe import descendants_of
+
+    return descendants_of({p.pid: p.ppid for p in processes}, pid)
 
 
 def ancestors(processes: Iterable[ProcessInfo], pid: int) -> set[int]:
     """PIDs above `pid` up to init (not `pid` itself)."""
-    parent = {p.pid: p.ppid for p in processes}
-    out: set[int] = set()
-    current = parent.get(pid, 0)
-    while current > 0 and current not in out:
-        out.add(current)
-        current = parent.get(current, 0)
-    return out
+    from reporter.collect.probe import ancestors_of
+
+    return ancestors_of({p.pid: p.ppid for p in processes}, pid)
 
 
 def launchers(processes: Iterable[ProcessInfo], targets: Sequence[int]) -> dict[int, int]:
     """Per target PID, its launcher: the nearest ancestor that is not itself a target (the
     server, job or engine process that started it). PID 1 and init-like roots are none."""
-    parent = {p.pid: p.ppid for p in processes}
-    chosen = set(targets)
-    out: dict[int, int] = {}
-    for pid in targets:
-        current = parent.get(pid, 0)
-        seen = {pid}
-        while current in chosen and current not in seen:
-            seen.add(current)
-            current = parent.get(current, 0)
-        if current > 1:
-            out[pid] = current
-    return out
+    from reporter.collect.probe import nearest_launchers
+
+    return nearest_launchers({p.pid: p.ppid for p in processes}, targets)
 
 
 def select_targets(

@@ -51,6 +51,8 @@ from typing import TYPE_CHECKING, Any
 _PYTHON_EXE = re.compile(r"^(?:python|pypy)[0-9.]*[a-z]*(?: \(deleted\))?$")
 _OUT = threading.Lock()
 if TYPE_CHECKING:  # annotations only: `dict[...]` is no runtime expression on Python 3.8
+    from collections.abc import Sequence
+
     Record = dict[str, Any]
     Chosen = list[tuple[Record, str]]
 
@@ -146,7 +148,9 @@ def looks_like_python(proc: Record) -> bool | None:
     return False
 
 
-def _ancestors(parent: dict[int, int], pid: int) -> set[int]:
+def ancestors_of(parent: dict[int, int], pid: int) -> set[int]:
+    """PIDs above `pid` (by `parent`, PID -> PPID) up to init, not `pid` itself. Shared with
+    `plan.ancestors`, which imports it from here: this file must stay self-contained."""
     out: set[int] = set()
     current = parent.get(pid, 0)
     while current > 0 and current not in out:
@@ -155,10 +159,12 @@ def _ancestors(parent: dict[int, int], pid: int) -> set[int]:
     return out
 
 
-def _descendants(processes: list[Record], pid: int) -> set[int]:
+def descendants_of(parent: dict[int, int], pid: int) -> set[int]:
+    """PIDs below `pid` in the tree `parent` (PID -> PPID), not `pid` itself. Shared with
+    `plan.descendants`, which imports it from here."""
     children: dict[int, list[int]] = {}
-    for proc in processes:
-        children.setdefault(proc["ppid"], []).append(proc["pid"])
+    for child, ppid in parent.items():
+        children.setdefault(ppid, []).append(child)
     out: set[int] = set()
     stack = [pid]
     while stack:
@@ -177,7 +183,7 @@ def select(processes: list[Record], opts: Record, own_pid: int) -> tuple[Chosen,
     for pid in pids + ([children_of] if children_of else []):
         if pid not in by_pid:
             return [], [], f"no process with PID {pid}"
-    mine = {own_pid} | _ancestors({p["pid"]: p["ppid"] for p in processes}, own_pid)
+    mine = {own_pid} | ancestors_of({p["pid"]: p["ppid"] for p in processes}, own_pid)
     targets: dict[int, tuple[Record, str]] = {}
     passed: dict[int, tuple[Record, str]] = {}
     for pid in pids:
@@ -190,7 +196,7 @@ def select(processes: list[Record], opts: Record, own_pid: int) -> tuple[Chosen,
         pool = processes
         why = "--match"
         if children_of is not None:
-            below = _descendants(processes, children_of)
+            below = descendants_of({p["pid"]: p["ppid"] for p in processes}, children_of)
             pool = [p for p in processes if p["pid"] in below]
             why = "--children-of" if pattern is None else "--children-of + --match"
         for proc in pool:
@@ -213,7 +219,13 @@ def select(processes: list[Record], opts: Record, own_pid: int) -> tuple[Chosen,
 
 def launchers(processes: list[Record], targets: list[int]) -> dict[int, int]:
     """`plan.launchers`: per target, the nearest ancestor that is not itself a target."""
-    parent = {p["pid"]: p["ppid"] for p in processes}
+    return nearest_launchers({p["pid"]: p["ppid"] for p in processes}, targets)
+
+
+def nearest_launchers(parent: dict[int, int], targets: Sequence[int]) -> dict[int, int]:
+    """Per target PID, the nearest ancestor (by `parent`, PID -> PPID) that is not itself a
+    target; PID 1 and init-like roots are none. Shared with `plan.launchers`, which imports
+    it from here: this file must stay self-contained."""
     chosen = set(targets)
     out: dict[int, int] = {}
     for pid in targets:
@@ -493,7 +505,7 @@ def main(opts: Record) -> None:
     for proc, reason in passed:
         emit({"t": "passed", "pid": proc["pid"], "title": title(proc), "reason": reason})
     if error or not targets:
-        own = {os.getpid()} | _ancestors({p["pid"]: p["ppid"] for p in processes}, os.getpid())
+        own = {os.getpid()} | ancestors_of({p["pid"]: p["ppid"] for p in processes}, os.getpid())
         similar = sorted(
             {
                 title(p)[:80]

@@ -122,12 +122,13 @@ class _Session(ProcessSteps, ServiceSteps, RemoteSteps):
         host = socket.gethostname()
         started = self.now()
         mode = "blocking" if request.blocking else "non-blocking"
-        title = request.title or _default_title(len(selection.targets), service, host, started)
+        label = _default_title(len(selection.targets), service, host, started)
         launchers = plan.launchers(
             self.processes.values(), [t.process.pid for t in selection.targets]
         )
         state = ManifestState(
-            title=title,
+            title=request.title or "",
+            label=label,
             started_at=started,
             command=request.command,
             host=host,
@@ -172,11 +173,10 @@ class _Session(ProcessSteps, ServiceSteps, RemoteSteps):
         request = self.request
         started = self.now()
         mode = "blocking" if request.blocking else "non-blocking"
-        title = request.title or (
-            f"Live capture on {plural(len(hosts), 'host')} ({started.strftime('%Y-%m-%d %H:%M')} UTC)"
-        )
+        label = f"Live capture on {plural(len(hosts), 'host')} ({started.strftime('%Y-%m-%d %H:%M')} UTC)"
         state = ManifestState(
-            title=title,
+            title=request.title or "",
+            label=label,
             started_at=started,
             command=request.command,
             host=socket.gethostname(),

@@ -10,22 +10,20 @@ rich is imported only when a progress bar is actually drawn.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TextIO
+from typing import TextIO
 
 
-def emit_json(document: Any, *, stream: TextIO | None = None, mask: bool = True) -> None:
-    """One JSON document on stdout, indented, UTF-8 kept as is; secrets in its strings
-    masked (`reporter.secrets.mask_data`) unless `mask=False` (a data export)."""
-    if mask:
-        from reporter.secrets import mask_data
+def emit(document: object, *, stream: TextIO | None = None) -> None:
+    """Print one `--json` document (a typed record of `reporter.console.documents` or
+    `documents_upstream`): the one way every command prints JSON. Masking and layout are
+    the document class's (`documents.render`)."""
+    from reporter.console.documents import render
 
-        document = mask_data(document)
-    (stream or sys.stdout).write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    (stream or sys.stdout).write(render(document))
 
 
 def fancy(stream: TextIO) -> bool:

@@ -102,7 +102,7 @@ def warning_lines(warnings: Sequence[object], *, most: int = 10) -> list[str]:
 
 def merge_lines(merge: MergeResult | None) -> list[str]:
     """One line per kind of outcome of merging a draft into an edited report."""
-    from reporter.documents import MERGE_OUTCOMES
+    from reporter.console.documents import MERGE_OUTCOMES
 
     if merge is None:
         return []

@@ -68,12 +68,10 @@ def search_table(outcome: SearchOutcome) -> str:
     return "\n".join(lines)
 
 
-def triage_text(outcome: TriageOutcome, *, as_json: bool) -> str:
-    """The `report triage` table: Markdown, or the JSON document."""
+def triage_text(outcome: TriageOutcome) -> str:
+    """The `report triage` table in Markdown."""
     from reporter.upstream import triage
 
-    if as_json:
-        return triage.rows_json(outcome.rows, outcome.notes)
     return triage.markdown_table(outcome.rows)
 
 
@@ -181,8 +179,10 @@ def config_show_text(conf: Settings) -> str:
 
     where = f"{conf.path}" + ("" if conf.exists else " (not created; every key unset)")
     lines = [f"config file: {where}"]
-    values = conf.to_json()["settings"]
-    assert isinstance(values, dict)
+    from reporter.console.documents_upstream import config_document
+    from reporter.model.document import data
+
+    values = data(config_document(conf))["settings"]
     for key in KEYS:
         value = values[key]
         shown = json.dumps(value) if value not in (None, []) else "(unset)"

@@ -41,19 +41,6 @@ class Settings:
     forms: Path | None = None
     host: str = ""
 
-    def to_json(self) -> dict[str, object]:
-        """The `config show --json` document."""
-        return {
-            "path": str(self.path),
-            "exists": self.exists,
-            "settings": {
-                "repos": list(self.repos),
-                "index": str(self.index) if self.index else None,
-                "forms": str(self.forms) if self.forms else None,
-                "host": self.host or None,
-            },
-        }
-
 
 def config_path(env: Mapping[str, str]) -> Path:
     """`$REPORTER_CONFIG`, else `config.toml` in the platform's user config dir."""

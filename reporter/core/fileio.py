@@ -27,6 +27,7 @@ from pathlib import Path
 
 from reporter.core.errors import InputError
 
+# The default bound of every input file read (`--max-file-size`, "512M"): typed only here.
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 _CHUNK = 1 << 20
 
@@ -69,6 +70,27 @@ def check_regular(path: Path, *, display: str | None = None) -> os.stat_result:
     return info
 
 
+def read_fd(fd: int, limit: int, *, past: bool = True) -> bytes:
+    """The bytes of an open file, read a megabyte at a time until its end or the limit.
+
+    At most `limit + 1` bytes: the one byte beyond lets the caller tell a file over the
+    limit (`len(data) > limit`) from one exactly at it. With `past` False reading also
+    stops at the first read that brings `limit` bytes in (a head, for sniffing), so a
+    growing file is never followed past it.
+    """
+    chunks: list[bytes] = []
+    total = 0
+    while total <= limit:
+        chunk = os.read(fd, min(_CHUNK, limit + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        if not past and total >= limit:
+            break
+    return b"".join(chunks)
+
+
 def read_bytes_bounded(
     path: Path, *, display: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> bytes:
@@ -90,17 +112,10 @@ def read_bytes_bounded(
             raise _refuse(where, info.st_mode)
         if info.st_size > max_bytes:
             raise too_large(where, info.st_size, max_bytes)
-        chunks: list[bytes] = []
-        total = 0
-        while total <= max_bytes:
-            chunk = os.read(fd, min(_CHUNK, max_bytes + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        if total > max_bytes:
-            raise too_large(where, total, max_bytes)
-        return b"".join(chunks)
+        data = read_fd(fd, max_bytes)
+        if len(data) > max_bytes:
+            raise too_large(where, len(data), max_bytes)
+        return data
     except OSError as err:
         raise InputError(
             f"{where}: cannot read ({err.strerror or err})",

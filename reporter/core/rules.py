@@ -212,10 +212,18 @@ SHAPES: dict[str, Shape] = {
                     "data_key",
                     "meta_last",
                     "short_flags",
+                    "user_password",
                 )
             }
         ),
         "normalize": Table({"from": Key(str, required=True), "to": Key(str, required=True)}),
+        "values": Table(
+            {
+                name: Key(Strings, required=True)
+                for name in ("inert", "blank", "not_a_value", "auth_schemes", "named_inert")
+            }
+        ),
+        "library": Table({"plugins": Key(Strings, required=True)}),
         "shape": Tables(
             {
                 "id": _REQUIRED_ID,

@@ -217,6 +217,19 @@ class LineParser(Protocol):
         """Where a frame line goes without `feed` (the current thread's frames), or None."""
 
 
+class LineMachine:
+    """The state every dump parser fed by `feed_lines` starts with: the file it reads, the
+    log prefix learned so far and the lines it could not place (`what` names the dump kind
+    in their warning). The py-spy text and faulthandler parsers build on it."""
+
+    __slots__ = ("_source", "_unknown", "prefix")
+
+    def __init__(self, source: str, what: str) -> None:
+        self._source = source
+        self._unknown = Unrecognised(source, what)
+        self.prefix: LinePrefix | None = None
+
+
 def feed_lines(lines: list[str], parser: LineParser, cache: dict[str, Frame]) -> None:
     """Feed `lines` to `parser`; a line found in `cache` goes straight to its frame sink.
 

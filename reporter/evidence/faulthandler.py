@@ -35,8 +35,7 @@ from datetime import datetime
 from reporter.core.gcpause import gc_paused
 from reporter.evidence._text import (
     GC_PAUSE_MIN_CHARS,
-    LinePrefix,
-    Unrecognised,
+    LineMachine,
     clean_lines,
     excerpt,
     feed_lines,
@@ -116,29 +115,18 @@ class _Dump:
     label: str | None = None
 
 
-class _Parser:
+class _Parser(LineMachine):
     """State machine over the cleaned lines of one file."""
 
-    __slots__ = (
-        "_c_stack",
-        "_dump",
-        "_dumps",
-        "_retrying",
-        "_source",
-        "_thread",
-        "_unknown",
-        "prefix",
-    )
+    __slots__ = ("_c_stack", "_dump", "_dumps", "_retrying", "_thread")
 
     def __init__(self, source: str) -> None:
-        self._source = source
+        super().__init__(source, _WHAT)
         self._dumps: list[_Dump] = []
         self._dump: _Dump | None = None
         self._thread: _Thread | None = None
-        self.prefix: LinePrefix | None = None
         self._c_stack = False
         self._retrying = False
-        self._unknown = Unrecognised(source, _WHAT)
 
     def run(self, lines: list[str]) -> None:
         """Feed every line; `result()` afterwards."""

@@ -13,15 +13,15 @@
 * no marker, but two or more indented `name (file:line)` lines making up two
   thirds of the head → PYSPY_TEXT (a fragment of frames); the same with
   faulthandler's `File "f.py", line N in f` lines at any indent → FAULTHANDLER;
-* then the other evidence kinds (`_sniff_more`): a JSON object with `resultType`
+* then the other kinds (the rows of `_DETECTORS`, in order): a JSON object with `resultType`
   or `status` → PROMETHEUS_JSON; `systemctl show` keys → SYSTEMD_SHOW; `# TYPE`,
   `# HELP`, `# scrape at` or sample lines → PROMETHEUS_TEXT; a CSV header starting
   with `Time` (or `Series`) → GRAFANA_CSV; mostly timestamped lines → LOG;
 * a NUL-separated `/proc` copy → ENVIRON or CMDLINE, and `pip list --format=json`
   → PACKAGES, before the py-spy JSON test; after the dump kinds and before
-  `_sniff_more`: `reporter-excerpt: 1` → CODE_EXCERPT, a goroutine header →
+  the metric kinds: `reporter-excerpt: 1` → CODE_EXCERPT, a goroutine header →
   GOROUTINES, check_env / collect_env / nvidia-smi (`env.sniff_distinctive`); after
-  `_sniff_more`: sha256sum, pip freeze / list, KEY=VALUE lines and a command line
+  the logs: sha256sum, pip freeze / list, KEY=VALUE lines and a command line
   (`env.sniff_generic`);
 * py-spy's error text alone counts only after all of these; nothing known → UNKNOWN.
 
@@ -32,9 +32,9 @@ start of a line or after a space, `|` or `]`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
-from typing import assert_never
 
 from reporter.evidence import (
     faulthandler,
@@ -46,7 +46,7 @@ from reporter.evidence import (
     systemd,
 )
 from reporter.evidence._text import strip_ansi, warning_at
-from reporter.model import EvidenceKind, ParseResult
+from reporter.model import ENVIRONMENT_KINDS, EvidenceKind, ParseResult
 
 SNIFF_CHARS = 64 * 1024
 _QUICK_CHARS = 4 * 1024
@@ -121,47 +121,60 @@ def _sniff_head(head: str) -> EvidenceKind:
         return EvidenceKind.PYSPY_TEXT
     if fault_at >= 0:
         return EvidenceKind.FAULTHANDLER
-    if _frames_only(head):
-        return EvidenceKind.PYSPY_TEXT
-    if _fault_frames_only(head):
-        return EvidenceKind.FAULTHANDLER
-    # Imported here: a bundle of py-spy dumps never needs these parsers.
-    from reporter.evidence import env, excerpts, goroutines
-
-    if excerpts.sniff(head):
-        return EvidenceKind.CODE_EXCERPT
-    if goroutines.sniff(head):
-        return EvidenceKind.GOROUTINES
-    if procstatus.looks_like(head):
-        return EvidenceKind.PROC_STATUS
-    environment = env.sniff_distinctive(head)
-    if environment is not EvidenceKind.UNKNOWN:
-        return environment
-    other = _sniff_more(head)
-    if other is not EvidenceKind.UNKNOWN:
-        return other
-    environment = env.sniff_generic(head)
-    if environment is not EvidenceKind.UNKNOWN:
-        return environment
-    if _earliest(head, _PYSPY_ERROR_MARKERS) >= 0:
-        # py-spy's error text alone is a failed dump, and still py-spy evidence.
-        return EvidenceKind.PYSPY_TEXT
+    for detect in _DETECTORS:
+        kind = detect(head)
+        if kind is not EvidenceKind.UNKNOWN:
+            return kind
     return EvidenceKind.UNKNOWN
 
 
-def _frames_only(head: str) -> bool:
-    """A fragment of py-spy frames with no `Thread` line: two or more frame lines, most lines."""
+def _when(kind: EvidenceKind, test: Callable[[str], bool]) -> Callable[[str], EvidenceKind]:
+    """A detector that names `kind` when `test(head)` holds."""
+    return lambda head: kind if test(head) else EvidenceKind.UNKNOWN
+
+
+# Imported on first use: a bundle of py-spy dumps never needs these parsers.
+def _excerpt(head: str) -> bool:
+    from reporter.evidence import excerpts
+
+    return excerpts.sniff(head)
+
+
+def _goroutines(head: str) -> bool:
+    from reporter.evidence import goroutines
+
+    return goroutines.sniff(head)
+
+
+def _env_distinctive(head: str) -> EvidenceKind:
+    from reporter.evidence import env
+
+    return env.sniff_distinctive(head)
+
+
+def _env_generic(head: str) -> EvidenceKind:
+    from reporter.evidence import env
+
+    return env.sniff_generic(head)
+
+
+def _mostly(head: str, is_frame: Callable[[str], bool]) -> bool:
+    """Two or more non-blank lines are frames (`is_frame`), and at least two thirds of them."""
     frames = 0
     other = 0
     for line in head.split("\n"):
-        line = line.rstrip("\r")
         if not line.strip():
             continue
-        if pyspy.looks_like_frame(line):
+        if is_frame(line):
             frames += 1
         else:
             other += 1
     return frames >= 2 and frames >= 2 * other
+
+
+def _frames_only(head: str) -> bool:
+    """A fragment of py-spy frames with no `Thread` line: two or more frame lines, most lines."""
+    return _mostly(head, lambda line: pyspy.looks_like_frame(line.rstrip("\r")))
 
 
 _FAULT_FRAME_RE = re.compile(r'File "[^"\n]{1,600}", line (?:\d+|\?\?\?) in \S')
@@ -169,17 +182,7 @@ _FAULT_FRAME_RE = re.compile(r'File "[^"\n]{1,600}", line (?:\d+|\?\?\?) in \S')
 
 def _fault_frames_only(head: str) -> bool:
     """faulthandler `File` lines that lost their indentation, making up most lines."""
-    frames = 0
-    other = 0
-    for line in head.split("\n"):
-        line = line.strip()
-        if not line:
-            continue
-        if _FAULT_FRAME_RE.match(line):
-            frames += 1
-        else:
-            other += 1
-    return frames >= 2 and frames >= 2 * other
+    return _mostly(head, lambda line: _FAULT_FRAME_RE.match(line.strip()) is not None)
 
 
 def _earliest(head: str, markers: tuple[_Marker, ...], limit: int | None = None) -> int:
@@ -226,62 +229,80 @@ def _confirmed(head: str, needle: str, at: int) -> bool:
 def parse(
     kind: EvidenceKind, text: str, *, source: str, captured_at: datetime | None = None
 ) -> ParseResult:
-    """Parse `text` with the parser for `kind`; UNKNOWN gives an empty result and a warning.
+    """Parse `text` with the parser for `kind` (`PARSERS`); UNKNOWN gives a warning only.
 
     `captured_at` (the manifest's, else the bundle's earliest) dates a single
     Prometheus scrape without timestamps, and gives year-less log times their year.
     """
-    if kind is EvidenceKind.PROMETHEUS_TEXT:
-        return metrics.parse_text(text, source=source, captured_at=captured_at)
-    if kind is EvidenceKind.PROMETHEUS_JSON:
-        return metrics.parse_query_range(text, source=source)
-    if kind is EvidenceKind.GRAFANA_CSV:
-        return metrics.parse_csv(text, source=source)
-    if kind is EvidenceKind.SYSTEMD_SHOW:
-        return systemd.parse(text, source=source)
-    if kind is EvidenceKind.LOG:
-        result = logs.parse(text, source=source, reference=captured_at)
-        if flight_recorder.sniff_watchdog(text):
-            # The NCCL watchdog's timeout lines are Flight Recorder evidence too.
-            traces = flight_recorder.parse_watchdog(text, source=source).flight_recorder
-            result = replace(result, flight_recorder=traces)
-        return result
-    if kind is EvidenceKind.FLIGHT_RECORDER:
-        return flight_recorder.parse_json(text, source=source)
-    if kind is EvidenceKind.PYSPY_TEXT:
-        return pyspy.parse_text(text, source=source)
-    if kind is EvidenceKind.PYSPY_JSON:
-        return pyspy.parse_json(text, source=source)
-    if kind is EvidenceKind.FAULTHANDLER:
-        return faulthandler.parse(text, source=source)
-    if (
-        kind is EvidenceKind.ENVIRON
-        or kind is EvidenceKind.CMDLINE
-        or kind is EvidenceKind.PACKAGES
-        or kind is EvidenceKind.SGLANG_CHECK_ENV
-        or kind is EvidenceKind.VLLM_COLLECT_ENV
-        or kind is EvidenceKind.NVIDIA_SMI
-        or kind is EvidenceKind.SOURCE_HASHES
-    ):
+    return PARSERS[kind](text, source, captured_at)
+
+
+# A parser of one kind: (text, source, captured_at) -> ParseResult.
+Parser = Callable[[str, str, datetime | None], ParseResult]
+
+
+def _log(text: str, source: str, captured_at: datetime | None) -> ParseResult:
+    result = logs.parse(text, source=source, reference=captured_at)
+    if flight_recorder.sniff_watchdog(text):
+        # The NCCL watchdog's timeout lines are Flight Recorder evidence too.
+        traces = flight_recorder.parse_watchdog(text, source=source).flight_recorder
+        result = replace(result, flight_recorder=traces)
+    return result
+
+
+def _env(kind: EvidenceKind) -> Parser:
+    def parse_env(text: str, source: str, captured_at: datetime | None) -> ParseResult:
         from reporter.evidence import env
 
         return env.parse(kind, text, source=source)
-    if kind is EvidenceKind.CODE_EXCERPT:
-        from reporter.evidence import excerpts
 
-        return excerpts.parse(text, source=source)
-    if kind is EvidenceKind.GOROUTINES:
-        from reporter.evidence import goroutines
+    return parse_env
 
-        return goroutines.parse(text, source=source)
-    if kind is EvidenceKind.PROC_STATUS:
-        return procstatus.parse(text, source=source)
-    if kind is EvidenceKind.UNKNOWN:
-        warning = warning_at(
-            source, 0, "not recognised as a py-spy dump (text or --json) or a faulthandler dump"
-        )
-        return ParseResult(warnings=(warning,))
-    assert_never(kind)
+
+def _code_excerpt(text: str, source: str, captured_at: datetime | None) -> ParseResult:
+    from reporter.evidence import excerpts
+
+    return excerpts.parse(text, source=source)
+
+
+def _goroutine_dump(text: str, source: str, captured_at: datetime | None) -> ParseResult:
+    from reporter.evidence import goroutines
+
+    return goroutines.parse(text, source=source)
+
+
+def _unknown(text: str, source: str, captured_at: datetime | None) -> ParseResult:
+    warning = warning_at(
+        source, 0, "not recognised as a py-spy dump (text or --json) or a faulthandler dump"
+    )
+    return ParseResult(warnings=(warning,))
+
+
+# The parser of every evidence kind (tests/evidence/test_sniff.py checks that none is
+# missing). A new kind: its member in `EvidenceKind`, its parser module, a row here, and
+# its test in `sniff` (a marker, or a row of `_DETECTORS`).
+PARSERS: dict[EvidenceKind, Parser] = {
+    EvidenceKind.PYSPY_TEXT: lambda text, source, _: pyspy.parse_text(text, source=source),
+    EvidenceKind.PYSPY_JSON: lambda text, source, _: pyspy.parse_json(text, source=source),
+    EvidenceKind.FAULTHANDLER: lambda text, source, _: faulthandler.parse(text, source=source),
+    EvidenceKind.PROMETHEUS_TEXT: lambda text, source, at: metrics.parse_text(
+        text, source=source, captured_at=at
+    ),
+    EvidenceKind.PROMETHEUS_JSON: lambda text, source, _: metrics.parse_query_range(
+        text, source=source
+    ),
+    EvidenceKind.GRAFANA_CSV: lambda text, source, _: metrics.parse_csv(text, source=source),
+    EvidenceKind.SYSTEMD_SHOW: lambda text, source, _: systemd.parse(text, source=source),
+    EvidenceKind.LOG: _log,
+    EvidenceKind.FLIGHT_RECORDER: lambda text, source, _: flight_recorder.parse_json(
+        text, source=source
+    ),
+    EvidenceKind.PROC_STATUS: lambda text, source, _: procstatus.parse(text, source=source),
+    EvidenceKind.CODE_EXCERPT: _code_excerpt,
+    EvidenceKind.GOROUTINES: _goroutine_dump,
+    **{kind: _env(kind) for kind in sorted(ENVIRONMENT_KINDS)},
+    EvidenceKind.UNKNOWN: _unknown,
+}
 
 
 _PROM_JSON_RE = re.compile(r'\A\ufeff?\s*\{[\s\S]{0,200}?"(?:status|resultType|data)"\s*:')
@@ -294,19 +315,33 @@ _CSV_HEAD_RE = re.compile(r'\A\ufeff?(?:sep=.\r?\n)?"?(?:Time|time|Series|series
 LOG_SHARE = 0.3
 
 
-def _sniff_more(head: str) -> EvidenceKind:
-    """The kind of metric, service or log evidence in `head`, or UNKNOWN."""
-    if _PROM_JSON_RE.match(head):
-        return EvidenceKind.PROMETHEUS_JSON
-    if systemd.looks_like(head):
-        return EvidenceKind.SYSTEMD_SHOW
-    if _PROM_COMMENT_RE.search(head):
-        return EvidenceKind.PROMETHEUS_TEXT
-    if _CSV_HEAD_RE.match(head):
-        return EvidenceKind.GRAFANA_CSV
+def _prometheus_samples(head: str) -> bool:
+    """The first 20 non-blank lines are all exposition-format samples."""
     lines = [line.strip() for line in head.split("\n")[:50] if line.strip()]
-    if lines and all(_PROM_SAMPLE_RE.fullmatch(line) for line in lines[:20]):
-        return EvidenceKind.PROMETHEUS_TEXT
-    if logs.stamped_share(head) >= LOG_SHARE or flight_recorder.sniff_watchdog(head):
-        return EvidenceKind.LOG
-    return EvidenceKind.UNKNOWN
+    return bool(lines) and all(_PROM_SAMPLE_RE.fullmatch(line) for line in lines[:20])
+
+
+def _log_lines(head: str) -> bool:
+    return logs.stamped_share(head) >= LOG_SHARE or flight_recorder.sniff_watchdog(head)
+
+
+# What `sniff` tries after the py-spy and faulthandler markers, in this order; the first
+# that names a kind wins. Dumps that lost their headers come first, then the kinds with
+# a distinctive first line, then the looser shapes (samples, timestamped lines, KEY=VALUE).
+_DETECTORS: tuple[Callable[[str], EvidenceKind], ...] = (
+    _when(EvidenceKind.PYSPY_TEXT, _frames_only),
+    _when(EvidenceKind.FAULTHANDLER, _fault_frames_only),
+    _when(EvidenceKind.CODE_EXCERPT, _excerpt),
+    _when(EvidenceKind.GOROUTINES, _goroutines),
+    _when(EvidenceKind.PROC_STATUS, procstatus.looks_like),
+    _env_distinctive,
+    _when(EvidenceKind.PROMETHEUS_JSON, lambda head: _PROM_JSON_RE.match(head) is not None),
+    _when(EvidenceKind.SYSTEMD_SHOW, systemd.looks_like),
+    _when(EvidenceKind.PROMETHEUS_TEXT, lambda head: _PROM_COMMENT_RE.search(head) is not None),
+    _when(EvidenceKind.GRAFANA_CSV, lambda head: _CSV_HEAD_RE.match(head) is not None),
+    _when(EvidenceKind.PROMETHEUS_TEXT, _prometheus_samples),
+    _when(EvidenceKind.LOG, _log_lines),
+    _env_generic,
+    # py-spy's error text alone is a failed dump, and still py-spy evidence.
+    _when(EvidenceKind.PYSPY_TEXT, lambda head: _earliest(head, _PYSPY_ERROR_MARKERS) >= 0),
+)

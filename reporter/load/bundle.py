@@ -95,7 +95,8 @@ from reporter.model import (
 )
 from reporter.secrets import mask_text
 
-DEFAULT_MAX_FILE_BYTES = 512 * 1024 * 1024
+# The evidence file size limit (`--max-file-size`): the one limit of core/fileio.py.
+DEFAULT_MAX_FILE_BYTES = fileio.DEFAULT_MAX_BYTES
 # Bytes inspected for NUL characters when deciding that a file is binary.
 _BINARY_PROBE = 8192
 # Files in a bundle folder that are never evidence: notes and the scripts that made the evidence.
@@ -204,8 +205,24 @@ def _load_files(paths: Sequence[Path], *, max_file_bytes: int) -> Bundle:
 
 def _load_folder(root: Path, *, max_file_bytes: int) -> Bundle:
     manifest, listed, extra, warnings = _folder_entries(root, max_file_bytes=max_file_bytes)
-    bundle = _assemble(
-        str(root),
+    bundle = _assemble_folder(str(root), manifest, listed, extra, warnings, max_file_bytes)
+    if manifest.baseline:
+        bundle = replace(bundle, baseline=load_baseline(root / manifest.baseline, max_file_bytes))
+    return bundle
+
+
+def _assemble_folder(
+    root: str | None,
+    manifest: Manifest,
+    listed: list[ManifestEntry],
+    extra: list[ManifestEntry],
+    warnings: Sequence[ParseWarning],
+    max_file_bytes: int,
+) -> Bundle:
+    """A folder's (or folders') bundle: the files the manifest lists, then those found
+    beside them; a bad file is a warning, not an error."""
+    return _assemble(
+        root,
         manifest,
         [*listed, *extra],
         tuple(warnings),
@@ -213,9 +230,6 @@ def _load_folder(root: Path, *, max_file_bytes: int) -> Bundle:
         strict=False,
         listed=len(listed),
     )
-    if manifest.baseline:
-        bundle = replace(bundle, baseline=load_baseline(root / manifest.baseline, max_file_bytes))
-    return bundle
 
 
 def _load_folders(roots: Sequence[Path], *, max_file_bytes: int) -> Bundle:
@@ -254,15 +268,7 @@ def _load_folders(roots: Sequence[Path], *, max_file_bytes: int) -> Bundle:
             for w in own_warnings
         )
     manifest = _joined_manifests(manifests, warnings)
-    bundle = _assemble(
-        None,
-        manifest,
-        [*listed, *extra],
-        tuple(warnings),
-        max_file_bytes=max_file_bytes,
-        strict=False,
-        listed=len(listed),
-    )
+    bundle = _assemble_folder(None, manifest, listed, extra, warnings, max_file_bytes)
     bundle = replace(bundle, folders=tuple(prefix for prefix, _, _ in manifests))
     first = next(((p, m) for p, _, m in manifests if m.baseline), None)
     if first is not None:
@@ -662,19 +668,7 @@ def _assemble(
             all_warnings.extend(fr_result.warnings)
             if entry.hint is not None:
                 hints.append((entry.display, entry.hint))
-            files.append(
-                EvidenceFile(
-                    path=entry.display,
-                    kind=EvidenceKind.FLIGHT_RECORDER,
-                    sniffed=entry.kind is None,
-                    size=size,
-                    captured_at=entry.captured_at,
-                    rank_hint=entry.hint,
-                    description=entry.description,
-                    digest=digest,
-                    host=entry.host,
-                )
-            )
+            files.append(_file_record(entry, EvidenceKind.FLIGHT_RECORDER, size, digest))
             continue
         try:
             text, size, digest = (
@@ -775,21 +769,7 @@ def _assemble(
         if entry.hint is not None:
             hints.append((entry.display, entry.hint))
         head, lines = _head(kind, text, parsed=bool(result.dumps))
-        files.append(
-            EvidenceFile(
-                path=entry.display,
-                kind=kind,
-                sniffed=entry.kind is None,
-                size=size,
-                captured_at=entry.captured_at,
-                rank_hint=entry.hint,
-                description=entry.description,
-                digest=digest,
-                head=head,
-                lines=lines,
-                host=entry.host,
-            )
-        )
+        files.append(_file_record(entry, kind, size, digest, head=head, lines=lines))
     environment = Environment.combined(environments)
     series, series_warnings = metrics.finish(raw_series)
     all_warnings.extend(series_warnings)
@@ -866,6 +846,31 @@ def _read_once(entry: ManifestEntry, *, max_file_bytes: int) -> bytes | None:
         return read_bytes_bounded(entry.path, display=entry.display, max_bytes=max_file_bytes)
     except InputError:
         return None
+
+
+def _file_record(
+    entry: ManifestEntry,
+    kind: EvidenceKind,
+    size: int,
+    digest: str,
+    *,
+    head: str = "",
+    lines: int = 0,
+) -> EvidenceFile:
+    """The bundle's record of one evidence file: what the report lists (and quotes)."""
+    return EvidenceFile(
+        path=entry.display,
+        kind=kind,
+        sniffed=entry.kind is None,
+        size=size,
+        captured_at=entry.captured_at,
+        rank_hint=entry.hint,
+        description=entry.description,
+        digest=digest,
+        head=head,
+        lines=lines,
+        host=entry.host,
+    )
 
 
 def _read_fr_pickle(

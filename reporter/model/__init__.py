@@ -52,6 +52,7 @@ from reporter.model.context import (
 )
 from reporter.model.stacks import (
     CONTEXT_KINDS,
+    ENVIRONMENT_KINDS,
     METRIC_KINDS,
     SUMMARISED_KINDS,
     EvidenceKind,
@@ -72,6 +73,7 @@ from reporter.model.stacks import (
 
 __all__ = [
     "CONTEXT_KINDS",
+    "ENVIRONMENT_KINDS",
     "HEAD_LINES",
     "METRIC_KINDS",
     "SUMMARISED_KINDS",

@@ -50,9 +50,8 @@ class EvidenceKind(StrEnum):
 METRIC_KINDS = frozenset(
     {EvidenceKind.PROMETHEUS_TEXT, EvidenceKind.PROMETHEUS_JSON, EvidenceKind.GRAFANA_CSV}
 )
-# Kinds summarised in a report section of their own and never embedded raw: environment
-# files hold every variable (secrets too); excerpts and goroutine dumps have their sections.
-SUMMARISED_KINDS = frozenset(
+# Kinds describing the environment (read by `reporter.evidence.env`).
+ENVIRONMENT_KINDS = frozenset(
     {
         EvidenceKind.ENVIRON,
         EvidenceKind.CMDLINE,
@@ -61,11 +60,15 @@ SUMMARISED_KINDS = frozenset(
         EvidenceKind.VLLM_COLLECT_ENV,
         EvidenceKind.NVIDIA_SMI,
         EvidenceKind.SOURCE_HASHES,
-        EvidenceKind.CODE_EXCERPT,
-        EvidenceKind.GOROUTINES,
-        EvidenceKind.FLIGHT_RECORDER,
     }
 )
+# Kinds summarised in a report section of their own and never embedded raw: environment
+# files hold every variable (secrets too); excerpts and goroutine dumps have their sections.
+SUMMARISED_KINDS = ENVIRONMENT_KINDS | {
+    EvidenceKind.CODE_EXCERPT,
+    EvidenceKind.GOROUTINES,
+    EvidenceKind.FLIGHT_RECORDER,
+}
 # Evidence around the stacks; its problems are warnings even when the manifest names the file.
 CONTEXT_KINDS = (
     METRIC_KINDS

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -141,16 +141,6 @@ class Finding:
     def hint(self) -> str:
         """How to fix it."""
         return HINTS[self.rule]
-
-    def to_json(self) -> dict[str, Any]:
-        """The `--json` form."""
-        return {
-            "path": self.path,
-            "line": self.line,
-            "rule": self.rule.value,
-            "message": self.message,
-            "hint": self.hint,
-        }
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.rule.value}: {self.message}"

@@ -81,22 +81,6 @@ WAITED_STATES = frozenset(
 # The closed vocabularies of `when` keys, checked on load so that a typo cannot silently
 # turn a rule off.
 _CHOICES = {"verdict": VERDICTS, "diff_kind": DIFF_KINDS, "waited": WAITED_STATES}
-_BOOL_KEYS = frozenset(
-    {
-        "stacks",
-        "wedge",
-        "gone",
-        "missing",
-        "timeout",
-        "captured",
-        "one_collective",
-        "flight_recorder",
-        "blocked_threads",
-        "p2p",
-        "peers",
-    }
-)
-_LIST_KEYS = frozenset({"verdict", "waited", "collective", "wait", "frame", "diff_kind"})
 _TIP = "see the comment at the top of reporter/data/next_steps.toml for the keys and placeholders"
 
 
@@ -183,10 +167,12 @@ def parse_rules(text: str, *, source: str = "next_steps.toml") -> tuple[Rule, ..
                 raise ReporterError(f"{where}: `{key}` is empty", tip=_TIP)
             _fields(entry[key], f"{where} {key}")
         when: dict[str, bool | tuple[str, ...]] = {}
+        # The `when` keys and their types are the shape's (rules.SHAPES): every key
+        # besides the strings id, action and why is a flag or a list.
         for key, value in entry.items():
-            if key in _BOOL_KEYS:
-                when[key] = bool(value)
-            elif key in _LIST_KEYS:
+            if isinstance(value, bool):
+                when[key] = value
+            elif isinstance(value, list):
                 choices = _CHOICES.get(key)
                 if choices is not None and not set(value) <= choices:
                     bad = sorted(set(value) - choices)[0]

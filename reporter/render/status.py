@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from reporter.render import blocks, frontmatter, lint, preview, seen
 from reporter.secrets import mask_text
@@ -39,23 +38,6 @@ class ReportStatus:
     same_hang: int = 1
     """How many incident reports (this one included) are the same hang as seen-before counts
     it: the same signature or the same shape; set by `grouped`."""
-
-    def to_json(self) -> dict[str, Any]:
-        """The `--json` form."""
-        return {
-            "path": self.path,
-            "kind": self.kind,
-            "status": self.status,
-            "owners": list(self.owners),
-            "title": self.title,
-            "signature": self.signature,
-            "todos": self.todos,
-            "upstream_issue": self.upstream_issue or None,
-            "date": self.date or None,
-            "same_signature": self.same_signature,
-            "same_hang": self.same_hang,
-            "shape": self.shape or None,
-        }
 
 
 def summarize(text: str, *, path: str) -> ReportStatus | None:

@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 
-from reporter.secrets.names import is_secret_name
+from reporter.secrets.names import is_secret_name, name_rules
 from reporter.secrets.shapes import PLACEHOLDER_RE, SecretHit, find_secrets, scan
 
 __all__ = [
@@ -67,7 +67,6 @@ OPAQUE_MIN_LENGTH = 32
 # pathological one-line megabyte would otherwise cost them quadratic time).
 _CHUNK = 1 << 16
 
-_USER_PASSWORD_OPTIONS = frozenset({"-u", "--user", "--proxy-user", "--http-user"})
 _OPAQUE_CHARS_RE = re.compile(r"[A-Za-z0-9+/=_-]+\Z")
 _HEX_RE = re.compile(r"[0-9a-fA-F]+\Z")
 
@@ -108,7 +107,7 @@ class SecretPolicy:
         credential (an opaque token, an extra `[secret] values` match, a `-u user:pw`)."""
         if name and self.is_secret_name(name) and not PLACEHOLDER_RE.fullmatch(value):
             return True
-        if name.lower() in _USER_PASSWORD_OPTIONS and ":" in value:
+        if name.lower() in name_rules().user_password and ":" in value:
             return True
         return _opaque(value, self.opaque_min_length) or any(
             p.search(value) for p in self.extra_values

@@ -44,6 +44,8 @@ class NameRules:
     """A last word that says "a property of the secret" (`SSH_AUTH_SOCK`, `--password-file`)."""
     short_flags: frozenset[str]
     """Short options whose value is a password in the usual tools (`mysql -p`)."""
+    user_password: frozenset[str]
+    """Options whose value is `user:password` when it holds a colon (`curl -u`)."""
 
 
 @cache
@@ -62,6 +64,7 @@ def name_rules() -> NameRules:
         data_key=words("data_key"),
         meta_last=words("meta_last"),
         short_flags=frozenset(table.get("short_flags", [])),
+        user_password=frozenset(w.lower() for w in table.get("user_password", [])),
     )
 
 

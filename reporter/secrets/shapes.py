@@ -49,14 +49,11 @@ from reporter.secrets.normalize import normalize
 
 # Values made only of placeholders and punctuation are redaction output, not secrets.
 PLACEHOLDER_RE = re.compile(r"<[a-z][a-z0-9-]*-\d+>|\[redacted\]")
-_NOT_A_VALUE_RE = re.compile(r"[\s\"'`.,;:()\[\]{}<>-]*")
 # Quoted high-entropy strings shorter than this are ids and short hashes (a 12-digit hang
 # signature), not credentials: provider keys and tokens are 20 characters and more.
 MIN_ENTROPY_LENGTH = 20
 # Normalised texts up to this size are searched whole; larger ones around their changes.
 _WHOLE_NORMALISED = 1 << 20
-# Values of a secret-named key that say "no secret here".
-_INERT_VALUES = frozenset({"true", "false", "none", "null", "nil", "yes", "no", "on", "off"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,18 +104,27 @@ class SecretHit:
     end: int
 
 
+def _compiled(source: str, where: str) -> re.Pattern[str]:
+    """A pattern of `reporter/data/secrets.toml`; `RulesError` naming `where` if it is bad."""
+    try:
+        return re.compile(source)
+    except re.error as err:
+        raise rules.RulesError(
+            f"reporter/data/secrets.toml: {where}: bad pattern ({err})",
+            tip="fix the regex (Python syntax)",
+        ) from err
+
+
 def _load_patterns() -> tuple[SecretPattern, ...]:
     """The `[[shape]]` tables of `reporter/data/secrets.toml`, compiled (in file order)."""
-    patterns = []
+    patterns: list[SecretPattern] = []
     for table in rules.load("secrets.toml")["shape"]:
-        source = "".join(table["pattern"])
-        try:
-            compiled = re.compile(source)
-        except re.error as err:
+        if any(p.kind == table["id"] for p in patterns):
             raise rules.RulesError(
-                f"reporter/data/secrets.toml: shape {table['id']!r}: bad pattern ({err})",
-                tip="fix the regex (Python syntax)",
-            ) from err
+                f"reporter/data/secrets.toml: shape id {table['id']!r} is used twice",
+                tip="give each [[shape]] its own id (it names the kind in masks and findings)",
+            )
+        compiled = _compiled("".join(table["pattern"]), f"shape {table['id']!r}")
         check = table.get("check", "")
         if check and check not in _CHECKS:
             raise rules.RulesError(
@@ -159,29 +165,63 @@ def _mixed_token(match: re.Match[str], value: str) -> bool:
     return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
 
 
-# Checks a `[[shape]]` may name (`check = "..."`): a match counts only when its check holds.
-_CHECKS: dict[str, Callable[[re.Match[str], str], bool]] = {
-    "pgpass": _pgpass,
-    "mixed-token": _mixed_token,
-}
+@dataclass(frozen=True, slots=True)
+class ValueRules:
+    """The `[values]` table of `reporter/data/secrets.toml`: values that are not secrets."""
+
+    inert: frozenset[str]
+    blank: re.Pattern[str]
+    not_a_value: re.Pattern[str]
+    auth_schemes: frozenset[str]
+    named_inert: re.Pattern[str]
+
+
+@cache
+def value_rules() -> ValueRules:
+    """`[values]`, compiled (read once); a pattern that does not compile is a `RulesError`."""
+    table = rules.load("secrets.toml")["values"]
+
+    def pattern(key: str) -> re.Pattern[str]:
+        return _compiled("".join(table[key]), f"[values] {key}")
+
+    return ValueRules(
+        inert=frozenset(w.lower() for w in table["inert"]),
+        blank=pattern("blank"),
+        not_a_value=pattern("not_a_value"),
+        auth_schemes=frozenset(w.lower() for w in table["auth_schemes"]),
+        named_inert=pattern("named_inert"),
+    )
 
 
 def _is_value(value: str) -> bool:
     """False for values that are placeholders, empty, numbers, paths or booleans."""
-    if not value or _NOT_A_VALUE_RE.fullmatch(PLACEHOLDER_RE.sub("", value)):
+    known = value_rules()
+    if not value or known.blank.fullmatch(PLACEHOLDER_RE.sub("", value)):
         return False
     stripped = value.strip("\"'")
-    if stripped.lower() in _INERT_VALUES:
+    if stripped.lower() in known.inert:
         return False
-    return not re.fullmatch(r"[\d.:_-]+|[/~.][\w./-]*|\$\{?\w+\}?|%\(?\w+\)?s?|\*+", stripped)
+    return not known.not_a_value.fullmatch(stripped)
 
 
-_AUTH_SCHEMES = frozenset({"basic", "bearer", "token", "digest", "negotiate", "apikey"})
-_NAMED_KINDS = frozenset({"secret-assignment", "secret-flag", "secret-short-flag"})
-# Under a secret-looking name, values that hold nothing secret: a `==1.5.0` pin
-# (`detect-secrets==1.5.0`), or a bare `scheme://host:port` (Kubernetes' service links,
-# `AUTH_PROXY_PORT_30000_TCP=tcp://10.96.85.146:30000`).
-_NAMED_INERT_RE = re.compile(r"=.*|[A-Za-z][A-Za-z0-9+.-]{0,31}://[\w.-]{1,253}(?::\d{1,5})?/?")
+def _named_value(match: re.Match[str], value: str) -> bool:
+    """Under a name that says secret, a value that may be the secret: not a number, a
+    `<placeholder>`, the scheme word before the credential, a version pin or a bare URL."""
+    known = value_rules()
+    return not (
+        value.isdigit()
+        or value.startswith("<")
+        or value.lower() in known.auth_schemes
+        or known.named_inert.fullmatch(value)
+    )
+
+
+# Checks a `[[shape]]` may name (`check = "..."`): a match counts only when its check holds.
+_CHECKS: dict[str, Callable[[re.Match[str], str], bool]] = {
+    "pgpass": _pgpass,
+    "mixed-token": _mixed_token,
+    "named-value": _named_value,
+}
 
 
 def _matches(entry: SecretPattern, text: str) -> Iterator[re.Match[str]]:
@@ -235,13 +275,6 @@ def pattern_hits(text: str) -> Iterator[SecretHit]:
             value = match.group(entry.group)
             if not _is_value(value) or PLACEHOLDER_RE.search(value):
                 continue  # nothing, or what a previous masking left
-            if entry.kind in _NAMED_KINDS and (
-                value.isdigit()
-                or value.startswith("<")
-                or value.lower() in _AUTH_SCHEMES
-                or _NAMED_INERT_RE.fullmatch(value)
-            ):
-                continue  # a number, a placeholder, the scheme word before the credential, ...
             if check is not None and not check(match, value):
                 continue
             yield SecretHit(
@@ -253,45 +286,15 @@ def pattern_hits(text: str) -> Iterator[SecretHit]:
             )
 
 
-# detect-secrets plugins that we run, by module and class name; IP addresses are the
-# identifier redaction's job, not a secret (`IPPublicDetector` is left out).
-_LIBRARY_PLUGINS = (
-    ("aws", "AWSKeyDetector"),
-    ("artifactory", "ArtifactoryDetector"),
-    ("azure_storage_key", "AzureStorageKeyDetector"),
-    ("basic_auth", "BasicAuthDetector"),
-    ("cloudant", "CloudantDetector"),
-    ("discord", "DiscordBotTokenDetector"),
-    ("github_token", "GitHubTokenDetector"),
-    ("gitlab_token", "GitLabTokenDetector"),
-    ("ibm_cloud_iam", "IbmCloudIamDetector"),
-    ("ibm_cos_hmac", "IbmCosHmacDetector"),
-    ("jwt", "JwtTokenDetector"),
-    ("keyword", "KeywordDetector"),
-    ("mailchimp", "MailchimpDetector"),
-    ("npm", "NpmDetector"),
-    ("openai", "OpenAIDetector"),
-    ("private_key", "PrivateKeyDetector"),
-    ("pypi_token", "PypiTokenDetector"),
-    ("sendgrid", "SendGridDetector"),
-    ("slack", "SlackDetector"),
-    ("softlayer", "SoftlayerDetector"),
-    ("square_oauth", "SquareOAuthDetector"),
-    ("stripe", "StripeDetector"),
-    ("telegram_token", "TelegramBotTokenDetector"),
-    ("twilio", "TwilioKeyDetector"),
-    ("high_entropy_strings", "Base64HighEntropyString"),
-    ("high_entropy_strings", "HexHighEntropyString"),
-)
-
-
 @cache
 def _library_plugins() -> tuple[Any, ...]:
     """detect-secrets plugin instances (imported on first use: it costs start-up time)."""
     import importlib
 
     plugins: list[Any] = []
-    for module, name in _LIBRARY_PLUGINS:
+    # `[library] plugins` of reporter/data/secrets.toml, as `module.Class`.
+    for dotted in rules.load("secrets.toml")["library"]["plugins"]:
+        module, _, name = dotted.rpartition(".")
         plugins.append(getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)())
     return tuple(plugins)
 

@@ -69,7 +69,9 @@ from reporter.upstream.records import (
     fix_from_json,
     record_from_json,
 )
-from reporter.upstream.records import ImportResult as ImportResult  # documents.py names it here
+from reporter.upstream.records import (
+    ImportResult as ImportResult,
+)  # console/documents_upstream.py names it here
 from reporter.upstream.schema import (
     ISSUE_COLUMNS_3,
     SCHEMA,

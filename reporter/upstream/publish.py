@@ -130,7 +130,7 @@ class FileResult:
 FilingPolicy = RetryPolicy
 
 
-def _retry(
+def call_with_retries(
     what: str,
     action: Callable[[], T],
     *,
@@ -139,7 +139,8 @@ def _retry(
     look: Callable[[], T | None] | None = None,
 ) -> T:
     """Run `action`; wait out rate limits that fit the policy; after an ambiguous failure
-    run `look` (did it happen after all?) before trying again."""
+    run `look` (did it happen after all?) before trying again. Filing's retry rules, used
+    by the other writers too (triage)."""
     problem = "no answer"
     for attempt in range(1, policy.attempts + 1):
         try:
@@ -171,18 +172,6 @@ def _retry(
         policy,
         tip="run the same command again later: it looks for what it sent before sending again",
     )
-
-
-def call_with_retries(
-    what: str,
-    action: Callable[[], T],
-    *,
-    clock: Clock,
-    policy: RetryPolicy,
-    look: Callable[[], T | None] | None = None,
-) -> T:
-    """`action` under filing's retry rules (see `_retry`), for other writers (triage)."""
-    return _retry(what, action, clock=clock, policy=policy, look=look)
 
 
 def duplicate_target(text: str, repo: str) -> int | None:
@@ -314,7 +303,7 @@ def plan_filing(
     reasons: list[str] = []
 
     def read(what: str, action: Callable[[], Any]) -> Any:
-        return _retry(what, action, clock=clock, policy=policy)
+        return call_with_retries(what, action, clock=clock, policy=policy)
 
     # A plan GitHub could not be asked for is no plan: a failed read fails the command,
     # dry run or not (a dry run that assumed "no issue yet" would promise a duplicate).
@@ -482,7 +471,7 @@ def send(
     repo = plan.repo
 
     def read(what: str, action: Callable[[], Any]) -> Any:
-        return _retry(what, action, clock=clock, policy=policy)
+        return call_with_retries(what, action, clock=clock, policy=policy)
 
     if plan.action is Action.COMMENT:
         assert plan.target is not None
@@ -492,7 +481,7 @@ def send(
             comments = read(f"GET {repo}#{number} comments", lambda: tracker.comments(repo, number))
             return next((c for c in comments if _same_marker(c.body, signature, ident)), None)
 
-        comment = _retry(
+        comment = call_with_retries(
             f"POST {repo}#{number} comment",
             lambda: tracker.create_comment(repo, number, request.body),
             clock=clock,
@@ -513,7 +502,7 @@ def send(
                 None,
             )
 
-        issue = _retry(
+        issue = call_with_retries(
             f"POST {repo} issue",
             lambda: tracker.create_issue(
                 repo, title=request.title or "", body=request.body, labels=request.labels

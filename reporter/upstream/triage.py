@@ -17,12 +17,11 @@ issues it merely lists.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from reporter.core.errors import UsageError
 from reporter.render.markdown import cell
@@ -121,36 +120,6 @@ def markdown_table(rows: Sequence[TriageRow]) -> str:
         found = "<br>".join(cell(_candidate_text(row, c, markdown=True)) for c in row.candidates)
         lines.append(f"| {issue} | {cell(row.title)} | {found or 'none found'} |")
     return "\n".join(lines) + "\n"
-
-
-def rows_json(rows: Sequence[TriageRow], notes: Sequence[str] = ()) -> str:
-    """The `triage --json` document: each issue with its candidates (as search-upstream
-    lists them, plus `fixed_in`)."""
-    from reporter.upstream.search import candidate_json, fixed_in_json
-
-    document: dict[str, Any] = {
-        "issues": [
-            {
-                "repo": row.repo,
-                "number": row.number,
-                "title": row.title,
-                "url": row.url,
-                "candidates": [
-                    {
-                        **candidate_json(c),
-                        "fixed_in": fixed_in_json(
-                            row.fixes.get((c.issue.record.repo.lower(), c.issue.record.number)),
-                            "",
-                        ),
-                    }
-                    for c in row.candidates
-                ],
-            }
-            for row in rows
-        ],
-        "notes": list(notes),
-    }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
 def comment_body(row: TriageRow, *, limit: int = 5) -> str | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -55,7 +55,7 @@ def test_real_crash_reports(name: str, what: str, signal: str, function: str) ->
 
 def _doc(analysis: Analysis) -> dict[str, Any]:
     """`analyze --json` as a dict to index into."""
-    return cast(dict[str, Any], to_json(analysis))
+    return to_json(analysis)
 
 
 def test_a_worker_thread_crash_is_named_by_its_own_stack() -> None:
@@ -86,8 +86,7 @@ def test_rank_crash_while_the_others_wait() -> None:
     assert analysis.verdict is Verdict.ALL_STUCK
     data = to_json(analysis)
     ((waiting, waited, state),) = [
-        (e["waiting"]["ranks"], e["for"]["ranks"], e["for"]["state"])
-        for e in data["waits_for"]  # type: ignore[attr-defined]
+        (e["waiting"]["ranks"], e["for"]["ranks"], e["for"]["state"]) for e in data["waits_for"]
     ]
     assert (waiting, waited, state) == ([0, 2, 3], [1], "crashed")
     text = render_draft(bundle_, analysis, now=datetime(2026, 12, 1, tzinfo=UTC))

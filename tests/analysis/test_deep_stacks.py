@@ -8,7 +8,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from reporter.analysis.export import dumps_deep, tree_json
+from reporter.analysis.export import dumps_deep
+from reporter.analysis.export import tree_data as tree_json
 from reporter.analysis.result import TreeNode
 from reporter.cli import cli
 from reporter.model import Frame

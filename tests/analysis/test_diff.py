@@ -9,19 +9,27 @@ from pathlib import Path
 
 import pytest
 
+from reporter.analysis import export_context
 from reporter.analysis.diff import (
     ChangeKind,
     ChangeStatus,
     Side,
     default_rules_diff,
     diff_bundles,
-    diff_json,
     diff_sides,
     parse_rules,
 )
 from reporter.analysis.environment import REDACTED
 from reporter.core.errors import ReporterError
 from reporter.load import bundle
+from reporter.model.document import data
+
+
+def diff_json(value: object) -> dict[str, object]:
+    """The `diff` record's JSON data."""
+    out: dict[str, object] = data(export_context.diff(value))  # type: ignore[arg-type]
+    return out
+
 
 ROOT = Path(__file__).resolve().parents[2]
 ENVDIFF = ROOT / "fixtures" / "envdiff"

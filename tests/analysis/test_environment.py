@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from reporter.analysis import export_context
 from reporter.analysis.environment import (
     REDACTED,
     default_rules,
     parse_show_rules,
     summarize,
-    summary_json,
 )
 from reporter.core.errors import ReporterError
 from reporter.model import (
@@ -22,6 +22,14 @@ from reporter.model import (
     Location,
     Package,
 )
+from reporter.model.document import data
+
+
+def summary_json(value: object) -> dict[str, object]:
+    """The `environment` record's JSON data."""
+    out: dict[str, object] = data(export_context.environment(value))  # type: ignore[arg-type]
+    return out
+
 
 # Built from parts so that no secret scanner mistakes the test data for a real credential.
 FAKE_HF = "hf_" + "Q" * 12 + "z" * 12

@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from reporter.analysis import Analysis, analyze
+from reporter.analysis import Analysis, analyze, export_context
 from reporter.analysis.excerpts import (
     SourceFile,
     UpstreamRule,
     code_excerpts,
     default_upstream_rules,
-    excerpts_json,
     manifest_rule,
     module_path,
     parse_upstream_rules,
@@ -23,6 +22,14 @@ from reporter.analysis.excerpts import (
 from reporter.core.errors import ReporterError
 from reporter.load import bundle as bundle_io
 from reporter.model import Bundle, CodeExcerpt, Environment, FileHash, Location, Manifest, Package
+from reporter.model.document import data
+
+
+def excerpts_json(value: object) -> dict[str, object]:
+    """The `excerpts` record's JSON data."""
+    out: dict[str, object] = data(export_context.excerpts(value))  # type: ignore[arg-type]
+    return out
+
 
 ROOT = Path(__file__).resolve().parents[2]
 WHERE = Location(path="pip-freeze.txt", line=3)

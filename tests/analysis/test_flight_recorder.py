@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 
-from reporter.analysis import analyze, flight_recorder
+from reporter.analysis import analyze, export_context, flight_recorder
 from reporter.analysis.classify import default_classifier
 from reporter.analysis.export import to_json
 from reporter.analysis.result import Verdict
 from reporter.evidence.flight_recorder import load_plain_pickle, op_name
 from reporter.load import bundle
 from reporter.model import Frame, FrEntry, FrGroupStatus, FrOrigin, FrTrace, Location
+from reporter.model.document import data
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLES = ROOT / "fixtures" / "bundles"
@@ -39,7 +40,8 @@ def test_every_trace_set_of_the_fixtures_finds_the_injected_mismatch(name: str) 
         traces = [t for t in loaded.flight_recorder if t.trace_set == trace_set]
         found = flight_recorder.analyze_set(trace_set, traces)
         assert found.ranks == (0, 1, 2, 3)
-        mismatch = flight_recorder.mismatch_json(found.first_mismatch)
+        fm = export_context.flight_recorder(found)
+        mismatch = None if fm is None else data(fm)["first_mismatch"]
         expected = EXPECTED[name]
         if expected is None:
             assert mismatch is None, trace_set

@@ -8,18 +8,26 @@ from pathlib import Path
 
 import pytest
 
+from reporter.analysis import export_context
 from reporter.analysis.goroutines import (
     analyze_goroutines,
     bucket_text,
     clients_line,
     goroutine_events,
-    goroutines_json,
     parse_rules,
 )
 from reporter.analysis.result import Similarity
 from reporter.core.errors import ReporterError
 from reporter.evidence import goroutines as parser
 from reporter.model import EventKind, GoroutineDump
+from reporter.model.document import data
+
+
+def goroutines_json(value: object) -> dict[str, object]:
+    """The `goroutines` record's JSON data."""
+    out: dict[str, object] = data(export_context.goroutines(value))  # type: ignore[arg-type]
+    return out
+
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENTS = ROOT / "fixtures" / "goroutines" / "agents"

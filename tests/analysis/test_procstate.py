@@ -35,7 +35,7 @@ def _edges(analysis: object) -> list[tuple[list[int], list[int], str, list[int]]
     data = to_json(analysis)  # type: ignore[arg-type]
     return [
         (e["waiting"]["ranks"], e["for"]["ranks"], e["for"]["state"], e["for"]["pids"])
-        for e in data["waits_for"]  # type: ignore[attr-defined]
+        for e in data["waits_for"]
     ]
 
 

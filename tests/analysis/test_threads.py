@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -31,7 +31,7 @@ BUNDLES = ROOT / "fixtures" / "bundles"
 
 def _doc(analysis: Analysis) -> dict[str, Any]:
     """`analyze --json` as a dict to index into."""
-    return cast(dict[str, Any], to_json(analysis))
+    return to_json(analysis)
 
 
 def _analyze(folder: Path, files: Sequence[Path] | None = None, *, source: bool = True):  # type: ignore[no-untyped-def]

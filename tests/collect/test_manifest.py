@@ -174,3 +174,20 @@ def test_the_process_tree_is_recorded_and_read_back(tmp_path: Path) -> None:
     notes = {n.pid: n for n in loaded.manifest.processes}
     assert notes[7].ppid == 5 and notes[7].launcher == 5 and notes[7].pgid == 5
     assert notes[5].cmdline == "python3 -m sglang.launch_server --port 30000"
+
+
+def test_without_a_title_the_report_is_titled_by_its_verdict(tmp_path: Path) -> None:
+    # A generated "Live capture of ..." title would stand where the verdict headline goes
+    # (and become an upstream issue's title): it is offered commented out instead.
+    label = 'Live capture of 1 sglang process on "h1" (2026-11-29 14:43 UTC)'
+    text = manifest.render(_state(title="", label=label))
+    assert "title" not in tomllib.loads(text)
+    offered = [line for line in text.splitlines() if line.startswith("# title = ")]
+    assert len(offered) == 1 and tomllib.loads(offered[0][2:]) == {"title": label}
+    assert "title" not in tomllib.loads(manifest.render(_state(title="", label=ODD)))
+    (tmp_path / "pyspy").mkdir()
+    dump = 'Process 7: sglang::scheduler_TP0\nPython v3.11.7 (/usr/bin/python3.11)\n\nThread 7 (idle): "MainThread"\n    run (x.py:1)\n'
+    for k in (0, 1):
+        (tmp_path / f"pyspy/pid7-s{k}.txt").write_text(dump, encoding="utf-8")
+    ManifestWriter(root=tmp_path, state=_state(title="", label=label)).save()
+    assert not bundle_io.load([tmp_path]).manifest.title

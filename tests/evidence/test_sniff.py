@@ -115,6 +115,12 @@ _DUMP_KINDS = [
 ]
 
 
+def test_every_kind_has_a_parser_in_the_table() -> None:
+    # The dispatch is a table (sniff.PARSERS), not an if-chain: a new EvidenceKind
+    # without its row would fail here rather than with a KeyError on a user's bundle.
+    assert set(sniff.PARSERS) == set(EvidenceKind)
+
+
 @pytest.mark.parametrize("kind", _DUMP_KINDS)
 def test_parse_dispatches_every_kind(kind: EvidenceKind) -> None:
     texts = {

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from reporter import app, documents
+from reporter import app
+from reporter.console import documents
 from reporter.core.errors import ReporterError
 from reporter.model import CommandFlag, CommandLine, Environment, EnvVar, Location
 from reporter.render import answer, nextsteps, parts

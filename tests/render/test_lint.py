@@ -224,13 +224,20 @@ def test_secret_detector_ignores_look_alikes(text: str) -> None:
 def test_finding_json_and_text_forms() -> None:
     finding = lint.Finding(path="r.md", line=3, rule=Rule.TABLE_COLUMNS, message="row has 2 cells")
     assert str(finding) == "r.md:3: table-columns: row has 2 cells"
-    assert finding.to_json() == {
-        "path": "r.md",
-        "line": 3,
-        "rule": "table-columns",
-        "message": "row has 2 cells",
-        "hint": lint.HINTS[Rule.TABLE_COLUMNS],
-    }
+    from reporter.app import LintRun
+    from reporter.console.documents import lint_document
+    from reporter.model.document import data
+
+    shown = data(lint_document(LintRun(files=(Path("r.md"),), findings=(finding,))))
+    assert shown["findings"] == [
+        {
+            "path": "r.md",
+            "line": 3,
+            "rule": "table-columns",
+            "message": "row has 2 cells",
+            "hint": lint.HINTS[Rule.TABLE_COLUMNS],
+        }
+    ]
 
 
 def test_sqlite_index(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from reporter import app, documents
+from reporter import app
+from reporter.console import documents
 from reporter.console.report import analysis_text, status_text
 from reporter.render import seen
 

@@ -20,7 +20,7 @@ from reporter.upstream.policy import (
     read_rate_limit,
     status_error,
 )
-from reporter.upstream.publish import _retry
+from reporter.upstream.publish import call_with_retries
 
 from .conftest import FakeClock
 
@@ -162,7 +162,9 @@ def _limited(wait: str) -> Callable[[], str]:
 
 def test_a_short_limit_is_waited_out_with_jitter_within_bounds() -> None:
     clock = DrawClock([0.5])
-    got = _retry("POST a/b issue", _limited("30"), clock=clock, policy=RetryPolicy(max_wait=60))
+    got = call_with_retries(
+        "POST a/b issue", _limited("30"), clock=clock, policy=RetryPolicy(max_wait=60)
+    )
     assert got == "sent"
     assert clock.sleeps == [30.0 + 0.5 * min(30.0 * 0.25, MAX_RATE_JITTER)]
 
@@ -170,7 +172,9 @@ def test_a_short_limit_is_waited_out_with_jitter_within_bounds() -> None:
 def test_a_reset_beyond_the_cap_is_an_error_saying_when_without_waiting() -> None:
     clock = DrawClock([])
     with pytest.raises(RateLimitError) as caught:
-        _retry("POST a/b issue", _limited("3600"), clock=clock, policy=RetryPolicy(max_wait=120))
+        call_with_retries(
+            "POST a/b issue", _limited("3600"), clock=clock, policy=RetryPolicy(max_wait=120)
+        )
     assert clock.sleeps == []
     assert "resets at" in caught.value.message and "3600 s" in caught.value.message
     assert "120 s this command waits" in caught.value.message
@@ -185,7 +189,7 @@ def test_ambiguous_failures_back_off_with_jitter_then_give_up() -> None:
 
     policy = RetryPolicy(attempts=4, backoff=2.0, max_backoff=30.0)
     with pytest.raises(UpstreamError, match="gave up after 4 attempts") as caught:
-        _retry("POST a/b issue", action, clock=clock, policy=policy)
+        call_with_retries("POST a/b issue", action, clock=clock, policy=policy)
     assert clock.sleeps == pytest.approx([2.0, 4.0 * (1 - 0.125), 8.0 * (1 - 0.25 * 0.999)])
     assert caught.value.tip
 

@@ -13,8 +13,7 @@ from dataclasses import replace
 from reporter.core.gcpause import gc_paused
 from reporter.evidence._text import (
     GC_PAUSE_MIN_CHARS,
-    LinePrefix,
-    Unrecognised,
+    LineMachine,
     clean_lines,
     excerpt,
     feed_lines,
@@ -93,7 +92,7 @@ def _parse(text: str, source: str) -> ParseResult:
     return parser.result()
 
 
-class _TextParser:
+class _TextParser(LineMachine):
     """State machine over the cleaned lines of one text file."""
 
     __slots__ = (
@@ -112,21 +111,16 @@ class _TextParser:
         "_procs",
         "_retrying",
         "_separator_line",
-        "_source",
         "_thread",
-        "_unknown",
-        "prefix",
     )
 
     def __init__(self, source: str) -> None:
-        self._source = source
+        super().__init__(source, _WHAT)
         self._procs: list[ProcBlock] = []
         self._failures: list[FailedDump] = []
-        self._unknown = Unrecognised(source, _WHAT)
         self._block: ProcBlock | None = None
         self._thread: ThreadBlock | None = None
         self._mode = NONE
-        self.prefix: LinePrefix | None = None
         self._group = 0
         self._group_root: ProcBlock | None = None
         self._separator_line = 0  # line of a separator not yet followed by a block; 0 = none

@@ -33,28 +33,14 @@ suggestions). A new verdict's sentence goes in `lines` (its own topic function, 
 branch of `what_line`); `compose.build` lays the topics out in `lines.TOPICS` order.
 """
 
+from reporter.render.answer import records
 from reporter.render.answer.compose import build
 from reporter.render.answer.flight import fr_mismatch
 from reporter.render.answer.lines import find_timeouts
-from reporter.render.answer.records import (
-    Answer,
-    SeenBefore,
-    SeenReport,
-    SummaryLine,
-    Timeout,
-    WaitEdge,
-    WaitSide,
-)
+from reporter.render.answer.records import *  # noqa: F403  (the records of its __all__)
 from reporter.render.answer.waits import collapse, gone_ranks, waits_for
 
 __all__ = [
-    "Answer",
-    "SeenBefore",
-    "SeenReport",
-    "SummaryLine",
-    "Timeout",
-    "WaitEdge",
-    "WaitSide",
     "build",
     "collapse",
     "find_timeouts",
@@ -62,3 +48,4 @@ __all__ = [
     "gone_ranks",
     "waits_for",
 ]
+__all__ += records.__all__

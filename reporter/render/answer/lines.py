@@ -477,13 +477,8 @@ def others_line(scope: Scope, analysis: Analysis) -> SummaryLine | None:
 def wait_line(edge: WaitEdge) -> SummaryLine:
     waiting, waited = edge.waiting, edge.waited
     verb = "waits" if len(waiting.ranks) <= 1 and len(waiting.pids) <= 1 else "wait"
-    left = f"{waiting.name[0].upper()}{waiting.name[1:]} {verb} in {edge.collective}"
-    if edge.group and edge.kind == "collective":
-        left += f" on the {edge.group} group"
-    if waiting.where:
-        left += f" called at {waiting.where}"
-    if waiting.branch and waiting.branch != waiting.where:
-        left += f", from {waiting.branch}"
+    left = _side_at(edge, verb=verb)
+    left = f"{left[0].upper()}{left[1:]}"
     right = side_text(waited)
     if waited.branch and waited.branch not in (waiting.branch, waited.where):
         right += f", from {waited.branch}"
@@ -497,9 +492,11 @@ def _mutual(a: WaitEdge, b: WaitEdge) -> bool:
     )
 
 
-def _side_at(edge: WaitEdge) -> str:
+def _side_at(edge: WaitEdge, *, verb: str = "") -> str:
+    """The waiting side where it waits: `rank 1 [verb] in all_reduce on the tp group called
+    at f (a.py:3), from g (b.py:9)`."""
     side = edge.waiting
-    text = f"{side.name} in {edge.collective}"
+    text = f"{side.name}{f' {verb}' if verb else ''} in {edge.collective}"
     if edge.group and edge.kind == "collective":
         text += f" on the {edge.group} group"
     if side.where:

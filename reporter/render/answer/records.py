@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from reporter.render import nextsteps
 
-if TYPE_CHECKING:
-    pass
+# The records the package re-exports (`from reporter.render.answer import Answer`).
+__all__ = ["Answer", "SeenBefore", "SeenReport", "SummaryLine", "Timeout", "WaitEdge", "WaitSide"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,408 @@
+"""The `--json` document of every command: one typed record each, and `emit`, the one way out.
+
+Each command's document is a class (`reporter.model.document`): its JSON and its JSON
+Schema are generated from it, never written twice. `DOCUMENTS` maps a command to its
+class (the schemas in `reporter.console.schemas` and the docs come from it); a builder
+per class turns the app layer's result into the record. The documents of the upstream
+commands live beside this module, in `documents_upstream`.
+
+`emit(doc)` prints any document: masked (`reporter.secrets.mask_data`) unless the class
+says `masked = False` (a data export, or findings that must show what they found),
+indented, or with one top-level key per line for the analysis (`layout = "lines"`: the C
+encoder, five times faster at 4,096 ranks than `indent=`). A class with `root` set is
+printed as that one field (`status`: a bare list, kept for compatibility).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO
+
+from reporter.analysis.export import AnalysisDocument
+from reporter.analysis.export_context import Diff
+from reporter.model.document import Count, data, document, schema, spec
+
+if TYPE_CHECKING:
+    from reporter.analysis import Analysis
+    from reporter.app import DiffRun, DraftResult, InitResult, LintRun
+    from reporter.model import Bundle
+    from reporter.render.answer import SeenBefore, SeenReport
+    from reporter.render.regions import MergeResult
+    from reporter.render.status import ReportStatus
+
+
+# The outcomes of merging a draft into an edited report, in the order every output lists
+# them: (JSON key, `MergeResult` field, what the terminal says).
+MERGE_OUTCOMES = (
+    ("regenerated", "updated", "regenerated"),
+    ("kept_edited", "kept_edited", "kept your edits"),
+    ("conflicts", "conflicts", "kept your edits; newer text offered beside them"),
+    ("added", "added", "added"),
+    ("removed_by_reviewer", "removed_by_reviewer", "deleted by a reviewer, not restored"),
+    ("retired", "retired", "no longer generated, removed"),
+    ("front_matter_added", "front_matter_added", "front matter keys added"),
+)
+
+
+def _path(path: Path | None) -> str | None:
+    return None if path is None else str(path)
+
+
+# --- analyze
+
+
+@document
+class SummaryLine:
+    """One line of the summary block."""
+
+    topic: str
+    text: str
+    sources: tuple[str, ...]
+
+
+@document
+class NextStep:
+    """One suggested step."""
+
+    action: str
+    why: str
+    rule: str
+
+
+@document
+class SeenRow:
+    """An earlier report."""
+
+    path: str
+    date: str
+    status: str
+    same: bool
+
+
+@document
+class AnalysisOnlyDocument(AnalysisDocument):
+    """The verdict and everything behind it, from the analysis alone (no bundle at hand)."""
+
+    masked: ClassVar[bool] = True
+    layout: ClassVar[str] = "lines"
+
+
+@document
+class AnalyzeDocument(AnalysisOnlyDocument):
+    """The verdict and everything behind it (see README 'analyze --json')."""
+
+    # Required: `report analyze` always has the bundle, so these keys are always there.
+    headline: str = spec("the title the report would get: who waits for whom")
+    summary_lines: tuple[SummaryLine, ...] = spec(
+        "the summary block; each line cites its evidence as file:line"
+    )
+    next_steps: tuple[NextStep, ...] = spec("from reporter/data/next_steps.toml")
+    seen_before: tuple[SeenRow, ...] = spec(
+        "earlier reports of the same (same: true) or a similar hang"
+    )
+
+
+def analysis_document(
+    analysis: Analysis,
+    bundle: Bundle | None = None,
+    *,
+    seen: SeenBefore | Sequence[SeenReport] = (),
+) -> AnalysisOnlyDocument:
+    """The `analyze --json` document. With the `bundle`, it adds `headline`, `summary_lines`
+    (each summary line with its topic and sources), `next_steps` and `seen_before`."""
+    from dataclasses import fields
+
+    from reporter.analysis import export
+
+    base = export.build(analysis)
+    values = {f.name: getattr(base, f.name) for f in fields(base)}
+    if bundle is None:
+        return AnalysisOnlyDocument(**values)
+    from reporter.render import answer
+    from reporter.render.answer.records import seen_of
+
+    ans = answer.build(bundle, analysis, seen=seen)
+    return AnalyzeDocument(
+        **values,
+        # `summary` stays the verdict paragraph (a documented key); the lines go beside it.
+        headline=ans.title,
+        summary_lines=tuple(
+            SummaryLine(topic=line.topic, text=line.text, sources=tuple(line.sources))
+            for line in ans.lines
+        ),
+        next_steps=tuple(NextStep(action=s.action, why=s.why, rule=s.rule) for s in ans.steps),
+        seen_before=tuple(
+            SeenRow(path=s.path, date=s.date, status=s.status, same=s.same)
+            for s in seen_of(seen).matches
+        ),
+    )
+
+
+def analysis_json(
+    analysis: Analysis,
+    bundle: Bundle | None = None,
+    *,
+    seen: SeenBefore | Sequence[SeenReport] = (),
+) -> str:
+    """The `analyze --json` text, byte-stable for the same evidence; secrets masked."""
+    return render(analysis_document(analysis, bundle, seen=seen))
+
+
+# --- draft
+
+
+@document
+class Damage:
+    """A region left as text."""
+
+    line: Count
+    problem: str
+
+
+@document
+class Merge:
+    """What merging into the edited report did (region ids per outcome)."""
+
+    regenerated: tuple[str, ...]
+    kept_edited: tuple[str, ...]
+    conflicts: tuple[str, ...]
+    added: tuple[str, ...]
+    removed_by_reviewer: tuple[str, ...]
+    retired: tuple[str, ...]
+    front_matter_added: tuple[str, ...]
+    damaged: tuple[Damage, ...]
+
+
+@document
+class DraftDocument:
+    """Where the report went."""
+
+    path: str = spec("the report written (or found up to date)")
+    backup: str | None = spec("the previous version kept as .bak, if any")
+    unchanged: bool = spec("true when the report was already up to date")
+    charts: str | None = spec("the metrics SVG beside the report, if any")
+    verdict: str
+    signature: str
+    merge: Merge | None = spec(
+        "null for a new report; else what merging into the edited report did "
+        "(region ids per outcome)"
+    )
+
+
+def merge_document(merge: MergeResult | None) -> Merge | None:
+    """What merging a draft into an edited report did, by outcome."""
+    if merge is None:
+        return None
+    outcomes = {name: getattr(merge, attr) for name, attr, _label in MERGE_OUTCOMES}
+    return Merge(
+        **outcomes, damaged=tuple(Damage(line=d.line, problem=d.problem) for d in merge.damaged)
+    )
+
+
+def draft_document(result: DraftResult) -> DraftDocument:
+    """`report draft --json`."""
+    return DraftDocument(
+        path=str(result.path),
+        backup=_path(result.backup),
+        unchanged=result.unchanged,
+        charts=_path(result.charts),
+        verdict=result.analysis.verdict.value,
+        signature=result.analysis.signature.hash,
+        merge=merge_document(result.merge),
+    )
+
+
+# --- diff, init, lint, status, preview
+
+
+def diff_document(run: DiffRun) -> Diff:
+    """`report diff --json`: `changes` in rank order, then counts and notes."""
+    from reporter.analysis import export_context
+
+    return export_context.diff(run.diff)
+
+
+@document
+class Suggestion:
+    """One guess, written commented out."""
+
+    key: str
+    value: str | int | tuple[str, ...]
+    why: str
+
+
+@document
+class InitDocument:
+    """The manifest written and the guesses it holds as comments."""
+
+    path: str
+    suggestions: tuple[Suggestion, ...]
+
+
+def init_document(result: InitResult) -> InitDocument:
+    """`report init --json`."""
+    return InitDocument(
+        path=str(result.path),
+        suggestions=tuple(
+            Suggestion(
+                key=s.key,
+                value=tuple(s.value) if isinstance(s.value, list) else s.value,
+                why=s.why,
+            )
+            for s in result.suggestions
+        ),
+    )
+
+
+@document
+class LintFinding:
+    """One finding."""
+
+    path: str
+    line: Count
+    rule: str
+    message: str
+    hint: str
+
+
+@document
+class LintDocument:
+    """Findings, by file and line."""
+
+    masked: ClassVar[bool] = False  # a finding quotes what it found, to be fixed
+
+    files: tuple[str, ...]
+    findings: tuple[LintFinding, ...]
+
+
+def lint_document(run: LintRun) -> LintDocument:
+    """`report lint --json`."""
+    return LintDocument(
+        files=tuple(str(p) for p in run.files),
+        findings=tuple(
+            LintFinding(path=f.path, line=f.line, rule=f.rule.value, message=f.message, hint=f.hint)
+            for f in run.findings
+        ),
+    )
+
+
+@document
+class StatusRow:
+    """One report."""
+
+    path: str
+    kind: str
+    status: str
+    owners: tuple[str, ...]
+    title: str
+    signature: str
+    todos: Count
+    upstream_issue: str | None
+    date: str | None
+    same_signature: Count
+    same_hang: Count = spec(
+        "incident reports (this one included) of the same hang as seen-before counts "
+        "it: the same signature or the same shape"
+    )
+    shape: str | None
+
+
+@document
+class StatusDocument:
+    """One row per report (kept a list for compatibility)."""
+
+    masked: ClassVar[bool] = False  # the reports' own front matter, already masked on write
+    root: ClassVar[str] = "rows"
+
+    rows: tuple[StatusRow, ...]
+
+
+def status_document(rows: Sequence[ReportStatus]) -> StatusDocument:
+    """`report status --json`: one row per report."""
+    return StatusDocument(
+        rows=tuple(
+            StatusRow(
+                path=r.path,
+                kind=r.kind,
+                status=r.status,
+                owners=r.owners,
+                title=r.title,
+                signature=r.signature,
+                todos=r.todos,
+                upstream_issue=r.upstream_issue or None,
+                date=r.date or None,
+                same_signature=r.same_signature,
+                same_hang=r.same_hang,
+                shape=r.shape or None,
+            )
+            for r in rows
+        )
+    )
+
+
+@document
+class PreviewDocument:
+    """The HTML page written."""
+
+    path: str
+
+
+# --- emitting
+
+
+def document_schema(cls: type) -> dict[str, Any]:
+    """A document class's JSON Schema, as printed (a `root` class is that field's schema)."""
+    out = schema(cls)
+    root = getattr(cls, "root", None)
+    if root is None:
+        return out
+    return {**out["properties"][root], "description": out["description"]}
+
+
+def render(doc: object) -> str:
+    """The text `emit` prints for `doc`."""
+    cls = type(doc)
+    value: Any = data(doc)
+    root = getattr(cls, "root", None)
+    if root is not None:
+        value = value[root]
+    if getattr(cls, "masked", True):
+        from reporter.secrets import mask_data
+
+        value = mask_data(value)
+    if getattr(cls, "layout", "indent") == "lines":
+        return _json_lines(value)
+    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+
+
+def emit(doc: object, *, stream: TextIO | None = None) -> None:
+    """Print one `--json` document on stdout (every command prints through here)."""
+    (stream or sys.stdout).write(render(doc))
+
+
+def _json_lines(value: dict[str, object]) -> str:
+    """`value` with one top-level key, and one item of a top-level list, per line."""
+    from reporter.analysis.export import dumps_deep
+
+    def dump(item: object) -> str:
+        try:
+            return json.dumps(item, ensure_ascii=False)
+        except RecursionError:
+            # A value nested past the C encoder's limit (the tree of a 10,000-frame stack).
+            return dumps_deep(item)
+
+    out = ["{"]
+    for index, (name, member) in enumerate(value.items()):
+        comma = "," if index < len(value) - 1 else ""
+        if isinstance(member, list) and member:
+            out.append(f"  {dump(name)}: [")
+            out.extend(f"    {dump(item)}," for item in member[:-1])
+            out.append(f"    {dump(member[-1])}")
+            out.append(f"  ]{comma}")
+        else:
+            out.append(f"  {dump(name)}: {dump(member)}{comma}")
+    out.append("}")
+    return "\n".join(out) + "\n"
