@@ -24,8 +24,9 @@ import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from reporter import app, documents
+from reporter import app
 from reporter.analysis import wedge
+from reporter.console import documents
 from reporter.core.errors import ReporterError
 from reporter.evidence import metrics
 from reporter.model import Location, MetricKind, MetricPoint, MetricSeries, WedgeSettings
