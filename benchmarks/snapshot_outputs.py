@@ -1,10 +1,14 @@
 """Write every rendered output of the fixtures into a folder, to compare two checkouts byte for byte.
 
-For each bundle under `fixtures/bundles/`: the report (fixed clock), the metrics SVG
-document when it has charts, and the HTML preview of the report; the preview of every
-Markdown file under `fixtures/` and `tests/golden/`; and the Mermaid text and SVG of
-synthetic wedges (small, large and sub-unit values, a quote in a metric name). Run it in
-two checkouts, then `diff -r`: a behaviour-preserving change shows no difference.
+For each bundle under `fixtures/bundles/`: the `analyze --json` document, the report
+(fixed clock), the metrics SVG document when it has charts, and the HTML preview of the
+report; the `analyze --json` document (or the error) of every loose evidence file under
+`fixtures/` (each parser on real captures); the preview of every Markdown file under
+`fixtures/` and `tests/golden/`; and the Mermaid text and SVG of synthetic wedges (small,
+large and sub-unit values, a quote in a metric name). `--generated 4096,16384` adds the
+`analyze --json` document and the report of generated bundles of that many ranks (a
+desync and a healthy one, `generate_bundle.py`). Run it in two checkouts, then `diff -r`:
+a behaviour-preserving change shows no difference.
 
     cd /work/main && PYTHONPATH=$PWD python benchmarks/snapshot_outputs.py /tmp/before
     cd my-worktree && PYTHONPATH=$PWD python benchmarks/snapshot_outputs.py /tmp/after
@@ -13,15 +17,21 @@ two checkouts, then `diff -r`: a behaviour-preserving change shows no difference
 
 from __future__ import annotations
 
+import argparse
+import shutil
 import sys
+import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from reporter import app
 from reporter.analysis import wedge
+from reporter.console import documents
+from reporter.core.errors import ReporterError
 from reporter.evidence import metrics
 from reporter.model import Location, MetricKind, MetricPoint, MetricSeries, WedgeSettings
 from reporter.render import charts, preview
+from reporter.render.answer import SeenBefore
 
 NOW = datetime(2026, 7, 14, 9, 0, tzinfo=UTC)
 T0 = datetime(2026, 11, 29, 14, 40, tzinfo=UTC)
@@ -57,11 +67,69 @@ def _synthetic(n: int, scale: float) -> wedge.WedgeReport | None:
     return wedge.detect(series, WedgeSettings(window_seconds=5))
 
 
+# Loose files under fixtures/ that are not evidence: scripts, notes, manifests, web pages.
+_NOT_EVIDENCE = {".py", ".md", ".toml", ".html", ".pyc"}
+
+
+def _analysis_json(paths: list[Path]) -> str:
+    """`report analyze --json` of `paths` (no earlier reports), or the error it stops with."""
+    try:
+        bundle, analysis = app.load_and_analyze(paths, app.Options())
+    except ReporterError as err:
+        return f"error: {err}\n"
+    return documents.analysis_json(analysis, bundle, seen=SeenBefore())
+
+
+def _loose_files() -> list[Path]:
+    return sorted(
+        p
+        for p in Path("fixtures").rglob("*")
+        if p.is_file()
+        and p.suffix not in _NOT_EVIDENCE
+        and "bundles" not in p.parts
+        and "__pycache__" not in p.parts
+    )
+
+
+def _generated(out: Path, sizes: list[int]) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from generate_bundle import generate
+
+    # A fixed folder: the report names the bundle's path, so both checkouts must see one.
+    base = Path(tempfile.gettempdir()) / "reporter-snapshot-generated"
+    for ranks in sizes:
+        for healthy in (False, True):
+            name = f"generated-{ranks}{'-healthy' if healthy else ''}"
+            shutil.rmtree(base, ignore_errors=True)
+            folder = base / name
+            generate(folder, ranks=ranks, healthy=healthy)
+            bundle, analysis = app.load_and_analyze([folder], app.Options())
+            (out / f"{name}.json").write_text(
+                documents.analysis_json(analysis, bundle, seen=SeenBefore()), encoding="utf-8"
+            )
+            (out / f"{name}.md").write_text(
+                app.render_draft(bundle, analysis, now=NOW), encoding="utf-8"
+            )
+    shutil.rmtree(base, ignore_errors=True)
+
+
 def main() -> None:
-    out = Path(sys.argv[1])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--generated", default="", help="rank counts, e.g. 4096,16384")
+    args = parser.parse_args()
+    out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
+    if args.generated:
+        _generated(out, [int(n) for n in args.generated.split(",")])
+    for loose in _loose_files():
+        name = str(loose).replace("/", "_")
+        (out / f"loose-{name}.json").write_text(_analysis_json([loose]), encoding="utf-8")
     for folder in sorted(p for p in Path("fixtures/bundles").iterdir() if p.is_dir()):
         bundle, analysis = app.load_and_analyze([folder], app.Options())
+        (out / f"{folder.name}.json").write_text(
+            documents.analysis_json(analysis, bundle, seen=SeenBefore()), encoding="utf-8"
+        )
         text = app.render_draft(bundle, analysis, now=NOW)
         built = charts.build(analysis.wedge)
         if built and analysis.wedge is not None:

@@ -14,6 +14,7 @@ deterministic output.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -41,7 +42,6 @@ from reporter.analysis.merge import (
 from reporter.analysis.progress import (
     UnitView,
     completed_by_peer,
-    rank_state,
     raw_state,
     snapshot_idle,
 )
@@ -69,7 +69,7 @@ from reporter.analysis.verdict import Finding, decide
 from reporter.analysis.wedge import WedgeReport
 from reporter.analysis.wedge import detect as detect_wedge
 from reporter.core.gcpause import gc_paused
-from reporter.model import Bundle, ProcState, ThreadStatus
+from reporter.model import Bundle, ProcState, ThreadStack, ThreadStatus
 
 if TYPE_CHECKING:
     from reporter.analysis.excerpts import SourceReader
@@ -83,13 +83,19 @@ def _history(process: RankedProcess, table: StackTable) -> tuple[StackInfo, ...]
     return tuple(out)
 
 
-def _states(process: RankedProcess, history: tuple[StackInfo, ...]) -> tuple[RankState, RankState]:
-    """(state shown, motion): idle when every snapshot idles, else stuck / moving / unknown."""
-    idle = []
-    for dump, info in zip(process.snapshots, history, strict=True):
-        thread = main_thread(dump)
-        idle.append(snapshot_idle(info, thread.status if thread else ThreadStatus.UNKNOWN))
-    return rank_state(history, idle), raw_state(history)
+def _states(
+    threads: Sequence[ThreadStack | None], history: tuple[StackInfo, ...]
+) -> tuple[RankState, RankState]:
+    """(state shown, motion): idle when every snapshot idles, else stuck / moving / unknown.
+
+    `threads` are the snapshots' main threads, `history` their interned stacks."""
+    idle = [
+        snapshot_idle(info, thread.status if thread else ThreadStatus.UNKNOWN)
+        for thread, info in zip(threads, history, strict=True)
+    ]
+    motion = raw_state(history)
+    # `rank_state` with the motion computed once.
+    return RankState.IDLE if idle and all(idle) else motion, motion
 
 
 def _chosen_classes(
@@ -203,8 +209,9 @@ def _part(
     samples: list[ThreadSample] = []
     frozen: list[tuple[UnitView, Condition]] = []
     for process in instance.ranks:
-        history = _history(process, table)
-        state, motion = _states(process, history)
+        threads = [main_thread(dump) for dump in process.snapshots]
+        history = tuple([table.intern(t.frames if t is not None else ()) for t in threads])
+        state, motion = _states(threads, history)
         identity = process.identity
         direction = classifier.rules.p2p_direction(history[-1].facts.collective)
         peers, peer_source = _peers(process, direction, classifier, fr_p2p, rank_map.unit)

@@ -11,11 +11,13 @@ Several parallel dimensions give a global rank by mixed radix over (DP, PP, TP):
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter
 from pathlib import PurePosixPath
 
-from reporter.model import ProcessDump, RankHint, ThreadStack
+from reporter.model import Frame, ProcessDump, RankHint, ThreadStack
 
 DIM_ORDER = ("DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP")
 RADIX_DIMS = ("DP", "PP", "TP")
@@ -167,6 +169,20 @@ def main_thread(dump: ProcessDump) -> ThreadStack | None:
     return dump.threads[0]
 
 
+_LOCALS = attrgetter("locals")
+_FRAMES = attrgetter("frames")
+
+
+def has_locals(frames: Iterable[Frame]) -> bool:
+    """Whether any of `frames` shows `--locals` (a C-level scan: it runs per thread)."""
+    return any(map(_LOCALS, frames))
+
+
+def dump_has_locals(dump: ProcessDump) -> bool:
+    """Whether any thread of `dump` shows `--locals`."""
+    return any(map(_LOCALS, chain.from_iterable(map(_FRAMES, dump.threads))))
+
+
 def read_locals(dump: ProcessDump) -> dict[str, int]:
     """Integer identity arguments of the main thread; the outermost frame wins per name,
     because process entry functions carry the identity and inner helpers reuse names."""
@@ -174,7 +190,7 @@ def read_locals(dump: ProcessDump) -> dict[str, int]:
     found: dict[str, int] = {}
     if thread is None:
         return found
-    for frame in [f for f in thread.frames if f.locals]:
+    for frame in [*filter(_LOCALS, thread.frames)]:
         for local in frame.locals:
             if local.is_arg and local.name in _LOCAL_NAMES:
                 try:
@@ -202,6 +218,10 @@ class HintIndex:
                 key = "/".join(parts[i:])
                 # A suffix shared by two different hints names neither.
                 self._suffix[key] = hint if self._suffix.get(key, hint) is hint else None
+
+    def __bool__(self) -> bool:
+        """False when there is no hint at all."""
+        return bool(self._exact)
 
     def find(self, path: str) -> RankHint | None:
         """The hint for `path`, if any."""

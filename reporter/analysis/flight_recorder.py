@@ -103,13 +103,20 @@ def stack_place(frames: Sequence[Frame], classifier: Classifier) -> StackPlace:
 
 def _places(processes: Sequence[RankProcess], classifier: Classifier) -> dict[int, StackPlace]:
     places: dict[int, StackPlace] = {}
+    # Ranks repeat a few stacks, and parsers share one `Frame` per frame line: the frames'
+    # identities key each distinct stack (all alive in `processes` meanwhile).
+    seen: dict[tuple[int, ...], StackPlace] = {}
     for process in processes:
         rank = process.identity.rank
         if rank is None or not process.snapshots:
             continue
         thread = main_thread(process.snapshots[-1])
         if thread is not None:
-            places[rank] = stack_place(thread.frames, classifier)
+            key = tuple(map(id, thread.frames))
+            place = seen.get(key)
+            if place is None:
+                place = seen[key] = stack_place(thread.frames, classifier)
+            places[rank] = place
     return places
 
 

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reporter.analysis.classify import Classifier, FrameKind
-from reporter.analysis.clues import main_thread
+from reporter.analysis.clues import has_locals, main_thread
 from reporter.model import Frame, FrTrace, ProcessDump
 
 _GROUP_ARGS = ("group", "process_group", "pg", "group_name")
@@ -127,7 +127,7 @@ def process_group(snapshots: Sequence[ProcessDump], classifier: Classifier) -> s
     object inside the collective, so its own `group` argument alone cannot tell."""
     for dump in reversed(snapshots):
         thread = main_thread(dump)
-        if thread is None or not any(f.locals for f in thread.frames):
+        if thread is None or not has_locals(thread.frames):
             continue
         return _group_of(thread.frames, classifier)
     return None
@@ -168,7 +168,7 @@ def local_peer(
     )
     for dump in reversed(snapshots):
         thread = main_thread(dump)
-        if thread is None or not any(f.locals for f in thread.frames):
+        if thread is None or not has_locals(thread.frames):
             continue
         group = _group_of(thread.frames, classifier)
         for frame in thread.frames:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import chain
 
 from reporter.analysis.result import (
@@ -47,6 +48,7 @@ class Member:
 _THREAD_ID = re.compile(r"[-_:#. ]?(?:0x[0-9a-fA-F]+|[0-9]+)(?=$|[-_:#. ()\[\]])")
 
 
+@lru_cache(maxsize=4096)
 def normalise_thread_name(name: str | None) -> str:
     """Thread name without numbers and ids: `Thread-3 (worker)` -> `Thread (worker)`,
     `ThreadPoolExecutor-0_1` -> `ThreadPoolExecutor`; unnamed threads -> `(unnamed)`."""

@@ -72,6 +72,8 @@ def condition_of(
     states: Sequence[ProcState],
 ) -> Condition | None:
     """The process state evidence of one rank (its PIDs' failures and status copies)."""
+    if not failed and not states:
+        return procstate.condition(process.snapshots, history, (), ())
     pids = {d.pid for d in process.snapshots if d.pid is not None}
     if process.pid is not None:
         pids.add(process.pid)

@@ -134,6 +134,8 @@ def condition(
                 at=crash.at,
                 crash=crash,
             )
+    if not failed and not states:
+        return None  # nothing below can name a state without a failure or a status copy
     seen = last_seen(history)
     at = _where(seen)
     live = [info for info in history if info.frames]

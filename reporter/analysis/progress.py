@@ -152,6 +152,15 @@ def _scope_of(view: UnitView, views: Sequence[UnitView]) -> list[UnitView] | Non
     return None
 
 
+def _scope_key(view: UnitView) -> tuple[object, ...]:
+    """What `_scope_of` reads of `view`: views with one key have one scope."""
+    if view.pg_ranks:
+        return ("ranks", frozenset(view.pg_ranks))
+    if view.pg == "default":
+        return ("default",)
+    return ("group", view.group)
+
+
 def completed_by_peer(views: Sequence[UnitView]) -> dict[int, str]:
     """Ranks that show one collective wait in every snapshot although a peer of the same
     group left the same collective call in between, with the reason in a sentence.
@@ -162,20 +171,26 @@ def completed_by_peer(views: Sequence[UnitView]) -> dict[int, str]:
     waiting side. Point-to-point waits are left out: their peer is one rank, not a group.
     """
     out: dict[int, str] = {}
+    # Thousands of stuck ranks share a few scopes and collectives: each scope is found,
+    # and each (scope, collective, group) searched for peers that left it, once.
+    scopes: dict[tuple[object, ...], list[UnitView] | None] = {}
+    leavers: dict[tuple[object, ...], list[tuple[UnitView, tuple[int, int]]]] = {}
     for view in views:
         ident = collective_identity(view.latest)
         if view.motion is not RankState.STUCK or ident is None or view.p2p is not None:
             continue
-        scope = _scope_of(view, views)
+        key = _scope_key(view)
+        if key not in scopes:
+            scopes[key] = _scope_of(view, views)
+        scope = scopes[key]
         if scope is None:
             continue
-        for peer in scope:
-            if peer.unit == view.unit or peer.motion is not RankState.MOVING:
-                continue
-            if view.pg is not None and peer.pg is not None and view.pg != peer.pg:
-                continue
-            left = _left(peer, ident)
-            if left is None:
+        search = (key, ident, view.pg)
+        found = leavers.get(search)
+        if found is None:
+            found = leavers[search] = _leavers(scope, ident, view.pg)
+        for peer, left in found:
+            if peer.unit == view.unit:
                 continue
             if view.pg_ranks:
                 where = "its group (members from the Flight Recorder)"
@@ -192,3 +207,20 @@ def completed_by_peer(views: Sequence[UnitView]) -> dict[int, str]:
             )
             break
     return out
+
+
+def _leavers(
+    scope: Sequence[UnitView], ident: tuple[object, ...], pg: str | None
+) -> list[tuple[UnitView, tuple[int, int]]]:
+    """The moving ranks of `scope` (in its order) that left the collective `ident` between
+    two snapshots, with those snapshots; of process group `pg` where both are known."""
+    found = []
+    for peer in scope:
+        if peer.motion is not RankState.MOVING:
+            continue
+        if pg is not None and peer.pg is not None and pg != peer.pg:
+            continue
+        left = _left(peer, ident)
+        if left is not None:
+            found.append((peer, left))
+    return found

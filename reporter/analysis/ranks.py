@@ -62,7 +62,7 @@ from reporter.analysis.ranksets import format_ranks as format_ranks
 from reporter.analysis.ranksets import parse_ranks as parse_ranks
 from reporter.analysis.result import FailedRank, RankIdentity
 from reporter.evidence.pyspy import failure_state as read_failure_state
-from reporter.model import Bundle, FailedDump, ProcessDump, RankSource
+from reporter.model import Bundle, FailedDump, ProcessDump, RankHint, RankSource
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -167,9 +167,11 @@ def _gather(bundle: Bundle) -> list[_Candidate]:
         )
         known = by_key.setdefault(key, [])
         tids = _helper_tids(dump)
-        cand = next(
-            (c for c in known if same_process(c.dumps[0][1], dump, tids=(c.tids, tids))), None
-        )
+        cand = None
+        for other in known:
+            if same_process(other.dumps[0][1], dump, tids=(other.tids, tids)):
+                cand = other
+                break
         if cand is None:
             cand = _Candidate(
                 first=index,
@@ -245,10 +247,13 @@ def _read_evidence(
     cand.role = title.role
     # Only a file that holds this one process can speak for it.
     own_paths = [p for p in cand.paths if per_file[p] == 1]
-    hint = next((h for h in (hints.find(p) for p in own_paths) if h is not None), None)
-    shared_hint = next(
-        (p for p in cand.paths if per_file[p] > 1 and hints.find(p) is not None), None
-    )
+    hint: RankHint | None = None
+    shared_hint: str | None = None
+    if hints:
+        hint = next((h for h in (hints.find(p) for p in own_paths) if h is not None), None)
+        shared_hint = next(
+            (p for p in cand.paths if per_file[p] > 1 and hints.find(p) is not None), None
+        )
     if hint is None and shared_hint is not None:
         warnings.append(
             f"manifest rank hint for {shared_hint} ignored: the file holds "

@@ -49,6 +49,7 @@ class StackTable:
     def __init__(self, classifier: Classifier) -> None:
         self.classifier = classifier
         self._exact: dict[tuple[tuple[str, str, int | None], ...], StackInfo] = {}
+        self._by_ids: dict[tuple[int, ...], tuple[tuple[Frame, ...], StackInfo]] = {}
         self._lines_ignored: dict[tuple[tuple[str, str], ...], int] = {}
         self._loose: dict[tuple[tuple[str, str], ...], int] = {}
         # Per distinct (function, file, native): the line-free key and the frame's class.
@@ -56,10 +57,18 @@ class StackTable:
 
     def intern(self, frames: tuple[Frame, ...]) -> StackInfo:
         """The `StackInfo` of `frames`, built on first sight."""
+        # Parsers share one `Frame` per distinct frame line, so the frames' identities
+        # are the cheapest key. The entry keeps its frames alive: no other frame can take
+        # one of their ids while the table lives, so an identity hit is the same stack.
+        ids = tuple(map(id, frames))
+        found = self._by_ids.get(ids)
+        if found is not None:
+            return found[1]
         key = tuple(map(_EXACT, frames))
         info = self._exact.get(key)
         if info is None:
             info = self._build(frames, key)
+        self._by_ids[ids] = (frames, info)
         return info
 
     def name_key(self, frame: Frame) -> tuple[str, str]:

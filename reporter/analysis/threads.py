@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from reporter.analysis.classify import frame_at
+from reporter.analysis.clues import dump_has_locals, has_locals
 from reporter.analysis.result import (
     BlockedThreads,
     LockThread,
@@ -151,7 +152,8 @@ def _blocked_threads(
     for dump in dumps:
         for thread in dump.threads:
             by_id.setdefault(thread.thread_id, []).append(thread)
-    with_locals = [d for d in dumps if any(f.locals for t in d.threads for f in t.frames)]
+    # Snapshots with `--locals`, looked for only once a thread passes the frame rules.
+    with_locals: list[ProcessDump] | None = None
     out: list[_Blocked] = []
     for tid, seen in by_id.items():
         if len(seen) != len(dumps) or not seen[-1].frames:
@@ -170,13 +172,15 @@ def _blocked_threads(
             len({_python_key(t) for t in seen}) != 1
         ):
             continue
+        if with_locals is None:
+            with_locals = [d for d in dumps if dump_has_locals(d)]
         # The snapshot with locals for this thread, if any: frames align with the others.
         local_view = next(
             (
                 t
                 for d in reversed(with_locals)
                 for t in d.threads
-                if t.thread_id == tid and any(f.locals for f in t.frames)
+                if t.thread_id == tid and has_locals(t.frames)
             ),
             None,
         )

@@ -115,7 +115,8 @@ def sniff(text: str) -> EvidenceKind:
 def _sniff_head(head: str) -> EvidenceKind:
     """`sniff` on an already cut and cleaned head."""
     pyspy_at = _earliest(head, _PYSPY_MARKERS)
-    fault_at = _earliest(head, _FAULTHANDLER_MARKERS)
+    # py-spy wins ties, so only a faulthandler marker up to `pyspy_at` can change the answer.
+    fault_at = _earliest(head, _FAULTHANDLER_MARKERS, pyspy_at if pyspy_at >= 0 else len(head))
     if pyspy_at >= 0 and (fault_at < 0 or pyspy_at <= fault_at):
         return EvidenceKind.PYSPY_TEXT
     if fault_at >= 0:
@@ -184,11 +185,12 @@ def _fault_frames_only(head: str) -> bool:
     return _mostly(head, lambda line: _FAULT_FRAME_RE.match(line.strip()) is not None)
 
 
-def _earliest(head: str, markers: tuple[_Marker, ...]) -> int:
-    """Offset of the earliest marker in `head`, or -1."""
+def _earliest(head: str, markers: tuple[_Marker, ...], limit: int | None = None) -> int:
+    """Offset of the earliest marker in `head` (starting at `limit` or before), or -1."""
     found = -1
+    end = len(head) if limit is None else limit
     for needle, pattern in markers:
-        at = _find(head, needle, pattern, found if found >= 0 else len(head))
+        at = _find(head, needle, pattern, found if found >= 0 else end)
         if at >= 0:
             found = at
     return found

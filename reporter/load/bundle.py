@@ -131,6 +131,16 @@ _OWN_OUTPUT_RE = re.compile(
     r"\A(?:---\n(?:.*\n){0,40}?(?:reporter|kind: (?:incident-report|upstream-draft))\b"
     r"|[\s\S]{0,4096}?<!-- reporter:begin )"
 )
+_OWN_MARKER = "<!-- reporter:begin "
+
+
+def _own_output(text: str) -> bool:
+    """`_OWN_OUTPUT_RE` on `text`, asked only when one of its two openings can be there."""
+    if not text.startswith("---\n") and _OWN_MARKER not in text[: 4096 + len(_OWN_MARKER)]:
+        return False  # the regex's scan of the first 4 KiB costs more than the parse
+    return _OWN_OUTPUT_RE.match(text) is not None
+
+
 _NOT_EVIDENCE_RE = re.compile("|".join(fnmatch.translate(p) for p in _NOT_EVIDENCE))
 
 
@@ -648,7 +658,8 @@ def _assemble(
     reference = min((e.captured_at for e in entries if e.captured_at), default=None)
     for index, entry in enumerate(entries):
         named = strict or (listed is not None and index < listed)
-        pickled = _read_fr_pickle(entry, max_file_bytes=max_file_bytes)
+        data = _read_once(entry, max_file_bytes=max_file_bytes)
+        pickled = _read_fr_pickle(entry, max_file_bytes=max_file_bytes, data=data)
         if pickled is not None:
             fr_result, size, digest = pickled
             fr_traces.extend(
@@ -660,9 +671,12 @@ def _assemble(
             files.append(_file_record(entry, EvidenceKind.FLIGHT_RECORDER, size, digest))
             continue
         try:
-            text, size, digest = _read_evidence(
-                entry.path, display=entry.display, max_file_bytes=max_file_bytes
+            text, size, digest = (
+                _read_evidence(entry.path, display=entry.display, max_file_bytes=max_file_bytes)
+                if data is None
+                else _evidence_text(data, display=entry.display)
             )
+            data = None  # not held beside the text while it is parsed (a file may be 512 MiB)
         except EvidenceError as err:
             # Metric, service and log files are never fatal: their problems are warnings.
             if named and entry.kind not in CONTEXT_KINDS:
@@ -671,7 +685,7 @@ def _assemble(
                 ParseWarning(source=Location(path=entry.display), message=f"skipped: {err.message}")
             )
             continue
-        if entry.kind is None and _OWN_OUTPUT_RE.match(text):
+        if entry.kind is None and _own_output(text):
             if named:
                 raise EvidenceError(
                     f"{entry.display}: a report written by reporter, not evidence "
@@ -825,6 +839,15 @@ def _head(kind: EvidenceKind, text: str, *, parsed: bool) -> tuple[str, int]:
     return "\n".join(lines[:HEAD_LINES]), len(lines)
 
 
+def _read_once(entry: ManifestEntry, *, max_file_bytes: int) -> bytes | None:
+    """The bytes of a regular file within the limit, read once for the pickle check and the
+    text reader; None when they cannot be read so (each reader then says why on its own)."""
+    try:
+        return read_bytes_bounded(entry.path, display=entry.display, max_bytes=max_file_bytes)
+    except InputError:
+        return None
+
+
 def _file_record(
     entry: ManifestEntry,
     kind: EvidenceKind,
@@ -851,14 +874,21 @@ def _file_record(
 
 
 def _read_fr_pickle(
-    entry: ManifestEntry, *, max_file_bytes: int
+    entry: ManifestEntry, *, max_file_bytes: int, data: bytes | None = None
 ) -> tuple[ParseResult, int, str] | None:
     """A pickled Flight Recorder dump (the only binary evidence), parsed; None for other files.
 
     Any pickle is taken for one: one that holds code is refused by the parser, loudly.
+    `data` is the file's bytes when already read (`_read_once`).
     """
     if entry.kind not in (None, EvidenceKind.FLIGHT_RECORDER):
         return None
+    if data is not None:
+        if not flight_recorder.sniff_bytes(data[:2]):
+            return None
+        rank = entry.hint.rank if entry.hint else None
+        parsed = flight_recorder.parse_pickle(data, source=entry.display, rank=rank)
+        return parsed, len(data), _digest(data)
     try:
         # Only a regular file is opened: a FIFO or device would block or never end here; the
         # text reader refuses it with its reason.
@@ -925,6 +955,11 @@ def _read_evidence(path: Path, *, display: str, max_file_bytes: int) -> tuple[st
                 tip="split the file per process, or raise the limit with --max-file-size",
             ) from err
         raise EvidenceError(err.message, tip=err.tip) from err
+    return _evidence_text(data, display=display)
+
+
+def _evidence_text(data: bytes, *, display: str) -> tuple[str, int, str]:
+    """`_read_evidence` on bytes already read: refuses empty and binary files."""
     size = len(data)
     if not data.strip():
         raise EvidenceError(

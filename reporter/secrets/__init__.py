@@ -207,37 +207,48 @@ def mask_data(value: object) -> object:
 
     For `--json` output: strings are masked *decoded*, so a quoted log line's
     `\\"password\\": \\"...\\"` is seen as the evidence had it. Iterative (no recursion
-    on input-controlled depth); each distinct string is masked once.
+    on input-controlled depth); each distinct string is masked once, and a document with
+    nothing to mask is walked once and returned as it is.
     """
-    strings: dict[str, str] = {}
-    root: list[object] = [value]
-    pending: list[tuple[list[object] | dict[str, object], int | str]] = [(root, 0)]
-    found: list[tuple[list[object] | dict[str, object], int | str]] = []
-    keyed: list[dict[str, object]] = []
+    strings: set[str] = set()
+    pending: list[object] = [value]
     while pending:
-        holder, key = pending.pop()
-        item = holder[key]  # type: ignore[index]
+        item = pending.pop()
         if isinstance(item, str):
-            strings[item] = item
-            found.append((holder, key))
+            strings.add(item)
         elif isinstance(item, list):
-            pending.extend((item, i) for i in range(len(item)))
+            pending.extend(item)
         elif isinstance(item, dict):
-            keyed.append(item)
-            strings.update((k, k) for k in item)
-            pending.extend((item, k) for k in item)
+            strings.update(item)
+            pending.extend(item.values())
     library = len(strings) <= _THOROUGH_STRINGS
-    changed = {text: mask_text(text, library=library) for text in strings}
-    changed = {text: masked for text, masked in changed.items() if masked != text}
+    changed: dict[str, str] = {}
+    for text in strings:
+        masked = mask_text(text, library=library)
+        if masked != text:
+            changed[text] = masked
     if not changed:
         return value
-    for holder, key in found:
-        text = holder[key]  # type: ignore[index]
-        if text in changed:
-            holder[key] = changed[text]  # type: ignore[index]
-    for table in keyed:
-        if any(k in changed for k in table):
-            renamed = {changed.get(k, k): v for k, v in table.items()}
-            table.clear()
-            table.update(renamed)
+    root: list[object] = [value]
+    holders: list[list[object] | dict[str, object]] = [root]
+    while holders:
+        holder = holders.pop()
+        if isinstance(holder, list):
+            for index, item in enumerate(holder):
+                if isinstance(item, str):
+                    if item in changed:
+                        holder[index] = changed[item]
+                elif isinstance(item, (list, dict)):
+                    holders.append(item)
+            continue
+        for key, item in list(holder.items()):
+            if isinstance(item, str):
+                if item in changed:
+                    holder[key] = changed[item]
+            elif isinstance(item, (list, dict)):
+                holders.append(item)
+        if any(k in changed for k in holder):
+            renamed = {changed.get(k, k): v for k, v in holder.items()}
+            holder.clear()
+            holder.update(renamed)
     return root[0]

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
@@ -74,13 +74,23 @@ class SecretPattern:
     needs: tuple[str, ...] = ()
     """One of these is in every match (lower case when the pattern ignores case): a text
     holding none of them is not searched."""
+    folded: bool = field(init=False, default=False)
+    """The pattern ignores case (read once: `may_match` runs for every text and shape)."""
+    needs_re: re.Pattern[str] | None = field(init=False, default=None)
+    """Any of `needs` as one search (None without `needs`): one call instead of a loop."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "folded", bool(self.pattern.flags & re.IGNORECASE))
+        if self.needs:
+            joined = "|".join(re.escape(need) for need in self.needs)
+            object.__setattr__(self, "needs_re", re.compile(joined))
 
     def may_match(self, text: str, lowered: Callable[[], str]) -> bool:
         """False when `text` holds none of `needs` (cheap `in` tests before a regex)."""
-        if not self.needs:
+        if self.needs_re is None:
             return True
-        hay = lowered() if self.pattern.flags & re.IGNORECASE else text
-        return any(need in hay for need in self.needs)
+        hay = lowered() if self.folded else text
+        return self.needs_re.search(hay) is not None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -257,7 +267,8 @@ def pattern_hits(text: str) -> Iterator[SecretHit]:
         return lower[0]
 
     for entry in secret_patterns():
-        if not entry.may_match(text, lowered):
+        needs = entry.needs_re  # `entry.may_match`, inlined: it runs for every text and shape
+        if needs is not None and needs.search(lowered() if entry.folded else text) is None:
             continue
         check = _CHECKS.get(entry.check) if entry.check else None
         for match in _matches(entry, text):

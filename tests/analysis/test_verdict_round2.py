@@ -587,6 +587,41 @@ def test_a_replica_stuck_where_another_replica_passes_stays_stuck() -> None:
     assert not any("returned from the same" in n for n in analysis.confidence_notes)
 
 
+def test_every_rank_caught_where_a_peer_of_its_group_returned_is_moving_and_only_those() -> None:
+    # Replica 0 (ranks 0-2): ranks 0 and 1 caught in the all_reduce each time, rank 2
+    # returns from it: both are moving, each note naming rank 2. Replica 1 (3-5) has no
+    # rank that returned: all stay stuck, although their stacks are the same as 0's and 1's.
+    stacks = {0: [_in_ar()] * 3, 1: [_in_ar()] * 3, 2: [_in_ar(), _decode(0), _decode(0)]}
+    stacks |= {3: [_in_ar()] * 3, 4: [_in_ar()] * 3, 5: [_in_ar()] * 3}
+    dumps = [
+        dump(
+            pid=2000 + rank,
+            title=f"sglang::scheduler_DP{rank // 3}_TP{rank}",
+            main=history[k],
+            source=f"s{k}/rank{rank}.txt",
+        )
+        for k in range(3)
+        for rank, history in stacks.items()
+    ]
+    analysis = analyze(bundle(*dumps))
+    states = {p.unit: p.state for p in analysis.processes}
+    assert states == {
+        0: RankState.MOVING,
+        1: RankState.MOVING,
+        2: RankState.MOVING,
+        3: RankState.STUCK,
+        4: RankState.STUCK,
+        5: RankState.STUCK,
+    }
+    notes = [n for n in analysis.confidence_notes if "returned from the same" in n]
+    for rank in (0, 1):
+        assert any(
+            n.startswith(f"rank {rank} shows") and "rank 2 of its layout group DP0" in n
+            for n in notes
+        ), notes
+    assert not any(f"rank {rank} shows" in n for n in notes for rank in (3, 4, 5))
+
+
 def test_a_dump_without_frames_leaves_the_rank_where_it_was_last_seen() -> None:
     # Rank 2's last dump failed after its header (no frames): it is still not in the world
     # all_gather, so the ranks waiting there still wait for it (CI once lost it here).

@@ -108,19 +108,39 @@ def freeze(proc: ProcBlock, source: str, unknown: Unrecognised) -> ProcessDump:
         proc.truncated = True
         unknown.warn(proc.line, f"process {proc.pid}: header without threads (output cut?)")
     threads = tuple(
-        ThreadStack(
-            thread_id=thread.tid,
-            status=thread.status,
-            name=thread.name,
-            frames=tuple(thread.frames),
-            # A decimal id is the OS thread id; hex is the pthread id (docs/formats.md 1.2).
-            os_thread_id=int(thread.tid) if thread.tid.isdigit() else None,
-            owns_gil=_OWNS_GIL.get(thread.status),
-            truncated=thread.truncated,
-            source=Location(path=source, line=thread.line),
-        )
-        for thread in proc.threads
+        [
+            thread_stack(t.tid, t.status, t.name, tuple(t.frames), t.truncated, t.line, source)
+            for t in proc.threads
+        ]
     )
+    return dump_of(proc, threads, source)
+
+
+def thread_stack(
+    tid: str,
+    status: ThreadStatus,
+    name: str | None,
+    frames: tuple[Frame, ...],
+    truncated: bool,
+    line: int,
+    source: str,
+) -> ThreadStack:
+    """One thread, frozen (its line is the `Thread` line's)."""
+    return ThreadStack(
+        thread_id=tid,
+        status=status,
+        name=name,
+        frames=frames,
+        # A decimal id is the OS thread id; hex is the pthread id (docs/formats.md 1.2).
+        os_thread_id=int(tid) if tid.isdigit() else None,
+        owns_gil=_OWNS_GIL.get(status),
+        truncated=truncated,
+        source=Location(path=source, line=line),
+    )
+
+
+def dump_of(proc: ProcBlock, threads: tuple[ThreadStack, ...], source: str) -> ProcessDump:
+    """The `ProcessDump` of a block whose threads are frozen already."""
     return ProcessDump(
         pid=proc.pid,
         kind=EvidenceKind.PYSPY_TEXT,

@@ -20,6 +20,7 @@ from reporter.evidence._text import (
     reread,
     stamp_and_label,
 )
+from reporter.evidence.pyspy import plain
 from reporter.evidence.pyspy.blocks import (
     ERROR,
     HEADER,
@@ -75,10 +76,20 @@ def parse_text(text: str, *, source: str) -> ParseResult:
     `source` names the file in warnings and `Location`s; lines are 1-based in
     the original text. Never raises on malformed input.
     """
-    with gc_paused(len(text) >= GC_PAUSE_MIN_CHARS):
-        parser = _TextParser(source)
-        parser.run(clean_lines(text))
-        return parser.result()
+    if len(text) < GC_PAUSE_MIN_CHARS:
+        return _parse(text, source)  # the usual file: no pause (see `GC_PAUSE_MIN_CHARS`)
+    with gc_paused():
+        return _parse(text, source)
+
+
+def _parse(text: str, source: str) -> ParseResult:
+    lines = clean_lines(text)
+    dumps = plain.read(lines, source)
+    if dumps is not None:
+        return ParseResult(dumps=tuple(dumps))  # the plain shape: no warning, no failure
+    parser = _TextParser(source)
+    parser.run(lines)
+    return parser.result()
 
 
 class _TextParser(LineMachine):
@@ -375,15 +386,20 @@ class _TextParser(LineMachine):
 
     def _thread_line(self, number: int, raw: str, line: str) -> None:
         """`Thread 8152 (active+gil): "cpu-worker-1"` and its shorter forms."""
-        match = thread_match(line)
+        groups = plain.THREAD_LINES.get(line)
         cut = False
-        if match is None:
-            match = THREAD_CUT_RE.match(line)
-            if match is None or self._block is None:
-                self._other(number, raw, line)
-                return
-            cut = True
-        tid, word, name = match.groups()
+        if groups is None:
+            match = thread_match(line)
+            if match is None:
+                match = THREAD_CUT_RE.match(line)
+                if match is None or self._block is None:
+                    self._other(number, raw, line)
+                    return
+                cut = True
+            groups = match.groups()
+            if not cut:
+                plain.remember_thread_line(line, groups)
+        tid, word, name = groups
         if tid is None:
             tid = UNKNOWN_THREAD_ID
         previous = self._thread if self._mode == THREAD else None

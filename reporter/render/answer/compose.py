@@ -137,7 +137,7 @@ def build(
     )
     facts = _facts(bundle, inner, edges, timeouts, scope)
     steps = nextsteps.suggest(nextsteps.default_rules(), facts)
-    factors, actions = _suggestions(bundle, inner, edges, steps)
+    factors, actions = _suggestions(bundle, inner, edges, steps, timeouts)
     no_stack_wedge = not analysis.classes and analysis.wedge is not None and analysis.wedge.found
     return Answer(
         title=title,
@@ -282,8 +282,10 @@ def _suggestions(
     analysis: Analysis,
     edges: Sequence[WaitEdge],
     steps: Sequence[nextsteps.Step],
+    timeouts: Sequence[Timeout],
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Contributing factors and action items for the reviewer to accept or delete."""
+    """Contributing factors and action items for the reviewer to accept or delete;
+    `timeouts` are `find_timeouts(bundle)`."""
     factors: list[str] = []
     mismatch = fr_mismatch(analysis)
     if mismatch is not None:
@@ -305,7 +307,7 @@ def _suggestions(
     if change is not None:
         factors.append(f"{change_words(change)} changed since the last good run.")
     stuck = bool(edges) or mismatch is not None or bool(analysis.wedge and analysis.wedge.found)
-    if not find_timeouts(bundle) and captured(bundle) and stuck:
+    if not timeouts and captured(bundle) and stuck:
         factors.append("No collective timeout or watchdog ended the wait.")
     actions = [step.action for step in steps[:4]]
     return tuple(factors), tuple(actions)

@@ -11,6 +11,8 @@ without any the answer is "not known".
 from __future__ import annotations
 
 import re
+from itertools import chain
+from operator import attrgetter
 
 from reporter.model import Bundle
 from reporter.render.answer.records import Timeout
@@ -32,6 +34,10 @@ _GROUP_SETUP = re.compile(
     r"(^|\.)(init_process_group|new_group|new_subgroups\w*|_new_process_group_helper"
     r"|init_distributed_environment|initialize_model_parallel|monitored_barrier)$"
 )
+_LOCALS = attrgetter("locals")
+_FRAMES = attrgetter("frames")
+_THREADS = attrgetter("threads")
+_PARENT = attrgetter("parent_cmdline")
 # A process title (`sglang::scheduler_TP0`, `VLLM::Worker`) is not a command line.
 _TITLE_ONLY = re.compile(r"^\S+::\S*$")
 
@@ -45,15 +51,17 @@ def find_timeouts(bundle: Bundle) -> tuple[Timeout, ...]:
                 found.setdefault((flag.name, flag.value), str(cmdline.source))
     for dump in bundle.dumps:
         for text in (dump.cmdline, dump.parent_cmdline):
-            for match in _TIMEOUT_IN_TEXT.finditer(text or ""):
+            if not text or "--" not in text:
+                continue  # every match starts with `--`; most titles have none
+            for match in _TIMEOUT_IN_TEXT.finditer(text):
                 found.setdefault((match.group(1), match.group(2)), str(dump.source))
     for var in bundle.environment.variables:
         if _TIMEOUT_ENV.match(var.name) and "DUMP" not in var.name:
             found.setdefault((var.name, var.value), str(var.source))
-    for dump in bundle.dumps:
+    for dump in bundle.dumps if _any_locals(bundle) else ():
         for thread in dump.threads:
-            for frame in thread.frames:
-                if not frame.locals or not _GROUP_SETUP.search(frame.function):
+            for frame in filter(_LOCALS, thread.frames):
+                if not _GROUP_SETUP.search(frame.function):
                     continue
                 for local in frame.locals:
                     if local.name == "timeout" and local.repr not in ("None", ""):
@@ -70,13 +78,21 @@ def find_timeouts(bundle: Bundle) -> tuple[Timeout, ...]:
     )
 
 
+def _any_locals(bundle: Bundle) -> bool:
+    """Whether any frame shows `--locals`: C-level iteration over millions of frames."""
+    threads = chain.from_iterable(map(_THREADS, bundle.dumps))
+    return any(map(_LOCALS, chain.from_iterable(map(_FRAMES, threads))))
+
+
 def captured(bundle: Bundle) -> tuple[str, ...]:
     """What timeouts were looked for in: `command lines`, `environment`, `Flight Recorder`,
     `--locals` (empty: nothing that could hold one was captured)."""
     out: list[str] = []
-    lines = bool(bundle.environment.cmdlines) or any(
-        (d.cmdline and not _TITLE_ONLY.match(d.cmdline.strip())) or d.parent_cmdline
-        for d in bundle.dumps
+    lines = (
+        bool(bundle.environment.cmdlines)
+        or any(map(_PARENT, bundle.dumps))
+        # Each distinct command line once: the snapshots of one process repeat it.
+        or any(not _TITLE_ONLY.match(c.strip()) for c in {d.cmdline for d in bundle.dumps} if c)
     )
     if lines:
         out.append("command lines")

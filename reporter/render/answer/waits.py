@@ -4,7 +4,7 @@ the laggards and missing or gone ranks; ranks at one place are one side."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -56,22 +56,31 @@ def _at(frame: Frame | None) -> str:
 def members(analysis: Analysis, instance: str, units: Sequence[int]) -> list[RankProcess]:
     """The rank processes of `units` in `instance`, by PID: found by (instance, unit), since
     one PID can name two processes (two hosts, two containers)."""
-    wanted = {(instance, u) for u in units}
-    return sorted(
-        (p for p in analysis.processes if (p.identity.instance, p.unit) in wanted),
-        key=lambda p: (p.identity.pid is None, p.identity.pid or 0, p.unit or 0),
-    )
+    return sorted(_members(analysis, instance, units), key=_by_pid)
+
+
+def _members(analysis: Analysis, instance: str, units: Sequence[int]) -> Iterator[RankProcess]:
+    wanted = set(units)
+    return (p for p in analysis.processes if p.unit in wanted and p.identity.instance == instance)
+
+
+def _by_pid(process: RankProcess) -> tuple[bool, int, int]:
+    return (process.identity.pid is None, process.identity.pid or 0, process.unit or 0)
 
 
 def dump_of(analysis: Analysis, stack_class: StackClass) -> str:
     """The dump behind a class: its smallest PID's latest main thread, as `file:line`."""
-    for process in members(analysis, stack_class.instance, stack_class.ranks):
-        if not process.snapshots:
-            continue
-        latest = process.snapshots[-1]
-        thread = main_thread(latest)
-        return str(thread.source if thread is not None else latest.source)
-    return ""
+    # `members` in order, first with snapshots: the smallest key (the first of equals).
+    process = min(
+        (p for p in _members(analysis, stack_class.instance, stack_class.ranks) if p.snapshots),
+        key=_by_pid,
+        default=None,
+    )
+    if process is None:
+        return ""
+    latest = process.snapshots[-1]
+    thread = main_thread(latest)
+    return str(thread.source if thread is not None else latest.source)
 
 
 def _app_frames(frames: Sequence[Frame]) -> list[Frame]:

@@ -1,0 +1,155 @@
+"""The usual `py-spy dump` text file, read without the state machine (the fast path of `text`).
+
+A clean capture is a run of blocks of one shape, and a bundle of thousands of ranks is
+mostly such files::
+
+    Process 8251: sglang::scheduler_TP0
+    Python v3.11.7 (/usr/bin/python3.11)
+
+    Thread 8251 (idle): "MainThread"
+        recv (zmq/sugar/socket.py:802)
+
+`read` takes a file only when every line is one of these: a `Process` header followed at
+once by its `Python v` line, a thread line with a known status, a frame line of four
+spaces, or a blank line; and every process shows threads and every thread frames. For
+such a file it makes the dumps the state machine makes (with the same freezing helpers),
+and no warning. Anything else (a log prefix, `--locals`, subprocess separators, error text, a
+condensed header, a cut or re-indented line, a thread without frames) gives None, and the
+state machine reads the file from the start: its rules, warnings included, stay the only
+ones for everything but the plain shape.
+"""
+
+from __future__ import annotations
+
+from reporter.evidence.pyspy.blocks import ProcBlock, dump_of, thread_stack
+from reporter.evidence.pyspy.frames import FRAME_CACHE, parse_frame
+from reporter.evidence.pyspy.grammar import (
+    CONDENSED_RE,
+    PROCESS_RE,
+    STATUS,
+    UNKNOWN_THREAD_ID,
+    thread_match,
+)
+from reporter.model import Frame, ProcessDump, ThreadStack, ThreadStatus
+
+# The parts of thread lines seen before: each snapshot of a process repeats its lines.
+THREAD_LINES: dict[str, tuple[str | None, ...]] = {}
+_THREAD_LINES_MAX = 1 << 16
+
+
+def remember_thread_line(line: str, groups: tuple[str | None, ...]) -> None:
+    """Keep the parts of a thread line that matched in full (the cache is bounded)."""
+    if len(THREAD_LINES) >= _THREAD_LINES_MAX:
+        THREAD_LINES.clear()
+    THREAD_LINES[line] = groups
+
+
+def read(lines: list[str], source: str) -> list[ProcessDump] | None:
+    """The dumps of a plain file, in file order; None when it is not plain."""
+    dumps: list[ProcessDump] = []
+    block: ProcBlock | None = None  # the open process
+    threads: list[ThreadStack] = []  # its threads, frozen
+    frames: list[Frame] | None = None  # the open thread's frames
+    thread: tuple[str, ThreadStatus, str | None, int] | None = None  # and the rest of it
+    cached = FRAME_CACHE.get
+    known = THREAD_LINES.get
+    count = len(lines)
+    number = 0
+    while number < count:
+        raw = lines[number]
+        number += 1  # 1-based line number of `raw`
+        if frames is not None:
+            frame = cached(raw)
+            if frame is not None:
+                frames.append(frame)
+                continue
+        if not raw:
+            continue
+        first = raw[0]
+        if first == " ":
+            if (
+                frames is None
+                or not raw.startswith("    ")
+                or raw[4] == " "
+                or not raw.endswith(")")
+                or ")  " in raw
+            ):
+                return None
+            frame = parse_frame(raw)
+            if frame is None:
+                return None
+            frames.append(frame)
+            continue
+        # Any other line ends the open thread: a thread without frames is not plain.
+        if frames is not None:
+            if not frames:
+                return None
+            assert thread is not None
+            threads.append(_frozen(thread, frames, source))
+            frames = None
+        if first == "T":
+            groups = known(raw)
+            if groups is None:
+                match = thread_match(raw) if raw.startswith("Thread ") else None
+                if match is None:
+                    return None
+                groups = match.groups()
+                remember_thread_line(raw, groups)
+            tid, word, name = groups
+            status: ThreadStatus | None = ThreadStatus.UNKNOWN
+            if word:
+                status = STATUS.get(word)
+            if block is None or status is None:
+                return None
+            thread = (UNKNOWN_THREAD_ID if tid is None else tid, status, name, number)
+            frames = []
+        elif first == "P" and raw.startswith("Process "):
+            if block is not None:
+                if not threads:
+                    return None
+                dumps.append(dump_of(block, tuple(threads), source))
+                threads = []
+            match = PROCESS_RE.match(raw)
+            if match is None or number >= count or not lines[number].startswith("Python v"):
+                return None
+            title = match.group(2)
+            if CONDENSED_RE.match(title) is not None:
+                return None
+            rest = lines[number][8:]
+            cut = rest.find(" (")
+            exe: str | None = None
+            if cut < 0:
+                version = rest.strip() or None
+            else:
+                version, exe = rest[:cut], rest[cut + 2 :]
+                if not exe.endswith(")"):
+                    return None
+                exe = exe[:-1]
+            block = ProcBlock(
+                pid=int(match.group(1)),
+                line=number,
+                group=len(dumps) + 1,
+                after_separator=0,
+                cmd=[title],
+            )
+            block.version = version
+            block.exe = exe
+            number += 1  # the `Python v` line
+        else:
+            return None
+    if frames is not None:
+        if not frames:
+            return None
+        assert thread is not None
+        threads.append(_frozen(thread, frames, source))
+    if block is None or not threads:
+        return None
+    dumps.append(dump_of(block, tuple(threads), source))
+    return dumps
+
+
+def _frozen(
+    thread: tuple[str, ThreadStatus, str | None, int], frames: list[Frame], source: str
+) -> ThreadStack:
+    tid, status, name, line = thread
+    return thread_stack(tid, status, name, tuple(frames), False, line, source)
