@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -184,8 +185,12 @@ def test_init_writes_and_refuses_to_overwrite(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("report") is None, reason="the console script is not installed")
 def test_console_script_runs(tmp_path: Path) -> None:
+    # The `report` installed beside the interpreter running the tests (a venv's bin), not
+    # whichever `report` PATH finds first (a pyenv shim may point at another install).
+    beside = Path(sys.executable).parent / "report"
+    script = str(beside) if beside.exists() else (shutil.which("report") or "report")
     result = subprocess.run(
-        ["report", "analyze", str(tmp_path / "missing")],
+        [script, "analyze", str(tmp_path / "missing")],
         capture_output=True,
         text=True,
         check=False,
