@@ -208,6 +208,7 @@ def _part(
     members: list[Member] = []
     samples: list[ThreadSample] = []
     frozen: list[tuple[UnitView, Condition]] = []
+    built: list[tuple[RankedProcess, UnitView, Condition | None]] = []
     for process in instance.ranks:
         threads = [main_thread(dump) for dump in process.snapshots]
         history = tuple([table.intern(t.frames if t is not None else ()) for t in threads])
@@ -235,22 +236,30 @@ def _part(
             peer_source=peer_source,
             pg_ranks=fr_group.ranks if fr_group is not None and pg != "default" else (),
         )
+        built.append((process, view, cond))
+    # A stopped or crashed rank takes no part (the others wait for it); of the others, one
+    # whose group peer returned from its collective took part: moving (see the function).
+    passed = completed_by_peer([view for _, view, cond in built if cond is None])
+    for process, view, cond in built:
+        if view.unit in passed:
+            view = replace(view, state=RankState.MOVING, raw=RankState.MOVING)
         if cond is None:
             views.append(view)
         else:
-            # A stopped or crashed rank takes no part: the others wait for it.
             frozen.append((view, cond))
+        identity = process.identity
         processes.append(
             RankProcess(
                 identity=identity,
                 snapshots=process.snapshots,
-                state=state,
+                state=view.state,
                 condition=cond,
                 unit=process.unit,
             )
         )
+        history = view.history
         shown = (procstate.last_seen(history) or history[-1]) if cond is not None else history[-1]
-        members.append(Member(unit=process.unit, state=state, pid=identity.pid, info=shown))
+        members.append(Member(unit=process.unit, state=view.state, pid=identity.pid, info=shown))
         latest = process.snapshots[-1]
         main = main_thread(latest)
         for thread in latest.threads:
@@ -258,25 +267,12 @@ def _part(
                 samples.append(
                     ThreadSample(
                         unit=process.unit,
-                        state=state,
+                        state=view.state,
                         pid=identity.pid,
                         thread=thread,
                         info=table.intern(thread.frames),
                     )
                 )
-    passed = completed_by_peer(views)
-    if passed:
-        # Their group's collectives complete: not a second waiting side (see the function).
-        views = [
-            replace(v, state=RankState.MOVING, raw=RankState.MOVING) if v.unit in passed else v
-            for v in views
-        ]
-        processes = [
-            replace(p, state=RankState.MOVING) if p.condition is None and p.unit in passed else p
-            for p in processes
-        ]
-        members = [replace(m, state=RankState.MOVING) if m.unit in passed else m for m in members]
-        samples = [replace(s, state=RankState.MOVING) if s.unit in passed else s for s in samples]
     classes, pairs = stack_classes(members, similarity)
     classes = tuple(replace(c, instance=instance.id) for c in classes)
     tree = build_tree(pairs, similarity, table)
