@@ -214,7 +214,10 @@ def _part(
         history = tuple([table.intern(t.frames if t is not None else ()) for t in threads])
         state, motion = _states(threads, history)
         identity = process.identity
-        direction = classifier.rules.p2p_direction(history[-1].facts.collective)
+        # Where it was last seen, as UnitView.latest: a dump that failed after its header
+        # (no frames) says nothing of the call it waits in.
+        seen = procstate.last_seen(history) or history[-1]
+        direction = classifier.rules.p2p_direction(seen.facts.collective)
         peers, peer_source = _peers(process, direction, classifier, fr_p2p, rank_map.unit)
         pg = process_group(process.snapshots, classifier)
         fr_group = fr_groups.get(process.unit) if rank_map.unit == "rank" else None

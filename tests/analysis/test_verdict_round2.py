@@ -637,3 +637,16 @@ def test_a_dump_without_frames_leaves_the_rank_where_it_was_last_seen() -> None:
     assert analysis.verdict is Verdict.COLLECTIVE_DESYNC
     waited = {r for e in analysis.waits_for if e.waiting.ranks == (0, 1) for r in e.waited.ranks}
     assert waited == {2, 3}
+
+
+def test_a_recv_whose_last_dump_failed_is_still_a_recv() -> None:
+    # Both ranks wait in recv; each one's last dump failed after its header (no frames).
+    # Where a rank waits is where it was last seen, so the p2p reading holds.
+    recv = _stack(RECV, WRAPPER, f"stage ({APP}:9)")
+    dumps = [
+        dump(pid=3000 + r, title=f"sglang::scheduler_TP{r}", main=main, source=f"s{k}/r{r}.txt")
+        for k, main in enumerate([recv, recv, recv, []])
+        for r in range(2)
+    ]
+    analysis = analyze(bundle(*dumps))
+    assert analysis.verdict is Verdict.P2P_DEADLOCK
