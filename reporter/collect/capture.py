@@ -82,34 +82,13 @@ class ProcessSteps(SessionState):
         return tuple(out)
 
     def save_cmdline(self, pid: int, what: str) -> None:
-        captured = envcap.capture_cmdline(pid, detector=self.detector)
-        if captured.error:
-            self.note_skip(what, captured.error)
-            return
-        redacted = f"; {captured.redacted} secret values redacted" if captured.redacted else ""
-        if self.detector is None:
-            redacted = "; raw (--raw-env)"
-        self.keep(
-            plan.env_path(pid, "cmdline"),
-            captured.text,
-            EvidenceKind.CMDLINE,
-            f"/proc/{pid}/cmdline: {what}{redacted}",
+        self.keep_proc_copy(
+            pid, "cmdline", envcap.capture_cmdline(pid, detector=self.detector), what
         )
 
     def save_environ(self, pid: int, captured: envcap.Capture, what: str) -> None:
         self.environs[pid] = captured.text
-        if self.detector is None:
-            redacted = "; raw (--raw-env): secrets not redacted"
-        elif captured.redacted:
-            redacted = f"; {captured.redacted} secret values redacted"
-        else:
-            redacted = "; no secret-looking value found"
-        self.keep(
-            plan.env_path(pid, "environ"),
-            captured.text,
-            EvidenceKind.ENVIRON,
-            f"/proc/{pid}/environ: {what}{redacted}",
-        )
+        self.keep_proc_copy(pid, "environ", captured, what)
 
     def dumps(
         self, targets: Sequence[Target], found: envcap.Found, facts: ptrace.PtraceFacts

@@ -24,7 +24,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from reporter.collect import procfs
+from reporter.collect import probe, procfs
 from reporter.collect.procfs import ProcessInfo
 from reporter.collect.runner import Finished, run_bounded
 from reporter.secrets.scrub import SecretDetector, scrub_cmdline, scrub_environ
@@ -76,6 +76,12 @@ def capture_cmdline(pid: int, *, detector: SecretDetector | None) -> Capture:
         data = procfs.read_bytes(pid, "cmdline")
     except OSError as err:
         return Capture(error=f"cannot read /proc/PID/cmdline ({err.strerror})")
+    return cmdline_evidence(data, detector=detector)
+
+
+def cmdline_evidence(data: bytes, *, detector: SecretDetector | None) -> Capture:
+    """The raw bytes of a `/proc/PID/cmdline` as evidence: NUL-separated, secrets redacted
+    unless `detector` is None. A local capture and the remote probe's bytes both come here."""
     if detector is None:
         return Capture(text=data.rstrip(b"\x00").decode("utf-8", errors="replace") + "\x00")
     scrubbed, count = scrub_cmdline(data, detector)
@@ -97,6 +103,11 @@ def capture_environ(pid: int, *, detector: SecretDetector | None) -> Capture:
             else err.strerror
         )
         return Capture(error=f"cannot read /proc/PID/environ ({why})")
+    return environ_evidence(data, detector=detector)
+
+
+def environ_evidence(data: bytes, *, detector: SecretDetector | None) -> Capture:
+    """The raw bytes of a `/proc/PID/environ` as evidence (see `cmdline_evidence`)."""
     if procfs.environ_blank(data):
         return Capture(
             error="/proc/PID/environ holds no variables (a process title set with "
@@ -138,25 +149,9 @@ class Interpreter:
 
     @property
     def run_as(self) -> tuple[int, int] | None:
-        """(uid, gid) to run the interpreter as: the target's user when this process is
-        root and the target is not; None to run it as ourselves.
-
-        The interpreter, its site-packages and `sitecustomize` belong to the target's
-        user: run as root, anything that user planted there would run as root."""
-        if self.owner is None or self.owner[0] == 0 or os.geteuid() != 0:
-            return None
-        return self.owner
-
-
-def _resolve(candidate: str, *, cwd: str | None, path: str | None) -> str | None:
-    """An argv[0] as an absolute path: relative to the process's cwd, or searched on its PATH."""
-    if not candidate:
-        return None
-    if "/" in candidate:
-        if Path(candidate).is_absolute():
-            return candidate
-        return str(Path(cwd) / candidate) if cwd else None
-    return shutil.which(candidate, path=path) if path else None
+        """(uid, gid) to run the interpreter as (`probe.run_as`, shared with the remote
+        probe): the target's user when this process is root and the target is not."""
+        return probe.run_as(self.owner)
 
 
 def choose_interpreter(
@@ -169,57 +164,25 @@ def choose_interpreter(
 ) -> Interpreter:
     """The interpreter to list packages with (see the module docstring).
 
-    Candidates for the launch path, first that is the same file as the target's
-    binary: the target's argv[0], its parent's (when the target's title replaced its
-    own), `$VIRTUAL_ENV/bin/python`. Otherwise `/proc/PID/exe` itself.
+    The launch path is the first place an operator would look (`probe.operator_places`,
+    the code the remote probe runs: the target's argv[0], its parent's, `VIRTUAL_ENV`,
+    a `pyvenv.cfg` beside its executable) that is the same file as the target's binary;
+    otherwise `/proc/PID/exe` itself.
     """
     exe = f"/proc/{target.pid}/exe"
-    owner = _owner(target.pid)
-    path_var = environ_value(environ, "PATH") if environ else None
-    candidates = [target.argv[0] if target.argv else ""]
-    if parent is not None and parent.exe is not None and parent.exe == target.exe and parent.argv:
-        candidates.append(parent.argv[0])
-    venv = environ_value(environ, "VIRTUAL_ENV") if environ else None
-    if venv:
-        candidates.append(str(Path(venv) / "bin" / "python"))
-    pythonpath = environ_value(environ, "PYTHONPATH") if environ else None
-    extra = tuple(p for p in (pythonpath or "").split(os.pathsep) if p)
-    home = environ_value(environ, "HOME") if environ else None
-    for candidate in candidates:
-        resolved = _resolve(candidate, cwd=cwd, path=path_var)
-        if resolved and real_exe and _same_file(resolved, real_exe):
-            return Interpreter(
-                argv0=resolved,
-                executable=exe,
-                real=real_exe,
-                pythonpath=extra,
-                home=home,
-                owner=owner,
-            )
-    return Interpreter(
-        argv0=real_exe or exe,
-        executable=exe,
-        real=real_exe or exe,
-        pythonpath=extra,
-        home=home,
-        owner=owner,
+    pythons, _folders = probe.operator_places(
+        target.argv, parent.argv if parent is not None else (), environ or "", cwd, target.exe
     )
-
-
-def _owner(pid: int) -> tuple[int, int] | None:
-    """The process's effective (uid, gid): the owner of its `/proc/PID` folder."""
-    try:
-        info = Path(f"/proc/{pid}").stat()
-    except OSError:
-        return None
-    return (info.st_uid, info.st_gid)
-
-
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return Path(a).samefile(b)
-    except OSError:
-        return False
+    pythonpath = environ_value(environ, "PYTHONPATH") if environ else None
+    real = real_exe or exe
+    return Interpreter(
+        argv0=probe.pick_interpreter(pythons, real_exe) if real_exe else exe,
+        executable=exe,
+        real=real,
+        pythonpath=tuple(p for p in (pythonpath or "").split(os.pathsep) if p),
+        home=environ_value(environ, "HOME") if environ else None,
+        owner=probe.owner_of(target.pid),
+    )
 
 
 def read_cwd_and_exe(pid: int) -> tuple[str | None, str | None]:

@@ -30,8 +30,13 @@ applies the secret policy (`reporter.secrets`) before anything is written to dis
 for a local capture. The selection mirrors `plan.select_targets` (a test holds them equal).
 """
 
+# The lookup below works on path strings (they travel in JSON records and through
+# shutil.which), so os.path is kept there on purpose.
+# ruff: noqa: PTH100, PTH111, PTH113, PTH116, PTH118, PTH120
+
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -268,9 +273,14 @@ def send_file(kind: str, pid: int, what: str) -> str | None:
         )
         emit({"t": "skip", "what": what, "reason": reason})
         return None
-    text = data.decode("utf-8", "replace")
-    emit({"t": "file", "kind": kind, "pid": pid, "what": what, "data": text})
-    return text
+    # The bytes as the kernel gave them (NULs, invalid UTF-8 and all): the collector turns
+    # them into evidence with the same code as a local capture (`envcap.cmdline_evidence`).
+    emit({"t": "file", "kind": kind, "pid": pid, "what": what, "b64": _b64(data)})
+    return data.decode("utf-8", "replace")
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
 
 
 def environment(targets: list[Record], by_pid: dict[int, Record]) -> dict[int, str]:
@@ -317,31 +327,179 @@ def _env_value(text: str, name: str) -> str | None:
     return None
 
 
-def find_pyspy(explicit: str | None, targets: list[Record]) -> tuple[str | None, str]:
-    """py-spy: the path given, else PATH, else beside this Python, else beside a target's
-    interpreter (a venv's bin folder), else `~/.local/bin`."""
+# -- least privilege and the operator's lookup: shared with the local collector -----------------
+# `envcap` and `runner` import these, so a local and a remote capture decide who runs what,
+# and find py-spy and the interpreter, with one code.
+
+
+def owner_of(pid: int) -> tuple[int, int] | None:
+    """The process's effective (uid, gid): the owner of its `/proc/PID` folder."""
+    try:
+        info = os.stat(f"/proc/{pid}")
+    except OSError:
+        return None
+    return (info.st_uid, info.st_gid)
+
+
+def run_as(owner: tuple[int, int] | None) -> tuple[int, int] | None:
+    """(uid, gid) to run a target's own code as (its interpreter, its environment script):
+    the target's user when this process is root and the target is not; None to run it as
+    ourselves. The interpreter, its site-packages and its `.pth` files belong to that
+    user: run as root, anything that user planted there would run as root."""
+    if owner is None or owner[0] == 0 or os.geteuid() != 0:
+        return None
+    return owner
+
+
+def as_user(user: tuple[int, int] | None) -> dict[str, Any]:
+    """`subprocess.Popen` options that run a program as `user` = (uid, gid) with no
+    supplementary groups (none when `user` is None). Python 3.8 has no `user=`: there the
+    switch happens in the child between fork and exec."""
+    if user is None:
+        return {}
+    if sys.version_info >= (3, 9):  # noqa: UP036 - the probe runs on Python 3.8 too
+        return {"user": user[0], "group": user[1], "extra_groups": []}
+    uid, gid = user
+
+    def drop() -> None:  # pragma: no cover - Python 3.8 only
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+
+    return {"preexec_fn": drop}
+
+
+def writable_by_others(path: str) -> str:
+    """ "" when `path`, and every folder above it up to `/` (before and after symlinks are
+    followed), belongs to root or to us and no one else may write it, as sudo and sshd ask
+    of what they run; else who could change it, in a few words."""
+    me = os.geteuid()
+    chains = []
+    for each in (os.path.abspath(path), os.path.realpath(path)):
+        chain = [each]
+        while chain[-1] != "/":
+            chain.append(os.path.dirname(chain[-1]))
+        chains.append(chain)
+    for chain in chains:
+        for step in chain:
+            try:
+                info = os.stat(step)
+            except OSError as error:
+                return f"{step} cannot be checked ({error.strerror or error})"
+            if info.st_uid not in (0, me):
+                return f"{step} belongs to uid {info.st_uid}"
+            if info.st_mode & 0o002:
+                return f"{step} is writable by everyone"
+            if info.st_mode & 0o020 and info.st_gid != 0:
+                return f"{step} is writable by group {info.st_gid}"
+    return ""
+
+
+def _absolute(candidate: str, cwd: str | None, path: str | None) -> str | None:
+    """An argv[0] as an absolute path: relative to the process's cwd, or found on its PATH."""
+    if not candidate or candidate != candidate.strip():
+        return None
+    if "/" in candidate:
+        if candidate.startswith("/"):
+            return candidate
+        return os.path.normpath(os.path.join(cwd, candidate)) if cwd else None
+    return shutil.which(candidate, path=path) if path else None
+
+
+def _venv_of(python: str) -> str | None:
+    """The virtual environment a `bin/python` path belongs to (`pyvenv.cfg` one level up)."""
+    root = os.path.dirname(os.path.dirname(python))
+    return root if os.path.isfile(os.path.join(root, "pyvenv.cfg")) else None
+
+
+def operator_places(
+    argv: Sequence[str], parent_argv: Sequence[str], environ: str, cwd: str | None, exe: str | None
+) -> tuple[list[str], list[str]]:
+    """Where an operator would look for a target's interpreter and tools: (interpreter paths
+    to try, in order; bin folders, in order).
+
+    First the target's own environment: its argv[0] (unless a process title replaced it),
+    its parent's argv[0] (a launcher started it from the venv; `/proc/PID/exe` of a venv
+    resolves to the base interpreter), `VIRTUAL_ENV` and `CONDA_PREFIX` from its
+    environment, a `pyvenv.cfg` beside its executable; then the folders on its PATH.
+    `environ` is the target's (or, under a title, its parent's) NUL-separated environment."""
+    path_var = _env_value(environ, "PATH") if environ else None
+    pythons: list[str] = []
+    folders: list[str] = []
+    for words in (argv, parent_argv):
+        if not words:
+            continue
+        found = _absolute(words[0], cwd, path_var)
+        if found is None:
+            continue
+        root = _venv_of(found)
+        pythons.append(found)
+        folders.append(os.path.join(root, "bin") if root else os.path.dirname(found))
+    for name in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        value = _env_value(environ, name) if environ else None
+        if value and value.startswith("/"):
+            bin_dir = os.path.join(value, "bin")
+            pythons += [os.path.join(bin_dir, "python"), os.path.join(bin_dir, "python3")]
+            folders.append(bin_dir)
+    if exe and exe.startswith("/"):
+        root = _venv_of(exe)
+        if root:
+            pythons.append(os.path.join(root, "bin", "python"))
+            folders.append(os.path.join(root, "bin"))
+    folders += [p for p in (path_var or "").split(":") if p.startswith("/")]
+    return list(dict.fromkeys(pythons)), list(dict.fromkeys(folders))
+
+
+def pick_interpreter(pythons: Sequence[str], real: str) -> str:
+    """The launch path to run the target's interpreter under: the first of `pythons` that is
+    the same binary as `real` (`/proc/PID/exe`), so a venv lists its own packages; else
+    `real` itself."""
+    for candidate in pythons:
+        if _same_file(candidate, real):
+            return candidate
+    return real
+
+
+def find_pyspy(
+    explicit: str | None, folders: Sequence[str], *, path: str | None = None
+) -> tuple[str | None, str, list[str]]:
+    """py-spy as an operator finds it: (path or None, where it looked, refused copies).
+
+    `--remote-py-spy` (a path, or a bare name looked up on PATH) is taken as given. Else the
+    targets' environments and PATHs (`folders`, from `operator_places`), this host's PATH,
+    beside this Python, `~/.local/bin`. A copy that someone other than root (or us) could
+    have changed is never run: it is returned in the third item, with who could change it,
+    so that the operator can check it and name it."""
     if explicit:
-        return (explicit if Path(explicit).is_file() else None), explicit
-    found = shutil.which("py-spy")
-    if found:
-        return found, "PATH"
-    folders = [str(Path(sys.executable).parent)]
-    for proc in targets:
-        argv0 = proc["argv"][0] if proc["argv"] else ""
-        for candidate in (argv0, proc["exe"] or ""):
-            if candidate.startswith("/"):
-                folders.append(str(Path(candidate).parent))
-    folders.append(str(Path("~/.local/bin").expanduser()))
-    folders = list(dict.fromkeys(folders))
-    for folder in folders:
-        path = Path(folder) / "py-spy"
-        if path.is_file():
-            return str(path), "PATH, " + ", ".join(folders)
-    return None, "PATH, " + ", ".join(folders)
+        if "/" in explicit:
+            return (explicit if os.path.isfile(explicit) else None), explicit, []
+        found = shutil.which(explicit, path=path)
+        return found, f"{explicit} on PATH ({path or os.defpath})", []
+    here = (path if path is not None else os.environ.get("PATH", os.defpath)).split(":")
+    places = [*folders, *[p for p in here if p.startswith("/")]]
+    places += [os.path.dirname(sys.executable), os.path.expanduser("~/.local/bin")]
+    places = list(dict.fromkeys(places))
+    refused: list[str] = []
+    for folder in places:
+        candidate = os.path.join(folder, "py-spy")
+        if not os.path.isfile(candidate):
+            continue
+        why = writable_by_others(candidate)
+        if not why:
+            return candidate, ", ".join(places), refused
+        refused.append(f"{candidate} ({why})")
+    return None, ", ".join(places), refused
 
 
-def run(argv: list[str], timeout: float, env: dict[str, str] | None = None, **kw: Any) -> Record:
-    """Run a helper in its own process group under a timeout (the group is killed after it)."""
+def run(
+    argv: list[str],
+    timeout: float,
+    env: dict[str, str] | None = None,
+    user: tuple[int, int] | None = None,
+    **kw: Any,
+) -> Record:
+    """Run a helper in its own process group under a timeout (the group is killed after it),
+    as `user` (uid, gid) when given (see `as_user`)."""
     began = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -351,6 +509,7 @@ def run(argv: list[str], timeout: float, env: dict[str, str] | None = None, **kw
             stderr=subprocess.PIPE,
             env=env,
             start_new_session=True,
+            **as_user(user),
             **kw,
         )
     except OSError as error:
@@ -427,50 +586,73 @@ def dumps(pyspy: str, pids: list[int], opts: Record, deadline: float) -> None:
             list(pool.map(lambda pid, k=k: one_dump(pyspy, pid, k, opts), pids))
 
 
+def interpreter_of(proc: Record, parent: Record | None, environ: str) -> Record | None:
+    """How to run a target's interpreter (`envcap.choose_interpreter`): the launch path,
+    the binary, the target's PYTHONPATH and HOME, and the user to run it as; None when its
+    executable cannot be read."""
+    pid = proc["pid"]
+    try:
+        real = os.path.realpath(f"/proc/{pid}/exe")
+        os.stat(real)
+    except OSError:
+        return None
+    try:
+        cwd: str | None = os.readlink(f"/proc/{pid}/cwd")  # noqa: PTH115
+    except OSError:
+        cwd = None
+    argv = [] if _title_only(proc) else proc["argv"]
+    parent_argv = parent["argv"] if parent is not None else []
+    pythons, folders = operator_places(argv, parent_argv, environ, cwd, proc["exe"])
+    extra = tuple(p for p in (_env_value(environ, "PYTHONPATH") or "").split(":") if p)
+    return {
+        "argv0": pick_interpreter(pythons, real),
+        "real": real,
+        "pythonpath": extra,
+        "home": _env_value(environ, "HOME") or "",
+        "user": run_as(owner_of(pid)),
+        "folders": folders,
+    }
+
+
 def packages(
-    targets: list[Record], environs: dict[int, str], opts: Record, deadline: float
+    targets: list[Record], interpreters: dict[int, Record], opts: Record, deadline: float
 ) -> None:
-    """The targets' packages, once per interpreter (`envcap.list_packages`, simplified: the
-    launch path when it is the same binary as `/proc/PID/exe`, else the binary itself)."""
-    groups: dict[tuple[str, str, tuple[str, ...]], list[int]] = {}
-    homes: dict[tuple[str, str, tuple[str, ...]], str] = {}
+    """The targets' packages, once per interpreter, each listed by that interpreter run as
+    the target's user (`envcap.list_packages`)."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    chosen: dict[tuple[Any, ...], Record] = {}
     for proc in targets:
         pid = proc["pid"]
-        try:
-            real = str(Path(f"/proc/{pid}/exe").resolve(strict=True))
-        except OSError:
+        found = interpreters.get(pid)
+        if found is None:
             reason = "its executable cannot be read (another user's process, or it exited)"
             emit({"t": "skip", "what": f"packages of PID {pid}", "reason": reason})
             continue
-        environ = environs.get(pid) or environs.get(proc["ppid"]) or ""
-        argv0 = real
-        venv = _env_value(environ, "VIRTUAL_ENV")
-        for candidate in (proc["argv"][0] if proc["argv"] else "", venv and venv + "/bin/python"):
-            if candidate and candidate.startswith("/") and _same_file(candidate, real):
-                argv0 = candidate
-                break
-        extra = tuple(p for p in (_env_value(environ, "PYTHONPATH") or "").split(":") if p)
-        key = (argv0, real, extra)
+        key = (found["argv0"], found["real"], found["pythonpath"], found["user"])
         groups.setdefault(key, []).append(pid)
-        homes[key] = _env_value(environ, "HOME") or ""
+        chosen[key] = found
     for key, pids in groups.items():
-        argv0, _, extra = key
+        found = chosen[key]
+        argv0 = found["argv0"]
         what = "packages of PID " + ", ".join(map(str, pids))
         if time.monotonic() + float(opts["timeout"]) > deadline:
             emit({"t": "skip", "what": what, "reason": "the host's deadline would pass first"})
             continue
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C.UTF-8"}
-        if homes[key]:
-            env["HOME"] = homes[key]
+        if found["home"]:
+            env["HOME"] = found["home"]
         done = run(
-            [argv0, "-E", "-B", "-c", opts["packages_script"], *extra],
+            [argv0, "-E", "-B", "-c", opts["packages_script"], *found["pythonpath"]],
             float(opts["timeout"]),
             env=env,
+            user=found["user"],
             cwd="/",
             executable=f"/proc/{pids[0]}/exe",
         )
+        user = found["user"]
+        who = f"uid {user[0]}" if user is not None else f"uid {os.geteuid()}"
         if done["returncode"] == 0 and done["stdout"].strip():
-            emit({"t": "packages", "pids": pids, "via": argv0, "text": done["stdout"]})
+            emit({"t": "packages", "pids": pids, "via": argv0, "as": who, "text": done["stdout"]})
             continue
         lines = done["stderr"].strip().splitlines() or [f"exit status {done['returncode']}"]
         why = done["launch_error"] or (
@@ -531,13 +713,21 @@ def main(opts: Record) -> None:
                   "argv": p["argv"]})  # fmt: skip
     chosen = [p for p, _ in targets]
     environs = environment(chosen, by_pid)
-    pyspy, searched = find_pyspy(opts.get("pyspy"), chosen)
+    interpreters: dict[int, Record] = {}
+    for proc in chosen:
+        environ = environs.get(proc["pid"]) or environs.get(proc["ppid"]) or ""
+        found = interpreter_of(proc, by_pid.get(proc["ppid"]), environ)
+        if found is not None:
+            interpreters[proc["pid"]] = found
+    folders = [f for found in interpreters.values() for f in found["folders"]]
+    pyspy, searched, refused = find_pyspy(opts.get("pyspy"), folders)
     version = ""
     if pyspy is not None:
         shown = run([pyspy, "--version"], float(opts["timeout"]))["stdout"].strip()
         version = shown.splitlines()[0] if shown else ""
-    emit({"t": "pyspy", "path": pyspy, "version": version, "searched": searched})
+    emit({"t": "pyspy", "path": pyspy, "version": version, "searched": searched,
+          "refused": refused, "uid": os.geteuid()})  # fmt: skip
     if pyspy is not None:
         dumps(pyspy, [p["pid"] for p in chosen], opts, deadline)
-    packages(chosen, environs, opts, deadline)
+    packages(chosen, interpreters, opts, deadline)
     emit({"t": "end", "reason": ""})

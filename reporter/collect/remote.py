@@ -42,10 +42,10 @@ from pathlib import Path
 from typing import Any
 
 from reporter.collect import dumps as dumping
-from reporter.collect import plan
+from reporter.collect import envcap, plan
 from reporter.collect.dumps import DumpResult, DumpStatus
 from reporter.collect.envcap import PACKAGES_SCRIPT
-from reporter.collect.manifest import EvidenceEntry, ProcessEntry, RemoteNote, TargetNote
+from reporter.collect.manifest import ProcessEntry, RemoteNote, TargetNote
 from reporter.collect.plan import CollectRequest, RemoteRequest
 from reporter.collect.runner import Finished, helper_env, run_bounded
 from reporter.collect.state import WAIT_S, SessionState
@@ -455,11 +455,8 @@ class _Recorder:
         )
 
     def keep(self, rel: str, text: str, kind: EvidenceKind, description: str, **kw: Any) -> None:
-        path = f"{self.base}/{rel}"
-        self.s.save_file(path, text)
-        self.s.w.add_evidence(
-            EvidenceEntry(path=path, kind=kind, description=description, host=self.name, **kw)
-        )
+        """As a local capture keeps a file (`SessionState.keep`), under `hosts/<host>/`."""
+        self.s.keep(f"{self.base}/{rel}", text, kind, description, host=self.name, **kw)
 
     def on_target(self, r: dict[str, Any]) -> None:
         pid = int(r["pid"])
@@ -518,50 +515,47 @@ class _Recorder:
 
     def on_file(self, r: dict[str, Any]) -> None:
         kind, pid = str(r["kind"]), int(r["pid"])
-        data = str(r["data"]).encode("utf-8")
+        data = base64.b64decode(str(r["b64"]), validate=True)
         detector = self.s.detector
         if kind == "cmdline":
-            if detector is None:
-                text, count, note = data.decode("utf-8", "replace"), 0, "; raw (--raw-env)"
-            else:
-                scrubbed, count = scrub.scrub_cmdline(data, detector)
-                text, note = scrubbed.decode("utf-8", "replace"), ""
-            note = note or (f"; {count} secret values redacted" if count else "")
-            evidence = EvidenceKind.CMDLINE
+            captured = envcap.cmdline_evidence(data, detector=detector)
         elif kind == "environ":
-            if detector is None:
-                text, note = (
-                    data.decode("utf-8", "replace"),
-                    "; raw (--raw-env): secrets not redacted",
-                )
-            else:
-                scrubbed, count = scrub.scrub_environ(data, detector)
-                text = scrubbed.decode("utf-8", "replace")
-                note = (
-                    f"; {count} secret values redacted"
-                    if count
-                    else "; no secret-looking value found"
-                )
-            evidence = EvidenceKind.ENVIRON
+            captured = envcap.environ_evidence(data, detector=detector)
         else:
             return
-        self.keep(
-            plan.env_path(pid, kind),
-            text,
-            evidence,
-            f"/proc/{pid}/{kind} on {self.name}: {r.get('what', '')}{note}",
+        self.s.keep_proc_copy(
+            pid, kind, captured, str(r.get("what", "")), base=f"{self.base}/", host=self.name
         )
 
     def on_pyspy(self, r: dict[str, Any]) -> None:
+        refused = [str(x) for x in r.get("refused") or []]
+        uid = r.get("uid", "?")
+        others = "someone other than root" + (f" or uid {uid}" if uid != 0 else "")
         if r.get("path"):
             if r.get("version"):
                 self.s.w.update(pyspy=str(r["version"]))
+            if refused:
+                self.s.note_skip(
+                    f"py-spy copies on {self.name}",
+                    f"passed over, as {others} could have changed them (not run as uid "
+                    f"{uid}): " + "; ".join(refused) + f"; {r['path']} was used",
+                )
             return
         where = r.get("searched", "")
-        reason = (
-            f"py-spy not found on {self.name} (looked in {where}); install it there "
-            "(pip install py-spy) or name it with --remote-py-spy PATH"
-        )
+        if refused:
+            first = refused[0].split(" (", 1)[0]
+            reason = (
+                f"py-spy on {self.name} was found only where {others} could have changed "
+                f"it, so it was not run as uid {uid}: "
+                + "; ".join(refused)
+                + f". Check it, then name it with --remote-py-spy {first} (or install py-spy "
+                "in a root-owned folder on that host's PATH)"
+            )
+        else:
+            reason = (
+                f"py-spy not found on {self.name} (looked in {where}); install it there "
+                "(pip install py-spy) or name it with --remote-py-spy PATH"
+            )
         self.reasons.append(reason)
         self.s.note_skip(f"py-spy dumps on {self.name}", reason)
 
@@ -633,5 +627,7 @@ class _Recorder:
             text,
             EvidenceKind.PACKAGES,
             f"{count} packages of the interpreter of PID {', '.join(map(str, pids))} on "
-            f"{self.name} (importlib.metadata via {r.get('via', '')})",
+            f"{self.name} (importlib.metadata via {r.get('via', '')}"
+            + (f", run as {r['as']}" if r.get("as") else "")
+            + ")",
         )

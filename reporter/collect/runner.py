@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
+from reporter.collect import probe
+
 # How often a waiting call looks at the stop switch.
 _POLL_S = 0.05
 # After a kill: how long to read what the helper left before giving up on its pipes.
@@ -131,9 +133,8 @@ def run_bounded(
             # Its own process group, so a timeout ends what it started too: a wrapper
             # script's grandchild would otherwise hold the pipes open past the kill.
             start_new_session=True,
-            user=user[0] if user is not None else None,
-            group=user[1] if user is not None else None,
-            extra_groups=[] if user is not None else None,
+            # The one way the collector, here or on a remote host, drops to a user.
+            **probe.as_user(user),
         )
     except OSError as err:
         return Finished(

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from reporter.collect import procfs
+from reporter.collect import envcap, plan, procfs
 from reporter.collect.manifest import (
     CollectStatus,
     EvidenceEntry,
@@ -179,9 +179,12 @@ class SessionState:
         *,
         rank: int | None = None,
         stamped: bool = True,
+        captured_at: datetime | None = None,
+        host: str = "",
     ) -> None:
         """Save `text` as the evidence file `rel` and list it in the manifest
-        (`stamped`: with the capture time; a span of time says when on its own)."""
+        (`stamped`: with the capture time, `captured_at` when given; a span of time says
+        when on its own). `host`: the remote host it came from (`remote.py`), "" for this one."""
         scrubbed = kind in (EvidenceKind.ENVIRON, EvidenceKind.CMDLINE)
         masked = self.save_file(rel, text, nul=scrubbed, mask=not scrubbed)
         if masked:
@@ -190,8 +193,40 @@ class SessionState:
             EvidenceEntry(
                 path=rel,
                 kind=kind,
-                captured_at=self.now() if stamped else None,
+                captured_at=(captured_at or self.now()) if stamped else None,
                 description=description,
                 rank=rank,
+                host=host,
             )
         )
+
+    def keep_proc_copy(
+        self,
+        pid: int,
+        name: str,
+        captured: envcap.Capture,
+        what: str,
+        *,
+        base: str = "",
+        host: str = "",
+    ) -> bool:
+        """Save a `/proc/PID/cmdline` or `environ` copy (`envcap.cmdline_evidence`) as
+        evidence, or note why there is none; False then. The one way both are written,
+        locally and for a remote host (`base` = `hosts/<host>/`, `host` its name)."""
+        if captured.error:
+            self.note_skip(what + (f" on {host}" if host else ""), captured.error)
+            return False
+        if self.detector is None:
+            note = "; raw (--raw-env)" + (": secrets not redacted" if name == "environ" else "")
+        elif captured.redacted:
+            note = f"; {captured.redacted} secret values redacted"
+        else:
+            note = "; no secret-looking value found" if name == "environ" else ""
+        self.keep(
+            base + plan.env_path(pid, name),
+            captured.text,
+            EvidenceKind.CMDLINE if name == "cmdline" else EvidenceKind.ENVIRON,
+            f"/proc/{pid}/{name}" + (f" on {host}" if host else "") + f": {what}{note}",
+            host=host,
+        )
+        return True
