@@ -100,11 +100,16 @@ class ProcessSteps(SessionState):
         if pyspy is None:
             where = f"at {found.searched}" if request.pyspy else f"in {found.searched}"
             reason = f"py-spy not found {where} (pip install py-spy, or pass --py-spy PATH)"
+            if found.refused:
+                # A copy the target's user could change is never run with our rights.
+                where = "only where someone other than root could change it: " + "; ".join(
+                    found.refused
+                )
+                first = found.refused[0].split(" (", 1)[0]
+                reason = f"py-spy found {where}; not run. Check it, then pass --py-spy {first}"
             self.note_skip("py-spy dumps", reason)
             self.no_pyspy = reason
-            self.say(
-                f"py-spy not found {where}: no stack dumps (pip install py-spy, or --py-spy PATH)"
-            )
+            self.say(f"{reason}: no stack dumps")
             self.w.save()
             return
         start = time.monotonic()

@@ -17,10 +17,12 @@ Output: `Capture` values (text to save, or why there is none); the session saves
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -349,6 +351,8 @@ class Found:
 
     path: str | None
     searched: str
+    refused: tuple[str, ...] = ()
+    """Copies passed over because someone other than root (or us) could change them."""
 
 
 def find_pyspy(
@@ -370,3 +374,26 @@ def program_version(program: str, *, timeout: float) -> str:
     """`program --version`, first line, or "" when it says nothing."""
     done = run_bounded((program, "--version"), timeout=timeout)
     return next((line.strip() for line in done.stdout.splitlines() if line.strip()), "")
+
+
+def find_pyspy_near(
+    targets: Sequence[ProcessInfo], processes: Mapping[int, ProcessInfo], searched: str
+) -> Found:
+    """py-spy where an operator would look next, when it is neither beside this collector
+    nor on its PATH: the targets' environments (`probe.operator_places`, as on a remote
+    host), used only where no one but root (or us) could have changed it."""
+    folders: list[str] = []
+    for target in targets:
+        parent = processes.get(target.ppid)
+        environ = ""
+        for pid in (target.pid, target.ppid):
+            with contextlib.suppress(OSError):
+                data = procfs.read_bytes(pid, "environ")
+                if not procfs.environ_blank(data):
+                    environ = data.decode("utf-8", errors="replace")
+                    break
+        cwd, _exe = read_cwd_and_exe(target.pid)
+        parent_argv = parent.argv if parent is not None else ()
+        folders += probe.operator_places(target.argv, parent_argv, environ, cwd, target.exe)[1]
+    path, where, refused = probe.find_pyspy(None, list(dict.fromkeys(folders)))
+    return Found(path=path, searched=f"{searched}, {where}", refused=tuple(refused))

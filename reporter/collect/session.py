@@ -277,6 +277,9 @@ def collect(
     selection = session.select()
     facts = ptrace.read_facts()
     pyspy = envcap.find_pyspy(request.pyspy)
+    if pyspy.path is None and not request.pyspy:
+        near = [t.process for t in selection.targets]
+        pyspy = envcap.find_pyspy_near(near, session.processes, pyspy.searched)
     session.start(selection, pyspy.path, facts)
     session.say(
         f"collecting into {request.out}: {plural(len(selection.targets), 'process')}"
