@@ -388,7 +388,10 @@ def writable_by_others(path: str) -> str:
                 return f"{step} cannot be checked ({error.strerror or error})"
             if info.st_uid not in (0, me):
                 return f"{step} belongs to uid {info.st_uid}"
-            if info.st_mode & 0o002:
+            # A sticky folder (/tmp) lets no one rename or remove another's entry, and the
+            # entry below it is checked on its own.
+            sticky = info.st_mode & 0o1000 and step != chain[0]
+            if info.st_mode & 0o002 and not sticky:
                 return f"{step} is writable by everyone"
             if info.st_mode & 0o020 and info.st_gid != 0:
                 return f"{step} is writable by group {info.st_gid}"
@@ -421,7 +424,8 @@ def operator_places(
     First the target's own environment: its argv[0] (unless a process title replaced it),
     its parent's argv[0] (a launcher started it from the venv; `/proc/PID/exe` of a venv
     resolves to the base interpreter), `VIRTUAL_ENV` and `CONDA_PREFIX` from its
-    environment, a `pyvenv.cfg` beside its executable; then the folders on its PATH.
+    environment, a `pyvenv.cfg` beside its executable, the executable's own folder; then
+    the folders on its PATH.
     `environ` is the target's (or, under a title, its parent's) NUL-separated environment."""
     path_var = _env_value(environ, "PATH") if environ else None
     pythons: list[str] = []
@@ -446,6 +450,9 @@ def operator_places(
         if root:
             pythons.append(os.path.join(root, "bin", "python"))
             folders.append(os.path.join(root, "bin"))
+        # The base interpreter's own bin folder: a venv with system site-packages, a conda
+        # or pyenv install, keeps the tools installed with it there.
+        folders.append(os.path.dirname(exe.replace(" (deleted)", "")))
     folders += [p for p in (path_var or "").split(":") if p.startswith("/")]
     return list(dict.fromkeys(pythons)), list(dict.fromkeys(folders))
 
