@@ -238,3 +238,47 @@ def test_py_spy_is_found_on_the_remote_side(job: Job, tmp_path: Path) -> None:
     manifest = tomllib.loads((out / "bundle.toml").read_text())
     assert manifest["collect"]["pyspy"].startswith("py-spy ")
     assert manifest["collect"]["remote"][0]["dumps"] == 4
+
+
+def test_py_spy_is_found_in_the_targets_venv_when_path_has_none(job: Job, tmp_path: Path) -> None:
+    # No login shell, a PATH without py-spy and a probe run by the system's Python: py-spy
+    # can only come from where the ranks' launcher was started (its venv, or the base
+    # interpreter's bin folder), as an operator would look. The ranks carry titles.
+    if not Path("/usr/bin/python3").is_file():
+        pytest.skip("needs /usr/bin/python3 for the probe")
+    names = [str(h.init_pid) for h in job.lab.hosts.values()]
+    out = tmp_path / "bundle"
+    template = "nsenter --target {host} --pid --mount --uts --"
+    hosts = [arg for pid in names[:1] for arg in ("--host", pid)]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "reporter",
+            "collect",
+            "-o",
+            str(out),
+            "--match",
+            "sglang::scheduler_TP",
+            "--snapshots",
+            "1",
+            "--exec",
+            template,
+            *hosts,
+            "--remote-python",
+            "/usr/bin/python3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=ROOT,
+        env={**os.environ, "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    manifest = tomllib.loads((out / "bundle.toml").read_text())
+    assert manifest["collect"]["pyspy"].startswith("py-spy ")
+    (note,) = manifest["collect"]["remote"]
+    assert note["status"] == "complete" and note["dumps"] == 2, note
+    (listing,) = out.glob("hosts/*/env/pid*.packages.txt")
+    assert "torch==" in listing.read_text(encoding="utf-8")
