@@ -187,14 +187,16 @@ def collect_cmd(
         str | None,
         typer.Option(
             "--remote-py-spy",
-            help="py-spy on the hosts (default: PATH, beside that Python, the targets' venv).",
+            help="py-spy on the hosts: a path, or a name looked up on their PATH (default: the "
+            "targets' venv, then PATH, only where no one but root can change it).",
         ),
     ] = None,
     host_timeout: Annotated[
         str | None,
         typer.Option(
             "--host-timeout",
-            help="Deadline per host (default: from --snapshots, --interval and --timeout).",
+            help="Deadline per host, at least (snapshots-1) x interval + (snapshots+2) x "
+            "timeout + 15 s (default: that + 15 s).",
         ),
     ] = None,
     ssh_option: Annotated[

@@ -134,7 +134,8 @@ class ProcessEntry:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RemoteNote:
     """One host of a multi-host collection (`[[collect.remote]]`): how it was reached and what
-    came back. `status`: complete, incomplete (reached, no stack), failed, timeout, interrupted."""
+    came back. `status`: complete, partial (a snapshot not taken), incomplete (reached, no
+    stack), failed, timeout, interrupted."""
 
     host: str
     via: str

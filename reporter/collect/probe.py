@@ -588,7 +588,9 @@ def dumps(pyspy: str, pids: list[int], opts: Record, deadline: float) -> None:
                 time.sleep(delay)
             if time.monotonic() + float(opts["timeout"]) > deadline:
                 reason = "the host's deadline would pass first"
-                emit({"t": "skip", "what": f"py-spy snapshot {k + 1} and later", "reason": reason})
+                lost = list(range(k, int(opts["snapshots"])))
+                emit({"t": "skip", "what": f"py-spy snapshot {k + 1} and later", "reason": reason,
+                      "lost": lost})  # fmt: skip
                 return
             list(pool.map(lambda pid, k=k: one_dump(pyspy, pid, k, opts), pids))
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 import shlex
 import threading
@@ -56,8 +57,10 @@ from reporter.secrets import mask_text, scrub
 
 # Seconds ssh may take to connect (ConnectTimeout); the deadline covers the rest.
 CONNECT_TIMEOUT = 10
-# Seconds each host gets beyond its dumps: connecting, /proc reads, packages, the way back.
-DEADLINE_MARGIN = 30.0
+# Seconds the probe stops before the host's deadline, for its last records to come back.
+RETURN_MARGIN = 5.0
+# Seconds a host gets by default beyond the minimum (a slow login, a loaded host).
+DEADLINE_SLACK = 15.0
 # Seconds between two rewrites of bundle.toml while hosts come back (see `record_host`).
 SAVE_EVERY = 2.0
 # A host name as the operator writes it; never an option (`-oProxyCommand=...`).
@@ -205,6 +208,14 @@ def validate_remote(request: CollectRequest) -> None:
         raise UsageError("--parallel must be at least 1")
     if remote.deadline is not None and remote.deadline <= 0:
         raise UsageError("--host-timeout must be positive")
+    if remote.deadline is not None and remote.deadline < minimum_host_timeout(request):
+        need = minimum_host_timeout(request)
+        raise UsageError(
+            f"--host-timeout {remote.deadline:g}s is too short: each host needs at least "
+            f"{need:g} s ({_budget_words(request)})",
+            tip=f"use --host-timeout {math.ceil(need)}s or more, or fewer --snapshots or a "
+            "shorter --timeout",
+        )
     if remote.exec_template is not None and "{host}" not in remote.exec_template:
         raise UsageError(
             f"--exec {remote.exec_template!r} has no {{host}}",
@@ -233,13 +244,37 @@ def validate_remote(request: CollectRequest) -> None:
         seen.add(host)
 
 
+def probe_budget(request: CollectRequest) -> float:
+    """Seconds the probe needs on a host: the snapshots' span, `--timeout` for each round of
+    dumps, one for `py-spy --version` and one for the package listing."""
+    rounds = request.snapshots
+    return (rounds - 1) * request.interval + (rounds + 2) * request.timeout
+
+
+def minimum_host_timeout(request: CollectRequest) -> float:
+    """The shortest `--host-timeout` that leaves the probe its budget: connecting
+    (`CONNECT_TIMEOUT`) and the way back (`RETURN_MARGIN`) come on top."""
+    return probe_budget(request) + CONNECT_TIMEOUT + RETURN_MARGIN
+
+
 def host_deadline(request: CollectRequest) -> float:
-    """Seconds one host may take: its snapshots, each dump's timeout and a margin."""
+    """Seconds one host may take: `--host-timeout`, else the minimum and a margin."""
     remote = request.remote
     if remote is not None and remote.deadline is not None:
         return remote.deadline
+    return minimum_host_timeout(request) + DEADLINE_SLACK
+
+
+def _budget_words(request: CollectRequest) -> str:
+    """How `minimum_host_timeout` adds up, in words."""
     rounds = request.snapshots
-    return (rounds - 1) * request.interval + (rounds + 2) * request.timeout + DEADLINE_MARGIN
+    span = (rounds - 1) * request.interval
+    return (
+        f"{span:g} s between the first and last of {plural(rounds, 'snapshot')}, "
+        f"{rounds + 2} x --timeout {request.timeout:g}s for the dump rounds, py-spy --version "
+        f"and the package listing, {CONNECT_TIMEOUT} s to connect and {RETURN_MARGIN:g} s for "
+        "the way back"
+    )
 
 
 def probe_options(request: CollectRequest, deadline: float) -> dict[str, Any]:
@@ -257,7 +292,7 @@ def probe_options(request: CollectRequest, deadline: float) -> dict[str, Any]:
         "parallel": plan.DEFAULT_PARALLEL,
         "pyspy": remote.pyspy if remote is not None else None,
         # The probe stops starting work this long before the collector gives up on it.
-        "deadline": max(1.0, deadline - CONNECT_TIMEOUT - 5.0),
+        "deadline": max(1.0, deadline - CONNECT_TIMEOUT - RETURN_MARGIN),
         "transient": list(dumping.TRANSIENT),
         "packages_script": PACKAGES_SCRIPT,
     }
@@ -404,6 +439,8 @@ class _Recorder:
         self.ok = 0
         self.failed = 0
         self.reasons: list[str] = []
+        self.lost: list[int] = []
+        """Snapshots the probe did not take (its deadline would have passed first)."""
 
     def record(self) -> None:
         run, s = self.run, self.s
@@ -432,6 +469,14 @@ class _Recorder:
         elif not self.ok:
             status = "incomplete"
             reason = "; ".join(dict.fromkeys(self.reasons)) or "no stack came back"
+        elif self.lost:
+            status = "partial"
+            rounds = self.s.request.snapshots
+            taken = rounds - len(set(self.lost))
+            reason = (
+                f"{taken} of {plural(rounds, 'snapshot')} taken: the host's deadline would "
+                "have passed before the next one (--host-timeout; see `report collect --help`)"
+            )
         else:
             status, reason = "complete", ""
         note = RemoteNote(
@@ -502,6 +547,7 @@ class _Recorder:
 
     def on_skip(self, r: dict[str, Any]) -> None:
         self.s.note_skip(f"{r['what']} on {self.name}", str(r["reason"]))
+        self.lost += [int(k) for k in r.get("lost") or []]
 
     def on_nomatch(self, r: dict[str, Any]) -> None:
         request = self.s.request

@@ -400,7 +400,7 @@ def _remote_status(session: _Session) -> CollectStatus:
     if session.stop.is_set():
         return CollectStatus.INTERRUPTED
     notes = session.w.state.remotes
-    if not any(n.status == "complete" for n in notes):
+    if not any(n.status in ("complete", "partial") for n in notes):
         return CollectStatus.INCOMPLETE
     if all(n.status == "complete" for n in notes):
         return CollectStatus.COMPLETE

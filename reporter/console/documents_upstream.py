@@ -443,8 +443,9 @@ class HostOutcome:
 
     host: str
     via: str
-    status: Literal["complete", "incomplete", "failed", "timeout", "interrupted"] = spec(
-        "incomplete: reached, but no stack came back"
+    status: Literal["complete", "partial", "incomplete", "failed", "timeout", "interrupted"] = spec(
+        "partial: stacks came back, but a snapshot was not taken; incomplete: reached, but no "
+        "stack came back"
     )
     reason: str
     hostname: str

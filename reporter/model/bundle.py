@@ -109,7 +109,8 @@ class ProcessNote:
 class HostNote:
     """One host of a multi-host capture: `[[collect.remote]]` of `bundle.toml`.
 
-    `status` is `complete`, `incomplete` (reached, but no stack came back), `failed` (not
+    `status` is `complete`, `partial` (stacks came back, but a snapshot was not taken),
+    `incomplete` (reached, but no stack came back), `failed` (not
     reached, or the capture there failed), `timeout` (the deadline passed; what came back
     before it is kept) or `interrupted`; `reason` says why in one line; `via` how it was
     reached (`ssh node-b`, `kubectl exec -n prod pod-3 --`)."""

@@ -102,6 +102,12 @@ def test_templates_pass_arguments_through_except_to_ssh() -> None:
         ({"hosts": ("-oProxyCommand=evil",)}, "not a host name"),
         ({"hosts": ("two words",)}, "not a host name"),
         ({"parallel": 0}, "--parallel"),
+        (
+            {"deadline": 20.0},
+            "--host-timeout 20s is too short: each host needs at least 67 s (2 s between the "
+            "first and last of 3 snapshots, 5 x --timeout 10s for the dump rounds, py-spy "
+            "--version and the package listing, 10 s to connect and 5 s for the way back)",
+        ),
         ({"python": "'unclosed"}, "No closing quotation"),
     ],
 )
@@ -124,6 +130,16 @@ def test_options_that_read_this_host_are_refused_remotely(
     )
     with pytest.raises(UsageError, match="does not apply with --ssh/--exec"):
         remote.validate_remote(request)
+
+
+def test_the_minimum_host_timeout_is_accepted_and_the_default_exceeds_it(tmp_path: Path) -> None:
+    request = _request(tmp_path, hosts=("node-a",), snapshots=2, interval=3.0, timeout=4.0)
+    assert remote.minimum_host_timeout(request) == 3 + 4 * 4 + 10 + 5
+    assert remote.host_deadline(request) == remote.minimum_host_timeout(request) + 15
+    exact = _request(tmp_path, hosts=("node-a",), snapshots=2, interval=3.0, timeout=4.0,
+                     deadline=34.0)  # fmt: skip
+    remote.validate_remote(exact)
+    assert remote.probe_options(exact, 34.0)["deadline"] == 3 + 4 * 4
 
 
 def test_hosts_files_take_one_host_a_line() -> None:
@@ -263,9 +279,12 @@ def test_an_argv_engine_runs_the_probe_and_secrets_are_redacted(
 def test_a_host_that_fails_is_recorded_with_its_reason(
     tmp_path: Path, template: str, status: str, reason: str
 ) -> None:
+    # The shortest --host-timeout one half-second snapshot allows (see `minimum_host_timeout`).
     done = _collect(
-        tmp_path, "--exec", template, "--host", "box-1", "--host-timeout", "2s", "--match", MARK
-    )
+        tmp_path,
+        "--exec", template, "--host", "box-1", "--match", MARK,
+        "--snapshots", "1", "--timeout", "0.5s", "--host-timeout", "16.5s",
+    )  # fmt: skip
     # No stack from any host: status incomplete, exit 1, and the reason on stderr.
     assert done.returncode == 1, done.stderr
     assert f"host box-1: {status}" in done.stderr
@@ -303,3 +322,36 @@ def test_no_match_on_a_host_says_what_runs_there(tmp_path: Path) -> None:
     note = _manifest(tmp_path)["collect"]["remote"][0]
     assert note["status"] == "incomplete"
     assert "no process matches 'no-such-process-anywhere-xyz'" in note["reason"]
+
+
+def test_a_host_that_lost_a_snapshot_is_partial_never_complete(tmp_path: Path) -> None:
+    # A canned host: the "engine" prints what a probe whose deadline came after its first
+    # snapshot prints, and ignores the program it is handed.
+    dump = (
+        "Process 41: python serve.py\nPython v3.11.7 (/usr/bin/python3.11)\n\n"
+        'Thread 41 (idle): "MainThread"\n    wait (threading.py:320)\n'
+    )
+    records = [
+        {"t": "hello", "hostname": "box-1", "python": "3.11.7", "uid": 0, "pid": 9},
+        {"t": "target", "pid": 41, "ppid": 1, "pgid": 41, "uid": 0, "title": "python serve.py",
+         "selected_by": "--match", "launcher": None},
+        {"t": "pyspy", "path": "/usr/bin/py-spy", "version": "py-spy 0.4.3", "searched": "PATH",
+         "refused": [], "uid": 0},
+        {"t": "dump", "pid": 41, "snapshot": 0, "started_at": "2026-12-07T10:00:00.000Z",
+         "seconds": 0.2, "returncode": 0, "stdout": dump, "stderr": "", "timed_out": False,
+         "launch_error": "", "attempts": 1},
+        {"t": "skip", "what": "py-spy snapshot 2 and later",
+         "reason": "the host's deadline would pass first", "lost": [1, 2]},
+        {"t": "end", "reason": ""},
+    ]  # fmt: skip
+    canned = tmp_path / "records.jsonl"
+    canned.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    done = _collect(
+        tmp_path, "--exec", f"sh -c 'cat {canned}' {{host}}", "--host", "box-1", "--match", MARK
+    )
+    assert done.returncode == 0, done.stderr
+    manifest = _manifest(tmp_path)
+    assert manifest["collect"]["status"] == "partial"
+    note = manifest["collect"]["remote"][0]
+    assert note["status"] == "partial" and note["dumps"] == 1
+    assert note["reason"].startswith("1 of 3 snapshots taken: the host's deadline would have")
