@@ -206,6 +206,14 @@ def collect_cmd(
     ssh_config: Annotated[
         Path | None, typer.Option("--ssh-config", help="Another ssh config file (ssh -F).")
     ] = None,
+    exec_env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exec-env",
+            help="A variable to pass to ssh or the --exec engine, by name (repeatable; they "
+            "get PATH, HOME, LANG and SSH_AUTH_SOCK only).",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Capture evidence from live processes into a bundle, without disturbing them.
@@ -236,6 +244,7 @@ def collect_cmd(
         deadline=plan.seconds(host_timeout, option="--host-timeout") if host_timeout else None,
         ssh_options=tuple(ssh_option or ()),
         ssh_config=ssh_config,
+        exec_env=tuple(exec_env or ()),
     )
 
     made = CollectRequest(
@@ -291,6 +300,7 @@ def _remote_request(
     deadline: float | None,
     ssh_options: tuple[str, ...],
     ssh_config: Path | None,
+    exec_env: tuple[str, ...] = (),
 ) -> RemoteRequest | None:
     """The remote part of the request (None for a capture on this host); the hosts file is
     read here, at the edge."""
@@ -307,6 +317,7 @@ def _remote_request(
                 ("--ssh-option", bool(ssh_options)),
                 ("--ssh-config", ssh_config is not None),
                 ("--remote-python", python != "python3"),
+                ("--exec-env", bool(exec_env)),
             )
             if given
         ]:
@@ -338,4 +349,5 @@ def _remote_request(
         deadline=deadline,
         ssh_options=ssh_options,
         ssh_config=ssh_config,
+        exec_env=exec_env,
     )

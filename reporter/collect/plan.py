@@ -128,6 +128,9 @@ class RemoteRequest:
     """`-o` options for ssh (`ProxyJump=bastion`); ssh's own config, agent and known_hosts apply."""
     ssh_config: Path | None = None
     """`ssh -F FILE`: another ssh config file."""
+    exec_env: tuple[str, ...] = ()
+    """Variables passed to the engine (ssh, kubectl, srun) beside PATH, HOME, LANG and
+    SSH_AUTH_SOCK (`--exec-env KUBECONFIG`); the rest of our environment is not."""
 
 
 def validate(request: CollectRequest) -> None:

@@ -30,12 +30,13 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 import re
 import shlex
 import threading
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime
@@ -48,8 +49,9 @@ from reporter.collect.dumps import DumpResult, DumpStatus
 from reporter.collect.envcap import PACKAGES_SCRIPT
 from reporter.collect.manifest import ProcessEntry, RemoteNote, TargetNote
 from reporter.collect.plan import CollectRequest, RemoteRequest
-from reporter.collect.runner import Finished, helper_env, run_bounded
+from reporter.collect.runner import Finished, run_bounded
 from reporter.collect.state import WAIT_S, SessionState
+from reporter.core import hostnames
 from reporter.core.errors import UsageError
 from reporter.core.text import plural
 from reporter.model import EvidenceKind
@@ -63,8 +65,6 @@ RETURN_MARGIN = 5.0
 DEADLINE_SLACK = 15.0
 # Seconds between two rewrites of bundle.toml while hosts come back (see `record_host`).
 SAVE_EVERY = 2.0
-# A host name as the operator writes it; never an option (`-oProxyCommand=...`).
-_NAME = re.compile(r"[A-Za-z0-9_.:%\[\]@/+=-]{1,255}")
 
 
 # -- hosts and commands --------------------------------------------------------------------------
@@ -93,30 +93,17 @@ class RemoteHost:
 
 
 def parse_ssh(spec: str) -> tuple[str | None, str, int | None]:
-    """`[USER@]HOST[:PORT]` -> (user, host, port); `[v6]:port` and bare IPv6 work too."""
-    user, _, rest = spec.rpartition("@") if "@" in spec else (None, "", spec)
-    port: int | None = None
-    if rest.startswith("["):
-        host, _, tail = rest[1:].partition("]")
-        if tail.startswith(":") and tail[1:].isdigit():
-            port = int(tail[1:])
-    elif rest.count(":") == 1:
-        host, _, text = rest.partition(":")
-        if not text.isdigit():
-            raise UsageError(
-                f"--ssh {spec!r}: {text!r} is not a port", tip="write it like root@node-3:2222"
-            )
-        port = int(text)
-    else:
-        host = rest
-    if not host or host.startswith("-") or (user is not None and not user):
+    """`[USER@]HOST[:PORT]` -> (user, host, port); `[v6]:port` and bare IPv6 work too. The
+    grammar is `hostnames.split_host`, the loader's too; an error never repeats `spec`."""
+    user, host, port, problem = hostnames.split_host(spec)
+    if not problem and "/" in host:
+        problem = "an ssh destination has no '/'"
+    if problem:
         raise UsageError(
-            f"--ssh {spec!r}: not [USER@]HOST[:PORT]",
+            f"--ssh: not [USER@]HOST[:PORT]: {problem}",
             tip="write it like node-3 or root@node-3:2222",
         )
-    if port is not None and not 0 < port < 65536:
-        raise UsageError(f"--ssh {spec!r}: port {port} is out of range")
-    return (user or None), host, port
+    return user, host, port
 
 
 def ssh_host(spec: str, remote: RemoteRequest) -> RemoteHost:
@@ -159,9 +146,17 @@ def parse_hosts_file(text: str, *, source: str) -> tuple[str, ...]:
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
+        # The line is never shown: a file of the wrong kind (a secrets file, /etc/shadow)
+        # must not have its first line printed.
         if len(line.split()) > 1:
             raise UsageError(
-                f"{source}:{number}: {line!r} is more than one host name",
+                f"{source}:{number}: more than one word on the line",
+                tip="write one host per line ([USER@]HOST[:PORT] for ssh, a name for --exec)",
+            )
+        problem = hostnames.host_problem(line)
+        if problem:
+            raise UsageError(
+                f"{source}:{number}: not a host name ({problem})",
                 tip="write one host per line ([USER@]HOST[:PORT] for ssh, a name for --exec)",
             )
         out.append(line)
@@ -229,13 +224,21 @@ def validate_remote(request: CollectRequest) -> None:
         raise UsageError(f"--exec or --remote-python: {err}", tip="check the quotes") from err
     if not python:
         raise UsageError("--remote-python is empty", tip="e.g. --remote-python /usr/bin/python3")
-    seen: set[str] = set()
-    for host in remote.hosts:
-        if not _NAME.fullmatch(host) or host.startswith("-"):
+    for name in remote.exec_env:
+        if not _ENV_NAME.fullmatch(name):
             raise UsageError(
-                f"host {host!r}: not a host name",
-                tip="one name per host: letters, digits and . _ - : @ [ ] (no spaces, not "
-                "starting with -)",
+                "--exec-env takes a variable's name, not its value",
+                tip="e.g. --exec-env KUBECONFIG (its value is taken from this environment)",
+            )
+    seen: set[str] = set()
+    for number, host in enumerate(remote.hosts, start=1):
+        problem = hostnames.host_problem(host)
+        if problem:
+            # Not repeated: a mistyped secret must not reach the terminal or a log.
+            raise UsageError(
+                f"host {number} of {len(remote.hosts)} is not a host name ({problem})",
+                tip="one name per host: [USER@]NAME[:PORT], NAME a DNS name, an IP address "
+                "or a pod or node name",
             )
         if remote.exec_template is None:
             parse_ssh(host)
@@ -321,11 +324,36 @@ class HostRun:
     """Lines on stdout that were not the probe's (a login script's greeting), first few."""
 
 
+# What every engine process gets from our environment; `--exec-env NAME` adds more. The
+# rest (GH_TOKEN, cloud keys) stays here: srun and some kubectl plugins forward it onwards.
+ENGINE_ENV = ("PATH", "HOME", "LANG", "SSH_AUTH_SOCK")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def engine_env(
+    extra: Sequence[str] = (), environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment an engine process (ssh, kubectl, srun) runs with: `ENGINE_ENV` and
+    `extra`, from `environ` (ours by default), nothing else."""
+    source = os.environ if environ is None else environ
+    return {name: source[name] for name in (*ENGINE_ENV, *extra) if name in source}
+
+
 def run_host(
-    host: RemoteHost, program: Sequence[str], *, deadline: float, stop: threading.Event | None
+    host: RemoteHost,
+    program: Sequence[str],
+    *,
+    deadline: float,
+    stop: threading.Event | None,
+    env: Mapping[str, str] | None = None,
 ) -> HostRun:
     """Run the probe on one host and read its records (also those before a timeout)."""
-    done = run_bounded(host.argv(program), timeout=deadline, stop=stop, env=helper_env())
+    done = run_bounded(
+        host.argv(program),
+        timeout=deadline,
+        stop=stop,
+        env=env if env is not None else engine_env(),
+    )
     records: list[dict[str, Any]] = []
     noise: list[str] = []
     for line in done.stdout.splitlines():
@@ -376,13 +404,16 @@ class RemoteSteps(SessionState):
         self.save_cost = 0.0
         deadline = host_deadline(request)
         program = probe_program(remote.python, probe_options(request, deadline))
+        environment = engine_env(remote.exec_env)
         done_hosts = 0
         started = time.monotonic()
         with ThreadPoolExecutor(
             max_workers=min(remote.parallel, len(hosts)), thread_name_prefix="remote"
         ) as pool:
             pending: dict[Future[HostRun], RemoteHost] = {
-                pool.submit(run_host, h, program, deadline=deadline, stop=self.stop): h
+                pool.submit(
+                    run_host, h, program, deadline=deadline, stop=self.stop, env=environment
+                ): h
                 for h in hosts
             }
             try:

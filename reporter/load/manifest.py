@@ -27,6 +27,7 @@ from typing import Any
 import tomlkit
 from tomlkit.items import Item
 
+from reporter.core import hostnames
 from reporter.core.errors import ManifestError
 from reporter.core.times import iso, parse_duration
 from reporter.model import (
@@ -389,20 +390,19 @@ def _expand_entry(
         )
 
 
-# A host name as people write them: DNS names, IPv4/IPv6 addresses, pod and container names.
-_HOST_RE = re.compile(r"[A-Za-z0-9_.:%\[\]@/-]{1,255}")
-
-
 def _host(value: object, text: str, *, where: str) -> str:
-    """A `host` value: "" when absent; a one-word name, else a `ManifestError`."""
+    """A `host` value: "" when absent; a host name (`hostnames`, the grammar `report collect`
+    takes), else a `ManifestError` that does not repeat the value (it may be a secret)."""
     if value is None:
         return ""
-    if not isinstance(value, str) or not _HOST_RE.fullmatch(value):
+    problem = hostnames.host_problem(value) if isinstance(value, str) else "not a string"
+    if problem:
         raise ManifestError(
             f"{MANIFEST_NAME}:{_line_of(text, 'host')}: `{where}` must be a host name "
-            f"(letters, digits, . _ - : [ ] / @; at most 255), got {_shown(value)}",
+            f"([USER@]NAME[:PORT]): {problem}",
             tip='write it like host = "node-3" or host = "10.0.0.7"',
         )
+    assert isinstance(value, str)
     return value
 
 

@@ -145,7 +145,7 @@ def test_the_minimum_host_timeout_is_accepted_and_the_default_exceeds_it(tmp_pat
 def test_hosts_files_take_one_host_a_line() -> None:
     text = "# job 4242\nnode-a\n\n  root@node-b:2222   # the second node\n"
     assert remote.parse_hosts_file(text, source="hosts.txt") == ("node-a", "root@node-b:2222")
-    with pytest.raises(UsageError, match=re.escape("hosts.txt:2: 'node-a node-b'")):
+    with pytest.raises(UsageError, match=re.escape("hosts.txt:2: more than one word")):
         remote.parse_hosts_file("x\nnode-a node-b\n", source="hosts.txt")
     with pytest.raises(UsageError, match="no host"):
         remote.parse_hosts_file("# nothing\n", source="hosts.txt")
@@ -355,3 +355,50 @@ def test_a_host_that_lost_a_snapshot_is_partial_never_complete(tmp_path: Path) -
     note = manifest["collect"]["remote"][0]
     assert note["status"] == "partial" and note["dumps"] == 1
     assert note["reason"].startswith("1 of 3 snapshots taken: the host's deadline would have")
+
+
+def test_engines_get_a_minimal_environment(tmp_path: Path) -> None:
+    # The "engine" writes the environment it was given and stops.
+    seen = tmp_path / "env.txt"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "reporter",
+            "collect",
+            "-o",
+            str(tmp_path / "bundle"),
+            "--exec",
+            f"sh -c 'env > {seen}' {{host}}",
+            "--host",
+            "box-1",
+            "--match",
+            MARK,
+            "--exec-env",
+            "KUBECONFIG",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "GH_TOKEN": "ghp_" + "x" * 36,
+            "KUBECONFIG": "/etc/kube/prod.yaml",
+            "AWS_SECRET_ACCESS_KEY": "y" * 40,
+        },
+    )
+    assert done.returncode == 1, done.stderr  # the engine printed no capture
+    names = {line.split("=", 1)[0] for line in seen.read_text(encoding="utf-8").splitlines()}
+    assert "KUBECONFIG" in names and "PATH" in names
+    assert not names & {"GH_TOKEN", "AWS_SECRET_ACCESS_KEY"}
+    assert names <= {*remote.ENGINE_ENV, "KUBECONFIG", "PWD", "SHLVL", "_", "OLDPWD"}
+
+
+def test_exec_env_takes_names_only(tmp_path: Path) -> None:
+    request = _request(tmp_path, hosts=("box-1",), exec_template="env {host}",
+                       exec_env=("GH_TOKEN=ghp_x",))  # fmt: skip
+    with pytest.raises(UsageError, match="takes a variable's name") as caught:
+        remote.validate_remote(request)
+    assert "ghp_x" not in str(caught.value)
