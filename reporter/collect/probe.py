@@ -180,9 +180,44 @@ def descendants_of(parent: dict[int, int], pid: int) -> set[int]:
     return out
 
 
+def whoami() -> Record:
+    """This process as another on the same machine and PID namespace recognises it."""
+    me: Record = {"pid": os.getpid()}
+    try:
+        me["boot_id"] = _text("/proc/sys/kernel/random/boot_id").strip()
+        info = os.stat("/proc/self/ns/pid")
+        me["pidns"] = f"{info.st_dev}:{info.st_ino}"
+        stat = _text("/proc/self/stat")
+        me["start"] = stat[stat.rindex(")") + 2 :].split()[19]
+    except (OSError, ValueError, IndexError):
+        pass
+    return me
+
+
+def collector_here(collector: Record | None) -> int | None:
+    """The collector's PID when it runs on this host, in this PID namespace (`whoami` equal
+    but for the PID, and that PID started when the collector did); else None."""
+    if not collector or "start" not in collector:
+        return None
+    here = whoami()
+    if (here.get("boot_id"), here.get("pidns")) != (collector["boot_id"], collector["pidns"]):
+        return None
+    try:
+        stat = _text(f"/proc/{int(collector['pid'])}/stat")
+        start = stat[stat.rindex(")") + 2 :].split()[19]
+    except (OSError, ValueError, IndexError):
+        return None
+    return int(collector["pid"]) if start == collector["start"] else None
+
+
 def select(processes: list[Record], opts: Record, own_pid: int) -> tuple[Chosen, Chosen, str]:
-    """(targets with why, processes passed over with why, an error): `plan.select_targets`."""
+    """(targets with why, processes passed over with why, an error): `plan.select_targets`.
+    `opts["collector"]`: when `report collect` itself runs on this host, it and its
+    ancestors are left out, and said so when they match."""
     by_pid = {p["pid"]: p for p in processes}
+    collector = collector_here(opts.get("collector"))
+    parents = {p["pid"]: p["ppid"] for p in processes}
+    theirs = {collector} | ancestors_of(parents, collector) if collector else set()
     pids = list(opts.get("pids") or [])
     children_of = opts.get("children_of")
     for pid in pids + ([children_of] if children_of else []):
@@ -210,6 +245,9 @@ def select(processes: list[Record], opts: Record, own_pid: int) -> tuple[Chosen,
             if pattern is not None and not (
                 pattern.search(title(proc)) or pattern.search(proc["comm"])
             ):
+                continue
+            if proc["pid"] in theirs:
+                passed[proc["pid"]] = (proc, "report collect itself (it runs on this host)")
                 continue
             if proc["state"] in ("Z", "X"):
                 passed[proc["pid"]] = (proc, "exited (zombie: its parent has not reaped it)")

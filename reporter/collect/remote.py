@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from reporter.collect import dumps as dumping
-from reporter.collect import envcap, plan
+from reporter.collect import envcap, plan, probe
 from reporter.collect.dumps import DumpResult, DumpStatus
 from reporter.collect.envcap import PACKAGES_SCRIPT
 from reporter.collect.manifest import ProcessEntry, RemoteNote, TargetNote
@@ -127,6 +127,34 @@ def ssh_host(spec: str, remote: RemoteRequest) -> RemoteHost:
 _SHELL_ENGINES = frozenset({"ssh", "autossh"})
 
 
+# Commands that run the rest of their arguments as a command (`timeout 60 ssh {host}`):
+# name -> how many plain arguments come before that command (timeout's duration).
+_WRAPPERS = {"timeout": 1, "env": 0, "nice": 0, "ionice": 0, "stdbuf": 0, "setsid": 0,
+             "nohup": 0, "sudo": 0, "doas": 0, "chrt": 1, "taskset": 1}  # fmt: skip
+# Their options that take the next word as a value.
+_VALUED = frozenset({"-s", "-k", "-n", "-c", "-u", "-g", "-C", "-p", "-o", "-e", "-i", "-S"})
+
+
+def engine_of(words: Sequence[str]) -> str:
+    """The engine a template runs, past wrappers: `timeout 60 ssh {host}` -> `ssh`,
+    `env KUBECONFIG=x kubectl exec {host} --` -> `kubectl`."""
+    i = 0
+    while i < len(words):
+        name = Path(words[i]).name
+        if name not in _WRAPPERS:
+            return name
+        i += 1
+        while i < len(words) and words[i].startswith("-") and words[i] != "--":
+            i += 2 if words[i] in _VALUED else 1
+        if i < len(words) and words[i] == "--":
+            i += 1
+        if name == "env":
+            while i < len(words) and "=" in words[i]:
+                i += 1
+        i += _WRAPPERS[name]
+    return ""
+
+
 def exec_host(template: str, name: str) -> RemoteHost:
     """The template's command for one host name: `{host}` replaced in every word."""
     words = shlex.split(template)
@@ -134,7 +162,7 @@ def exec_host(template: str, name: str) -> RemoteHost:
     return RemoteHost(
         name=name,
         prefix=prefix,
-        shell=Path(words[0]).name in _SHELL_ENGINES,
+        shell=engine_of(words) in _SHELL_ENGINES,
         via=shlex.join(prefix),
     )
 
@@ -298,6 +326,8 @@ def probe_options(request: CollectRequest, deadline: float) -> dict[str, Any]:
         "deadline": max(1.0, deadline - CONNECT_TIMEOUT - RETURN_MARGIN),
         "transient": list(dumping.TRANSIENT),
         "packages_script": PACKAGES_SCRIPT,
+        # Who we are, so that a probe on this very host leaves us out.
+        "collector": probe.whoami(),
     }
 
 

@@ -402,3 +402,38 @@ def test_exec_env_takes_names_only(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="takes a variable's name") as caught:
         remote.validate_remote(request)
     assert "ghp_x" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("template", "engine"),
+    [
+        ("timeout 60 ssh {host}", "ssh"),
+        ("timeout -s KILL -k 5 60 /usr/bin/ssh -F lab.conf {host}", "ssh"),
+        ("sudo -u ops ssh {host}", "ssh"),
+        ("env KUBECONFIG=/k.yaml kubectl exec {host} --", "kubectl"),
+        ("nice -n 10 srun -w {host}", "srun"),
+        ("setsid nohup autossh {host}", "autossh"),
+    ],
+)
+def test_a_wrapped_engine_is_recognised(template: str, engine: str) -> None:
+    assert remote.engine_of(shlex.split(template)) == engine
+    assert remote.exec_host(template, "n").shell is (engine in ("ssh", "autossh"))
+
+
+def test_the_collector_is_left_out_when_its_host_is_in_the_list() -> None:
+    # This test process stands for the collector: a probe on this host, not below it
+    # (own_pid 1 has no ancestors), must leave it out and say so.
+    listed = probe.list_processes()
+    pattern = re.escape(str(Path(sys.argv[0]).name)) + "|pytest"
+    ours, _passed, _error = probe.select(listed, {"match": pattern}, 1)
+    assert os.getpid() in {p["pid"] for p, _ in ours}
+    opts = {"match": pattern, "collector": probe.whoami()}
+    ours, passed, _error = probe.select(listed, opts, 1)
+    assert os.getpid() not in {p["pid"] for p, _ in ours}
+    assert (os.getpid(), "report collect itself (it runs on this host)") in {
+        (p["pid"], why) for p, why in passed
+    }
+    # Another machine (or PID namespace) with the same PID is not us.
+    elsewhere = {**probe.whoami(), "boot_id": "another-machine"}
+    ours, _passed, _error = probe.select(listed, {"match": pattern, "collector": elsewhere}, 1)
+    assert os.getpid() in {p["pid"] for p, _ in ours}
