@@ -228,25 +228,7 @@ class ProcessSteps(SessionState):
         not move or cannot be dumped."""
         for target in targets:
             pid = target.process.pid
-            text = procfs.status_copy(pid)
-            if not text:
-                self.note_skip(f"/proc/{pid}/status after snapshot {k + 1}", "the process is gone")
-                continue
-            state = next(
-                (
-                    line.split(":", 1)[1].strip()
-                    for line in text.splitlines()
-                    if line.startswith("State:")
-                ),
-                "?",
-            )
-            self.keep(
-                plan.status_path(pid, k),
-                text,
-                EvidenceKind.PROC_STATUS,
-                f"/proc/{pid}/status after snapshot {k + 1} ({self.title_of(target.process)}): "
-                f"State {state}; the last line is /proc/{pid}/wchan when the process sleeps",
-            )
+            self.keep_round_read("status", pid, k, procfs.status_copy(pid), target.process)
 
     def record_dump(
         self,

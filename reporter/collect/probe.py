@@ -615,6 +615,52 @@ def one_dump(pyspy: str, pid: int, snapshot: int, opts: Record) -> None:
     emit(done)
 
 
+def read_status(pid: int | str, root: str = "/proc") -> str:
+    """`/proc/PID/status` text ("self" for this process); "" when unreadable."""
+    try:
+        return _text(f"{root}/{pid}/status")
+    except OSError:
+        return ""
+
+
+def read_wchan(pid: int, root: str = "/proc") -> str:
+    """The kernel function a blocked process sleeps in (`/proc/PID/wchan`, `do_signal_stop`);
+    "" when unreadable or when it is running (the kernel writes `0`)."""
+    try:
+        text = _text(f"{root}/{pid}/wchan").strip()
+    except OSError:
+        return ""
+    return "" if text in ("", "0") else text
+
+
+def status_copy(pid: int, root: str = "/proc") -> str:
+    """`/proc/PID/status` as evidence: the text as the kernel wrote it, then one line of
+    our own in the same form, `Wchan:<TAB>do_signal_stop`, from `/proc/PID/wchan` when
+    readable. "" when the process is gone. (`procfs.status_copy` for a local capture.)"""
+    text = read_status(pid, root)
+    if not text:
+        return ""
+    wchan = read_wchan(pid, root)
+    end = "" if text.endswith("\n") else "\n"
+    return f"{text}{end}Wchan:\t{wchan}\n" if wchan else text + end
+
+
+# What is read from `/proc` for each target after each round of dumps, by name: the same
+# functions a local capture calls (`capture.ProcessSteps.save_states`). The collector turns
+# each `round` record into evidence with the local code (`SessionState.keep_round_read`).
+ROUND_READS = {"status": status_copy}
+
+
+def round_reads(pids: list[int], snapshot: int, opts: Record) -> None:
+    """The per-round `/proc` reads the collector asked for, one `round` record each."""
+    for pid in pids:
+        for name in opts.get("round_reads") or ():
+            reader = ROUND_READS.get(name)
+            if reader is not None:
+                emit({"t": "round", "pid": pid, "snapshot": snapshot, "name": name,
+                      "text": reader(pid)})  # fmt: skip
+
+
 def dumps(pyspy: str, pids: list[int], opts: Record, deadline: float) -> None:
     """`snapshots` rounds, `interval` apart, at most `parallel` py-spy runs at a time."""
     start = time.monotonic()
@@ -631,6 +677,7 @@ def dumps(pyspy: str, pids: list[int], opts: Record, deadline: float) -> None:
                       "lost": lost})  # fmt: skip
                 return
             list(pool.map(lambda pid, k=k: one_dump(pyspy, pid, k, opts), pids))
+            round_reads(pids, k, opts)
 
 
 def interpreter_of(proc: Record, parent: Record | None, environ: str) -> Record | None:
@@ -700,6 +747,7 @@ def packages(
         who = f"uid {user[0]}" if user is not None else f"uid {os.geteuid()}"
         if done["returncode"] == 0 and done["stdout"].strip():
             emit({"t": "packages", "pids": pids, "via": argv0, "as": who, "text": done["stdout"]})
+            env_script(found, pids, done["stdout"], env, opts, deadline)
             continue
         lines = done["stderr"].strip().splitlines() or [f"exit status {done['returncode']}"]
         why = done["launch_error"] or (
@@ -708,6 +756,47 @@ def packages(
         emit(
             {"t": "skip", "what": what, "reason": f"could not list the packages of {argv0}: {why}"}
         )
+
+
+def env_script(
+    found: Record, pids: list[int], freeze: str, env: dict[str, str], opts: Record, deadline: float
+) -> None:
+    """The product's environment report (`python -m sglang.check_env`, vLLM's
+    `collect_env`; `envcap.run_env_script`) by the target's interpreter, as the target's
+    user, when its packages include the product and the deadline leaves room."""
+    names = {
+        line.partition("==")[0].strip().lower().replace("_", "-") for line in freeze.splitlines()
+    }
+    entry = next((e for e in opts.get("env_scripts") or () if e[0] in names), None)
+    if entry is None:
+        return
+    _dist, module, kind, name = entry
+    # Up to its own cap (it imports torch and asks the GPUs), within what the deadline leaves.
+    left = deadline - time.monotonic()
+    timeout = min(float(opts.get("env_script_timeout") or opts["timeout"]), left)
+    what = f"python -m {module} for PID " + ", ".join(map(str, pids))
+    if timeout < float(opts["timeout"]):
+        reason = f"the host's deadline would pass first ({max(left, 0):.0f} s left)"
+        emit({"t": "skip", "what": what, "reason": reason})
+        return
+    done = run(
+        [found["argv0"], "-B", "-m", module],
+        timeout,
+        env=env,
+        user=found["user"],
+        cwd="/",
+        executable=f"/proc/{pids[0]}/exe",
+    )
+    if done["returncode"] == 0 and done["stdout"].strip():
+        text = done["stdout"][: int(opts.get("env_script_max_chars", 256 * 1024))]
+        emit({"t": "envscript", "pids": pids, "module": module, "kind": kind, "name": name,
+              "via": found["argv0"], "text": text})  # fmt: skip
+        return
+    lines = done["stderr"].strip().splitlines() or [f"exit status {done['returncode']}"]
+    why = done["launch_error"] or (
+        f"no answer within {timeout:g} s" if done["timed_out"] else lines[-1]
+    )
+    emit({"t": "skip", "what": what, "reason": f"python -m {module} via {found['argv0']}: {why}"})
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from reporter.collect import probe
+
 PROC = Path("/proc")
 # Interpreter executables py-spy can read: python3.11, python3.12d, pypy3, "(deleted)" suffix too.
 _PYTHON_EXE_RE = re.compile(r"^(?:python|pypy)[0-9.]*[a-z]*(?: \(deleted\))?$")
@@ -172,29 +174,15 @@ def read_bytes(pid: int, name: str, *, proc: Path = PROC) -> bytes:
 
 def read_status(pid: int | str, *, proc: Path = PROC) -> str:
     """`/proc/PID/status` text ("self" for this process); "" when unreadable."""
-    try:
-        return (proc / str(pid) / "status").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
+    return probe.read_status(pid, str(proc))
 
 
 def read_wchan(pid: int, *, proc: Path = PROC) -> str:
-    """The kernel function a blocked process sleeps in (`/proc/PID/wchan`, `do_signal_stop`);
-    "" when unreadable or when it is running (the kernel writes `0`)."""
-    try:
-        text = (proc / str(pid) / "wchan").read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return ""
-    return "" if text in ("", "0") else text
+    """The kernel function a blocked process sleeps in (`/proc/PID/wchan`); see `probe`."""
+    return probe.read_wchan(pid, str(proc))
 
 
 def status_copy(pid: int, *, proc: Path = PROC) -> str:
-    """`/proc/PID/status` as evidence: the text as the kernel wrote it, then one line of
-    our own in the same form, `Wchan:<TAB>do_signal_stop`, from `/proc/PID/wchan` when
-    readable. "" when the process is gone."""
-    text = read_status(pid, proc=proc)
-    if not text:
-        return ""
-    wchan = read_wchan(pid, proc=proc)
-    end = "" if text.endswith("\n") else "\n"
-    return f"{text}{end}Wchan:\t{wchan}\n" if wchan else text + end
+    """`/proc/PID/status` as evidence, with its wchan line: `probe.status_copy`, the code the
+    remote probe runs on each host."""
+    return probe.status_copy(pid, str(proc))

@@ -328,13 +328,59 @@ def probe_options(request: CollectRequest, deadline: float) -> dict[str, Any]:
         "packages_script": PACKAGES_SCRIPT,
         # Who we are, so that a probe on this very host leaves us out.
         "collector": probe.whoami(),
+        # The products' environment scripts, run as locally (`envcap.run_env_script`).
+        "env_scripts": [list(e) for e in envcap.ENV_SCRIPTS],
+        "env_script_timeout": max(request.timeout, envcap.ENV_SCRIPT_TIMEOUT),
+        "env_script_max_chars": envcap.ENV_SCRIPT_MAX_CHARS,
+        # Read after each round of dumps, as a local capture does (`probe.ROUND_READS`).
+        "round_reads": list(probe.ROUND_READS),
     }
 
 
+HOST_MODULES = ("reporter.collect.probe",)
+"""The modules the probe program carries to each host, in import order: each standard
+library only and Python 3.8+ (a test holds them to it). On the host they are importable
+under their usual names (`from reporter.collect import probe`), so the same code reads
+`/proc` here and there: a per-round read added to such a module for a local capture
+comes to remote hosts by naming the module here and calling it from `probe.round_reads`."""
+
+# Runs first on the host: makes each carried module importable by its name, then starts
+# the probe. A `reporter` installed on the host is never imported instead.
+_LOADER = """\
+import json, sys, types
+def _carry(modules):
+    for name, source in modules:
+        parts = name.split(".")
+        for i in range(1, len(parts)):
+            package = ".".join(parts[:i])
+            if package not in sys.modules:
+                made = types.ModuleType(package)
+                made.__path__ = []
+                sys.modules[package] = made
+                if i > 1:
+                    setattr(sys.modules[".".join(parts[: i - 1])], parts[i - 1], made)
+        module = types.ModuleType(name)
+        module.__file__ = "<carried " + name + ">"
+        sys.modules[name] = module
+        setattr(sys.modules[".".join(parts[:-1])], parts[-1], module)
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+"""
+
+
 def probe_program(python: str, options: dict[str, Any]) -> list[str]:
-    """`python3 -c '<bootstrap>'`: the probe and its options in one shell-safe argument."""
-    source = (Path(__file__).with_name("probe.py")).read_text(encoding="utf-8")
-    source += f"\nmain(json.loads({json.dumps(json.dumps(options))}))\n"
+    """`python3 -c '<bootstrap>'`: the carried modules, the probe's start and its options in
+    one shell-safe argument."""
+    here = Path(__file__).resolve().parents[2]
+    modules = [
+        (name, (here / Path(*name.split("."))).with_suffix(".py").read_text(encoding="utf-8"))
+        for name in HOST_MODULES
+    ]
+    source = (
+        _LOADER
+        + f"_carry(json.loads({json.dumps(json.dumps(modules))}))\n"
+        + "sys.modules['reporter.collect.probe'].main("
+        + f"json.loads({json.dumps(json.dumps(options))}))\n"
+    )
     blob = base64.b64encode(zlib.compress(source.encode("utf-8"), 9)).decode("ascii")
     boot = f'import base64,zlib;exec(zlib.decompress(base64.b64decode("{blob}")))'
     return [*shlex.split(python), "-c", boot]
@@ -723,6 +769,27 @@ class _Recorder:
             EvidenceKind.PYSPY_TEXT,
             description,
             captured_at=result.started_at,
+        )
+
+    def on_round(self, r: dict[str, Any]) -> None:
+        pid, k = int(r["pid"]), int(r["snapshot"])
+        title = self.titles.get(pid, "")
+        if self.s.detector is not None:
+            title = mask_text(title)
+        self.s.keep_round_read(
+            str(r["name"]), pid, k, str(r["text"]), title, base=f"{self.base}/", host=self.name
+        )
+
+    def on_envscript(self, r: dict[str, Any]) -> None:
+        pids = [int(p) for p in r["pids"]]
+        known = {e[1]: e for e in envcap.ENV_SCRIPTS}
+        _dist, module, kind, name = known[str(r["module"])]  # only the scripts we asked for
+        who = "PID " + ", ".join(map(str, pids))
+        self.keep(
+            plan.env_path(pids[0], name),
+            mask_text(str(r["text"])),
+            EvidenceKind(kind),
+            f"python -m {module} via {r.get('via', '')} on {self.name} ({who})",
         )
 
     def on_packages(self, r: dict[str, Any]) -> None:

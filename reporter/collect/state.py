@@ -230,3 +230,43 @@ class SessionState:
             host=host,
         )
         return True
+
+    def keep_round_read(
+        self,
+        name: str,
+        pid: int,
+        k: int,
+        text: str,
+        proc: procfs.ProcessInfo | str,
+        *,
+        base: str = "",
+        host: str = "",
+    ) -> None:
+        """Save one per-round `/proc` read (`probe.ROUND_READS`; today the status copy) of
+        `pid` after snapshot `k`, or note that the process is gone. The one way it is
+        written, locally and for a remote host (`base` = `hosts/<host>/`)."""
+        on = f" on {host}" if host else ""
+        if not text:
+            self.note_skip(f"/proc/{pid}/{name}{on} after snapshot {k + 1}", "the process is gone")
+            return
+        if isinstance(proc, procfs.ProcessInfo):
+            title = self.title_of(proc)
+        else:
+            title = inert.one_line(proc, limit=60)
+        if name == "status":
+            state = next(
+                (
+                    line.split(":", 1)[1].strip()
+                    for line in text.splitlines()
+                    if line.startswith("State:")
+                ),
+                "?",
+            )
+            self.keep(
+                base + plan.status_path(pid, k),
+                text,
+                EvidenceKind.PROC_STATUS,
+                f"/proc/{pid}/status{on} after snapshot {k + 1} ({title}): State {state}; the "
+                f"last line is /proc/{pid}/wchan when the process sleeps",
+                host=host,
+            )

@@ -151,16 +151,31 @@ def test_hosts_files_take_one_host_a_line() -> None:
         remote.parse_hosts_file("# nothing\n", source="hosts.txt")
 
 
-def test_the_probe_stays_python_3_8_and_standard_library_only() -> None:
-    source = Path(probe.__file__).read_text(encoding="utf-8")
+@pytest.mark.parametrize("name", remote.HOST_MODULES)
+def test_what_the_probe_carries_stays_python_3_8_and_standard_library_only(name: str) -> None:
+    source = (ROOT / Path(*name.split("."))).with_suffix(".py").read_text(encoding="utf-8")
     tree = ast.parse(source, feature_version=(3, 8))
-    imported = {
-        (node.module or "").split(".")[0] if isinstance(node, ast.ImportFrom) else alias.name
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Import | ast.ImportFrom)
-        for alias in node.names
-    }
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            # Another carried module is fine: it is on the host too.
+            carried = {f"{node.module}.{a.name}" for a in node.names} <= set(remote.HOST_MODULES)
+            imported |= set() if carried else {node.module.split(".")[0]}
+        elif isinstance(node, ast.Import):
+            imported |= {a.name.split(".")[0] for a in node.names}
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+
+
+def test_the_carried_modules_run_under_their_own_names(tmp_path: Path) -> None:
+    # The bootstrap alone, with a probe that stops at once (no process matches).
+    program = remote.probe_program(
+        sys.executable, remote.probe_options(_request(tmp_path, hosts=("a",), match="^$x"), 60)
+    )
+    done = subprocess.run(program, capture_output=True, text=True, timeout=60, check=False,
+                          cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    kinds = [json.loads(line)["t"] for line in done.stdout.splitlines()]
+    assert kinds[0] == "hello" and kinds[-1] == "end"
 
 
 def test_the_bootstrap_is_one_shell_safe_argument(tmp_path: Path) -> None:

@@ -145,6 +145,14 @@ def test_local_and_remote_captures_are_the_same_bytes(running: Running, tmp_path
     # The launcher's command line and environment (the child's title hid its own), and the
     # package listing of the interpreter they share.
     assert sorted(compared) == ["cmdline", "environ", "packages.txt"], compared
+    # The per-round /proc copies come back too, written by the same code as here.
+    for pid_here, pid_there in here.items():
+        mine = (local / "proc" / f"pid{pid_here}-s0.status").read_text(encoding="utf-8")
+        theirs = (remote / "hosts" / "node-a" / "proc" / f"pid{pid_there}-s0.status").read_text(
+            encoding="utf-8"
+        )
+        assert mine.splitlines()[0] == theirs.splitlines()[0]  # Name:
+        assert f"NSpid:\t{pid_here}\t{pid_there}" in mine and f"\nPid:\t{pid_there}\n" in theirs
     environ = next((local / "env").glob("*.environ")).read_bytes()
     assert environ.count(b"\x00") == len(_environment()) + 1
     assert b"MASTER_ADDR=10.1.2.3\x00" in environ and b"hf_qqqq" not in environ

@@ -80,6 +80,19 @@ def _plant(folder: Path) -> tuple[Path, Path]:
     (dist / "METADATA").write_text(
         "Metadata-Version: 2.1\nName: planted-marker\nVersion: 1.0\n", encoding="utf-8"
     )
+    # The product's environment script, which collect runs when the product is installed.
+    product = site / "sglang-0.0.1.dist-info"
+    product.mkdir()
+    (product / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: sglang\nVersion: 0.0.1\n", encoding="utf-8"
+    )
+    (site / "sglang").mkdir()
+    (site / "sglang" / "__init__.py").write_text("", encoding="utf-8")
+    (site / "sglang" / "check_env.py").write_text(
+        f"import os\nopen(os.path.join({str(markers)!r}, 'checkenv-%d' % os.getuid()), 'a')"
+        ".close()\nprint('Python: planted')\n",
+        encoding="utf-8",
+    )
     fake = venv / "bin" / "py-spy"
     fake.write_text(f"#!/bin/sh\ntouch {markers}/pyspy-$(id -u)\nexit 1\n", encoding="utf-8")
     fake.chmod(0o755)
@@ -190,7 +203,7 @@ def test_the_targets_venv_never_runs_as_root(planted: Planted, tmp_path: Path, e
     print(f"{engine}, no --remote-py-spy: markers {sorted(_markers(planted))}")
     assert done.returncode in (0, 1), done.stderr  # 1: incomplete, no host gave stacks
     # The package listing ran (its .pth marker), as nobody; the fake py-spy never ran.
-    assert _markers(planted) == {f"pth-{NOBODY}"}
+    assert _markers(planted) == {f"pth-{NOBODY}", f"checkenv-{NOBODY}"}
     note = _host(out)
     fake = planted.venv / "bin" / "py-spy"
     refusal = f"{fake} ({fake} belongs to uid {NOBODY})"
@@ -202,14 +215,15 @@ def test_the_targets_venv_never_runs_as_root(planted: Planted, tmp_path: Path, e
         assert f"--remote-py-spy {fake}" in str(note["reason"])
     assert f"run as uid {NOBODY}" in manifest, manifest
     listing = next(out.glob("hosts/*/env/pid*.packages.txt"))
-    assert listing.read_text(encoding="utf-8") == "planted-marker==1.0\n"
+    assert listing.read_text(encoding="utf-8") == "planted-marker==1.0\nsglang==0.0.1\n"
+    assert next(out.glob("hosts/*/env/pid*.check_env.txt")).read_text() == "Python: planted\n"
 
     _clear(planted)
     out = tmp_path / "named"
     done = _collect(out, *reach, "--remote-py-spy", _trusted_pyspy())
     print(f"{engine}, --remote-py-spy: markers {sorted(_markers(planted))}")
     assert done.returncode == 0, done.stderr
-    assert _markers(planted) == {f"pth-{NOBODY}"}
+    assert _markers(planted) == {f"pth-{NOBODY}", f"checkenv-{NOBODY}"}
     note = _host(out)
     assert note["status"] == "complete" and note["dumps"] == 1, note
     assert not any(name.endswith("-0") for name in _markers(planted))
