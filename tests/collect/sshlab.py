@@ -27,6 +27,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -35,6 +36,26 @@ from pathlib import Path
 
 SSHD = "/usr/sbin/sshd"
 READY_TIMEOUT_S = 20.0
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def report(
+    *args: str, path: str | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`report ARGS` by this interpreter from the repository's root, as the lab's tests run
+    it; `path` replaces PATH (None: ours)."""
+    env = dict(os.environ) if path is None else {**os.environ, "PATH": path}
+    return subprocess.run(
+        [sys.executable, "-m", "reporter", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=ROOT,
+        env=env,
+    )
 
 
 def require_lab() -> str | None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from .sshlab import Lab, require_lab, ssh_lab
+from .sshlab import Lab, report, require_lab, ssh_lab
 
 pytestmark = pytest.mark.live
 
@@ -112,15 +111,8 @@ def running() -> Iterator[Running]:
 
 
 def _collect(out: Path, *args: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "reporter", "collect", "-o", str(out), "--snapshots", "1", *args],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-        cwd=ROOT,
-        env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"},
-    )
+    path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+    done = report("collect", "-o", str(out), "--snapshots", "1", *args, path=path, timeout=240)
     assert done.returncode == 0, done.stderr
 
 

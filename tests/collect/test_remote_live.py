@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from .sshlab import Lab, require_lab, ssh_lab
+from .sshlab import Lab, report, require_lab, ssh_lab
 
 pytestmark = pytest.mark.live
 
@@ -117,32 +117,13 @@ def job() -> Iterator[Job]:
 
 
 def _collect(
-    job: Job, out: Path, *args: str, pyspy: bool = True
+    job: Job, out: Path, *args: str, pyspy: bool = True, path: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     extra = ["--remote-py-spy", _pyspy()] if pyspy else []
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "reporter",
-            "collect",
-            "-o",
-            str(out),
-            "--match",
-            "sglang::scheduler_TP",
-            "--snapshots",
-            "2",
-            "--interval",
-            "0.5",
-            *extra,
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        cwd=ROOT,
-    )
+    return report(
+        "collect", "-o", str(out), "--match", "sglang::scheduler_TP", "--snapshots", "2",
+        "--interval", "0.5", *extra, *args, path=path,
+    )  # fmt: skip
 
 
 def _analyze(out: Path) -> Any:
@@ -250,35 +231,14 @@ def test_py_spy_is_found_in_the_targets_venv_when_path_has_none(job: Job, tmp_pa
     out = tmp_path / "bundle"
     template = "nsenter --target {host} --pid --mount --uts --"
     hosts = [arg for pid in names[:1] for arg in ("--host", pid)]
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "reporter",
-            "collect",
-            "-o",
-            str(out),
-            "--match",
-            "sglang::scheduler_TP",
-            "--snapshots",
-            "1",
-            "--exec",
-            template,
-            *hosts,
-            "--remote-python",
-            "/usr/bin/python3",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        cwd=ROOT,
-        env={**os.environ, "PATH": "/usr/bin:/bin"},
-    )
+    done = _collect(
+        job, out, "--exec", template, *hosts, "--remote-python", "/usr/bin/python3",
+        pyspy=False, path="/usr/bin:/bin",
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     manifest = tomllib.loads((out / "bundle.toml").read_text())
     assert manifest["collect"]["pyspy"].startswith("py-spy ")
     (note,) = manifest["collect"]["remote"]
-    assert note["status"] == "complete" and note["dumps"] == 2, note
+    assert note["status"] == "complete" and note["dumps"] == 4, note
     (listing,) = out.glob("hosts/*/env/pid*.packages.txt")
     assert "torch==" in listing.read_text(encoding="utf-8")

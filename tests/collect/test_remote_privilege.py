@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from .sshlab import Lab, require_lab, ssh_lab
+from .sshlab import Lab, report, require_lab, ssh_lab
 
 pytestmark = pytest.mark.live
 
@@ -147,28 +147,10 @@ def _pid_on_host(lab: Lab) -> int:
 
 
 def _collect(out: Path, *args: str, path: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ) if path is None else {**os.environ, "PATH": path}
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "reporter",
-            "collect",
-            "-o",
-            str(out),
-            "--match",
-            MARK,
-            "--snapshots",
-            "1",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
+    return report(
+        "collect", "-o", str(out), "--match", MARK, "--snapshots", "1", *args, path=path,
         timeout=240,
-        check=False,
-        cwd=ROOT,
-        env=env,
-    )
+    )  # fmt: skip
 
 
 def _markers(planted: Planted) -> set[str]:
