@@ -5,12 +5,14 @@ collector and the remote probe)."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from reporter.collect import probe
+from reporter.collect import envcap, probe, procfs
 
 
 def _venv(root: Path, *, pyspy: bool = True) -> Path:
@@ -110,3 +112,32 @@ def test_dropping_to_a_user_clears_the_groups() -> None:
     assert probe.run_as((0, 0)) is None
     expected = (65534, 65534) if os.geteuid() == 0 else None
     assert probe.run_as((65534, 65534)) == expected
+
+
+def test_a_local_capture_looks_in_the_targets_venv_too(tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)
+    venv = _venv(tmp_path / "venv")
+    child = subprocess.Popen(
+        [str(venv / "bin" / "python"), "-c", "import time; time.sleep(30)"],
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    try:
+        deadline = time.monotonic() + 10
+        target = procfs.read_process(child.pid)
+        while target is None or target.exe is None or "python" not in target.exe:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+            target = procfs.read_process(child.pid)
+        found = envcap.find_pyspy_near([target], {}, "beside report and PATH")
+        if probe.writable_by_others(str(venv / "bin" / "py-spy")):
+            pytest.skip("the temporary folder is not one only root (or we) may change")
+        assert found.path == str(venv / "bin" / "py-spy")
+        assert found.searched.startswith("beside report and PATH, ")
+        if os.geteuid() == 0:
+            os.chown(venv / "bin" / "py-spy", 65534, 65534)
+            refused = envcap.find_pyspy_near([target], {}, "PATH")
+            assert refused.path != str(venv / "bin" / "py-spy")
+            assert refused.refused[0].startswith(f"{venv / 'bin' / 'py-spy'} (")
+    finally:
+        child.kill()
+        child.wait()
