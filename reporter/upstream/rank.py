@@ -130,7 +130,7 @@ LIKELY_TITLE = 0.85
 # is in the top five at or above it, with 0.35 other issues per query (0.05: 92 %, 0.67).
 # Bundle queries score lower (a bundle is not written like an issue: its text is a
 # verdict and frame names), so they have their own (`eval_bundles.py`): 0.015 keeps every
-# paired real issue the ranking puts in the top five, with 1.9 other issues per query;
+# paired real issue the ranking puts in the top five, with 1.75 other issues per query;
 # 0.05 kept none. Under either, the best `WEAK_SHOWN` are still shown, as weak.
 RELATED_SCORE = 0.08
 RELATED_SCORE_BUNDLE = 0.015
