@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from eval_search import CUTOFFS, PlainBM25, Scores, load_real
+from eval_search import PlainBM25, load_real, recall_mrr
 from fit_search import ROUND3, ROUND3_NO_SEMANTIC
 
 from reporter.upstream import rank
@@ -71,19 +71,6 @@ def _query(path: Path, repo: str):  # type: ignore[no-untyped-def]
 
     bundle, analysis = load_and_analyze([path], Options())
     return query_from_analysis(bundle, analysis, repos=(repo,))
-
-
-def _figures(ranked: Sequence[tuple[list[int], frozenset[int]]]) -> Scores:
-    hits = dict.fromkeys(CUTOFFS, 0)
-    reciprocal = 0.0
-    for numbers, relevant in ranked:
-        first = next((i for i, n in enumerate(numbers[:10], 1) if n in relevant), None)
-        if first is not None:
-            reciprocal += 1.0 / first
-            for k in CUTOFFS:
-                hits[k] += first <= k
-    n = len(ranked) or 1
-    return Scores(recall={k: hits[k] / n for k in CUTOFFS}, mrr=reciprocal / n)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -159,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\nbundle queries paired with real issues: {len(ranked.get('ours', []))}")
     print("| method | R@1 | R@5 | R@10 | MRR |\n|---|---|---|---|---|")
     for method, rows in ranked.items():
-        s = _figures(rows)
+        s = recall_mrr(rows)
         print(
             f"| {method} | {s.recall[1]:.2f} | {s.recall[5]:.2f} | {s.recall[10]:.2f} | {s.mrr:.3f} |"
         )

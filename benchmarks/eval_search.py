@@ -50,7 +50,7 @@ import sqlite3
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,16 +77,22 @@ class Scores:
 
 def evaluate(queries: Sequence[EvalQuery], ranker: Ranker) -> Scores:
     """Recall@1/5/10 and MRR of `ranker` over `queries`."""
+    return recall_mrr([(ranker(query), query.relevant) for query in queries])
+
+
+def recall_mrr(ranked: Sequence[tuple[Sequence[Any], Collection[Any]]]) -> Scores:
+    """Recall@1/5/10 and MRR of (ranking best first, the relevant keys) pairs; a query
+    whose first relevant key is not in its top 10 counts 0."""
     hits = dict.fromkeys(CUTOFFS, 0)
     reciprocal = 0.0
-    for query in queries:
-        ranked = ranker(query)[: max(CUTOFFS)]
-        first = next((i for i, key in enumerate(ranked, start=1) if key in query.relevant), None)
+    for keys, relevant in ranked:
+        top = keys[: max(CUTOFFS)]
+        first = next((i for i, key in enumerate(top, start=1) if key in relevant), None)
         if first is not None:
             reciprocal += 1.0 / first
             for k in CUTOFFS:
                 hits[k] += first <= k
-    n = len(queries) or 1
+    n = len(ranked) or 1
     return Scores(recall={k: hits[k] / n for k in CUTOFFS}, mrr=reciprocal / n)
 
 
@@ -339,17 +345,9 @@ def load_real(folder: Path) -> tuple[list[RealPair], list[dict[str, Any]]]:
 
 
 def _score_pairs(pairs: Sequence[RealPair], ranked: dict[int, list[int]]) -> Scores:
-    hits = dict.fromkeys(CUTOFFS, 0)
-    reciprocal = 0.0
-    for pair in pairs:
-        numbers = [n for n in ranked[id(pair)] if n != pair.number][: max(CUTOFFS)]
-        first = next((i for i, n in enumerate(numbers, 1) if n in pair.duplicates), None)
-        if first is not None:
-            reciprocal += 1.0 / first
-            for k in CUTOFFS:
-                hits[k] += first <= k
-    n = len(pairs) or 1
-    return Scores(recall={k: hits[k] / n for k in CUTOFFS}, mrr=reciprocal / n)
+    return recall_mrr(
+        [([n for n in ranked[id(pair)] if n != pair.number], pair.duplicates) for pair in pairs]
+    )
 
 
 def run_real(folder: Path) -> tuple[list[RealPair], dict[str, dict[int, list[int]]], list[str]]:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval_search import CUTOFFS, PlainBM25, RealPair, Scores, load_real
+from eval_search import PlainBM25, RealPair, Scores, load_real, recall_mrr
 
 from reporter.upstream import rank
 from reporter.upstream.index import Index
@@ -157,17 +157,7 @@ def ranked_numbers(item: Ranked, scorer: Scorer, *, semantic: bool) -> list[int]
 
 def figures(items: Sequence[tuple[Ranked, list[int]]]) -> Scores:
     """R@1/5/10 and MRR of (query, ranking) pairs."""
-    hits = dict.fromkeys(CUTOFFS, 0)
-    reciprocal = 0.0
-    for item, numbers in items:
-        top = numbers[: max(CUTOFFS)]
-        first = next((i for i, n in enumerate(top, 1) if n in item.pair.duplicates), None)
-        if first is not None:
-            reciprocal += 1.0 / first
-            for k in CUTOFFS:
-                hits[k] += first <= k
-    n = len(items) or 1
-    return Scores(recall={k: hits[k] / n for k in CUTOFFS}, mrr=reciprocal / n)
+    return recall_mrr([(numbers, item.pair.duplicates) for item, numbers in items])
 
 
 def previous_total(subs: rank.SubScores) -> float:

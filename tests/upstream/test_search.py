@@ -16,7 +16,7 @@ from reporter.load.bundle import load
 from reporter.upstream import search
 from reporter.upstream.index import Index
 from reporter.upstream.query import query_from_analysis, query_from_text
-from reporter.upstream.rank import Level
+from reporter.upstream.rank import Candidate, Level
 from reporter.upstream.records import IssueRecord
 
 from .conftest import EXAMPLE_ISSUES, ROOT, TP_DESYNC
@@ -352,13 +352,17 @@ def test_nothing_related_still_shows_the_best_three_as_weak(tmp_path: Path) -> N
     assert "cut-off (0.015 for bundle queries)" in notes[-1]
 
 
-def test_a_referenced_issue_ranks_first_and_says_why(tmp_path: Path) -> None:
+def _found(tmp_path: Path, text: str) -> list[Candidate]:
+    """Every candidate for `text` searched in sgl-project/sglang, without the semantic model."""
     with _weak_index(tmp_path) as index:
-        query = query_from_text(
-            "[BUG] The #3836 problem still exists\n\nIt came back after the upgrade.",
-            repos=("sgl-project/sglang",),
-        )
-        found = search.find_duplicates(index, query, limit=10, embedder=None, include_weak=True)
+        query = query_from_text(text, repos=("sgl-project/sglang",))
+        return search.find_duplicates(index, query, limit=10, embedder=None, include_weak=True)
+
+
+def test_a_referenced_issue_ranks_first_and_says_why(tmp_path: Path) -> None:
+    found = _found(
+        tmp_path, "[BUG] The #3836 problem still exists\n\nIt came back after the upgrade."
+    )
     numbers = [c.issue.record.number for c in found]
     assert numbers[0] == 3836
     first = found[0]
@@ -373,10 +377,7 @@ def test_a_referenced_issue_ranks_first_and_says_why(tmp_path: Path) -> None:
 
 
 def test_a_reference_to_another_repository_is_no_evidence(tmp_path: Path) -> None:
-    with _weak_index(tmp_path) as index:
-        query = query_from_text(
-            "like vllm-project/vllm#3836 and https://github.com/vllm-project/vllm/issues/12",
-            repos=("sgl-project/sglang",),
-        )
-        found = search.find_duplicates(index, query, limit=10, embedder=None, include_weak=True)
+    found = _found(
+        tmp_path, "like vllm-project/vllm#3836 and https://github.com/vllm-project/vllm/issues/12"
+    )
     assert all(c.reasons.scores.reference == 0.0 for c in found)
