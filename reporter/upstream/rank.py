@@ -40,9 +40,10 @@ all query stacks.
 
 The total is a calibrated combination that no one signal can swamp:
 `1 - (1 - p_text) x (1 - p_stack)`, a noisy-OR of two probabilities of "same problem".
-`p_text` is a logistic model over the text-side sub-scores (`COEFFICIENTS`, with and
-without the semantic model), fitted by `benchmarks/fit_search.py` on real duplicate
-pairs and kept only where it helps on trackers and query halves the fit did not see;
+`p_text` is a logistic model over a few text-side sub-scores (`COEFFICIENTS`, with and
+without the semantic model: BM25, the titles' meaning, references), the design chosen
+on cross-validated figures over real duplicate pairs (`eval_search.py --real --cv`) and
+fitted by `benchmarks/fit_search.py`;
 `p_stack` is a logistic calibration of the stack score (`STACK_MIDPOINT`,
 `STACK_SLOPE`); a stack that shows another hang lowers `p_text` (`STACK_MISMATCH`). Six of six shared rare frames give `p_stack` near 1 and so outrank any
 match on text alone; among candidates that share the stack, the text still orders them.

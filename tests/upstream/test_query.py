@@ -128,3 +128,22 @@ def test_fit_github_query_drops_keywords_and_operators() -> None:
     fitted = fit_github_query(words, ["repo:a/b"])
     assert fitted == f"{'x' * 100} {'y' * 100} repo:a/b"
     assert fit_github_query(["and", "not"], ["repo:a/b"]) == ""
+
+
+def test_outer_frames_weigh_less_than_where_the_stack_waits() -> None:
+    query = Query(
+        repos=(),
+        title="",
+        text="",
+        stacks=(
+            QueryStack(
+                keys=("writing_check", "event_loop_overlap", "run_scheduler_process"),
+                weight=1.0,
+                label="x",
+            ),
+        ),
+    )
+    weights = term_weights(query)
+    assert weights["writingcheck"] == 2.0
+    assert weights["writingcheck"] > weights["eventloopoverlap"] > weights["runschedulerprocess"]
+    assert weights["runschedulerprocess"] == pytest.approx(2.0 * 3**-0.6)
