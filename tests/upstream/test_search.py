@@ -381,3 +381,23 @@ def test_a_reference_to_another_repository_is_no_evidence(tmp_path: Path) -> Non
         tmp_path, "like vllm-project/vllm#3836 and https://github.com/vllm-project/vllm/issues/12"
     )
     assert all(c.reasons.scores.reference == 0.0 for c in found)
+
+
+def test_a_draft_cites_no_weak_match(tmp_path: Path) -> None:
+    """The command line shows weak matches when nothing is related; a draft never cites them."""
+    from reporter.app import filing
+
+    db = tmp_path / "index.sqlite3"
+    with Index(db) as index:
+        index.import_jsonl(EXAMPLE_ISSUES.read_text("utf-8").splitlines(), source="issues.jsonl")
+    bundle = load([HEALTHY])
+    analysis = analyze(bundle)
+    access = issues.GitHubAccess(env={}, cache_dir=tmp_path)
+    query = query_from_analysis(bundle, analysis, repos=("sgl-project/sglang",))
+    shown = issues.run_search(query, db=db, online=False, limit=10, access=access)
+    assert shown.candidates and {c.level for c in shown.candidates} == {Level.WEAK}
+    notes: list[str] = []
+    cited, searched = filing.related_issues(
+        bundle, analysis, "sgl-project/sglang", db=db, online=False, access=access, notes=notes
+    )
+    assert searched and cited == ()
