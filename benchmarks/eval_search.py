@@ -30,6 +30,15 @@ for figures on pairs the fit did not see (held-out tracker, alternating halves),
 `benchmarks/fit_search.py`.
 
     python benchmarks/eval_search.py --real /work/shared/eval/dupes-dev /work/notes/dupes-mined
+
+With `--cv` (and `--real`) every model choice is scored out of sample instead: 5-fold
+cross-validation over the pairs and leave-one-tracker-out (fit on vLLM, test on SGLang,
+and the reverse), MRR and R@5 per fold with the mean and spread over folds, for plain
+BM25 on the same folds, round 3's model (as shipped, and refitted per fold) and the
+candidate designs of round 4, each with the light stemmer of round 3 and with Snowball
+(`fit_search.cv_report`); then the out-of-sample calibration of the related cut-off.
+
+    python benchmarks/eval_search.py --real /work/shared/eval/dupes-dev --cv
 """
 
 from __future__ import annotations
@@ -41,7 +50,7 @@ import sqlite3
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,16 +77,22 @@ class Scores:
 
 def evaluate(queries: Sequence[EvalQuery], ranker: Ranker) -> Scores:
     """Recall@1/5/10 and MRR of `ranker` over `queries`."""
+    return recall_mrr([(ranker(query), query.relevant) for query in queries])
+
+
+def recall_mrr(ranked: Sequence[tuple[Sequence[Any], Collection[Any]]]) -> Scores:
+    """Recall@1/5/10 and MRR of (ranking best first, the relevant keys) pairs; a query
+    whose first relevant key is not in its top 10 counts 0."""
     hits = dict.fromkeys(CUTOFFS, 0)
     reciprocal = 0.0
-    for query in queries:
-        ranked = ranker(query)[: max(CUTOFFS)]
-        first = next((i for i, key in enumerate(ranked, start=1) if key in query.relevant), None)
+    for keys, relevant in ranked:
+        top = keys[: max(CUTOFFS)]
+        first = next((i for i, key in enumerate(top, start=1) if key in relevant), None)
         if first is not None:
             reciprocal += 1.0 / first
             for k in CUTOFFS:
                 hits[k] += first <= k
-    n = len(queries) or 1
+    n = len(ranked) or 1
     return Scores(recall={k: hits[k] / n for k in CUTOFFS}, mrr=reciprocal / n)
 
 
@@ -330,17 +345,9 @@ def load_real(folder: Path) -> tuple[list[RealPair], list[dict[str, Any]]]:
 
 
 def _score_pairs(pairs: Sequence[RealPair], ranked: dict[int, list[int]]) -> Scores:
-    hits = dict.fromkeys(CUTOFFS, 0)
-    reciprocal = 0.0
-    for pair in pairs:
-        numbers = [n for n in ranked[id(pair)] if n != pair.number][: max(CUTOFFS)]
-        first = next((i for i, n in enumerate(numbers, 1) if n in pair.duplicates), None)
-        if first is not None:
-            reciprocal += 1.0 / first
-            for k in CUTOFFS:
-                hits[k] += first <= k
-    n = len(pairs) or 1
-    return Scores(recall={k: hits[k] / n for k in CUTOFFS}, mrr=reciprocal / n)
+    return recall_mrr(
+        [([n for n in ranked[id(pair)] if n != pair.number], pair.duplicates) for pair in pairs]
+    )
 
 
 def run_real(folder: Path) -> tuple[list[RealPair], dict[str, dict[int, list[int]]], list[str]]:
@@ -467,6 +474,26 @@ def _in_group(pair: RealPair, group: str | None) -> bool:
     return pair.half == group
 
 
+def cv_main(folders: Sequence[Path]) -> int:
+    """Print the cross-validated tables and the related cut-off's calibration."""
+    import fit_search
+
+    started = time.perf_counter()
+    for line in fit_search.cv_report(folders):
+        print(line)
+    data = fit_search.collect(folders)
+    chosen = next(m for m in fit_search.candidate_models() if m.name == CHOSEN)
+    print(f"\n### related cut-off, out of sample (k-fold), model: {chosen.name}\n")
+    print("\n".join(fit_search.calibration(data, chosen, CALIBRATION_CUTOFFS)))
+    print(f"\n({time.perf_counter() - started:.1f} s)")
+    return 0
+
+
+# The design shipped in rank.py (round 4), and the cut-offs its calibration is shown at.
+CHOSEN = "bm25, semantic, reference"
+CALIBRATION_CUTOFFS = (0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15, 0.2, 0.3, 0.5)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=7)
@@ -481,7 +508,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="DIR",
         help="evaluate on real duplicate sets (pairs.jsonl, pool.jsonl) read from each DIR",
     )
+    parser.add_argument(
+        "--cv",
+        action="store_true",
+        help="with --real: cross-validated (k-fold and held-out tracker) figures per model",
+    )
     args = parser.parse_args(argv)
+    if args.real is not None and args.cv:
+        return cv_main(args.real)
     if args.real is not None:
         return real_report(args.real, as_json=args.json)
 

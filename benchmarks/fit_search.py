@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval_search import CUTOFFS, PlainBM25, RealPair, Scores, load_real
+from eval_search import PlainBM25, RealPair, Scores, load_real, recall_mrr
 
 from reporter.upstream import rank
 from reporter.upstream.index import Index
@@ -157,17 +157,7 @@ def ranked_numbers(item: Ranked, scorer: Scorer, *, semantic: bool) -> list[int]
 
 def figures(items: Sequence[tuple[Ranked, list[int]]]) -> Scores:
     """R@1/5/10 and MRR of (query, ranking) pairs."""
-    hits = dict.fromkeys(CUTOFFS, 0)
-    reciprocal = 0.0
-    for item, numbers in items:
-        top = numbers[: max(CUTOFFS)]
-        first = next((i for i, n in enumerate(top, 1) if n in item.pair.duplicates), None)
-        if first is not None:
-            reciprocal += 1.0 / first
-            for k in CUTOFFS:
-                hits[k] += first <= k
-    n = len(items) or 1
-    return Scores(recall={k: hits[k] / n for k in CUTOFFS}, mrr=reciprocal / n)
+    return recall_mrr([(numbers, item.pair.duplicates) for item, numbers in items])
 
 
 def previous_total(subs: rank.SubScores) -> float:
@@ -360,6 +350,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n### each feature left out, without it (out of sample)\n")
     print("\n".join(ablation(data, plain_start, semantic=False)))
     print("\ncoefficients fitted on every query (paste into rank.py):")
+    print("round 4 (one-standard-error choices of eval_search.py --cv):")
+    print("COEFFICIENTS =", _fmt(fit(data, ["bm25", "semantic", "reference"], semantic=True)))
+    print("COEFFICIENTS_NO_SEMANTIC =", _fmt(fit(data, ["bm25", "reference"], semantic=False)))
+    print("round 3's feature sets (backward elimination above, in-sample):")
     print("COEFFICIENTS =", _fmt(fit(data, sem_names, semantic=True)))
     print("COEFFICIENTS_NO_SEMANTIC =", _fmt(fit(data, plain_names, semantic=False)))
     return 0
@@ -371,3 +365,272 @@ def _fmt(coefficients: dict[str, Any]) -> str:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# --- cross-validation: every model choice scored where its fit did not look -------------
+
+# Round 3's model as shipped (rank.py before issue 34), kept here to compare with: fitted
+# on every dev pair, so its figures on those pairs are in-sample.
+ROUND3 = {
+    "intercept": -8.242,
+    "title": 1.956,
+    "bm25": 3.228,
+    "semantic": 3.770,
+    "body": 1.396,
+    "error": 1.784,
+    "version": 1.159,
+    "failure": 0.394,
+}
+ROUND3_NO_SEMANTIC = {
+    "intercept": -7.667,
+    "title": 4.296,
+    "bm25": 4.005,
+    "error": 2.050,
+    "version": 1.467,
+}
+ROUND3_FEATURES = [k for k in ROUND3 if k != "intercept"]
+FOLDS = 5
+
+
+def light_stem(word: str) -> str:
+    """Round 3's hand-written suffix stemmer (terms.py before issue 34), for comparison."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("sses"):
+        return word[:-2]
+    if word.endswith(("ches", "shes", "xes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    if word.endswith("ing") and len(word) >= 6:
+        base = word[:-3]
+        if len(base) >= 3 and base[-1] == base[-2] and base[-1] not in "lsz":
+            base = base[:-1]
+        return base
+    return word
+
+
+def collect_with_stemmer(folders: Sequence[Path], stemmer: str) -> list[Ranked]:
+    """`collect` with the index and queries tokenised by `stemmer` ("snowball", the
+    product's, or "light", round 3's): the tokenizer is swapped for the whole run."""
+    from reporter.upstream import terms
+
+    if stemmer == "snowball":
+        return collect(folders)
+    saved, saved_stops = terms.stem, terms._STOP_STEMS
+    terms.stem = light_stem  # type: ignore[assignment]
+    terms._STOP_STEMS = terms.STOPWORDS | {light_stem(w) for w in terms.STOPWORDS}
+    try:
+        return collect(folders)
+    finally:
+        terms.stem, terms._STOP_STEMS = saved, saved_stops
+
+
+def kfold(data: Sequence[Ranked], k: int = FOLDS) -> list[tuple[str, list[Ranked], list[Ranked]]]:
+    """k folds over the queries in a fixed order (tracker, number), query i in fold i mod k:
+    (name, fit on, test)."""
+    ordered = sorted(data, key=lambda d: (d.pair.repo, d.pair.number))
+    out = []
+    for fold in range(k):
+        test = [d for i, d in enumerate(ordered) if i % k == fold]
+        rest = [d for i, d in enumerate(ordered) if i % k != fold]
+        out.append((f"fold {fold + 1}", rest, test))
+    return out
+
+
+def by_tracker(data: Sequence[Ranked]) -> list[tuple[str, list[Ranked], list[Ranked]]]:
+    """Leave one tracker out: fit on the others, test on it."""
+    trackers = sorted({d.tracker for d in data})
+    return [
+        (f"test {t}", [d for d in data if d.tracker != t], [d for d in data if d.tracker == t])
+        for t in trackers
+    ]
+
+
+@dataclass(frozen=True)
+class Model:
+    """A ranking to cross-validate: fitted per fold on `features` (None: fixed `fixed`
+    coefficients, or plain BM25 when both are None)."""
+
+    name: str
+    features: list[str] | None = None
+    fixed: dict[str, float] | None = None
+    semantic: bool = True
+
+    @property
+    def parameters(self) -> int:
+        """Free parameters fitted per fold (the intercept included)."""
+        return 0 if self.features is None else len(self.features) + 1
+
+    def rank(
+        self, fit_on: Sequence[Ranked], test: Sequence[Ranked]
+    ) -> list[tuple[Ranked, list[int]]]:
+        """Each test query's ranking after fitting on `fit_on`."""
+        if self.features is None and self.fixed is None:
+            return [(d, d.bm25) for d in test]
+        coefficients = (
+            self.fixed
+            if self.fixed is not None
+            else fit(fit_on, self.features or [], semantic=self.semantic)
+        )
+        return [
+            (d, ranked_numbers(d, scorer_of(coefficients), semantic=self.semantic)) for d in test
+        ]
+
+
+def cross_validate(
+    data: Sequence[Ranked], models: Sequence[Model], subset: Callable[[Ranked], bool]
+) -> dict[str, dict[str, Scores]]:
+    """Per model, per fold (k-fold and held-out tracker): R@k and MRR on `subset` of the
+    test queries."""
+    out: dict[str, dict[str, Scores]] = {}
+    for model in models:
+        out[model.name] = {}
+        for name, fit_on, test in [*kfold(data), *by_tracker(data)]:
+            ranked = model.rank(fit_on, [d for d in test if subset(d)])
+            out[model.name][name] = figures(ranked)
+        # In-sample: fitted and ranked on every query (what a tuned figure looks like).
+        out[model.name]["in-sample"] = figures(model.rank(data, [d for d in data if subset(d)]))
+    return out
+
+
+def one_se_choice(results: dict[str, dict[str, Scores]], models: Sequence[Model]) -> Model:
+    """The one-standard-error rule: among the fitted models whose k-fold mean MRR is
+    within one standard error of the best fitted model's, the one with the fewest free
+    parameters (then the higher mean)."""
+    fitted = [m for m in models if m.features is not None]
+
+    def mean_se(model: Model) -> tuple[float, float]:
+        values = [v.mrr for k, v in results[model.name].items() if k.startswith("fold")]
+        mean, sd = _spread(values)
+        return mean, sd / len(values) ** 0.5
+
+    best = max(fitted, key=lambda m: mean_se(m)[0])
+    floor = mean_se(best)[0] - mean_se(best)[1]
+    near = [m for m in fitted if mean_se(m)[0] >= floor]
+    return min(near, key=lambda m: (m.parameters, -mean_se(m)[0]))
+
+
+def _spread(values: Sequence[float]) -> tuple[float, float]:
+    mean = sum(values) / len(values)
+    var = sum((v - mean) ** 2 for v in values) / max(1, len(values) - 1)
+    return mean, var**0.5
+
+
+def cv_table(results: dict[str, dict[str, Scores]], models: Sequence[Model]) -> list[str]:
+    """Markdown: one row per model; MRR and R@5 per fold, their mean ± sd over the k
+    folds, and per held-out tracker."""
+    first = next(iter(results.values()))
+    folds = [n for n in first if n.startswith("fold")]
+    trackers = [n for n in first if n.startswith("test")]
+    head = (
+        "| model | params | "
+        + " | ".join(f"{f} MRR / R@5" for f in folds)
+        + " | k-fold MRR mean ± sd | k-fold R@5 mean ± sd | "
+        + " | ".join(f"{t} MRR / R@5" for t in trackers)
+        + " | in-sample MRR / R@5 |"
+    )
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for model in models:
+        row = results[model.name]
+        mrr = _spread([row[f].mrr for f in folds])
+        r5 = _spread([row[f].recall[5] for f in folds])
+        cells = [f"{row[f].mrr:.2f} / {row[f].recall[5]:.2f}" for f in folds]
+        cells += [f"{mrr[0]:.3f} ± {mrr[1]:.3f}", f"{r5[0]:.3f} ± {r5[1]:.3f}"]
+        cells += [f"{row[t].mrr:.2f} / {row[t].recall[5]:.2f}" for t in trackers]
+        cells.append(f"{row['in-sample'].mrr:.2f} / {row['in-sample'].recall[5]:.2f}")
+        lines.append(f"| {model.name} | {model.parameters} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def candidate_models() -> list[Model]:
+    """BM25, round 3 as shipped and refitted, and the candidate designs of round 4."""
+    return [
+        Model("BM25 (plain FTS5)"),
+        Model("round 3 as shipped (in-sample coefficients)", fixed=ROUND3),
+        Model("round 3 as shipped, no semantic", fixed=ROUND3_NO_SEMANTIC, semantic=False),
+        Model("round 3 features, refitted per fold", features=ROUND3_FEATURES),
+        Model("round 3 features + reference", features=[*ROUND3_FEATURES, "reference"]),
+        Model(
+            "bm25, title, semantic, body, reference",
+            features=["bm25", "title", "semantic", "body", "reference"],
+        ),
+        Model("bm25, semantic, reference", features=["bm25", "semantic", "reference"]),
+        Model(
+            "round 3 no-semantic features + reference",
+            features=[*[k for k in ROUND3_NO_SEMANTIC if k != "intercept"], "reference"],
+            semantic=False,
+        ),
+        Model(
+            "bm25, title, reference (no semantic)",
+            features=["bm25", "title", "reference"],
+            semantic=False,
+        ),
+        Model("bm25, reference (no semantic)", features=["bm25", "reference"], semantic=False),
+        Model(
+            "bm25, title, semantic, body (no reference)",
+            features=["bm25", "title", "semantic", "body"],
+        ),
+    ]
+
+
+def cv_report(
+    folders: Sequence[Path], stemmers: Sequence[str] = ("light", "snowball")
+) -> list[str]:
+    """The cross-validated tables for each stemmer, on the non-re-submission pairs and on
+    all, and on the pairs whose query names no duplicate (where references cannot help)."""
+    lines: list[str] = []
+    models = candidate_models()
+    for stemmer in stemmers:
+        data = collect_with_stemmer(folders, stemmer)
+        sets: dict[str, Callable[[Ranked], bool]] = {
+            "non-re-submission": _hard,
+            "all": lambda _: True,
+            "non-re-submission, query names no duplicate": lambda d: (
+                _hard(d)
+                and not any(s.reference >= 1.0 for n, s in d.rows if n in d.pair.duplicates)
+            ),
+        }
+        for set_name, subset in sets.items():
+            n = sum(1 for d in data if subset(d))
+            lines += ["", f"### stemmer {stemmer}: {set_name} pairs (n={n})", ""]
+            results = cross_validate(data, models, subset)
+            lines += cv_table(results, models)
+            if set_name == "non-re-submission":
+                for semantic in (True, False):
+                    group = [m for m in models if m.semantic is semantic]
+                    chosen = one_se_choice(results, group)
+                    what = "with" if semantic else "without"
+                    lines.append(
+                        f"\none-standard-error choice {what} the semantic model: {chosen.name}"
+                    )
+    return lines
+
+
+def calibration(data: Sequence[Ranked], model: Model, cutoffs: Sequence[float]) -> list[str]:
+    """Out of sample (k-fold): per cut-off, the share of queries whose duplicate in the
+    top 5 scores at or above it, and the other issues per query at or above it."""
+    rows: list[tuple[float, bool]] = []
+    for _, fit_on, test in kfold(data):
+        coefficients = fit(fit_on, model.features or [], semantic=model.semantic)
+        for d in test:
+            scored = sorted(
+                (
+                    (rank.total(s, coefficients), n)
+                    for n, s in (d.rows if model.semantic else d.rows_plain)
+                ),
+                reverse=True,
+            )[:5]
+            rows += [(score, n in d.pair.duplicates) for score, n in scored]
+    queries = len(data) or 1
+    lines = [
+        "| cut-off | duplicates at or above (share of queries) | other issues per query |",
+        "|---|---|---|",
+    ]
+    for cut in cutoffs:
+        right = sum(1 for score, dup in rows if dup and score >= cut)
+        wrong = sum(1 for score, dup in rows if not dup and score >= cut)
+        lines.append(f"| {cut:.3f} | {right / queries:.2f} | {wrong / queries:.2f} |")
+    return lines

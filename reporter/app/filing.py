@@ -233,7 +233,10 @@ def related_issues(
         return (), False
     if found is not None:
         found.extend(known_fixes(outcome))
-    return outcome.candidates, outcome.searched > 0
+    # Weak matches (shown on the command line when nothing is related) are no evidence
+    # to cite upstream.
+    kept = tuple(c for c in outcome.candidates if c.level is not Level.WEAK)
+    return kept, outcome.searched > 0
 
 
 def known_fixes(outcome: SearchOutcome) -> list[drafting.KnownFix]:

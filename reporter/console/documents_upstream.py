@@ -53,6 +53,10 @@ class Scores:
     exception: float | None
     version: float | None
     failure: float | None
+    reference: float = spec(
+        "1: the query names the issue (#N, owner/repo#N, its URL); 0.5: an issue the query "
+        "names links to it; 0: neither"
+    )
 
 
 @document
@@ -207,6 +211,7 @@ def _candidate(candidate: rank.Candidate) -> dict[str, Any]:
                 exception=_score(s.exception),
                 version=s.version,
                 failure=s.failure,
+                reference=s.reference,
             ),
             shared_frames=candidate.reasons.shared_frames,
             terms=candidate.reasons.terms,

@@ -34,6 +34,9 @@ time: ranking reads them instead of tokenising candidates per query.
 Older indexes are brought to schema 3 on open: schema 1 gains schema 2's tables (line
 counts rebuilt from the stored bodies), and schema 1 and 2 gain the `terms` and
 `signals` columns, filled from the stored titles and bodies in the same transaction.
+An index written by an older tokenizer (`schema.RETOKENIZABLE`: the light suffix
+stemmer before Snowball) is re-tokenised on open: full-text rows, stored terms and
+document frequencies, from the stored text, in one transaction.
 
 Every write is one transaction: an interrupted sync or import leaves the index as it
 was after the last page that completed. Pull requests are stored (so links to them
@@ -74,6 +77,7 @@ from reporter.upstream.records import (
 )  # console/documents_upstream.py names it here
 from reporter.upstream.schema import (
     ISSUE_COLUMNS_3,
+    RETOKENIZABLE,
     SCHEMA,
     SCHEMA_2,
     SCHEMA_3,
@@ -138,6 +142,11 @@ class Index:
         if "meta" in tables:
             meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
             schema, tokenizer = meta.get("schema"), meta.get("tokenizer")
+            if tokenizer in RETOKENIZABLE and schema in (UPGRADABLE | {SCHEMA_VERSION}):
+                if schema in UPGRADABLE:
+                    self._upgrade()
+                self._retokenize()
+                return
             if schema in UPGRADABLE and tokenizer == TOKENIZER_VERSION:
                 self._upgrade()
                 return
@@ -201,6 +210,39 @@ class Index:
             self._db.execute("DELETE FROM term_df")
             self._db.executemany("INSERT INTO term_df(term, n) VALUES (?, ?)", df.items())
             self._db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _retokenize(self) -> None:
+        """Every derived term again with this release's tokenizer, in one transaction:
+        the full-text rows (a contentless table is emptied whole, since its old rows can
+        only be deleted with the old tokens), the stored terms and signals, and the
+        document frequencies; then the tokenizer version is recorded."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("INSERT INTO issue_text(issue_text) VALUES ('delete-all')")
+            rows = self._db.execute("SELECT id, title, body FROM issues WHERE is_pull = 0")
+            df: Counter[str] = Counter()
+            for rowid, title, body in rows.fetchall():
+                found, title_text, body_text = _derived(str(title), str(body))
+                self._db.execute(
+                    "INSERT INTO issue_text(rowid, title, body) VALUES (?, ?, ?)",
+                    (int(rowid), title_text, body_text),
+                )
+                self._db.execute(
+                    "UPDATE issues SET terms = ?, signals = ? WHERE id = ?",
+                    (found.terms, found.signals, int(rowid)),
+                )
+                df.update(_distinct(found.terms))
+            self._db.execute("DELETE FROM term_df")
+            self._db.executemany("INSERT INTO term_df(term, n) VALUES (?, ?)", df.items())
+            self._db.execute(
+                "INSERT INTO meta(key, value) VALUES ('tokenizer', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (TOKENIZER_VERSION,),
+            )
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
@@ -499,6 +541,19 @@ class Index:
             (repo,),
         ).fetchall()
         return [_record(row) for row in rows]
+
+    def issue_ids(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """The row ids of the stored issues (not pull requests) among `(repo, number)`
+        keys, by key as given."""
+        out: dict[tuple[str, int], int] = {}
+        for repo, number in dict.fromkeys(keys):
+            row = self._db.execute(
+                "SELECT id FROM issues WHERE repo = ? AND number = ? AND is_pull = 0",
+                (repo, number),
+            ).fetchone()
+            if row is not None:
+                out[(repo, number)] = int(row[0])
+        return out
 
     def issue(self, repo: str, number: int) -> IssueRecord | None:
         """One stored issue or pull request."""

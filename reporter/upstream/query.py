@@ -38,6 +38,9 @@ SIDE_STACK_WEIGHT = 0.6
 MOVING_STACK_WEIGHT = 0.35
 # The manifest fields that describe the symptom (the others hold paths and commands).
 TEXT_FIELDS = ("summary", "description", "symptoms", "symptom", "impact", "what_happened")
+# The decay of a frame's term weight with its distance from the innermost frame: the
+# stack similarity's (`rank.POSITION_DECAY`; not imported: rank imports this module).
+FRAME_POSITION_DECAY = 0.6
 MAX_GITHUB_KEYWORDS = 256
 MAX_GITHUB_QUERIES = 3
 _OPERATORS = frozenset({"and", "or", "not"})
@@ -204,11 +207,16 @@ def term_weights(query: Query) -> dict[str, float]:
     add(terms.content_terms(query.title), 2.0)
     add(terms.content_terms(query.text), 1.0)
     for stack in query.stacks:
-        for key in stack.keys:
+        for position, key in enumerate(stack.keys):
+            # Frames count less the further out they are, as in the stack similarity
+            # (`rank.POSITION_DECAY`): every dump of a server passes through its outer
+            # loop (`event_loop_overlap > run_scheduler_process`), and so does every
+            # traceback pasted in its issues; where it waits is what tells hangs apart.
+            weight = stack.weight * (1.0 + position) ** -FRAME_POSITION_DECAY
             joined = terms.compounds(key)
             # An identifier's compound is what is rare; its words are common English.
-            add(joined, 2.0 * stack.weight)
-            add(terms.content(terms.words(key)), (0.5 if joined else 2.0) * stack.weight)
+            add(joined, 2.0 * weight)
+            add(terms.content(terms.words(key)), (0.5 if joined else 2.0) * weight)
     return weights
 
 

@@ -15,7 +15,11 @@ UPGRADABLE = frozenset({"1", "2"})
 # (`signals.Signals.to_json`), found once at write time so a query never re-tokenises.
 ISSUE_COLUMNS_3 = (("terms", "TEXT"), ("signals", "TEXT"))
 # Bump when terms.tokens() changes: contentless FTS rows are deleted by re-tokenizing.
-TOKENIZER_VERSION = "1"
+# 1: the light suffix stemmer; 2: English Snowball (PyStemmer).
+TOKENIZER_VERSION = "2"
+# Older tokenizers whose indexes are re-tokenised on open (every stored term, the
+# full-text rows and the document frequencies are derived from the stored text).
+RETOKENIZABLE = frozenset({"1"})
 
 
 SCHEMA = """

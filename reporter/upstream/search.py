@@ -13,9 +13,14 @@ Search, step by step (`find_duplicates`):
    `FRAME_POOL` issues with the most (rarity-weighted) frames in common;
 3. the issues whose titles and bodies mean the most alike (the semantic model, when
    installed) join them;
-4. `rank.score_candidates` scores the union and says why;
-5. a bundle whose analysis found no incident (no hang, or could not tell) keeps only
-   strong text matches, and a note says why (`NON_INCIDENT_NOTE`).
+4. the issues the query names (`#N`, `owner/repo#N`, an issue URL of a searched
+   repository; `refs.cited`) join them, and so do the issues those link to;
+5. `rank.score_candidates` scores the union and says why;
+6. a bundle whose analysis found no incident (no hang, or could not tell) keeps only
+   strong text matches, and a note says why (`NON_INCIDENT_NOTE`);
+7. with `weak_fallback`, an answer with no related candidate shows the best
+   `rank.WEAK_SHOWN` as `weak` with their reasons (`WEAK_NOTE`): never an empty answer
+   while the index holds candidates.
 
 `Method.BM25` stops after step 1 and orders by BM25 alone (an ablation in the evaluation).
 """
@@ -29,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from reporter.core.errors import UsageError
-from reporter.upstream import fixes, rank
+from reporter.upstream import fixes, rank, refs
 from reporter.upstream import semantic as semantic_model
 from reporter.upstream.index import Index
 from reporter.upstream.query import (
@@ -65,6 +70,10 @@ NON_INCIDENT_NOTE = (
     "strong text matches (a near-identical title, or the same error line, with shared "
     "terms) are listed; {dropped} weaker match(es) left out"
 )
+WEAK_NOTE = (
+    "no candidate reached the related cut-off ({cutoff:g} for {kind} queries): the best "
+    "{shown} are shown as weak matches, with their reasons"
+)
 _NON_INCIDENT_WHAT = {"progressing": "no hang", "inconclusive": "no clear incident"}
 
 
@@ -97,7 +106,9 @@ def search_and_explain(
     if semantic_model.load() is None:
         notes.append(semantic_model.MISSING_NOTE)
     pasted: list[IssueRecord] = []
-    candidates = find_duplicates(index, query, limit=limit, pasted=pasted, notes=notes)
+    candidates = find_duplicates(
+        index, query, limit=limit, pasted=pasted, notes=notes, weak_fallback=True
+    )
     for record in pasted:
         notes.append(
             f"left out {record.repo}#{record.number}: the pasted text is that issue "
@@ -184,6 +195,7 @@ def find_duplicates(
     exclude: Sequence[tuple[str, int]] = (),
     pasted: list[IssueRecord] | None = None,
     notes: list[str] | None = None,
+    weak_fallback: bool = False,
 ) -> list[rank.Candidate]:
     """The best candidates for `query` in `query.repos` (all repos when empty), best first.
 
@@ -195,7 +207,9 @@ def find_duplicates(
     BM25 scale for every other candidate) and appended to `pasted`. When several repos
     are searched, the best candidate of each repo that has one is kept in the list (see
     `_best_of_each`). A query from a bundle that is no incident (`Query.incident`)
-    keeps only strong text matches (`rank.strong_text_match`); `notes` gets why.
+    keeps only strong text matches (`rank.strong_text_match`); `notes` gets why. With
+    `weak_fallback`, when no candidate is left the best `rank.WEAK_SHOWN` are returned
+    as `weak` (and `notes` says so).
     """
     model = embedder_of(embedder)
     pasted_text = query.text
@@ -233,6 +247,9 @@ def find_duplicates(
         bodies = semantic_neighbours(index, model, query, kind="body")
         for issue_id in (*titles.nearest, *bodies.nearest):
             pool.setdefault(issue_id, 0.0)
+    references = _references(index, query, pasted_text) if method is Method.COMBINED else {}
+    for issue_id in references:
+        pool.setdefault(issue_id, 0.0)
     stored = index.stored(pool)
     skip = {(repo.lower(), number) for repo, number in exclude}
     if query.issue is not None:
@@ -256,13 +273,60 @@ def find_duplicates(
     similarity = None if titles is None else titles.lookup(i.id for i in issues)
     body_similarity = None if bodies is None else bodies.lookup(i.id for i in issues)
     scored = rank.score_candidates(
-        query, issues, pool, stats, weights, surface_forms(query), similarity, body_similarity
+        query,
+        issues,
+        pool,
+        stats,
+        weights,
+        surface_forms(query),
+        similarity,
+        body_similarity,
+        references,
     )
+    every = scored
     if not include_weak:
         scored = [c for c in scored if c.level is not rank.Level.WEAK]
     if not query.incident:
         scored = _incident_filter(query, scored, notes)
+    if weak_fallback and not scored and every:
+        shown = [replace(c, level=rank.Level.WEAK) for c in every[: min(limit, rank.WEAK_SHOWN)]]
+        if notes is not None:
+            bundle = query.verdict is not None
+            notes.append(
+                WEAK_NOTE.format(
+                    cutoff=rank.RELATED_SCORE_BUNDLE if bundle else rank.RELATED_SCORE,
+                    kind="bundle" if bundle else "text",
+                    shown=len(shown),
+                )
+            )
+        return shown
     return _best_of_each(scored, limit)
+
+
+def _references(index: Index, query: Query, text: str) -> dict[int, tuple[float, str]]:
+    """The ids of the issues the query names (`reference` 1) and of the issues those
+    link to (`rank.LINKED_REFERENCE`), with the sentence a candidate's reasons show."""
+    repos = query.repos or tuple(repo for repo, _ in index.repos())
+    named = refs.cited(f"{query.title}\n{text}", repos)
+    if not named:
+        return {}
+    ids = index.issue_ids(named)
+    out: dict[int, tuple[float, str]] = {}
+    linked: dict[tuple[str, int], str] = {}
+    for key in named:
+        issue_id = ids.get(key)
+        if issue_id is None:
+            continue
+        out[issue_id] = (1.0, f"the query names it ({key[0]}#{key[1]})")
+        record = index.issue(*key)
+        if record is None:
+            continue
+        for target in refs.cited(f"{record.title}\n{record.body}", (key[0],)):
+            if target not in named:
+                linked.setdefault(target, f"#{key[1]}, which the query names, links to it")
+    for key, issue_id in index.issue_ids(linked).items():
+        out.setdefault(issue_id, (rank.LINKED_REFERENCE, linked[key]))
+    return out
 
 
 def _incident_filter(

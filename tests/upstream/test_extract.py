@@ -216,4 +216,4 @@ def test_content_terms_drop_stopwords_and_numbers() -> None:
 
 
 def test_phrase_quotes_identifiers_the_way_the_index_splits_them() -> None:
-    assert terms.phrase("check_hicache_events") == '"check hicache event"'
+    assert terms.phrase("check_hicache_events") == '"check hicach event"'

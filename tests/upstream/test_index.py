@@ -10,6 +10,7 @@ import pytest
 
 from reporter.core.errors import InputError, UsageError
 from reporter.render.lint import IssueIndex
+from reporter.upstream import terms
 from reporter.upstream.index import Index
 from reporter.upstream.query import match_expression
 from reporter.upstream.records import (
@@ -20,6 +21,7 @@ from reporter.upstream.records import (
     record_to_json,
     validate_repo,
 )
+from reporter.upstream.schema import TOKENIZER_VERSION
 
 STACK = """```
 Thread 1 (idle): "MainThread"
@@ -66,9 +68,9 @@ def test_an_updated_issue_replaces_its_text_and_frames(index: Index) -> None:
     index.upsert([_record(7, "segfault in detokenizer", STACK, updated_at="2025-01-01T00:00:00Z")])
     index.upsert([_record(7, "OOM in prefill", "", updated_at="2025-02-01T00:00:00Z")])
     assert index.text_candidates('"segfault"', [], 10) == []
-    assert [i for i, _ in index.text_candidates('"prefill"', [], 10)] == [1]
+    assert [i for i, _ in index.text_candidates('"prefil"', [], 10)] == [1]
     assert index.frame_df(["all_reduce"]) == {"all_reduce": 0}
-    assert index.term_df(["segfault", "prefill"]) == {"segfault": 0, "prefill": 1}
+    assert index.term_df(["segfault", "prefil"]) == {"segfault": 0, "prefil": 1}
     assert index.count() == 1
 
 
@@ -346,3 +348,28 @@ def test_document_frequencies_follow_every_write(index: Index) -> None:
     assert ours["hang"] == 1 and ours["broadcast"] == 1 and ours["crash"] == 1
     assert "nccl" in ours and "watchdog" in ours
     assert index.term_df(["hang", "nccl", "unseen"]) == {"hang": 1, "nccl": 1, "unseen": 0}
+
+
+def test_an_index_of_the_old_tokenizer_is_retokenised_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    with Index(path) as index:
+        index.upsert([_record(1, "Writing stalls", "cached pages deadlocked")])
+    # What the light stemmer of tokenizer 1 stored: other stems, version "1".
+    db = sqlite3.connect(str(path))
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'tokenizer'")
+    db.execute("UPDATE issues SET terms = 'writ stall\twrit stall cached page deadlocked'")
+    db.execute("DELETE FROM term_df")
+    db.execute("INSERT INTO term_df(term, n) VALUES ('writ', 1), ('cached', 1)")
+    db.commit()
+    db.close()
+    with Index(path) as index:
+        assert index.meta("tokenizer") == TOKENIZER_VERSION
+        assert index.term_df(["write", "cach", "writ", "cached"]) == {
+            "write": 1,
+            "cach": 1,
+            "writ": 0,
+            "cached": 0,
+        }
+        assert [i for i, _ in index.text_candidates('"write" AND "deadlock"', [], 10)] == [1]
+        # writing/write and cached/caching meet now.
+        assert terms.tokens("writing caching") == terms.tokens("write cached")

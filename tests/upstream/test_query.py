@@ -74,10 +74,10 @@ def test_term_weights_favour_title_and_frames() -> None:
     )
     weights = term_weights(query)
     assert weights["deadlock"] == 3.0  # 2 (title) + 1 (text), capped at 3
-    assert weights["body"] == 2.0
+    assert weights["bodi"] == 2.0  # Snowball: body -> bodi
     # The identifier's compound carries the frame's weight; its common words little.
     assert weights["checkhicacheevents"] == 2.0
-    assert weights["hicache"] == 0.5
+    assert weights["hicach"] == 0.5
     assert "and" not in weights
 
 
@@ -88,7 +88,7 @@ def test_surface_forms_map_stems_back_to_words() -> None:
 
 def test_match_expression_quotes_everything() -> None:
     assert match_expression(["hang", "hicache"], ["check_hicache_events", "x"]) == (
-        '"hang" OR "hicache" OR "check hicache event"'
+        '"hang" OR "hicache" OR "check hicach event"'
     )
     assert match_expression([]) == ""
 
@@ -128,3 +128,22 @@ def test_fit_github_query_drops_keywords_and_operators() -> None:
     fitted = fit_github_query(words, ["repo:a/b"])
     assert fitted == f"{'x' * 100} {'y' * 100} repo:a/b"
     assert fit_github_query(["and", "not"], ["repo:a/b"]) == ""
+
+
+def test_outer_frames_weigh_less_than_where_the_stack_waits() -> None:
+    query = Query(
+        repos=(),
+        title="",
+        text="",
+        stacks=(
+            QueryStack(
+                keys=("writing_check", "event_loop_overlap", "run_scheduler_process"),
+                weight=1.0,
+                label="x",
+            ),
+        ),
+    )
+    weights = term_weights(query)
+    assert weights["writingcheck"] == 2.0
+    assert weights["writingcheck"] > weights["eventloopoverlap"] > weights["runschedulerprocess"]
+    assert weights["runschedulerprocess"] == pytest.approx(2.0 * 3**-0.6)

@@ -16,7 +16,8 @@ from reporter.load.bundle import load
 from reporter.upstream import search
 from reporter.upstream.index import Index
 from reporter.upstream.query import query_from_analysis, query_from_text
-from reporter.upstream.rank import Level
+from reporter.upstream.rank import Candidate, Level
+from reporter.upstream.records import IssueRecord
 
 from .conftest import EXAMPLE_ISSUES, ROOT, TP_DESYNC
 from .ghserver import GitHubServer
@@ -270,7 +271,10 @@ def test_a_healthy_bundle_gets_no_related_issues_and_says_why(example_index: Ind
     query = query_from_analysis(bundle, analysis)
     assert not query.incident and query.signals.classes == ()
     # Without the rule the same query finds related issues: the rule is what drops them.
-    loose = search.find_duplicates(example_index, replace(query, verdict=None), limit=10)
+    # (An incident's verdict, so that the bundle cut-off applies to both.)
+    loose = search.find_duplicates(
+        example_index, replace(query, verdict="collective-desync"), limit=10
+    )
     assert loose
     notes: list[str] = []
     found = search.find_duplicates(example_index, query, limit=10, notes=notes)
@@ -294,9 +298,106 @@ def test_a_non_incident_keeps_a_strong_text_match(example_index: Index) -> None:
     assert notes[0].startswith("1 related issue(s) shown")
 
 
-def test_cli_search_for_a_healthy_bundle_says_why_it_lists_none(cache_home: Path) -> None:
+def test_cli_search_for_a_healthy_bundle_says_why_it_lists_only_weak(cache_home: Path) -> None:
     result = runner.invoke(cli, ["search-upstream", str(HEALTHY), "--offline", "--json"])
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
-    assert document["candidates"] == []
+    # Nothing related (no hang): the best three, each marked weak, never an empty answer.
+    assert [c["level"] for c in document["candidates"]] == ["weak"] * 3
+    assert all(c["reasons"] for c in document["candidates"])
     assert any("found no hang" in n for n in document["notes"])
+    assert any("shown as weak matches" in n for n in document["notes"])
+
+
+def _weak_index(tmp_path: Path) -> Index:
+    index = Index(tmp_path / "weak.sqlite3")
+    index.upsert(
+        [
+            IssueRecord(
+                repo="sgl-project/sglang",
+                number=n,
+                title=title,
+                body=body,
+            )
+            for n, title, body in (
+                (10, "Scheduler stuck before all_reduce with HiCache", "writing check waits"),
+                (11, "Tokenizer crash on emoji", "unicode error in detokenizer"),
+                (12, "LoRA load fails", "adapter missing"),
+                (13, "Docs typo", "see #10 for the all_reduce hang"),
+                (3836, "Model stuck at prefill, watchdog timeout", "see #10"),
+            )
+        ]
+    )
+    return index
+
+
+def test_nothing_related_still_shows_the_best_three_as_weak(tmp_path: Path) -> None:
+    with _weak_index(tmp_path) as index:
+        # A bundle whose analysis found no clear incident: only strong text matches are
+        # related, and here none is.
+        query = replace(
+            query_from_text("HiCache writing stalls", repos=("sgl-project/sglang",)),
+            verdict="inconclusive",
+        )
+        strict = search.find_duplicates(index, query, limit=10, embedder=None)
+        notes: list[str] = []
+        shown = search.find_duplicates(
+            index, query, limit=10, embedder=None, weak_fallback=True, notes=notes
+        )
+    assert strict == []
+    assert 1 <= len(shown) <= 3
+    assert {c.level for c in shown} == {Level.WEAK}
+    assert shown[0].issue.record.number == 10
+    assert all(c.reasons.notes for c in shown)
+    assert "cut-off (0.015 for bundle queries)" in notes[-1]
+
+
+def _found(tmp_path: Path, text: str) -> list[Candidate]:
+    """Every candidate for `text` searched in sgl-project/sglang, without the semantic model."""
+    with _weak_index(tmp_path) as index:
+        query = query_from_text(text, repos=("sgl-project/sglang",))
+        return search.find_duplicates(index, query, limit=10, embedder=None, include_weak=True)
+
+
+def test_a_referenced_issue_ranks_first_and_says_why(tmp_path: Path) -> None:
+    found = _found(
+        tmp_path, "[BUG] The #3836 problem still exists\n\nIt came back after the upgrade."
+    )
+    numbers = [c.issue.record.number for c in found]
+    assert numbers[0] == 3836
+    first = found[0]
+    assert first.level is not Level.WEAK  # named, though it shares no word with the query
+    assert first.reasons.scores.reference == 1.0
+    assert "the query names it (sgl-project/sglang#3836)" in first.reasons.notes
+    # What #3836 links to (#10) is evidence too, at one remove.
+    linked = next(c for c in found if c.issue.record.number == 10)
+    assert linked.reasons.scores.reference == 0.5
+    assert any("#3836, which the query names, links to it" in n for n in linked.reasons.notes)
+    assert numbers[1] == 10
+
+
+def test_a_reference_to_another_repository_is_no_evidence(tmp_path: Path) -> None:
+    found = _found(
+        tmp_path, "like vllm-project/vllm#3836 and https://github.com/vllm-project/vllm/issues/12"
+    )
+    assert all(c.reasons.scores.reference == 0.0 for c in found)
+
+
+def test_a_draft_cites_no_weak_match(tmp_path: Path) -> None:
+    """The command line shows weak matches when nothing is related; a draft never cites them."""
+    from reporter.app import filing
+
+    db = tmp_path / "index.sqlite3"
+    with Index(db) as index:
+        index.import_jsonl(EXAMPLE_ISSUES.read_text("utf-8").splitlines(), source="issues.jsonl")
+    bundle = load([HEALTHY])
+    analysis = analyze(bundle)
+    access = issues.GitHubAccess(env={}, cache_dir=tmp_path)
+    query = query_from_analysis(bundle, analysis, repos=("sgl-project/sglang",))
+    shown = issues.run_search(query, db=db, online=False, limit=10, access=access)
+    assert shown.candidates and {c.level for c in shown.candidates} == {Level.WEAK}
+    notes: list[str] = []
+    cited, searched = filing.related_issues(
+        bundle, analysis, "sgl-project/sglang", db=db, online=False, access=access, notes=notes
+    )
+    assert searched and cited == ()
