@@ -112,6 +112,14 @@ class _Clock:
     def over(self) -> bool:
         return time.monotonic() > self.end
 
+    def cut(self, done: int, total: int, limit: int, what: str) -> str:
+        """The `# truncated:` line when item `done` of `total` is past `limit` or the
+        deadline, else ""."""
+        if done < limit and not self.over():
+            return ""
+        why = f"{limit} {what} listed" if done >= limit else "deadline passed"
+        return f"# truncated: {why}; {total - done} of {total} {what} not read\n"
+
 
 def read_threads(pid: int, clock: _Clock, proc: str = PROC) -> str:
     """The rows of the `threads` file (after the header)."""
@@ -119,9 +127,9 @@ def read_threads(pid: int, clock: _Clock, proc: str = PROC) -> str:
     tids = sorted(int(t) for t in os.listdir(base) if t.isdigit())  # noqa: PTH208
     rows = ["# tid\tstate\twchan\tutime\tstime\tcomm\n"]
     for done, tid in enumerate(tids):
-        if done >= MAX_THREADS or clock.over():
-            why = f"{MAX_THREADS} threads listed" if done >= MAX_THREADS else "deadline passed"
-            rows.append(f"# truncated: {why}; {len(tids) - done} of {len(tids)} threads not read\n")
+        cut = clock.cut(done, len(tids), MAX_THREADS, "threads")
+        if cut:
+            rows.append(cut)
             break
         try:
             comm, fields = _stat_fields(_read(f"{base}/{tid}/stat"))
@@ -147,9 +155,9 @@ def read_fds(pid: int, clock: _Clock, proc: str = PROC) -> tuple[str, set[int]]:
     rows = ["# fd\tmode\ttarget\n"]
     sockets: set[int] = set()
     for done, fd in enumerate(fds):
-        if done >= MAX_FDS or clock.over():
-            why = f"{MAX_FDS} fds listed" if done >= MAX_FDS else "deadline passed"
-            rows.append(f"# truncated: {why}; {len(fds) - done} of {len(fds)} fds not read\n")
+        cut = clock.cut(done, len(fds), MAX_FDS, "fds")
+        if cut:
+            rows.append(cut)
             break
         try:
             target = os.readlink(f"{base}/fd/{fd}")  # noqa: PTH115
