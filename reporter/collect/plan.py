@@ -24,6 +24,7 @@ Bundle layout written by the session::
     proc/pid4711-s0.family          PPid, children (zombies too), start time, uid
     logs/<name>.log                 the tail of each --log file
     logs/journal-<unit>.log         the journal of the targets' systemd unit since it started
+    logs/kernel.log                 dmesg since the earliest target started (OOM kills, hung tasks)
     env/pid4711.cmdline             /proc/4711/cmdline (secret option values redacted)
     env/pid4711.environ             /proc/4711/environ (secret values redacted)
     env/pid4711.packages.txt        the target interpreter's packages (name==version)
@@ -109,6 +110,8 @@ class CollectRequest:
     """The most bytes kept of each log and journal."""
     journal: bool = True
     """Keep the journal of the targets' systemd services (and of each `--unit`)."""
+    kernel_log: bool = True
+    """Keep the kernel's log since the earliest target started (OOM kills, hung tasks)."""
 
     @property
     def limits(self) -> Limits:
@@ -434,6 +437,7 @@ def journal_path(unit: str) -> str:
 
 
 SCRAPES_PATH = "metrics/scrapes.prom"
+KERNEL_LOG_PATH = "logs/kernel.log"
 
 
 def framework(titles: Iterable[str]) -> str:
