@@ -45,6 +45,7 @@ from urllib.parse import urlsplit
 from reporter.collect.httpread import Limits
 from reporter.collect.procfs import ProcessInfo
 from reporter.core.errors import UsageError
+from reporter.model import EvidenceKind
 
 DEFAULT_SNAPSHOTS = 3
 DEFAULT_INTERVAL = 1.0
@@ -393,6 +394,17 @@ def status_path(pid: int, snapshot: int) -> str:
 def proc_path(pid: int, snapshot: int, what: str) -> str:
     """Bundle path of one per-round `/proc` read: `threads`, `fds`, `sockets` or `family`."""
     return f"proc/pid{pid}-s{snapshot}.{what}"
+
+
+# Each per-round /proc read of `procread.read_waits` (by the name it returns it under): its
+# evidence kind and what the manifest says it holds. Local and remote captures file them
+# alike: `proc_path(pid, k, name)` (under `hosts/<host>/` for a remote one).
+WAIT_FILES: dict[str, tuple[EvidenceKind, str]] = {
+    "threads": (EvidenceKind.PROC_THREADS, "each thread's state and wchan (/proc/{pid}/task/*)"),
+    "fds": (EvidenceKind.PROC_FDS, "the fd table as link targets (/proc/{pid}/fd)"),
+    "sockets": (EvidenceKind.PROC_SOCKETS, "socket rows (/proc/{pid}/net/tcp, tcp6, unix)"),
+    "family": (EvidenceKind.PROC_FAMILY, "parent, children and start time"),
+}
 
 
 def nonblocking_path(pid: int, snapshot: int) -> str:
