@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from reporter.collect import dumps as dumping
-from reporter.collect import envcap, plan, procfs, ptrace
+from reporter.collect import envcap, plan, procfs, procread, ptrace
 from reporter.collect.dumps import DumpResult, DumpStatus
 from reporter.collect.manifest import (
     CollectStatus,
@@ -18,6 +18,7 @@ from reporter.collect.manifest import (
 )
 from reporter.collect.plan import Target
 from reporter.collect.state import WAIT_S, SessionState
+from reporter.core.text import plural
 from reporter.model import EvidenceKind
 from reporter.secrets import scrub
 
@@ -110,6 +111,7 @@ class ProcessSteps(SessionState):
             self.note_skip("py-spy dumps", reason)
             self.no_pyspy = reason
             self.say(f"{reason}: no stack dumps")
+            self.proc_rounds(targets)
             self.w.save()
             return
         start = time.monotonic()
@@ -129,6 +131,19 @@ class ProcessSteps(SessionState):
                 raise
         self.w.update(summary=self.summary_text(CollectStatus.RUNNING))
         self.w.save()
+
+    def proc_rounds(self, targets: Sequence[Target]) -> None:
+        """Without py-spy, the `/proc` reads of each round still: states, threads, fds,
+        sockets and the process family say much about a wait between processes."""
+        start = time.monotonic()
+        for k, offset in enumerate(plan.offsets(self.request.snapshots, self.request.interval)):
+            delay = start + offset - time.monotonic()
+            if (delay > 0 and self.stop.wait(delay)) or self.stop.is_set():
+                break
+            self.save_states(targets, k)
+            self.save_waits(targets, k)
+            self.w.save()
+        self.say(f"/proc reads: {plural(self.request.snapshots, 'round')} without stacks")
 
     def descendant(self, pid: int, ancestor: int) -> bool:
         seen: set[int] = set()
@@ -188,6 +203,7 @@ class ProcessSteps(SessionState):
         if request.blocking:
             self.nonblocking_fallback(results, k, pyspy, facts)
         self.save_states(targets, k)
+        self.save_waits(targets, k)
 
     def nonblocking_fallback(
         self,
@@ -221,6 +237,42 @@ class ProcessSteps(SessionState):
                 path=plan.nonblocking_path(pid, k),
                 why=f"after the blocking dump failed ({result.reason})",
             )
+
+    def save_waits(self, targets: Sequence[Target], k: int) -> None:
+        """What the waits between processes need, per target, after snapshot `k`: threads'
+        states and wchans, the fd table, its socket rows, parent and children. Read from
+        `/proc` only (`procread`), each file capped and the reads of one process bounded by
+        a deadline; paths and names go through the secret policy like every file."""
+        btime = procread.boot_time()
+        parents = None if procread.has_children_files() else procread.parent_map()
+        deadline = min(procread.DEFAULT_DEADLINE, self.request.timeout)
+        tables: procread.NetCache = {}
+        for target in targets:
+            pid = target.process.pid
+            read = procread.read_waits(
+                pid, snapshot=k, deadline=deadline, btime=btime, parents=parents, cache=tables
+            )
+            if not read:
+                self.note_skip(
+                    f"/proc reads of PID {pid} after snapshot {k + 1}", "the process is gone"
+                )
+                continue
+            for what in procread.KINDS:
+                text = read.get(what)
+                if text is None:
+                    self.note_skip(
+                        f"/proc/{pid} {what} after snapshot {k + 1}",
+                        "could not be read (the process ended, or no permission)",
+                    )
+                    continue
+                kind, says = plan.WAIT_FILES[what]
+                self.keep(
+                    plan.proc_path(pid, k, what),
+                    text,
+                    kind,
+                    f"{says.format(pid=pid)} of PID {pid} ({self.title_of(target.process)}) "
+                    f"after snapshot {k + 1}",
+                )
 
     def save_states(self, targets: Sequence[Target], k: int) -> None:
         """A copy of `/proc/PID/status` (with the process's wchan) of every target, after

@@ -18,6 +18,13 @@ Bundle layout written by the session::
     pyspy/pid4711-s0-nonblocking.txt  --nonblocking dump when a --blocking one could not
                                     suspend the process (stopped) or timed out
     proc/pid4711-s0.status          /proc/4711/status after snapshot 0 (and a Wchan: line)
+    proc/pid4711-s0.threads         each thread's state, wchan and CPU ticks after snapshot 0
+    proc/pid4711-s0.fds             the fd table as link targets (pipe:[N], socket:[N], paths)
+    proc/pid4711-s0.sockets         its rows of /proc/4711/net/{tcp,tcp6,unix}
+    proc/pid4711-s0.family          PPid, children (zombies too), start time, uid
+    logs/<name>.log                 the tail of each --log file
+    logs/journal-<unit>.log         the journal of the targets' systemd unit since it started
+    logs/kernel.log                 dmesg since the earliest target started (OOM kills, hung tasks)
     env/pid4711.cmdline             /proc/4711/cmdline (secret option values redacted)
     env/pid4711.environ             /proc/4711/environ (secret values redacted)
     env/pid4711.packages.txt        the target interpreter's packages (name==version)
@@ -38,6 +45,7 @@ from urllib.parse import urlsplit
 from reporter.collect.httpread import Limits
 from reporter.collect.procfs import ProcessInfo
 from reporter.core.errors import UsageError
+from reporter.model import EvidenceKind
 
 DEFAULT_SNAPSHOTS = 3
 DEFAULT_INTERVAL = 1.0
@@ -48,6 +56,8 @@ DEFAULT_SCRAPE_FOR = 60.0
 # The largest HTTP answer (decoded), copied file or helper output a collection keeps.
 DEFAULT_MAX_SIZE = 64 << 20
 DEFAULT_RANGE = 3600.0
+DEFAULT_LOG_LINES = 5000
+DEFAULT_LOG_BYTES = 4 << 20
 # Prometheus refuses more than 11,000 points per series; stay well below.
 MAX_POINTS = 1000
 _SLUG_RE = re.compile(r"[^A-Za-z0-9]+")
@@ -93,6 +103,16 @@ class CollectRequest:
     """Capture on other hosts (`--ssh`, `--exec`) instead of this one."""
     max_size: int = DEFAULT_MAX_SIZE
     """The largest HTTP answer (after decoding), copied file or helper output kept."""
+    logs: tuple[str, ...] = ()
+    """`--log`: log files (globs allowed) whose tail is kept."""
+    log_lines: int = DEFAULT_LOG_LINES
+    """The most lines kept of each log and journal."""
+    log_bytes: int = DEFAULT_LOG_BYTES
+    """The most bytes kept of each log and journal."""
+    journal: bool = True
+    """Keep the journal of the targets' systemd services (and of each `--unit`)."""
+    kernel_log: bool = True
+    """Keep the kernel's log since the earliest target started (OOM kills, hung tasks)."""
 
     @property
     def limits(self) -> Limits:
@@ -137,6 +157,7 @@ def validate(request: CollectRequest) -> None:
     """Raise `UsageError` for a request that cannot be carried out as asked."""
     if not (
         request.wants_processes
+        or request.logs
         or request.metrics_url
         or request.prometheus
         or request.units
@@ -145,8 +166,8 @@ def validate(request: CollectRequest) -> None:
     ):
         raise UsageError(
             "nothing to collect",
-            tip="name processes (--pid, --match, --children-of), --metrics-url, --prometheus, "
-            "--unit, --torch-debug or --fr-dir",
+            tip="name processes (--pid, --match, --children-of), --log, --metrics-url, "
+            "--prometheus, --unit, --torch-debug or --fr-dir",
         )
     for folder in request.fr_dirs:
         if not folder.is_dir():
@@ -181,10 +202,18 @@ def validate(request: CollectRequest) -> None:
             "--wedge-window must be positive",
         ),
         (all(p > 0 for p in request.pids), "--pid takes positive process ids"),
+        (request.log_lines >= 1, "--log-lines must be at least 1"),
+        (request.log_bytes >= 1024, "--log-size must be at least 1K"),
     ]
     for ok, message in checks:
         if not ok:
             raise UsageError(message)
+    if request.logs and request.remote is not None:
+        raise UsageError(
+            "--log reads files on this host, not on the --ssh/--exec hosts",
+            tip="run report collect --log on the host that holds the log, or copy the log "
+            "into the bundle folder afterwards",
+        )
     if request.queries and not request.prometheus:
         raise UsageError("--query needs --prometheus URL", tip="name the Prometheus server too")
     if request.prometheus and not request.queries:
@@ -365,6 +394,22 @@ def status_path(pid: int, snapshot: int) -> str:
     return f"proc/pid{pid}-s{snapshot}.status"
 
 
+def proc_path(pid: int, snapshot: int, what: str) -> str:
+    """Bundle path of one per-round `/proc` read: `threads`, `fds`, `sockets` or `family`."""
+    return f"proc/pid{pid}-s{snapshot}.{what}"
+
+
+# Each per-round /proc read of `procread.read_waits` (by the name it returns it under): its
+# evidence kind and what the manifest says it holds. Local and remote captures file them
+# alike: `proc_path(pid, k, name)` (under `hosts/<host>/` for a remote one).
+WAIT_FILES: dict[str, tuple[EvidenceKind, str]] = {
+    "threads": (EvidenceKind.PROC_THREADS, "each thread's state and wchan (/proc/{pid}/task/*)"),
+    "fds": (EvidenceKind.PROC_FDS, "the fd table as link targets (/proc/{pid}/fd)"),
+    "sockets": (EvidenceKind.PROC_SOCKETS, "socket rows (/proc/{pid}/net/tcp, tcp6, unix)"),
+    "family": (EvidenceKind.PROC_FAMILY, "parent, children and start time"),
+}
+
+
 def nonblocking_path(pid: int, snapshot: int) -> str:
     """Bundle path of the `--nonblocking` dump taken when the blocking one of `snapshot` failed."""
     return f"pyspy/pid{pid}-s{snapshot}-nonblocking.txt"
@@ -385,7 +430,29 @@ def unit_path(unit: str) -> str:
     return f"systemd/{slug(unit, limit=80)}.txt"
 
 
+def log_path(path: str, taken: set[str]) -> str:
+    """Bundle path of the tail of one `--log` file: `logs/<name>.log`, made unique among
+    `taken` (two `app.log` in two folders) with the folder's name, then a number."""
+    pure = Path(path)
+    name = pure.name[: -len(".log")] if pure.name.endswith(".log") else pure.name
+    stem = slug(name, limit=80)
+    candidates = [f"logs/{stem}.log", f"logs/{slug(pure.parent.name)}-{stem}.log"]
+    for candidate in candidates:
+        if candidate not in taken:
+            return candidate
+    number = 2
+    while f"logs/{stem}-{number}.log" in taken:
+        number += 1
+    return f"logs/{stem}-{number}.log"
+
+
+def journal_path(unit: str) -> str:
+    """Bundle path of one unit's journal."""
+    return f"logs/journal-{slug(unit, limit=80)}.log"
+
+
 SCRAPES_PATH = "metrics/scrapes.prom"
+KERNEL_LOG_PATH = "logs/kernel.log"
 
 
 def framework(titles: Iterable[str]) -> str:
