@@ -305,6 +305,9 @@ def upstream_draft(
         ctx, evidence, repo=repo, forms=forms, db=db, link_related=link_related, options=options
     )
     run = filing.make_draft(source, access=GitHubAccess.of(ctx), offline=offline)
+    if out is not None and str(out) == "-":
+        # `-o -`: the document goes to stdout (the caller prints it), no file is written.
+        return UpstreamDraftRun(path=out, backup=None, run=run)
     target = out or default_upstream_path(source.bundle, source.analysis, source.repo, now=ctx.now)
     backup = write_atomic(
         target,
@@ -336,6 +339,7 @@ def upstream_file(
     options: Options | None = None,
     reports: Path | None = None,
     report: Path | None = None,
+    force: bool = False,
 ) -> FileResult:
     """`report upstream file`: a dry run unless `yes`; see `reporter.app.filing`.
 
@@ -350,7 +354,13 @@ def upstream_file(
         ctx, evidence, repo=repo, forms=forms, db=db, link_related=link_related, options=options
     )
     result = filing.file_upstream(
-        source, yes=yes, force_new=force_new, draft_file=draft, access=GitHubAccess.of(ctx)
+        source,
+        yes=yes,
+        force_new=force_new,
+        force=force,
+        draft_file=draft,
+        access=GitHubAccess.of(ctx),
+        reports=reports if reports is not None else DEFAULT_REPORTS,
     )
     already = (Action.ALREADY_FILED, Action.SKIP_COMMENT)
     if result.url and (result.sent or result.plan.action in already):

@@ -159,7 +159,12 @@ def test_a_known_fix_in_a_newer_release_blocks_filing_until_forced(
         bundle=bundle, analysis=analysis, repo="sgl-project/sglang", forms_dir=FORMS
     )
     access = GitHubAccess(env={"GH_TOKEN": "t"}, cache_dir=tmp_path)
-    result = filing.file_upstream(source, access=access, tracker=_NoIssues())  # type: ignore[arg-type]
+    result = filing.file_upstream(
+        source,
+        access=access,
+        tracker=_NoIssues(),  # type: ignore[arg-type]
+        reports=tmp_path / "reports",
+    )
     refusal = [r for r in result.plan.refusals if "upgrade" in r]
     assert refusal == [
         "sgl-project/sglang#4388 is a likely duplicate fixed in v0.5.3 (#4410); this "
@@ -170,6 +175,7 @@ def test_a_known_fix_in_a_newer_release_blocks_filing_until_forced(
         access=access,
         tracker=_NoIssues(),  # type: ignore[arg-type]
         force_new=True,
+        reports=tmp_path / "reports",
     )
     assert forced.plan.action is Action.NEW_ISSUE
     assert not any("upgrade" in r for r in forced.plan.refusals)
