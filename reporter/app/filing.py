@@ -38,7 +38,7 @@ from reporter.core.errors import OutputError, ReporterError, UpstreamError, Usag
 from reporter.model import Bundle, EvidenceKind
 from reporter.upstream import draft as drafting
 from reporter.upstream.auth import host_of, missing_token_tip
-from reporter.upstream.filing import PyGithubTracker, Tracker
+from reporter.upstream.filing import HttpTracker, Tracker
 from reporter.upstream.forms import IssueForm, generic_form, parse_forms, pick_bug_form
 from reporter.upstream.github import GitHubClient
 from reporter.upstream.policy import FILING, FILING_DRY_RUN, RetryPolicy, SystemClock
@@ -539,12 +539,13 @@ def file_upstream(
         where = "the draft (`report upstream draft` writes it)"
     own = tracker is None
     if tracker is None:
-        tracker = PyGithubTracker(
+        # The client every read uses: one deadline, body cap, host check and error tree.
+        tracker = HttpTracker(
             base_url=url_base,
-            token=token.value if token else None,
-            timeout=timeout,
+            token=token,
             pace=pace,
             policy=policy,
+            client=access.client(timeout=float(timeout)),
         )
     try:
         plan = plan_filing(
@@ -620,7 +621,7 @@ def file_upstream(
             now=clock.now(),
         )
     finally:
-        if own and isinstance(tracker, PyGithubTracker):
+        if own and isinstance(tracker, HttpTracker):
             tracker.close()
 
 

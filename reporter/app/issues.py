@@ -462,7 +462,7 @@ def run_triage(
 
 
 def _tracker(access: GitHubAccess) -> Tracker:
-    from reporter.upstream.filing import PyGithubTracker
+    from reporter.upstream.filing import HttpTracker
 
     base = access.api_url
     token = access.token()
@@ -471,4 +471,4 @@ def _tracker(access: GitHubAccess) -> Tracker:
             "--post needs a GitHub token",
             tip="set GITHUB_TOKEN (in a workflow: `GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}`)",
         )
-    return PyGithubTracker(base_url=base, token=token.value)
+    return HttpTracker(base_url=base, token=token, client=access.client())

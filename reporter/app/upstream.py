@@ -221,7 +221,7 @@ def index_export(
 
 # --- upstream drafts and filing: `report upstream draft`, `report upstream file` ---------
 # The work happens in reporter.app.filing; these wrappers resolve the repository and
-# the paths, and keep PyGithub and httpx out of other commands' start-up.
+# the paths, and keep httpx out of other commands' start-up.
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -16,7 +16,8 @@ Serves what `reporter.upstream.github` uses:
   and `GET /repos/{o}/{r}/compare/{base}...{head}` (`status` `ahead`, `behind`,
   `identical` or `diverged`, from a linear history given with `add_commits`;
   an unknown ref is a 404);
-* for filing (PyGithub's traffic): `GET /repos/{o}/{r}/issues/{n}`, `POST /repos/{o}/{r}/issues`
+* for filing: `GET /user` (the token user, `reporter-bot`), `creator=` on the issue
+  listing, `GET /repos/{o}/{r}/issues/{n}`, `POST /repos/{o}/{r}/issues`
   (201 with `number`, `html_url`, `url`), `GET|POST /repos/{o}/{r}/issues/{n}/comments`, and
   `GET /repos/{o}/{r}/contents/{path}` (a folder listing, or a file as base64) from `files`.
 
@@ -355,6 +356,7 @@ class _Handler(BaseHTTPRequestHandler):
         with app._lock:
             item["created_at"] = stamp
             item["labels"] = [{"name": str(n)} for n in document.get("labels") or []]
+            item["user"] = {"login": "reporter-bot"}
         return 201, self._issue_json(item)
 
     def _create_comment(
@@ -374,7 +376,7 @@ class _Handler(BaseHTTPRequestHandler):
         return {
             **item,
             "url": f"{self.app.url}/repos/{repo}/issues/{item['number']}",
-            "user": {"login": "someone"},
+            "user": item.get("user") or {"login": "someone"},
         }
 
     def _log(self, status: int) -> None:
@@ -401,6 +403,10 @@ class _Handler(BaseHTTPRequestHandler):
                 return handled
         if path == "/search/issues":
             return self._search(query)
+        if path == "/user":
+            if "authorization" not in {k.lower() for k in self.headers}:
+                return self._json(401, {"message": "Requires authentication"})
+            return self._json(200, {"login": "reporter-bot"})
         if path == "/rate_limit":
             # As on GitHub: free, and the numbers of the caller (60 without a token).
             authed = "authorization" in {k.lower() for k in self.headers}
@@ -523,6 +529,9 @@ class _Handler(BaseHTTPRequestHandler):
         if repo not in self.app.issues:
             return self._json(404, {"message": "Not Found"})
         items = list(self.app.issues[repo])
+        creator = query.get("creator")
+        if creator:
+            items = [i for i in items if (i.get("user") or {}).get("login") == creator]
         since = query.get("since")
         if since:
             items = [i for i in items if i["updated_at"] >= since]

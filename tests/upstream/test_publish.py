@@ -1,4 +1,4 @@
-"""`report upstream file` against the GitHub-like server on 127.0.0.1 (PyGithub's real traffic).
+"""`report upstream file` against the GitHub-like server on 127.0.0.1 (the client's real traffic).
 
 File a new issue; comment on the canonical issue of a duplicate chain; skip an identical
 comment; a timeout after the POST files once; rate limits wait or stop; TODOs and leaks
@@ -98,7 +98,7 @@ def test_dry_run_then_file_a_new_issue_once(
     sent = filer(EMPTY, yes=True)
     assert sent.sent and sent.plan.action is Action.NEW_ISSUE
     (post,) = ghserver.posts("/issues")
-    assert post.headers["authorization"] == "token test-token"
+    assert post.headers["authorization"] == "Bearer test-token"
     assert json.loads(post.body) == request.payload(), "exactly what the dry run printed"
     (issue,) = _created(ghserver, EMPTY)
     assert sent.url == issue["html_url"]
