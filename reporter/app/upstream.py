@@ -353,15 +353,18 @@ def upstream_file(
     source = draft_source(
         ctx, evidence, repo=repo, forms=forms, db=db, link_related=link_related, options=options
     )
-    result = filing.file_upstream(
-        source,
-        yes=yes,
-        force_new=force_new,
-        force=force,
-        draft_file=draft,
-        access=GitHubAccess.of(ctx),
-        reports=reports if reports is not None else DEFAULT_REPORTS,
-    )
+    try:
+        result = filing.file_upstream(
+            source,
+            yes=yes,
+            force_new=force_new,
+            force=force,
+            draft_file=draft,
+            access=GitHubAccess.of(ctx),
+            reports=reports if reports is not None else DEFAULT_REPORTS,
+        )
+    except ReporterError as err:
+        raise _with_file_tip(err) from None
     already = (Action.ALREADY_FILED, Action.SKIP_COMMENT)
     if result.url and (result.sent or result.plan.action in already):
         from dataclasses import replace
@@ -369,6 +372,22 @@ def upstream_file(
         updated = record_upstream_issue(source.bundle, result.url, reports=reports, report=report)
         result = replace(result, reports_updated=updated)
     return result
+
+
+# Tips the shared GitHub client gives name flags of the search commands; `upstream file`
+# has neither --offline nor --online, so its errors get a tip naming what it has.
+_FOREIGN_FLAGS = ("--offline", "--online")
+FILE_NETWORK_TIP = (
+    "check the network or --base-url, then run the same command again: it looks for what "
+    "it sent before sending again (`report upstream draft --offline` drafts without GitHub)"
+)
+
+
+def _with_file_tip(err: ReporterError) -> ReporterError:
+    """`err` with a tip that names only flags `report upstream file` has."""
+    if any(flag in err.tip for flag in _FOREIGN_FLAGS):
+        err.tip = FILE_NETWORK_TIP
+    return err
 
 
 def record_upstream_issue(

@@ -220,3 +220,15 @@ def test_json_fields_select_like_gh(bare_env: Path) -> None:
     wrong = runner.invoke(cli, [*base, "--json", "title,nope"])
     assert wrong.exit_code == 2 and "unknown JSON field 'nope'" in wrong.stderr
     assert "available fields:" in wrong.stderr
+
+
+def test_an_unreachable_github_tip_names_only_flags_upstream_file_has(bare_env: Path) -> None:
+    bundle = bare_env / "bundle"
+    shutil.copytree(TP_DESYNC, bundle)
+    args = ["upstream", "file", str(bundle), "--repo", "acme/inference"]
+    args += ["--db", str(bare_env / "i.sqlite3"), "--reports", str(bare_env / "reports")]
+    result = runner.invoke(cli, args)  # GITHUB_API_URL: port 1, connection refused
+    assert result.exit_code == 1, result.output
+    tip = next(line for line in result.stderr.splitlines() if line.startswith("Tip:"))
+    assert "--base-url" in tip and "`report upstream draft --offline`" in tip
+    assert tip.replace("`report upstream draft --offline`", "").count("--offline") == 0

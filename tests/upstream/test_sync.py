@@ -252,7 +252,10 @@ def test_online_search_asks_github_and_ranks_locally(
         limit=5,
         access=GitHubAccess(env=env, clock=clock),
     )
-    assert any("never synced" in n for n in outcome.notes)
+    db = tmp_path / "o.sqlite3"
+    assert f"{REPO}: not in the index at {db}; asking GitHub's search only" in "\n".join(
+        outcome.notes
+    )
     assert ghserver.count("/search/issues") >= 1
     assert all(
         r.query["q"].endswith(f"repo:{REPO} is:issue")
@@ -296,3 +299,32 @@ def test_failed_online_search_leaves_no_new_index_behind(
         issues.run_search(query, db=None, online=True, limit=5, access=access)
     assert not access.default_db().exists()
     assert list((tmp_path / "cache").glob("*.sqlite3*")) == []
+
+
+def test_an_imported_index_is_named_not_called_never_synced(
+    ghserver: GitHubServer, tmp_path: Path, clock: FakeClock
+) -> None:
+    from reporter.upstream.index import Index
+    from reporter.upstream.records import IssueRecord
+
+    db = tmp_path / "imported.sqlite3"
+    with Index(db) as index:
+        index.upsert(
+            [
+                IssueRecord(
+                    repo=REPO,
+                    number=5,
+                    title="hang in all_reduce",
+                    body="",
+                    state="open",
+                )
+            ]
+        )
+    query = query_from_text("hang in all_reduce", repos=[REPO])
+    env = {"GITHUB_API_URL": ghserver.url, "GH_ENTERPRISE_TOKEN": "x"}
+    outcome = issues.run_search(
+        query, db=db, online=True, limit=5, access=GitHubAccess(env=env, clock=clock)
+    )
+    text = "\n".join(outcome.notes)
+    assert "never synced" not in text
+    assert f"{REPO}: the index at {db} holds 1 of its issues (imported, not synced)" in text
