@@ -91,6 +91,8 @@ BODY_BUDGET = 60_000
 # bundle keeps it), so a draft stays reviewable.
 REVIEW_BUDGET = 14_000
 TITLE_LIMIT = 256
+# What a maintainer's issue list shows whole: drafted titles stay under 100 characters.
+TITLE_MAX_SHOWN = 99
 TODO = "TODO(reviewer)"
 NO_RESPONSE = "_No response_"
 MARKER_PREFIX = "reporter-upstream signature="
@@ -361,7 +363,14 @@ class Lead:
 
 def _view(inputs: DraftInputs, policy: TextPolicy, mark: str) -> tuple[IssueView, Text, Lead]:
     sections, stacks_here, env_value = _sections(inputs)
-    story = build_story(inputs.bundle, inputs.analysis, inputs.repo)
+    # Under 100 characters with the form's prefix (`[Bug] `).
+    prefix = inputs.form.title.strip()
+    story = build_story(
+        inputs.bundle,
+        inputs.analysis,
+        inputs.repo,
+        title_max=TITLE_MAX_SHOWN - (len(prefix) + 1 if prefix else 0),
+    )
     title = _title(inputs, story, policy)
     reproduction_fields = [
         f for f in inputs.form.shown if role_of(f, inputs.role_rules) is Role.REPRODUCTION

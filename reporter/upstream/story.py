@@ -331,7 +331,9 @@ def _what(bundle: Bundle, analysis: Analysis, hung: str | None) -> tuple[str, st
         return _waits(analysis, analysis.waits_for[0], hung)
     if verdict is Verdict.P2P_DEADLOCK:
         pairs = [w for w in analysis.waits_for if w.kind == "p2p"]
-        sites = sorted({_function(w.waiting.at) for w in pairs})
+        sites = sorted({_function(w.waiting.at) for w in pairs}) or sorted(
+            {_function(c.call_site) for c in analysis.classes if c.call_site}
+        )
         text = "every stage waits in recv, none sends"
         if sites:
             text += f" ({', '.join(sites)})"
@@ -407,8 +409,11 @@ def _healthy(analysis: Analysis, hung: str | None) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def build_story(bundle: Bundle, analysis: Analysis, repo: str) -> Story:
-    """The title, first sentence and reproduction; see the module docstring."""
+def build_story(
+    bundle: Bundle, analysis: Analysis, repo: str, *, title_max: int = TITLE_MAX
+) -> Story:
+    """The title (at most `title_max` characters: the form's prefix is the caller's),
+    first sentence and reproduction; see the module docstring."""
     hung = _hung_instance(analysis)
     command = _launcher(analysis, hung)
     product = _product(repo, bundle)
@@ -418,14 +423,21 @@ def build_story(bundle: Bundle, analysis: Analysis, repo: str) -> Story:
     size_text = ", ".join(f"{dim}={n}" for dim, n in sizes)
     component = " ".join(p for p in (product, mode) if p) + (f" ({size_text})" if size_text else "")
     short, long = _what(bundle, analysis, hung)
-    title = f"{component} hangs: {short}"
-    if len(title) > TITLE_MAX:
-        # The calling function goes first, then the waited side's detail.
-        title = re.sub(r" from [\w.]+ while", " while", title)
-    if len(title) > TITLE_MAX:
-        title = re.sub(r" \([\w., ]+\)$", "", title)
-    if len(title) > TITLE_MAX:
-        title = title[: TITLE_MAX - 1].rstrip() + "…"
+    # The longest telling that fits: with the calling function, then without "hangs",
+    # then without the calling function.
+    without_site = re.sub(r" from [\w.]+ while", " while", short)
+    bare = re.sub(r" \([^()]*\)$", "", without_site)
+    candidates = (
+        f"{component} hangs: {short}",
+        f"{component}: {short}",
+        f"{component} hangs: {without_site}",
+        f"{component}: {without_site}",
+        f"{component} hangs: {bare}",
+        f"{component}: {bare}",
+    )
+    title = next((c for c in candidates if len(c) <= title_max), candidates[-1])
+    if len(title) > title_max:
+        title = title[: title_max - 1].rstrip() + "…"
     serving = f" serving {model}" if model else ""
     seen = (
         f", unchanged across {analysis.snapshots} snapshots"

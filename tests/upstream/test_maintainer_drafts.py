@@ -17,7 +17,7 @@ from reporter.model import Bundle
 from reporter.render import lint
 from reporter.upstream import draft as drafting
 from reporter.upstream.draft import DraftInputs, KnownFix, build_draft
-from reporter.upstream.forms import generic_form
+from reporter.upstream.forms import IssueForm, generic_form
 from reporter.upstream.index import Index
 from reporter.upstream.publish import Action
 from reporter.upstream.records import Fix, IssueRecord
@@ -267,3 +267,52 @@ def test_indexes_and_form_caches_are_kept_per_host(tmp_path: Path) -> None:
     a = filing.forms_cache_dir("acme/serve", tmp_path, "github.com")
     b = filing.forms_cache_dir("acme/serve", tmp_path, "ghe.corp.example")
     assert a != b and a.name == b.name == "acme+serve"
+
+
+PD_DECODE = ROOT / "fixtures" / "engine_cli" / "pd_decode"
+
+
+def _form(folder: Path) -> IssueForm:
+    from reporter.upstream.forms import parse_forms, pick_bug_form
+
+    form = pick_bug_form(parse_forms(filing.read_forms_dir(folder))[0])
+    assert form is not None
+    return form
+
+
+VLLM_PP = ROOT / "fixtures" / "engine_cli" / "vllm_pp_cli"
+
+
+def test_a_pd_decode_capture_is_told_in_sglangs_words() -> None:
+    # A real capture (fixtures/scenarios/capture_engine_cli.py): the launcher's command
+    # line is in the evidence, the scheduler processes carry only their titles.
+    bundle, analysis = app.load_and_analyze([PD_DECODE], app.Options())
+    form = _form(FORMS)
+    made = build_draft(
+        DraftInputs(bundle=bundle, analysis=analysis, repo="sgl-project/sglang", form=form)
+    )
+    assert made.title == (
+        "[Bug] SGLang PD decode (TP=2) hangs: TP0 in all_reduce while TP1 idles in on_idle"
+    )
+    assert len(made.title) < 100
+    for noise in ("PID", "pid", "--port", "vm", "/work/", "/root/"):
+        assert noise not in made.title, noise
+    description = made.body.split("### Describe the bug\n\n", 1)[1]
+    assert description.startswith(
+        "SGLang PD decode (TP=2) serving Qwen/Qwen3-0.6B hangs: TP0 waits in all\\_reduce "
+        "(called from check\\_hicache\\_events) while TP1 idles in on\\_idle"
+    )
+    reproduction = made.body.split("### Reproduction", 1)[1].split("### ", 1)[0]
+    assert "--disaggregation-mode decode --tp-size 2" in reproduction
+    assert "--api-key <redacted>" in reproduction and "sk-local" not in made.body
+    assert "- Mode: PD decode" in reproduction and "- Parallelism: TP=2" in reproduction
+    assert "/work/" not in made.body and "/root/" not in made.body
+
+
+def test_a_pipeline_deadlock_title_drops_detail_before_it_is_cut() -> None:
+    bundle, analysis = app.load_and_analyze([VLLM_PP], app.Options())
+    form = _form(ROOT / "fixtures" / "forms" / "vllm")
+    made = build_draft(
+        DraftInputs(bundle=bundle, analysis=analysis, repo="vllm-project/vllm", form=form)
+    )
+    assert made.title == "[Bug]: vLLM (TP=2, PP=2) hangs: every stage waits in recv, none sends"
