@@ -2,8 +2,9 @@
 the contents API for a repository's issue forms (`list_folder`, `file_text`).
 
 One `httpx.Client` behind an injectable base URL (GitHub Enterprise:
-`https://HOST/api/v3`), timeout, clock and transport (tests pass `httpx.MockTransport`
-or point the base URL at a local server). Every request goes through `_send`, which:
+`https://HOST/api/v3`), timeout and clock; tests point the base URL at a GitHub-like server
+on 127.0.0.1 (`tests/upstream/ghserver.py`), the one seam. Every read goes through `_send`,
+which:
 
 * sends `If-None-Match` when the caller has an ETag; a 304 costs no rate limit;
 * waits out rate limits when the wait fits `RetryPolicy.max_wait`, else raises
@@ -159,7 +160,6 @@ class GitHubClient:
         timeout: float = 15.0,
         clock: Clock | None = None,
         retry: RetryPolicy | None = None,
-        transport: httpx.BaseTransport | None = None,
         advanced_search: bool = True,
         deadline: float | None = None,
         max_body: int = MAX_BODY,
@@ -190,7 +190,6 @@ class GitHubClient:
         self._http = httpx.Client(
             headers=headers,
             timeout=timeout,
-            transport=transport,
         )
 
     def close(self) -> None:

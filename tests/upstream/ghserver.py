@@ -62,6 +62,19 @@ class Fault:
 
 
 @dataclass(frozen=True)
+class Canned:
+    """One scripted answer (`GitHubServer.answer_with`): `body` is sent as JSON unless it is
+    bytes; `{url}` in a header is the server's URL; `stall` seconds pass before it is sent;
+    `fault` answers with that fault kind instead (`reset`: the socket closed with RST)."""
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    stall: float = 0.0
+    fault: str = ""
+
+
+@dataclass(frozen=True)
 class Seen:
     """One request as the server saw it."""
 
@@ -81,6 +94,7 @@ class GitHubServer:
     comments: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
     files: dict[str, dict[str, str]] = field(default_factory=dict)
     faults: list[Fault] = field(default_factory=list)
+    canned: list[Canned] = field(default_factory=list)
     requests: list[Seen] = field(default_factory=list)
     timelines: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
     pulls: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
@@ -89,6 +103,7 @@ class GitHubServer:
     stall: float = 1.0
     remaining: int = 5000
     _next_id: int = 1000
+    _repeat: bool = False
     _httpd: ThreadingHTTPServer | None = None
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -115,6 +130,22 @@ class GitHubServer:
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
+
+    def answer_with(self, *answers: Canned, repeat: bool = False) -> None:
+        """Answer the next GETs with `answers`, in order, whatever they ask (the last one
+        for ever with `repeat`): the client's own rules tested over a real socket."""
+        with self._lock:
+            self.canned.extend(answers)
+            self._repeat = repeat
+
+    def take_canned(self) -> Canned | None:
+        """The next scripted answer, or None."""
+        with self._lock:
+            if not self.canned:
+                return None
+            if len(self.canned) == 1 and self._repeat:
+                return self.canned[0]
+            return self.canned.pop(0)
 
     def inject(self, *faults: Fault) -> None:
         """Queue faults for the next matching requests."""
@@ -295,10 +326,29 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: the tests read `requests` instead."""
 
     def do_GET(self) -> None:
+        canned = self.app.take_canned()
+        if canned is not None:
+            self._canned(canned)
+            return
         parts = urlsplit(self.path)
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
         fault = self.app.take_fault(self.path)
         self._answer(parts.path, query, fault)
+
+    def _canned(self, answer: Canned) -> None:
+        if answer.stall:
+            time.sleep(answer.stall)
+        if answer.fault:
+            self._fault(Fault(answer.fault))
+            return
+        body = (
+            answer.body
+            if isinstance(answer.body, bytes)
+            else json.dumps([] if answer.body is None else answer.body).encode()
+        )
+        headers = {k: v.replace("{url}", self.app.url) for k, v in answer.headers.items()}
+        with contextlib.suppress(OSError):
+            self._raw(answer.status, body, headers, count=False)
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
