@@ -119,34 +119,8 @@ def test_file_dry_run_prints_the_request_and_refuses_without_a_token(
 WEDGE = Path(__file__).resolve().parents[2] / "fixtures" / "bundles" / "wedge_metrics"
 
 
-def _known_fix(monkeypatch: pytest.MonkeyPatch) -> None:
-    from typing import Any
-
-    from reporter.app import filing
-    from reporter.upstream.draft import KnownFix
-
-    fix = KnownFix(
-        repo="sgl-project/sglang",
-        number=4388,
-        url="https://github.com/sgl-project/sglang/issues/4388",
-        tag="v0.5.3",
-        change="#4410",
-        deployed="0.5.2",
-        has_fix=False,
-    )
-
-    def related(*_args: Any, found: list[KnownFix] | None = None, **_kw: Any) -> Any:
-        if found is not None:
-            found.append(fix)
-        return (), True
-
-    monkeypatch.setattr(filing, "related_issues", related)
-
-
-def test_draft_with_a_known_fix_leads_with_the_upgrade_and_exits_1(
-    bare_env: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _known_fix(monkeypatch)
+@pytest.mark.usefixtures("known_fix_search")
+def test_draft_with_a_known_fix_leads_with_the_upgrade_and_exits_1(bare_env: Path) -> None:
     forms = Path(__file__).resolve().parents[2] / "fixtures" / "forms" / "sglang"
     out = bare_env / "d.md"
     args = ["upstream", "draft", str(TP_DESYNC), "--offline", "--forms", str(forms), "-o", str(out)]

@@ -4,7 +4,6 @@ server sends; the client reads them over a real socket."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,22 +19,12 @@ from reporter.upstream.github import (
     host_of,
 )
 
-from .conftest import FakeClock
+from .conftest import FakeClock, client_for
 from .ghserver import Canned, GitHubServer
-
-_OPEN: list[GitHubClient] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_clients() -> Iterator[None]:
-    yield
-    while _OPEN:
-        _OPEN.pop().close()
 
 
 def _client(server: GitHubServer, clock: FakeClock, **kwargs: Any) -> GitHubClient:
-    client = GitHubClient(base_url=server.url, clock=clock, **kwargs)
-    _OPEN.append(client)
+    client: GitHubClient = client_for(server, clock, **kwargs)
     return client
 
 
@@ -157,8 +146,7 @@ def test_a_refused_connection_is_retried_then_a_clear_error(clock: FakeClock) ->
     client = GitHubClient(
         base_url="http://127.0.0.1:1", clock=clock, retry=RetryPolicy(attempts=3, backoff=0.5)
     )
-    _OPEN.append(client)
-    with pytest.raises(UpstreamError, match="gave up after 3 attempts"):
+    with client, pytest.raises(UpstreamError, match="gave up after 3 attempts"):
         list(client.list_issues("a/b"))
     assert clock.sleeps == [0.5, 1.0]
 

@@ -134,25 +134,8 @@ class _NoIssues:
 
 
 def test_a_known_fix_in_a_newer_release_blocks_filing_until_forced(
-    full: tuple[Bundle, Analysis], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    full: tuple[Bundle, Analysis], tmp_path: Path, known_fix_search: KnownFix
 ) -> None:
-    fix = KnownFix(
-        repo="sgl-project/sglang",
-        number=4388,
-        url="https://github.com/sgl-project/sglang/issues/4388",
-        tag="v0.5.3",
-        change="#4410",
-        deployed="0.5.2",
-        has_fix=False,
-    )
-
-    def related(*_args: Any, found: list[KnownFix] | None = None, **_kw: Any) -> Any:
-        # The duplicate search found `fix` (no network: this test stays on the machine).
-        if found is not None:
-            found.append(fix)
-        return (), True
-
-    monkeypatch.setattr(filing, "related_issues", related)
     bundle, analysis = full
     bundle = replace(bundle, root="")
     source = filing.DraftSource(

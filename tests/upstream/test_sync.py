@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from reporter.upstream.github import GitHubClient, RetryPolicy, Token
 from reporter.upstream.index import Index
 from reporter.upstream.query import query_from_text
 
-from .conftest import FakeClock
+from .conftest import FakeClock, client_for
 from .ghserver import Fault, GitHubServer
 
 REPO = "sgl-project/sglang"
@@ -37,25 +36,9 @@ def _fill(server: GitHubServer, n: int, repo: str = REPO) -> None:
         )
 
 
-_OPEN: list[GitHubClient] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_clients() -> Iterator[None]:
-    """Close every client a test made (their sockets would leak into later tests)."""
-    yield
-    while _OPEN:
-        _OPEN.pop().close()
-
-
 def _client(server: GitHubServer, clock: FakeClock, **kwargs: object) -> GitHubClient:
-    client = GitHubClient(
-        base_url=server.url,
-        token=Token(value="t0k", source="test", host=host_of(server.url)),
-        clock=clock,
-        **kwargs,  # type: ignore[arg-type]
-    )
-    _OPEN.append(client)
+    token = Token(value="t0k", source="test", host=host_of(server.url))
+    client: GitHubClient = client_for(server, clock, token=token, **kwargs)
     return client
 
 
