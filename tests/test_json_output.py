@@ -169,11 +169,14 @@ def test_upstream_json(home: Path, server: GitHubServer, monkeypatch: pytest.Mon
         ["upstream", "draft", str(bundle), "--repo", "acme/inference", "--offline", "-o", str(out)],
     )
     assert drafted["path"] == str(out) and drafted["form"] == "generic"
+    assert drafted["title"].startswith("SGLang (TP=4) hangs: TP0-1 in all_reduce")
+    assert drafted["known_fix"] is None and isinstance(drafted["related"], list)
     assert drafted["characters"] > 1000
 
     server.issues["acme/empty"] = []
     common = ["upstream", "file", str(bundle), "--repo", "acme/empty"]
     common += ["--base-url", server.url, "--db", str(home / "i.sqlite3")]
+    common += ["--reports", str(home / "reports")]
     refused = check("upstream file", common, code=1)
     assert refused["sent"] is False and refused["refusals"]
     assert refused["request"]["characters"] > 1000

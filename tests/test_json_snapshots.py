@@ -236,6 +236,7 @@ def test_github_commands(
     server.issues["acme/empty"] = []
     common = ["upstream", "file", str(bundle), "--repo", "acme/empty"]
     common += ["--base-url", server.url, "--db", str(world.tmp / "i.sqlite3")]
+    common += ["--reports", str(world.tmp / "reports")]
     compare("upstream-file--refused", world.run(common, code=1), update_golden)
     monkeypatch.setenv("GH_ENTERPRISE_TOKEN", "test-token")
     compare("upstream-file--sent", world.run([*common, "--yes"]), update_golden)

@@ -8,14 +8,17 @@ Draft (works with no network and no token)::
 
 File (a dry run unless `yes`)::
 
-    already recorded in <bundle>/upstream.toml? ─► already filed, stop
+    upstream cannot act on it (no stacks, or no verdict)? ─► refused unless --force
+    already recorded in <reports>/upstream-filed.toml? ─► already filed, stop
     draft (or the reviewed --draft FILE) ─► `publish.plan_filing` decides and gates
     with `yes` and no refusal ─► `publish.send`
-    record the URL in <bundle>/upstream.toml (and the --draft file's front matter)
+    record the URL in <reports>/upstream-filed.toml (and the --draft file's front matter)
 
 This module owns what the domain code must not do: the forms cache in the user cache
 dir, reading the bundle's env-script outputs and the reviewed draft, the host and token
-from the settings' environment, the clock, and the `upstream.toml` record.
+from the settings' environment, the clock, and the filing record. The record lives
+beside the reports (`reports/upstream-filed.toml`), never in the evidence folder: a
+bundle may be read-only, and evidence is not where reporter writes its own state.
 """
 
 from __future__ import annotations
@@ -31,11 +34,11 @@ from typing import Any
 from reporter.analysis import Analysis
 from reporter.app import issues
 from reporter.app.issues import GitHubAccess
-from reporter.core.errors import ReporterError, UpstreamError, UsageError
+from reporter.core.errors import OutputError, ReporterError, UpstreamError, UsageError
 from reporter.model import Bundle, EvidenceKind
 from reporter.upstream import draft as drafting
 from reporter.upstream.auth import host_of, missing_token_tip
-from reporter.upstream.filing import PyGithubTracker, Tracker
+from reporter.upstream.filing import HttpTracker, Tracker
 from reporter.upstream.forms import IssueForm, generic_form, parse_forms, pick_bug_form
 from reporter.upstream.github import GitHubClient
 from reporter.upstream.policy import FILING, FILING_DRY_RUN, RetryPolicy, SystemClock
@@ -45,7 +48,9 @@ from reporter.upstream.search import SearchOutcome
 
 FORMS_FOLDER = ".github/ISSUE_TEMPLATE"
 FORMS_TTL = 24 * 3600
-RECORD_NAME = "upstream.toml"
+RECORD_NAME = "upstream-filed.toml"
+# Before issue 33 the record was written into the bundle; it is still read there.
+LEGACY_RECORD_NAME = "upstream.toml"
 
 
 def forms_cache_dir(repo: str, cache_dir: Path | None = None, host: str = "github.com") -> Path:
@@ -239,6 +244,27 @@ def related_issues(
     return kept, outcome.searched > 0
 
 
+def cannot_act(analysis: Analysis) -> str:
+    """Why upstream cannot act on this bundle yet, and what to capture; "" when it can."""
+    from reporter.analysis import Verdict
+
+    capture = (
+        "capture py-spy dumps of every rank while it hangs, two or three a few seconds "
+        "apart (`report collect --match PATTERN --snapshots 3`), then draft again"
+    )
+    if not analysis.classes:
+        return (
+            "upstream cannot act on this yet: the evidence has no stack dump, so nothing says "
+            f"where the engine waits; {capture}"
+        )
+    if analysis.verdict is Verdict.INCONCLUSIVE:
+        return (
+            "upstream cannot act on this yet: the stacks do not show a hang (no rank waits "
+            f"for another, nothing stays stuck); {capture}"
+        )
+    return ""
+
+
 def known_fixes(outcome: SearchOutcome) -> list[drafting.KnownFix]:
     """The likely duplicates of a search that a release fixed, best first, with how the
     deployment's version stands against that release."""
@@ -331,13 +357,26 @@ def make_draft(
     )
 
 
-def recorded(root: Path, repo: str, signature: str, ident: str) -> str | None:
-    """The URL `upstream.toml` in the bundle records for this repo, signature and bundle."""
+def recorded(
+    state: Path, repo: str, signature: str, ident: str, *, bundle_root: Path | None = None
+) -> str | None:
+    """The URL the filing record in `state` (the reports folder) holds for this repo,
+    signature and bundle; also the record an older reporter wrote into the bundle."""
+    for path in (
+        state / RECORD_NAME,
+        *(() if bundle_root is None else (bundle_root / LEGACY_RECORD_NAME,)),
+    ):
+        url = _recorded_in(path, repo, signature, ident)
+        if url:
+            return url
+    return None
+
+
+def _recorded_in(path: Path, repo: str, signature: str, ident: str) -> str | None:
     import tomllib
 
     from reporter.core.fileio import read_text_bounded
 
-    path = root / RECORD_NAME
     if not path.exists():
         return None
     try:
@@ -359,7 +398,7 @@ def recorded(root: Path, repo: str, signature: str, ident: str) -> str | None:
 
 
 def record(
-    root: Path,
+    state: Path,
     *,
     repo: str,
     action: str,
@@ -368,19 +407,29 @@ def record(
     signature: str,
     ident: str,
     at: datetime,
+    bundle: str = "",
 ) -> Path:
-    """Append what was sent to `<bundle>/upstream.toml` (not evidence: *.toml is skipped)."""
+    """Append what was sent to `<state>/upstream-filed.toml` (state: the reports folder)."""
     from reporter.core.writer import write_atomic
     from reporter.load.manifest import TomlDocument, toml_seconds
 
-    path = root / RECORD_NAME
+    path = state / RECORD_NAME
     try:
         old = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         old = (
-            "# Written by `report upstream file`: what was sent upstream for this bundle.\n"
+            "# Written by `report upstream file`: what was sent upstream, per bundle.\n"
             "# Filing reads it first and never sends the same bundle to the same repo twice.\n"
         )
+    except OSError as err:
+        raise OutputError(f"{path}: cannot read the filing record ({err})") from err
+    try:
+        state.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputError(
+            f"{state}: cannot create the folder for the filing record ({err})",
+            tip="pass --reports DIR (a writable folder)",
+        ) from err
     block = (
         TomlDocument()
         .array_table("filed")
@@ -390,6 +439,7 @@ def record(
         .key("url", url)
         .key("signature", signature)
         .key("bundle_id", ident)
+        .key("bundle", bundle)
         .key("at", toml_seconds(at))
         .text()
     )
@@ -450,8 +500,10 @@ def file_upstream(
     *,
     yes: bool = False,
     force_new: bool = False,
+    force: bool = False,
     draft_file: Path | None = None,
     access: GitHubAccess,
+    reports: Path = Path("reports"),
     tracker: Tracker | None = None,
     policy: RetryPolicy | None = None,
     timeout: int = 15,
@@ -468,14 +520,13 @@ def file_upstream(
     ident = drafting.bundle_id(bundle)
     signature = analysis.signature.hash
     root = Path(bundle.root) if bundle.root else None
-    previous = recorded(root, repo, signature, ident) if root is not None else None
+    previous = recorded(reports, repo, signature, ident, bundle_root=root)
     if previous and not force_new:
-        assert root is not None
         plan = FilingPlan.already_filed(
             repo=repo,
             target=None,
             url=previous,
-            reason=f"{root / RECORD_NAME} records it: {previous} (--force-new files again)",
+            reason=f"{reports / RECORD_NAME} records it: {previous} (--force-new files again)",
         )
         return FileResult(plan=plan, sent=False, url=previous)
     run = make_draft(source, access=access, online_search=not force_new)
@@ -491,12 +542,13 @@ def file_upstream(
         where = "the draft (`report upstream draft` writes it)"
     own = tracker is None
     if tracker is None:
-        tracker = PyGithubTracker(
+        # The client every read uses: one deadline, body cap, host check and error tree.
+        tracker = HttpTracker(
             base_url=url_base,
-            token=token.value if token else None,
-            timeout=timeout,
+            token=token,
             pace=pace,
             policy=policy,
+            client=access.client(timeout=float(timeout)),
         )
     try:
         plan = plan_filing(
@@ -523,6 +575,11 @@ def file_upstream(
                 if c.level is Level.LIKELY_DUPLICATE and c.issue.record.repo.lower() == repo.lower()
             ],
         )
+        blocked = cannot_act(analysis)
+        if blocked and not force and plan.request is not None:
+            # Upstream cannot act on it: a new issue or a comment without stacks or a
+            # verdict costs a maintainer a round trip asking for them.
+            plan = replace(plan, refusals=(blocked, *plan.refusals))
         fix = run.known_fix
         if fix is not None and fix.has_fix is False and not force_new:
             # Known fixes first: an upgrade answers this hang; a new issue would not.
@@ -559,14 +616,15 @@ def file_upstream(
         return _recorded_result(
             plan,
             sent,
-            root=root,
+            root=reports,
+            bundle=str(root or ""),
             draft_file=draft_file,
             signature=signature,
             ident=ident,
             now=clock.now(),
         )
     finally:
-        if own and isinstance(tracker, PyGithubTracker):
+        if own and isinstance(tracker, HttpTracker):
             tracker.close()
 
 
@@ -575,6 +633,7 @@ def _recorded_result(
     sent: Sent,
     *,
     root: Path | None,
+    bundle: str = "",
     draft_file: Path | None,
     signature: str,
     ident: str,
@@ -583,7 +642,9 @@ def _recorded_result(
     """The result of a sent plan, once recorded in the bundle and the reviewed draft."""
     at = datetime.fromtimestamp(now, tz=UTC)
     try:
-        written = _record_locally(root, draft_file, plan.repo, sent, (signature, ident), at)
+        written = _record_locally(
+            root, draft_file, plan.repo, sent, (signature, ident), at, bundle=bundle
+        )
     except ReporterError as err:
         # GitHub has the issue: a local write failing (read-only disk, full disk) must not
         # hide its URL. The caller prints the URL and this line.
@@ -599,6 +660,8 @@ def _record_locally(
     sent: Sent,
     marker: tuple[str, str],
     now: datetime,
+    *,
+    bundle: str = "",
 ) -> Path | None:
     """Record a sent post in the bundle and mark the reviewed draft filed; `marker` is
     the (signature, bundle id) pair the post carries."""
@@ -613,6 +676,7 @@ def _record_locally(
             signature=marker[0],
             ident=marker[1],
             at=now,
+            bundle=bundle,
         )
     if draft_file is not None and sent.action == "issue":
         from reporter.core.fileio import read_text_bounded

@@ -192,12 +192,12 @@ def export_lines(index: Index, repo: str | None = None) -> Iterator[str]:
 class GitHubAccess:
     """How the upstream use cases reach GitHub and their cache, resolved once: the
     environment the host and token come from (the context's), `--base-url`, the cache
-    dir; tests add an httpx transport and a clock (for retries' sleeps)."""
+    dir; tests add a clock (for retries' sleeps) and point the environment's API URL at a
+    local server."""
 
     env: Mapping[str, str]
     base_url: str | None = None
     cache_dir: Path | None = None
-    transport: Any = None
     clock: Clock | None = None
 
     @classmethod
@@ -232,9 +232,7 @@ class GitHubAccess:
                 f"no GitHub token for {host_of(url)} ({missing_token_tip(host_of(url))}): "
                 "using the unauthenticated limits (60 requests/hour, 10 searches/minute)"
             )
-        return GitHubClient(
-            base_url=url, token=token, transport=self.transport, clock=self.clock, **options
-        )
+        return GitHubClient(base_url=url, token=token, clock=self.clock, **options)
 
 
 def run_sync(
@@ -462,7 +460,7 @@ def run_triage(
 
 
 def _tracker(access: GitHubAccess) -> Tracker:
-    from reporter.upstream.filing import PyGithubTracker
+    from reporter.upstream.filing import HttpTracker
 
     base = access.api_url
     token = access.token()
@@ -471,4 +469,4 @@ def _tracker(access: GitHubAccess) -> Tracker:
             "--post needs a GitHub token",
             tip="set GITHUB_TOKEN (in a workflow: `GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}`)",
         )
-    return PyGithubTracker(base_url=base, token=token.value)
+    return HttpTracker(base_url=base, token=token, client=access.client())

@@ -221,7 +221,7 @@ def index_export(
 
 # --- upstream drafts and filing: `report upstream draft`, `report upstream file` ---------
 # The work happens in reporter.app.filing; these wrappers resolve the repository and
-# the paths, and keep PyGithub and httpx out of other commands' start-up.
+# the paths, and keep httpx out of other commands' start-up.
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -305,6 +305,9 @@ def upstream_draft(
         ctx, evidence, repo=repo, forms=forms, db=db, link_related=link_related, options=options
     )
     run = filing.make_draft(source, access=GitHubAccess.of(ctx), offline=offline)
+    if out is not None and str(out) == "-":
+        # `-o -`: the document goes to stdout (the caller prints it), no file is written.
+        return UpstreamDraftRun(path=out, backup=None, run=run)
     target = out or default_upstream_path(source.bundle, source.analysis, source.repo, now=ctx.now)
     backup = write_atomic(
         target,
@@ -336,6 +339,7 @@ def upstream_file(
     options: Options | None = None,
     reports: Path | None = None,
     report: Path | None = None,
+    force: bool = False,
 ) -> FileResult:
     """`report upstream file`: a dry run unless `yes`; see `reporter.app.filing`.
 
@@ -349,9 +353,18 @@ def upstream_file(
     source = draft_source(
         ctx, evidence, repo=repo, forms=forms, db=db, link_related=link_related, options=options
     )
-    result = filing.file_upstream(
-        source, yes=yes, force_new=force_new, draft_file=draft, access=GitHubAccess.of(ctx)
-    )
+    try:
+        result = filing.file_upstream(
+            source,
+            yes=yes,
+            force_new=force_new,
+            force=force,
+            draft_file=draft,
+            access=GitHubAccess.of(ctx),
+            reports=reports if reports is not None else DEFAULT_REPORTS,
+        )
+    except ReporterError as err:
+        raise _with_file_tip(err) from None
     already = (Action.ALREADY_FILED, Action.SKIP_COMMENT)
     if result.url and (result.sent or result.plan.action in already):
         from dataclasses import replace
@@ -359,6 +372,22 @@ def upstream_file(
         updated = record_upstream_issue(source.bundle, result.url, reports=reports, report=report)
         result = replace(result, reports_updated=updated)
     return result
+
+
+# Tips the shared GitHub client gives name flags of the search commands; `upstream file`
+# has neither --offline nor --online, so its errors get a tip naming what it has.
+_FOREIGN_FLAGS = ("--offline", "--online")
+FILE_NETWORK_TIP = (
+    "check the network or --base-url, then run the same command again: it looks for what "
+    "it sent before sending again (`report upstream draft --offline` drafts without GitHub)"
+)
+
+
+def _with_file_tip(err: ReporterError) -> ReporterError:
+    """`err` with a tip that names only flags `report upstream file` has."""
+    if any(flag in err.tip for flag in _FOREIGN_FLAGS):
+        err.tip = FILE_NETWORK_TIP
+    return err
 
 
 def record_upstream_issue(

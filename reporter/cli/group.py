@@ -11,8 +11,10 @@ module, one module per family; each imports the app layer inside the command so 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Annotated, Any, TextIO
 
 import typer
@@ -28,6 +30,40 @@ from reporter.core.inert import for_terminal, one_line
 GLOBAL_FLAGS = ("--debug", "--no-color")
 
 
+_FIELDS_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(,[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def json_fields(argv: list[str]) -> list[str]:
+    """`--json a,b` and `--json=a,b` (gh's form) become `--json`, the fields kept in
+    `console.JSON_FIELDS` for `console.emit`. A word after `--json` counts as fields only
+    when it looks like them and is not a file or folder (a bundle named `tp_desync`)."""
+    out: list[str] = []
+    fields: tuple[str, ...] = ()
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if word == "--":
+            out.extend(argv[index:])
+            break
+        if word.startswith("--json="):
+            fields = tuple(f for f in word.split("=", 1)[1].split(",") if f)
+            out.append("--json")
+        elif (
+            word == "--json"
+            and index + 1 < len(argv)
+            and _FIELDS_RE.fullmatch(argv[index + 1])
+            and not Path(argv[index + 1]).exists()
+        ):
+            fields = tuple(argv[index + 1].split(","))
+            out.append("--json")
+            index += 1
+        else:
+            out.append(word)
+        index += 1
+    console.JSON_FIELDS[:] = [fields]
+    return out
+
+
 class _Report(TyperGroup):
     """The `report` group: one-line usage errors, global flags anywhere, quiet broken pipes."""
 
@@ -40,6 +76,7 @@ class _Report(TyperGroup):
         **extra: Any,
     ) -> Any:
         argv = hoist_globals(list(sys.argv[1:] if args is None else args), self.commands)
+        argv = json_fields(argv)
         plain_metavars(self)
         if standalone_mode:
             interrupt.restore()

@@ -74,7 +74,9 @@ StrictOpt = Annotated[
 JsonFlag = Annotated[
     bool,
     typer.Option(
-        "--json", help="Print the result as one JSON object (schema: docs/cli.md#json-output)."
+        "--json",
+        help="Print the result as one JSON object (schema: docs/cli.md#json-output); "
+        "--json a,b keeps only those fields, as gh does.",
     ),
 ]
 
@@ -190,8 +192,9 @@ DbOpt = Annotated[
     Path | None,
     typer.Option(
         "--db",
-        help="The issue index (SQLite). Default: the config's `index`, else "
-        "upstream-issues.sqlite3 in the user cache dir.",
+        envvar="REPORTER_DB",
+        help="The issue index (SQLite). Default: $REPORTER_DB, else the config's `index`, "
+        "else upstream-issues.sqlite3 in the user cache dir.",
     ),
 ]
 BundleArg = Annotated[
@@ -202,7 +205,9 @@ RepoOpt = Annotated[
     typer.Option(
         "--repo",
         "-r",
-        help="Upstream repository (owner/name); default: the manifest's, else the config's.",
+        envvar=["REPORTER_REPO", "GH_REPO"],
+        help="Upstream repository (owner/name); default: $REPORTER_REPO or $GH_REPO, else "
+        "the manifest's, else the config's.",
     ),
 ]
 FormsOpt = Annotated[

@@ -284,7 +284,9 @@ def upstream_draft_cmd(
     out: Annotated[
         Path | None,
         typer.Option(
-            "--out", "-o", help="Draft path (default: reports/<date>-<slug>.upstream-<repo>.md)."
+            "--out",
+            "-o",
+            help="Draft path (default: reports/<date>-<slug>.upstream-<repo>.md); - prints it.",
         ),
     ] = None,
     forms: FormsOpt = None,
@@ -304,11 +306,22 @@ def upstream_draft_cmd(
         bool,
         typer.Option("--force", help="Replace an existing file that is not an upstream draft."),
     ] = False,
+    force_new: Annotated[
+        bool,
+        typer.Option(
+            "--force-new",
+            help="Exit 0 even when a likely duplicate was fixed in a newer release than the "
+            "deployment's (the draft still leads with that fix).",
+        ),
+    ] = False,
 ) -> None:
     """Write a redacted upstream issue draft for review, following the repository's bug form.
 
     Secrets, addresses, host and user names become placeholders (<host-1>); mentions and
     issue references in evidence are made inert. `report lint` checks the draft again.
+    Known fix first: when a likely duplicate was fixed in a release newer than the
+    deployment's, that upgrade is the draft's first line and the exit code is 1 (unless
+    --force-new).
     """
     from reporter import app
     from reporter.console import documents_upstream as documents
@@ -324,11 +337,22 @@ def upstream_draft_cmd(
         link_related=link_related,
         force=force,
     )
+    fix = made.run.known_fix
+    upgrade = fix is not None and fix.has_fix is False
+    if upgrade and not as_json:
+        # The news first: an upgrade answers this hang; a new issue would not.
+        for line in text.known_fix_lines(made, force_new=force_new):
+            echo(line, file=sys.stderr, flush=True)
     notes(made.run.notes)
+    to_stdout = str(made.path) == "-"
     if as_json:
         console.emit(documents.upstream_draft_document(made))
-        return
-    echo_lines(text.upstream_draft_lines(made))
+    else:
+        if to_stdout:
+            sys.stdout.write(made.run.draft.document)
+        echo_lines((line, err or to_stdout) for line, err in text.upstream_draft_lines(made))
+    if upgrade and not force_new:
+        raise typer.Exit(1)
 
 
 @upstream_app.command(
@@ -365,6 +389,13 @@ def upstream_file_cmd(
         bool,
         typer.Option("--show-body", help="Print the issue body also when filing is refused."),
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="File although upstream cannot act on it yet (no stacks, or no verdict).",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """File the bundle upstream, or add "+1 with evidence" to the issue it duplicates.
@@ -389,6 +420,7 @@ def upstream_file_cmd(
         link_related=link_related,
         reports=reports,
         report=report,
+        force=force,
     )
     refused = bool(result.plan.refusals) and not result.sent
     if as_json:

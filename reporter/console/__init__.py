@@ -16,14 +16,39 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
+# `--json a,b` (as gh takes it): the fields to keep, set by the command line's parser.
+JSON_FIELDS: list[tuple[str, ...]] = []
+
 
 def emit(document: object, *, stream: TextIO | None = None) -> None:
     """Print one `--json` document (a typed record of `reporter.console.documents` or
     `documents_upstream`): the one way every command prints JSON. Masking and layout are
-    the document class's (`documents.render`)."""
+    the document class's (`documents.render`); `--json a,b` keeps fields a and b."""
     from reporter.console.documents import render
 
-    (stream or sys.stdout).write(render(document))
+    text = render(document)
+    if JSON_FIELDS and JSON_FIELDS[-1]:
+        text = select_fields(text, JSON_FIELDS[-1])
+    (stream or sys.stdout).write(text)
+
+
+def select_fields(text: str, fields: tuple[str, ...]) -> str:
+    """The JSON object `text` with only `fields`, in the order asked; an unknown field is a
+    `UsageError` listing the fields there are (what gh does)."""
+    import json
+
+    from reporter.core.errors import UsageError
+
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise UsageError("--json FIELDS needs a command whose JSON is one object")
+    unknown = [f for f in fields if f not in value]
+    if unknown:
+        raise UsageError(
+            f"unknown JSON field {unknown[0]!r}",
+            tip="available fields: " + ", ".join(sorted(value)),
+        )
+    return json.dumps({f: value[f] for f in fields}, indent=2, ensure_ascii=False) + "\n"
 
 
 def fancy(stream: TextIO) -> bool:

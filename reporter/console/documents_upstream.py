@@ -530,12 +530,42 @@ class RedactionRow:
 
 
 @document
+class KnownFixRow:
+    """A likely duplicate fixed in a release: `has_fix` false means upgrade first."""
+
+    repo: str
+    number: int
+    url: str
+    tag: str
+    change: str
+    deployed: str
+    has_fix: bool | None
+
+
+@document
+class RelatedRow:
+    """A related upstream issue the draft cites."""
+
+    repo: str
+    number: int
+    url: str
+    title: str
+    state: str
+    level: str
+
+
+@document
 class UpstreamDraftDocument:
     """The redacted draft written for review."""
 
     path: str
     backup: str | None
     repo: str
+    title: str = spec("the issue title (the form's prefix included)")
+    known_fix: KnownFixRow | None = spec(
+        "a likely duplicate fixed in a release, and how the deployment stands against it"
+    )
+    related: tuple[RelatedRow, ...] = spec("the related upstream issues the draft cites")
     form: str = spec("the issue form followed (or 'generic')")
     characters: Count
     redacted: Count = spec("values replaced by placeholders")
@@ -549,10 +579,34 @@ class UpstreamDraftDocument:
 def upstream_draft_document(made: UpstreamDraftRun) -> UpstreamDraftDocument:
     """`report upstream draft --json`."""
     draft = made.run.draft
+    fix = made.run.known_fix
     return UpstreamDraftDocument(
         path=str(made.path),
         backup=_path(made.backup),
         repo=draft.repo,
+        title=draft.title,
+        known_fix=None
+        if fix is None
+        else KnownFixRow(
+            repo=fix.repo,
+            number=fix.number,
+            url=fix.url,
+            tag=fix.tag,
+            change=fix.change,
+            deployed=fix.deployed,
+            has_fix=fix.has_fix,
+        ),
+        related=tuple(
+            RelatedRow(
+                repo=c.issue.record.repo,
+                number=c.issue.record.number,
+                url=c.issue.record.html_url,
+                title=c.issue.record.title,
+                state=c.issue.record.state,
+                level=c.level.value,
+            )
+            for c in made.run.related
+        ),
         form="generic" if made.run.form.generic else str(made.run.form.source),
         characters=len(draft.body),
         redacted=draft.redaction.total(),

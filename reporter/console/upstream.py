@@ -95,13 +95,33 @@ def upstream_draft_lines(made: UpstreamDraftRun) -> list[tuple[str, bool]]:
     return lines
 
 
+def known_fix_lines(made: UpstreamDraftRun, *, force_new: bool) -> list[str]:
+    """`report upstream draft` with a known fix the deployment lacks: the upgrade first."""
+    fix = made.run.known_fix
+    if fix is None:
+        return []
+    change = f" ({fix.change})" if fix.change else ""
+    lines = [
+        f"known fix: upgrade to {fix.tag} or later: {fix.repo}#{fix.number} is a likely "
+        f"duplicate fixed in {fix.tag}{change}; this deployment runs {fix.deployed}",
+    ]
+    if not force_new:
+        lines.append(
+            "Tip: upgrade and capture again if it still hangs; the draft leads with the fix, "
+            "and --force-new exits 0 to file it anyway"
+        )
+    return lines
+
+
 def refusal_lines(result: FileResult) -> list[str]:
     """Why filing was refused, one `refused:` line each, then what to do (a `Tip:`)."""
     plan = result.plan
     if result.sent or not plan.refusals:
         return []
     lines = [f"refused: {refusal}" for refusal in plan.refusals]
-    if any("token" in r for r in plan.refusals):
+    if any(r.startswith("upstream cannot act on this yet") for r in plan.refusals):
+        tip = "capture what the refusal names, then draft again; --force files it as it is"
+    elif any("token" in r for r in plan.refusals):
         tip = "see `report auth status` for where a token is looked for"
     else:
         tip = "fix the draft (`report upstream draft`, then `report lint` it) and pass --draft FILE"

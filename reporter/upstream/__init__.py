@@ -17,8 +17,9 @@ Modules, from the wire inwards::
     redact.py   secrets and identifiers -> consistent placeholders, with a report
     forms.py    GitHub issue forms: parse, pick the bug form, field roles
     draft.py    the upstream draft and the "+1 with evidence" comment (pure)
-    filing.py   the PyGithub adapter: issues and comments, failures sorted for retrying
-    policy.py   one retry/backoff and rate-limit policy for both GitHub stacks
+    filing.py   filing's calls over github.py's client: issues, comments, the marker lookup
+    policy.py   one retry/backoff and rate-limit policy for every GitHub call
+    story.py    a draft's title, first sentence and reproduction in the engine's words
     publish.py  the filing plan: duplicate gate, canonical issue, send never twice
 
 The use cases (default paths, settings, the forms cache, `upstream.toml`) are in

@@ -82,6 +82,7 @@ from reporter.upstream.forms import (
 )
 from reporter.upstream.rank import Candidate, Level
 from reporter.upstream.records import inert_title
+from reporter.upstream.story import Story, build_story, mask_path
 
 # GitHub's limit is 65,536 characters and does not say whether it counts code points or
 # UTF-16 units: stay well below it.
@@ -90,6 +91,8 @@ BODY_BUDGET = 60_000
 # bundle keeps it), so a draft stays reviewable.
 REVIEW_BUDGET = 14_000
 TITLE_LIMIT = 256
+# What a maintainer's issue list shows whole: drafted titles stay under 100 characters.
+TITLE_MAX_SHOWN = 99
 TODO = "TODO(reviewer)"
 NO_RESPONSE = "_No response_"
 MARKER_PREFIX = "reporter-upstream signature="
@@ -168,6 +171,12 @@ class KnownFix:
                 f"this deployment runs {md.code(self.deployed)}, which has that fix, and hangs "
                 "the same way."
             )
+        if self.has_fix is False:
+            return (
+                f"**Known fix: upgrade to {md.code(self.tag)} or later.** This hang matches "
+                f"{cited}, fixed in {md.code(self.tag)}{change}; this deployment runs "
+                f"{md.code(self.deployed)}. File only if it still hangs after the upgrade."
+            )
         runs = f"runs {md.code(self.deployed)}" if self.deployed else "runs a version not known"
         return f"Matches {cited}, fixed in {md.code(self.tag)}{change}; this deployment {runs}."
 
@@ -222,39 +231,55 @@ def _related(candidate: Candidate, link: bool) -> RelatedView:
     )
 
 
-def _reproduction(inputs: DraftInputs, policy: TextPolicy, fmt: FormField) -> Text:
-    """The reproduction field: the incident notes' (manifest `[fields]`) reproduction."""
-    titles: list[str] = []
-    texts: list[Text] = []
-    for key, text in inputs.bundle.manifest.fields:
-        if key.lower() in REPRODUCTION_FIELDS and text.strip():
-            titles.append("Reproduction (from the incident notes)")
-            texts.append(policy.evidence("reproduction", text.strip()))
-    # The server's command line goes to the environment field: it says how the service
-    # ran, not how a maintainer makes it hang.
-    if not titles:
+def _reproduction(inputs: DraftInputs, story: Story, policy: TextPolicy, fmt: FormField) -> Text:
+    """The reproduction field from the evidence: the launcher's command line (secrets and
+    this machine's paths masked), the model, the mode, the parallel sizes and the last
+    event before the hang; the incident notes' reproduction only when the evidence has no
+    command line. "" when neither is known (the caller writes a TODO or _No response_)."""
+    ev = policy.evidence
+    notes = [
+        text.strip()
+        for key, text in inputs.bundle.manifest.fields
+        if key.lower() in REPRODUCTION_FIELDS and text.strip()
+    ]
+    command: Text = ev("reproduction", story.command) if story.command else ""
+    facts = tuple(ev("reproduction", line) for line in story.reproduction)
+    from_notes: Text = "" if story.command or not notes else ev("reproduction", "\n".join(notes))
+    if not story.command and not from_notes:
         return ""
-    return later(_lay_out_reproduction, fmt.render, tuple(titles), *texts)
+    return later(_lay_out_reproduction, fmt.render, len(facts), command, from_notes, *facts)
 
 
-def _lay_out_reproduction(render: str, titles: tuple[str, ...], *texts: str) -> str:
+def _lay_out_reproduction(
+    render: str, count: int, command: str, from_notes: str, *facts: str
+) -> str:
     if render:
         # GitHub fences a `render:` field itself: the text goes in as plain lines.
-        lines: list[str] = []
-        for title, text in zip(titles, texts, strict=True):
-            lines.append(f"# {title}")
-            lines.append(text)
+        lines = [command] if command else [from_notes]
+        lines.extend(f"# {fact}" for fact in facts[:count])
         return md.fence("\n".join(lines), render)
-    return "\n\n".join(
-        f"{title}:\n\n{md.fence(text, 'shell')}" for title, text in zip(titles, texts, strict=True)
-    )
+    out: list[str] = []
+    if command:
+        out.append(
+            "The launcher's command line, as captured (secrets and local paths masked; "
+            "per-run host and port options left out):"
+        )
+        out.append(md.fence(command, "shell"))
+    else:
+        out.append("From the incident notes:")
+        out.append(md.fence(from_notes, "shell"))
+    if facts:
+        out.append("\n".join(f"- {INERT(fact)}" for fact in facts[:count]))
+    return "\n\n".join(out)
 
 
 def _checklist(fmt: FormField, inputs: DraftInputs, rules: RoleRules) -> str:
     lines: list[str] = []
     open_required = 0
     for option in fmt.options:
-        tick = inputs.searched and bool(rules.tick_searched.search(option.label))
+        # With a known fix the deployment lacks, the search did help: the box stays open.
+        upgrade = inputs.known_fix is not None and inputs.known_fix.has_fix is False
+        tick = inputs.searched and not upgrade and bool(rules.tick_searched.search(option.label))
         if option.required and not tick:
             open_required += 1
         lines.append(f"- [{'X' if tick else ' '}] {option.label}")
@@ -309,12 +334,10 @@ def _sections(inputs: DraftInputs) -> tuple[tuple[SectionView, ...], bool, str]:
     return tuple(out), not has_logs or not has_description, env_value
 
 
-def _title(inputs: DraftInputs, policy: TextPolicy) -> Text:
-    from reporter.render.answer import build as build_answer
-
-    # The local report's title: who waits for whom, or what the metrics show.
-    base = inputs.bundle.manifest.title or build_answer(inputs.bundle, inputs.analysis).title
-    return later(_finish_title, policy.evidence("title", base), inputs.form.title)
+def _title(inputs: DraftInputs, story: Story, policy: TextPolicy) -> Text:
+    # The component, its mode and what happens, in the engine's words (never the local
+    # report's title: it names PIDs, ports and hosts).
+    return later(_finish_title, policy.evidence("title", story.title), inputs.form.title)
 
 
 def _finish_title(text: str, prefix: str) -> str:
@@ -328,9 +351,27 @@ def _finish_title(text: str, prefix: str) -> str:
     return text
 
 
-def _view(inputs: DraftInputs, policy: TextPolicy, mark: str) -> tuple[IssueView, Text]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lead:
+    """What the draft adds before the evidence: the known fix, the plain first sentence and
+    one line per healthy instance (redacted like the evidence)."""
+
+    known_fix: str = ""
+    sentence: Text = ""
+    healthy: tuple[Text, ...] = ()
+
+
+def _view(inputs: DraftInputs, policy: TextPolicy, mark: str) -> tuple[IssueView, Text, Lead]:
     sections, stacks_here, env_value = _sections(inputs)
-    title = _title(inputs, policy)
+    # Under 100 characters with the form's prefix (`[Bug] `).
+    prefix = inputs.form.title.strip()
+    story = build_story(
+        inputs.bundle,
+        inputs.analysis,
+        inputs.repo,
+        title_max=TITLE_MAX_SHOWN - (len(prefix) + 1 if prefix else 0),
+    )
+    title = _title(inputs, story, policy)
     reproduction_fields = [
         f for f in inputs.form.shown if role_of(f, inputs.role_rules) is Role.REPRODUCTION
     ]
@@ -338,8 +379,12 @@ def _view(inputs: DraftInputs, policy: TextPolicy, mark: str) -> tuple[IssueView
     for section in sections:
         if section.kind == "reproduction":
             fmt = reproduction_fields[0]
-            text = _reproduction(inputs, policy, fmt) or (
-                _todo(fmt, "give the command or script that shows the hang")
+            text = _reproduction(inputs, story, policy, fmt) or (
+                _todo(
+                    fmt,
+                    "the launcher's command line is not in the evidence; give the command "
+                    "that started the server (or a script that shows the hang)",
+                )
                 if fmt.required
                 else NO_RESPONSE
             )
@@ -354,6 +399,7 @@ def _view(inputs: DraftInputs, policy: TextPolicy, mark: str) -> tuple[IssueView
         related=tuple(_related(c, inputs.link_related) for c in inputs.related[:MAX_RELATED]),
         link_related=inputs.link_related,
     )
+    evidence = _focused(inputs.bundle, inputs.analysis, evidence, story.hung_instance)
     # The command line goes in the reproduction field when the form has one.
     environment = issueview.environment_view(
         inputs.bundle,
@@ -362,7 +408,7 @@ def _view(inputs: DraftInputs, policy: TextPolicy, mark: str) -> tuple[IssueView
         scripts=inputs.env_scripts,
         rules=inputs.show_rules or default_rules(),
         field_value=env_value,
-        show_command=True,
+        show_command=not (story.command and reproduction_fields),
     )
     todo = _version_todo(inputs)
     if todo:
@@ -386,7 +432,58 @@ def _view(inputs: DraftInputs, policy: TextPolicy, mark: str) -> tuple[IssueView
     view = IssueView(
         sections=tuple(rendered), evidence=evidence, environment=environment, marker=mark
     )
-    return view, title
+    ev = policy.evidence
+    lead = Lead(
+        sentence=later(policy.prose, ev("summary", story.sentence)),
+        healthy=tuple(later(policy.prose, ev("healthy", line)) for line in story.healthy),
+    )
+    return view, title, lead
+
+
+def _focused(
+    bundle: Bundle, analysis: Analysis, evidence: issueview.EvidenceView, hung: str | None
+) -> issueview.EvidenceView:
+    """The evidence a maintainer reads once: the hung instance's stacks (one per side of
+    the split), every raw dump in one collapsed block, no merged tree, no class table."""
+    from reporter.render.answer.waits import members
+
+    kept = [c for c in analysis.classes if c.frames]
+    stacks = tuple(
+        b for b, c in zip(evidence.stacks, kept, strict=False) if hung is None or c.instance == hung
+    )
+    with_dumps = []
+    for stack_class in analysis.classes:
+        found = members(analysis, stack_class.instance, stack_class.ranks)
+        if found and found[0].snapshots:
+            with_dumps.append(stack_class)
+    dumps = [b for b in evidence.details if b.key.startswith("dump:")]
+    shown = [
+        b for b, c in zip(dumps, with_dumps, strict=False) if hung is None or c.instance == hung
+    ]
+    details: list[Block] = []
+    if shown:
+        details.append(
+            Block(
+                key="dumps",
+                title=f"Raw py-spy dumps ({len(shown)}), one rank per stack above",
+                text=later(_joined_dumps, *(b.text for b in shown)),
+            )
+        )
+    details.extend(b for b in evidence.details if b.key != "tree" and not b.key.startswith("dump:"))
+    return replace(
+        evidence,
+        classes=(),
+        branches=(),
+        branch_shared="",
+        confidence_notes=(),
+        stacks=stacks,
+        details=tuple(details),
+    )
+
+
+def _joined_dumps(*texts: str) -> str:
+    # A paths-masked copy: the interpreter and script paths are this machine's.
+    return "\n\n".join(mask_path(t) for t in texts)
 
 
 def product_of(repo: str) -> str | None:
@@ -427,19 +524,21 @@ def _version_todo(inputs: DraftInputs) -> str:
     )
 
 
-def _render(template: str, view: IssueView | issueview.CommentView) -> str:
+def _render(
+    template: str, view: IssueView | issueview.CommentView, lead: Lead | None = None
+) -> str:
     """The Markdown of an issue body or a comment: blank-line runs folded, one final newline."""
     from reporter.render.render import environment
 
-    text = environment().get_template(template).render(v=view)
+    text = environment().get_template(template).render(v=view, x=lead or Lead())
     return re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
 
 
-def _fit(view: IssueView, budget: int) -> tuple[str, IssueView]:
+def _fit(view: IssueView, budget: int, lead: Lead | None = None) -> tuple[str, IssueView]:
     """Render; while over `budget`, halve the largest evidence block, or drop it, with a note."""
     notes: list[str] = []
     while True:
-        body = _render("upstream_issue.md.j2", view)
+        body = _render("upstream_issue.md.j2", view, lead)
         if len(body) <= budget:
             return body, view
         evidence, environment = view.evidence, view.environment
@@ -535,10 +634,11 @@ def build_draft(inputs: DraftInputs, *, budget: int = REVIEW_BUDGET) -> Upstream
     ident = bundle_id(bundle)
     mark = marker(analysis.signature.hash, ident)
     pieces = _Pieces()
-    built, waiting_title = _view(inputs, UPSTREAM.with_evidence(pieces), mark)
+    built, waiting_title, waiting_lead = _view(inputs, UPSTREAM.with_evidence(pieces), mark)
     # One redaction of every piece, then one pass that makes the view final.
     result = redactor.redact(pieces.pieces, vocabulary=_vocabulary(bundle, analysis))
     view = settle(built, result.texts)
+    lead = settle(waiting_lead, result.texts)
     title = final(settle(waiting_title, result.texts))
     footer = (
         f"_Drafted by hangreport {__version__} from an evidence bundle; "
@@ -548,11 +648,11 @@ def build_draft(inputs: DraftInputs, *, budget: int = REVIEW_BUDGET) -> Upstream
         else f"_Drafted by hangreport {__version__} from an evidence bundle._"
     )
     view = replace(view, evidence=replace(view.evidence, footer=footer))
-    if inputs.known_fix is not None and inputs.known_fix.has_fix:
-        # Our own sentence (code spans and one deliberate link): not escaped again.
-        line = inputs.known_fix.sentence(link=True)
-        view = replace(view, evidence=replace(view.evidence, notes=(line, *view.evidence.notes)))
-    body, view = _fit(view, min(budget, BODY_BUDGET))
+    if inputs.known_fix is not None:
+        # Known fix first: our own sentence (code spans and one deliberate link), not
+        # escaped again, before anything else the maintainer reads.
+        lead = replace(lead, known_fix=inputs.known_fix.sentence(link=True))
+    body, view = _fit(view, min(budget, BODY_BUDGET), lead)
     # What `upstream file` would post, and what the reviewer opens: never a terminal escape,
     # a bidi override or a zero-width character from the evidence.
     body = inert.for_document(body)

@@ -2,8 +2,9 @@
 the contents API for a repository's issue forms (`list_folder`, `file_text`).
 
 One `httpx.Client` behind an injectable base URL (GitHub Enterprise:
-`https://HOST/api/v3`), timeout, clock and transport (tests pass `httpx.MockTransport`
-or point the base URL at a local server). Every request goes through `_send`, which:
+`https://HOST/api/v3`), timeout and clock; tests point the base URL at a GitHub-like server
+on 127.0.0.1 (`tests/upstream/ghserver.py`), the one seam. Every read goes through `_send`,
+which:
 
 * sends `If-None-Match` when the caller has an ETag; a 304 costs no rate limit;
 * waits out rate limits when the wait fits `RetryPolicy.max_wait`, else raises
@@ -17,7 +18,9 @@ or point the base URL at a local server). Every request goes through `_send`, wh
   neither is retried).
 
 Waits, rate-limit reading and error tips are the shared rules of
-`reporter.upstream.policy`, which the PyGithub writes follow too.
+`reporter.upstream.policy`. Filing's writes and marker lookups (`reporter.upstream.filing`)
+go through `exchange`: one request under the same deadline, body cap and host check,
+never retried here (a retried POST files twice; publish looks for its marker first).
 
 Pagination follows the `Link` header's `next` (httpx's `Response.links`) until it is
 absent, refuses a `next` on another host (the token must not leave GitHub), stops with
@@ -38,7 +41,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
@@ -157,7 +160,6 @@ class GitHubClient:
         timeout: float = 15.0,
         clock: Clock | None = None,
         retry: RetryPolicy | None = None,
-        transport: httpx.BaseTransport | None = None,
         advanced_search: bool = True,
         deadline: float | None = None,
         max_body: int = MAX_BODY,
@@ -188,7 +190,6 @@ class GitHubClient:
         self._http = httpx.Client(
             headers=headers,
             timeout=timeout,
-            transport=transport,
         )
 
     def close(self) -> None:
@@ -456,8 +457,78 @@ class GitHubClient:
             sock = stream.get_extra_info("socket") if stream is not None else None
             self._socket = sock if isinstance(sock, socket.socket) else None
 
+    def exchange(
+        self,
+        method: str,
+        url: str,
+        *,
+        payload: dict[str, Any] | None = None,
+        params: dict[str, str] | None = None,
+    ) -> Answer:
+        """One request, never retried here, under the same deadline, body cap and host
+        check as every read: what filing's writes and marker lookups use (its retries
+        look for the marker first: `reporter.upstream.publish.call_with_retries`).
+
+        `url` is a path under the base URL or an absolute URL on its host. Raises
+        `ExchangeError` when no complete answer came (`sent`: the request may have
+        reached GitHub)."""
+        if url.startswith("/"):
+            url = f"{self.base_url}{url}"
+        self._check_host(url)
+        if params:
+            url = str(httpx.URL(url).copy_merge_params(params))
+        path = urlsplit(url).path
+        self.stats.requests += 1
+        try:
+            response = self._request(method, url, {}, payload)
+        except _TooLargeError as err:
+            raise ExchangeError(
+                f"{method} {path}: the answer is larger than {err.limit >> 20} MiB; stopped "
+                "reading",
+                sent=True,
+            ) from None
+        except _TooSlowError as err:
+            raise ExchangeError(
+                f"{method} {path}: no complete answer within {self._deadline:g} s "
+                f"({err.received:,} bytes came)",
+                sent=True,
+            ) from None
+        except (httpx.ConnectError, httpx.ConnectTimeout) as err:
+            raise ExchangeError(
+                f"{method} {path}: connection failed ({type(err).__name__})", sent=False
+            ) from None
+        except httpx.TransportError as err:
+            raise ExchangeError(
+                f"{method} {path}: {type(err).__name__}: no complete answer", sent=True
+            ) from None
+        self._note_headers(response)
+        data: Any = None
+        readable = True
+        if response.content:
+            try:
+                data = response.json()
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+                readable = False
+        links = {
+            str(rel): str(v["url"]) for rel, v in response.links.items() if rel and v.get("url")
+        }
+        return Answer(
+            status=response.status_code,
+            headers=dict(response.headers),
+            data=data,
+            text=response.text[:2000],
+            readable=readable,
+            links=links,
+        )
+
     def _get(self, url: str, headers: dict[str, str]) -> httpx.Response:
         """One GET under the deadline, its body read (decoded) up to `max_body`."""
+        return self._request("GET", url, headers, None)
+
+    def _request(
+        self, method: str, url: str, headers: dict[str, str], payload: dict[str, Any] | None
+    ) -> httpx.Response:
+        """One request under the deadline, its body read (decoded) up to `max_body`."""
         expired = threading.Event()
         received = 0
 
@@ -475,7 +546,7 @@ class GitHubClient:
         timer.start()
         try:
             with self._http.stream(
-                "GET", url, headers=headers, extensions={"trace": self._trace}
+                method, url, headers=headers, json=payload, extensions={"trace": self._trace}
             ) as response:
                 chunks: list[bytes] = []
                 for chunk in response.iter_bytes():
@@ -523,6 +594,29 @@ class GitHubClient:
         return rate_limit_error(
             f"GET {path}", reading, now=self.clock.now(), policy=self.retry, tip=tip
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Answer:
+    """One answer of `GitHubClient.exchange`: status, headers (lower-case names), the parsed
+    JSON (None when empty or not JSON: then `readable` is False), the start of the text, and
+    the `Link` header's URLs by relation."""
+
+    status: int
+    headers: dict[str, str]
+    data: Any
+    text: str
+    readable: bool = True
+    links: dict[str, str] = field(default_factory=dict)
+
+
+class ExchangeError(Exception):
+    """No complete answer; `sent`: the request may have reached GitHub (a write may have
+    happened)."""
+
+    def __init__(self, message: str, *, sent: bool) -> None:
+        super().__init__(message)
+        self.sent = sent
 
 
 class _TooLargeError(Exception):

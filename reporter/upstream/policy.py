@@ -1,5 +1,5 @@
-"""The one GitHub policy both stacks follow: httpx reads (`github.py`) and PyGithub writes
-(`filing.py`, driven by `publish.py`).
+"""The one GitHub policy every call follows: the client's reads (`github.py`) and filing's
+writes and marker lookups (`filing.py` over the same client, driven by `publish.py`).
 
 * **Retries**: `RetryPolicy` bounds the tries; `backoff_delay` is exponential with jitter
   (never longer than the plain schedule, so a crowd of clients spreads out but none waits

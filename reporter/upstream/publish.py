@@ -8,7 +8,7 @@
     send with bounded retries: a rate limit waits (or stops with when it resets); an
         ambiguous failure (timeout after the POST) looks for the marker before retrying
 
-Inputs: a `filing.Tracker` (PyGithub, or a fake), the bundle's analysis and draft, the
+Inputs: a `filing.Tracker` (`HttpTracker` over the one GitHub client, or a fake), the bundle's analysis and draft, the
 clock and the retry policy (`reporter.upstream.policy`). Outputs: a `FilingPlan`, and
 what GitHub accepted (`Sent`). Reading the draft file, the environment and recording
 what was sent are the application layer's (`reporter.app.filing`); nothing here prints.

@@ -225,10 +225,21 @@ def refresh_online(index: Index, client: GitHubClient, query: Query, notes: list
     for repo in query.repos:
         state = index.sync_state(repo)
         if state is None:
-            notes.append(
-                f"{repo}: never synced; asking GitHub's search only "
-                f"(run `report sync {repo}` for a full local index)"
-            )
+            # Say which index answered: one filled by `index import` holds the repo's
+            # issues without a sync state, and is not "never synced" to its user.
+            held = index.count([repo])
+            where = f"the index at {index.path}"
+            if held:
+                notes.append(
+                    f"{repo}: {where} holds {held} of its issues (imported, not synced); "
+                    f"asking GitHub's search for newer ones (`report sync {repo} --db "
+                    f"{index.path}` keeps it current)"
+                )
+            else:
+                notes.append(
+                    f"{repo}: not in {where}; asking GitHub's search only (`report sync "
+                    f"{repo} --db {index.path}` builds a full local index)"
+                )
             continue
         sync_repo(index, client, repo, notes=notes)
     frame_df = index.frame_df(frame_phrases(query))

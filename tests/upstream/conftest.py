@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,3 +72,50 @@ def example_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Index]:
         )
         assert result.skipped == ()
         yield opened
+
+
+@pytest.fixture
+def known_fix_search(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The duplicate search finds sgl-project/sglang#4388, fixed in v0.5.3 (#4410), while the
+    deployment runs 0.5.2 (no network: `filing.related_issues` is replaced). The fix."""
+    from reporter.app import filing
+    from reporter.upstream.draft import KnownFix
+
+    fix = KnownFix(
+        repo="sgl-project/sglang",
+        number=4388,
+        url="https://github.com/sgl-project/sglang/issues/4388",
+        tag="v0.5.3",
+        change="#4410",
+        deployed="0.5.2",
+        has_fix=False,
+    )
+
+    def related(*_args: Any, found: list[KnownFix] | None = None, **_kw: Any) -> Any:
+        if found is not None:
+            found.append(fix)
+        return (), True
+
+    monkeypatch.setattr(filing, "related_issues", related)
+    return fix
+
+
+_OPEN_CLIENTS: list[Any] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    """Close every client a test made with `client_for` (their sockets would leak into
+    later tests)."""
+    yield
+    while _OPEN_CLIENTS:
+        _OPEN_CLIENTS.pop().close()
+
+
+def client_for(server: GitHubServer, clock: Any, **kwargs: Any) -> Any:
+    """A `GitHubClient` for the local server, closed after the test."""
+    from reporter.upstream.github import GitHubClient
+
+    client = GitHubClient(base_url=server.url, clock=clock, **kwargs)
+    _OPEN_CLIENTS.append(client)
+    return client

@@ -16,7 +16,8 @@ Serves what `reporter.upstream.github` uses:
   and `GET /repos/{o}/{r}/compare/{base}...{head}` (`status` `ahead`, `behind`,
   `identical` or `diverged`, from a linear history given with `add_commits`;
   an unknown ref is a 404);
-* for filing (PyGithub's traffic): `GET /repos/{o}/{r}/issues/{n}`, `POST /repos/{o}/{r}/issues`
+* for filing: `GET /user` (the token user, `reporter-bot`), `creator=` on the issue
+  listing, `GET /repos/{o}/{r}/issues/{n}`, `POST /repos/{o}/{r}/issues`
   (201 with `number`, `html_url`, `url`), `GET|POST /repos/{o}/{r}/issues/{n}/comments`, and
   `GET /repos/{o}/{r}/contents/{path}` (a folder listing, or a file as base64) from `files`.
 
@@ -61,6 +62,19 @@ class Fault:
 
 
 @dataclass(frozen=True)
+class Canned:
+    """One scripted answer (`GitHubServer.answer_with`): `body` is sent as JSON unless it is
+    bytes; `{url}` in a header is the server's URL; `stall` seconds pass before it is sent;
+    `fault` answers with that fault kind instead (`reset`: the socket closed with RST)."""
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    stall: float = 0.0
+    fault: str = ""
+
+
+@dataclass(frozen=True)
 class Seen:
     """One request as the server saw it."""
 
@@ -80,6 +94,7 @@ class GitHubServer:
     comments: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
     files: dict[str, dict[str, str]] = field(default_factory=dict)
     faults: list[Fault] = field(default_factory=list)
+    canned: list[Canned] = field(default_factory=list)
     requests: list[Seen] = field(default_factory=list)
     timelines: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
     pulls: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
@@ -88,6 +103,7 @@ class GitHubServer:
     stall: float = 1.0
     remaining: int = 5000
     _next_id: int = 1000
+    _repeat: bool = False
     _httpd: ThreadingHTTPServer | None = None
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -114,6 +130,22 @@ class GitHubServer:
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
+
+    def answer_with(self, *answers: Canned, repeat: bool = False) -> None:
+        """Answer the next GETs with `answers`, in order, whatever they ask (the last one
+        for ever with `repeat`): the client's own rules tested over a real socket."""
+        with self._lock:
+            self.canned.extend(answers)
+            self._repeat = repeat
+
+    def take_canned(self) -> Canned | None:
+        """The next scripted answer, or None."""
+        with self._lock:
+            if not self.canned:
+                return None
+            if len(self.canned) == 1 and self._repeat:
+                return self.canned[0]
+            return self.canned.pop(0)
 
     def inject(self, *faults: Fault) -> None:
         """Queue faults for the next matching requests."""
@@ -294,10 +326,29 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: the tests read `requests` instead."""
 
     def do_GET(self) -> None:
+        canned = self.app.take_canned()
+        if canned is not None:
+            self._canned(canned)
+            return
         parts = urlsplit(self.path)
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
         fault = self.app.take_fault(self.path)
         self._answer(parts.path, query, fault)
+
+    def _canned(self, answer: Canned) -> None:
+        if answer.stall:
+            time.sleep(answer.stall)
+        if answer.fault:
+            self._fault(Fault(answer.fault))
+            return
+        body = (
+            answer.body
+            if isinstance(answer.body, bytes)
+            else json.dumps([] if answer.body is None else answer.body).encode()
+        )
+        headers = {k: v.replace("{url}", self.app.url) for k, v in answer.headers.items()}
+        with contextlib.suppress(OSError):
+            self._raw(answer.status, body, headers, count=False)
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -355,6 +406,7 @@ class _Handler(BaseHTTPRequestHandler):
         with app._lock:
             item["created_at"] = stamp
             item["labels"] = [{"name": str(n)} for n in document.get("labels") or []]
+            item["user"] = {"login": "reporter-bot"}
         return 201, self._issue_json(item)
 
     def _create_comment(
@@ -374,7 +426,7 @@ class _Handler(BaseHTTPRequestHandler):
         return {
             **item,
             "url": f"{self.app.url}/repos/{repo}/issues/{item['number']}",
-            "user": {"login": "someone"},
+            "user": item.get("user") or {"login": "someone"},
         }
 
     def _log(self, status: int) -> None:
@@ -401,6 +453,10 @@ class _Handler(BaseHTTPRequestHandler):
                 return handled
         if path == "/search/issues":
             return self._search(query)
+        if path == "/user":
+            if "authorization" not in {k.lower() for k in self.headers}:
+                return self._json(401, {"message": "Requires authentication"})
+            return self._json(200, {"login": "reporter-bot"})
         if path == "/rate_limit":
             # As on GitHub: free, and the numbers of the caller (60 without a token).
             authed = "authorization" in {k.lower() for k in self.headers}
@@ -523,6 +579,9 @@ class _Handler(BaseHTTPRequestHandler):
         if repo not in self.app.issues:
             return self._json(404, {"message": "Not Found"})
         items = list(self.app.issues[repo])
+        creator = query.get("creator")
+        if creator:
+            items = [i for i in items if (i.get("user") or {}).get("login") == creator]
         since = query.get("since")
         if since:
             items = [i for i in items if i["updated_at"] >= since]

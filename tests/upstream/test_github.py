@@ -1,12 +1,12 @@
-"""The GitHub client's logic against `httpx.MockTransport`: headers, retries, limits, links."""
+"""The GitHub client's logic against the GitHub-like server on 127.0.0.1 (the one test seam):
+headers, retries, limits, links. Scripted answers (`ghserver.Canned`) say exactly what the
+server sends; the client reads them over a real socket."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-import httpx
 import pytest
 
 from reporter.core.errors import RateLimitError, UpstreamError
@@ -19,56 +19,29 @@ from reporter.upstream.github import (
     host_of,
 )
 
-from .conftest import FakeClock
-
-BASE = "https://api.example.test"
-Handler = Callable[[httpx.Request], httpx.Response]
+from .conftest import FakeClock, client_for
+from .ghserver import Canned, GitHubServer
 
 
-def _client(handler: Handler, clock: FakeClock, **kwargs: object) -> GitHubClient:
-    return GitHubClient(
-        base_url=BASE,
-        transport=httpx.MockTransport(handler),
-        clock=clock,
-        **kwargs,  # type: ignore[arg-type]
-    )
+def _client(server: GitHubServer, clock: FakeClock, **kwargs: Any) -> GitHubClient:
+    client: GitHubClient = client_for(server, clock, **kwargs)
+    return client
 
 
-def _sequence(*responses: httpx.Response | Exception) -> tuple[Handler, list[httpx.Request]]:
-    """A handler answering with `responses` in order (exceptions are raised)."""
-    seen: list[httpx.Request] = []
-    queue = list(responses)
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        answer = queue.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
-
-    return handler, seen
+def _ok(document: Any = None, headers: dict[str, str] | None = None) -> Canned:
+    return Canned(200, [] if document is None else document, headers or {})
 
 
-def _ok(
-    document: list[dict[str, object]] | dict[str, object] | None = None,
-    headers: dict[str, str] | None = None,
-) -> httpx.Response:
-    return httpx.Response(200, json=[] if document is None else document, headers=headers)
-
-
-def test_headers_token_and_listing_parameters(clock: FakeClock) -> None:
-    handler, seen = _sequence(_ok([{"number": 1}], {"ETag": 'W/"a"'}))
-    client = _client(
-        handler,
-        clock,
-        token=Token(value="s3cret", source="GH_ENTERPRISE_TOKEN", host="api.example.test"),
-    )
+def test_headers_token_and_listing_parameters(ghserver: GitHubServer, clock: FakeClock) -> None:
+    ghserver.answer_with(_ok([{"number": 1}], {"ETag": 'W/"a"'}))
+    token = Token(value="s3cret", source="GH_ENTERPRISE_TOKEN", host=host_of(ghserver.url))
+    client = _client(ghserver, clock, token=token)
     (page,) = list(client.list_issues("a/b", since="2025-01-01T00:00:00Z"))
-    request = seen[0]
+    request = ghserver.requests[0]
     assert request.headers["authorization"] == "Bearer s3cret"
     assert request.headers["accept"] == "application/vnd.github+json"
     assert request.headers["x-github-api-version"] == "2022-11-28"
-    assert dict(request.url.params) == {
+    assert request.query == {
         "state": "all",
         "sort": "updated",
         "direction": "asc",
@@ -80,83 +53,87 @@ def test_headers_token_and_listing_parameters(clock: FakeClock) -> None:
     assert page.next_url is None
 
 
-def test_no_token_sends_no_authorization(clock: FakeClock) -> None:
-    handler, seen = _sequence(_ok())
-    list(_client(handler, clock).list_issues("a/b"))
-    assert "authorization" not in seen[0].headers
+def test_no_token_sends_no_authorization(ghserver: GitHubServer, clock: FakeClock) -> None:
+    ghserver.answer_with(_ok())
+    list(_client(ghserver, clock).list_issues("a/b"))
+    assert "authorization" not in ghserver.requests[0].headers
 
 
-def test_pagination_follows_next_links(clock: FakeClock) -> None:
-    link1 = f'<{BASE}/repositories/1/issues?page=2>; rel="next", <{BASE}/repositories/1/issues?page=3>; rel="last"'
-    link2 = f'<{BASE}/repositories/1/issues?page=3>; rel="next", <{BASE}/repositories/1/issues?page=3>; rel="last"'
-    handler, seen = _sequence(
+def test_a_token_for_another_host_is_never_sent(ghserver: GitHubServer, clock: FakeClock) -> None:
+    ghserver.answer_with(_ok())
+    token = Token(value="gho_dotcom", source="GH_TOKEN")  # github.com's, not this server's
+    list(_client(ghserver, clock, token=token).list_issues("a/b"))
+    assert "authorization" not in ghserver.requests[0].headers
+
+
+def test_pagination_follows_next_links(ghserver: GitHubServer, clock: FakeClock) -> None:
+    link1 = '<{url}/repositories/1/issues?page=2>; rel="next", <{url}/repositories/1/issues?page=3>; rel="last"'
+    link2 = '<{url}/repositories/1/issues?page=3>; rel="next", <{url}/repositories/1/issues?page=3>; rel="last"'
+    ghserver.answer_with(
         _ok([{"number": 1}], {"Link": link1}),
         _ok([{"number": 2}], {"Link": link2}),
         _ok([{"number": 3}]),
     )
-    pages = list(_client(handler, clock).list_issues("a/b"))
+    pages = list(_client(ghserver, clock).list_issues("a/b"))
     assert [p.items[0]["number"] for p in pages] == [1, 2, 3]
     assert pages[0].last_page == 3
-    assert str(seen[2].url) == f"{BASE}/repositories/1/issues?page=3"
+    third = ghserver.requests[2]
+    assert (third.path, third.query) == ("/repositories/1/issues", {"page": "3"})
 
 
-def test_etag_is_sent_once_and_304_ends_the_listing(clock: FakeClock) -> None:
-    handler, seen = _sequence(httpx.Response(304, headers={"ETag": 'W/"a"'}))
-    client = _client(handler, clock)
+def test_etag_is_sent_once_and_304_ends_the_listing(
+    ghserver: GitHubServer, clock: FakeClock
+) -> None:
+    ghserver.answer_with(Canned(304, b"", {"ETag": 'W/"a"'}))
+    client = _client(ghserver, clock)
     (page,) = list(client.list_issues("a/b", since="x", etag='W/"a"'))
-    assert seen[0].headers["if-none-match"] == 'W/"a"'
+    assert ghserver.requests[0].headers["if-none-match"] == 'W/"a"'
     assert page.not_modified
     assert client.stats.not_modified == 1
 
 
-def test_a_link_loop_is_an_error(clock: FakeClock) -> None:
-    loop = f'<{BASE}/repos/a/b/issues?page=1>; rel="next"'
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        return _ok([{"number": 1}], {"Link": loop})
-
-    client = _client(handler, clock)
+def test_a_link_loop_is_an_error(ghserver: GitHubServer, clock: FakeClock) -> None:
+    loop = '<{url}/repos/a/b/issues?page=1>; rel="next"'
+    ghserver.answer_with(_ok([{"number": 1}], {"Link": loop}), repeat=True)
+    client = _client(ghserver, clock)
     with pytest.raises(UpstreamError, match="points back"):
         list(client.list_issues("a/b"))
     assert client.stats.requests == 2
 
 
-def test_a_next_link_to_another_host_is_refused(clock: FakeClock) -> None:
-    handler, _ = _sequence(_ok(None, {"Link": '<https://evil.test/x?page=2>; rel="next"'}))
+def test_a_next_link_to_another_host_is_refused(ghserver: GitHubServer, clock: FakeClock) -> None:
+    ghserver.answer_with(_ok(None, {"Link": '<https://evil.test/x?page=2>; rel="next"'}))
     with pytest.raises(UpstreamError, match="another host"):
-        list(_client(handler, clock).list_issues("a/b"))
+        list(_client(ghserver, clock).list_issues("a/b"))
 
 
-def test_5xx_is_retried_with_backoff_then_succeeds(clock: FakeClock) -> None:
-    handler, seen = _sequence(httpx.Response(502), httpx.Response(503), _ok([{"number": 1}]))
-    client = _client(handler, clock)
+def test_5xx_is_retried_with_backoff_then_succeeds(
+    ghserver: GitHubServer, clock: FakeClock
+) -> None:
+    ghserver.answer_with(Canned(502), Canned(503), _ok([{"number": 1}]))
+    client = _client(ghserver, clock)
     (page,) = list(client.list_issues("a/b"))
     assert page.items
     assert clock.sleeps == [1.0, 2.0]
     assert client.stats.retries == 2
-    assert len(seen) == 3
+    assert len(ghserver.requests) == 3
 
 
 @pytest.mark.parametrize(
     "failure",
     [
-        httpx.Response(500),
-        httpx.ReadTimeout("slow"),
-        httpx.ConnectError("refused"),
-        httpx.RemoteProtocolError("reset"),
-        httpx.Response(200, content=b"{broken"),
+        Canned(500),
+        Canned(stall=0.6),
+        Canned(fault="reset"),
+        Canned(200, b"{broken"),
     ],
-    ids=["500", "timeout", "connect", "reset", "malformed-json"],
+    ids=["500", "timeout", "reset", "malformed-json"],
 )
 def test_bounded_retries_then_a_clear_error(
-    clock: FakeClock, failure: httpx.Response | Exception
+    ghserver: GitHubServer, clock: FakeClock, failure: Canned
 ) -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        if isinstance(failure, Exception):
-            raise failure
-        return failure
-
-    client = _client(handler, clock, retry=RetryPolicy(attempts=3, backoff=0.5))
+    ghserver.answer_with(failure, repeat=True)
+    client = _client(ghserver, clock, retry=RetryPolicy(attempts=3, backoff=0.5), timeout=0.3)
     with pytest.raises(UpstreamError, match="gave up after 3 attempts") as caught:
         list(client.list_issues("a/b"))
     assert client.stats.requests == 3
@@ -164,88 +141,104 @@ def test_bounded_retries_then_a_clear_error(
     assert "--offline" in caught.value.tip
 
 
-def test_429_waits_for_retry_after(clock: FakeClock) -> None:
-    handler, _ = _sequence(httpx.Response(429, headers={"Retry-After": "7"}), _ok([{"number": 1}]))
-    list(_client(handler, clock).list_issues("a/b"))
+def test_a_refused_connection_is_retried_then_a_clear_error(clock: FakeClock) -> None:
+    # Port 1 on the loopback: refused at once, nothing leaves the machine.
+    client = GitHubClient(
+        base_url="http://127.0.0.1:1", clock=clock, retry=RetryPolicy(attempts=3, backoff=0.5)
+    )
+    with client, pytest.raises(UpstreamError, match="gave up after 3 attempts"):
+        list(client.list_issues("a/b"))
+    assert clock.sleeps == [0.5, 1.0]
+
+
+def test_429_waits_for_retry_after(ghserver: GitHubServer, clock: FakeClock) -> None:
+    ghserver.answer_with(Canned(429, {}, {"Retry-After": "7"}), _ok([{"number": 1}]))
+    list(_client(ghserver, clock).list_issues("a/b"))
     assert clock.sleeps == [7.0]
 
 
-def test_primary_rate_limit_waits_until_reset(clock: FakeClock) -> None:
+def test_primary_rate_limit_waits_until_reset(ghserver: GitHubServer, clock: FakeClock) -> None:
     reset = int(clock.now()) + 20
-    limited = httpx.Response(
+    limited = Canned(
         403,
-        json={"message": "API rate limit exceeded"},
-        headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset)},
+        {"message": "API rate limit exceeded"},
+        {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset)},
     )
-    handler, _ = _sequence(limited, _ok())
-    client = _client(handler, clock)
+    ghserver.answer_with(limited, _ok())
+    client = _client(ghserver, clock)
     list(client.list_issues("a/b"))
     assert clock.sleeps == [21.0]
     assert client.stats.waited == 21.0
 
 
-def test_a_rate_limit_longer_than_the_allowed_wait_is_an_error(clock: FakeClock) -> None:
+def test_a_rate_limit_longer_than_the_allowed_wait_is_an_error(
+    ghserver: GitHubServer, clock: FakeClock
+) -> None:
     reset = int(clock.now()) + 3000
-    limited = httpx.Response(
+    limited = Canned(
         403,
-        json={"message": "API rate limit exceeded"},
-        headers={
+        {"message": "API rate limit exceeded"},
+        {
             "X-RateLimit-Remaining": "0",
             "X-RateLimit-Reset": str(reset),
             "X-RateLimit-Resource": "core",
         },
     )
-    handler, seen = _sequence(limited)
+    ghserver.answer_with(limited)
     with pytest.raises(RateLimitError, match="resets at") as caught:
-        list(_client(handler, clock).list_issues("a/b"))
+        list(_client(ghserver, clock).list_issues("a/b"))
     assert clock.sleeps == []
-    assert len(seen) == 1
-    # api.example.test is not github.com: the tip names the Enterprise variables.
+    assert len(ghserver.requests) == 1
+    # 127.0.0.1 is not github.com: the tip names the Enterprise variables.
     assert "GH_ENTERPRISE_TOKEN" in caught.value.tip
 
 
-def test_secondary_limit_without_headers_backs_off_from_60s(clock: FakeClock) -> None:
-    secondary = httpx.Response(403, json={"message": "You have exceeded a secondary rate limit"})
-    handler, _ = _sequence(secondary, secondary, _ok())
-    client = _client(handler, clock, retry=RetryPolicy(max_wait=200))
+def test_secondary_limit_without_headers_backs_off_from_60s(
+    ghserver: GitHubServer, clock: FakeClock
+) -> None:
+    secondary = Canned(403, {"message": "You have exceeded a secondary rate limit"})
+    ghserver.answer_with(secondary, secondary, _ok())
+    client = _client(ghserver, clock, retry=RetryPolicy(max_wait=200))
     list(client.list_issues("a/b"))
     assert clock.sleeps == [60.0, 120.0]
 
 
-def test_a_plain_403_is_not_retried(clock: FakeClock) -> None:
-    handler, seen = _sequence(httpx.Response(403, json={"message": "Resource not accessible"}))
+def test_a_plain_403_is_not_retried(ghserver: GitHubServer, clock: FakeClock) -> None:
+    ghserver.answer_with(Canned(403, {"message": "Resource not accessible"}))
     with pytest.raises(UpstreamError, match="403: Resource not accessible"):
-        list(_client(handler, clock).list_issues("a/b"))
-    assert len(seen) == 1
+        list(_client(ghserver, clock).list_issues("a/b"))
+    assert len(ghserver.requests) == 1
 
 
 @pytest.mark.parametrize(
     ("status", "tip"), [(401, "gh auth login"), (404, "repository name"), (422, "simpler")]
 )
-def test_client_errors_say_what_to_do(clock: FakeClock, status: int, tip: str) -> None:
-    handler, _ = _sequence(httpx.Response(status, json={"message": "nope"}))
+def test_client_errors_say_what_to_do(
+    ghserver: GitHubServer, clock: FakeClock, status: int, tip: str
+) -> None:
+    ghserver.answer_with(Canned(status, {"message": "nope"}))
     with pytest.raises(UpstreamError) as caught:
-        _client(handler, clock).search_issues("x")
+        _client(ghserver, clock).search_issues("x")
     assert tip in caught.value.tip
 
 
-def test_search_parameters_and_result(clock: FakeClock) -> None:
+def test_search_parameters_and_result(ghserver: GitHubServer, clock: FakeClock) -> None:
     body = {"total_count": 1, "incomplete_results": True, "items": [{"number": 4}]}
-    handler, seen = _sequence(_ok(body, {"Deprecation": "true"}))
-    client = _client(handler, clock)
+    ghserver.answer_with(_ok(body, {"Deprecation": "true"}))
+    client = _client(ghserver, clock)
     result = client.search_issues('"check_hicache_events" repo:a/b is:issue')
-    params = dict(seen[0].url.params)
+    params = ghserver.requests[0].query
     assert params["q"] == '"check_hicache_events" repo:a/b is:issue'
     assert params["advanced_search"] == "true"
     assert (result.total_count, result.incomplete, result.items) == (1, True, ({"number": 4},))
     assert client.notices and "deprecation" in client.notices[0]
 
 
-def test_rate_headers_are_recorded(clock: FakeClock) -> None:
-    handler, _ = _sequence(
+def test_rate_headers_are_recorded(ghserver: GitHubServer, clock: FakeClock) -> None:
+    ghserver.answer_with(
         _ok(None, {"X-RateLimit-Remaining": "42", "X-RateLimit-Reset": "1700000000"})
     )
-    client = _client(handler, clock)
+    client = _client(ghserver, clock)
     list(client.list_issues("a/b"))
     assert (client.stats.rate_remaining, client.stats.rate_reset) == (42, 1700000000)
 
@@ -253,22 +246,22 @@ def test_rate_headers_are_recorded(clock: FakeClock) -> None:
 @pytest.mark.parametrize(
     ("header", "pages", "last"),
     [
-        ('<{base}/x?page=2>; rel="next", <{base}/x?page=9>; rel="last"', 2, 9),
-        ('<{base}/x?page=2>;rel=next;type="json"', 2, None),
+        ('<{url}/x?page=2>; rel="next", <{url}/x?page=9>; rel="last"', 2, 9),
+        ('<{url}/x?page=2>;rel=next;type="json"', 2, None),
         ("", 1, None),
         ("garbage, <no-rel>", 1, None),
     ],
 )
 def test_link_headers_drive_pagination(
-    clock: FakeClock, header: str, pages: int, last: int | None
+    ghserver: GitHubServer, clock: FakeClock, header: str, pages: int, last: int | None
 ) -> None:
     # The Link header is read by httpx (`Response.links`); a malformed one ends the listing.
-    handler, seen = _sequence(
-        httpx.Response(200, json=[{"number": 1}], headers={"link": header.format(base=BASE)}),
-        httpx.Response(200, json=[{"number": 2}]),
+    ghserver.answer_with(
+        Canned(200, [{"number": 1}], {"Link": header} if header else {}),
+        Canned(200, [{"number": 2}]),
     )
-    got = list(_client(handler, clock).list_issues("a/b"))
-    assert len(got) == len(seen) == pages
+    got = list(_client(ghserver, clock).list_issues("a/b"))
+    assert len(got) == len(ghserver.requests) == pages
     assert got[0].last_page == last
 
 
@@ -323,7 +316,7 @@ def test_gh_hosts_path_order(tmp_path: Path) -> None:
     assert host_of("https://api.github.com") == "github.com"
 
 
-def test_json_bodies_are_parsed_only_on_success(clock: FakeClock) -> None:
-    handler, _ = _sequence(httpx.Response(200, content=json.dumps({"items": "nope"}).encode()))
+def test_json_bodies_are_parsed_only_on_success(ghserver: GitHubServer, clock: FakeClock) -> None:
+    ghserver.answer_with(Canned(200, {"items": "nope"}))
     with pytest.raises(UpstreamError, match="no `items` list"):
-        _client(handler, clock).search_issues("x")
+        _client(ghserver, clock).search_issues("x")

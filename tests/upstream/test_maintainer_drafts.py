@@ -17,7 +17,7 @@ from reporter.model import Bundle
 from reporter.render import lint
 from reporter.upstream import draft as drafting
 from reporter.upstream.draft import DraftInputs, KnownFix, build_draft
-from reporter.upstream.forms import generic_form
+from reporter.upstream.forms import IssueForm, generic_form
 from reporter.upstream.index import Index
 from reporter.upstream.publish import Action
 from reporter.upstream.records import Fix, IssueRecord
@@ -65,15 +65,38 @@ def test_environment_variables_most_relevant_first(full: tuple[Bundle, Analysis]
     assert first_other >= 10
 
 
-def test_reproduction_is_the_manifests_never_the_command_line(
+def test_reproduction_is_the_launchers_command_line_from_the_evidence(
     full: tuple[Bundle, Analysis],
 ) -> None:
     body = build_draft(_inputs(full)).body
     reproduction = body.split("### Reproduction", 1)[1].split("### Environment", 1)[0]
-    assert "capture.py tp_desync" in reproduction  # the manifest's `reproduction`
-    assert "serve.py" not in reproduction and "/work/" not in body
+    # The server's own command, its paths masked and its per-run port and host left out;
+    # never the test harness the incident notes name.
+    assert "serve.py --model-path <path>/Qwen3-8B --tp 4 --mem-fraction-static 0.8" in reproduction
+    assert "--port" not in reproduction and "--host" not in reproduction
+    assert "capture.py tp_desync" not in body and "/work/" not in body
+    assert "- Model: Qwen3-8B" in reproduction and "- Parallelism: TP=4" in reproduction
+    # The trigger: the timeline's last event before the onset.
+    assert "Last event before the hang: fixture control: the server was told to wedge" in (
+        reproduction
+    )
     environment = body.split("### Environment", 1)[1]
-    assert "serve.py --model-path" in environment  # the server's command, by file name
+    assert "serve.py --model-path" not in environment  # said once, in the reproduction
+
+
+def test_the_body_opens_with_one_plain_sentence_and_says_each_stack_once(
+    full: tuple[Bundle, Analysis],
+) -> None:
+    body = build_draft(_inputs(full), budget=drafting.BODY_BUDGET).body
+    description = body.split("### Describe the bug\n\n", 1)[1]
+    first = description.split("\n", 1)[0]
+    assert first.startswith("SGLang (TP=4) serving Qwen3-8B hangs: TP0-1 wait in all\\_reduce")
+    for jargon in ("Verdict", "collective-desync", "Hang signature", "Merged stack tree"):
+        assert jargon not in body, jargon
+    # Each side of the split once as a stack; the raw dumps in one collapsed block.
+    assert body.count("\nHiRadixCache.writing_check (tp_desync.py:66)\n") == 1
+    assert body.count("<details><summary>Raw py-spy dumps") == 1
+    assert "/root/.pyenv" not in body and "Python v3.11.7 (python3.11)" in body
 
 
 def test_a_deployment_on_the_fixed_release_says_regression(
@@ -111,32 +134,20 @@ class _NoIssues:
 
 
 def test_a_known_fix_in_a_newer_release_blocks_filing_until_forced(
-    full: tuple[Bundle, Analysis], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    full: tuple[Bundle, Analysis], tmp_path: Path, known_fix_search: KnownFix
 ) -> None:
-    fix = KnownFix(
-        repo="sgl-project/sglang",
-        number=4388,
-        url="https://github.com/sgl-project/sglang/issues/4388",
-        tag="v0.5.3",
-        change="#4410",
-        deployed="0.5.2",
-        has_fix=False,
-    )
-
-    def related(*_args: Any, found: list[KnownFix] | None = None, **_kw: Any) -> Any:
-        # The duplicate search found `fix` (no network: this test stays on the machine).
-        if found is not None:
-            found.append(fix)
-        return (), True
-
-    monkeypatch.setattr(filing, "related_issues", related)
     bundle, analysis = full
     bundle = replace(bundle, root="")
     source = filing.DraftSource(
         bundle=bundle, analysis=analysis, repo="sgl-project/sglang", forms_dir=FORMS
     )
     access = GitHubAccess(env={"GH_TOKEN": "t"}, cache_dir=tmp_path)
-    result = filing.file_upstream(source, access=access, tracker=_NoIssues())  # type: ignore[arg-type]
+    result = filing.file_upstream(
+        source,
+        access=access,
+        tracker=_NoIssues(),  # type: ignore[arg-type]
+        reports=tmp_path / "reports",
+    )
     refusal = [r for r in result.plan.refusals if "upgrade" in r]
     assert refusal == [
         "sgl-project/sglang#4388 is a likely duplicate fixed in v0.5.3 (#4410); this "
@@ -147,6 +158,7 @@ def test_a_known_fix_in_a_newer_release_blocks_filing_until_forced(
         access=access,
         tracker=_NoIssues(),  # type: ignore[arg-type]
         force_new=True,
+        reports=tmp_path / "reports",
     )
     assert forced.plan.action is Action.NEW_ISSUE
     assert not any("upgrade" in r for r in forced.plan.refusals)
@@ -238,3 +250,52 @@ def test_indexes_and_form_caches_are_kept_per_host(tmp_path: Path) -> None:
     a = filing.forms_cache_dir("acme/serve", tmp_path, "github.com")
     b = filing.forms_cache_dir("acme/serve", tmp_path, "ghe.corp.example")
     assert a != b and a.name == b.name == "acme+serve"
+
+
+PD_DECODE = ROOT / "fixtures" / "engine_cli" / "pd_decode"
+
+
+def _form(folder: Path) -> IssueForm:
+    from reporter.upstream.forms import parse_forms, pick_bug_form
+
+    form = pick_bug_form(parse_forms(filing.read_forms_dir(folder))[0])
+    assert form is not None
+    return form
+
+
+VLLM_PP = ROOT / "fixtures" / "engine_cli" / "vllm_pp_cli"
+
+
+def test_a_pd_decode_capture_is_told_in_sglangs_words() -> None:
+    # A real capture (fixtures/scenarios/capture_engine_cli.py): the launcher's command
+    # line is in the evidence, the scheduler processes carry only their titles.
+    bundle, analysis = app.load_and_analyze([PD_DECODE], app.Options())
+    form = _form(FORMS)
+    made = build_draft(
+        DraftInputs(bundle=bundle, analysis=analysis, repo="sgl-project/sglang", form=form)
+    )
+    assert made.title == (
+        "[Bug] SGLang PD decode (TP=2) hangs: TP0 in all_reduce while TP1 idles in on_idle"
+    )
+    assert len(made.title) < 100
+    for noise in ("PID", "pid", "--port", "vm", "/work/", "/root/"):
+        assert noise not in made.title, noise
+    description = made.body.split("### Describe the bug\n\n", 1)[1]
+    assert description.startswith(
+        "SGLang PD decode (TP=2) serving Qwen/Qwen3-0.6B hangs: TP0 waits in all\\_reduce "
+        "(called from check\\_hicache\\_events) while TP1 idles in on\\_idle"
+    )
+    reproduction = made.body.split("### Reproduction", 1)[1].split("### ", 1)[0]
+    assert "--disaggregation-mode decode --tp-size 2" in reproduction
+    assert "--api-key <redacted>" in reproduction and "sk-local" not in made.body
+    assert "- Mode: PD decode" in reproduction and "- Parallelism: TP=2" in reproduction
+    assert "/work/" not in made.body and "/root/" not in made.body
+
+
+def test_a_pipeline_deadlock_title_drops_detail_before_it_is_cut() -> None:
+    bundle, analysis = app.load_and_analyze([VLLM_PP], app.Options())
+    form = _form(ROOT / "fixtures" / "forms" / "vllm")
+    made = build_draft(
+        DraftInputs(bundle=bundle, analysis=analysis, repo="vllm-project/vllm", form=form)
+    )
+    assert made.title == "[Bug]: vLLM (TP=2, PP=2) hangs: every stage waits in recv, none sends"

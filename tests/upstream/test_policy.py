@@ -1,17 +1,17 @@
 """The one GitHub policy: backoff with jitter, rate-limit reading, capped waits, error tips,
-for both the httpx reads and the PyGithub writes."""
+for the client's reads and filing's writes alike."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
-from github import GithubException, RateLimitExceededException
 from hypothesis import given
 from hypothesis import strategies as st
 
 from reporter.core.errors import RateLimitError, UpstreamError
-from reporter.upstream.filing import AmbiguousError, PyGithubTracker, RateLimitedError
+from reporter.upstream.filing import AmbiguousError, HttpTracker, RateLimitedError
 from reporter.upstream.policy import (
     MAX_RATE_JITTER,
     RateLimitReading,
@@ -23,6 +23,7 @@ from reporter.upstream.policy import (
 from reporter.upstream.publish import call_with_retries
 
 from .conftest import FakeClock
+from .ghserver import Fault, GitHubServer
 
 NOW = 1_750_000_000.0
 
@@ -241,48 +242,86 @@ def test_a_reset_centuries_away_is_said_not_overflowed() -> None:
     )
 
 
-# --- PyGithub's exceptions go through the same reading and mapping ---------------------
+# --- filing's calls read limits and errors as the reads do (one client, one server) -------
 
 
-def _tracker() -> PyGithubTracker:
-    # Lazy: nothing is sent until an action calls GitHub, and these actions only raise.
-    return PyGithubTracker(base_url="http://127.0.0.1:9", token=None, pace=False, now=lambda: NOW)
+_OPEN: list[HttpTracker] = []
 
 
-def _raise(err: Exception) -> Callable[[], None]:
-    def action() -> None:
-        raise err
+@pytest.fixture(autouse=True)
+def _close_trackers() -> Iterator[None]:
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
 
-    return action
+
+def _tracker(server: GitHubServer, **options: Any) -> HttpTracker:
+    tracker = HttpTracker(base_url=server.url, token="t0k", pace=False, **options)
+    _OPEN.append(tracker)
+    return tracker
 
 
-def test_pygithub_primary_limit_is_read_like_the_reads() -> None:
-    err = RateLimitExceededException(
-        403,
-        {"message": "API rate limit exceeded"},
-        {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(NOW) + 40)},
-    )
+def test_a_primary_limit_on_a_write_is_read_like_the_reads(ghserver: GitHubServer) -> None:
+    ghserver.add_issue("a/b", 1)
+    ghserver.inject(Fault("rate-limit", method="POST", reset_in=40))
     with pytest.raises(RateLimitedError) as caught:
-        _tracker()._call("POST a/b issue", _raise(err))
-    assert caught.value.wait == 41.0
+        _tracker(ghserver).create_issue("a/b", title="t", body="b", labels=())
+    assert 38 <= caught.value.wait <= 42
+    assert [i["number"] for i in ghserver.issues["a/b"]] == [1], "refused: nothing stored"
 
 
-def test_pygithub_secondary_limits_double_per_tracker() -> None:
-    tracker = _tracker()
-    waits = []
-    for _ in range(2):
-        err = GithubException(403, {"message": "You have exceeded a secondary rate limit"}, {})
-        with pytest.raises(RateLimitedError) as caught:
-            tracker._call("POST a/b issue", _raise(err))
-        waits.append(caught.value.wait)
-    assert waits == [60.0, 120.0]
+def test_secondary_limits_wait_what_github_says(ghserver: GitHubServer) -> None:
+    ghserver.add_issue("a/b", 1)
+    ghserver.inject(Fault("secondary", method="POST", retry_after=7))
+    with pytest.raises(RateLimitedError) as caught:
+        _tracker(ghserver).create_comment("a/b", 1, "hello")
+    assert caught.value.wait == 7.0
 
 
-def test_pygithub_refusals_and_server_errors() -> None:
-    tracker = _tracker()
+def test_refusals_server_errors_and_unreadable_answers(ghserver: GitHubServer) -> None:
+    tracker = _tracker(ghserver)
+    ghserver.add_issue("a/b", 1)
     with pytest.raises(UpstreamError) as caught:
-        tracker._call("POST a/b issue", _raise(GithubException(403, {"message": "Forbidden"}, {})))
-    assert caught.value.message == "POST a/b issue: GitHub answered 403: Forbidden"
-    assert "issues: write" in caught.value.tip
+        tracker.issue("a/b", 99)
+    assert caught.value.message.startswith("GET a/b#99: GitHub answered 404")
+    ghserver.inject(Fault("502", method="POST"))
     with pytest.raises(AmbiguousError):
-        tracker._call("POST a/b issue", _raise(GithubException(502, {"message": "Bad"}, {})))
+        tracker.create_comment("a/b", 1, "x")
+    ghserver.inject(Fault("malformed", match="/issues/1"))
+    with pytest.raises(AmbiguousError):
+        tracker.issue("a/b", 1)
+
+
+def test_a_write_that_stalls_after_it_landed_is_ambiguous_within_the_deadline(
+    ghserver: GitHubServer,
+) -> None:
+    from reporter.upstream.github import GitHubClient
+
+    ghserver.issues["a/b"] = []
+    ghserver.stall = 3.0
+    ghserver.inject(Fault("timeout", method="POST"))
+    client = GitHubClient(base_url=ghserver.url, timeout=0.5, deadline=1.0)
+    tracker = _tracker(ghserver, client=client)
+    with pytest.raises(AmbiguousError):
+        tracker.create_issue("a/b", title="t", body="b", labels=())
+    # It did land: filing looks for its marker before sending again (publish.send).
+    assert len(ghserver.issues["a/b"]) == 1
+
+
+def test_the_marker_is_found_among_the_token_users_own_issues(ghserver: GitHubServer) -> None:
+    # 150 newer issues by others push ours out of the newest 100; `creator=` still finds it.
+    ghserver.issues["a/b"] = []
+    ours = _tracker(ghserver).create_issue(
+        "a/b", title="t", body="x\n<!-- reporter-upstream signature=abc bundle=def -->", labels=()
+    )
+    for n in range(2, 152):
+        item = ghserver.add_issue("a/b", n)
+        item["created_at"] = f"2026-01-01T00:{n // 60:02d}:{n % 60:02d}Z"
+    newest = ghserver.issues["a/b"]
+    assert ours.number not in [
+        i["number"] for i in sorted(newest, key=lambda i: i["created_at"])[-100:]
+    ]
+    found = _tracker(ghserver).recent_issues("a/b")
+    assert ours.number in {i.number for i in found}
+    assert any(r.query.get("creator") == "reporter-bot" for r in ghserver.requests)
+    assert any(r.path == "/search/issues" for r in ghserver.requests)

@@ -1,4 +1,4 @@
-"""`report upstream file` against the GitHub-like server on 127.0.0.1 (PyGithub's real traffic).
+"""`report upstream file` against the GitHub-like server on 127.0.0.1 (the client's real traffic).
 
 File a new issue; comment on the canonical issue of a duplicate chain; skip an identical
 comment; a timeout after the POST files once; rate limits wait or stop; TODOs and leaks
@@ -72,6 +72,7 @@ def filer(
             access=GitHubAccess(env=options.pop("env", env), clock=clock),
             pace=False,
             timeout=1,
+            reports=tmp_path / "reports",
             **options,
         )
 
@@ -97,11 +98,13 @@ def test_dry_run_then_file_a_new_issue_once(
     sent = filer(EMPTY, yes=True)
     assert sent.sent and sent.plan.action is Action.NEW_ISSUE
     (post,) = ghserver.posts("/issues")
-    assert post.headers["authorization"] == "token test-token"
+    assert post.headers["authorization"] == "Bearer test-token"
     assert json.loads(post.body) == request.payload(), "exactly what the dry run printed"
     (issue,) = _created(ghserver, EMPTY)
     assert sent.url == issue["html_url"]
-    assert sent.recorded == tmp_path / "bundle" / "upstream.toml"
+    # The record lives beside the reports, never in the evidence folder.
+    assert sent.recorded == tmp_path / "reports" / "upstream-filed.toml"
+    assert not (tmp_path / "bundle" / "upstream.toml").exists()
     assert issue["html_url"] in sent.recorded.read_text(encoding="utf-8")
 
     again = filer(EMPTY, yes=True)
@@ -141,7 +144,7 @@ def test_skip_a_comment_identical_to_one_already_there(
     assert first.plan.action is Action.COMMENT and first.sent
     target = first.plan.target
     assert target is not None
-    (tmp_path / "bundle" / "upstream.toml").unlink()  # only GitHub can tell now
+    (tmp_path / "reports" / "upstream-filed.toml").unlink()  # only GitHub can tell now
     second = filer(SGLANG, yes=True)
     assert second.plan.action is Action.SKIP_COMMENT and not second.sent
     assert second.url == ghserver.comments[(SGLANG, target)][0]["html_url"]
@@ -330,6 +333,7 @@ def test_a_signature_match_alone_never_picks_a_thread_without_stacks(
         access=GitHubAccess(env=env, clock=clock),
         pace=False,
         timeout=1,
+        reports=tmp_path / "reports",
     )
     assert result.plan.action is Action.NEW_ISSUE
     assert any("signature match alone" in r for r in result.plan.reasons)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from reporter.upstream.github import GitHubClient, RetryPolicy, Token
 from reporter.upstream.index import Index
 from reporter.upstream.query import query_from_text
 
-from .conftest import FakeClock
+from .conftest import FakeClock, client_for
 from .ghserver import Fault, GitHubServer
 
 REPO = "sgl-project/sglang"
@@ -37,25 +36,9 @@ def _fill(server: GitHubServer, n: int, repo: str = REPO) -> None:
         )
 
 
-_OPEN: list[GitHubClient] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_clients() -> Iterator[None]:
-    """Close every client a test made (their sockets would leak into later tests)."""
-    yield
-    while _OPEN:
-        _OPEN.pop().close()
-
-
 def _client(server: GitHubServer, clock: FakeClock, **kwargs: object) -> GitHubClient:
-    client = GitHubClient(
-        base_url=server.url,
-        token=Token(value="t0k", source="test", host=host_of(server.url)),
-        clock=clock,
-        **kwargs,  # type: ignore[arg-type]
-    )
-    _OPEN.append(client)
+    token = Token(value="t0k", source="test", host=host_of(server.url))
+    client: GitHubClient = client_for(server, clock, token=token, **kwargs)
     return client
 
 
@@ -252,7 +235,10 @@ def test_online_search_asks_github_and_ranks_locally(
         limit=5,
         access=GitHubAccess(env=env, clock=clock),
     )
-    assert any("never synced" in n for n in outcome.notes)
+    db = tmp_path / "o.sqlite3"
+    assert f"{REPO}: not in the index at {db}; asking GitHub's search only" in "\n".join(
+        outcome.notes
+    )
     assert ghserver.count("/search/issues") >= 1
     assert all(
         r.query["q"].endswith(f"repo:{REPO} is:issue")
@@ -296,3 +282,32 @@ def test_failed_online_search_leaves_no_new_index_behind(
         issues.run_search(query, db=None, online=True, limit=5, access=access)
     assert not access.default_db().exists()
     assert list((tmp_path / "cache").glob("*.sqlite3*")) == []
+
+
+def test_an_imported_index_is_named_not_called_never_synced(
+    ghserver: GitHubServer, tmp_path: Path, clock: FakeClock
+) -> None:
+    from reporter.upstream.index import Index
+    from reporter.upstream.records import IssueRecord
+
+    db = tmp_path / "imported.sqlite3"
+    with Index(db) as index:
+        index.upsert(
+            [
+                IssueRecord(
+                    repo=REPO,
+                    number=5,
+                    title="hang in all_reduce",
+                    body="",
+                    state="open",
+                )
+            ]
+        )
+    query = query_from_text("hang in all_reduce", repos=[REPO])
+    env = {"GITHUB_API_URL": ghserver.url, "GH_ENTERPRISE_TOKEN": "x"}
+    outcome = issues.run_search(
+        query, db=db, online=True, limit=5, access=GitHubAccess(env=env, clock=clock)
+    )
+    text = "\n".join(outcome.notes)
+    assert "never synced" not in text
+    assert f"{REPO}: the index at {db} holds 1 of its issues (imported, not synced)" in text

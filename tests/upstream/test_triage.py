@@ -15,7 +15,7 @@ from reporter.app.issues import GitHubAccess
 from reporter.cli import cli
 from reporter.core.errors import UsageError
 from reporter.upstream import search, triage
-from reporter.upstream.filing import PyGithubTracker
+from reporter.upstream.filing import HttpTracker
 from reporter.upstream.index import Index
 from reporter.upstream.query import query_from_text
 from reporter.upstream.records import IssueRecord
@@ -195,7 +195,7 @@ def test_text_file_triage(db: Path, tmp_path: Path) -> None:
 
 def test_the_comment_is_posted_once(db: Path, ghserver: GitHubServer) -> None:
     ghserver.add_issue(REPO, 200, title="server stuck after running out of GPU memory")
-    tracker = PyGithubTracker(base_url=ghserver.url, token="t0k", pace=False)
+    tracker = HttpTracker(base_url=ghserver.url, token="t0k", pace=False)
     try:
         dry = issues.run_triage(
             f"{REPO}#200",
