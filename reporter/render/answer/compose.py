@@ -22,6 +22,7 @@ from reporter.render.answer.flight import (
     fr_values,
     fr_where,
 )
+from reporter.render.answer.hosts import hosts_line, on_hosts, with_hosts
 from reporter.render.answer.lines import (
     CHANGE,
     CLIENTS,
@@ -29,6 +30,7 @@ from reporter.render.answer.lines import (
     change_words,
     clients_line,
     find_timeouts,
+    fold_unknowns,
     no_wait_line,
     others_line,
     recover_line,
@@ -55,7 +57,7 @@ from reporter.render.answer.records import (
 )
 from reporter.render.answer.scope import Scope, focus
 from reporter.render.answer.series import cite
-from reporter.render.answer.timeouts import captured
+from reporter.render.answer.timeouts import captured, library_default, shown_code_timeouts
 from reporter.render.answer.waits import gone_ranks, ranks_name, waits_for
 
 # Sentences of the analysis's own summary that the summary block already says (the split,
@@ -78,6 +80,9 @@ _SAID_IN_BLOCK = tuple(
         r"^Inconclusive: ",
         r"^(Ranks?|PIDs?|Process(es)?) \S+ (is|are) missing from the evidence\.$",
         r"^\d+ dumps? failed\.?$",
+        # The "Hosts" line (hosts.hosts_line) gives these.
+        r"^Not captured: ",
+        r"^The ranks on th(at host are|ose hosts are) not in this analysis",
         r"^Flight Recorder \([^)]*\): (first mismatch|no mismatch)",
         r"^Capture py-spy dumps of every rank while it lasts",
         # The "Why it does not answer" line (states.condition_line) gives these.
@@ -102,8 +107,11 @@ def build(
     """
     scope = focus(analysis)
     inner = scope.analysis
-    edges = waits_for(inner)
-    timeouts = find_timeouts(bundle)
+    edges = with_hosts(inner, waits_for(inner))
+    timeouts = (*find_timeouts(bundle), *shown_code_timeouts(inner))
+    if not any(t.kind == "set" for t in timeouts):
+        default = library_default(bundle, inner)
+        timeouts = (*timeouts, default) if default is not None else timeouts
     fr = analysis.flight_recorder
     mismatch = fr_mismatch(analysis)
     lines: list[SummaryLine]
@@ -126,6 +134,9 @@ def build(
     others = others_line(scope, analysis)
     if others is not None:
         lines.insert(1, others)
+    hosts = hosts_line(inner)
+    if hosts is not None:
+        lines.insert(1, hosts)
     lines.extend(
         (
             since_line(bundle, inner),
@@ -139,6 +150,8 @@ def build(
     steps = nextsteps.suggest(nextsteps.default_rules(), facts)
     factors, actions = _suggestions(bundle, inner, edges, steps, timeouts)
     no_stack_wedge = not analysis.classes and analysis.wedge is not None and analysis.wedge.found
+    impact = _impact(bundle, analysis, lines)
+    lines = fold_unknowns(lines)
     return Answer(
         title=title,
         verdict_label="wedged (metrics only)" if no_stack_wedge else analysis.verdict.value,
@@ -146,7 +159,7 @@ def build(
         lines=tuple(lines),
         steps=steps,
         factors=factors,
-        impact=_impact(bundle, analysis, lines),
+        impact=impact,
         actions=actions,
         edges=edges,
         timeouts=timeouts,
@@ -188,7 +201,9 @@ def _facts(
         if edge
         else next(iter(sorted(c for c in collectives if c)), ""),
         "gone": ranks_name(gone, analysis.rank_unit) if gone else states.gone_unranked(analysis),
-        "missing": ranks_name(missing, analysis.rank_unit) if missing else "",
+        "missing": ranks_name(missing, analysis.rank_unit) + on_hosts(analysis, missing)
+        if missing
+        else "",
         "key": change.key if change else "",
         "before": short_value(change.before) if change else "",
         "after": short_value(change.after) if change else "",

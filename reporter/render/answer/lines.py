@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from reporter.analysis.ranksets import format_pids
+from reporter.analysis.ranksets import format_pids, format_ranks
 from reporter.analysis.result import Analysis, Verdict
 from reporter.core.text import plural
 from reporter.core.times import clock
 from reporter.model import Bundle, EventKind, Location, TimelineEvent
+from reporter.render.answer.hosts import host_of_units, multi_host
 from reporter.render.answer.records import (
     SeenBefore,
     SeenReport,
@@ -46,7 +47,16 @@ CLIENTS = "Clients affected"
 CHANGE = "Top change since the last good run"
 SEEN = "Seen before"
 OTHERS = "Other instances"
+UNKNOWN = "Not known"
 TOPICS = (WHAT, WHO, SINCE, RECOVERS, CLIENTS, CHANGE, SEEN)
+# Topics whose "Not known" lines fold into one (`fold_unknowns`): each with its short name
+# and the capture that would tell.
+FOLDABLE = {
+    SINCE: ("since", "a metric history (`query_range`)"),
+    CLIENTS: ("clients", "client dumps (`/debug/pprof/goroutine?debug=2`)"),
+    CHANGE: ("top change", "a last good run (`--baseline DIR`)"),
+    SEEN: ("seen before", "earlier reports (`--reports DIR`)"),
+}
 
 _RESTART = re.compile(r"\b(restart\w*|deploy\w*|roll(ed)?[ -]?out|upgrad\w*|started)\b", re.I)
 
@@ -55,6 +65,22 @@ _KIND_WORDS = {"env": "env var", "flag": "server option", "package": "package"}
 # Go clients waiting this long for the server are a symptom on their own: an LLM request
 # may stream for minutes, but not for this long (the bucket's longest wait, from the dump).
 CLIENT_STUCK_MINUTES = 5
+
+
+def fold_unknowns(lines: Sequence[SummaryLine]) -> list[SummaryLine]:
+    """The lines with two or more "Not known" side topics (`FOLDABLE`) folded into one, in
+    the place of the first: `Not known: since, clients, seen before — a metric history
+    (`query_range`), client dumps (...), earlier reports (...) would tell.` A topic whose
+    line says something (a source, or not "Not known") keeps its own line."""
+    unknown = [
+        line for line in lines if line.topic in FOLDABLE and line.text.startswith("Not known")
+    ]
+    if len(unknown) < 2:
+        return list(lines)
+    names = ", ".join(FOLDABLE[line.topic][0] for line in unknown)
+    hints = ", ".join(FOLDABLE[line.topic][1] for line in unknown)
+    folded = SummaryLine(topic=UNKNOWN, text=f"{names} — {hints} would tell.", sources=())
+    return [*(line for line in lines if line not in unknown), folded]
 
 
 def restart_before(events: Sequence[TimelineEvent], onset: datetime) -> TimelineEvent | None:
@@ -275,11 +301,23 @@ def stack_title(analysis: Analysis, edges: Sequence[WaitEdge], scope: Scope | No
     collectives = sorted({c.collective for c in analysis.classes if c.collective})
     what = f" in {', '.join(collectives)}" if collectives else ""
     if analysis.verdict is Verdict.ALL_STUCK:
-        return f"{where}All {_units(analysis, n)} stuck{what}"
+        return f"{where}{_all_of(analysis, n)} stuck{what}"
     return (
         f"{where}Inconclusive: {_units(analysis, n)}{what}, "
         f"{plural(analysis.snapshots, 'snapshot')}"
     )
+
+
+def _all_of(analysis: Analysis, n: int) -> str:
+    """`All 4 ranks`, or `2 of 4 ranks` when some ranks are missing, gone or on a host
+    not captured: "all" is never said of a set that is partly not in the evidence."""
+    absent = set(analysis.missing_ranks) | {f.rank for f in analysis.failed if f.rank is not None}
+    lost = any(r.missing for r in analysis.hosts)
+    if absent:
+        return f"{n} of {_units(analysis, n + len(absent))}"
+    if lost:
+        return f"{_units(analysis, n)} captured, all"
+    return f"All {_units(analysis, n)}"
 
 
 def _absent(analysis: Analysis) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -353,7 +391,7 @@ def what_line(
         extra = "" if edges else _absent_text(analysis)
         return SummaryLine(
             topic=WHAT,
-            text=f"All {_units(analysis, n)}{where} stuck, unchanged across {basis}"
+            text=f"{_all_of(analysis, n)}{where} stuck, unchanged across {basis}"
             + (f"; {extra}" if extra else "")
             + ".",
             sources=sources,
@@ -621,10 +659,22 @@ def since_line(bundle: Bundle, analysis: Analysis) -> SummaryLine:
 
 
 def timeout_text(timeout: Timeout) -> str:
-    """`` `NCCL_TIMEOUT=1800` ``, or the Flight Recorder's timeout with its length."""
+    """`` `NCCL_TIMEOUT=1800` ``, `` `init_process_group(timeout=) at x.py:12` = `timedelta(seconds=900)` (15 min) ``,
+    the Flight Recorder's timeout, gloo's default, or the log line of one that fired."""
+    length = f" ({gap_text(timeout.seconds)})" if timeout.seconds else ""
+    if timeout.kind == "fired":
+        quoted = timeout.name if timeout.name.startswith("NCCL watchdog") else f"`{timeout.name}`"
+        return f"{quoted}{length}" + (f" at {timeout.at}" if timeout.at else "")
+    if timeout.kind == "default":
+        if timeout.seconds is None:
+            return f"{timeout.name} ({timeout.value})"
+        return f"{timeout.name} of {timeout.value}"
     if timeout.name == "timeout_ms" and timeout.value.isdigit():
-        return f"the Flight Recorder's collective timeout (`timeout_ms={timeout.value}`, {gap_text(int(timeout.value) / 1000)})"
-    return f"`{timeout.name}={timeout.value}`"
+        return f"the Flight Recorder's collective timeout (`timeout_ms={timeout.value}`{length.replace(' (', ', ').rstrip(')')})"
+    call, at, where = timeout.name.partition(" at ")
+    if at:
+        return f"`{call.replace('=)', '=' + timeout.value + ')')}` at {where}{length}"
+    return f"`{timeout.name}={timeout.value}`{length}"
 
 
 def recover_line(
@@ -632,14 +682,19 @@ def recover_line(
     analysis: Analysis,
     timeouts: Sequence[Timeout],
 ) -> SummaryLine:
-    """Whether something ends the wait: a timeout found, none where one was looked for, or not known."""
+    """Whether something ends the wait: a timeout that fired, one set, the library's
+    default, none where one was looked for, or not known (and what would tell)."""
     stuck = analysis.verdict in (
         Verdict.COLLECTIVE_DESYNC,
         Verdict.ALL_STUCK,
         Verdict.P2P_DEADLOCK,
     ) or (analysis.wedge is not None and analysis.wedge.episode is not None)
-    named = ", ".join(timeout_text(t) for t in timeouts[:3])
-    sources = tuple(dict.fromkeys(t.source for t in timeouts[:3]))
+    went_off = [t for t in timeouts if t.kind == "fired"]
+    set_here = [t for t in timeouts if t.kind == "set"]
+    default = [t for t in timeouts if t.kind == "default"]
+    shown = (went_off or set_here or default)[:3]
+    named = ", ".join(timeout_text(t) for t in shown)
+    sources = tuple(dict.fromkeys(t.source for t in shown if t.source))
     if analysis.verdict is Verdict.THREAD_DEADLOCK:
         return SummaryLine(
             topic=RECOVERS,
@@ -658,6 +713,18 @@ def recover_line(
             ),
             sources=(),
         )
+    if went_off:
+        gone, _ = gone_ranks(analysis)
+        after = (
+            f"; {ranks_name(gone, analysis.rank_unit)} gone in the later dumps"
+            if gone
+            else "; whether the processes then exited is not in the evidence"
+        )
+        return SummaryLine(
+            topic=RECOVERS,
+            text=f"It already timed out: {named}{after}.",
+            sources=sources,
+        )
     if not stuck:
         if analysis.verdict is Verdict.PROGRESSING:
             what = "Nothing shown stuck to recover from"
@@ -665,43 +732,56 @@ def recover_line(
             what = "Not known: nothing here shows whether anything is stuck"
         else:
             what = "Not known: these dumps do not settle whether anything is stuck"
-        if timeouts:
+        if set_here:
             return SummaryLine(
                 topic=RECOVERS, text=f"{what}; configured: {named}.", sources=sources
             )
         return SummaryLine(topic=RECOVERS, text=f"{what}.", sources=())
-    if timeouts:
-        wedge = analysis.wedge
-        so_far = (
-            f"; wedged {wedge.episode.duration:g} s so far"
-            if wedge is not None and wedge.episode is not None
-            else ""
-        )
+    wedge = analysis.wedge
+    so_far = (
+        f"; wedged {wedge.episode.duration:g} s so far"
+        if wedge is not None and wedge.episode is not None
+        else ""
+    )
+    if set_here:
         return SummaryLine(
             topic=RECOVERS,
             text=(
-                f"Only by timing out: {named} should end the wait, the process then exits or "
-                f"raises{so_far}."
+                f"Only by timing out: {named} should end the wait; the ranks then raise or "
+                f"exit{so_far}."
             ),
             sources=sources,
         )
     looked = captured(bundle)
+    where = " or ".join(looked)
+    if default:
+        unset = f"none is set in the {where}" if looked else "no command line or environment"
+        return SummaryLine(
+            topic=RECOVERS,
+            text=(
+                f"Probably, by timing out: {named} ends the wait unless the code passes its own "
+                f"`timeout=` ({unset}; `py-spy dump --locals` of the set-up or the code of "
+                f"`init_process_group` would tell); the ranks then raise{so_far}."
+            ),
+            sources=sources,
+        )
     if not looked:
         return SummaryLine(
             topic=RECOVERS,
             text=(
-                "Not known: no command line or environment in the evidence (`report collect` "
-                "saves both; `py-spy dump --locals` shows `init_process_group(timeout=...)`)."
+                "Not known: no command line, environment or set-up code in the evidence "
+                "(`report collect` saves the first two; `py-spy dump --locals` shows "
+                "`init_process_group(timeout=...)`)."
             ),
             sources=(),
         )
-    where = " or ".join(looked)
     unseen = "" if "environment" in looked else " (the environment was not captured)"
     return SummaryLine(
         topic=RECOVERS,
         text=(
-            f"No timeout found: no collective timeout or watchdog in the {where}{unseen}; "
-            "nothing seen ends the wait, so a restart is needed."
+            f"Not known: no collective timeout or watchdog in the {where}{unseen}, and the "
+            "waits are not torch.distributed collectives with a default of their own; the "
+            "service's own settings or its log would tell."
         ),
         sources=(),
     )
@@ -843,6 +923,14 @@ def services(analysis: Analysis, bundle: Bundle, scope: Scope | None = None) -> 
     if analysis.rank_unit != "rank" and n:
         pids = sorted(p.identity.pid for p in analysis.processes if p.identity.pid is not None)
         who = f"{'the process' if n == 1 else _both(n) + ' processes'} ({format_pids(pids)})"
+    if multi_host(analysis) and analysis.rank_unit == "rank":
+        spread = [
+            f"{h}: {format_ranks(r)}"
+            for h in dict.fromkeys(x.name for x in analysis.hosts)
+            if (r := [u for u in sorted(ranks) if h in host_of_units(analysis, [u])])
+        ]
+        if spread:
+            who += f" ({', '.join(spread)})"
     if scope is not None and scope.name:
         who = f"the server of {scope.name} with {who}"
     return f"{' and '.join(f'`{u}`' for u in units)} with {who}" if units else who
