@@ -67,13 +67,25 @@ _KIND_WORDS = {"env": "env var", "flag": "server option", "package": "package"}
 CLIENT_STUCK_MINUTES = 5
 
 
+# The "Not known" of a topic whose evidence was not captured at all; any other "Not known"
+# (reports looked through, but the signature says too little) says something of its own.
+_NOTHING_CAPTURED = {
+    SINCE: "Not known: no metric history",
+    CLIENTS: "Not known: no client dumps",
+    CHANGE: "Not known: no last good run",
+    SEEN: "Not known: no earlier reports looked through",
+}
+
+
 def fold_unknowns(lines: Sequence[SummaryLine]) -> list[SummaryLine]:
     """The lines with two or more "Not known" side topics (`FOLDABLE`) folded into one, in
     the place of the first: `Not known: since, clients, seen before — a metric history
     (`query_range`), client dumps (...), earlier reports (...) would tell.` A topic whose
     line says something (a source, or not "Not known") keeps its own line."""
     unknown = [
-        line for line in lines if line.topic in FOLDABLE and line.text.startswith("Not known")
+        line
+        for line in lines
+        if line.topic in FOLDABLE and line.text.startswith(_NOTHING_CAPTURED[line.topic])
     ]
     if len(unknown) < 2:
         return list(lines)
