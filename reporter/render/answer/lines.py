@@ -250,6 +250,32 @@ def long_waits(analysis: Analysis) -> tuple[GoBucket, ...]:
     )
 
 
+def client_waits(analysis: Analysis) -> tuple[GoBucket, ...]:
+    """Every Go client goroutine bucket waiting on a server, however long."""
+    goroutines = analysis.goroutines
+    return tuple(goroutines.waiting) if goroutines is not None else ()
+
+
+def client_count(buckets: Sequence[GoBucket]) -> int:
+    """How many client goroutines wait: the most any one dump shows. Two dumps of one
+    moment (`debug=2` and a SIGQUIT dump) show the same goroutines; they are not added."""
+    per_dump: dict[str, int] = {}
+    for bucket in buckets:
+        per_dump[bucket.source.path] = per_dump.get(bucket.source.path, 0) + bucket.count
+    return max(per_dump.values(), default=0)
+
+
+def _wait_age(buckets: Sequence[GoBucket]) -> str:
+    """` 2-3 minutes`, ` 3 minutes`, or "" when the dump gives no wait times."""
+    low = [b.min_minutes for b in buckets if b.min_minutes is not None]
+    high = [b.max_minutes for b in buckets if b.max_minutes is not None]
+    if not high:
+        return ""
+    if low and min(low) != max(high):
+        return f" {min(low)}-{max(high)} minutes"
+    return f" {plural(max(high), 'minute')}"
+
+
 def _client_place(bucket: GoBucket) -> str:
     top = bucket.top
     return f" in `{top.function}`" if top is not None else ""
@@ -302,6 +328,15 @@ def stack_title(analysis: Analysis, edges: Sequence[WaitEdge], scope: Scope | No
             longest = max(b.max_minutes or 0 for b in stuck)
             wait = stuck[0].client_wait
             return f"Clients wait {plural(longest, 'minute')} for {wait}; no server stacks"
+        waiting = client_waits(analysis)
+        if waiting:
+            # The only stacks are Go clients waiting: they are the answer, whatever their age.
+            total = client_count(waiting)
+            return (
+                f"{plural(total, 'Go client goroutine')} {'waits' if total == 1 else 'wait'}"
+                f"{_wait_age(waiting)} for {waiting[0].client_wait}{_client_place(waiting[0])}; "
+                "no server stacks"
+            )
         change = top_change(analysis)
         if change is not None:
             return f"{change_words(change)} since the last good run; no stacks"
@@ -466,8 +501,19 @@ def _what_without_stacks(bundle: Bundle, analysis: Analysis) -> SummaryLine:
             sources=(cite(bundle, possible.source, possible.series, possible.sampled_at),),
         )
     stuck = long_waits(analysis)
+    waiting = client_waits(analysis)
+    if waiting and not stuck:
+        return SummaryLine(
+            topic=WHAT,
+            text=(
+                "Clients waiting, and no server stacks or metrics: the only stacks are Go "
+                f"clients'; a wait under {CLIENT_STUCK_MINUTES} minutes may be a slow request "
+                "rather than a hang."
+            ),
+            sources=tuple(dict.fromkeys(str(b.source) for b in waiting)),
+        )
     if stuck:
-        total = sum(b.count for b in stuck)
+        total = client_count(stuck)
         longest = max(b.max_minutes or 0 for b in stuck)
         bucket = stuck[0]
         return SummaryLine(
@@ -570,6 +616,18 @@ def wait_lines(edges: Sequence[WaitEdge]) -> list[SummaryLine]:
 def no_wait_line(analysis: Analysis) -> SummaryLine:
     """ "Who waits for whom" when no edge is known: why not, and what would tell."""
     if not analysis.classes:
+        waiting = client_waits(analysis)
+        if waiting:
+            top = waiting[0].top
+            where = f"`{top.function}` ({top.file.rpartition('/')[2]}:{top.line})" if top else ""
+            return SummaryLine(
+                topic=WHO,
+                text=(
+                    f"The Go clients wait for the server at {where or 'an HTTP call'}; what the "
+                    "server waits for is not known: py-spy dumps of its processes would show it."
+                ),
+                sources=(str(waiting[0].source),),
+            )
         return SummaryLine(
             topic=WHO,
             text="Not known: no stack dumps; py-spy dumps of every rank would show it.",
@@ -805,7 +863,7 @@ def clients_line(bundle: Bundle, analysis: Analysis) -> SummaryLine:
     goroutines = analysis.goroutines
     if goroutines is not None and goroutines.waiting:
         bucket = goroutines.waiting[0]
-        total = sum(b.count for b in goroutines.waiting)
+        total = client_count(goroutines.waiting)
         since = (
             f" since at least {clock(bucket.waiting_since)[:8]} UTC"
             if bucket.waiting_since is not None
