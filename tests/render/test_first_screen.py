@@ -256,3 +256,32 @@ def test_two_servers_are_never_merged(
             assert "4 ranks" not in line.text and "[0-3]" not in line.text
     restart = next(s for s in built.steps if s.rule.startswith(("no-timeout", "timeout")))
     assert f"the server of {launcher}" in restart.action
+
+
+@pytest.mark.parametrize(
+    ("beside", "compared"),
+    [
+        ({}, True),
+        ({"notes.txt": "on-call notes 03:12\nrolled out at 02:40, hung soon after\n"}, True),
+        ({"README": "what these folders are\n", "TODO.txt": "ask infra for metrics\n"}, True),
+        # A dump beside the two runs belongs to neither: the folder is not guessed at.
+        ({"rank0.txt": (BUNDLES / "tp_desync/snapshots/rank0_s0.txt").read_text()}, False),
+    ],
+    ids=["alone", "notes", "readme-and-todo", "stray-dump"],
+)
+def test_two_runs_are_found_by_their_contents_whatever_notes_lie_beside(
+    beside: dict[str, str], compared: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "incident"
+    for side in ("good", "bad"):
+        shutil.copytree(ROOT / "fixtures" / "envdiff" / side, folder / side)
+    for name, text in beside.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    bundle, analysis = app.load_and_analyze([Path("incident")], app.Options())
+    assert (bundle.baseline is not None) is compared
+    text = app.render_draft(bundle, analysis, now=NOW)
+    top = "**Top change since the last good run:** `SGLANG_SM120_MMA_TARGET_CTAS` `256` → `512`"
+    assert (top in "\n".join(_first_screen(text))) is compared
+    if compared and beside:
+        assert "beside them is not evidence" in text
