@@ -489,7 +489,7 @@ def metrics_view(
         ),
         drawn=built,
         svg_note=svg_note,
-        signals=tuple(parts.signal_row(s) for s in wedge.signals),
+        signals=tuple(parts.signal_row(s, wedge) for s in wedge.signals),
         steps=tuple(
             f"{LOCAL.prose(s.text)} "
             f"({md.code(cite(bundle, s.source, s.series, s.sampled_at) if bundle else str(s.source))})"
