@@ -285,3 +285,18 @@ def test_two_runs_are_found_by_their_contents_whatever_notes_lie_beside(
     assert (top in "\n".join(_first_screen(text))) is compared
     if compared and beside:
         assert "beside them is not evidence" in text
+
+
+_PLACE = re.compile(r"\b[\w./-]+\.(?:py|go|cc|cpp|h):\d+\b")
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_no_code_place_twice_in_the_summary_block(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `file.py:line` of code is said once in the summary block (lines and steps); the
+    citations in backticks at each line's end are evidence, not prose, and are left out."""
+    block = [_CITED.sub("", line) for line in _summary(_draft(folder, monkeypatch))]
+    places = [p for line in block for p in _PLACE.findall(line.replace("\\_", "_"))]
+    repeated = sorted({p for p in places if places.count(p) > 1})
+    assert not repeated, repeated

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from reporter.analysis.classify import default_classifier
 from reporter.analysis.p2p import cycle_name
@@ -152,6 +153,8 @@ def build(
     no_stack_wedge = not analysis.classes and analysis.wedge is not None and analysis.wedge.found
     impact = _impact(bundle, analysis, lines)
     lines = fold_unknowns(lines)
+    lines = places_once(lines)
+    steps = said_once(lines, steps)
     return Answer(
         title=title,
         verdict_label="wedged (metrics only)" if no_stack_wedge else analysis.verdict.value,
@@ -241,6 +244,49 @@ def _facts(
         peers=any(getattr(e, "kind", "") == "p2p" for e in analysis.waits_for),
         values={**values, "cycles": cycles_text(analysis)},
     )
+
+
+# A code place in a sentence: ` (tp_desync.py:66)`.
+_PLACE = re.compile(r" \(([\w./-]+\.\w+:\d+)\)")
+
+
+def places_once(lines: Sequence[SummaryLine]) -> list[SummaryLine]:
+    """The lines with each code place (`file:line`) given once, where it first comes: a
+    later line names the function alone (`in copy_blocks_to_host`)."""
+    seen: set[str] = set()
+    out: list[SummaryLine] = []
+    for line in lines:
+        here: set[str] = set()
+
+        def drop(match: re.Match[str]) -> str:
+            place = match.group(1)
+            if place in seen:
+                return ""
+            here.add(place)
+            return match.group(0)
+
+        text = _PLACE.sub(drop, line.text)
+        seen |= here
+        out.append(line if text == line.text else replace(line, text=text))
+    return out
+
+
+def said_once(
+    lines: Sequence[SummaryLine], steps: Sequence[nextsteps.Step]
+) -> list[nextsteps.Step]:
+    """The steps without the code places (`file:line`) a summary line or an earlier step
+    already gives: the block says each place once; the step keeps the function's name."""
+    seen = {m.group(1) for line in lines for m in _PLACE.finditer(line.text)}
+    out: list[nextsteps.Step] = []
+    for step in steps:
+
+        def drop(match: re.Match[str]) -> str:
+            return "" if match.group(1) in seen else match.group(0)
+
+        action = _PLACE.sub(drop, step.action)
+        seen.update(m.group(1) for m in _PLACE.finditer(step.action))
+        out.append(replace(step, action=action))
+    return out
 
 
 def cycles_text(analysis: Analysis) -> str:

@@ -417,18 +417,31 @@ def what_line(
     size = f"{_units(analysis, n)}, {basis}"
     if verdict is Verdict.COLLECTIVE_DESYNC:
         text = f"Collective desync{where}"
-        if edges:
+        if not edges:
+            text += f" ({size})"
+        else:
+            # Who waits for whom is the title's and the next line's to say; this line says
+            # what kind of split it is and how sure the stacks are of it.
             edge = edges[0]
             k = len(edge.waiting.ranks) or len(edge.waiting.pids)
             m = len(edge.waited.ranks) or len(edge.waited.pids)
-            verb = "waits" if k == 1 else "wait"
-            that = "that is" if m == 1 else "that are"
-            # Counted with their noun: "1 waits ... for 1 that is idle" reads as PID 1.
-            text += (
-                f": {_units(analysis, k)} {verb} in {edge.collective} for {m} {that} "
-                f"{_waited_words(edge)}"
+            words = _waited_words(edge)
+            others = "the other" if m == 1 else f"the other {m}"
+            other = (
+                f"{others} never entered it"
+                if words.startswith("in ") or words in ("gone", "missing")
+                else f"{others}, {words}, never entered it"
             )
-        return SummaryLine(topic=WHAT, text=f"{text} ({size}).", sources=sources)
+            still = (
+                f"the waiting side did not move across {basis}"
+                if analysis.snapshots > 1 and edge.waiting.state.startswith("stuck")
+                else basis
+            )
+            text += (
+                f": {k} of {_units(analysis, k + m)} {'sits' if k == 1 else 'sit'} in "
+                f"{edge.collective} while {other}; {still}"
+            )
+        return SummaryLine(topic=WHAT, text=f"{text}.", sources=sources)
     if verdict is Verdict.P2P_DEADLOCK:
         return SummaryLine(
             topic=WHAT, text=f"P2P{analysis.p2p_deadlock[3:]} ({size}).", sources=sources
@@ -610,7 +623,21 @@ def wait_lines(edges: Sequence[WaitEdge]) -> list[SummaryLine]:
         sources = tuple(dict.fromkeys(s for s in (a.waiting.evidence, b.waiting.evidence) if s))
         text = f"{names} wait for each other: {_side_at(a)}; {_side_at(b)}."
         return [SummaryLine(topic=WHO, text=text, sources=sources)]
-    return [wait_line(e) for e in edges[:2]]
+    out = [wait_line(edges[0])] if edges else []
+    for edge in edges[1:2]:
+        first = edges[0]
+        if (edge.waiting.where, edge.waited.where) == (first.waiting.where, first.waited.where):
+            # The same places as the line above: said once, the ranks named.
+            verb = (
+                "waits" if len(edge.waiting.ranks) <= 1 and len(edge.waiting.pids) <= 1 else "wait"
+            )
+            name = f"{edge.waiting.name[0].upper()}{edge.waiting.name[1:]}"
+            sources = tuple(s for s in (edge.waiting.evidence, edge.waited.evidence) if s)
+            text = f"{name} {verb} in {edge.collective} for {edge.waited.name} at the same places."
+            out.append(SummaryLine(topic=WHO, text=text, sources=sources))
+        else:
+            out.append(wait_line(edge))
+    return out
 
 
 def no_wait_line(analysis: Analysis) -> SummaryLine:
