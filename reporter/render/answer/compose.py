@@ -154,7 +154,7 @@ def build(
     impact = _impact(bundle, analysis, lines)
     lines = fold_unknowns(lines)
     lines = places_once(lines)
-    steps = said_once(lines, steps)
+    steps = tuple(said_once(lines, steps))
     return Answer(
         title=title,
         verdict_label="wedged (metrics only)" if no_stack_wedge else analysis.verdict.value,
@@ -256,19 +256,15 @@ def places_once(lines: Sequence[SummaryLine]) -> list[SummaryLine]:
     seen: set[str] = set()
     out: list[SummaryLine] = []
     for line in lines:
-        here: set[str] = set()
-
-        def drop(match: re.Match[str]) -> str:
-            place = match.group(1)
-            if place in seen:
-                return ""
-            here.add(place)
-            return match.group(0)
-
-        text = _PLACE.sub(drop, line.text)
-        seen |= here
+        text = _drop_places(line.text, frozenset(seen))
+        seen.update(m.group(1) for m in _PLACE.finditer(line.text))
         out.append(line if text == line.text else replace(line, text=text))
     return out
+
+
+def _drop_places(text: str, seen: frozenset[str]) -> str:
+    """`text` without the ` (file:line)` places in `seen`."""
+    return _PLACE.sub(lambda m: "" if m.group(1) in seen else m.group(0), text)
 
 
 def said_once(
@@ -279,11 +275,7 @@ def said_once(
     seen = {m.group(1) for line in lines for m in _PLACE.finditer(line.text)}
     out: list[nextsteps.Step] = []
     for step in steps:
-
-        def drop(match: re.Match[str]) -> str:
-            return "" if match.group(1) in seen else match.group(0)
-
-        action = _PLACE.sub(drop, step.action)
+        action = _drop_places(step.action, frozenset(seen))
         seen.update(m.group(1) for m in _PLACE.finditer(step.action))
         out.append(replace(step, action=action))
     return out
