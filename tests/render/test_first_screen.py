@@ -300,3 +300,39 @@ def test_no_code_place_twice_in_the_summary_block(
     places = [p for line in block for p in _PLACE.findall(line.replace("\\_", "_"))]
     repeated = sorted({p for p in places if places.count(p) > 1})
     assert not repeated, repeated
+
+
+def test_a_multi_host_first_screen_names_every_host_and_the_ranks_not_captured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """two_hosts_one_lost: node-a's ranks 0-1 wait for ranks 2-3 of node-b, whose capture
+    failed. The first screen names both hosts and the ranks node-b should hold, never says
+    "all" of the two it has, and JSON gives each PID's host."""
+    import json
+
+    from reporter.console.documents import analysis_json
+
+    monkeypatch.chdir(ROOT)
+    folder = Path("fixtures/bundles/two_hosts_one_lost")
+    bundle, analysis = app.load_and_analyze([folder], app.Options())
+    text = app.render_draft(bundle, analysis, now=NOW)
+    screen = "\n".join(_first_screen(text))
+    assert "node-b: not captured (failed: ssh: connect to host node-b" in screen
+    assert "ranks [2-3] should be there" in screen
+    assert "Ranks [0-1] on node-a wait in all_reduce" in screen
+    assert "2 of 4 ranks stuck" in screen and "All 2 ranks" not in screen
+    assert "node-a: [0-1], node-b: [2-3]" in screen  # the restart names each host's ranks
+    assert "**ranks [0-1] on node-a: stuck, all_reduce**" in text
+    assert analysis.confidence.value == "low"
+    doc = json.loads(analysis_json(analysis, bundle))
+    assert doc["waits_for"][0]["waiting"]["hosts"] == ["node-a", "node-a"]
+    assert any(line["topic"] == "Hosts" for line in doc["summary_lines"])
+
+
+def test_two_servers_headings_and_counts_carry_the_instance(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    text = _draft(BUNDLES / "two_servers", monkeypatch)
+    assert "of 4 ranks in 2 instances of 2 each" in text
+    headings = re.findall(r"^\*\*(.+): (?:stuck|moving|idle|unknown), .+\*\*$", text, re.M)
+    assert headings and all(h.startswith("launcher PID ") for h in headings), headings
