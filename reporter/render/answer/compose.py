@@ -237,7 +237,12 @@ def _facts(
         diff_kinds=frozenset({change.kind.value} if change else ()),
         timeout=bool(timeouts),
         captured=bool(captured(bundle)),
-        one_collective=len(collectives) == 1 and None not in collectives and bool(with_stacks),
+        # "Which rank did not post it" is asked only when nothing names the waited side: a
+        # rank missing, gone, stopped or crashed is named by the who-waits line already.
+        one_collective=len(collectives) == 1
+        and None not in collectives
+        and bool(with_stacks)
+        and not (edge is not None and edge.waited.ranks and waited_state != "stuck"),
         flight_recorder=fr_mismatch(analysis) is not None,
         blocked_threads=bool(analysis.blocked_threads),
         p2p=any(default_classifier().rules.p2p_direction(c) for c in collectives if c),
