@@ -148,7 +148,13 @@ def test_go_clients_waiting_many_minutes_are_the_first_line(tmp_path: Path) -> N
 def test_go_clients_waiting_briefly_are_not_a_hang(tmp_path: Path) -> None:
     built = _build([_go_dump(tmp_path, 2)])
     assert not _line(built, "What").startswith("Clients hang")
-    assert "34 client goroutines wait for an HTTP response" in _line(built, "Clients affected")
+    # The only stacks are the clients: they lead (the title counts them and says what they
+    # wait for), and the clients line adds what the title does not.
+    assert built.title.startswith("34 Go client goroutines wait 2 minutes for an HTTP response")
+    assert "No stacks in the evidence" not in built.title
+    assert "a slow request rather than a hang" in _line(built, "What")
+    clients = _line(built, "Clients affected")
+    assert clients.startswith("34 of the dump's") and "do not wait on the server" in clients
 
 
 def test_two_pids_are_listed_never_ranged(tmp_path: Path) -> None:

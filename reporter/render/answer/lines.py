@@ -896,7 +896,28 @@ def clients_line(bundle: Bundle, analysis: Analysis) -> SummaryLine:
             if bucket.waiting_since is not None
             else ""
         )
-        parts.append(f"{plural(total, 'client goroutine')} wait for {bucket.client_wait}{since}")
+        wedged = analysis.wedge is not None and analysis.wedge.episode is not None
+        if not analysis.classes and not wedged:
+            # The title already counts them and says what they wait for: this line says
+            # who started them and what else the dump holds.
+            dump = next(
+                (d for d in goroutines.dumps if d.source.path == bucket.source.path),
+                goroutines.dumps[0],
+            )
+            started = (
+                f", started by `{bucket.created_by.function}`"
+                if bucket.created_by is not None
+                else ""
+            )
+            rest = dump.total - total
+            parts.append(
+                f"{total} of the dump's {plural(dump.total, 'goroutine')}{since}{started}; "
+                f"the other {rest} do not wait on the server"
+            )
+        else:
+            parts.append(
+                f"{plural(total, 'client goroutine')} wait for {bucket.client_wait}{since}"
+            )
         sources.append(str(bucket.source))
     waiting, signal_sources = _waiting_now(bundle, analysis)
     if waiting and analysis.wedge is not None and analysis.wedge.episode is not None:
