@@ -198,7 +198,8 @@ def _facts(
             # Blocked outside any collective (a queue, a poll): never coming to the collective.
             waited_state = "waiting"
     values = {
-        "waiting": f"{edge.waiting.name} at {edge.waiting.where}" if edge else "",
+        # With several instances, a step names the one it is about (ranks repeat across them).
+        "waiting": f"{edge.waiting.name}{_of(scope)} at {edge.waiting.where}" if edge else "",
         "waited": side_text(edge.waited) if edge else "",
         "collective": edge.collective
         if edge
@@ -284,6 +285,11 @@ def said_once(
         seen.update(m.group(1) for m in _PLACE.finditer(step.action))
         out.append(replace(step, action=action))
     return out
+
+
+def _of(scope: Scope) -> str:
+    """` of launcher PID 30817 (--port=42209)` with several instances; "" with one."""
+    return f" of {scope.name}" if scope.name else ""
 
 
 def cycles_text(analysis: Analysis) -> str:
