@@ -20,13 +20,13 @@ said only where something was looked at (`captured`); without any, "not known".
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from reporter.core.times import clock
-from reporter.model import Bundle, EventKind, FrOrigin
+from reporter.model import Bundle, EventKind, FrOrigin, Local
 from reporter.render.answer.records import Timeout
 from reporter.render.answer.waits import dump_of
 
@@ -105,15 +105,9 @@ def find_timeouts(bundle: Bundle) -> tuple[Timeout, ...]:
     for var in bundle.environment.variables:
         if _TIMEOUT_ENV.match(var.name) and "DUMP" not in var.name:
             found.setdefault((var.name, var.value), str(var.source))
-    for dump in bundle.dumps if _any_locals(bundle) else ():
-        for thread in dump.threads:
-            for frame in filter(_LOCALS, thread.frames):
-                if not _GROUP_SETUP.search(frame.function):
-                    continue
-                for local in frame.locals:
-                    if local.name == "timeout" and local.repr not in ("None", ""):
-                        name = f"{frame.short_function}(timeout=)"
-                        found.setdefault((name, local.repr), str(thread.source))
+    for function, local, where in _setup_locals(bundle):
+        if local.name == "timeout" and local.repr not in ("None", ""):
+            found.setdefault((f"{function}(timeout=)", local.repr), where)
     for excerpt in bundle.excerpts:
         for call, value, line in code_timeouts(excerpt.lines, excerpt.start):
             name = f"{call}(timeout=) at {excerpt.path}:{line}"
@@ -359,16 +353,10 @@ def _major_minor(version: str) -> tuple[int, int] | None:
 
 def _backend(bundle: Bundle, analysis: Analysis, version: str) -> tuple[str, str]:
     """("gloo" | "nccl" | "", where it is said)."""
-    for dump in bundle.dumps if _any_locals(bundle) else ():
-        for thread in dump.threads:
-            for frame in filter(_LOCALS, thread.frames):
-                if not _GROUP_SETUP.search(frame.function):
-                    continue
-                for local in frame.locals:
-                    if local.name == "backend":
-                        word = _BACKEND_WORD.search(local.repr)
-                        if word:
-                            return word.group(1).lower(), str(thread.source)
+    for _, local, where in _setup_locals(bundle):
+        word = _BACKEND_WORD.search(local.repr) if local.name == "backend" else None
+        if word:
+            return word.group(1).lower(), where
     for excerpt in bundle.excerpts:
         text = "\n".join(excerpt.lines)
         match = re.search(r"backend\s*=\s*['\"](gloo|nccl)['\"]", text, re.IGNORECASE)
@@ -388,6 +376,17 @@ def _backend(bundle: Bundle, analysis: Analysis, version: str) -> tuple[str, str
         # A CPU-only build has no NCCL: its collectives run on gloo.
         return "gloo", "bundle.toml"
     return "", ""
+
+
+def _setup_locals(bundle: Bundle) -> Iterator[tuple[str, Local, str]]:
+    """(function, local, thread's source) for each `--locals` value of a frame that sets up
+    a process group (`_GROUP_SETUP`)."""
+    for dump in bundle.dumps if _any_locals(bundle) else ():
+        for thread in dump.threads:
+            for frame in filter(_LOCALS, thread.frames):
+                if _GROUP_SETUP.search(frame.function):
+                    for local in frame.locals:
+                        yield frame.short_function, local, str(thread.source)
 
 
 def _any_locals(bundle: Bundle) -> bool:
