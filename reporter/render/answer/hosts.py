@@ -145,11 +145,3 @@ def hosts_line(analysis: Analysis) -> SummaryLine | None:
     if lost:
         sources.append("bundle.toml")
     return SummaryLine(topic=HOSTS, text=f"{lead}{rows}.", sources=tuple(sources))
-
-
-def pid_on_host(analysis: Analysis, pid: int) -> str:
-    """`PID 4711`, or `PID 4711 on node-b` when the evidence spans hosts."""
-    if not multi_host(analysis):
-        return f"PID {pid}"
-    hosts = sorted({p.identity.host for p in analysis.processes if p.identity.pid == pid} - {""})
-    return f"PID {pid} on {' or '.join(hosts)}" if hosts else f"PID {pid}"
