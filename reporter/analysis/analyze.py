@@ -23,6 +23,7 @@ from reporter.analysis.branch import branch_point
 from reporter.analysis.classify import Classifier, default_classifier
 from reporter.analysis.clues import main_thread
 from reporter.analysis.explain import Context, confidence, summary
+from reporter.analysis.gosignature import go_wait_lines
 from reporter.analysis.groups import (
     FrGroup,
     FrP2p,
@@ -517,6 +518,10 @@ def _evidence_signature(analysis: Analysis, bundle: Bundle, classifier: Classifi
         top_change=top,
         kinds=sorted({f.kind.value for f in bundle.files}),
     )
+    go = go_wait_lines(analysis.goroutines)
+    if go and all(line.startswith("evidence: ") for line in lines):
+        # Go dumps: where their goroutines wait, not which format they came in.
+        lines = go
     return make_signature(analysis.verdict, (), classifier, lines)
 
 

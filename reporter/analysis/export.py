@@ -11,8 +11,8 @@ versions add keys and never rename these. `wedge` (null without metrics) and
 `environment` (allowlisted, redacted), `diff` (null without a baseline),
 `excerpts` and `goroutines` (null without Go dumps) are the records of
 `export_context`. `waits_for` lists who waits for whom (`{"waiting": {ranks, pids,
-collective, at, process_group, group_ranks}, "for": {ranks, pids, state, at}, group, instance,
-kind, peer_source}`, kind `collective` or `p2p`); `p2p_cycles` the cycles point-to-point
+hosts, collective, at, process_group, group_ranks}, "for": {ranks, pids, hosts, state, at},
+group, instance, kind, peer_source}`, `hosts` naming each PID's host across hosts, kind `collective` or `p2p`); `p2p_cycles` the cycles point-to-point
 waits close (`{ranks, label, order, directions, sites, deadlock, name}`); `instances` is
 empty for one server or job, else one entry per instance (`id`, `label`, `pids`,
 `ranks`, `verdict`, ...); classes and ranks carry their `instance` id. `crashes` lists
@@ -25,7 +25,7 @@ blocked with no proven cycle; `ranks[].condition` says why process state evidenc
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, cast
 
 from reporter.analysis import export_context as ctx
@@ -112,6 +112,7 @@ class WaitingSide:
 
     ranks: tuple[int, ...]
     pids: tuple[int, ...]
+    hosts: tuple[str, ...] = spec("the host of each PID, in order; empty with one host")
     collective: str
     at: str
     process_group: str | None
@@ -124,6 +125,7 @@ class WaitedSide:
 
     ranks: tuple[int, ...]
     pids: tuple[int, ...]
+    hosts: tuple[str, ...] = spec("the host of each PID, in order; empty with one host")
     state: str
     at: str
 
@@ -513,8 +515,15 @@ def build(analysis: Analysis) -> AnalysisDocument:
         ),
         waits_for=tuple(
             WaitsForRecord(
-                waiting=project(WaitingSide, e.waiting, process_group=e.waiting.group),
-                waited=project(WaitedSide, e.waited),
+                waiting=project(
+                    WaitingSide,
+                    e.waiting,
+                    process_group=e.waiting.group,
+                    hosts=_pid_hosts(analysis, e.waiting.pids, e.instance),
+                ),
+                waited=project(
+                    WaitedSide, e.waited, hosts=_pid_hosts(analysis, e.waited.pids, e.instance)
+                ),
                 group=e.group,
                 instance=e.instance,
                 kind=cast(WaitKind, e.kind),
@@ -560,3 +569,16 @@ def to_json(analysis: Analysis) -> dict[str, Any]:
     """The analysis as JSON-ready data: `data(build(analysis))`."""
     out: dict[str, Any] = data(build(analysis))
     return out
+
+
+def _pid_hosts(analysis: Analysis, pids: Sequence[int], instance: str) -> tuple[str, ...]:
+    """The host of each PID (a PID alone does not name a process across hosts); () when
+    the evidence spans one host."""
+    if not analysis.hosts:
+        return ()
+    by_pid: dict[int, str] = {}
+    for process in analysis.processes:
+        ident = process.identity
+        if ident.pid is not None and ident.instance == instance:
+            by_pid.setdefault(ident.pid, ident.host)
+    return tuple(by_pid.get(pid, "") for pid in pids)

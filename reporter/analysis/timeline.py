@@ -63,14 +63,15 @@ def build(
 ) -> tuple[TimelineEvent, ...]:
     """The bundle's timeline; `extra` adds events from other analyses."""
     events: list[TimelineEvent] = [*bundle.events, *extra]
-    events.extend(_dump_events(bundle.dumps))
-    events.extend(_failure_events(bundle.failures))
+    hosts = {d.host for d in bundle.dumps} | {f.host for f in bundle.failures}
+    events.extend(_dump_events(bundle.dumps, hosts))
+    events.extend(_failure_events(bundle.failures, hosts))
     if wedge is not None:
         events.extend(wedge_events(bundle, wedge))
     return tuple(sorted(set(events), key=sort_key))
 
 
-def _dump_events(dumps: Sequence[ProcessDump]) -> list[TimelineEvent]:
+def _dump_events(dumps: Sequence[ProcessDump], hosts: set[str]) -> list[TimelineEvent]:
     dated = sorted(
         (d for d in dumps if d.captured_at is not None),
         key=lambda d: (d.captured_at or datetime.min, d.source.path, d.source.line),
@@ -87,13 +88,17 @@ def _dump_events(dumps: Sequence[ProcessDump]) -> list[TimelineEvent]:
         first, last = cluster[0], cluster[-1]
         assert first.captured_at is not None and last.captured_at is not None
         kinds = ", ".join(sorted({d.kind.value for d in cluster}))
-        pids = {d.pid for d in cluster if d.pid is not None}
+        # A process is (host, PID): two hosts can each have a PID 4711.
+        pids = {(d.host, d.pid) for d in cluster if d.pid is not None}
         if len(cluster) == 1:
             who = f"PID {first.pid}" if first.pid is not None else "one process"
+            who += f" on {first.host}" if first.host and len(hosts) > 1 else ""
             text = f"stack dump of {who} captured ({kinds})"
         else:
             span = (last.captured_at - first.captured_at).total_seconds()
             procs = f"{len(pids)} process{'es' if len(pids) != 1 else ''}"
+            spread = {host for host, _ in pids if host}
+            procs += f" on {len(spread)} hosts" if len(spread) > 1 else ""
             text = f"{len(cluster)} stack dumps ({kinds}) of {procs} captured over {span:.1f} s"
             text += f", to {clock(last.captured_at)}"
         out.append(
@@ -102,12 +107,13 @@ def _dump_events(dumps: Sequence[ProcessDump]) -> list[TimelineEvent]:
     return out
 
 
-def _failure_events(failures: Sequence[FailedDump]) -> list[TimelineEvent]:
+def _failure_events(failures: Sequence[FailedDump], hosts: set[str]) -> list[TimelineEvent]:
     out = []
     for failure in failures:
         if failure.captured_at is None:
             continue
         who = f"PID {failure.pid}" if failure.pid is not None else "a process"
+        who += f" on {failure.host}" if failure.host and len(hosts) > 1 else ""
         out.append(
             TimelineEvent(
                 at=failure.captured_at,

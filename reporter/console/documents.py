@@ -95,6 +95,10 @@ class AnalyzeDocument(AnalysisOnlyDocument):
     """The verdict and everything behind it (see README 'analyze --json')."""
 
     # Required: `report analyze` always has the bundle, so these keys are always there.
+    verdict_label: str = spec(
+        "the verdict as the text and the report word it: `verdict`, or `wedged (metrics "
+        "only)` when metrics show a wedge and no stack settles it"
+    )
     headline: str = spec("the title the report would get: who waits for whom")
     summary_lines: tuple[SummaryLine, ...] = spec(
         "the summary block; each line cites its evidence as file:line"
@@ -128,6 +132,7 @@ def analysis_document(
     return AnalyzeDocument(
         **values,
         # `summary` stays the verdict paragraph (a documented key); the lines go beside it.
+        verdict_label=ans.verdict_label,
         headline=ans.title,
         summary_lines=tuple(
             SummaryLine(topic=line.topic, text=line.text, sources=tuple(line.sources))

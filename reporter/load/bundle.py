@@ -532,20 +532,36 @@ def _two_runs(root: Path, *, max_file_bytes: int) -> Bundle | None:
     if pair is not None:
         good, bad = pair
         outside = (good.name + "/", bad.name + "/")
-        if any(not rel.startswith(outside) for rel, _ in _walk(root)[0]):
+        beside = [(rel, path) for rel, path in _walk(root)[0] if not rel.startswith(outside)]
+        # Evidence beside the two runs belongs to neither: not guessed. Notes and anything
+        # else that is not evidence (`notes.txt`, a README) leave the comparison alone.
+        if any(_is_evidence(path, rel, max_file_bytes) for rel, path in beside):
             return None
         bundle = _load_folder(bad, max_file_bytes=max_file_bytes)
         if bundle.baseline is not None:
             return bundle  # the bad run names its own baseline
+        notes = ", ".join(f"`{rel}`" for rel, _ in beside[:3]) + (
+            ", ..." if len(beside) > 3 else ""
+        )
+        aside = f"; {notes} beside them is not evidence" if beside else ""
         return replace(
             bundle,
             baseline=_load_folder(good, max_file_bytes=max_file_bytes),
             baseline_note=(
                 f"two runs in one folder ({how}): `{good.name}/` is the last good run, "
-                f"`{bad.name}/` this one, compared as `--baseline {good}` would"
+                f"`{bad.name}/` this one, compared as `--baseline {good}` would{aside}"
             ),
         )
     return _two_file_sets(root, max_file_bytes=max_file_bytes)
+
+
+def _is_evidence(path: Path, rel: str, max_file_bytes: int) -> bool:
+    """Whether a file beside two runs is evidence: readable text of a kind the sniffer knows."""
+    try:
+        text = _read_text(path, display=rel, max_file_bytes=max_file_bytes)
+    except EvidenceError:
+        return False
+    return sniffing.sniff(text) is not EvidenceKind.UNKNOWN
 
 
 def _two_file_sets(root: Path, *, max_file_bytes: int) -> Bundle | None:

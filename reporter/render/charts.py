@@ -33,6 +33,7 @@ from reporter.analysis.wedge import Point, Role, Signal, WedgeReport
 from reporter.core.text import number, wrap
 from reporter.core.times import clock
 from reporter.render import svg
+from reporter.render.parts import onset_change
 
 MAX_POINTS = 40
 MAX_CHARTS = 6
@@ -145,9 +146,11 @@ def choose(wedge: WedgeReport) -> tuple[Signal, ...]:
 
 
 def downsample(points: Sequence[Point], limit: int = MAX_POINTS) -> list[tuple[datetime, float]]:
-    """At most `limit` (time, value) pairs: the mean of each equal slice of the time span.
+    """About `limit` (time, value) pairs: the mean of each equal slice of the time span.
 
-    Slices with no point are left out, so a gap shows as a jump in the time labels.
+    Slices with no point are left out, so a gap shows as a jump in the time labels. A slice
+    in which the series drops to zero and stays there gives two pairs (the mean before the
+    drop, then zero), so a stop reads as a step, not a slope.
     """
     if len(points) <= limit:
         return [(p.at, p.value) for p in points]
@@ -157,10 +160,28 @@ def downsample(points: Sequence[Point], limit: int = MAX_POINTS) -> list[tuple[d
     for point in points:
         index = min(limit - 1, int((point.at - start).total_seconds() / span * limit))
         buckets.setdefault(index, []).append(point)
-    return [
-        (group[0].at, statistics.fmean(p.value for p in group))
-        for _, group in sorted(buckets.items())
-    ]
+    out: list[tuple[datetime, float]] = []
+    for _, group in sorted(buckets.items()):
+        cut = _drop_to_zero(group)
+        if cut:
+            # A drop to zero inside one slice stays a drop: the mean before it, then zero
+            # from its first zero sample, rather than one mean halfway down.
+            out.append((group[0].at, statistics.fmean(p.value for p in group[:cut])))
+            out.append((group[cut].at, 0.0))
+            continue
+        out.append((group[0].at, statistics.fmean(p.value for p in group)))
+    return out
+
+
+def _drop_to_zero(group: Sequence[Point]) -> int:
+    """The index of the first of the trailing zeros of a slice that was above zero before
+    them; 0 when the slice does not drop to zero and stay there."""
+    if len(group) < 2 or group[-1].value != 0 or group[0].value <= 0:
+        return 0
+    cut = len(group)
+    while cut > 0 and group[cut - 1].value == 0:
+        cut -= 1
+    return cut
 
 
 def _title(signal: Signal) -> str:
@@ -180,6 +201,17 @@ def _unit(signal: Signal) -> str:
     if "tokens" in name:
         return "tokens"
     return "value"
+
+
+def _labels(
+    pairs: Sequence[tuple[datetime, float]], points: Sequence[Point], span: float
+) -> tuple[str, ...]:
+    """Each point's time; the last one's is the last sample's (a mean is dated by its
+    slice's first sample, and the axis must say where the data ends)."""
+    labels = [_label(at, span) for at, _ in pairs]
+    if labels and points:
+        labels[-1] = _label(points[-1].at, span)
+    return tuple(labels)
 
 
 def _label(moment: datetime, span: float) -> str:
@@ -250,11 +282,13 @@ def build(wedge: WedgeReport | None) -> tuple[Chart, ...]:
         if signal.role is Role.OUTPUT and not signal.shows_wedge and wedge.episode is not None:
             role += ", not deciding"
         series = f", sum of {signal.series} series" if signal.series > 1 else ""
+        change = "" if signal.shows_wedge else onset_change(signal, wedge)
+        role += f", {change}" if change else ""
         marked = "; the shaded band marks the wedge window" if band else ""
         charts.append(
             Chart(
                 source=signal,
-                labels=tuple(_label(at, span) for at, _ in pairs),
+                labels=_labels(pairs, signal.points, span),
                 values=tuple(v for _, v in pairs),
                 band=tuple(band),
                 caption=f"{_title(signal)}: {role}{series}; {shown}{marked}.",

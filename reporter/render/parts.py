@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from reporter.analysis.ranksets import format_pids
 from reporter.analysis.result import Analysis, BranchPoint, StackClass
-from reporter.analysis.wedge import Signal
+from reporter.analysis.wedge import Signal, WedgeReport
 from reporter.core.text import number
 from reporter.model import Frame, innermost_python
 from reporter.render import markdown as md
@@ -126,8 +126,11 @@ def figure(value: float | None) -> str:
     return "-" if value is None else number(value)
 
 
-def signal_row(signal: Signal) -> SignalRow:
-    """One metric signal: its name, role, series count and values around the onset."""
+def signal_row(signal: Signal, wedge: WedgeReport | None = None) -> SignalRow:
+    """One metric signal: its name, role, series count and values around the onset, and
+    whether it shows the wedge: `yes` when it decides it, else how it changes at the onset
+    (`grows from the onset`, `frozen from the onset`) when the `wedge`'s step changes say so."""
+    shows = "yes" if signal.shows_wedge else (onset_change(signal, wedge) or "-")
     return SignalRow(
         signal=md.code_cell(signal.name),
         role=signal.role.value + (" (rate)" if signal.rate else ""),
@@ -136,5 +139,27 @@ def signal_row(signal: Signal) -> SignalRow:
         at_onset=figure(signal.at_onset),
         last=figure(signal.last),
         range=f"{figure(signal.minimum)} to {figure(signal.maximum)}",
-        shows="yes" if signal.shows_wedge else "-",
+        shows=shows,
     )
+
+
+# A step change counts as "at the onset" when it starts this close to it (scrapes are
+# seconds apart; a queue starts growing within a scrape or two of the stop).
+ONSET_SLACK_S = 30.0
+_CHANGE_WORDS = {"linear-growth": "grows from the onset", "frozen": "frozen from the onset"}
+
+
+def onset_change(signal: Signal, wedge: WedgeReport | None) -> str:
+    """How `signal` changes at the wedge's onset, from the wedge's step changes; "" when it
+    does not (or there is no onset)."""
+    episode = wedge.episode if wedge is not None else None
+    if wedge is None or episode is None:
+        return ""
+    for step in wedge.steps:
+        if step.signal != signal.name:
+            continue
+        if abs((step.at - episode.onset).total_seconds()) <= ONSET_SLACK_S:
+            return _CHANGE_WORDS.get(step.kind.value, "changes at the onset")
+    if signal.before and signal.at_onset == 0 and signal.last == 0:
+        return "drops to zero at the onset"
+    return ""

@@ -80,6 +80,7 @@ details > summary { cursor: pointer; font-weight: 600; padding: 4px 0; }
 figure.mermaid { margin: 12px 0; overflow-x: auto; border: 1px solid #e1e4e8; border-radius: 6px;
   padding: 8px; background: #fff; }
 figure.mermaid svg { display: block; }
+figure.mermaid svg.mermaid-xychart { width: 100%; height: auto; }
 details.front-matter { font-size: .85em; color: #444; }
 table.front-matter { font-size: .9em; }
 table.front-matter th { width: 11em; }

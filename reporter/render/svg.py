@@ -23,7 +23,7 @@ from __future__ import annotations
 import html
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 CHAR_W = 7.2  # width of one 12px monospace character
@@ -553,7 +553,14 @@ def draw_xychart(chart: XYChart) -> str:
     # 6.6px a character) plus a gap, so that none overlaps its neighbour.
     widest = max((len(label) for label in labels), default=1) * 6.6 + 10
     step = max(1, math.ceil(widest / slot_w))
-    for index in range(0, n, step):
+    shown = list(range(0, n, step))
+    if shown and shown[-1] != n - 1:
+        # The last sample is always labelled (where the data ends is what a reader looks
+        # for); the label before it gives way when the two would overlap.
+        if (n - 1 - shown[-1]) * slot_w < widest:
+            shown.pop()
+        shown.append(n - 1)
+    for index in shown:
         if index < len(labels):
             out.append(
                 f'<text x="{x_of(index):.1f}" y="{top + plot_h + 18:.1f}" text-anchor="middle" '
@@ -599,7 +606,7 @@ def draw_xychart(chart: XYChart) -> str:
             else PALETTE[line_index % len(PALETTE)]
         )
         line_index += 1
-        points = " ".join(f"{x_of(i):.1f},{y_of(v):.1f}" for i, v in enumerate(values))
+        points = " ".join(f"{x:.1f},{y:.1f}" for x, y in _stepped(values, x_of, y_of))
         out.append(
             f'<polyline class="series" points="{points}" fill="none" stroke="{colour}" '
             f'stroke-width="2.5"><title>{esc(name or "series")}</title></polyline>'
@@ -612,6 +619,19 @@ def draw_xychart(chart: XYChart) -> str:
             )
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _stepped(
+    values: Sequence[float], x_of: Callable[[int], float], y_of: Callable[[float], float]
+) -> list[tuple[float, float]]:
+    """The line's vertices: one per value, and where the series drops to zero, a corner
+    that holds the last value until the zero sample, so a stop is drawn as a step down."""
+    out: list[tuple[float, float]] = []
+    for i, v in enumerate(values):
+        if i and v == 0 and values[i - 1] > 0:
+            out.append((x_of(i), y_of(values[i - 1])))
+        out.append((x_of(i), y_of(v)))
+    return out
 
 
 def _range_labels(span: tuple[float, float] | None, n: int) -> list[str]:

@@ -40,6 +40,8 @@ from reporter.render import answer as answers
 from reporter.render import envview, frview, parts
 from reporter.render import evidence as evidence_blocks
 from reporter.render import markdown as md
+from reporter.render.answer.hosts import multi_host, on_hosts
+from reporter.render.answer.scope import instance_name
 from reporter.render.parts import Block, located
 from reporter.render.policy import LOCAL, final
 
@@ -100,6 +102,8 @@ class ReportView:
     """Everything `report.md.j2` shows, already formatted."""
 
     title: str
+    bundle_title: str
+    """The manifest's `title` (escaped), shown under the headline; "" without one."""
     generated_at: str
     tool_version: str
     bundle: str
@@ -179,7 +183,7 @@ def build_view(
     basis = (
         f"Based on {plural(analysis.snapshots, 'snapshot')} of "
         f"{plural(n_procs, 'rank') if unit == 'rank' else plural(n_procs, 'process', 'processes')}"
-        f" from {plural(len(bundle.files), 'evidence file')}."
+        f"{_spread(analysis)} from {plural(len(bundle.files), 'evidence file')}."
     )
     if not analysis.processes:
         basis = f"Based on {plural(len(bundle.files), 'evidence file')}; no stack dumps."
@@ -195,7 +199,11 @@ def build_view(
     versions = sorted({d.python_version for d in bundle.dumps if d.python_version}, key=version_key)
     # A manifest title is typed by someone: inert like evidence. The derived one is built
     # from escaped parts already.
-    title = LOCAL.typed(bundle.manifest.title) if bundle.manifest.title else ans.title
+    # The title is the headline, whatever the manifest is called; a manifest title is typed
+    # by someone (inert like evidence) and shown under it. The derived one is built from
+    # escaped parts already.
+    title = ans.title
+    bundle_title = LOCAL.typed(bundle.manifest.title) if bundle.manifest.title else ""
     blocks, index = evidence_blocks.blocks(bundle, analysis)
     summarised = sum(1 for f in bundle.files if f.kind in SUMMARISED_KINDS)
     evidence_note = (
@@ -208,6 +216,7 @@ def build_view(
         evidence_note += " Environment values are allowlisted in their section."
     return ReportView(
         title=title,
+        bundle_title=bundle_title,
         generated_at=_evidence_span(bundle, analysis),
         tool_version=__version__,
         bundle=bundle.root or ", ".join(f.path for f in bundle.files),
@@ -301,12 +310,42 @@ def summary_view(ans: answers.Answer, analysis: Analysis) -> SummaryView:
     return SummaryView(verdict=verdict, lines=lines, steps=steps)
 
 
+def _spread(analysis: Analysis) -> str:
+    """` in 2 instances of 2 each`, ` on 2 hosts (node-a: 2, node-b: not captured)`: what
+    the count is made of; "" for one of each."""
+    out = ""
+    if len(analysis.instances) > 1:
+        sizes = [
+            sum(1 for p in analysis.processes if p.identity.instance == i.id)
+            for i in analysis.instances
+        ]
+        each = (
+            f" of {sizes[0]} each"
+            if len(set(sizes)) == 1
+            else f" ({', '.join(map(str, sizes[:-1]))} and {sizes[-1]})"
+        )
+        out += f" in {len(analysis.instances)} instances{each}"
+    if multi_host(analysis):
+        hosts = ", ".join(
+            f"{r.name}: not captured" if r.missing else f"{r.name}: {len(r.pids)}"
+            for r in analysis.hosts
+        )
+        out += f" on {plural(len(analysis.hosts), 'host')} ({hosts})"
+    return out
+
+
 def _evidence_span(bundle: Bundle, analysis: Analysis) -> str:
-    """When the evidence was captured, from the evidence itself (stable across re-drafts)."""
-    times = sorted(e.at for e in analysis.timeline)
-    if not times:
-        dated = sorted(d.captured_at for d in bundle.dumps if d.captured_at is not None)
-        times = dated
+    """When the evidence was captured, from the evidence itself (stable across re-drafts):
+    from the first dated entry to the last dump."""
+    # The timeline dates a cluster of dumps by its first one: the dumps themselves (and
+    # the Go dumps) say when the last one was taken.
+    times = sorted(
+        {
+            *(e.at for e in analysis.timeline),
+            *(d.captured_at for d in bundle.dumps if d.captured_at is not None),
+            *(g.captured_at for g in bundle.goroutine_dumps if g.captured_at is not None),
+        }
+    )
     if not times:
         return ""
     first, last = times[0], times[-1]
@@ -343,6 +382,10 @@ def class_stacks(analysis: Analysis) -> tuple[Block, ...]:
         b.label: {(f.function, f.file, f.line) for f in b.frames}
         for b in (analysis.branch_point.branches if analysis.branch_point else ())
     }
+    # Ranks are numbered within an instance: with several, each heading names its own.
+    names = (
+        {i.id: instance_name(i) for i in analysis.instances} if len(analysis.instances) > 1 else {}
+    )
     out: list[Block] = []
     for stack_class in classes:
         frames = stack_class.frames
@@ -364,9 +407,16 @@ def class_stacks(analysis: Analysis) -> tuple[Block, ...]:
             ranks = "PID" if len(stack_class.pids) == 1 else "PIDs"
             # Listed: `[8261-8262]` would read as every PID between.
             label = format_pids(stack_class.pids) if stack_class.pids else label
+        owner = names.get(stack_class.instance, "")
+        where = (
+            on_hosts(analysis, stack_class.ranks, stack_class.instance)
+            if multi_host(analysis)
+            else ""
+        )
         out.append(
             Block(
-                title=f"{ranks} {label}: {stack_class.state.value}, {what}",
+                title=f"{owner + ', ' if owner else ''}{ranks} {label}{where}: "
+                f"{stack_class.state.value}, {what}",
                 text="\n".join(lines),
             )
         )
@@ -439,7 +489,7 @@ def metrics_view(
         ),
         drawn=built,
         svg_note=svg_note,
-        signals=tuple(parts.signal_row(s) for s in wedge.signals),
+        signals=tuple(parts.signal_row(s, wedge) for s in wedge.signals),
         steps=tuple(
             f"{LOCAL.prose(s.text)} "
             f"({md.code(cite(bundle, s.source, s.series, s.sampled_at) if bundle else str(s.source))})"

@@ -177,7 +177,7 @@ def test_waits_for_instances_and_failed_dump_state() -> None:
     assert isinstance(edges, list) and edges
     for edge in edges:
         assert set(edge["waiting"]) >= {"ranks", "pids", "collective", "at"}
-        assert set(edge["for"]) == {"ranks", "pids", "state", "at"}
+        assert set(edge["for"]) == {"ranks", "pids", "hosts", "state", "at"}
         assert edge["for"]["state"] in {"idle", "stuck", "moving", "unknown", "gone", "missing"}
     waiting = {(tuple(e["waiting"]["ranks"]), tuple(e["for"]["ranks"])) for e in edges}
     assert ((0, 1), (3,)) in waiting

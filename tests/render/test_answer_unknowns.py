@@ -40,21 +40,24 @@ def test_no_command_line_or_environment_means_not_known(monkeypatch: pytest.Monk
     monkeypatch.chdir(ROOT)
     built = _build([Path("fixtures/bundles/wedge_metrics_query_range")])
     recovers = _line(built, "Recovers on its own")
-    assert recovers.startswith("Not known: no command line or environment in the evidence")
+    assert recovers.startswith("Not known: no command line, environment or set-up code in")
     assert "No timeout found" not in recovers
     assert [s.rule for s in built.steps if "timeout" in s.rule] == []
 
 
-def test_a_command_line_without_a_timeout_is_no_timeout_found(
+def test_without_a_timeout_set_torchs_own_default_is_said_with_its_version(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # tp_desync's --subprocesses dump holds the launcher's command line; no environment.
+    # tp_desync's --subprocesses dump holds the launcher's command line; no environment. The
+    # ranks wait in torch.distributed's all_reduce, and the manifest names torch 2.13.0+cpu
+    # (a CPU build: gloo), whose default collective timeout is 30 minutes.
     monkeypatch.chdir(ROOT)
     built = _build([Path("fixtures/bundles/tp_desync")])
     recovers = _line(built, "Recovers on its own")
-    assert recovers.startswith("No timeout found: no collective timeout or watchdog in the command")
-    assert "(the environment was not captured)" in recovers
-    assert "no-timeout" in [s.rule for s in built.steps]
+    assert recovers.startswith("Probably, by timing out: torch's gloo default of 30 min")
+    assert "torch 2.13.0+cpu" in recovers and "none is set in the command lines" in recovers
+    assert "nothing seen ends the wait" not in recovers
+    assert "timeout-set" in [s.rule for s in built.steps]
 
 
 def test_flight_recorder_timeout_ms_is_a_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -145,7 +148,13 @@ def test_go_clients_waiting_many_minutes_are_the_first_line(tmp_path: Path) -> N
 def test_go_clients_waiting_briefly_are_not_a_hang(tmp_path: Path) -> None:
     built = _build([_go_dump(tmp_path, 2)])
     assert not _line(built, "What").startswith("Clients hang")
-    assert "34 client goroutines wait for an HTTP response" in _line(built, "Clients affected")
+    # The only stacks are the clients: they lead (the title counts them and says what they
+    # wait for), and the clients line adds what the title does not.
+    assert built.title.startswith("34 Go client goroutines wait 2 minutes for an HTTP response")
+    assert "No stacks in the evidence" not in built.title
+    assert "a slow request rather than a hang" in _line(built, "What")
+    clients = _line(built, "Clients affected")
+    assert clients.startswith("34 of the dump's") and "do not wait on the server" in clients
 
 
 def test_two_pids_are_listed_never_ranged(tmp_path: Path) -> None:
@@ -172,3 +181,88 @@ def test_two_pids_are_listed_never_ranged(tmp_path: Path) -> None:
     assert not re.search(r"\[\d{4}-\d{4}\]", everything)
     report = app.render_draft(loaded, analysis, now=datetime(2026, 7, 14, tzinfo=UTC))
     assert "[8261-8262]" not in report.split("## Ranks and classes")[0]
+
+
+def test_timeouts_from_a_nul_separated_command_line_and_a_code_excerpt() -> None:
+    """A setproctitle-padded `/proc/PID/cmdline` (NULs, trailing padding) still gives its
+    options; a code excerpt's `init_process_group(..., timeout=timedelta(...))` gives the
+    group's timeout and its length, over several lines."""
+    from reporter.render.answer.timeouts import cmdline_text, code_timeouts, seconds_of
+
+    raw = (
+        "python\x00-m\x00sglang.launch_server\x00--watchdog-timeout\x00300\x00" + "\x00" * 40 + "  "
+    )
+    assert cmdline_text(raw) == "python -m sglang.launch_server --watchdog-timeout 300"
+    code = (
+        "    dist.init_process_group(",
+        '        backend="gloo",',
+        "        rank=rank, world_size=world_size, timeout=timedelta(seconds=900)",
+        "    )",
+        "    group = dist.new_group(ranks, timeout=COLLECTIVE_TIMEOUT, backend='gloo')",
+        "    other = dist.new_group(ranks)",
+    )
+    assert code_timeouts(code, 40) == [
+        ("init_process_group", "timedelta(seconds=900)", 40),
+        ("new_group", "COLLECTIVE_TIMEOUT", 44),
+    ]
+    assert seconds_of("init_process_group(timeout=)", "timedelta(seconds=900)") == 900
+    assert seconds_of("x", "datetime.timedelta(hours=2)") == 7200
+    assert seconds_of("x", "timedelta(0, 90)") == 90
+    assert seconds_of("x", "COLLECTIVE_TIMEOUT") is None
+
+
+def test_a_timeout_that_fired_in_the_log_is_said_to_have_fired(tmp_path: Path) -> None:
+    """gloo's "Timed out waiting 5000ms" in a log: the wait already ended, said with when."""
+    from reporter.render.answer.lines import recover_line
+    from reporter.render.answer.timeouts import fired
+
+    (tmp_path / "rank0.txt").write_text(
+        (ROOT / "fixtures/bundles/tp_desync/snapshots/rank0_s0.txt").read_text(encoding="utf-8")
+    )
+    (tmp_path / "server.log").write_text(
+        "2026-11-29 14:43:40,100 INFO scheduler started\n"
+        "2026-11-29 14:43:50,512 ERROR RuntimeError: [../third_party/gloo/gloo/transport/tcp/"
+        "unbound_buffer.cc:81] Timed out waiting 5000ms for recv operation to complete\n",
+        encoding="utf-8",
+    )
+    loaded = bundle_io.load([tmp_path])
+    went = fired(loaded)
+    assert [(t.kind, t.seconds, t.at) for t in went] == [("fired", 5.0, "14:43:50 UTC")]
+    assert went[0].source.endswith("server.log:2")
+    from reporter.analysis import analyze
+
+    text = recover_line(loaded, analyze(loaded), went).text
+    assert text.startswith("It already timed out: `Timed out waiting 5000ms` (5 s) at 14:43:50")
+
+
+@pytest.mark.parametrize(
+    ("version", "environment", "expected"),
+    [
+        (
+            "torch 2.13.0+cpu",
+            "gloo on 127.0.0.1",
+            "torch's gloo default of 30 min in torch 2.13.0+cpu",
+        ),
+        ("torch 2.4.1", "NCCL on 8 H100", "torch's NCCL default of 10 min in torch 2.4.1"),
+        ("torch 2.1.2", "NCCL on 8 A100", "torch's NCCL default of 30 min in torch 2.1.2"),
+        ("torch 2.4.1", "", "torch's default timeout (30 min for gloo, 10 min for NCCL"),
+    ],
+)
+def test_the_library_default_follows_the_backend_and_version(
+    version: str, environment: str, expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gloo: 30 min in every version; NCCL: 10 min since torch 2.2, 30 before; neither
+    named: both said, and that the backend is not known."""
+    from dataclasses import replace
+
+    from reporter.analysis import analyze
+    from reporter.render.answer.lines import timeout_text
+    from reporter.render.answer.timeouts import library_default
+
+    monkeypatch.chdir(ROOT)
+    loaded = bundle_io.load([Path("fixtures/bundles/tp_desync")])
+    manifest = replace(loaded.manifest, version=version, fields=(("environment", environment),))
+    loaded = replace(loaded, manifest=manifest)
+    default = library_default(loaded, analyze(loaded))
+    assert default is not None and default.kind == "default"
+    assert timeout_text(default).startswith(expected), timeout_text(default)

@@ -178,3 +178,53 @@ def test_x_axis_labels_never_overlap_at_760_px(n: int) -> None:
     # 11px sans-serif: at most 6.6 px a character; centred labels must not touch.
     for (x1, a), (x2, b) in itertools.pairwise(ticks):
         assert x2 - x1 >= (len(a) + len(b)) / 2 * 6.6, (a, b, x2 - x1)
+
+
+def test_a_drop_to_zero_inside_one_slice_stays_a_step() -> None:
+    """90-second means would draw a stop as a slope: the slice that drops keeps its mean
+    before the drop, then zero from the first zero sample."""
+    values = [500.0] * 53 + [0.0] * 67  # the stop falls inside the 18th of 40 slices
+    points = [
+        Point(at=T0 + timedelta(seconds=i), value=v, source=Location(path="p"))
+        for i, v in enumerate(values)
+    ]
+    out = [v for _, v in charts.downsample(points)]
+    assert set(out) == {500.0, 0.0}
+    assert out.index(0.0) == out.count(500.0)
+
+
+def test_the_last_sample_is_labelled_and_a_stop_is_drawn_as_a_step() -> None:
+    built = charts.build(_report())
+    chart = built[1]  # gen_throughput: 400+ until sample 100, then 0
+    last = chart.source.points[-1].at
+    assert chart.labels[-1] == charts._label(last, (last - chart.source.points[0].at).seconds)
+    drawing = chart.drawing()
+    assert drawing is not None
+    root = ET.fromstring(drawing)
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    ticks = [t.text for t in root.findall("s:text", ns)]
+    assert chart.labels[-1] in ticks
+    line = root.find("s:polyline", ns)
+    assert line is not None
+    vertices = [tuple(map(float, p.split(","))) for p in line.get("points", "").split()]
+    # One vertex more than values: the corner that holds the last value until the zero.
+    assert len(vertices) == len(chart.values) + 1
+    drop = chart.values.index(0.0)
+    (x0, y0), (x1, y1) = vertices[drop], vertices[drop + 1]
+    assert x0 == x1 and y1 > y0  # straight down at the first zero sample
+
+
+def test_every_series_that_changes_at_the_onset_is_marked() -> None:
+    """The queue that starts growing and the output that drops are marked in the signals
+    table and the captions, not only the signals that decide the wedge."""
+    from reporter.render import parts
+
+    report = _report()
+    shows = {s.name: parts.signal_row(s, report).shows for s in report.signals}
+    assert shows["sglang:num_queue_reqs"] != "-"
+    assert shows["sglang:gen_throughput"] != "-"
+    assert shows["sglang:token_usage"] == "-"  # flat from the start: no change at the onset
+    captions = {c.signal: c.caption for c in charts.build(report)}
+    for name, mark in shows.items():
+        if mark not in ("-", "yes"):
+            assert mark in captions[name]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from reporter import app
-from reporter.render.answer.lines import TOPICS
+from reporter.render.answer.lines import FOLDABLE, TOPICS, UNKNOWN
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLES = ROOT / "fixtures" / "bundles"
@@ -160,10 +160,17 @@ def test_every_topic_has_a_line_with_evidence_or_an_explicit_unknown(
     topics = [re.match(r"- \*\*([^*]+):\*\*", line).group(1) for line in lines]  # type: ignore[union-attr]
     ordered = [t for t in dict.fromkeys(topics) if t in TOPICS]
     assert ordered == [t for t in TOPICS if t in topics]
-    assert set(TOPICS) <= set(topics), topics
+    # A topic with nothing to say is named in the one "Not known" line, with what would tell.
+    folded = next((line for line in lines if line.startswith(f"- **{UNKNOWN}:** ")), "")
+    named = {t for t, (short, _) in FOLDABLE.items() if folded and f"{short}" in folded}
+    assert set(TOPICS) <= set(topics) | named, topics
+    assert len([t for t in topics if t == UNKNOWN]) <= 1
+    if folded:
+        assert "would tell" in folded and len(named) >= 2, folded
     for line in lines:
         text = line.partition(":** ")[2]
-        assert text.startswith(_ABSENT) or _CITED.search(line), line
+        unknown = line.startswith(f"- **{UNKNOWN}:** ")
+        assert unknown or text.startswith(_ABSENT) or _CITED.search(line), line
     # At most a dozen lines: the block is read at a glance.
     assert len(lines) <= 12
 
@@ -256,3 +263,83 @@ def test_two_servers_are_never_merged(
             assert "4 ranks" not in line.text and "[0-3]" not in line.text
     restart = next(s for s in built.steps if s.rule.startswith(("no-timeout", "timeout")))
     assert f"the server of {launcher}" in restart.action
+
+
+@pytest.mark.parametrize(
+    ("beside", "compared"),
+    [
+        ({}, True),
+        ({"notes.txt": "on-call notes 03:12\nrolled out at 02:40, hung soon after\n"}, True),
+        ({"README": "what these folders are\n", "TODO.txt": "ask infra for metrics\n"}, True),
+        # A dump beside the two runs belongs to neither: the folder is not guessed at.
+        ({"rank0.txt": (BUNDLES / "tp_desync/snapshots/rank0_s0.txt").read_text()}, False),
+    ],
+    ids=["alone", "notes", "readme-and-todo", "stray-dump"],
+)
+def test_two_runs_are_found_by_their_contents_whatever_notes_lie_beside(
+    beside: dict[str, str], compared: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "incident"
+    for side in ("good", "bad"):
+        shutil.copytree(ROOT / "fixtures" / "envdiff" / side, folder / side)
+    for name, text in beside.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    bundle, analysis = app.load_and_analyze([Path("incident")], app.Options())
+    assert (bundle.baseline is not None) is compared
+    text = app.render_draft(bundle, analysis, now=NOW)
+    top = "**Top change since the last good run:** `SGLANG_SM120_MMA_TARGET_CTAS` `256` → `512`"
+    assert (top in "\n".join(_first_screen(text))) is compared
+    if compared and beside:
+        assert "beside them is not evidence" in text
+
+
+_PLACE = re.compile(r"\b[\w./-]+\.(?:py|go|cc|cpp|h):\d+\b")
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_no_code_place_twice_in_the_summary_block(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `file.py:line` of code is said once in the summary block (lines and steps); the
+    citations in backticks at each line's end are evidence, not prose, and are left out."""
+    block = [_CITED.sub("", line) for line in _summary(_draft(folder, monkeypatch))]
+    places = [p for line in block for p in _PLACE.findall(line.replace("\\_", "_"))]
+    repeated = sorted({p for p in places if places.count(p) > 1})
+    assert not repeated, repeated
+
+
+def test_a_multi_host_first_screen_names_every_host_and_the_ranks_not_captured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """two_hosts_one_lost: node-a's ranks 0-1 wait for ranks 2-3 of node-b, whose capture
+    failed. The first screen names both hosts and the ranks node-b should hold, never says
+    "all" of the two it has, and JSON gives each PID's host."""
+    import json
+
+    from reporter.console.documents import analysis_json
+
+    monkeypatch.chdir(ROOT)
+    folder = Path("fixtures/bundles/two_hosts_one_lost")
+    bundle, analysis = app.load_and_analyze([folder], app.Options())
+    text = app.render_draft(bundle, analysis, now=NOW)
+    screen = "\n".join(_first_screen(text))
+    assert "node-b: not captured (failed: ssh: connect to host node-b" in screen
+    assert "ranks [2-3] should be there" in screen
+    assert "Ranks [0-1] on node-a wait in all_reduce" in screen
+    assert "2 of 4 ranks stuck" in screen and "All 2 ranks" not in screen
+    assert "node-a: [0-1], node-b: [2-3]" in screen  # the restart names each host's ranks
+    assert "**ranks [0-1] on node-a: stuck, all_reduce**" in text
+    assert analysis.confidence.value == "low"
+    doc = json.loads(analysis_json(analysis, bundle))
+    assert doc["waits_for"][0]["waiting"]["hosts"] == ["node-a", "node-a"]
+    assert any(line["topic"] == "Hosts" for line in doc["summary_lines"])
+
+
+def test_two_servers_headings_and_counts_carry_the_instance(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    text = _draft(BUNDLES / "two_servers", monkeypatch)
+    assert "of 4 ranks in 2 instances of 2 each" in text
+    headings = re.findall(r"^\*\*(.+): (?:stuck|moving|idle|unknown), .+\*\*$", text, re.M)
+    assert headings and all(h.startswith("launcher PID ") for h in headings), headings

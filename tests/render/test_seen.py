@@ -205,11 +205,12 @@ def test_status_groups_as_seen_before_does_the_same_hang_under_three_launchers(
         shutil.copytree(BUNDLES / name, tmp_path / name)
         _draft(tmp_path / name, reports, DAY1)
     rows = app.report_status(reports)
-    launch = [r for r in rows if "started by" in r.title]
+    # The report's file is named from the manifest's title; its heading is the headline.
+    launch = [r for r in rows if "started-by" in r.path]
     assert len(launch) == 3 and len({r.signature for r in launch}) == 1
     assert all(r.same_signature == 3 and r.same_hang == 4 for r in launch)
     dead = [r for r in rows if r.same_hang == 1]
-    assert len(dead) == 1 and "rank" in dead[0].title.lower()
+    assert len(dead) == 1 and "rank 3" in dead[0].title.lower()
     text = status_text(rows)
     grouped = text[text.index("by signature:") :].splitlines()[1:]
     assert len(grouped) == 2 and "4 reports" in grouped[0] and "1 report " in grouped[1]

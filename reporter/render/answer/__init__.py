@@ -25,11 +25,13 @@ tell), each fact is said once, and the title is the headline: no line repeats it
 several instances (servers, jobs) in one bundle, the lines speak of the one in trouble
 and name it (`scope`).
 
-The parts: `records` (the frozen records), `scope` (the instance in trouble), `waits`
-(the waits-for relation), `lines` (one summary line per topic), `timeouts` (what ends a
-wait, and where it was looked for), `series` (engines and metric citations), `flight`
-(the Flight Recorder's first mismatch) and `compose` (the answer and the reviewer's
-suggestions). A new verdict's sentence goes in `lines` (its own topic function, or a
+The parts: `records` (the frozen records), `scope` (the instance in trouble), `hosts`
+(which host each side is on, and the hosts not captured), `waits` (the waits-for relation),
+`lines` (one summary line per topic; side topics with nothing to say fold into one "Not
+known" line), `timeouts` (what ends a wait: set, the library's default, or already fired,
+and where it was looked for), `series` (engines and metric citations), `flight` (the Flight
+Recorder's first mismatch) and `compose` (the answer, each code place said once, and the
+reviewer's suggestions). A new verdict's sentence goes in `lines` (its own topic function, or a
 branch of `what_line`); `compose.build` lays the topics out in `lines.TOPICS` order.
 """
 

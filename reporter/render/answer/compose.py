@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from reporter.analysis.classify import default_classifier
 from reporter.analysis.p2p import cycle_name
@@ -22,6 +23,7 @@ from reporter.render.answer.flight import (
     fr_values,
     fr_where,
 )
+from reporter.render.answer.hosts import hosts_line, on_hosts, with_hosts
 from reporter.render.answer.lines import (
     CHANGE,
     CLIENTS,
@@ -29,6 +31,7 @@ from reporter.render.answer.lines import (
     change_words,
     clients_line,
     find_timeouts,
+    fold_unknowns,
     no_wait_line,
     others_line,
     recover_line,
@@ -55,7 +58,7 @@ from reporter.render.answer.records import (
 )
 from reporter.render.answer.scope import Scope, focus
 from reporter.render.answer.series import cite
-from reporter.render.answer.timeouts import captured
+from reporter.render.answer.timeouts import captured, library_default, shown_code_timeouts
 from reporter.render.answer.waits import gone_ranks, ranks_name, waits_for
 
 # Sentences of the analysis's own summary that the summary block already says (the split,
@@ -78,6 +81,9 @@ _SAID_IN_BLOCK = tuple(
         r"^Inconclusive: ",
         r"^(Ranks?|PIDs?|Process(es)?) \S+ (is|are) missing from the evidence\.$",
         r"^\d+ dumps? failed\.?$",
+        # The "Hosts" line (hosts.hosts_line) gives these.
+        r"^Not captured: ",
+        r"^The ranks on th(at host are|ose hosts are) not in this analysis",
         r"^Flight Recorder \([^)]*\): (first mismatch|no mismatch)",
         r"^Capture py-spy dumps of every rank while it lasts",
         # The "Why it does not answer" line (states.condition_line) gives these.
@@ -102,8 +108,11 @@ def build(
     """
     scope = focus(analysis)
     inner = scope.analysis
-    edges = waits_for(inner)
-    timeouts = find_timeouts(bundle)
+    edges = with_hosts(inner, waits_for(inner))
+    timeouts = (*find_timeouts(bundle), *shown_code_timeouts(inner))
+    if not any(t.kind == "set" for t in timeouts):
+        default = library_default(bundle, inner)
+        timeouts = (*timeouts, default) if default is not None else timeouts
     fr = analysis.flight_recorder
     mismatch = fr_mismatch(analysis)
     lines: list[SummaryLine]
@@ -126,6 +135,9 @@ def build(
     others = others_line(scope, analysis)
     if others is not None:
         lines.insert(1, others)
+    hosts = hosts_line(inner)
+    if hosts is not None:
+        lines.insert(1, hosts)
     lines.extend(
         (
             since_line(bundle, inner),
@@ -139,6 +151,10 @@ def build(
     steps = nextsteps.suggest(nextsteps.default_rules(), facts)
     factors, actions = _suggestions(bundle, inner, edges, steps, timeouts)
     no_stack_wedge = not analysis.classes and analysis.wedge is not None and analysis.wedge.found
+    impact = _impact(bundle, analysis, lines)
+    lines = fold_unknowns(lines)
+    lines = places_once(lines)
+    steps = tuple(said_once(lines, steps))
     return Answer(
         title=title,
         verdict_label="wedged (metrics only)" if no_stack_wedge else analysis.verdict.value,
@@ -146,7 +162,7 @@ def build(
         lines=tuple(lines),
         steps=steps,
         factors=factors,
-        impact=_impact(bundle, analysis, lines),
+        impact=impact,
         actions=actions,
         edges=edges,
         timeouts=timeouts,
@@ -182,13 +198,16 @@ def _facts(
             # Blocked outside any collective (a queue, a poll): never coming to the collective.
             waited_state = "waiting"
     values = {
-        "waiting": f"{edge.waiting.name} at {edge.waiting.where}" if edge else "",
+        # With several instances, a step names the one it is about (ranks repeat across them).
+        "waiting": f"{edge.waiting.name}{_of(scope)} at {edge.waiting.where}" if edge else "",
         "waited": side_text(edge.waited) if edge else "",
         "collective": edge.collective
         if edge
         else next(iter(sorted(c for c in collectives if c)), ""),
         "gone": ranks_name(gone, analysis.rank_unit) if gone else states.gone_unranked(analysis),
-        "missing": ranks_name(missing, analysis.rank_unit) if missing else "",
+        "missing": ranks_name(missing, analysis.rank_unit) + on_hosts(analysis, missing)
+        if missing
+        else "",
         "key": change.key if change else "",
         "before": short_value(change.before) if change else "",
         "after": short_value(change.after) if change else "",
@@ -219,13 +238,58 @@ def _facts(
         diff_kinds=frozenset({change.kind.value} if change else ()),
         timeout=bool(timeouts),
         captured=bool(captured(bundle)),
-        one_collective=len(collectives) == 1 and None not in collectives and bool(with_stacks),
+        # "Which rank did not post it" is asked only when nothing names the waited side: a
+        # rank missing, gone, stopped or crashed is named by the who-waits line already.
+        one_collective=len(collectives) == 1
+        and None not in collectives
+        and bool(with_stacks)
+        and not (edge is not None and edge.waited.ranks and waited_state != "stuck"),
         flight_recorder=fr_mismatch(analysis) is not None,
         blocked_threads=bool(analysis.blocked_threads),
         p2p=any(default_classifier().rules.p2p_direction(c) for c in collectives if c),
         peers=any(getattr(e, "kind", "") == "p2p" for e in analysis.waits_for),
         values={**values, "cycles": cycles_text(analysis)},
     )
+
+
+# A code place in a sentence: ` (tp_desync.py:66)`.
+_PLACE = re.compile(r" \(([\w./-]+\.\w+:\d+)\)")
+
+
+def places_once(lines: Sequence[SummaryLine]) -> list[SummaryLine]:
+    """The lines with each code place (`file:line`) given once, where it first comes: a
+    later line names the function alone (`in copy_blocks_to_host`)."""
+    seen: set[str] = set()
+    out: list[SummaryLine] = []
+    for line in lines:
+        text = _drop_places(line.text, frozenset(seen))
+        seen.update(m.group(1) for m in _PLACE.finditer(line.text))
+        out.append(line if text == line.text else replace(line, text=text))
+    return out
+
+
+def _drop_places(text: str, seen: frozenset[str]) -> str:
+    """`text` without the ` (file:line)` places in `seen`."""
+    return _PLACE.sub(lambda m: "" if m.group(1) in seen else m.group(0), text)
+
+
+def said_once(
+    lines: Sequence[SummaryLine], steps: Sequence[nextsteps.Step]
+) -> list[nextsteps.Step]:
+    """The steps without the code places (`file:line`) a summary line or an earlier step
+    already gives: the block says each place once; the step keeps the function's name."""
+    seen = {m.group(1) for line in lines for m in _PLACE.finditer(line.text)}
+    out: list[nextsteps.Step] = []
+    for step in steps:
+        action = _drop_places(step.action, frozenset(seen))
+        seen.update(m.group(1) for m in _PLACE.finditer(step.action))
+        out.append(replace(step, action=action))
+    return out
+
+
+def _of(scope: Scope) -> str:
+    """` of launcher PID 30817 (--port=42209)` with several instances; "" with one."""
+    return f" of {scope.name}" if scope.name else ""
 
 
 def cycles_text(analysis: Analysis) -> str:

@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from reporter.analysis.ranksets import format_pids
+from reporter.analysis.ranksets import format_pids, format_ranks
 from reporter.analysis.result import Analysis, Verdict
 from reporter.core.text import plural
 from reporter.core.times import clock
 from reporter.model import Bundle, EventKind, Location, TimelineEvent
+from reporter.render.answer.hosts import host_of_units, multi_host
 from reporter.render.answer.records import (
     SeenBefore,
     SeenReport,
@@ -46,7 +47,16 @@ CLIENTS = "Clients affected"
 CHANGE = "Top change since the last good run"
 SEEN = "Seen before"
 OTHERS = "Other instances"
+UNKNOWN = "Not known"
 TOPICS = (WHAT, WHO, SINCE, RECOVERS, CLIENTS, CHANGE, SEEN)
+# Topics whose "Not known" lines fold into one (`fold_unknowns`): each with its short name
+# and the capture that would tell.
+FOLDABLE = {
+    SINCE: ("since", "a metric history (`query_range`)"),
+    CLIENTS: ("clients", "client dumps (`/debug/pprof/goroutine?debug=2`)"),
+    CHANGE: ("top change", "a last good run (`--baseline DIR`)"),
+    SEEN: ("seen before", "earlier reports (`--reports DIR`)"),
+}
 
 _RESTART = re.compile(r"\b(restart\w*|deploy\w*|roll(ed)?[ -]?out|upgrad\w*|started)\b", re.I)
 
@@ -55,6 +65,34 @@ _KIND_WORDS = {"env": "env var", "flag": "server option", "package": "package"}
 # Go clients waiting this long for the server are a symptom on their own: an LLM request
 # may stream for minutes, but not for this long (the bucket's longest wait, from the dump).
 CLIENT_STUCK_MINUTES = 5
+
+
+# The "Not known" of a topic whose evidence was not captured at all; any other "Not known"
+# (reports looked through, but the signature says too little) says something of its own.
+_NOTHING_CAPTURED = {
+    SINCE: "Not known: no metric history",
+    CLIENTS: "Not known: no client dumps",
+    CHANGE: "Not known: no last good run",
+    SEEN: "Not known: no earlier reports looked through",
+}
+
+
+def fold_unknowns(lines: Sequence[SummaryLine]) -> list[SummaryLine]:
+    """The lines with two or more "Not known" side topics (`FOLDABLE`) folded into one, in
+    the place of the first: `Not known: since, clients, seen before — a metric history
+    (`query_range`), client dumps (...), earlier reports (...) would tell.` A topic whose
+    line says something (a source, or not "Not known") keeps its own line."""
+    unknown = [
+        line
+        for line in lines
+        if line.topic in FOLDABLE and line.text.startswith(_NOTHING_CAPTURED[line.topic])
+    ]
+    if len(unknown) < 2:
+        return list(lines)
+    names = ", ".join(FOLDABLE[line.topic][0] for line in unknown)
+    hints = ", ".join(FOLDABLE[line.topic][1] for line in unknown)
+    folded = SummaryLine(topic=UNKNOWN, text=f"{names} — {hints} would tell.", sources=())
+    return [*(line for line in lines if line not in unknown), folded]
 
 
 def restart_before(events: Sequence[TimelineEvent], onset: datetime) -> TimelineEvent | None:
@@ -212,6 +250,32 @@ def long_waits(analysis: Analysis) -> tuple[GoBucket, ...]:
     )
 
 
+def client_waits(analysis: Analysis) -> tuple[GoBucket, ...]:
+    """Every Go client goroutine bucket waiting on a server, however long."""
+    goroutines = analysis.goroutines
+    return tuple(goroutines.waiting) if goroutines is not None else ()
+
+
+def client_count(buckets: Sequence[GoBucket]) -> int:
+    """How many client goroutines wait: the most any one dump shows. Two dumps of one
+    moment (`debug=2` and a SIGQUIT dump) show the same goroutines; they are not added."""
+    per_dump: dict[str, int] = {}
+    for bucket in buckets:
+        per_dump[bucket.source.path] = per_dump.get(bucket.source.path, 0) + bucket.count
+    return max(per_dump.values(), default=0)
+
+
+def _wait_age(buckets: Sequence[GoBucket]) -> str:
+    """` 2-3 minutes`, ` 3 minutes`, or "" when the dump gives no wait times."""
+    low = [b.min_minutes for b in buckets if b.min_minutes is not None]
+    high = [b.max_minutes for b in buckets if b.max_minutes is not None]
+    if not high:
+        return ""
+    if low and min(low) != max(high):
+        return f" {min(low)}-{max(high)} minutes"
+    return f" {plural(max(high), 'minute')}"
+
+
 def _client_place(bucket: GoBucket) -> str:
     top = bucket.top
     return f" in `{top.function}`" if top is not None else ""
@@ -264,6 +328,15 @@ def stack_title(analysis: Analysis, edges: Sequence[WaitEdge], scope: Scope | No
             longest = max(b.max_minutes or 0 for b in stuck)
             wait = stuck[0].client_wait
             return f"Clients wait {plural(longest, 'minute')} for {wait}; no server stacks"
+        waiting = client_waits(analysis)
+        if waiting:
+            # The only stacks are Go clients waiting: they are the answer, whatever their age.
+            total = client_count(waiting)
+            return (
+                f"{plural(total, 'Go client goroutine')} {'waits' if total == 1 else 'wait'}"
+                f"{_wait_age(waiting)} for {waiting[0].client_wait}{_client_place(waiting[0])}; "
+                "no server stacks"
+            )
         change = top_change(analysis)
         if change is not None:
             return f"{change_words(change)} since the last good run; no stacks"
@@ -275,11 +348,23 @@ def stack_title(analysis: Analysis, edges: Sequence[WaitEdge], scope: Scope | No
     collectives = sorted({c.collective for c in analysis.classes if c.collective})
     what = f" in {', '.join(collectives)}" if collectives else ""
     if analysis.verdict is Verdict.ALL_STUCK:
-        return f"{where}All {_units(analysis, n)} stuck{what}"
+        return f"{where}{_all_of(analysis, n)} stuck{what}"
     return (
         f"{where}Inconclusive: {_units(analysis, n)}{what}, "
         f"{plural(analysis.snapshots, 'snapshot')}"
     )
+
+
+def _all_of(analysis: Analysis, n: int) -> str:
+    """`All 4 ranks`, or `2 of 4 ranks` when some ranks are missing, gone or on a host
+    not captured: "all" is never said of a set that is partly not in the evidence."""
+    absent = set(analysis.missing_ranks) | {f.rank for f in analysis.failed if f.rank is not None}
+    lost = any(r.missing for r in analysis.hosts)
+    if absent:
+        return f"{n} of {_units(analysis, n + len(absent))}"
+    if lost:
+        return f"{_units(analysis, n)} captured, all"
+    return f"All {_units(analysis, n)}"
 
 
 def _absent(analysis: Analysis) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -332,18 +417,31 @@ def what_line(
     size = f"{_units(analysis, n)}, {basis}"
     if verdict is Verdict.COLLECTIVE_DESYNC:
         text = f"Collective desync{where}"
-        if edges:
+        if not edges:
+            text += f" ({size})"
+        else:
+            # Who waits for whom is the title's and the next line's to say; this line says
+            # what kind of split it is and how sure the stacks are of it.
             edge = edges[0]
             k = len(edge.waiting.ranks) or len(edge.waiting.pids)
             m = len(edge.waited.ranks) or len(edge.waited.pids)
-            verb = "waits" if k == 1 else "wait"
-            that = "that is" if m == 1 else "that are"
-            # Counted with their noun: "1 waits ... for 1 that is idle" reads as PID 1.
-            text += (
-                f": {_units(analysis, k)} {verb} in {edge.collective} for {m} {that} "
-                f"{_waited_words(edge)}"
+            words = _waited_words(edge)
+            others = "the other" if m == 1 else f"the other {m}"
+            other = (
+                f"{others} never entered it"
+                if words.startswith("in ") or words in ("gone", "missing")
+                else f"{others}, {words}, never entered it"
             )
-        return SummaryLine(topic=WHAT, text=f"{text} ({size}).", sources=sources)
+            still = (
+                f"the waiting side did not move across {basis}"
+                if analysis.snapshots > 1 and edge.waiting.state.startswith("stuck")
+                else basis
+            )
+            text += (
+                f": {k} of {_units(analysis, k + m)} {'sits' if k == 1 else 'sit'} in "
+                f"{edge.collective} while {other}; {still}"
+            )
+        return SummaryLine(topic=WHAT, text=f"{text}.", sources=sources)
     if verdict is Verdict.P2P_DEADLOCK:
         return SummaryLine(
             topic=WHAT, text=f"P2P{analysis.p2p_deadlock[3:]} ({size}).", sources=sources
@@ -353,7 +451,7 @@ def what_line(
         extra = "" if edges else _absent_text(analysis)
         return SummaryLine(
             topic=WHAT,
-            text=f"All {_units(analysis, n)}{where} stuck, unchanged across {basis}"
+            text=f"{_all_of(analysis, n)}{where} stuck, unchanged across {basis}"
             + (f"; {extra}" if extra else "")
             + ".",
             sources=sources,
@@ -416,8 +514,19 @@ def _what_without_stacks(bundle: Bundle, analysis: Analysis) -> SummaryLine:
             sources=(cite(bundle, possible.source, possible.series, possible.sampled_at),),
         )
     stuck = long_waits(analysis)
+    waiting = client_waits(analysis)
+    if waiting and not stuck:
+        return SummaryLine(
+            topic=WHAT,
+            text=(
+                "Clients waiting, and no server stacks or metrics: the only stacks are Go "
+                f"clients'; a wait under {CLIENT_STUCK_MINUTES} minutes may be a slow request "
+                "rather than a hang."
+            ),
+            sources=tuple(dict.fromkeys(str(b.source) for b in waiting)),
+        )
     if stuck:
-        total = sum(b.count for b in stuck)
+        total = client_count(stuck)
         longest = max(b.max_minutes or 0 for b in stuck)
         bucket = stuck[0]
         return SummaryLine(
@@ -514,12 +623,38 @@ def wait_lines(edges: Sequence[WaitEdge]) -> list[SummaryLine]:
         sources = tuple(dict.fromkeys(s for s in (a.waiting.evidence, b.waiting.evidence) if s))
         text = f"{names} wait for each other: {_side_at(a)}; {_side_at(b)}."
         return [SummaryLine(topic=WHO, text=text, sources=sources)]
-    return [wait_line(e) for e in edges[:2]]
+    out = [wait_line(edges[0])] if edges else []
+    for edge in edges[1:2]:
+        first = edges[0]
+        if (edge.waiting.where, edge.waited.where) == (first.waiting.where, first.waited.where):
+            # The same places as the line above: said once, the ranks named.
+            verb = (
+                "waits" if len(edge.waiting.ranks) <= 1 and len(edge.waiting.pids) <= 1 else "wait"
+            )
+            name = f"{edge.waiting.name[0].upper()}{edge.waiting.name[1:]}"
+            sources = tuple(s for s in (edge.waiting.evidence, edge.waited.evidence) if s)
+            text = f"{name} {verb} in {edge.collective} for {edge.waited.name} at the same places."
+            out.append(SummaryLine(topic=WHO, text=text, sources=sources))
+        else:
+            out.append(wait_line(edge))
+    return out
 
 
 def no_wait_line(analysis: Analysis) -> SummaryLine:
     """ "Who waits for whom" when no edge is known: why not, and what would tell."""
     if not analysis.classes:
+        waiting = client_waits(analysis)
+        if waiting:
+            top = waiting[0].top
+            where = f"`{top.function}` ({top.file.rpartition('/')[2]}:{top.line})" if top else ""
+            return SummaryLine(
+                topic=WHO,
+                text=(
+                    f"The Go clients wait for the server at {where or 'an HTTP call'}; what the "
+                    "server waits for is not known: py-spy dumps of its processes would show it."
+                ),
+                sources=(str(waiting[0].source),),
+            )
         return SummaryLine(
             topic=WHO,
             text="Not known: no stack dumps; py-spy dumps of every rank would show it.",
@@ -621,10 +756,22 @@ def since_line(bundle: Bundle, analysis: Analysis) -> SummaryLine:
 
 
 def timeout_text(timeout: Timeout) -> str:
-    """`` `NCCL_TIMEOUT=1800` ``, or the Flight Recorder's timeout with its length."""
+    """`` `NCCL_TIMEOUT=1800` ``, `` `init_process_group(timeout=) at x.py:12` = `timedelta(seconds=900)` (15 min) ``,
+    the Flight Recorder's timeout, gloo's default, or the log line of one that fired."""
+    length = f" ({gap_text(timeout.seconds)})" if timeout.seconds else ""
+    if timeout.kind == "fired":
+        quoted = timeout.name if timeout.name.startswith("NCCL watchdog") else f"`{timeout.name}`"
+        return f"{quoted}{length}" + (f" at {timeout.at}" if timeout.at else "")
+    if timeout.kind == "default":
+        if timeout.seconds is None:
+            return f"{timeout.name} ({timeout.value})"
+        return f"{timeout.name} of {timeout.value}"
     if timeout.name == "timeout_ms" and timeout.value.isdigit():
-        return f"the Flight Recorder's collective timeout (`timeout_ms={timeout.value}`, {gap_text(int(timeout.value) / 1000)})"
-    return f"`{timeout.name}={timeout.value}`"
+        return f"the Flight Recorder's collective timeout (`timeout_ms={timeout.value}`{length.replace(' (', ', ').rstrip(')')})"
+    call, at, where = timeout.name.partition(" at ")
+    if at:
+        return f"`{call.replace('=)', '=' + timeout.value + ')')}` at {where}{length}"
+    return f"`{timeout.name}={timeout.value}`{length}"
 
 
 def recover_line(
@@ -632,14 +779,19 @@ def recover_line(
     analysis: Analysis,
     timeouts: Sequence[Timeout],
 ) -> SummaryLine:
-    """Whether something ends the wait: a timeout found, none where one was looked for, or not known."""
+    """Whether something ends the wait: a timeout that fired, one set, the library's
+    default, none where one was looked for, or not known (and what would tell)."""
     stuck = analysis.verdict in (
         Verdict.COLLECTIVE_DESYNC,
         Verdict.ALL_STUCK,
         Verdict.P2P_DEADLOCK,
     ) or (analysis.wedge is not None and analysis.wedge.episode is not None)
-    named = ", ".join(timeout_text(t) for t in timeouts[:3])
-    sources = tuple(dict.fromkeys(t.source for t in timeouts[:3]))
+    went_off = [t for t in timeouts if t.kind == "fired"]
+    set_here = [t for t in timeouts if t.kind == "set"]
+    default = [t for t in timeouts if t.kind == "default"]
+    shown = (went_off or set_here or default)[:3]
+    named = ", ".join(timeout_text(t) for t in shown)
+    sources = tuple(dict.fromkeys(t.source for t in shown if t.source))
     if analysis.verdict is Verdict.THREAD_DEADLOCK:
         return SummaryLine(
             topic=RECOVERS,
@@ -658,6 +810,18 @@ def recover_line(
             ),
             sources=(),
         )
+    if went_off:
+        gone, _ = gone_ranks(analysis)
+        after = (
+            f"; {ranks_name(gone, analysis.rank_unit)} gone in the later dumps"
+            if gone
+            else "; whether the processes then exited is not in the evidence"
+        )
+        return SummaryLine(
+            topic=RECOVERS,
+            text=f"It already timed out: {named}{after}.",
+            sources=sources,
+        )
     if not stuck:
         if analysis.verdict is Verdict.PROGRESSING:
             what = "Nothing shown stuck to recover from"
@@ -665,43 +829,56 @@ def recover_line(
             what = "Not known: nothing here shows whether anything is stuck"
         else:
             what = "Not known: these dumps do not settle whether anything is stuck"
-        if timeouts:
+        if set_here:
             return SummaryLine(
                 topic=RECOVERS, text=f"{what}; configured: {named}.", sources=sources
             )
         return SummaryLine(topic=RECOVERS, text=f"{what}.", sources=())
-    if timeouts:
-        wedge = analysis.wedge
-        so_far = (
-            f"; wedged {wedge.episode.duration:g} s so far"
-            if wedge is not None and wedge.episode is not None
-            else ""
-        )
+    wedge = analysis.wedge
+    so_far = (
+        f"; wedged {wedge.episode.duration:g} s so far"
+        if wedge is not None and wedge.episode is not None
+        else ""
+    )
+    if set_here:
         return SummaryLine(
             topic=RECOVERS,
             text=(
-                f"Only by timing out: {named} should end the wait, the process then exits or "
-                f"raises{so_far}."
+                f"Only by timing out: {named} should end the wait; the ranks then raise or "
+                f"exit{so_far}."
             ),
             sources=sources,
         )
     looked = captured(bundle)
+    where = " or ".join(looked)
+    if default:
+        unset = f"none is set in the {where}" if looked else "no command line or environment"
+        return SummaryLine(
+            topic=RECOVERS,
+            text=(
+                f"Probably, by timing out: {named} ends the wait unless the code passes its own "
+                f"`timeout=` ({unset}; `py-spy dump --locals` of the set-up or the code of "
+                f"`init_process_group` would tell); the ranks then raise{so_far}."
+            ),
+            sources=sources,
+        )
     if not looked:
         return SummaryLine(
             topic=RECOVERS,
             text=(
-                "Not known: no command line or environment in the evidence (`report collect` "
-                "saves both; `py-spy dump --locals` shows `init_process_group(timeout=...)`)."
+                "Not known: no command line, environment or set-up code in the evidence "
+                "(`report collect` saves the first two; `py-spy dump --locals` shows "
+                "`init_process_group(timeout=...)`)."
             ),
             sources=(),
         )
-    where = " or ".join(looked)
     unseen = "" if "environment" in looked else " (the environment was not captured)"
     return SummaryLine(
         topic=RECOVERS,
         text=(
-            f"No timeout found: no collective timeout or watchdog in the {where}{unseen}; "
-            "nothing seen ends the wait, so a restart is needed."
+            f"Not known: no collective timeout or watchdog in the {where}{unseen}, and the "
+            "waits are not torch.distributed collectives with a default of their own; the "
+            "service's own settings or its log would tell."
         ),
         sources=(),
     )
@@ -713,13 +890,34 @@ def clients_line(bundle: Bundle, analysis: Analysis) -> SummaryLine:
     goroutines = analysis.goroutines
     if goroutines is not None and goroutines.waiting:
         bucket = goroutines.waiting[0]
-        total = sum(b.count for b in goroutines.waiting)
+        total = client_count(goroutines.waiting)
         since = (
             f" since at least {clock(bucket.waiting_since)[:8]} UTC"
             if bucket.waiting_since is not None
             else ""
         )
-        parts.append(f"{plural(total, 'client goroutine')} wait for {bucket.client_wait}{since}")
+        wedged = analysis.wedge is not None and analysis.wedge.episode is not None
+        if not analysis.classes and not wedged:
+            # The title already counts them and says what they wait for: this line says
+            # who started them and what else the dump holds.
+            dump = next(
+                (d for d in goroutines.dumps if d.source.path == bucket.source.path),
+                goroutines.dumps[0],
+            )
+            started = (
+                f", started by `{bucket.created_by.function}`"
+                if bucket.created_by is not None
+                else ""
+            )
+            rest = dump.total - total
+            parts.append(
+                f"{total} of the dump's {plural(dump.total, 'goroutine')}{since}{started}; "
+                f"the other {rest} do not wait on the server"
+            )
+        else:
+            parts.append(
+                f"{plural(total, 'client goroutine')} wait for {bucket.client_wait}{since}"
+            )
         sources.append(str(bucket.source))
     waiting, signal_sources = _waiting_now(bundle, analysis)
     if waiting and analysis.wedge is not None and analysis.wedge.episode is not None:
@@ -843,6 +1041,14 @@ def services(analysis: Analysis, bundle: Bundle, scope: Scope | None = None) -> 
     if analysis.rank_unit != "rank" and n:
         pids = sorted(p.identity.pid for p in analysis.processes if p.identity.pid is not None)
         who = f"{'the process' if n == 1 else _both(n) + ' processes'} ({format_pids(pids)})"
+    if multi_host(analysis) and analysis.rank_unit == "rank":
+        spread = [
+            f"{h}: {format_ranks(r)}"
+            for h in dict.fromkeys(x.name for x in analysis.hosts)
+            if (r := [u for u in sorted(ranks) if h in host_of_units(analysis, [u])])
+        ]
+        if spread:
+            who += f" ({', '.join(spread)})"
     if scope is not None and scope.name:
         who = f"the server of {scope.name} with {who}"
     return f"{' and '.join(f'`{u}`' for u in units)} with {who}" if units else who

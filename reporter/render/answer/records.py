@@ -49,11 +49,22 @@ class WaitEdge:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Timeout:
-    """A collective timeout or watchdog found in a command line or the environment."""
+    """A collective timeout or watchdog: set in the evidence, the library's default, or one
+    that already fired (a log line)."""
 
     name: str
     value: str
     source: str
+    """The evidence that shows it (`file:line`); for a library default, what names the
+    backend and version (`bundle.toml`, `env/pip-freeze.txt:12`), or ""."""
+    kind: str = "set"
+    """`set` (a command line, the environment, `--locals`, code, the Flight Recorder),
+    `default` (the library's own, for the backend and version in the evidence) or `fired`
+    (a log line says it ended a wait)."""
+    seconds: float | None = None
+    """Its length where the value says (`timedelta(seconds=900)`, `5000ms`); None if not."""
+    at: str = ""
+    """For a fired timeout, when (`14:43:50 UTC`); "" when not known."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -254,10 +254,7 @@ def step_values(analysis: Analysis) -> dict[str, str]:
     threads = ""
     if analysis.thread_deadlocks:
         lock = analysis.thread_deadlocks[0]
-        threads = " and ".join(
-            f"{t.name or t.tid} ({t.waits_in} at {t.waits_at}, holding since {t.holding_from or '?'})"
-            for t in lock.threads
-        )
+        threads = " and ".join(f"{t.name or t.tid} (in {t.waits_in})" for t in lock.threads)
     settle = analysis.blocked_threads[0].settle if analysis.blocked_threads else ""
     pids = [p.identity.pid for p in frozen if p.identity.pid is not None]
     return {

@@ -1,21 +1,37 @@
 """Whether the wait ends on its own: collective timeouts and watchdogs, and where they were looked for.
 
-Read from command lines (`--watchdog-timeout 300`), environments (`TORCH_NCCL_*TIMEOUT*`,
-`NCCL_TIMEOUT`, ...), the Flight Recorder's entries (`timeout_ms`, the group's collective
-timeout) and `py-spy dump --locals` of the frames that set one up
-(`init_process_group(timeout=...)`). "No timeout found" is said only where something
-was looked at: `captured` names the command lines and environments the bundle holds, and
-without any the answer is "not known".
+Read from everything captured:
+
+- command lines (`--watchdog-timeout 300`), parsed or raw: a `/proc/PID/cmdline` copy is
+  NUL-separated, and a setproctitle title pads it with NULs and spaces;
+- environments (`TORCH_NCCL_*TIMEOUT*`, `NCCL_TIMEOUT`, ...);
+- `py-spy dump --locals` of the frames that set one up (`init_process_group(timeout=...)`);
+- code excerpts that show such a call (`init_process_group(..., timeout=timedelta(seconds=900))`,
+  `new_group(timeout=...)`);
+- the Flight Recorder's entries (`timeout_ms`);
+- logs: a timeout that already fired (gloo's `Timed out waiting 5000ms`, NCCL's watchdog).
+
+Where nothing sets one, torch's own default applies to a torch.distributed collective: 30
+minutes for gloo in every version, 10 minutes for NCCL since torch 2.2 (30 before), read
+from the backend and version the evidence names (`library_default`). "No timeout found" is
+said only where something was looked at (`captured`); without any, "not known".
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
-from reporter.model import Bundle
+from reporter.core.times import clock
+from reporter.model import Bundle, EventKind, FrOrigin, Local
 from reporter.render.answer.records import Timeout
+from reporter.render.answer.waits import dump_of
+
+if TYPE_CHECKING:
+    from reporter.analysis.result import Analysis
 
 # Command-line options and environment variables that end a hung collective or kill a
 # wedged server: SGLang's watchdog, torch's NCCL/gloo timeouts and heartbeat monitor.
@@ -34,16 +50,47 @@ _GROUP_SETUP = re.compile(
     r"(^|\.)(init_process_group|new_group|new_subgroups\w*|_new_process_group_helper"
     r"|init_distributed_environment|initialize_model_parallel|monitored_barrier)$"
 )
+# The same calls in source code: `dist.init_process_group(` up to its `timeout=` argument.
+_SETUP_CALL = re.compile(
+    r"\b(init_process_group|new_group|new_subgroups\w*|init_distributed_environment"
+    r"|monitored_barrier)\s*\("
+)
 _LOCALS = attrgetter("locals")
 _FRAMES = attrgetter("frames")
 _THREADS = attrgetter("threads")
 _PARENT = attrgetter("parent_cmdline")
 # A process title (`sglang::scheduler_TP0`, `VLLM::Worker`) is not a command line.
 _TITLE_ONLY = re.compile(r"^\S+::\S*$")
+# `timedelta(seconds=900)`, `datetime.timedelta(minutes=30)`, `timedelta(0, 900)`.
+_TIMEDELTA = re.compile(r"timedelta\((?P<args>[^()]*)\)")
+_UNIT_SECONDS = {
+    "weeks": 604800.0,
+    "days": 86400.0,
+    "hours": 3600.0,
+    "minutes": 60.0,
+    "seconds": 1.0,
+    "milliseconds": 0.001,
+    "microseconds": 0.000001,
+}
+# Log lines of a timeout that fired: gloo's, NCCL's watchdog, a blocking wait.
+_FIRED = (
+    re.compile(r"Timed out waiting (?P<ms>\d+)ms"),
+    re.compile(r"Watchdog caught collective operation timeout.*?Timeout\(ms\)=(?P<ms>\d+)"),
+    re.compile(r"ran for (?P<ms>\d+) milliseconds before timing out"),
+    re.compile(r"timed out in blocking wait.*?Timeout\(ms\)=(?P<ms>\d+)"),
+)
+# The torch version and the backend, wherever the evidence names them.
+_TORCH_VERSION = re.compile(r"\btorch\s*(?:==|=|\s)\s*v?(?P<v>\d+\.\d+(?:\.\d+)?(?:[+\w.-]*)?)")
+_BACKEND_WORD = re.compile(r"\b(gloo|nccl)\b", re.IGNORECASE)
+# torch's defaults (torch/distributed/constants.py; ProcessGroupNCCL since torch 2.2).
+GLOO_DEFAULT_S = 1800.0
+NCCL_DEFAULT_S = 600.0
+NCCL_OLD_DEFAULT_S = 1800.0
 
 
 def find_timeouts(bundle: Bundle) -> tuple[Timeout, ...]:
-    """Collective timeouts and watchdogs in the evidence, each once, sorted by name."""
+    """Collective timeouts and watchdogs in the evidence, each once: the ones that fired
+    first (by time), then the ones set, sorted by name."""
     found: dict[tuple[str, str], str] = {}
     for cmdline in bundle.environment.cmdlines:
         for flag in cmdline.flags:
@@ -53,29 +100,293 @@ def find_timeouts(bundle: Bundle) -> tuple[Timeout, ...]:
         for text in (dump.cmdline, dump.parent_cmdline):
             if not text or "--" not in text:
                 continue  # every match starts with `--`; most titles have none
-            for match in _TIMEOUT_IN_TEXT.finditer(text):
+            for match in _TIMEOUT_IN_TEXT.finditer(cmdline_text(text)):
                 found.setdefault((match.group(1), match.group(2)), str(dump.source))
     for var in bundle.environment.variables:
         if _TIMEOUT_ENV.match(var.name) and "DUMP" not in var.name:
             found.setdefault((var.name, var.value), str(var.source))
+    for function, local, where in _setup_locals(bundle):
+        if local.name == "timeout" and local.repr not in ("None", ""):
+            found.setdefault((f"{function}(timeout=)", local.repr), where)
+    for excerpt in bundle.excerpts:
+        for call, value, line in code_timeouts(excerpt.lines, excerpt.start):
+            name = f"{call}(timeout=) at {excerpt.path}:{line}"
+            found.setdefault((name, value), str(excerpt.source))
+    for trace in bundle.flight_recorder:
+        for entry in trace.entries:
+            if entry.timeout_ms and trace.origin is not FrOrigin.WATCHDOG_LOG:
+                found.setdefault(("timeout_ms", str(entry.timeout_ms)), str(entry.source))
+                break
+    set_here = [
+        Timeout(name=name, value=value, source=source, seconds=seconds_of(name, value))
+        for (name, value), source in sorted(found.items())
+    ]
+    return (*fired(bundle), *set_here)
+
+
+def shown_code_timeouts(analysis: Analysis) -> tuple[Timeout, ...]:
+    """Timeouts passed in the code excerpts the report shows (cut from `source_root` or the
+    frames' files): `init_process_group(timeout=timedelta(seconds=900)) at x.py:12`."""
+    views = analysis.excerpts.excerpts if analysis.excerpts is not None else ()
+    found: dict[tuple[str, str], str] = {}
+    for view in views:
+        for call, value, line in code_timeouts(view.lines, view.start):
+            found.setdefault(
+                (f"{call}(timeout=) at {view.path}:{line}", value), f"{view.path}:{line}"
+            )
+    return tuple(
+        Timeout(name=name, value=value, source=source, seconds=seconds_of(name, value))
+        for (name, value), source in sorted(found.items())
+    )
+
+
+def cmdline_text(text: str) -> str:
+    """A command line as words: NULs (a `/proc/PID/cmdline` copy, setproctitle's padding)
+    read as spaces, runs of blanks as one."""
+    return " ".join(text.replace("\0", " ").split())
+
+
+def code_timeouts(lines: Sequence[str], start: int) -> list[tuple[str, str, int]]:
+    """`(call, value, line)` for each process-group set-up call in `lines` (numbered from
+    `start`) that passes `timeout=`: `("init_process_group", "timedelta(seconds=900)", 12)`.
+    The call may span lines; its arguments are read up to its closing parenthesis."""
+    text = "\n".join(lines)
+    out: list[tuple[str, str, int]] = []
+    for match in _SETUP_CALL.finditer(text):
+        args = _balanced(text, match.end())
+        value = _keyword(args, "timeout")
+        if value and value != "None":
+            line = start + text.count("\n", 0, match.start())
+            out.append((match.group(1), value, line))
+    return out
+
+
+def _balanced(text: str, at: int) -> str:
+    """The text from `at` up to the parenthesis that closes the one just before it."""
+    depth = 1
+    for i in range(at, min(len(text), at + 2000)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return text[at:i]
+    return text[at : at + 2000]
+
+
+def _keyword(args: str, name: str) -> str:
+    """The value of keyword argument `name` at the top level of `args`, or ""."""
+    depth = 0
+    parts: list[str] = []
+    current: list[str] = []
+    for char in args:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        if char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(char)
+    parts.append("".join(current))
+    for part in parts:
+        key, eq, value = part.partition("=")
+        if eq and key.strip() == name:
+            return " ".join(value.split())
+    return ""
+
+
+def seconds_of(name: str, value: str) -> float | None:
+    """A timeout's length in seconds where its value says: `timedelta(minutes=15)`, a
+    `*_ms` / `*MS*` name's milliseconds, or a plain number of seconds for an env var or
+    flag whose name says timeout. None otherwise."""
+    match = _TIMEDELTA.search(value)
+    if match is not None:
+        total = 0.0
+        for position, arg in enumerate(a.strip() for a in match.group("args").split(",")):
+            if not arg:
+                continue
+            key, eq, number = arg.partition("=")
+            unit = key.strip() if eq else ("days", "seconds", "microseconds")[min(position, 2)]
+            try:
+                total += float(number if eq else key) * _UNIT_SECONDS[unit]
+            except (KeyError, ValueError):
+                return None
+        return total
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    if name.lower().endswith(("_ms", "ms")) or "MS" in name:
+        return number / 1000
+    return number if "timeout" in name.lower() else None
+
+
+def fired(bundle: Bundle) -> list[Timeout]:
+    """Timeouts the logs say fired, earliest first, each log line once."""
+    out: list[Timeout] = []
+    seen: set[str] = set()
+    for event in sorted(bundle.events, key=lambda e: e.at):
+        if event.kind is not EventKind.LOG:
+            continue
+        for pattern in _FIRED:
+            match = pattern.search(event.text)
+            if match is None:
+                continue
+            key = match.group(0)
+            if key in seen:
+                break
+            seen.add(key)
+            ms = int(match.group("ms"))
+            out.append(
+                Timeout(
+                    name=key,
+                    value=str(ms),
+                    source=str(event.source),
+                    kind="fired",
+                    seconds=ms / 1000,
+                    at=f"{clock(event.at)[:8]} UTC",
+                )
+            )
+            break
+    for trace in bundle.flight_recorder:
+        if trace.origin is not FrOrigin.WATCHDOG_LOG:
+            continue
+        for entry in trace.entries:
+            if not entry.timeout_ms:
+                continue
+            where = f"rank {trace.rank}" if trace.rank is not None else "a rank"
+            key = f"NCCL watchdog: {where}'s {entry.op} #{entry.seq_id} timed out"
+            if key in seen:
+                continue
+            seen.add(key)
+            when = trace.captured_at
+            out.append(
+                Timeout(
+                    name=key,
+                    value=str(entry.timeout_ms),
+                    source=str(entry.source),
+                    kind="fired",
+                    seconds=entry.timeout_ms / 1000,
+                    at=f"{clock(when)[:8]} UTC" if when is not None else "",
+                )
+            )
+    return out
+
+
+def library_default(bundle: Bundle, analysis: Analysis) -> Timeout | None:
+    """torch's own collective timeout for the backend and version in the evidence, when
+    the waits are torch.distributed collectives; None when they are not (or not known).
+
+    The backend comes from `--locals` (`backend='gloo'`), code excerpts (`backend="nccl"`),
+    native frames (`gloo::`, `ProcessGroupNCCL`), the manifest's notes, and a CPU-only
+    torch build (`+cpu`: no NCCL); the version from the manifest or `pip freeze`."""
+    shown = _torch_collectives(analysis)
+    if not shown:
+        return None
+    version, version_source = torch_version(bundle)
+    backend, backend_source = _backend(bundle, analysis, version)
+    # Cited: where the backend is said (`--locals`, code), else the dump that shows the
+    # torch collective; the manifest is named in the words (it has no line to cite).
+    source = backend_source if backend_source not in ("", "bundle.toml") else shown
+    major_minor = _major_minor(version)
+    said = " (bundle.toml)" if "bundle.toml" in (version_source, backend_source) else ""
+    which = f" in torch {version}{said}" if version else ""
+    if backend == "gloo":
+        return Timeout(
+            name="torch's gloo default",
+            value=f"30 min{which}",
+            source=source,
+            kind="default",
+            seconds=GLOO_DEFAULT_S,
+        )
+    if backend == "nccl":
+        old = major_minor is not None and major_minor < (2, 2)
+        before = "" if major_minor is not None else "; 30 min before torch 2.2"
+        return Timeout(
+            name="torch's NCCL default",
+            value=f"{'30' if old else '10'} min{which or '; torch version not known' + before}",
+            source=source,
+            kind="default",
+            seconds=NCCL_OLD_DEFAULT_S if old else NCCL_DEFAULT_S,
+        )
+    return Timeout(
+        name="torch's default timeout",
+        value=f"30 min for gloo, 10 min for NCCL since torch 2.2{which}; the backend is not "
+        "in the evidence",
+        source=source,
+        kind="default",
+        seconds=None,
+    )
+
+
+def _torch_collectives(analysis: Analysis) -> str:
+    """The dump (`file:line`) of a process waiting in a torch.distributed call (by its
+    frames' files), or "" when none does."""
+    for cls in analysis.classes:
+        if not cls.collective:
+            continue
+        if any("torch/distributed" in (f.file or "") for f in cls.frames):
+            return dump_of(analysis, cls) or "the stacks"
+    return ""
+
+
+def torch_version(bundle: Bundle) -> tuple[str, str]:
+    """(torch's version, where it is said): `pip freeze`, then the manifest's `version` and
+    notes; ("", "") when the evidence does not say."""
+    for package in bundle.environment.packages:
+        if package.name.lower() == "torch":
+            return package.version, str(package.source)
+    texts = [bundle.manifest.version, *(v for _, v in bundle.manifest.fields)]
+    for text in texts:
+        match = _TORCH_VERSION.search(text)
+        if match is not None:
+            return match.group("v"), "bundle.toml"
+    return "", ""
+
+
+def _major_minor(version: str) -> tuple[int, int] | None:
+    match = re.match(r"(\d+)\.(\d+)", version)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def _backend(bundle: Bundle, analysis: Analysis, version: str) -> tuple[str, str]:
+    """("gloo" | "nccl" | "", where it is said)."""
+    for _, local, where in _setup_locals(bundle):
+        word = _BACKEND_WORD.search(local.repr) if local.name == "backend" else None
+        if word:
+            return word.group(1).lower(), where
+    for excerpt in bundle.excerpts:
+        text = "\n".join(excerpt.lines)
+        match = re.search(r"backend\s*=\s*['\"](gloo|nccl)['\"]", text, re.IGNORECASE)
+        if match:
+            return match.group(1).lower(), str(excerpt.source)
+    for cls in analysis.classes:
+        names = " ".join(f.function for f in cls.frames)
+        if "ProcessGroupNCCL" in names or "nccl" in names.lower():
+            return "nccl", ""
+        if "gloo::" in names or "ProcessGroupGloo" in names:
+            return "gloo", ""
+    for _, value in bundle.manifest.fields:
+        words = {w.lower() for w in _BACKEND_WORD.findall(value)}
+        if len(words) == 1:
+            return words.pop(), "bundle.toml"
+    if "+cpu" in version:
+        # A CPU-only build has no NCCL: its collectives run on gloo.
+        return "gloo", "bundle.toml"
+    return "", ""
+
+
+def _setup_locals(bundle: Bundle) -> Iterator[tuple[str, Local, str]]:
+    """(function, local, thread's source) for each `--locals` value of a frame that sets up
+    a process group (`_GROUP_SETUP`)."""
     for dump in bundle.dumps if _any_locals(bundle) else ():
         for thread in dump.threads:
             for frame in filter(_LOCALS, thread.frames):
-                if not _GROUP_SETUP.search(frame.function):
-                    continue
-                for local in frame.locals:
-                    if local.name == "timeout" and local.repr not in ("None", ""):
-                        name = f"{frame.short_function}(timeout=)"
-                        found.setdefault((name, local.repr), str(thread.source))
-    for trace in bundle.flight_recorder:
-        for entry in trace.entries:
-            if entry.timeout_ms:
-                found.setdefault(("timeout_ms", str(entry.timeout_ms)), str(entry.source))
-                break
-    return tuple(
-        Timeout(name=name, value=value, source=source)
-        for (name, value), source in sorted(found.items())
-    )
+                if _GROUP_SETUP.search(frame.function):
+                    for local in frame.locals:
+                        yield frame.short_function, local, str(thread.source)
 
 
 def _any_locals(bundle: Bundle) -> bool:
@@ -86,13 +397,15 @@ def _any_locals(bundle: Bundle) -> bool:
 
 def captured(bundle: Bundle) -> tuple[str, ...]:
     """What timeouts were looked for in: `command lines`, `environment`, `Flight Recorder`,
-    `--locals` (empty: nothing that could hold one was captured)."""
+    `code`, `logs` (empty: nothing that could hold one was captured)."""
     out: list[str] = []
     lines = (
         bool(bundle.environment.cmdlines)
         or any(map(_PARENT, bundle.dumps))
         # Each distinct command line once: the snapshots of one process repeat it.
-        or any(not _TITLE_ONLY.match(c.strip()) for c in {d.cmdline for d in bundle.dumps} if c)
+        or any(
+            not _TITLE_ONLY.match(cmdline_text(c)) for c in {d.cmdline for d in bundle.dumps} if c
+        )
     )
     if lines:
         out.append("command lines")
@@ -100,4 +413,10 @@ def captured(bundle: Bundle) -> tuple[str, ...]:
         out.append("environment")
     if any(e.timeout_ms is not None for t in bundle.flight_recorder for e in t.entries):
         out.append("Flight Recorder")
+    if _shows_setup(e.lines for e in bundle.excerpts):
+        out.append("code")
     return tuple(out)
+
+
+def _shows_setup(texts: Iterable[Sequence[str]]) -> bool:
+    return any(_SETUP_CALL.search("\n".join(lines)) for lines in texts)
