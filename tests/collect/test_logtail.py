@@ -17,6 +17,7 @@ import pytest
 from reporter.collect import logtail, plan
 from reporter.collect.manifest import CollectStatus
 from reporter.collect.plan import CollectRequest
+from reporter.collect.services import log_runner
 from reporter.collect.session import collect
 from reporter.evidence import logs
 from reporter.load.bundle import load
@@ -80,7 +81,7 @@ def test_unit_of(tmp_path: Path, cgroup: str, unit: str | None) -> None:
 
 def test_journal_is_skipped_cleanly_without_journald(monkeypatch: pytest.MonkeyPatch) -> None:
     missing = logtail.journal(
-        "x.service", since=None, journalctl=None, max_lines=10, max_bytes=1024, timeout=1, stop=None
+        "x.service", since=None, journalctl=None, max_lines=10, max_bytes=1024, timeout=1, run=log_runner(None)
     )
     assert "not installed" in missing.error
     monkeypatch.setattr(logtail, "JOURNAL_SOCKETS", ("/nonexistent/journal",))
@@ -91,7 +92,7 @@ def test_journal_is_skipped_cleanly_without_journald(monkeypatch: pytest.MonkeyP
         max_lines=10,
         max_bytes=1024,
         timeout=1,
-        stop=None,
+        run=log_runner(None),
     )
     assert "journald is not running" in idle.error
 
@@ -171,7 +172,7 @@ def test_kernel_log_since_the_targets_started(tmp_path: Path) -> None:
     dmesg.chmod(0o755)
     since = datetime(2026, 12, 7, 12, 35, tzinfo=UTC)
     got = logtail.kernel_log(
-        since=since, dmesg=str(dmesg), max_lines=100, max_bytes=1 << 20, timeout=10, stop=None
+        since=since, dmesg=str(dmesg), max_lines=100, max_bytes=1 << 20, timeout=10, run=log_runner(None)
     )
     assert got.error == ""
     assert got.text.splitlines() == FAKE_DMESG.splitlines()[4:7]
@@ -183,6 +184,6 @@ def test_kernel_log_since_the_targets_started(tmp_path: Path) -> None:
     )
     refused.chmod(0o755)
     no = logtail.kernel_log(
-        since=since, dmesg=str(refused), max_lines=100, max_bytes=1 << 20, timeout=10, stop=None
+        since=since, dmesg=str(refused), max_lines=100, max_bytes=1 << 20, timeout=10, run=log_runner(None)
     )
     assert "Operation not permitted" in no.error

@@ -104,9 +104,10 @@ def test_templates_pass_arguments_through_except_to_ssh() -> None:
         ({"parallel": 0}, "--parallel"),
         (
             {"deadline": 20.0},
-            "--host-timeout 20s is too short: each host needs at least 67 s (2 s between the "
-            "first and last of 3 snapshots, 5 x --timeout 10s for the dump rounds, py-spy "
-            "--version and the package listing, 10 s to connect and 5 s for the way back)",
+            "--host-timeout 20s is too short: each host needs at least 77 s (2 s between the "
+            "first and last of 3 snapshots, 6 x --timeout 10s for the dump rounds, py-spy "
+            "--version, the journal and kernel log, and the package listing, 10 s to connect "
+            "and 5 s for the way back)",
         ),
         ({"python": "'unclosed"}, "No closing quotation"),
     ],
@@ -134,12 +135,17 @@ def test_options_that_read_this_host_are_refused_remotely(
 
 def test_the_minimum_host_timeout_is_accepted_and_the_default_exceeds_it(tmp_path: Path) -> None:
     request = _request(tmp_path, hosts=("node-a",), snapshots=2, interval=3.0, timeout=4.0)
-    assert remote.minimum_host_timeout(request) == 3 + 4 * 4 + 10 + 5
+    # Two dump rounds, py-spy --version, the journal and dmesg, the package listing.
+    assert remote.minimum_host_timeout(request) == 3 + 5 * 4 + 10 + 5
     assert remote.host_deadline(request) == remote.minimum_host_timeout(request) + 15
     exact = _request(tmp_path, hosts=("node-a",), snapshots=2, interval=3.0, timeout=4.0,
-                     deadline=34.0)  # fmt: skip
+                     deadline=38.0)  # fmt: skip
     remote.validate_remote(exact)
-    assert remote.probe_options(exact, 34.0)["deadline"] == 3 + 4 * 4
+    assert remote.probe_options(exact, 38.0)["deadline"] == 3 + 5 * 4
+    # Without the journal and the kernel log, their --timeout is not counted.
+    quiet = _request(tmp_path, hosts=("node-a",), snapshots=2, interval=3.0, timeout=4.0,
+                     journal=False, kernel_log=False)  # fmt: skip
+    assert remote.minimum_host_timeout(quiet) == 3 + 4 * 4 + 10 + 5
 
 
 def test_hosts_files_take_one_host_a_line() -> None:
@@ -298,7 +304,7 @@ def test_a_host_that_fails_is_recorded_with_its_reason(
     done = _collect(
         tmp_path,
         "--exec", template, "--host", "box-1", "--match", MARK,
-        "--snapshots", "1", "--timeout", "0.5s", "--host-timeout", "16.5s",
+        "--snapshots", "1", "--timeout", "0.5s", "--host-timeout", "17s",
     )  # fmt: skip
     # No stack from any host: status incomplete, exit 1, and the reason on stderr.
     assert done.returncode == 1, done.stderr
