@@ -285,7 +285,7 @@ class SessionState:
             base + plan.proc_path(pid, k, name),
             text,
             kind,
-            f"{says.format(pid=pid)}{on} of PID {pid} ({title}) after snapshot {k + 1}",
+            f"{says.format(pid=pid)} of PID {pid}{on} ({title}) after snapshot {k + 1}",
             host=host,
         )
 

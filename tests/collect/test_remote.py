@@ -458,3 +458,94 @@ def test_the_collector_is_left_out_when_its_host_is_in_the_list() -> None:
     elsewhere = {**probe.whoami(), "boot_id": "another-machine"}
     ours, _passed, _error = probe.select(listed, {"match": pattern, "collector": elsewhere}, 1)
     assert os.getpid() in {p["pid"] for p, _ in ours}
+
+
+def _probe_record_kinds() -> set[str]:
+    """Every `"t"` the probe's source writes."""
+    source = (ROOT / "reporter" / "collect" / "probe.py").read_text(encoding="utf-8")
+    return set(re.findall(r"""["']t["']: ["'](\w+)["']""", source)) | {"dump"}
+
+
+def test_every_record_the_probe_sends_is_one_the_collector_files() -> None:
+    kinds = _probe_record_kinds()
+    assert {"round", "log", "file", "dump", "hello", "end"} <= kinds
+    handled = {name[3:] for name in dir(remote._Recorder) if name.startswith("on_")}
+    # hello and end are read where the host's outcome is decided.
+    assert kinds - {"hello", "end"} <= handled, kinds - handled
+    # Where the collector lists the kinds it accepts, each one the probe sends is there.
+    accepted = getattr(remote, "RECORD_KINDS", None)
+    if accepted is not None:
+        assert kinds <= set(accepted), kinds - set(accepted)
+
+
+@pytest.fixture
+def stuck(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A Python process blocked for good writing to a pipe nobody reads (its stdout)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", f"import sys  # {MARK}\nsys.stdout.write('x' * (1 << 20))"],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 20
+    while "pipe" not in Path(f"/proc/{proc.pid}/wchan").read_text(encoding="utf-8"):
+        assert time.monotonic() < deadline, "the writer did not block"
+        time.sleep(0.05)
+    yield proc
+    proc.kill()
+    assert proc.stdout is not None
+    proc.stdout.close()
+    proc.wait()
+
+
+@pytest.mark.live
+def test_a_host_without_py_spy_still_gives_the_proc_rounds_and_logs_as_here(
+    tmp_path: Path, stuck: subprocess.Popen[bytes]
+) -> None:
+    # The probe runs on this host (same PIDs): its /proc reads and the log's tail must be
+    # the very files a local capture writes, but for the moment of the read (`at=`).
+    log = tmp_path / "job.log"
+    log.write_text("".join(f"2026-12-07 12:00:{i:02d},000 INFO step {i}\n" for i in range(50)))
+    common = ("--pid", str(stuck.pid), "--snapshots", "2", "--interval", "0.2",
+              "--log", str(log), "--log-lines", "10", "--no-kernel-log")  # fmt: skip
+    here = _collect(tmp_path / "here", "--py-spy", "/nonexistent/py-spy", *common)
+    assert here.returncode == 1, here.stderr  # no stacks without py-spy
+    there = _collect(
+        tmp_path,
+        "--exec", "env REPORTER_TEST_HOST={host}", "--host", "box-1",
+        "--remote-python", sys.executable, "--remote-py-spy", "/nonexistent/py-spy", *common,
+    )  # fmt: skip
+    assert there.returncode == 1, there.stderr
+    note = _manifest(tmp_path)["collect"]["remote"][0]
+    assert note["status"] == "incomplete" and "py-spy" in note["reason"]
+    mine, theirs = tmp_path / "here" / "bundle", tmp_path / "bundle" / "hosts" / "box-1"
+    for k in (0, 1):
+        for what in ("threads", "fds", "sockets", "family"):
+            name = f"proc/pid{stuck.pid}-s{k}.{what}"
+            a, b = ((root / name).read_text(encoding="utf-8") for root in (mine, theirs))
+            assert re.sub(r" at=\S+\n", "\n", a, count=1) == re.sub(
+                r" at=\S+\n", "\n", b, count=1
+            ), name
+        assert (theirs / f"proc/pid{stuck.pid}-s{k}.status").is_file()
+    assert "\tw\tpipe:[" in (theirs / f"proc/pid{stuck.pid}-s0.fds").read_text()
+    assert (theirs / "logs" / "job.log").read_bytes() == (mine / "logs" / "job.log").read_bytes()
+    assert (theirs / "logs" / "job.log").read_text().splitlines()[0].endswith("INFO step 40")
+    evidence = {e["path"]: e for e in _manifest(tmp_path)["evidence"]}
+    entry = evidence["hosts/box-1/logs/job.log"]
+    assert (entry["kind"], entry["host"]) == ("log", "box-1")
+    assert "on box-1: 10 lines (last 10 lines of 50)" in entry["description"]
+    assert evidence[f"hosts/box-1/proc/pid{stuck.pid}-s1.family"]["kind"] == "proc-family"
+
+
+@pytest.mark.live
+def test_a_log_that_is_not_there_is_a_note_for_that_host(tmp_path: Path) -> None:
+    done = _collect(
+        tmp_path,
+        "--exec", "env REPORTER_TEST_HOST={host}", "--host", "box-1",
+        "--remote-python", sys.executable, "--remote-py-spy", "/nonexistent/py-spy",
+        "--pid", str(os.getpid()), "--snapshots", "1", "--no-kernel-log",
+        "--log", "/nonexistent/*.log", "--log", str(tmp_path / "fifo"),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    skipped = {s["what"]: s["reason"] for s in _manifest(tmp_path)["collect"]["skipped"]}
+    assert skipped["--log /nonexistent/*.log on box-1"] == "no regular file matches"
+    assert skipped[f"--log {tmp_path / 'fifo'} on box-1"].startswith("cannot read it")
