@@ -1,7 +1,8 @@
 """The capture program `report collect --ssh/--exec` runs on each remote host, for one run only.
 
-Self-contained on purpose: it imports nothing but the standard library and runs on Python 3.8+,
-so a host needs `python3` and py-spy, never `reporter` itself. `remote.py` sends this file's
+Self-contained on purpose: it imports nothing but the standard library and the modules it
+carries along (`procread`, `logtail`; `remote.HOST_MODULES`) and runs on Python 3.8+, so a
+host needs `python3` and py-spy, never `reporter` itself. `remote.py` sends this file's
 text with the run's options as one compressed argument (`python3 -c '<bootstrap>'`), so
 nothing is installed or left behind, no port is opened and no daemon runs; the command exits
 when the capture is done or its deadline passes.
@@ -22,6 +23,10 @@ listing, `importlib.metadata`, read only), and writes one JSON object per line o
     {"t": "dump", "pid": 4711, "snapshot": 0, "started_at": "2026-...Z", "seconds": 0.21,
      "returncode": 0, "stdout": "...", "stderr": "", "timed_out": false, "launch_error": "",
      "attempts": 1}
+    {"t": "round", "pid": 4711, "snapshot": 0, "name": "status" | "threads" | "fds" |
+     "sockets" | "family", "text": "..."}        ("" : gone, or that read failed)
+    {"t": "log", "source": "file" | "journal" | "kernel", "name": "/var/log/x.log",
+     "text": "...", "lines": 5000, "size": 81234, "cut": "...", "error": "", "since": null}
     {"t": "packages", "pids": [4711, 4712], "via": "/opt/venv/bin/python", "text": "..."}
     {"t": "end", "reason": ""}
 

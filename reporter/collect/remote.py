@@ -20,7 +20,8 @@ ssh or exec process group is killed at the deadline; what came back before it is
 probe stops starting dumps itself before then). A host that cannot be reached, or whose capture
 failed, is recorded with the reason in `[[collect.remote]]`; the rest of the bundle stands.
 
-Bundle layout: `hosts/<host>/pyspy/pid4711-s0.txt`, `hosts/<host>/env/pid4711.environ`, ...,
+Bundle layout: `hosts/<host>/pyspy/pid4711-s0.txt`, `hosts/<host>/env/pid4711.environ`,
+`hosts/<host>/proc/pid4711-s0.fds`, `hosts/<host>/logs/kernel.log`, ...,
 each `[[evidence]]` with `host = "<host>"`. Everything that comes back goes through the same
 secret policy as a local capture before it is written (environments, command lines, locals).
 """
