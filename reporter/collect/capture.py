@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from reporter.collect import dumps as dumping
-from reporter.collect import envcap, plan, procfs, procread, ptrace
+from reporter.collect import envcap, plan, probe, procfs, ptrace
 from reporter.collect.dumps import DumpResult, DumpStatus
 from reporter.collect.manifest import (
     CollectStatus,
@@ -140,8 +140,7 @@ class ProcessSteps(SessionState):
             delay = start + offset - time.monotonic()
             if (delay > 0 and self.stop.wait(delay)) or self.stop.is_set():
                 break
-            self.save_states(targets, k)
-            self.save_waits(targets, k)
+            self.round_reads(targets, k)
             self.w.save()
         self.say(f"/proc reads: {plural(self.request.snapshots, 'round')} without stacks")
 
@@ -202,8 +201,7 @@ class ProcessSteps(SessionState):
         )
         if request.blocking:
             self.nonblocking_fallback(results, k, pyspy, facts)
-        self.save_states(targets, k)
-        self.save_waits(targets, k)
+        self.round_reads(targets, k)
 
     def nonblocking_fallback(
         self,
@@ -238,49 +236,16 @@ class ProcessSteps(SessionState):
                 why=f"after the blocking dump failed ({result.reason})",
             )
 
-    def save_waits(self, targets: Sequence[Target], k: int) -> None:
-        """What the waits between processes need, per target, after snapshot `k`: threads'
-        states and wchans, the fd table, its socket rows, parent and children. Read from
-        `/proc` only (`procread`), each file capped and the reads of one process bounded by
-        a deadline; paths and names go through the secret policy like every file."""
-        btime = procread.boot_time()
-        parents = None if procread.has_children_files() else procread.parent_map()
-        deadline = min(procread.DEFAULT_DEADLINE, self.request.timeout)
-        tables: procread.NetCache = {}
-        for target in targets:
-            pid = target.process.pid
-            read = procread.read_waits(
-                pid, snapshot=k, deadline=deadline, btime=btime, parents=parents, cache=tables
-            )
-            if not read:
-                self.note_skip(
-                    f"/proc reads of PID {pid} after snapshot {k + 1}", "the process is gone"
-                )
-                continue
-            for what in procread.KINDS:
-                text = read.get(what)
-                if text is None:
-                    self.note_skip(
-                        f"/proc/{pid} {what} after snapshot {k + 1}",
-                        "could not be read (the process ended, or no permission)",
-                    )
-                    continue
-                kind, says = plan.WAIT_FILES[what]
-                self.keep(
-                    plan.proc_path(pid, k, what),
-                    text,
-                    kind,
-                    f"{says.format(pid=pid)} of PID {pid} ({self.title_of(target.process)}) "
-                    f"after snapshot {k + 1}",
-                )
-
-    def save_states(self, targets: Sequence[Target], k: int) -> None:
-        """A copy of `/proc/PID/status` (with the process's wchan) of every target, after
-        snapshot `k`: State T (stopped) or D (in the kernel) explains a rank that does
-        not move or cannot be dumped."""
-        for target in targets:
-            pid = target.process.pid
-            self.keep_round_read("status", pid, k, procfs.status_copy(pid), target.process)
+    def round_reads(self, targets: Sequence[Target], k: int) -> None:
+        """What `/proc` shows of every target after snapshot `k`: the status copy (State T
+        or D explains a rank that does not move or cannot be dumped) and what the waits
+        between processes need (threads' states and wchans, the fd table, its socket rows,
+        parent and children). Read by `probe.read_round` and written by `keep_round_read`,
+        as a remote host's are; each file capped, each process's reads bounded by a
+        deadline, every file through the secret policy."""
+        procs = {t.process.pid: t.process for t in targets}
+        for pid, name, text in probe.read_round(list(procs), k, timeout=self.request.timeout):
+            self.keep_round_read(name, pid, k, text, procs[pid])
 
     def record_dump(
         self,

@@ -14,6 +14,11 @@ the capture goes on.
 With process targets, the kernel's log since the earliest target started (`dmesg
 --time-format iso`, the same caps) is kept too: the OOM killer, hung-task warnings ("task
 python3:4711 blocked for more than 120 seconds") and storage or driver errors are there.
+
+Self-contained on purpose, like `probe.py`: the standard library only, Python 3.8+, so the
+remote probe reads a host's logs with these very functions (`remote.HOST_MODULES`). The
+helpers (`journalctl`, `dmesg`) run through the caller's `run` (`Runner`): the local
+collector's `runner.run_bounded`, or the probe's `run` on a host.
 """
 
 from __future__ import annotations
@@ -22,12 +27,16 @@ import glob
 import os
 import re
 import stat
-import threading
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
-from reporter.collect.runner import run_bounded
+if TYPE_CHECKING:  # annotations only: no runtime generics on Python 3.8
+    from collections.abc import Callable
+
+    Runner = Callable[[list[str], float, dict[str, str], int], "Ran"]
+    """`run(argv, timeout, env, max_bytes)`: a helper run bounded in time and output."""
 
 DEFAULT_LOG_LINES = 5000
 DEFAULT_LOG_BYTES = 4 << 20
@@ -36,7 +45,8 @@ JOURNAL_SOCKETS = ("/run/systemd/journal/socket", "/run/systemd/journal/stdout")
 _SERVICE_RE = re.compile(r"^[A-Za-z0-9:_.@\\-]+\.service$")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+# Python 3.8 has neither `slots=` nor `kw_only=`: keywords by convention here.
+@dataclass(frozen=True)
 class Tail:
     """The end of one log file: the text kept, and how it was cut."""
 
@@ -47,6 +57,18 @@ class Tail:
     cut: str = ""
     """How it was cut (`last 5000 lines of 81234`, `last 4.0 MiB`); "" when whole."""
     error: str = ""
+
+
+class Ran(NamedTuple):
+    """How a helper ended, as `Runner` reports it."""
+
+    stdout: str
+    stderr: str
+    returncode: int | None
+    timed_out: bool
+    launch_error: str
+    flooded: int
+    """The output's size when it went past the cap (the rest was not read), else 0."""
 
 
 def expand(patterns: tuple[str, ...]) -> tuple[list[Path], list[tuple[str, str]]]:
@@ -144,16 +166,14 @@ def kernel_log(
     max_lines: int,
     max_bytes: int,
     timeout: float,
-    stop: threading.Event | None,
+    run: Runner,
 ) -> Tail:
     """The kernel's ring buffer since `since` (`dmesg --time-format iso`): where the OOM
     killer, hung-task warnings and driver or filesystem errors are; or why not."""
     if dmesg is None:
         return Tail(error="dmesg is not installed here")
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"}
-    done = run_bounded(
-        [dmesg, "--time-format", "iso"], timeout=timeout, stop=stop, env=env, max_output=1 << 26
-    )
+    done = run([dmesg, "--time-format", "iso"], timeout, env, 1 << 26)
     if done.launch_error:
         return Tail(error=f"dmesg could not start: {done.launch_error}")
     if done.returncode != 0 and not done.stdout:
@@ -161,7 +181,7 @@ def kernel_log(
         return Tail(error=f"dmesg: {first} (kernel.dmesg_restrict, or no CAP_SYSLOG)")
     lines = done.stdout.splitlines(keepends=True)
     if since is not None:
-        floor = since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        floor = since.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")  # noqa: UP017
         # ISO stamps in UTC compare as text; a line without one belongs to the one above.
         kept: list[str] = []
         keep = False
@@ -208,7 +228,7 @@ def journal(
     max_lines: int,
     max_bytes: int,
     timeout: float,
-    stop: threading.Event | None,
+    run: Runner,
 ) -> Tail:
     """`journalctl -u UNIT --since SINCE -n MAX_LINES` text, bounded, or why not."""
     if journalctl is None:
@@ -220,7 +240,7 @@ def journal(
     if since is not None:
         argv += ["--since", f"@{int(since.timestamp())}"]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "SYSTEMD_PAGER": ""}
-    done = run_bounded(argv, timeout=timeout, stop=stop, env=env, max_output=max_bytes)
+    done = run(argv, timeout, env, max_bytes)
     if done.launch_error:
         return Tail(error=f"journalctl could not start: {done.launch_error}")
     if done.timed_out and not done.stdout:

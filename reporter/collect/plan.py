@@ -208,12 +208,6 @@ def validate(request: CollectRequest) -> None:
     for ok, message in checks:
         if not ok:
             raise UsageError(message)
-    if request.logs and request.remote is not None:
-        raise UsageError(
-            "--log reads files on this host, not on the --ssh/--exec hosts",
-            tip="run report collect --log on the host that holds the log, or copy the log "
-            "into the bundle folder afterwards",
-        )
     if request.queries and not request.prometheus:
         raise UsageError("--query needs --prometheus URL", tip="name the Prometheus server too")
     if request.prometheus and not request.queries:

@@ -1,7 +1,8 @@
 """The capture program `report collect --ssh/--exec` runs on each remote host, for one run only.
 
-Self-contained on purpose: it imports nothing but the standard library and runs on Python 3.8+,
-so a host needs `python3` and py-spy, never `reporter` itself. `remote.py` sends this file's
+Self-contained on purpose: it imports nothing but the standard library and the modules it
+carries along (`procread`, `logtail`; `remote.HOST_MODULES`) and runs on Python 3.8+, so a
+host needs `python3` and py-spy, never `reporter` itself. `remote.py` sends this file's
 text with the run's options as one compressed argument (`python3 -c '<bootstrap>'`), so
 nothing is installed or left behind, no port is opened and no daemon runs; the command exits
 when the capture is done or its deadline passes.
@@ -22,6 +23,10 @@ listing, `importlib.metadata`, read only), and writes one JSON object per line o
     {"t": "dump", "pid": 4711, "snapshot": 0, "started_at": "2026-...Z", "seconds": 0.21,
      "returncode": 0, "stdout": "...", "stderr": "", "timed_out": false, "launch_error": "",
      "attempts": 1}
+    {"t": "round", "pid": 4711, "snapshot": 0, "name": "status" | "threads" | "fds" |
+     "sockets" | "family", "text": "..."}        ("" : gone, or that read failed)
+    {"t": "log", "source": "file" | "journal" | "kernel", "name": "/var/log/x.log",
+     "text": "...", "lines": 5000, "size": 81234, "cut": "...", "error": "", "since": null}
     {"t": "packages", "pids": [4711, 4712], "via": "/opt/venv/bin/python", "text": "..."}
     {"t": "end", "reason": ""}
 
@@ -53,10 +58,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from reporter.collect import logtail, procread
+
 _PYTHON_EXE = re.compile(r"^(?:python|pypy)[0-9.]*[a-z]*(?: \(deleted\))?$")
 _OUT = threading.Lock()
 if TYPE_CHECKING:  # annotations only: `dict[...]` is no runtime expression on Python 3.8
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     Record = dict[str, Any]
     Chosen = list[tuple[Record, str]]
@@ -645,20 +652,80 @@ def status_copy(pid: int, root: str = "/proc") -> str:
     return f"{text}{end}Wchan:\t{wchan}\n" if wchan else text + end
 
 
-# What is read from `/proc` for each target after each round of dumps, by name: the same
-# functions a local capture calls (`capture.ProcessSteps.save_states`). The collector turns
-# each `round` record into evidence with the local code (`SessionState.keep_round_read`).
-ROUND_READS = {"status": status_copy}
+# What is read from `/proc` for each target after each round, by name (the file's suffix:
+# `proc/pidN-sK.status`, `.threads`, `.fds`, `.sockets`, `.family`): `read_round`, the one
+# function a local capture (`capture.ProcessSteps.round_reads`) and this probe call. The
+# collector turns each `round` record into evidence with the local code
+# (`SessionState.keep_round_read`).
+ROUND_READS = ("status", *procread.KINDS)
 
 
-def round_reads(pids: list[int], snapshot: int, opts: Record) -> None:
-    """The per-round `/proc` reads the collector asked for, one `round` record each."""
+def read_round(
+    pids: Sequence[int],
+    snapshot: int,
+    *,
+    names: Sequence[str] = ROUND_READS,
+    timeout: float = procread.DEFAULT_DEADLINE,
+    deadline: float | None = None,
+    root: str = "/proc",
+) -> Iterator[tuple[int, str, str]]:
+    """(pid, name, text) for each target and each read of `names` after round `snapshot`.
+
+    A process that is gone gives one ("status", "") and nothing else; a read that failed
+    gives "" under its name. The shared files of a round (boot time, the PPid scan where
+    the kernel lists no children, the socket tables of each network namespace) are read
+    once per round. Each process's `/proc` reads end at min(2 s, `timeout`), and at
+    `deadline` (`time.monotonic()`) when given."""
+    waits = [n for n in names if n in procread.KINDS]
+    btime = procread.boot_time(root) if waits else None
+    parents = None
+    if waits and not procread.has_children_files(root):
+        parents = procread.parent_map(root)
+    tables: procread.NetCache = {}
     for pid in pids:
-        for name in opts.get("round_reads") or ():
-            reader = ROUND_READS.get(name)
-            if reader is not None:
-                emit({"t": "round", "pid": pid, "snapshot": snapshot, "name": name,
-                      "text": reader(pid)})  # fmt: skip
+        status = status_copy(pid, root)
+        if not status:
+            yield pid, "status", ""
+            continue
+        if "status" in names:
+            yield pid, "status", status
+        if not waits:
+            continue
+        seconds = min(procread.DEFAULT_DEADLINE, timeout)
+        if deadline is not None:
+            seconds = max(0.05, min(seconds, deadline - time.monotonic()))
+        read = procread.read_waits(
+            pid, snapshot=snapshot, proc=root, deadline=seconds, btime=btime, parents=parents,
+            cache=tables,
+        )  # fmt: skip
+        for name in waits:
+            yield pid, name, read.get(name, "")
+
+
+def round_reads(pids: list[int], snapshot: int, opts: Record, deadline: float) -> None:
+    """The per-round `/proc` reads the collector asked for, one `round` record each."""
+    names = [n for n in opts.get("round_reads") or () if n in ROUND_READS]
+    if not names:
+        return
+    for pid, name, text in read_round(
+        pids, snapshot, names=names, timeout=float(opts["timeout"]), deadline=deadline
+    ):
+        emit({"t": "round", "pid": pid, "snapshot": snapshot, "name": name, "text": text})
+
+
+def proc_rounds(pids: list[int], opts: Record, deadline: float) -> None:
+    """Without py-spy, the `/proc` reads of each round still (`capture.proc_rounds`): the
+    states, threads, fds, sockets and family say much about a wait between processes."""
+    start = time.monotonic()
+    for k in range(int(opts["snapshots"])):
+        delay = start + k * float(opts["interval"]) - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        if time.monotonic() + 1.0 > deadline:
+            emit({"t": "skip", "what": f"/proc reads of round {k + 1} and later",
+                  "reason": "the host's deadline would pass first"})  # fmt: skip
+            return
+        round_reads(pids, k, opts, deadline)
 
 
 def dumps(pyspy: str, pids: list[int], opts: Record, deadline: float) -> None:
@@ -677,7 +744,82 @@ def dumps(pyspy: str, pids: list[int], opts: Record, deadline: float) -> None:
                       "lost": lost})  # fmt: skip
                 return
             list(pool.map(lambda pid, k=k: one_dump(pyspy, pid, k, opts), pids))
-            round_reads(pids, k, opts)
+            round_reads(pids, k, opts, deadline)
+
+
+def _log_run(argv: list[str], timeout: float, env: dict[str, str], max_bytes: int) -> logtail.Ran:
+    """`logtail.Runner` on a host: `run`, its output cut at `max_bytes`."""
+    done = run(argv, timeout, env=env)
+    out = done["stdout"].encode("utf-8", "replace")
+    flooded = len(out) if len(out) > max_bytes else 0
+    return logtail.Ran(
+        stdout=out[:max_bytes].decode("utf-8", "ignore"),
+        stderr=done["stderr"][-65536:],
+        returncode=done["returncode"],
+        timed_out=done["timed_out"],
+        launch_error=done["launch_error"],
+        flooded=flooded,
+    )
+
+
+def _emit_log(source: str, name: str, got: logtail.Tail, since: datetime | None = None) -> None:
+    emit({"t": "log", "source": source, "name": name, "text": got.text, "lines": got.lines,
+          "size": got.size, "cut": got.cut, "error": got.error,
+          "since": since.isoformat() if since is not None else None})  # fmt: skip
+
+
+def _program(name: str) -> str | None:
+    """A system program (`journalctl`, `dmesg`) on PATH or in the usual system folders."""
+    here = os.environ.get("PATH", "")
+    return shutil.which(name, path=":".join([here, "/usr/bin", "/bin", "/usr/sbin", "/sbin"]))
+
+
+def _started(pids: Sequence[int], btime: float | None) -> datetime | None:
+    """When the earliest of `pids` started (`procread`), or None."""
+    ticks = [t for t in (procread.start_ticks(p) for p in pids) if t is not None]
+    return procread.started(min(ticks), btime) if ticks and btime is not None else None
+
+
+def logs(targets: list[Record], opts: Record, deadline: float) -> None:
+    """The logs a local capture keeps (`services.ServiceSteps.logs`), read here by the same
+    functions (`logtail`): each `--log` file's tail, the journal of the targets' systemd
+    services since they started, the kernel's log since the earliest target started. The
+    journal and dmesg share one `--timeout` (`remote.probe_budget` counts it)."""
+    lines, size = int(opts.get("log_lines") or 5000), int(opts.get("log_bytes") or 4 << 20)
+    files, missing = logtail.expand(tuple(opts.get("logs") or ()))
+    for pattern, why in missing:
+        _emit_log("file", pattern, logtail.Tail(error=why))
+    for path in files:
+        _emit_log("file", str(path), logtail.tail(path, max_lines=lines, max_bytes=size))
+    pids = [p["pid"] for p in targets]
+    btime = procread.boot_time()
+    end = min(deadline, time.monotonic() + float(opts["timeout"]))
+    late = logtail.Tail(error="the host's deadline would pass first")
+
+    def left() -> float:
+        return end - time.monotonic()
+
+    if opts.get("journal"):
+        units: dict[str, list[int]] = {}
+        for pid in pids:
+            unit = logtail.unit_of(pid)
+            if unit is not None:
+                units.setdefault(unit, []).append(pid)
+        journalctl = _program("journalctl") if units else None
+        for unit, members in units.items():
+            since = _started(members, btime)
+            got = late if left() < 1 else logtail.journal(
+                unit, since=since, journalctl=journalctl, max_lines=lines, max_bytes=size,
+                timeout=left(), run=_log_run,
+            )  # fmt: skip
+            _emit_log("journal", unit, got, since)
+    if opts.get("kernel_log") and pids:
+        since = _started(pids, btime)
+        got = late if left() < 1 else logtail.kernel_log(
+            since=since, dmesg=_program("dmesg"), max_lines=lines, max_bytes=size,
+            timeout=left(), run=_log_run,
+        )  # fmt: skip
+        _emit_log("kernel", "", got, since)
 
 
 def interpreter_of(proc: Record, parent: Record | None, environ: str) -> Record | None:
@@ -863,7 +1005,11 @@ def main(opts: Record) -> None:
         version = shown.splitlines()[0] if shown else ""
     emit({"t": "pyspy", "path": pyspy, "version": version, "searched": searched,
           "refused": refused, "uid": os.geteuid()})  # fmt: skip
+    pids = [p["pid"] for p in chosen]
     if pyspy is not None:
-        dumps(pyspy, [p["pid"] for p in chosen], opts, deadline)
+        dumps(pyspy, pids, opts, deadline)
+    else:
+        proc_rounds(pids, opts, deadline)
+    logs(chosen, opts, deadline)
     packages(chosen, interpreters, opts, deadline)
     emit({"t": "end", "reason": ""})

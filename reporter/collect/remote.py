@@ -20,7 +20,8 @@ ssh or exec process group is killed at the deadline; what came back before it is
 probe stops starting dumps itself before then). A host that cannot be reached, or whose capture
 failed, is recorded with the reason in `[[collect.remote]]`; the rest of the bundle stands.
 
-Bundle layout: `hosts/<host>/pyspy/pid4711-s0.txt`, `hosts/<host>/env/pid4711.environ`, ...,
+Bundle layout: `hosts/<host>/pyspy/pid4711-s0.txt`, `hosts/<host>/env/pid4711.environ`,
+`hosts/<host>/proc/pid4711-s0.fds`, `hosts/<host>/logs/kernel.log`, ...,
 each `[[evidence]]` with `host = "<host>"`. Everything that comes back goes through the same
 secret policy as a local capture before it is written (environments, command lines, locals).
 """
@@ -44,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from reporter.collect import dumps as dumping
-from reporter.collect import envcap, plan, probe
+from reporter.collect import envcap, logtail, plan, probe
 from reporter.collect.dumps import DumpResult, DumpStatus
 from reporter.collect.envcap import PACKAGES_SCRIPT
 from reporter.collect.manifest import ProcessEntry, RemoteNote, TargetNote
@@ -277,9 +278,15 @@ def validate_remote(request: CollectRequest) -> None:
 
 def probe_budget(request: CollectRequest) -> float:
     """Seconds the probe needs on a host: the snapshots' span, `--timeout` for each round of
-    dumps, one for `py-spy --version` and one for the package listing."""
+    dumps, one for `py-spy --version`, one for the package listing, and one for the
+    journal and kernel log when they are read (`probe.logs`)."""
     rounds = request.snapshots
-    return (rounds - 1) * request.interval + (rounds + 2) * request.timeout
+    return (rounds - 1) * request.interval + (rounds + 2 + _log_rounds(request)) * request.timeout
+
+
+def _log_rounds(request: CollectRequest) -> int:
+    """1 when the probe runs journalctl or dmesg (they share one `--timeout`), else 0."""
+    return 1 if request.journal or request.kernel_log else 0
 
 
 def minimum_host_timeout(request: CollectRequest) -> float:
@@ -300,11 +307,12 @@ def _budget_words(request: CollectRequest) -> str:
     """How `minimum_host_timeout` adds up, in words."""
     rounds = request.snapshots
     span = (rounds - 1) * request.interval
+    logs = _log_rounds(request)
     return (
         f"{span:g} s between the first and last of {plural(rounds, 'snapshot')}, "
-        f"{rounds + 2} x --timeout {request.timeout:g}s for the dump rounds, py-spy --version "
-        f"and the package listing, {CONNECT_TIMEOUT} s to connect and {RETURN_MARGIN:g} s for "
-        "the way back"
+        f"{rounds + 2 + logs} x --timeout {request.timeout:g}s for the dump rounds, py-spy "
+        f"--version, {'the journal and kernel log, ' if logs else ''}and the package listing, "
+        f"{CONNECT_TIMEOUT} s to connect and {RETURN_MARGIN:g} s for the way back"
     )
 
 
@@ -334,10 +342,16 @@ def probe_options(request: CollectRequest, deadline: float) -> dict[str, Any]:
         "env_script_max_chars": envcap.ENV_SCRIPT_MAX_CHARS,
         # Read after each round of dumps, as a local capture does (`probe.ROUND_READS`).
         "round_reads": list(probe.ROUND_READS),
+        # The logs, read on the host by the local code (`logtail`, `probe.logs`).
+        "logs": list(request.logs),
+        "log_lines": request.log_lines,
+        "log_bytes": request.log_bytes,
+        "journal": request.journal,
+        "kernel_log": request.kernel_log,
     }
 
 
-HOST_MODULES = ("reporter.collect.probe",)
+HOST_MODULES = ("reporter.collect.procread", "reporter.collect.logtail", "reporter.collect.probe")
 """The modules the probe program carries to each host, in import order: each standard
 library only and Python 3.8+ (a test holds them to it). On the host they are importable
 under their usual names (`from reporter.collect import probe`), so the same code reads
@@ -548,6 +562,8 @@ class _Recorder:
         self.reasons: list[str] = []
         self.lost: list[int] = []
         """Snapshots the probe did not take (its deadline would have passed first)."""
+        self.logs_taken: set[str] = set()
+        """The `logs/` paths used on this host (`keep_log`)."""
 
     def record(self) -> None:
         run, s = self.run, self.s
@@ -778,6 +794,30 @@ class _Recorder:
             title = mask_text(title)
         self.s.keep_round_read(
             str(r["name"]), pid, k, str(r["text"]), title, base=f"{self.base}/", host=self.name
+        )
+
+    def on_log(self, r: dict[str, Any]) -> None:
+        source = str(r["source"])
+        if source not in ("file", "journal", "kernel"):
+            raise ValueError(f"not a kind of log: {source[:20]!r}")
+        since = None
+        if r.get("since"):
+            since = datetime.fromisoformat(str(r["since"]).replace("Z", "+00:00"))
+        got = logtail.Tail(
+            text=str(r.get("text") or ""),
+            lines=int(r.get("lines") or 0),
+            size=int(r.get("size") or 0),
+            cut=str(r.get("cut") or ""),
+            error=str(r.get("error") or ""),
+        )
+        self.s.keep_log(
+            source,
+            str(r.get("name") or ""),
+            got,
+            since=since,
+            taken=self.logs_taken,
+            base=f"{self.base}/",
+            host=self.name,
         )
 
     def on_envscript(self, r: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ from reporter.collect import envcap, frfiles, logtail, plan, procread, scrape, t
 from reporter.collect.manifest import (
     EvidenceEntry,
 )
+from reporter.collect.runner import run_bounded
 from reporter.collect.state import WAIT_S, SessionState
 from reporter.core.text import plural
 from reporter.core.times import iso
@@ -45,38 +46,25 @@ class ServiceSteps(SessionState):
 
     def logs(self) -> None:
         """The tail of each `--log` file, and the journal of the targets' systemd services
-        (and of each `--unit`) since the service started; each capped in lines and bytes."""
+        (and of each `--unit`) since the service started; each capped in lines and bytes.
+        Written by `keep_log`, as a remote host's logs are."""
         request = self.request
         files, missing = logtail.expand(request.logs)
-        for pattern, why in missing:
-            self.note_skip(f"--log {pattern}", why)
-            self.say(f"log {pattern}: skipped: {why}")
         taken: set[str] = set()
+        for pattern, why in missing:
+            self.keep_log("file", pattern, logtail.Tail(error=why), taken=taken)
         for path in files:
             if self.stop.is_set():
                 return
             got = logtail.tail(path, max_lines=request.log_lines, max_bytes=request.log_bytes)
-            if got.error:
-                self.note_skip(f"--log {path}", got.error)
-                continue
-            rel = plan.log_path(str(path), taken)
-            taken.add(rel)
-            cut = f" ({got.cut})" if got.cut else ""
-            self.keep(
-                rel,
-                got.text,
-                EvidenceKind.LOG,
-                f"{path}: {plural(got.lines, 'line')}{cut}, read at the end of the capture",
-                stamped=False,
-            )
-            self.say(f"log {path}: {plural(got.lines, 'line')}{cut}")
+            self.keep_log("file", str(path), got, taken=taken)
         if request.journal:
-            self.journals()
+            self.journals(taken)
         if request.kernel_log and self.targets:
-            self.kernel_log()
+            self.kernel_log(taken)
         self.w.save()
 
-    def kernel_log(self) -> None:
+    def kernel_log(self, taken: set[str]) -> None:
         request = self.request
         btime = procread.boot_time()
         ticks = [procread.start_ticks(t.process.pid) for t in self.targets]
@@ -88,24 +76,11 @@ class ServiceSteps(SessionState):
             max_lines=request.log_lines,
             max_bytes=request.log_bytes,
             timeout=request.timeout,
-            stop=self.stop,
+            run=log_runner(self.stop),
         )
-        if got.error:
-            self.note_skip("the kernel's log (dmesg)", got.error)
-            self.say(f"kernel log: skipped: {got.error}")
-            return
-        cut = f" ({got.cut})" if got.cut else ""
-        when = f" since {iso(since)} (the earliest target's start)" if since is not None else ""
-        self.keep(
-            plan.KERNEL_LOG_PATH,
-            got.text,
-            EvidenceKind.LOG,
-            f"dmesg --time-format iso{when}: {plural(got.lines, 'line')}{cut}",
-            stamped=False,
-        )
-        self.say(f"kernel log: {plural(got.lines, 'line')}{cut}")
+        self.keep_log("kernel", "", got, since=since, taken=taken)
 
-    def journals(self) -> None:
+    def journals(self, taken: set[str]) -> None:
         request = self.request
         units: dict[str, list[int]] = {unit: [] for unit in request.units}
         for target in self.targets:
@@ -127,22 +102,9 @@ class ServiceSteps(SessionState):
                 max_lines=request.log_lines,
                 max_bytes=request.log_bytes,
                 timeout=request.timeout,
-                stop=self.stop,
+                run=log_runner(self.stop),
             )
-            if got.error:
-                self.note_skip(f"journal of {unit}", got.error)
-                self.say(f"journal of {unit}: skipped: {got.error}")
-                continue
-            cut = f" ({got.cut})" if got.cut else ""
-            when = f" since {iso(since)}" if since is not None else ""
-            self.keep(
-                plan.journal_path(unit),
-                got.text,
-                EvidenceKind.LOG,
-                f"journalctl -u {unit}{when}: {plural(got.lines, 'line')}{cut}",
-                stamped=False,
-            )
-            self.say(f"journal of {unit}: {plural(got.lines, 'line')}{cut}")
+            self.keep_log("journal", unit, got, since=since, taken=taken)
 
     def _service_start(self, unit: str, pids: list[int], systemctl: str | None) -> datetime | None:
         """When the service's main process started (`systemctl show`), else the earliest
@@ -365,3 +327,20 @@ class ServiceSteps(SessionState):
         while thread.is_alive():
             thread.join(WAIT_S)
         self.say(f"metrics: {self.scrapes_ok} scrapes saved, {self.scrapes_failed} failed")
+
+
+def log_runner(stop: threading.Event | None) -> logtail.Runner:
+    """`logtail.Runner` here: `runner.run_bounded`, stopped by `stop` too."""
+
+    def run(argv: list[str], timeout: float, env: dict[str, str], max_bytes: int) -> logtail.Ran:
+        done = run_bounded(argv, timeout=timeout, stop=stop, env=env, max_output=max_bytes)
+        return logtail.Ran(
+            stdout=done.stdout,
+            stderr=done.stderr,
+            returncode=done.returncode,
+            timed_out=done.timed_out,
+            launch_error=done.launch_error,
+            flooded=done.flooded,
+        )
+
+    return run

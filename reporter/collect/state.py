@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from reporter.collect import envcap, plan, procfs
+from reporter.collect import envcap, logtail, plan, procfs
 from reporter.collect.manifest import (
     CollectStatus,
     EvidenceEntry,
@@ -242,12 +242,21 @@ class SessionState:
         base: str = "",
         host: str = "",
     ) -> None:
-        """Save one per-round `/proc` read (`probe.ROUND_READS`; today the status copy) of
-        `pid` after snapshot `k`, or note that the process is gone. The one way it is
-        written, locally and for a remote host (`base` = `hosts/<host>/`)."""
+        """Save one per-round `/proc` read (`probe.read_round`: the status copy, or one of
+        `plan.WAIT_FILES`) of `pid` after snapshot `k`, or note why there is none ("" for
+        `status`: the process is gone; for another: that read failed). The one way they are
+        written, locally and for a remote host (`base` = `hosts/<host>/`, `host` its name),
+        at the same place under `base`, through `keep` (the secret policy)."""
         on = f" on {host}" if host else ""
+        if name != "status" and name not in plan.WAIT_FILES:
+            raise ValueError(f"not a per-round read: {name!r}")
         if not text:
-            self.note_skip(f"/proc/{pid}/{name}{on} after snapshot {k + 1}", "the process is gone")
+            if name == "status":
+                what, why = f"/proc/{pid}/status{on} after snapshot {k + 1}", "the process is gone"
+            else:
+                what = f"/proc/{pid} {name}{on} after snapshot {k + 1}"
+                why = "could not be read (the process ended, or no permission)"
+            self.note_skip(what, why)
             return
         if isinstance(proc, procfs.ProcessInfo):
             title = self.title_of(proc)
@@ -270,3 +279,63 @@ class SessionState:
                 f"last line is /proc/{pid}/wchan when the process sleeps",
                 host=host,
             )
+            return
+        kind, says = plan.WAIT_FILES[name]
+        self.keep(
+            base + plan.proc_path(pid, k, name),
+            text,
+            kind,
+            f"{says.format(pid=pid)} of PID {pid}{on} ({title}) after snapshot {k + 1}",
+            host=host,
+        )
+
+    def keep_log(
+        self,
+        source: str,
+        name: str,
+        got: logtail.Tail,
+        *,
+        since: datetime | None = None,
+        taken: set[str],
+        base: str = "",
+        host: str = "",
+    ) -> None:
+        """Save one log (`logtail.Tail`) or note why there is none: `source` "file" (the
+        tail of the `--log` file `name`), "journal" (the unit `name`) or "kernel" (dmesg).
+        `taken`: the `logs/` paths already used under `base` (two `app.log` in two folders
+        stay apart). The one way logs are written, locally and for a remote host."""
+        on = f" on {host}" if host else ""
+        when = f" since {iso(since)}" if since is not None else ""
+        if source == "file":
+            what, says = f"--log {name}", name
+            rel = "" if got.error else plan.log_path(name, taken)
+        elif source == "journal":
+            what, says, rel = (
+                f"journal of {name}",
+                f"journalctl -u {name}{when}",
+                plan.journal_path(name),
+            )
+        elif source == "kernel":
+            what, rel = "the kernel's log (dmesg)", plan.KERNEL_LOG_PATH
+            says = f"dmesg --time-format iso{when}" + (
+                " (the earliest target's start)" if when else ""
+            )
+        else:
+            raise ValueError(f"not a kind of log: {source!r}")
+        if got.error:
+            self.note_skip(what + on, got.error)
+            if not host:
+                self.say(f"{what}: skipped: {got.error}")
+            return
+        taken.add(rel)
+        cut = f" ({got.cut})" if got.cut else ""
+        self.keep(
+            base + rel,
+            got.text,
+            EvidenceKind.LOG,
+            f"{says}{on}: {plural(got.lines, 'line')}{cut}, read after the last snapshot",
+            stamped=False,
+            host=host,
+        )
+        if not host:
+            self.say(f"{what}: {plural(got.lines, 'line')}{cut}")

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from reporter.collect import logtail, plan
+from reporter.collect import logtail, plan, probe
 from reporter.collect.manifest import CollectStatus
 from reporter.collect.plan import CollectRequest
+from reporter.collect.services import log_runner
 from reporter.collect.session import collect
 from reporter.evidence import logs
 from reporter.load.bundle import load
@@ -80,7 +81,13 @@ def test_unit_of(tmp_path: Path, cgroup: str, unit: str | None) -> None:
 
 def test_journal_is_skipped_cleanly_without_journald(monkeypatch: pytest.MonkeyPatch) -> None:
     missing = logtail.journal(
-        "x.service", since=None, journalctl=None, max_lines=10, max_bytes=1024, timeout=1, stop=None
+        "x.service",
+        since=None,
+        journalctl=None,
+        max_lines=10,
+        max_bytes=1024,
+        timeout=1,
+        run=log_runner(None),
     )
     assert "not installed" in missing.error
     monkeypatch.setattr(logtail, "JOURNAL_SOCKETS", ("/nonexistent/journal",))
@@ -91,7 +98,7 @@ def test_journal_is_skipped_cleanly_without_journald(monkeypatch: pytest.MonkeyP
         max_lines=10,
         max_bytes=1024,
         timeout=1,
-        stop=None,
+        run=log_runner(None),
     )
     assert "journald is not running" in idle.error
 
@@ -171,7 +178,12 @@ def test_kernel_log_since_the_targets_started(tmp_path: Path) -> None:
     dmesg.chmod(0o755)
     since = datetime(2026, 12, 7, 12, 35, tzinfo=UTC)
     got = logtail.kernel_log(
-        since=since, dmesg=str(dmesg), max_lines=100, max_bytes=1 << 20, timeout=10, stop=None
+        since=since,
+        dmesg=str(dmesg),
+        max_lines=100,
+        max_bytes=1 << 20,
+        timeout=10,
+        run=log_runner(None),
     )
     assert got.error == ""
     assert got.text.splitlines() == FAKE_DMESG.splitlines()[4:7]
@@ -183,6 +195,26 @@ def test_kernel_log_since_the_targets_started(tmp_path: Path) -> None:
     )
     refused.chmod(0o755)
     no = logtail.kernel_log(
-        since=since, dmesg=str(refused), max_lines=100, max_bytes=1 << 20, timeout=10, stop=None
+        since=since,
+        dmesg=str(refused),
+        max_lines=100,
+        max_bytes=1 << 20,
+        timeout=10,
+        run=log_runner(None),
     )
     assert "Operation not permitted" in no.error
+
+
+def test_the_probes_runner_gives_what_the_local_one_gives(tmp_path: Path) -> None:
+    # On a host, `logtail` runs dmesg and journalctl through the probe's `run`: the same
+    # text and the same cut as here, its output bounded by the same size.
+    dmesg = tmp_path / "dmesg"
+    dmesg.write_text(FAKE_DMESG)
+    dmesg.chmod(0o755)
+    since = datetime(2026, 12, 7, 12, 35, tzinfo=UTC)
+    kw = {"since": since, "dmesg": str(dmesg), "max_lines": 2, "max_bytes": 1 << 20, "timeout": 10}
+    here = logtail.kernel_log(**kw, run=log_runner(None))  # type: ignore[arg-type]
+    there = logtail.kernel_log(**kw, run=probe._log_run)  # type: ignore[arg-type]
+    assert there == here and here.cut == "last 2 lines of 3"
+    flood = probe._log_run([sys.executable, "-c", "print('x' * 5000)"], 10, {}, 1024)
+    assert (len(flood.stdout), flood.flooded) == (1024, 5001)

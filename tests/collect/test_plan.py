@@ -116,10 +116,6 @@ def test_descendants_and_ancestors() -> None:
         ({"units": ("x",), "wedge_window": 0.0}, "--wedge-window"),
         ({"logs": ("a.log",), "log_lines": 0}, "--log-lines"),
         ({"logs": ("a.log",), "log_bytes": 10}, "--log-size"),
-        (
-            {"logs": ("a.log",), "remote": plan.RemoteRequest(hosts=("node-a",))},
-            "--log reads files on this host",
-        ),
     ],
 )
 def test_validate_refuses(options: dict[str, object], message: str) -> None:

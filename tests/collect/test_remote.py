@@ -104,9 +104,10 @@ def test_templates_pass_arguments_through_except_to_ssh() -> None:
         ({"parallel": 0}, "--parallel"),
         (
             {"deadline": 20.0},
-            "--host-timeout 20s is too short: each host needs at least 67 s (2 s between the "
-            "first and last of 3 snapshots, 5 x --timeout 10s for the dump rounds, py-spy "
-            "--version and the package listing, 10 s to connect and 5 s for the way back)",
+            "--host-timeout 20s is too short: each host needs at least 77 s (2 s between the "
+            "first and last of 3 snapshots, 6 x --timeout 10s for the dump rounds, py-spy "
+            "--version, the journal and kernel log, and the package listing, 10 s to connect "
+            "and 5 s for the way back)",
         ),
         ({"python": "'unclosed"}, "No closing quotation"),
     ],
@@ -134,12 +135,17 @@ def test_options_that_read_this_host_are_refused_remotely(
 
 def test_the_minimum_host_timeout_is_accepted_and_the_default_exceeds_it(tmp_path: Path) -> None:
     request = _request(tmp_path, hosts=("node-a",), snapshots=2, interval=3.0, timeout=4.0)
-    assert remote.minimum_host_timeout(request) == 3 + 4 * 4 + 10 + 5
+    # Two dump rounds, py-spy --version, the journal and dmesg, the package listing.
+    assert remote.minimum_host_timeout(request) == 3 + 5 * 4 + 10 + 5
     assert remote.host_deadline(request) == remote.minimum_host_timeout(request) + 15
     exact = _request(tmp_path, hosts=("node-a",), snapshots=2, interval=3.0, timeout=4.0,
-                     deadline=34.0)  # fmt: skip
+                     deadline=38.0)  # fmt: skip
     remote.validate_remote(exact)
-    assert remote.probe_options(exact, 34.0)["deadline"] == 3 + 4 * 4
+    assert remote.probe_options(exact, 38.0)["deadline"] == 3 + 5 * 4
+    # Without the journal and the kernel log, their --timeout is not counted.
+    quiet = _request(tmp_path, hosts=("node-a",), snapshots=2, interval=3.0, timeout=4.0,
+                     journal=False, kernel_log=False)  # fmt: skip
+    assert remote.minimum_host_timeout(quiet) == 3 + 4 * 4 + 10 + 5
 
 
 def test_hosts_files_take_one_host_a_line() -> None:
@@ -298,7 +304,7 @@ def test_a_host_that_fails_is_recorded_with_its_reason(
     done = _collect(
         tmp_path,
         "--exec", template, "--host", "box-1", "--match", MARK,
-        "--snapshots", "1", "--timeout", "0.5s", "--host-timeout", "16.5s",
+        "--snapshots", "1", "--timeout", "0.5s", "--host-timeout", "17s",
     )  # fmt: skip
     # No stack from any host: status incomplete, exit 1, and the reason on stderr.
     assert done.returncode == 1, done.stderr
@@ -452,3 +458,94 @@ def test_the_collector_is_left_out_when_its_host_is_in_the_list() -> None:
     elsewhere = {**probe.whoami(), "boot_id": "another-machine"}
     ours, _passed, _error = probe.select(listed, {"match": pattern, "collector": elsewhere}, 1)
     assert os.getpid() in {p["pid"] for p, _ in ours}
+
+
+def _probe_record_kinds() -> set[str]:
+    """Every `"t"` the probe's source writes."""
+    source = (ROOT / "reporter" / "collect" / "probe.py").read_text(encoding="utf-8")
+    return set(re.findall(r"""["']t["']: ["'](\w+)["']""", source)) | {"dump"}
+
+
+def test_every_record_the_probe_sends_is_one_the_collector_files() -> None:
+    kinds = _probe_record_kinds()
+    assert {"round", "log", "file", "dump", "hello", "end"} <= kinds
+    handled = {name[3:] for name in dir(remote._Recorder) if name.startswith("on_")}
+    # hello and end are read where the host's outcome is decided.
+    assert kinds - {"hello", "end"} <= handled, kinds - handled
+    # Where the collector lists the kinds it accepts, each one the probe sends is there.
+    accepted = getattr(remote, "RECORD_KINDS", None)
+    if accepted is not None:
+        assert kinds <= set(accepted), kinds - set(accepted)
+
+
+@pytest.fixture
+def stuck(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A Python process blocked for good writing to a pipe nobody reads (its stdout)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", f"import sys  # {MARK}\nsys.stdout.write('x' * (1 << 20))"],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 20
+    while "pipe" not in Path(f"/proc/{proc.pid}/wchan").read_text(encoding="utf-8"):
+        assert time.monotonic() < deadline, "the writer did not block"
+        time.sleep(0.05)
+    yield proc
+    proc.kill()
+    assert proc.stdout is not None
+    proc.stdout.close()
+    proc.wait()
+
+
+@pytest.mark.live
+def test_a_host_without_py_spy_still_gives_the_proc_rounds_and_logs_as_here(
+    tmp_path: Path, stuck: subprocess.Popen[bytes]
+) -> None:
+    # The probe runs on this host (same PIDs): its /proc reads and the log's tail must be
+    # the very files a local capture writes, but for the moment of the read (`at=`).
+    log = tmp_path / "job.log"
+    log.write_text("".join(f"2026-12-07 12:00:{i:02d},000 INFO step {i}\n" for i in range(50)))
+    common = ("--pid", str(stuck.pid), "--snapshots", "2", "--interval", "0.2",
+              "--log", str(log), "--log-lines", "10", "--no-kernel-log")  # fmt: skip
+    here = _collect(tmp_path / "here", "--py-spy", "/nonexistent/py-spy", *common)
+    assert here.returncode == 1, here.stderr  # no stacks without py-spy
+    there = _collect(
+        tmp_path,
+        "--exec", "env REPORTER_TEST_HOST={host}", "--host", "box-1",
+        "--remote-python", sys.executable, "--remote-py-spy", "/nonexistent/py-spy", *common,
+    )  # fmt: skip
+    assert there.returncode == 1, there.stderr
+    note = _manifest(tmp_path)["collect"]["remote"][0]
+    assert note["status"] == "incomplete" and "py-spy" in note["reason"]
+    mine, theirs = tmp_path / "here" / "bundle", tmp_path / "bundle" / "hosts" / "box-1"
+    for k in (0, 1):
+        for what in ("threads", "fds", "sockets", "family"):
+            name = f"proc/pid{stuck.pid}-s{k}.{what}"
+            a, b = ((root / name).read_text(encoding="utf-8") for root in (mine, theirs))
+            assert re.sub(r" at=\S+\n", "\n", a, count=1) == re.sub(
+                r" at=\S+\n", "\n", b, count=1
+            ), name
+        assert (theirs / f"proc/pid{stuck.pid}-s{k}.status").is_file()
+    assert "\tw\tpipe:[" in (theirs / f"proc/pid{stuck.pid}-s0.fds").read_text()
+    assert (theirs / "logs" / "job.log").read_bytes() == (mine / "logs" / "job.log").read_bytes()
+    assert (theirs / "logs" / "job.log").read_text().splitlines()[0].endswith("INFO step 40")
+    evidence = {e["path"]: e for e in _manifest(tmp_path)["evidence"]}
+    entry = evidence["hosts/box-1/logs/job.log"]
+    assert (entry["kind"], entry["host"]) == ("log", "box-1")
+    assert "on box-1: 10 lines (last 10 lines of 50)" in entry["description"]
+    assert evidence[f"hosts/box-1/proc/pid{stuck.pid}-s1.family"]["kind"] == "proc-family"
+
+
+@pytest.mark.live
+def test_a_log_that_is_not_there_is_a_note_for_that_host(tmp_path: Path) -> None:
+    done = _collect(
+        tmp_path,
+        "--exec", "env REPORTER_TEST_HOST={host}", "--host", "box-1",
+        "--remote-python", sys.executable, "--remote-py-spy", "/nonexistent/py-spy",
+        "--pid", str(os.getpid()), "--snapshots", "1", "--no-kernel-log",
+        "--log", "/nonexistent/*.log", "--log", str(tmp_path / "fifo"),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    skipped = {s["what"]: s["reason"] for s in _manifest(tmp_path)["collect"]["skipped"]}
+    assert skipped["--log /nonexistent/*.log on box-1"] == "no regular file matches"
+    assert skipped[f"--log {tmp_path / 'fifo'} on box-1"].startswith("cannot read it")
