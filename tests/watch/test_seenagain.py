@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from reporter.app.watch import keep_budget
@@ -87,4 +86,4 @@ def test_the_budget_drops_oldest_first_but_never_the_newest_of_a_signature(
     # Over budget with only the newest of each signature left: both stay.
     assert keep_budget(tmp_path, 10) == []
     assert b1.exists() and a3.exists()
-    assert os.path.exists(other)
+    assert other.exists()
