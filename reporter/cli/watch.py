@@ -66,6 +66,10 @@ def watch_cmd(
     host: Annotated[
         list[str] | None, typer.Option("--host", help="A host name for --exec (repeatable).")
     ] = None,
+    unit: Annotated[
+        list[str] | None,
+        typer.Option("--unit", help="A systemd unit for `systemctl show` at capture (repeatable)."),
+    ] = None,
     out_dir: Annotated[
         Path,
         typer.Option("--out-dir", help="Where capture bundles go, one folder per capture by time."),
@@ -176,6 +180,7 @@ def watch_cmd(
         scrape_for=min(2 * poll, 2.0),
         timeout=plan.seconds(timeout, option="--timeout"),
         pyspy=pyspy,
+        units=tuple(unit or ()),
         command=shlex.join(["report", *sys.argv[1:]]),
         max_size=size(max_size, "--max-size"),
         remote=remote,
