@@ -204,9 +204,9 @@ def _report_observation(
         memory.targets = observation.targets
         pids = ", ".join(map(str, observation.targets)) or "none"
         text = (
-            f"targets: {len(observation.targets)} process(es) ({pids})"
+            f"{len(observation.targets)} process(es) ({pids})"
             if before is None
-            else f"targets changed (a restart?): now {pids}, were "
+            else f"changed (a restart?): now {pids}, were "
             f"{', '.join(map(str, before)) or 'none'}"
         )
         emit(
@@ -323,21 +323,21 @@ def capture(
     }
     if summary.status is CollectStatus.INTERRUPTED:
         write_atomic(folder / RECORD, json.dumps(record, indent=2) + "\n")
-        emit(Event(kind="capture-failed", at=at, text=f"{folder}: interrupted"))
+        emit(Event(kind="capture-failed", at=_now(), text=f"{folder}: interrupted"))
         return None
     try:
         made_report = _report(folder, request, at)
     except Exception as err:  # the watcher must outlive one bad capture: it is recorded
         record["error"] = str(err)
         write_atomic(folder / RECORD, json.dumps(record, indent=2) + "\n")
-        emit(Event(kind="capture-failed", at=at, text=f"{folder}: no report ({err})"))
+        emit(Event(kind="capture-failed", at=_now(), text=f"{folder}: no report ({err})"))
         return None
     record.update(signature=made_report.signature, report=str(made_report.report))
     write_atomic(folder / RECORD, json.dumps(record, indent=2) + "\n")
     emit(
         Event(
             kind="seen-again" if made_report.seen_again else "report",
-            at=at,
+            at=_now(),
             text=(
                 f"{'seen again, added to' if made_report.seen_again else 'drafted'} "
                 f"{made_report.report}: {made_report.headline} "
@@ -355,10 +355,15 @@ def capture(
         )
     )
     for dropped in keep_budget(request.out_dir, request.budget):
-        emit(Event(kind="dropped", at=at, text=f"disk budget: removed {dropped}"))
+        emit(Event(kind="dropped", at=_now(), text=f"disk budget: removed {dropped}"))
     if request.on_capture:
         emit(_hand_off(request, made_report, at, stop))
     return made_report
+
+
+def _now() -> datetime:
+    """The wall clock, for the time of an event after the decision (a capture takes seconds)."""
+    return datetime.now(tz=UTC)
 
 
 def _free_folder(out_dir: Path, at: datetime) -> Path:
@@ -439,12 +444,13 @@ def _hand_off(request: WatchRequest, made: Capture, at: datetime, stop: threadin
         text = f"--on-capture: {argv[0]} exited {done.returncode} in {done.seconds:.2f} s"
     return Event(
         kind="hand-off",
-        at=at,
+        at=_now(),
         text=text,
         fields={
             "argv": argv,
             "exit": done.returncode,
             "timed_out": done.timed_out,
+            "stdout": done.stdout[-2000:],
             "stderr": done.stderr[-2000:],
         },
     )
