@@ -206,8 +206,7 @@ def _report_observation(
         text = (
             f"{len(observation.targets)} process(es) ({pids})"
             if before is None
-            else f"changed (a restart?): now {pids}, were "
-            f"{', '.join(map(str, before)) or 'none'}"
+            else f"changed (a restart?): now {pids}, were {', '.join(map(str, before)) or 'none'}"
         )
         emit(
             Event(
@@ -326,7 +325,7 @@ def capture(
         emit(Event(kind="capture-failed", at=_now(), text=f"{folder}: interrupted"))
         return None
     try:
-        made_report = _report(folder, request, at)
+        made_report = _report(folder, request, decision)
     except Exception as err:  # the watcher must outlive one bad capture: it is recorded
         record["error"] = str(err)
         write_atomic(folder / RECORD, json.dumps(record, indent=2) + "\n")
@@ -376,19 +375,23 @@ def _free_folder(out_dir: Path, at: datetime) -> Path:
     return folder
 
 
-def _report(folder: Path, request: WatchRequest, at: datetime) -> Capture:
+def _report(folder: Path, request: WatchRequest, decision: online.Decision) -> Capture:
     """Analyze the bundle; draft a report, or add "seen again" to the open one."""
     from reporter.app import report as reports
+    from reporter.core import inert
     from reporter.core.fileio import read_text_bounded
     from reporter.core.writer import locked, write_atomic
     from reporter.render import answer, seenagain
 
+    at = decision.at
     bundle, analysis = reports.load_and_analyze([folder], reports.Options())
     headline = answer.build(bundle, analysis).title
     signature = analysis.signature.hash
     for path, record in reports.report_records(request.reports):
         if record.signature == signature and seenagain.is_open(record.status):
-            item = seenagain.Occurrence(at=iso(at), text=f"bundle `{folder}`; {headline}")
+            # One inert line: a metric name or a path never breaks the report's layout.
+            line = inert.one_line(f"bundle `{folder}`; {decision.text}", limit=800)
+            item = seenagain.Occurrence(at=iso(at), text=line)
             with locked(path):
                 text = read_text_bounded(path, max_bytes=reports.REPORT_MAX_BYTES)
                 write_atomic(path, seenagain.add(text, item), backup=True)
