@@ -53,9 +53,10 @@ class Event:
     text: str
     fields: dict[str, Any] = field(default_factory=dict)
 
-    def document(self) -> dict[str, Any]:
-        """The `--json` line."""
-        return {"event": self.kind, "at": iso(self.at), "text": self.text, **self.fields}
+    @property
+    def at_text(self) -> str:
+        """`at` in ISO 8601 (UTC, milliseconds)."""
+        return iso(self.at)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

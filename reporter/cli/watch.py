@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 import threading
@@ -143,6 +142,7 @@ def watch_cmd(
     from reporter.app import watch as use_case
     from reporter.cli.collect import _remote_request
     from reporter.collect import CollectRequest, plan
+    from reporter.console import documents_watch
     from reporter.core.errors import UsageError
     from reporter.model import WedgeSettings
 
@@ -216,7 +216,7 @@ def watch_cmd(
 
     def emit(event: Event) -> None:
         if as_json:
-            sys.stdout.write(json.dumps(event.document(), ensure_ascii=False) + "\n")
+            sys.stdout.write(documents_watch.line(documents_watch.event_document(event)))
             sys.stdout.flush()
         else:
             sys.stderr.write(f"{event.at:%H:%M:%S} {event.kind}: {event.text}\n")

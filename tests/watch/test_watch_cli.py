@@ -19,7 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+
+from reporter.console.schemas import SCHEMAS
+
 from .promserver import prom_server
+
+SCHEMA = SCHEMAS["watch"]
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = ("--for", "1.5s", "--every", "0.25s", "--timeout", "2s")
@@ -37,7 +43,11 @@ def _watch(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
 
 
 def _events(stdout: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    """The `--json` events, each checked against the published schema."""
+    events = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    for event in events:
+        jsonschema.validate(event, SCHEMA)
+    return events
 
 
 def _start(*args: str) -> tuple[subprocess.Popen[str], list[dict[str, Any]]]:
