@@ -146,3 +146,51 @@ def test_query_range_urls() -> None:
     assert split_query(url) == ("http://prom:9090/api/v1/query_range", "sum(sglang:num_queue_reqs)")
     with pytest.raises(UsageError, match="needs its query"):
         split_query("http://prom:9090/api/v1/query_range")
+
+
+def test_a_query_range_source_decides_from_prometheus_history() -> None:
+    """A `query_range` URL: each poll asks for the last `keep` seconds; the answer decides."""
+    import httpx
+
+    from reporter.collect.httpread import Limits
+    from reporter.collect.watch import Poller
+
+    asked: list[httpx.Request] = []
+    now = T0 + timedelta(seconds=30)
+
+    def matrix(name: str, values: list[tuple[float, float]]) -> dict[str, object]:
+        return {"metric": {"__name__": name}, "values": [[t, str(v)] for t, v in values]}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        asked.append(request)
+        start = T0.timestamp()
+        tokens = [(start + i, min(i, 20) * 100.0) for i in range(31)]
+        queue = [(start + i, 3.0 + max(0, i - 20)) for i in range(31)]
+        series = [
+            matrix("sglang:generation_tokens_total", tokens),
+            matrix("sglang:num_queue_reqs", queue),
+        ]
+        body = {"status": "success", "data": {"resultType": "matrix", "result": series}}
+        return httpx.Response(200, json=body)
+
+    url = "http://prom:9090/api/v1/query_range?query=%7B__name__%3D~%22sglang%3A.%2A%22%7D"
+    with httpx.Client(transport=httpx.MockTransport(handler)) as client:
+        poller = Poller(
+            client=client,
+            urls=(url,),
+            settings=WedgeSettings(window_seconds=5.0),
+            every=1.0,
+            keep=300.0,
+            limits=Limits(5.0, 1 << 20),
+            now=lambda: now,
+        )
+        seen = poller.poll()
+    ((_, decision),) = seen.decisions
+    assert decision.state is online.State.WEDGED
+    assert decision.onset == T0 + timedelta(seconds=20)
+    assert decision.stalled_for == 10.0 and decision.waiting == 13.0
+    params = asked[0].url.params
+    assert params["query"] == '{__name__=~"sglang:.*"}'
+    assert float(params["end"]) == now.timestamp()
+    assert float(params["start"]) == now.timestamp() - 300
+    assert poller.history()[0][0] == "metrics/watch-history-1.json"
