@@ -15,7 +15,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -269,3 +271,67 @@ def test_a_restarted_target_is_followed(tmp_path: Path) -> None:
     changed = [e for e in seen if e["event"] == "targets"]
     assert second is not None and changed[-1]["pids"] == [second.pid]
     assert changed[-1]["text"].startswith("changed (a restart?): now ")
+
+
+def test_the_cooldown_holds_back_a_second_capture_also_after_a_restart(tmp_path: Path) -> None:
+    with prom_server("healthy") as server:
+        proc, seen = _start("--once", "--metrics-url", server.url, *_dirs(tmp_path))
+        server.set_mode("wedged")
+        first = _finish(proc, seen)
+    assert [e["event"] for e in first].count("capture") == 1
+    # The watcher restarts (default --cooldown 30m): the capture folder it left counts.
+    with prom_server("healthy") as server:
+        proc, seen = _start("--metrics-url", server.url, *_dirs(tmp_path), "--max-time", "12s")
+        server.set_mode("wedged")
+        second = _finish(proc, seen)
+    assert any(e["state"] == "wedged" for e in second if e["event"] == "decision")
+    assert not [e for e in second if e["event"] == "capture"]
+    held = [e for e in second if e["event"] == "cooldown"]
+    assert len(held) == 1 and "under the 1800 s cooldown" in held[0]["text"]
+    assert len(list((tmp_path / "captures").iterdir())) == 1
+
+
+def test_on_capture_is_killed_at_its_deadline(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from reporter.app import watch as use_case
+
+    request = replace(
+        _request(tmp_path),
+        on_capture=(sys.executable, "-c", "import time; time.sleep(30)", "{report}"),
+        on_capture_timeout=0.5,
+    )
+    made = use_case.Capture(
+        bundle=tmp_path / "b",
+        report=tmp_path / "r.md",
+        headline="Hang",
+        signature="abc",
+        verdict="collective-desync",
+        seen_again=False,
+    )
+    began = time.monotonic()
+    event = use_case._hand_off(request, made, datetime.now(tz=UTC), threading.Event())
+    assert time.monotonic() - began < 5
+    assert event.fields["timed_out"] is True and event.fields["exit"] is None
+    assert event.fields["argv"][-1] == str(tmp_path / "r.md")
+    assert "killed after its 0.5 s deadline" in event.text
+
+
+def _request(tmp_path: Path) -> Any:
+    from reporter.app.watch import WatchRequest
+    from reporter.collect import CollectRequest
+    from reporter.model import WedgeSettings
+
+    return WatchRequest(
+        metrics_urls=("http://127.0.0.1:9/metrics",),
+        health_url=None,
+        health_timeout=1.0,
+        settings=WedgeSettings(window_seconds=1.0),
+        every=1.0,
+        history=60.0,
+        cooldown=0.0,
+        out_dir=tmp_path / "captures",
+        reports=tmp_path / "reports",
+        budget=1 << 30,
+        collect=CollectRequest(out=tmp_path / "captures", metrics_url="http://127.0.0.1:9/metrics"),
+    )
