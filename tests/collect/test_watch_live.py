@@ -13,9 +13,7 @@ Skips (with the reason) without py-spy, torch or setproctitle, or without ptrace
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -27,7 +25,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .servers import Scenario, Server, metrics_server, scenario, state_of
+from .servers import Scenario, Server, live_pyspy, metrics_server, scenario, state_of
 
 pytestmark = pytest.mark.live
 
@@ -36,16 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def live(ptrace_problem: Callable[[str], str | None]) -> Iterator[tuple[str, Scenario, Server]]:
-    beside = Path(sys.executable).parent / "py-spy"
-    pyspy = str(beside) if beside.is_file() else shutil.which("py-spy")
-    if pyspy is None:
-        pytest.skip("py-spy is not installed")
-    for module in ("torch", "setproctitle"):
-        if importlib.util.find_spec(module) is None:
-            pytest.skip(f"{module} is not installed")
-    problem = ptrace_problem(pyspy)
-    if problem is not None:
-        pytest.skip(problem)
+    pyspy = live_pyspy(ptrace_problem)
     with metrics_server() as server, scenario("tp_desync") as hang:
         yield pyspy, hang, server
 

@@ -52,15 +52,20 @@ def _events(stdout: str) -> list[dict[str, Any]]:
     return events
 
 
-def _start(*args: str) -> tuple[subprocess.Popen[str], list[dict[str, Any]]]:
-    """Start `report watch --json` and read its events until a poll says "working"."""
-    proc = subprocess.Popen(
+def _popen(*args: str) -> subprocess.Popen[str]:
+    """`report watch --json` with the fast timings, its events readable line by line."""
+    return subprocess.Popen(
         [sys.executable, "-m", "reporter", "watch", "--json", *FAST, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
     )
+
+
+def _start(*args: str) -> tuple[subprocess.Popen[str], list[dict[str, Any]]]:
+    """Start `report watch --json` and read its events until a poll says "working"."""
+    proc = _popen(*args)
     assert proc.stdout is not None
     seen: list[dict[str, Any]] = []
     deadline = time.monotonic() + 60
@@ -222,26 +227,8 @@ def test_a_restarted_target_is_followed(tmp_path: Path) -> None:
     second: subprocess.Popen[bytes] | None = None
     try:
         with prom_server("healthy") as server:
-            proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "reporter",
-                    "watch",
-                    "--json",
-                    *FAST,
-                    "--metrics-url",
-                    server.url,
-                    "--match",
-                    title,
-                    *_dirs(tmp_path),
-                    "--max-time",
-                    "30s",
-                ],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                cwd=ROOT,
+            proc = _popen(
+                "--metrics-url", server.url, "--match", title, *_dirs(tmp_path), "--max-time", "30s"
             )
             assert proc.stdout is not None
             seen: list[dict[str, Any]] = []
