@@ -314,6 +314,7 @@ def capture(
         path = folder / name
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, text)
+    _add_events(folder, trigger, decision)
     record: dict[str, Any] = {
         "trigger": trigger.value,
         "decision": decision.text,
@@ -359,6 +360,29 @@ def capture(
     if request.on_capture:
         emit(_hand_off(request, made_report, at, stop))
     return made_report
+
+
+def _add_events(folder: Path, trigger: online.Trigger, decision: online.Decision) -> None:
+    """The watcher's decision on the report's timeline: `[[event]]` tables in bundle.toml."""
+    from reporter.core.fileio import read_text_bounded
+    from reporter.core.writer import write_atomic
+    from reporter.load.manifest import MANIFEST_NAME
+
+    manifest = folder / MANIFEST_NAME
+    if not manifest.is_file():
+        return
+    tables = []
+    if decision.onset is not None:
+        what = "output stopped" if trigger.value == "metrics" else "the first hung health probe"
+        tables.append((decision.onset, f"report watch: {what} (onset)"))
+    tables.append((decision.at, f"report watch decided, and captured: {decision.text}"))
+    # JSON string escapes are TOML basic-string escapes.
+    added = "".join(
+        f"\n[[event]]\nat = {iso(at)}\ntext = {json.dumps(text, ensure_ascii=True)}\n"
+        for at, text in tables
+    )
+    text = read_text_bounded(manifest, max_bytes=64 << 20)
+    write_atomic(manifest, text.rstrip("\n") + "\n" + added)
 
 
 def _now() -> datetime:

@@ -120,6 +120,9 @@ def test_wedged_service_is_captured_once_and_reported(tmp_path: Path) -> None:
     text = Path(report["report"]).read_text()
     assert "Output stalled since" in text and "**wedged (metrics only)**" in text
     assert f"Wedge onset {wedged['onset'][11:23]}" in text
+    # The decision is on the report's timeline, from the bundle's [[event]] tables.
+    assert "report watch: output stopped (onset)" in text
+    assert "report watch decided, and captured: wedged: output 0/s" in text
     assert set(paths) == {"/metrics"}
 
 
