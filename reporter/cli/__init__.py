@@ -17,7 +17,7 @@ from reporter.cli.options import SimilarityName  # noqa: E402
 
 # Each module registers its commands on `cli` when imported; this order is the order
 # of `report --help` and docs/cli.md (an import sorter must not decide it).
-FAMILIES = ("report", "upstream", "collect", "settings")
+FAMILIES = ("report", "upstream", "collect", "watch", "settings")
 for _family in FAMILIES:
     import_module(f"reporter.cli.{_family}")
 

@@ -14,6 +14,7 @@ from typing import Any
 from reporter.analysis.export_context import Diff
 from reporter.console import documents as report
 from reporter.console import documents_upstream as upstream
+from reporter.console import documents_watch as watch
 
 Schema = dict[str, Any]
 
@@ -31,6 +32,7 @@ DOCUMENTS: dict[str, type] = {
     "index import": upstream.ImportDocument,
     "index export": upstream.ExportDocument,
     "collect": upstream.CollectDocument,
+    "watch": watch.WatchEvent,
     "upstream draft": upstream.UpstreamDraftDocument,
     "upstream file": upstream.UpstreamFileDocument,
     "auth status": upstream.AuthDocument,

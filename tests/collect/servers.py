@@ -10,19 +10,22 @@ when the `with` block ends, whatever happened.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import pytest
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "fixtures" / "scenarios"
 
@@ -138,3 +141,19 @@ def state_of(pid: int) -> str:
     except OSError:
         return "gone"
     return stat[stat.rfind(")") + 2 :].split()[0]
+
+
+def live_pyspy(ptrace_problem: Callable[[str], str | None]) -> str:
+    """The py-spy binary for a live test (itself: a pyenv shim would not run for another
+    user); skips, with the reason, without it, torch, setproctitle or ptrace rights."""
+    beside = Path(sys.executable).parent / "py-spy"
+    found = str(beside) if beside.is_file() else shutil.which("py-spy")
+    if found is None:
+        pytest.skip("py-spy is not installed")
+    for module in ("torch", "setproctitle"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed")
+    problem = ptrace_problem(found)
+    if problem is not None:
+        pytest.skip(problem)
+    return found

@@ -14,7 +14,6 @@ rights. Every process started here is killed with its process group in a finally
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -29,20 +28,19 @@ from pathlib import Path
 
 import pytest
 
-from .servers import Scenario, Server, kill_group, metrics_server, scenario, state_of
+from .servers import (
+    Scenario,
+    Server,
+    kill_group,
+    live_pyspy,
+    metrics_server,
+    scenario,
+    state_of,
+)
 
 pytestmark = pytest.mark.live
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _pyspy() -> str:
-    """The py-spy binary itself (a pyenv shim would not run for another user)."""
-    beside = Path(sys.executable).parent / "py-spy"
-    found = str(beside) if beside.is_file() else shutil.which("py-spy")
-    if found is None:
-        pytest.skip("py-spy is not installed")
-    return found
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,13 +52,7 @@ class Live:
 
 @pytest.fixture(scope="module")
 def live(ptrace_problem: Callable[[str], str | None]) -> Iterator[Live]:
-    pyspy = _pyspy()
-    for module in ("torch", "setproctitle"):
-        if importlib.util.find_spec(module) is None:
-            pytest.skip(f"{module} is not installed")
-    problem = ptrace_problem(pyspy)
-    if problem is not None:
-        pytest.skip(problem)
+    pyspy = live_pyspy(ptrace_problem)
     with metrics_server() as server, scenario("tp_desync") as hang:
         server.wedge()
         yield Live(pyspy=pyspy, hang=hang, server=server)
