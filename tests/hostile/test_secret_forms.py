@@ -8,22 +8,17 @@ Every secret here is fake, built from parts so no scanner mistakes the file for 
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from secret_policy.forms import B64_GHP, GHP, HEX_GHP, PW, SENTRY_KEY
+from secret_policy.forms import B64_USER_PW as USER_PW
 
 from .harness import Case, Outcome, run_case
-from .test_round2 import DUMP, draft_report, with_environ
+from .test_round2 import DUMP, draft_report, environ_rows
 
-GHP = "ghp_" + "Wk9ownPw81xAbCd1234" + "EfGh5678IjKl9012Qz"
-PW = "copper-" + "harbor-47"
-USER_PW = base64.b64encode(f"svc-runner:{PW}".encode()).decode()
-B64_GHP = base64.b64encode(GHP.encode()).decode()
-HEX_GHP = GHP.encode().hex()
-SENTRY_KEY = "fbceebfaffbbfeaf" + "fdbebbececfefcae"
 # What must never show: each value, and the decoded token and password.
 SHOWN_NEVER = (USER_PW, B64_GHP, HEX_GHP, GHP, GHP[4:], PW, SENTRY_KEY)
 
@@ -54,17 +49,7 @@ def check_never_shown(*files: str) -> Callable[[Path, Outcome], None]:
     return check
 
 
-def s_json(work: Path) -> list[str]:
-    return ["analyze", "--json", str(with_environ(work, _forms()))]
-
-
-def s_report(work: Path) -> list[str]:
-    return ["draft", str(with_environ(work, _forms())), "--out", str(work / "r.md")]
-
-
-def s_upstream(work: Path) -> list[str]:
-    b = with_environ(work, _forms())
-    return ["upstream", "draft", str(b), "--repo", "a/b", "--offline", "--out", str(work / "u.md")]
+s_json, s_report, s_upstream = environ_rows(_forms)
 
 
 def s_diff(work: Path) -> list[str]:

@@ -12,13 +12,7 @@ from reporter import secrets
 from reporter.render.lint import find_secrets
 from reporter.secrets import encoded
 
-# Built from parts so that no secret scanner mistakes the test data for a real credential.
-GHP = "ghp_" + "Zq7ownPw81xAbCd1234EfGh" + "Jk5LmNoPqRsTu"
-PW = "copper-" + "harbor-47"
-B64_USER_PW = base64.b64encode(f"svc-runner:{PW}".encode()).decode()
-B64_GHP = base64.b64encode(GHP.encode()).decode()
-HEX_GHP = GHP.encode().hex()
-SENTRY_KEY = "fbceebfaffbbfeaf" + "fdbebbececfefcae"
+from .forms import B64_GHP, B64_USER_PW, GHP, HEX_GHP, PW, SENTRY_KEY
 
 
 @pytest.mark.parametrize(
