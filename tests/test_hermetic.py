@@ -26,7 +26,7 @@ BOUNDS = hermetic.Bounds.for_repo(ROOT, home=HOME)
         (Path(HOME) / ".config" / "reporter" / "config.toml", False, "the user's own files"),
         (Path(HOME) / ".cache" / "reporter" / "upstream-issues.sqlite3", True, "user's own"),
         (Path(HOME) / "notes.txt", False, "outside the repo"),
-        (ROOT.parent / "shared" / "dump.txt", False, "outside the repo"),
+        (Path("/srv/data/dump.txt"), False, "outside the repo"),
         (ROOT / "tests" / "golden" / "tp_desync.md", True, "tests write only in their tmp"),
         (ROOT / "fixtures" / "bundles" / "tp_desync" / "bundle.toml", False, None),
         (ROOT / "reporter" / "__pycache__" / "x.pyc", True, None),
@@ -131,6 +131,8 @@ def test_a_test_reading_reports_fails_in_a_real_session(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf", str(project)],
         cwd=project,
+        # The outer run's options (PYTEST_ADDOPTS names its own files) are not the inner's.
+        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
         capture_output=True,
         text=True,
         timeout=120,
