@@ -62,6 +62,9 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _DIR_FLAGS = getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_PATH", 0)
 # Read-only system folders libraries read (locale, time zones, certificates, passwd, libs).
 SYSTEM_READ = ("/proc", "/sys", "/dev", "/etc", "/usr", "/lib", "/lib64", "/bin", "/sbin")
+# System folders the services the tests start need: sshd's privilege-separation folder
+# (tests/collect/sshlab.py starts one sshd per simulated host).
+SYSTEM_WRITE = ("/run/sshd",)
 # Written by the interpreter, pytest and the linters as a matter of course.
 CACHE_NAMES = frozenset(
     {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis"}
@@ -105,7 +108,7 @@ class Bounds:
         prefixes.update(site.getsitepackages())
         prefixes.update(p for p in sys.path if p and os.path.isabs(p) and p != home)
         read = {top, *tmp, *SYSTEM_READ, *prefixes}
-        write = {*tmp, "/dev", "/proc"}
+        write = {*tmp, "/dev", "/proc", *SYSTEM_WRITE}
         return cls(
             root=top,
             forbidden=tuple(sorted(forbidden)),

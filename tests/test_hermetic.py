@@ -33,6 +33,8 @@ BOUNDS = hermetic.Bounds.for_repo(ROOT, home=HOME)
         (ROOT / ".hypothesis" / "examples" / "x", True, None),
         (Path("/tmp") / "pytest-of-root" / "x", True, None),
         (Path("/proc/self/status"), False, None),
+        (Path("/run/sshd"), True, None),
+        (Path("/run/other"), True, "tests write only in their tmp"),
         (Path("/etc/passwd"), False, None),
         (Path(sys.base_prefix) / "lib", False, None),
         (Path(hermetic.__file__), False, None),
