@@ -14,7 +14,12 @@ and prints runs, tracebacks, hangs, the slowest run and throughput, then the sam
 a deep-stack case (a 10,000-frame py-spy dump and a 10,000-frame faulthandler dump).
 The first traceback of each distinct (exception, place) goes to `--report`.
 
-    python benchmarks/fuzz_parsers.py [--runs 100000] [--seed 10] [--bound 2.0]
+    python benchmarks/fuzz_parsers.py [--runs 100000] [--seed N] [--bound 2.0]
+
+Each run draws a fresh random seed and prints it, so it keeps looking for new cases where
+the test suite's property tests stay deterministic (tests/conftest.py); `--seed N` replays
+a run. A case found here goes into the suite as a fixed example (`FOUND` in
+tests/evidence/test_pyspy.py, a row in the parser's table test) once it is fixed.
 
 Exit status 1 when any traceback or hang was seen.
 """
@@ -192,12 +197,17 @@ def deep_inputs() -> list[tuple[str, str]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--runs", type=int, default=100_000)
-    parser.add_argument("--seed", type=int, default=10)
+    parser.add_argument(
+        "--seed", type=int, default=None, help="replay a run (default: a fresh random seed)"
+    )
     parser.add_argument("--bound", type=float, default=2.0, help="seconds one input may take")
     parser.add_argument("--report", type=Path, default=Path("fuzz-tracebacks.txt"))
     args = parser.parse_args()
 
     corpus = load_corpus()
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(2**32)
+    print(f"seed {args.seed} (replay with --seed {args.seed})", flush=True)
     rng = random.Random(args.seed)
     signal.signal(signal.SIGALRM, _alarm)
     limit = max(1, int(args.bound * 10))

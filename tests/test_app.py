@@ -5,9 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from reporter import app
 from reporter.analysis import to_json
 from reporter.console import documents
+
+# Commands run from the test's tmp folder, so their default `reports/` is never the checkout's.
+pytestmark = pytest.mark.usefixtures("tmp_cwd")
 
 ROOT = Path(__file__).resolve().parents[1]
 

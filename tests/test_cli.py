@@ -13,6 +13,9 @@ from typer.testing import CliRunner
 
 from reporter.cli import cli
 
+# Commands run from the test's tmp folder, so their default `reports/` is never the checkout's.
+pytestmark = pytest.mark.usefixtures("tmp_cwd")
+
 DUMP = """\
 Process 11: sglang::scheduler_TP0
 Python v3.11.7 (/usr/local/bin/python3.11)

@@ -16,6 +16,9 @@ from reporter import console
 from reporter.analysis import Similarity
 from reporter.cli import SimilarityName, cli, hoist_globals
 
+# Commands run from the test's tmp folder, so their default `reports/` is never the checkout's.
+pytestmark = pytest.mark.usefixtures("tmp_cwd")
+
 ROOT = Path(__file__).resolve().parents[1]
 TP_DESYNC = ROOT / "fixtures" / "bundles" / "tp_desync"
 DUMP = """\

@@ -10,6 +10,9 @@ from typer.testing import CliRunner
 
 from reporter.cli import cli
 
+# Commands run from the test's tmp folder, so their default `reports/` is never the checkout's.
+pytestmark = pytest.mark.usefixtures("tmp_cwd")
+
 ROOT = Path(__file__).resolve().parents[1]
 ENVDIFF = ROOT / "fixtures" / "envdiff"
 FULL = ROOT / "fixtures" / "bundles" / "full_incident"

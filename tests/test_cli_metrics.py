@@ -12,6 +12,9 @@ from reporter.analysis import wedge as wedge_module
 from reporter.cli import cli
 from reporter.render import preview, regions
 
+# Commands run from the test's tmp folder, so their default `reports/` is never the checkout's.
+pytestmark = pytest.mark.usefixtures("tmp_cwd")
+
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
 
@@ -19,10 +22,10 @@ runner = CliRunner()
 def test_draft_writes_the_charts_svg_beside_the_report(tmp_path: Path) -> None:
     bundle = tmp_path / "bundle"
     shutil.copytree(ROOT / "fixtures" / "bundles" / "wedge_metrics", bundle)
-    out = tmp_path / "reports" / "wedge.md"
+    out = tmp_path / "drafts" / "wedge.md"
     result = runner.invoke(cli, ["draft", str(bundle), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    svg_path = tmp_path / "reports" / "wedge.metrics.svg"
+    svg_path = tmp_path / "drafts" / "wedge.metrics.svg"
     assert f"wrote {svg_path} (metrics charts)" in result.output
     text = out.read_text(encoding="utf-8")
     assert "`wedge.metrics.svg`, written beside this report" in text

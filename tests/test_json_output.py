@@ -25,6 +25,9 @@ from reporter.cli import cli, plain_metavars
 from reporter.collect import envcap
 from reporter.console import schemas
 
+# Commands run from the test's tmp folder, so their default `reports/` is never the checkout's.
+pytestmark = pytest.mark.usefixtures("tmp_cwd")
+
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLES = ROOT / "fixtures" / "bundles"
 EXAMPLE_ISSUES = ROOT / "fixtures" / "github" / "issues.jsonl"
@@ -96,14 +99,14 @@ def test_report_commands_json(home: Path) -> None:
     analyzed = check("analyze", ["analyze", str(bundle)])
     assert analyzed["verdict"]
 
-    out = home / "reports" / "tp.md"
+    out = home / "drafts" / "tp.md"
     drafted = check("draft", ["draft", str(bundle), "-o", str(out)])
     assert drafted["path"] == str(out) and drafted["merge"] is None
     assert drafted["verdict"] == analyzed["verdict"]
     again = check("draft", ["draft", str(bundle), "-o", str(out)])
     assert again["unchanged"] is True and again["merge"]["regenerated"] == []
 
-    rows = check("status", ["status", str(home / "reports")])
+    rows = check("status", ["status", str(home / "drafts")])
     assert [r["path"] for r in rows] == [str(out)]
     linted = check("lint", ["lint", str(out)], code=0)
     assert linted["files"] == [str(out)]

@@ -6,12 +6,16 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from reporter.analysis import analyze
 from reporter.analysis.export import to_json
 from reporter.cli import cli
 from reporter.load import bundle as bundle_io
+
+# Commands run from the test's tmp folder, so their default `reports/` is never the checkout's.
+pytestmark = pytest.mark.usefixtures("tmp_cwd")
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()

@@ -12,6 +12,9 @@ import pytest
 from reporter import app
 from reporter.render import frontmatter
 
+# Commands run from the test's tmp folder, so their default `reports/` is never the checkout's.
+pytestmark = pytest.mark.usefixtures("tmp_cwd")
+
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLES = ROOT / "fixtures" / "bundles"
 

@@ -213,6 +213,9 @@ SHAPES: dict[str, Shape] = {
                     "meta_last",
                     "short_flags",
                     "user_password",
+                    "last_words",
+                    "inner",
+                    "inner_not_secret",
                 )
             }
         ),
@@ -224,6 +227,9 @@ SHAPES: dict[str, Shape] = {
             }
         ),
         "library": Table({"plugins": Key(Strings, required=True)}),
+        "encoded": Table(
+            {"min_length": Key(int, low=8, high=4096), "max_length": Key(int, low=8, high=1 << 20)}
+        ),
         "shape": Tables(
             {
                 "id": _REQUIRED_ID,

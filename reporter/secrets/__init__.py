@@ -38,8 +38,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 
-from reporter.secrets.names import is_secret_name, name_rules
-from reporter.secrets.shapes import PLACEHOLDER_RE, SecretHit, find_secrets, scan
+from reporter.secrets.names import is_secret_by_last_word, is_secret_name, name_rules
+from reporter.secrets.shapes import PLACEHOLDER_RE, SecretHit, find_secrets, is_value, scan
 
 __all__ = [
     "OPAQUE_MIN_LENGTH",
@@ -106,7 +106,9 @@ class SecretPolicy:
         """True when `value` goes whole: its name says secret, or the value itself is the
         credential (an opaque token, an extra `[secret] values` match, a `-u user:pw`)."""
         if name and self.is_secret_name(name) and not PLACEHOLDER_RE.fullmatch(value):
-            return True
+            # `REDIS_DB=0`: a name secret only by its last word shows a number or a path.
+            return not (is_secret_by_last_word(name) and not is_value(value))
+
         if name.lower() in name_rules().user_password and ":" in value:
             return True
         return _opaque(value, self.opaque_min_length) or any(

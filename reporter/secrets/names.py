@@ -46,6 +46,12 @@ class NameRules:
     """Short options whose value is a password in the usual tools (`mysql -p`)."""
     user_password: frozenset[str]
     """Options whose value is `user:password` when it holds a colon (`curl -u`)."""
+    last_words: frozenset[str] = frozenset()
+    """A last word that makes the name secret (`ANALYTICS_DB`, `METRICS_DSN`)."""
+    inner: tuple[str, ...] = ()
+    """A word that contains one of these anywhere is secret (`REDIS_PASSWD2`) ..."""
+    inner_not_secret: tuple[str, ...] = ()
+    """... unless it starts with one of these ordinary words (`passthrough`)."""
 
 
 @cache
@@ -65,6 +71,9 @@ def name_rules() -> NameRules:
         meta_last=words("meta_last"),
         short_flags=frozenset(table.get("short_flags", [])),
         user_password=frozenset(w.lower() for w in table.get("user_password", [])),
+        last_words=words("last_words"),
+        inner=tuple(w.lower() for w in table.get("inner", [])),
+        inner_not_secret=tuple(w.lower() for w in table.get("inner_not_secret", [])),
     )
 
 
@@ -74,16 +83,39 @@ _SPLIT_RE = re.compile(r"[^A-Za-z0-9]+")
 MAX_NAME = 128
 
 
+def _words(name: str) -> list[str]:
+    """`name` split into lower-case words (`_`, `-`, `.`, spaces and camelCase)."""
+    stripped = name.strip().strip("\"'")
+    return [w.lower() for w in _SPLIT_RE.split(_CAMEL_RE.sub("_", stripped)) if w]
+
+
+@lru_cache(maxsize=4096)
+def is_secret_by_last_word(name: str) -> bool:
+    """True when only its last word makes `name` secret (`REDIS_DB`, `METRICS_DSN`): a value
+    that is a number, a path or a boolean is then shown (`REDIS_DB=0`, an index)."""
+    if not name or len(name) > MAX_NAME:
+        return False
+    words = _words(name)
+    return len(words) > 1 and words[-1] in name_rules().last_words and not _secret_words(words[:-1])
+
+
 @lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
     """True when `name` (a variable, option, key, label or header) says "secret value"."""
     if not name or len(name) > MAX_NAME:
         return False
     table = name_rules()
-    stripped = name.strip().strip("\"'")
-    if stripped in table.short_flags:
+    if name.strip().strip("\"'") in table.short_flags:
         return True
-    words = [w.lower() for w in _SPLIT_RE.split(_CAMEL_RE.sub("_", stripped)) if w]
+    words = _words(name)
+    if len(words) > 1 and words[-1] in table.last_words:
+        return True
+    return _secret_words(words)
+
+
+def _secret_words(words: list[str]) -> bool:
+    """The word rules of `is_secret_name` over the words of a name."""
+    table = name_rules()
     if words in (["pwd"], ["oldpwd"]):
         return False  # the shell's working directory, not a password
     if len(words) > 1 and words[-1] in table.meta_last:
@@ -101,5 +133,10 @@ def is_secret_name(name: str) -> bool:
         if len(word) > 5 and word.endswith(table.suffixes):
             return True
         if len(word) > 3 and word.endswith("key") and word[:-3] in {"api", "access", "secret"}:
+            return True
+        if any(part in word for part in table.inner) and not any(
+            word.startswith(ordinary) or word.endswith(ordinary)
+            for ordinary in table.inner_not_secret + tuple(table.not_secret)
+        ):
             return True
     return False

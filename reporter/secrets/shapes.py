@@ -44,6 +44,7 @@ from functools import cache
 from typing import Any
 
 from reporter.core import rules
+from reporter.secrets.encoded import decoded_runs, looks_like_credential
 from reporter.secrets.names import is_secret_name
 from reporter.secrets.normalize import normalize
 
@@ -193,7 +194,7 @@ def value_rules() -> ValueRules:
     )
 
 
-def _is_value(value: str) -> bool:
+def is_value(value: str) -> bool:
     """False for values that are placeholders, empty, numbers, paths or booleans."""
     known = value_rules()
     if not value or known.blank.fullmatch(PLACEHOLDER_RE.sub("", value)):
@@ -216,11 +217,18 @@ def _named_value(match: re.Match[str], value: str) -> bool:
     )
 
 
+def _token_piece(match: re.Match[str], value: str) -> bool:
+    """A token's prefix alone, or with a piece of the token that holds a digit."""
+    piece = match.groupdict().get("piece") or ""
+    return not piece or any(c.isdigit() for c in piece)
+
+
 # Checks a `[[shape]]` may name (`check = "..."`): a match counts only when its check holds.
 _CHECKS: dict[str, Callable[[re.Match[str], str], bool]] = {
     "pgpass": _pgpass,
     "mixed-token": _mixed_token,
     "named-value": _named_value,
+    "token-piece": _token_piece,
 }
 
 
@@ -273,7 +281,7 @@ def pattern_hits(text: str) -> Iterator[SecretHit]:
         check = _CHECKS.get(entry.check) if entry.check else None
         for match in _matches(entry, text):
             value = match.group(entry.group)
-            if not _is_value(value) or PLACEHOLDER_RE.search(value):
+            if not is_value(value) or PLACEHOLDER_RE.search(value):
                 continue  # nothing, or what a previous masking left
             if check is not None and not check(match, value):
                 continue
@@ -338,7 +346,7 @@ def library_hits(text: str) -> Iterator[SecretHit]:
                         or plugin.calculate_shannon_entropy(value) < limit
                     ):
                         continue
-                    if not _is_value(value) or PLACEHOLDER_RE.search(value):
+                    if not is_value(value) or PLACEHOLDER_RE.search(value):
                         continue
                     for at in _occurrences(line, value):
                         yield SecretHit(
@@ -355,7 +363,28 @@ def _hits(text: str, library: bool) -> list[SecretHit]:
     hits = list(pattern_hits(text))
     if library:
         hits.extend(library_hits(text))
+    hits.extend(encoded_hits(text))
     return hits
+
+
+def encoded_hits(text: str) -> Iterator[SecretHit]:
+    """Runs of base64 or hex whose decoded text holds a secret (one of our shapes, or a
+    bare `user:password`): the whole run is the hit (`reporter.secrets.encoded`)."""
+    for run in decoded_runs(text):
+        if looks_like_credential(run.text):
+            name = "user:password"
+        else:
+            found = next(pattern_hits(run.text), None)
+            if found is None:
+                continue
+            name = found.name
+        yield SecretHit(
+            kind=f"{run.encoding}-secret",
+            name=f"{name}, {run.encoding}-encoded",
+            value=text[run.start : run.end],
+            start=run.start,
+            end=run.end,
+        )
 
 
 def scan(text: str, *, library: bool = True) -> list[SecretHit]:

@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from reporter.analysis.export import dumps_deep
@@ -42,6 +43,7 @@ def _bundle(tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.usefixtures("tmp_cwd")  # never the checkout's reports/
 def test_deep_stack_goes_through_analyze_json_and_draft(tmp_path: Path) -> None:
     assert sys.getrecursionlimit() < DEPTH  # otherwise the test proves nothing
     folder = _bundle(tmp_path)

@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 from collections.abc import Callable, Iterator
@@ -59,14 +60,17 @@ def live(ptrace_problem: Callable[[str], str | None]) -> Iterator[Live]:
 
 
 def _report(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "reporter", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        cwd=ROOT,
-    )
+    # From an empty folder, so the default `reports/` is never the checkout's (issue 29).
+    with tempfile.TemporaryDirectory(prefix="report-cwd-") as cwd:
+        return subprocess.run(
+            [sys.executable, "-m", "reporter", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            cwd=cwd,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
 
 
 def _alive_and_running(pids: list[int]) -> dict[int, str]:

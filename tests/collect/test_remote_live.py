@@ -127,8 +127,19 @@ def _collect(
 
 
 def _analyze(out: Path) -> Any:
+    earlier = out.parent / "earlier-reports"  # never the checkout's reports/ (issue 29)
+    earlier.mkdir(exist_ok=True)
     done = subprocess.run(
-        [sys.executable, "-m", "reporter", "analyze", str(out), "--json"],
+        [
+            sys.executable,
+            "-m",
+            "reporter",
+            "analyze",
+            str(out),
+            "--json",
+            "--reports",
+            str(earlier),
+        ],
         capture_output=True,
         text=True,
         timeout=300,

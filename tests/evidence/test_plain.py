@@ -145,3 +145,36 @@ def test_declines_what_only_the_state_machine_reads() -> None:
     assert _fast(base.replace("Python v", "Python "), "g.txt") is None
     assert _fast(frameless, "g.txt") is None
     assert _fast(base + "\nError: Failed to suspend process", "g.txt") is None
+
+
+_HEADER = "Process 29604: python app.py\nPython v3.11.7 (/usr/bin/python3.11)\n\n"
+_THREAD = 'Thread 29604 (idle): "MainThread"\n'
+_FRAME = "    wait (threading.py:320)\n"
+
+
+WHITESPACE_ROWS = [
+    # Issue 29, shrunk by the fuzz test: exactly four spaces inside a thread.
+    ("four-spaces-in-thread", _HEADER + _THREAD + "    \n" + _FRAME),
+    ("four-spaces-after-frame", _HEADER + _THREAD + _FRAME + "    \n"),
+    ("four-spaces-after-header", _HEADER + "    \n" + _THREAD + _FRAME),
+    ("five-spaces-in-thread", _HEADER + _THREAD + "     \n" + _FRAME),
+    ("one-space-in-thread", _HEADER + _THREAD + " \n" + _FRAME),
+    ("tab-in-thread", _HEADER + _THREAD + "\t\n" + _FRAME),
+    ("four-spaces-and-tab", _HEADER + _THREAD + "    \t\n" + _FRAME),
+    ("eight-spaces-last-line", _HEADER + _THREAD + _FRAME + "        "),
+    ("four-spaces-alone", "    "),
+]
+
+
+@pytest.mark.parametrize(("name", "text"), WHITESPACE_ROWS, ids=[n for n, _ in WHITESPACE_ROWS])
+def test_whitespace_only_lines(name: str, text: str) -> None:
+    """A line of spaces is never a frame: the fast path declines it (or reads the same),
+    and the state machine keeps the thread's one real frame."""
+    fast = _fast(text, f"{name}.txt")
+    slow = _state_machine(text, f"{name}.txt")
+    if fast is not None:
+        assert fast == slow
+    assert parse_text(text, source=f"{name}.txt") == slow
+    if _FRAME in text:
+        (dump,) = slow.dumps
+        assert [f.function for t in dump.threads for f in t.frames] == ["wait"]

@@ -135,17 +135,28 @@ def draft_report(work: Path, source: Path, out: Path) -> None:
 # --- secrets ------------------------------------------------------------------------------------
 
 
-def s_json_allowlisted(work: Path) -> list[str]:
-    return ["analyze", "--json", str(with_environ(work, _disguised()))]
+Setup = Callable[[Path], list[str]]
 
 
-def s_report_allowlisted(work: Path) -> list[str]:
-    return ["draft", str(with_environ(work, _disguised())), "--out", str(work / "r.md")]
+def environ_rows(values: Callable[[], dict[str, str]]) -> tuple[Setup, Setup, Setup]:
+    """Setups of `analyze --json`, `draft --out r.md` and `upstream draft --out u.md` on the
+    tp_desync bundle with an environ file of `values()`."""
+
+    def as_json(work: Path) -> list[str]:
+        return ["analyze", "--json", str(with_environ(work, values()))]
+
+    def report(work: Path) -> list[str]:
+        return ["draft", str(with_environ(work, values())), "--out", str(work / "r.md")]
+
+    def upstream(work: Path) -> list[str]:
+        b = with_environ(work, values())
+        out = str(work / "u.md")
+        return ["upstream", "draft", str(b), "--repo", "a/b", "--offline", "--out", out]
+
+    return as_json, report, upstream
 
 
-def s_upstream_allowlisted(work: Path) -> list[str]:
-    b = with_environ(work, _disguised())
-    return ["upstream", "draft", str(b), "--repo", "a/b", "--offline", "--out", str(work / "u.md")]
+s_json_allowlisted, s_report_allowlisted, s_upstream_allowlisted = environ_rows(_disguised)
 
 
 def s_diff_allowlisted(work: Path) -> list[str]:

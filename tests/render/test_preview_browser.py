@@ -3,12 +3,15 @@
 Runs `report preview` on a report with a flowchart, a line chart and hostile evidence,
 then Chromium twice: `--dump-dom` (the SVG elements are in the DOM, no script element is)
 and `--screenshot` (the PNG is not blank, and the chart's line colour and the flowchart's
-box colour are on screen). The screenshot and the page are kept under `artifacts/`.
+box colour are on screen). The screenshot and the page stay in the test's tmp folder (pytest
+keeps the last runs' folders); `REPORTER_ARTIFACTS=DIR` copies them to DIR as well (tests
+write nothing into the checkout: tests/hermetic.py).
 The PNG is decoded here with zlib alone.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import struct
 import subprocess
@@ -23,7 +26,7 @@ from reporter.cli import cli
 from reporter.render import regions, svg
 
 ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "artifacts"
+ARTIFACTS = os.environ.get("REPORTER_ARTIFACTS", "")
 CHROMIUM = shutil.which("chromium")
 WIDTH, HEIGHT = 1280, 2000
 LINE_RGB = (0xD6, 0x33, 0x6C)  # svg.PALETTE[0], the first line series
@@ -205,9 +208,10 @@ def test_preview_renders_in_chromium_with_visible_charts(tmp_path: Path) -> None
     png = tmp_path / "screenshot.png"
     shot = _chromium(tmp_path, f"--screenshot={png}", page.as_uri())
     assert shot.returncode == 0 and png.is_file(), shot.stderr.decode(errors="replace")[-2000:]
-    ARTIFACTS.mkdir(exist_ok=True)
-    shutil.copy(png, ARTIFACTS / "preview-screenshot.png")
-    shutil.copy(page, ARTIFACTS / "preview.html")
+    if ARTIFACTS:
+        Path(ARTIFACTS).mkdir(parents=True, exist_ok=True)
+        shutil.copy(png, Path(ARTIFACTS) / "preview-screenshot.png")
+        shutil.copy(page, Path(ARTIFACTS) / "preview.html")
 
     width, height, bpp, rows = read_png(png.read_bytes())
     assert (width, height) == (WIDTH, HEIGHT)

@@ -70,7 +70,7 @@ def read(lines: list[str], source: str) -> list[ProcessDump] | None:
             if (
                 frames is None
                 or not raw.startswith("    ")
-                or raw[4] == " "
+                or raw[4:5] in ("", " ")
                 or not raw.endswith(")")
                 or ")  " in raw
             ):
