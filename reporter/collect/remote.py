@@ -39,7 +39,7 @@ import time
 import zlib
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -53,7 +53,7 @@ from reporter.collect.plan import CollectRequest, RemoteRequest
 from reporter.collect.runner import Finished, run_bounded
 from reporter.collect.state import WAIT_S, SessionState
 from reporter.core import hostnames, inert
-from reporter.core.errors import UsageError
+from reporter.core.errors import OutputError, UsageError
 from reporter.core.fileio import human_size
 from reporter.core.text import plural
 from reporter.model import EvidenceKind
@@ -78,6 +78,8 @@ MAX_HOST_NOTES = 200
 # Seconds a host's records may take to be written once its command ended, when its
 # deadline has already passed (the deadline covers writing too, past this floor).
 WRITE_FLOOR = 5.0
+# The largest hosts file, also on stdin (`--hosts-file -`).
+HOSTS_FILE_MAX = 16 << 20
 # The most hosts at once: each is a thread and an ssh (or engine) process with two pipes.
 MAX_PARALLEL = 256
 # The kernel's largest PID (PID_MAX_LIMIT): a record's PID above it is not a PID.
@@ -219,7 +221,21 @@ def remote_hosts(remote: RemoteRequest) -> tuple[RemoteHost, ...]:
     """Every host of the request, in the order named."""
     if remote.exec_template is not None:
         return tuple(exec_host(remote.exec_template, h) for h in remote.hosts)
-    return tuple(ssh_host(h, remote) for h in remote.hosts)
+    hosts = [ssh_host(h, remote) for h in remote.hosts]
+    counts: dict[str, int] = {}
+    for host in hosts:
+        counts[host.name] = counts.get(host.name, 0) + 1
+    # `root@good` and `good` are two captures (two users' views): each keeps its user in
+    # its name then, so their files and notes never merge.
+    return tuple(
+        replace(h, name=_with_user(spec, h.name)) if counts[h.name] > 1 else h
+        for spec, h in zip(remote.hosts, hosts, strict=True)
+    )
+
+
+def _with_user(spec: str, name: str) -> str:
+    user, _host, _port = parse_ssh(spec)
+    return f"{user}@{name}" if user else name
 
 
 def validate_remote(request: CollectRequest) -> None:
@@ -460,7 +476,8 @@ class _RecordSink:
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self.read = 0
-        self.tail = b""
+        self.parts: list[bytes] = []
+        """The line not yet ended."""
         self.records: list[dict[str, Any]] = []
         self.noise: list[str] = []
         self.capped = ""
@@ -473,7 +490,11 @@ class _RecordSink:
                 "the rest was not read"
             )
             return False
-        *lines, self.tail = (self.tail + chunk).split(b"\n")
+        if b"\n" not in chunk:  # a long line: joined once it ends (never chunk by chunk)
+            self.parts.append(chunk)
+            return True
+        *lines, tail = b"".join((*self.parts, chunk)).split(b"\n")
+        self.parts = [tail]
         for line in lines:
             self.line(line)
             if self.capped:
@@ -500,9 +521,10 @@ class _RecordSink:
 
     def close(self) -> None:
         """The last line, when the output did not end with a newline."""
-        if self.tail and not self.capped:
-            self.line(self.tail)
-        self.tail = b""
+        tail = b"".join(self.parts)
+        if tail and not self.capped:
+            self.line(tail)
+        self.parts = []
 
 
 def run_host(
@@ -518,6 +540,9 @@ def run_host(
     most `max_bytes` of them (`--max-size`): past it, or past `MAX_HOST_RECORDS`, the
     host's command is ended and the host is `capped`."""
     sink = _RecordSink(max_bytes)
+    if stop is not None and stop.is_set():  # stopped before its turn came: never started
+        done = Finished(argv=tuple(host.argv(program)), returncode=None, stopped=True)
+        return HostRun(host=host, records=(), finished=done, ended_at=time.monotonic())
     done = run_bounded(
         host.argv(program),
         timeout=deadline,
@@ -790,7 +815,8 @@ class _Recorder:
         """A skip note for this host, at most `MAX_HOST_NOTES` of them (then counted)."""
         self.notes += 1
         if self.notes <= MAX_HOST_NOTES:
-            self.s.note_skip(what, reason)
+            # The host's text, inert: no escape sequence or bidi override in bundle.toml.
+            self.s.note_skip(inert.for_document(what), inert.for_document(reason))
 
     def record(self) -> None:
         run, s = self.run, self.s
@@ -815,7 +841,8 @@ class _Recorder:
                 getattr(self, f"on_{kind}", _ignore)(record)
             except Exception as err:  # one bad record costs that record, never the run
                 self.bad[kind] = self.bad.get(kind, 0) + 1
-                why = str(err) if isinstance(err, BadRecordError) else type(err).__name__
+                known = isinstance(err, (BadRecordError, OutputError))
+                why = str(err) if known else type(err).__name__
                 self.skip(f"record {number} ({kind}) from {self.name}", f"not understood: {why}")
             else:
                 targets += kind == "target"
@@ -853,6 +880,12 @@ class _Recorder:
         elif not self.ok:
             status = "incomplete"
             reason = "; ".join(dict.fromkeys(self.reasons)) or "no stack came back"
+        elif self.bad:
+            status = "partial"
+            reason = (
+                f"{plural(sum(self.bad.values()), 'record')} of {len(run.records)} not "
+                "understood and left out (see the skip notes); the others are kept"
+            )
         elif self.lost:
             status = "partial"
             rounds = self.s.request.snapshots
