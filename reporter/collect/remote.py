@@ -841,16 +841,19 @@ class _Recorder:
                 getattr(self, f"on_{kind}", _ignore)(record)
             except Exception as err:  # one bad record costs that record, never the run
                 self.bad[kind] = self.bad.get(kind, 0) + 1
-                known = isinstance(err, (BadRecordError, OutputError))
-                why = str(err) if known else type(err).__name__
-                self.skip(f"record {number} ({kind}) from {self.name}", f"not understood: {why}")
+                if isinstance(err, OutputError):
+                    why = f"not written: {err}"
+                else:
+                    known = isinstance(err, BadRecordError)
+                    why = f"not understood: {err if known else type(err).__name__}"
+                self.skip(f"record {number} ({kind}) from {self.name}", why)
             else:
                 targets += kind == "target"
         if self.bad:
             self.notes -= 1  # this summary is always kept
             self.skip(
                 f"records from {self.name}",
-                f"{sum(self.bad.values())} not understood and left out ("
+                f"{sum(self.bad.values())} left out ("
                 + ", ".join(f"{n} {k}" for k, n in sorted(self.bad.items()))
                 + "); the others are kept",
             )
@@ -883,8 +886,8 @@ class _Recorder:
         elif self.bad:
             status = "partial"
             reason = (
-                f"{plural(sum(self.bad.values()), 'record')} of {len(run.records)} not "
-                "understood and left out (see the skip notes); the others are kept"
+                f"{plural(sum(self.bad.values()), 'record')} of {len(run.records)} left out "
+                "(not understood or not written: see the skip notes); the others are kept"
             )
         elif self.lost:
             status = "partial"
@@ -1072,14 +1075,8 @@ class _Recorder:
             + (f", {redacted} secret locals redacted" if redacted else "")
         )
         if status is DumpStatus.OK:
-            self.ok += 1
-            self.s.dumps_ok += 1
             description = f"py-spy dump of PID {pid} ({title}) on {self.name}: {detail}"
         else:
-            self.failed += 1
-            self.s.dumps_failed += 1
-            self.reasons.append(f"PID {pid}: {reason}")
-            self.skip(f"py-spy dump of PID {pid} on {self.name}, snapshot {snapshot + 1}", reason)
             description = (
                 f"py-spy failed for PID {pid} ({title}) on {self.name}: {reason}; {detail}"
             )
@@ -1090,6 +1087,15 @@ class _Recorder:
             description,
             captured_at=result.started_at,
         )
+        # Counted once written: a dump that could not be written is not evidence.
+        if status is DumpStatus.OK:
+            self.ok += 1
+            self.s.dumps_ok += 1
+        else:
+            self.failed += 1
+            self.s.dumps_failed += 1
+            self.reasons.append(f"PID {pid}: {reason}")
+            self.skip(f"py-spy dump of PID {pid} on {self.name}, snapshot {snapshot + 1}", reason)
 
     def on_round(self, r: dict[str, Any]) -> None:
         pid, k = _pid(r), _snapshot(r, self.s.request.snapshots)
