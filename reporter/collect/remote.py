@@ -648,6 +648,11 @@ class RemoteSteps(SessionState):
         self.w.update(summary=self.summary_text(self.w.state.status))
         self.w.save()
 
+    def write_until(self, run: HostRun) -> float:
+        """When writing `run`'s records must stop (`time.monotonic()`): the host's deadline,
+        counted from its start, but at least `WRITE_FLOOR` seconds from now."""
+        return max(run.began_at + host_deadline(self.request), time.monotonic() + WRITE_FLOOR)
+
     def record_host(self, run: HostRun) -> None:
         """Write what one host sent (secrets redacted) and its `[[collect.remote]]` note.
 
@@ -657,8 +662,7 @@ class RemoteSteps(SessionState):
         so a rewrite after each of a thousand hosts would cost time in proportion to hosts
         squared. A hard kill loses at most that much of the manifest, never a file."""
         with self.lock:
-            until = max(run.began_at + host_deadline(self.request), time.monotonic() + WRITE_FLOOR)
-            _Recorder(self, run, until=until).record()
+            _Recorder(self, run, until=self.write_until(run)).record()
             began = time.monotonic()
             if began - self.saved_at >= max(SAVE_EVERY, 10 * self.save_cost):
                 self.w.save()
@@ -831,7 +835,7 @@ class _Recorder:
                 )
                 break
             if self.files >= MAX_HOST_FILES:
-                self.capped = self.capped or (
+                self.capped = (self.capped + "; " if self.capped else "") + (
                     f"it sent more than {MAX_HOST_FILES:,} files (the cap per host); the rest "
                     "were not written"
                 )
@@ -843,6 +847,7 @@ class _Recorder:
                 self.bad[kind] = self.bad.get(kind, 0) + 1
                 if isinstance(err, OutputError):
                     why = f"not written: {err}"
+                    self.reasons.append(why)
                 else:
                     known = isinstance(err, BadRecordError)
                     why = f"not understood: {err if known else type(err).__name__}"

@@ -17,10 +17,11 @@ program the collector appends is ignored. Modes (issue 32, round 3):
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import sys
 import time
+from pathlib import Path
 
 DUMP = (
     "Process {pid}: python serve.py\nPython v3.11.7 (/usr/bin/python3.11)\n\n"
@@ -109,7 +110,7 @@ def main(mode: str) -> None:
         time.sleep(3600)
     elif kind == "plant":
         where, _, aim = arg.partition(":")
-        os.symlink(aim, os.path.join(where, "hosts"))
+        (Path(where) / "hosts").symlink_to(aim)
         hello()
         target(41)
         out(dump(41))
@@ -120,7 +121,5 @@ def main(mode: str) -> None:
 
 
 if __name__ == "__main__":
-    try:
+    with contextlib.suppress(BrokenPipeError):
         main(sys.argv[1])
-    except BrokenPipeError:
-        pass
