@@ -287,16 +287,7 @@ def attacks(src: Path, tmp: Path) -> dict[str, Callable[[], Outcome]]:
     def deep() -> Outcome:
         root = tmp / "deep"
         root.mkdir()
-        fd = os.open(root, os.O_RDONLY)
-        for _ in range(1000):
-            os.mkdir("d", dir_fd=fd)
-            step = os.open("d", os.O_RDONLY, dir_fd=fd)
-            os.close(fd)
-            fd = step
-        dump = os.open("dump.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
-        os.write(dump, b'Thread 41 (idle): "MainThread"\n    wait (threading.py:320)\n')
-        os.close(dump)
-        os.close(fd)
+        subprocess.run([sys.executable, str(HOSTILE), f"deep:{root}:1000"], check=True)
         rc, s, mb, err = run(src, ["analyze", str(root)])
         return Outcome(_rc(rc), s, mb, f"depth named: {'deeper than' in err}; "
                        f"{last_error(err)[-90:]}")  # fmt: skip

@@ -12,13 +12,15 @@ program the collector appends is ignored. Modes (issue 32, round 3):
   integer and wrong types;
 - `bidi`: a host name and notes with bidi overrides and escape sequences;
 - `sleep`: `hello`, then nothing for an hour (for SIGTERM);
-- `plant:OUT:TARGET`: puts a symbolic link `OUT/hosts` -> TARGET, then sends a good dump.
+- `plant:OUT:TARGET`: puts a symbolic link `OUT/hosts` -> TARGET, then sends a good dump;
+- `deep:ROOT:N` (not a host): a dump N folders below ROOT (`make_deep`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -52,6 +54,21 @@ def dump(pid: int, snapshot: int = 0, **changes: object) -> dict[str, object]:
     }  # fmt: skip
     record.update(changes)
     return record
+
+
+def make_deep(root: Path, depth: int) -> None:
+    """A py-spy dump `depth` folders below `root` (`d/d/.../dump.txt`), made through folder
+    descriptors: its path is longer than PATH_MAX."""
+    fd = os.open(root, os.O_RDONLY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        step = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = step
+    dump = os.open("dump.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+    os.write(dump, DUMP.format(pid=41).encode())
+    os.close(dump)
+    os.close(fd)
 
 
 def main(mode: str) -> None:
@@ -108,6 +125,9 @@ def main(mode: str) -> None:
         hello()
         sys.stdout.flush()
         time.sleep(3600)
+    elif kind == "deep":
+        where, _, depth = arg.partition(":")
+        make_deep(Path(where), int(depth))
     elif kind == "plant":
         where, _, aim = arg.partition(":")
         (Path(where) / "hosts").symlink_to(aim)

@@ -27,6 +27,8 @@ from reporter.collect.plan import CollectRequest, RemoteRequest
 from reporter.core.errors import EvidenceError, OutputError, UsageError
 from reporter.load.bundle import load
 
+from .hostile_host import make_deep
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 HOSTILE = HERE / "hostile_host.py"
@@ -322,15 +324,6 @@ def test_colliding_slugs_load_back_as_separate_hosts(tmp_path: Path) -> None:
 
 
 def test_no_usable_evidence_names_the_depth_cap(tmp_path: Path) -> None:
-    fd = os.open(tmp_path, os.O_RDONLY)
-    for _ in range(100):
-        os.mkdir("d", dir_fd=fd)
-        step = os.open("d", os.O_RDONLY, dir_fd=fd)
-        os.close(fd)
-        fd = step
-    dump = os.open("dump.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
-    os.write(dump, b'Thread 41 (idle): "MainThread"\n    wait (threading.py:320)\n')
-    os.close(dump)
-    os.close(fd)
+    make_deep(tmp_path, 100)
     with pytest.raises(EvidenceError, match=r"not read: d/d/.* nested deeper than 64 folders"):
         load([tmp_path])
