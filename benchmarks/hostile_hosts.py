@@ -73,9 +73,14 @@ def run(
             child = _child_of(proc.pid)
             if child:
                 os.kill(child, signal_after[1])
+        peak = 0.0
         try:
             rc: int | None = proc.wait(timeout=bound)
         except subprocess.TimeoutExpired:
+            # /usr/bin/time dies with it and reports nothing: read the peak first.
+            child = _child_of(proc.pid)
+            if child:
+                peak = _peak_mb(child)
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             rc = None
@@ -87,7 +92,16 @@ def run(
     if rc is not None and status:
         rc = int(status.group(1))
     body = text.split("\tCommand being timed")[0]
-    return rc, seconds, int(rss.group(1)) / 1024 if rss else 0.0, body
+    return rc, seconds, int(rss.group(1)) / 1024 if rss else peak, body
+
+
+def _peak_mb(pid: int) -> float:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    found = re.search(r"VmHWM:\s+(\d+) kB", status)
+    return int(found.group(1)) / 1024 if found else 0.0
 
 
 def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
