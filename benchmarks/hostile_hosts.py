@@ -89,7 +89,10 @@ def run(
         text = err.read().decode("utf-8", "replace")
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
     status = re.search(r"Exit status: (\d+)", text)
-    if rc is not None and status:
+    killed = re.search(r"Command terminated by signal (\d+)", text)
+    if rc is not None and killed:
+        rc = -int(killed.group(1))
+    elif rc is not None and status:
         rc = int(status.group(1))
     body = text.split("\tCommand being timed")[0]
     return rc, seconds, int(rss.group(1)) / 1024 if rss else peak, body
@@ -225,7 +228,7 @@ def attacks(src: Path, tmp: Path) -> dict[str, Callable[[], Outcome]]:
         out = tmp / "foreign"
         out.mkdir()
         os.chown(out, 65534, 65534)
-        rc, s, mb, err = run(src, collect(out, "bad", "box-1"))
+        rc, s, mb, err = run(src, collect(out, "good", "box-1"))
         return Outcome(_rc(rc), s, mb, last_error(err) or host_line(out))
 
     def twice() -> Outcome:
@@ -233,7 +236,7 @@ def attacks(src: Path, tmp: Path) -> dict[str, Callable[[], Outcome]]:
         out.mkdir()
         results: list[tuple[int | None, float, float, str]] = []
         threads = [
-            threading.Thread(target=lambda h=h: results.append(run(src, collect(out, "bad", h))))
+            threading.Thread(target=lambda h=h: results.append(run(src, collect(out, "good", h))))
             for h in ("h1", "h2")
         ]
         for t in threads:
@@ -255,7 +258,7 @@ def attacks(src: Path, tmp: Path) -> dict[str, Callable[[], Outcome]]:
         out = tmp / "slugs"
         pod = "a" * 40 + "." + "b" * 40 + ".pod-"
         names = ("normal.1", "normal_1", "normal-1", pod + "1", pod + "2")
-        rc, s, mb, err = run(src, collect(out, "bad", *names))
+        rc, s, mb, err = run(src, collect(out, "good", *names))
         folders = sorted(p.name for p in (out / "hosts").iterdir()) if out.exists() else []
         usable = _analyze(src, out)
         return Outcome(_rc(rc), s, mb, f"{len(names)} hosts -> {len(folders)} folders; "
@@ -266,7 +269,7 @@ def attacks(src: Path, tmp: Path) -> dict[str, Callable[[], Outcome]]:
         out, bin_dir = tmp / "users", tmp / "bin"
         bin_dir.mkdir(exist_ok=True)
         fake = bin_dir / "ssh"
-        fake.write_text(f"#!/bin/sh\nexec {sys.executable} {HOSTILE} bad\n")
+        fake.write_text(f"#!/bin/sh\nexec {sys.executable} {HOSTILE} good\n")
         fake.chmod(0o755)
         rc, s, mb, _err = run(
             src,
@@ -278,7 +281,7 @@ def attacks(src: Path, tmp: Path) -> dict[str, Callable[[], Outcome]]:
 
     def parallel() -> Outcome:
         out = tmp / "parallel"
-        rc, s, mb, err = run(src, [*collect(out, "bad", "box-1"), "--parallel", "100000"])
+        rc, s, mb, err = run(src, [*collect(out, "good", "box-1"), "--parallel", "100000"])
         return Outcome(_rc(rc), s, mb, last_error(err) if rc != 0 else host_line(out)[:120])
 
     def stdin_hosts() -> Outcome:
@@ -350,7 +353,9 @@ class _Slow(http.server.BaseHTTPRequestHandler):
 
 
 def _rc(rc: int | None) -> str:
-    return f"killed at {BOUND:g} s" if rc is None else str(rc)
+    if rc is None:
+        return f"killed at {BOUND:g} s"
+    return f"died of signal {-rc}" if rc < 0 else str(rc)
 
 
 def _orphans(tag: str) -> list[int]:

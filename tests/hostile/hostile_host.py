@@ -6,6 +6,7 @@ program the collector appends is ignored. Modes (issue 32, round 3):
 - `flood[:BYTES]`: one endless line of JSON text (at most BYTES, default 3 GB, so a run
   without a cap still ends);
 - `spam[:BYTES]`: endless small records (at most BYTES, default 3 GB);
+- `good`: one good dump (for attacks that are not about the records);
 - `many:N`: N small valid records (skip notes) between `hello` and `end`;
 - `files:N`: N dumps of distinct PIDs (N files);
 - `bad`: two good dumps around records with a null, `"pids": []`, a year before 1000, a huge
@@ -84,6 +85,11 @@ def main(mode: str) -> None:
         while sent < limit:
             sys.stdout.write(line)
             sent += len(line)
+    elif kind == "good":
+        hello()
+        target(41)
+        out(dump(41))
+        out({"t": "end"})
     elif kind == "many":
         hello()
         target(41)
