@@ -2,7 +2,7 @@
 
 `report collect` often runs as root, and what it writes (dumps, environments) comes from
 processes other users own. So `--out` is claimed once (`OutDir.claim`): it must be new, or
-an empty folder the caller owns that no one else can write to, and never a symbolic link.
+an empty folder the caller owns that not everyone can write to, and never a symbolic link.
 It is then held as an open directory descriptor, and every file is written relative to it
 (`openat`-style: `os.open(name, ..., dir_fd=...)`), each folder on the way created and
 opened with `O_NOFOLLOW`: a symbolic link planted during the run (`--out/hosts` pointing
@@ -34,7 +34,7 @@ _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 def check_new_out(path: Path) -> None:
     """Raise `UsageError` unless `path` is free, or an empty folder the caller owns that
-    others cannot write to (checked again, race-free, by `OutDir.claim`)."""
+    not everyone can write to (checked again, race-free, by `OutDir.claim`)."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -66,10 +66,12 @@ def _check_folder(path: Path, info: os.stat_result) -> None:
             f"{path}: belongs to uid {info.st_uid}, not to you (uid {os.geteuid()})",
             tip="name a new folder: its owner could change the evidence, or plant links in it",
         )
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    # World-writable only: a group-writable folder is the norm under umask 002 (a group of
+    # one's own), and a link planted in it is refused on the way anyway (`folder`).
+    if info.st_mode & stat.S_IWOTH:
         raise UsageError(
-            f"{path}: others can write into it (mode {stat.S_IMODE(info.st_mode):o})",
-            tip="name a new folder, or `chmod go-w` it first",
+            f"{path}: anyone can write into it (mode {stat.S_IMODE(info.st_mode):o})",
+            tip="name a new folder, or `chmod o-w` it first",
         )
 
 

@@ -242,7 +242,7 @@ def test_out_must_be_new_or_an_empty_folder_of_ours(tmp_path: Path) -> None:
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)
-    with pytest.raises(UsageError, match="others can write into it"):
+    with pytest.raises(UsageError, match="anyone can write into it"):
         outdir.OutDir.claim(shared)
     if os.geteuid() == 0:
         foreign = tmp_path / "foreign"
