@@ -24,7 +24,8 @@ def collect(
 
     The first Ctrl-C stops the collection within a second: open HTTP reads are cut
     (`collect.httpread`), running helpers killed, and a valid partial bundle is left; a
-    second one interrupts at once (the manifest written after the last step still stands). `clock` stamps the manifest (by
+    second one interrupts at once (the manifest written after the last step still stands).
+    SIGTERM and SIGHUP do what Ctrl-C does. `clock` stamps the manifest (by
     default the wall clock: collection times are facts, `SOURCE_DATE_EPOCH` does not apply).
     """
     import signal
@@ -47,8 +48,23 @@ def collect(
         )
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
+    def terminated(signum: int, frame: object) -> None:
+        # SIGTERM (systemd, `timeout`, a batch scheduler) and SIGHUP (the terminal went
+        # away) end the run as the first Ctrl-C does: helpers and engine processes (ssh,
+        # kubectl, srun) killed, bundle.toml left `interrupted` and readable; a second one
+        # ends it at once.
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        progress(
+            f"stopping on {signal.Signals(signum).name}: helpers end now, what was captured is kept"
+        )
+
     previous = signal.signal(signal.SIGINT, first_interrupt)
+    others = {sig: signal.signal(sig, terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         return run_collect(request, progress=progress, stop=stop, tick=tick, clock=clock)
     finally:
         signal.signal(signal.SIGINT, previous)
+        for sig, handler in others.items():
+            signal.signal(sig, handler)

@@ -138,7 +138,8 @@ def collect_cmd(
         int | None,
         typer.Option(
             "--parallel",
-            help="At once: py-spy runs (default 4), or hosts with --ssh/--exec (default 16).",
+            help="At once: py-spy runs (default 4), or hosts with --ssh/--exec (default 16, "
+            "at most 256).",
             show_default=False,
         ),
     ] = None,
@@ -341,7 +342,7 @@ def _remote_request(
     """The remote part of the request (None for a capture on this host); the hosts file is
     read here, at the edge."""
     from reporter.collect.plan import DEFAULT_REMOTE_PARALLEL, RemoteRequest
-    from reporter.collect.remote import parse_hosts_file
+    from reporter.collect.remote import HOSTS_FILE_MAX, parse_hosts_file
     from reporter.core.errors import UsageError
     from reporter.core.fileio import read_text_bounded
 
@@ -372,9 +373,15 @@ def _remote_request(
     named = list(ssh or hosts)
     if hosts_file is not None:
         if str(hosts_file) == "-":
-            named += parse_hosts_file(sys.stdin.read(), source="<stdin>")
+            data = sys.stdin.buffer.read(HOSTS_FILE_MAX + 1)
+            if len(data) > HOSTS_FILE_MAX:
+                raise UsageError(
+                    f"--hosts-file -: more than {HOSTS_FILE_MAX >> 20} MiB on stdin",
+                    tip="give one host per line; split a larger list over several runs",
+                )
+            named += parse_hosts_file(data.decode("utf-8", "replace"), source="<stdin>")
         else:
-            text = read_text_bounded(hosts_file, max_bytes=16 * 1024 * 1024)
+            text = read_text_bounded(hosts_file, max_bytes=HOSTS_FILE_MAX)
             named += parse_hosts_file(text, source=str(hosts_file))
     return RemoteRequest(
         hosts=tuple(named),

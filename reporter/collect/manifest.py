@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
@@ -313,6 +313,9 @@ class ManifestWriter:
 
     root: Path
     state: ManifestState
+    sink: Callable[[str, str], None] | None = None
+    """Writes `bundle.toml` (name, text) inside the held `--out` (`outdir.OutDir`); by
+    default `write_atomic` under `root`."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def update(self, **changes: object) -> None:
@@ -355,5 +358,8 @@ class ManifestWriter:
             # render() reads its text back: an unreadable manifest is never written.
             text = render(self.state)
             path = self.root / MANIFEST_NAME
-            write_atomic(path, text)
+            if self.sink is not None:
+                self.sink(MANIFEST_NAME, text)
+            else:
+                write_atomic(path, text)
         return path

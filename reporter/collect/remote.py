@@ -29,6 +29,7 @@ secret policy as a local capture before it is written (environments, command lin
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import math
 import os
@@ -39,8 +40,8 @@ import time
 import zlib
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +53,9 @@ from reporter.collect.manifest import ProcessEntry, RemoteNote, TargetNote
 from reporter.collect.plan import CollectRequest, RemoteRequest
 from reporter.collect.runner import Finished, run_bounded
 from reporter.collect.state import WAIT_S, SessionState
-from reporter.core import hostnames
-from reporter.core.errors import UsageError
+from reporter.core import hostnames, inert
+from reporter.core.errors import OutputError, UsageError
+from reporter.core.fileio import human_size
 from reporter.core.text import plural
 from reporter.model import EvidenceKind
 from reporter.secrets import mask_text, scrub
@@ -66,6 +68,28 @@ RETURN_MARGIN = 5.0
 DEADLINE_SLACK = 15.0
 # Seconds between two rewrites of bundle.toml while hosts come back (see `record_host`).
 SAVE_EVERY = 2.0
+
+# What one host may send (a broken or hostile host must not fill the collector's memory,
+# disk or time). Bytes: `--max-size` per host (`run_host`). The probe sends about ten
+# records and files per target and snapshot, so these leave room for hundreds of targets.
+MAX_HOST_RECORDS = 20_000
+MAX_HOST_FILES = 5_000
+# Skip notes kept per host; the rest are counted in one note.
+MAX_HOST_NOTES = 200
+# Seconds a host's records may take to be written once its command ended, when its
+# deadline has already passed (the deadline covers writing too, past this floor).
+WRITE_FLOOR = 5.0
+# The largest hosts file, also on stdin (`--hosts-file -`).
+HOSTS_FILE_MAX = 16 << 20
+# The most hosts at once: each is a thread and an ssh (or engine) process with two pipes.
+MAX_PARALLEL = 256
+# The kernel's largest PID (PID_MAX_LIMIT): a record's PID above it is not a PID.
+PID_MAX = 1 << 22
+# The kinds of record the probe sends; any other line is not kept.
+RECORD_KINDS = frozenset(
+    {"hello", "target", "process", "passed", "skip", "nomatch", "file", "pyspy", "dump",
+     "round", "envscript", "packages", "log", "end"}
+)  # fmt: skip
 
 
 # -- hosts and commands --------------------------------------------------------------------------
@@ -198,7 +222,21 @@ def remote_hosts(remote: RemoteRequest) -> tuple[RemoteHost, ...]:
     """Every host of the request, in the order named."""
     if remote.exec_template is not None:
         return tuple(exec_host(remote.exec_template, h) for h in remote.hosts)
-    return tuple(ssh_host(h, remote) for h in remote.hosts)
+    hosts = [ssh_host(h, remote) for h in remote.hosts]
+    counts: dict[str, int] = {}
+    for host in hosts:
+        counts[host.name] = counts.get(host.name, 0) + 1
+    # `root@good` and `good` are two captures (two users' views): each keeps its user in
+    # its name then, so their files and notes never merge.
+    return tuple(
+        replace(h, name=_with_user(spec, h.name)) if counts[h.name] > 1 else h
+        for spec, h in zip(remote.hosts, hosts, strict=True)
+    )
+
+
+def _with_user(spec: str, name: str) -> str:
+    user, _host, _port = parse_ssh(spec)
+    return f"{user}@{name}" if user else name
 
 
 def validate_remote(request: CollectRequest) -> None:
@@ -230,6 +268,12 @@ def validate_remote(request: CollectRequest) -> None:
             )
     if remote.parallel < 1:
         raise UsageError("--parallel must be at least 1")
+    if remote.parallel > MAX_PARALLEL:
+        raise UsageError(
+            f"--parallel {remote.parallel} is more than {MAX_PARALLEL} hosts at once",
+            tip=f"use --parallel {MAX_PARALLEL} or less (each host at once is a thread and an "
+            "ssh or engine process)",
+        )
     if remote.deadline is not None and remote.deadline <= 0:
         raise UsageError("--host-timeout must be positive")
     if remote.deadline is not None and remote.deadline < minimum_host_timeout(request):
@@ -412,6 +456,15 @@ class HostRun:
     finished: Finished
     noise: tuple[str, ...] = ()
     """Lines on stdout that were not the probe's (a login script's greeting), first few."""
+    capped: str = ""
+    """Why the host's output was cut (a cap it went past, named), "" when it was not."""
+    ended_at: float = 0.0
+    """`time.monotonic()` when its command ended; its deadline counts from the start."""
+
+    @property
+    def began_at(self) -> float:
+        """`time.monotonic()` when its command started."""
+        return self.ended_at - self.finished.seconds
 
 
 # What every engine process gets from our environment; `--exec-env NAME` adds more. The
@@ -429,6 +482,65 @@ def engine_env(
     return {name: source[name] for name in (*ENGINE_ENV, *extra) if name in source}
 
 
+class _RecordSink:
+    """Parses a host's stdout into records as it arrives, within the host's caps: at most
+    `max_bytes` read and `MAX_HOST_RECORDS` kept; only the probe's kinds are kept (never
+    the raw text), so what a host sends costs at most about `max_bytes` of memory."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.read = 0
+        self.parts: list[bytes] = []
+        """The line not yet ended."""
+        self.records: list[dict[str, Any]] = []
+        self.noise: list[str] = []
+        self.capped = ""
+
+    def __call__(self, chunk: bytes) -> bool:
+        self.read += len(chunk)
+        if self.read > self.max_bytes:
+            self.capped = (
+                f"it sent more than {human_size(self.max_bytes)} (--max-size, per host); "
+                "the rest was not read"
+            )
+            return False
+        if b"\n" not in chunk:  # a long line: joined once it ends (never chunk by chunk)
+            self.parts.append(chunk)
+            return True
+        *lines, tail = b"".join((*self.parts, chunk)).split(b"\n")
+        self.parts = [tail]
+        for line in lines:
+            self.line(line)
+            if self.capped:
+                return False
+        return True
+
+    def line(self, raw: bytes) -> None:
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            text = raw.decode("utf-8", "replace").strip()
+            if text and len(self.noise) < 5:
+                self.noise.append(inert.one_line(text, limit=200))
+            return
+        if not (isinstance(record, dict) and record.get("t") in RECORD_KINDS):
+            return
+        if len(self.records) >= MAX_HOST_RECORDS:
+            self.capped = (
+                f"it sent more than {MAX_HOST_RECORDS:,} records (the cap per host); "
+                "the rest was not read"
+            )
+            return
+        self.records.append(record)
+
+    def close(self) -> None:
+        """The last line, when the output did not end with a newline."""
+        tail = b"".join(self.parts)
+        if tail and not self.capped:
+            self.line(tail)
+        self.parts = []
+
+
 def run_host(
     host: RemoteHost,
     program: Sequence[str],
@@ -436,26 +548,36 @@ def run_host(
     deadline: float,
     stop: threading.Event | None,
     env: Mapping[str, str] | None = None,
+    max_bytes: int = 64 << 20,
 ) -> HostRun:
-    """Run the probe on one host and read its records (also those before a timeout)."""
+    """Run the probe on one host and read its records (also those before a timeout), at
+    most `max_bytes` of them (`--max-size`): past it, or past `MAX_HOST_RECORDS`, the
+    host's command is ended and the host is `capped`."""
+    sink = _RecordSink(max_bytes)
+    if stop is not None and stop.is_set():  # stopped before its turn came: never started
+        done = Finished(argv=tuple(host.argv(program)), returncode=None, stopped=True)
+        return HostRun(host=host, records=(), finished=done, ended_at=time.monotonic())
     done = run_bounded(
         host.argv(program),
         timeout=deadline,
         stop=stop,
         env=env if env is not None else engine_env(),
+        on_stdout=sink,
+        # stderr is read for the reason of a failure: its last lines are enough.
+        max_output=min(max_bytes, 1 << 20),
     )
-    records: list[dict[str, Any]] = []
-    noise: list[str] = []
-    for line in done.stdout.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            if line.strip() and len(noise) < 5:
-                noise.append(line.strip()[:200])
-            continue
-        if isinstance(record, dict) and isinstance(record.get("t"), str):
-            records.append(record)
-    return HostRun(host=host, records=tuple(records), finished=done, noise=tuple(noise))
+    sink.close()
+    capped = sink.capped
+    if done.flooded and not capped:
+        capped = "it wrote more than 1 MiB of errors (stderr); the rest was not read"
+    return HostRun(
+        host=host,
+        records=tuple(sink.records),
+        finished=done,
+        noise=tuple(sink.noise),
+        capped=capped,
+        ended_at=time.monotonic(),
+    )
 
 
 def failure_reason(run: HostRun) -> str:
@@ -483,6 +605,8 @@ class RemoteSteps(SessionState):
     lock: threading.Lock
     saved_at: float
     save_cost: float
+    folders: dict[str, str]
+    """Each host's folder under `hosts/` (`host_folders`)."""
 
     def remote_capture(self, hosts: Sequence[RemoteHost]) -> None:
         """Capture on every host, `parallel` at a time; record each as it finishes."""
@@ -492,6 +616,7 @@ class RemoteSteps(SessionState):
         self.lock = threading.Lock()
         self.saved_at = 0.0
         self.save_cost = 0.0
+        self.folders = host_folders([h.name for h in hosts])
         deadline = host_deadline(request)
         program = probe_program(remote.python, probe_options(request, deadline))
         environment = engine_env(remote.exec_env)
@@ -502,7 +627,13 @@ class RemoteSteps(SessionState):
         ) as pool:
             pending: dict[Future[HostRun], RemoteHost] = {
                 pool.submit(
-                    run_host, h, program, deadline=deadline, stop=self.stop, env=environment
+                    run_host,
+                    h,
+                    program,
+                    deadline=deadline,
+                    stop=self.stop,
+                    env=environment,
+                    max_bytes=request.max_size,
                 ): h
                 for h in hosts
             }
@@ -531,6 +662,11 @@ class RemoteSteps(SessionState):
         self.w.update(summary=self.summary_text(self.w.state.status))
         self.w.save()
 
+    def write_until(self, run: HostRun) -> float:
+        """When writing `run`'s records must stop (`time.monotonic()`): the host's deadline,
+        counted from its start, but at least `WRITE_FLOOR` seconds from now."""
+        return max(run.began_at + host_deadline(self.request), time.monotonic() + WRITE_FLOOR)
+
     def record_host(self, run: HostRun) -> None:
         """Write what one host sent (secrets redacted) and its `[[collect.remote]]` note.
 
@@ -540,7 +676,7 @@ class RemoteSteps(SessionState):
         so a rewrite after each of a thousand hosts would cost time in proportion to hosts
         squared. A hard kill loses at most that much of the manifest, never a file."""
         with self.lock:
-            _Recorder(self, run).record()
+            _Recorder(self, run, until=self.write_until(run)).record()
             began = time.monotonic()
             if began - self.saved_at >= max(SAVE_EVERY, 10 * self.save_cost):
                 self.w.save()
@@ -548,38 +684,214 @@ class RemoteSteps(SessionState):
                 self.save_cost = self.saved_at - began
 
 
-class _Recorder:
-    """Turns one host's records into bundle files, manifest entries and its outcome."""
+class BadRecordError(ValueError):
+    """A value in a host's record that is not what the probe sends (the value is never
+    repeated: it is the host's text)."""
 
-    def __init__(self, session: RemoteSteps, run: HostRun) -> None:
+
+def _pid(r: Mapping[str, Any], key: str = "pid") -> int:
+    value = r.get(key)
+    if type(value) is not int or not 0 <= value <= PID_MAX:
+        raise BadRecordError(f"{key!r} is not a PID")
+    return value
+
+
+def _small_int(r: Mapping[str, Any], key: str, *, default: int | None = None) -> int | None:
+    """An optional whole number that fits everywhere it goes (TOML, a file name)."""
+    value = r.get(key)
+    if value is None:
+        return default
+    if type(value) is not int or not -(1 << 31) <= value < 1 << 32:
+        raise BadRecordError(f"{key!r} is not a small whole number")
+    return value
+
+
+def _snapshot(r: Mapping[str, Any], rounds: int) -> int:
+    value = r.get("snapshot")
+    if type(value) is not int or not 0 <= value < max(rounds, 1):
+        raise BadRecordError("'snapshot' is not one of the snapshots asked for")
+    return value
+
+
+def _text(r: Mapping[str, Any], key: str, *, limit: int = 1 << 30, required: bool = False) -> str:
+    value = r.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise BadRecordError(f"{key!r} is not text")
+    return value[:limit]
+
+
+def _seconds(r: Mapping[str, Any], key: str) -> float:
+    value = r.get(key, 0.0)
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadRecordError(f"{key!r} is not a number")
+    number = float(value)
+    if not math.isfinite(number) or not 0 <= number <= 1e7:
+        raise BadRecordError(f"{key!r} is not a duration")
+    return number
+
+
+def _when(r: Mapping[str, Any], key: str) -> datetime:
+    """A UTC time the probe stamped: ISO 8601, years 1970 to 9999."""
+    text = _text(r, key, limit=64, required=True)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadRecordError(f"{key!r} is not a time") from None
+    if moment.tzinfo is None or not 1970 <= moment.year <= 9999:
+        raise BadRecordError(f"{key!r} is not a time with a zone after 1970")
+    return moment.astimezone(UTC)
+
+
+def _pids(r: Mapping[str, Any]) -> list[int]:
+    value = r.get("pids")
+    if not isinstance(value, list) or not 1 <= len(value) <= 4096:
+        raise BadRecordError("'pids' is not a list of PIDs")
+    return [_pid({"pid": p}) for p in value]
+
+
+def _strings(r: Mapping[str, Any], key: str, *, limit: int = 4096) -> list[str]:
+    value = r.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BadRecordError(f"{key!r} is not a list of text")
+    return [v[:limit] for v in value[:limit]]
+
+
+def host_folders(names: Sequence[str]) -> dict[str, str]:
+    """Each host's folder under `hosts/`, unique in the run: the name itself when it is
+    already a safe file name (`node-0`), `node-1-22102` for `node-1:22102`, else its slug
+    plus the first 8 hex digits of the name's SHA-256 (`normal-1-3f2a9c01` for
+    `normal.1`), so `normal.1`, `normal_1` and `normal-1`, or two long pod names that
+    share their first 80 characters, never share a folder."""
+    out: dict[str, str] = {}
+    for name in names:
+        host, _sep, port = name.rpartition(":")
+        if _FOLDER_RE.fullmatch(name):
+            out[name] = name
+        elif port.isdigit() and _FOLDER_RE.fullmatch(host) and len(name) <= 80:
+            out[name] = f"{host}-{port}"
+        else:
+            out[name] = _hashed(name)
+    taken: dict[str, list[str]] = {}
+    for name, folder in out.items():
+        taken.setdefault(folder, []).append(name)
+    for folder, owners in taken.items():
+        for name in owners:
+            # The one kept as it is: the name that is that folder; the others get the hash.
+            if len(owners) > 1 and name != folder:
+                out[name] = _hashed(name)
+    return out
+
+
+# Names kept as folder names as they are: letters, digits, `-`, not starting with one,
+# at most 80 characters.
+_FOLDER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,79}")
+
+
+def _hashed(name: str) -> str:
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
+    return f"{plan.slug(name, limit=71)}-{digest}"
+
+
+def _ignore(_record: Mapping[str, Any]) -> None:
+    """Records with nothing to write (`hello`, `end`): read where they are needed."""
+
+
+class _Recorder:
+    """Turns one host's records into bundle files, manifest entries and its outcome.
+
+    Every value in a record is checked before it is used (`_pid`, `_text`, `_when`...): a
+    record that does not pass costs that record only, with one skip note that never
+    repeats the value. Writing stops at `MAX_HOST_FILES` files or at `until` (the host's
+    deadline), and the host is then `incomplete` with the cap named."""
+
+    def __init__(self, session: RemoteSteps, run: HostRun, *, until: float) -> None:
         self.s = session
         self.run = run
+        self.until = until
         self.name = run.host.name
-        self.base = f"hosts/{plan.slug(self.name, limit=80)}"
+        folders = getattr(session, "folders", None) or {}
+        self.base = f"hosts/{folders.get(self.name) or host_folders([self.name])[self.name]}"
         self.titles: dict[int, str] = {}
         self.ok = 0
         self.failed = 0
+        self.files = 0
+        self.notes = 0
+        self.bad: dict[str, int] = {}
+        """Records not understood, by kind."""
+        self.capped = run.capped
         self.reasons: list[str] = []
         self.lost: list[int] = []
         """Snapshots the probe did not take (its deadline would have passed first)."""
         self.logs_taken: set[str] = set()
         """The `logs/` paths used on this host (`keep_log`)."""
 
+    def skip(self, what: str, reason: str) -> None:
+        """A skip note for this host, at most `MAX_HOST_NOTES` of them (then counted)."""
+        self.notes += 1
+        if self.notes <= MAX_HOST_NOTES:
+            # The host's text, inert: no escape sequence or bidi override in bundle.toml.
+            self.s.note_skip(inert.for_document(what), inert.for_document(reason))
+
     def record(self) -> None:
         run, s = self.run, self.s
         kinds = {r["t"] for r in run.records}
         hello = next((r for r in run.records if r["t"] == "hello"), None)
-        targets = [r for r in run.records if r["t"] == "target"]
-        for record in run.records:
-            handler = getattr(self, f"on_{record['t']}", None)
-            if handler is not None:
-                try:
-                    handler(record)
-                except (KeyError, TypeError, ValueError) as err:
-                    s.note_skip(f"a record from {self.name}", f"not understood ({err})")
+        targets = 0
+        for number, record in enumerate(run.records, start=1):
+            if time.monotonic() > self.until:
+                self.capped = self.capped or (
+                    f"its deadline (--host-timeout) passed while its records were written; "
+                    f"{len(run.records) - number + 1:,} of {len(run.records):,} were not"
+                )
+                break
+            if self.files >= MAX_HOST_FILES:
+                self.capped = (self.capped + "; " if self.capped else "") + (
+                    f"it sent more than {MAX_HOST_FILES:,} files (the cap per host); the rest "
+                    "were not written"
+                )
+                break
+            kind = record["t"]
+            try:
+                getattr(self, f"on_{kind}", _ignore)(record)
+            except Exception as err:  # one bad record costs that record, never the run
+                self.bad[kind] = self.bad.get(kind, 0) + 1
+                if isinstance(err, OutputError):
+                    why = f"not written: {err}"
+                    self.reasons.append(why)
+                else:
+                    known = isinstance(err, BadRecordError)
+                    why = f"not understood: {err if known else type(err).__name__}"
+                self.skip(f"record {number} ({kind}) from {self.name}", why)
+            else:
+                targets += kind == "target"
+        if self.bad:
+            self.notes -= 1  # this summary is always kept
+            self.skip(
+                f"records from {self.name}",
+                f"{sum(self.bad.values())} left out ("
+                + ", ".join(f"{n} {k}" for k, n in sorted(self.bad.items()))
+                + "); the others are kept",
+            )
+        if self.notes > MAX_HOST_NOTES:
+            s.note_skip(
+                f"notes on {self.name}",
+                f"{self.notes - MAX_HOST_NOTES} more notes not listed (at most "
+                f"{MAX_HOST_NOTES} per host)",
+            )
+        hostname = ""
+        if hello is not None and isinstance(hello.get("hostname"), str):
+            hostname = inert.one_line(hello["hostname"], limit=255)
         done = run.finished
         if done.stopped:
             status, reason = "interrupted", "report collect was interrupted"
+        elif self.capped:
+            status, reason = "incomplete", f"{self.capped}; what came before is kept"
         elif done.timed_out and "end" not in kinds:
             status = "timeout"
             reason = f"no answer within {done.seconds:.0f} s (--host-timeout)" + (
@@ -592,6 +904,12 @@ class _Recorder:
         elif not self.ok:
             status = "incomplete"
             reason = "; ".join(dict.fromkeys(self.reasons)) or "no stack came back"
+        elif self.bad:
+            status = "partial"
+            reason = (
+                f"{plural(sum(self.bad.values()), 'record')} of {len(run.records)} left out "
+                "(not understood or not written: see the skip notes); the others are kept"
+            )
         elif self.lost:
             status = "partial"
             rounds = self.s.request.snapshots
@@ -602,13 +920,14 @@ class _Recorder:
             )
         else:
             status, reason = "complete", ""
+        reason = inert.one_line(mask_text(reason), limit=2000)
         note = RemoteNote(
             host=self.name,
             via=run.host.via,
             status=status,
-            reason=mask_text(reason),
-            hostname=str(hello.get("hostname", "")) if hello else "",
-            targets=len(targets),
+            reason=reason,
+            hostname=hostname,
+            targets=targets,
             dumps=self.ok,
             failed_dumps=self.failed,
             seconds=done.seconds,
@@ -619,35 +938,32 @@ class _Recorder:
         s.say(
             f"{self.name}: {status}"
             + (f" ({reason})" if reason else "")
-            + f"; {plural(len(targets), 'process')}, {plural(self.ok, 'dump')} in {done.seconds:.1f} s"
+            + f"; {plural(targets, 'process')}, {plural(self.ok, 'dump')} in {done.seconds:.1f} s"
         )
 
     def keep(self, rel: str, text: str, kind: EvidenceKind, description: str, **kw: Any) -> None:
         """As a local capture keeps a file (`SessionState.keep`), under `hosts/<host>/`."""
+        self.files += 1
         self.s.keep(f"{self.base}/{rel}", text, kind, description, host=self.name, **kw)
 
     def on_target(self, r: dict[str, Any]) -> None:
-        pid = int(r["pid"])
-        self.titles[pid] = str(r.get("title", ""))
-        self.s.w.update(
-            targets=(
-                *self.s.w.state.targets,
-                TargetNote(
-                    pid=pid,
-                    ppid=int(r["ppid"]),
-                    uid=r.get("uid"),
-                    title=self.titles[pid],
-                    selected_by=str(r.get("selected_by", "")),
-                    pgid=r.get("pgid"),
-                    launcher=r.get("launcher"),
-                    host=self.name,
-                ),
-            )
+        pid = _pid(r)
+        note = TargetNote(
+            pid=pid,
+            ppid=_pid(r, "ppid"),
+            uid=_small_int(r, "uid"),
+            title=_text(r, "title", limit=4096),
+            selected_by=_text(r, "selected_by", limit=200),
+            pgid=_small_int(r, "pgid"),
+            launcher=_small_int(r, "launcher"),
+            host=self.name,
         )
+        self.titles[pid] = note.title
+        self.s.w.update(targets=(*self.s.w.state.targets, note))
 
     def on_process(self, r: dict[str, Any]) -> None:
-        argv = [str(a) for a in r.get("argv", [])]
-        data = "\x00".join(argv).encode("utf-8") + b"\x00"
+        argv = _strings(r, "argv", limit=1 << 16)
+        data = "\x00".join(argv).encode("utf-8", "replace") + b"\x00"
         detector = self.s.detector
         text = (
             scrub.scrub_cmdline(data, detector)[0].decode("utf-8", "replace")
@@ -655,62 +971,76 @@ class _Recorder:
             else data.decode("utf-8", "replace")
         )
         entry = ProcessEntry(
-            pid=int(r["pid"]),
-            ppid=int(r["ppid"]),
-            pgid=r.get("pgid"),
+            pid=_pid(r),
+            ppid=_pid(r, "ppid"),
+            pgid=_small_int(r, "pgid"),
             cmdline=" ".join(a for a in text.split("\x00") if a),
             host=self.name,
         )
         self.s.w.update(processes=(*self.s.w.state.processes, entry))
 
     def on_passed(self, r: dict[str, Any]) -> None:
-        self.s.note_skip(
-            f"PID {r['pid']} on {self.name} ({str(r.get('title', ''))[:60]})", str(r["reason"])
+        self.skip(
+            f"PID {_pid(r)} on {self.name} ({_text(r, 'title', limit=60)})",
+            _text(r, "reason", limit=2000, required=True),
         )
 
     def on_skip(self, r: dict[str, Any]) -> None:
-        self.s.note_skip(f"{r['what']} on {self.name}", str(r["reason"]))
-        self.lost += [int(k) for k in r.get("lost") or []]
+        lost = r.get("lost") or []
+        if not isinstance(lost, list):
+            raise BadRecordError("'lost' is not a list of snapshots")
+        rounds = self.s.request.snapshots
+        self.lost += [_snapshot({"snapshot": k}, rounds) for k in lost[:rounds]]
+        self.skip(
+            f"{_text(r, 'what', limit=300, required=True)} on {self.name}",
+            _text(r, "reason", limit=2000, required=True),
+        )
 
     def on_nomatch(self, r: dict[str, Any]) -> None:
         request = self.s.request
-        what = str(r.get("error") or "") or (
+        what = _text(r, "error", limit=2000) or (
             f"no process matches {request.match!r}" if request.match else "no process found"
         )
-        similar = [str(t) for t in r.get("similar", [])]
+        similar = _strings(r, "similar", limit=80)[:20]
         self.reasons.append(
             what + (f" (Python processes there: {', '.join(similar)})" if similar else "")
         )
 
     def on_file(self, r: dict[str, Any]) -> None:
-        kind, pid = str(r["kind"]), int(r["pid"])
-        data = base64.b64decode(str(r["b64"]), validate=True)
+        kind, pid = _text(r, "kind", limit=20, required=True), _pid(r)
+        if kind not in ("cmdline", "environ"):
+            return
+        try:
+            data = base64.b64decode(_text(r, "b64", required=True), validate=True)
+        except ValueError:
+            raise BadRecordError("'b64' is not base64") from None
         detector = self.s.detector
         if kind == "cmdline":
             captured = envcap.cmdline_evidence(data, detector=detector)
-        elif kind == "environ":
-            captured = envcap.environ_evidence(data, detector=detector)
         else:
-            return
+            captured = envcap.environ_evidence(data, detector=detector)
+        self.files += 1
         self.s.keep_proc_copy(
-            pid, kind, captured, str(r.get("what", "")), base=f"{self.base}/", host=self.name
+            pid, kind, captured, _text(r, "what", limit=300), base=f"{self.base}/", host=self.name
         )
 
     def on_pyspy(self, r: dict[str, Any]) -> None:
-        refused = [str(x) for x in r.get("refused") or []]
-        uid = r.get("uid", "?")
+        refused = _strings(r, "refused", limit=1000)[:50]
+        uid = _small_int(r, "uid")
         others = "someone other than root" + (f" or uid {uid}" if uid != 0 else "")
-        if r.get("path"):
-            if r.get("version"):
-                self.s.w.update(pyspy=str(r["version"]))
+        path = _text(r, "path", limit=4096)
+        if path:
+            version = _text(r, "version", limit=200)
+            if version:
+                self.s.w.update(pyspy=inert.one_line(version, limit=200))
             if refused:
-                self.s.note_skip(
+                self.skip(
                     f"py-spy copies on {self.name}",
                     f"passed over, as {others} could have changed them (not run as uid "
-                    f"{uid}): " + "; ".join(refused) + f"; {r['path']} was used",
+                    f"{uid}): " + "; ".join(refused) + f"; {path} was used",
                 )
             return
-        where = r.get("searched", "")
+        where = _text(r, "searched", limit=2000)
         if refused:
             first = refused[0].split(" (", 1)[0]
             reason = (
@@ -726,32 +1056,32 @@ class _Recorder:
                 "(pip install py-spy) or name it with --remote-py-spy PATH"
             )
         self.reasons.append(reason)
-        self.s.note_skip(f"py-spy dumps on {self.name}", reason)
+        self.skip(f"py-spy dumps on {self.name}", reason)
 
     def on_dump(self, r: dict[str, Any]) -> None:
         request = self.s.request
-        pid, snapshot = int(r["pid"]), int(r["snapshot"])
+        pid, snapshot = _pid(r), _snapshot(r, request.snapshots)
         finished = Finished(
             argv=(),
-            returncode=r.get("returncode"),
-            stdout=str(r.get("stdout", "")),
-            stderr=str(r.get("stderr", "")),
-            seconds=float(r.get("seconds", 0.0)),
-            timed_out=bool(r.get("timed_out")),
-            launch_error=str(r.get("launch_error", "")),
+            returncode=_small_int(r, "returncode"),
+            stdout=_text(r, "stdout"),
+            stderr=_text(r, "stderr", limit=1 << 16),
+            seconds=_seconds(r, "seconds"),
+            timed_out=r.get("timed_out") is True,
+            launch_error=_text(r, "launch_error", limit=2000),
         )
         status, reason = dumping.outcome(finished, timeout=request.timeout)
         result = DumpResult(
             pid=pid,
             snapshot=snapshot,
-            started_at=datetime.fromisoformat(str(r["started_at"]).replace("Z", "+00:00")),
+            started_at=_when(r, "started_at"),
             seconds=finished.seconds,
             status=status,
             returncode=finished.returncode,
             stdout=finished.stdout,
             stderr=finished.stderr,
             reason=reason,
-            attempts=int(r.get("attempts", 1)),
+            attempts=_small_int(r, "attempts", default=1) or 1,
         )
         text = dumping.evidence_text(result)
         redacted = 0
@@ -766,16 +1096,8 @@ class _Recorder:
             + (f", {redacted} secret locals redacted" if redacted else "")
         )
         if status is DumpStatus.OK:
-            self.ok += 1
-            self.s.dumps_ok += 1
             description = f"py-spy dump of PID {pid} ({title}) on {self.name}: {detail}"
         else:
-            self.failed += 1
-            self.s.dumps_failed += 1
-            self.reasons.append(f"PID {pid}: {reason}")
-            self.s.note_skip(
-                f"py-spy dump of PID {pid} on {self.name}, snapshot {snapshot + 1}", reason
-            )
             description = (
                 f"py-spy failed for PID {pid} ({title}) on {self.name}: {reason}; {detail}"
             )
@@ -786,33 +1108,46 @@ class _Recorder:
             description,
             captured_at=result.started_at,
         )
+        # Counted once written: a dump that could not be written is not evidence.
+        if status is DumpStatus.OK:
+            self.ok += 1
+            self.s.dumps_ok += 1
+        else:
+            self.failed += 1
+            self.s.dumps_failed += 1
+            self.reasons.append(f"PID {pid}: {reason}")
+            self.skip(f"py-spy dump of PID {pid} on {self.name}, snapshot {snapshot + 1}", reason)
 
     def on_round(self, r: dict[str, Any]) -> None:
-        pid, k = int(r["pid"]), int(r["snapshot"])
+        pid, k = _pid(r), _snapshot(r, self.s.request.snapshots)
+        name = _text(r, "name", limit=40, required=True)
+        if name not in probe.ROUND_READS:
+            raise BadRecordError("'name' is not a read the probe was asked for")
         title = self.titles.get(pid, "")
         if self.s.detector is not None:
             title = mask_text(title)
+        self.files += 1
         self.s.keep_round_read(
-            str(r["name"]), pid, k, str(r["text"]), title, base=f"{self.base}/", host=self.name
-        )
+            name, pid, k, _text(r, "text", required=True), title, base=f"{self.base}/",
+            host=self.name,
+        )  # fmt: skip
 
     def on_log(self, r: dict[str, Any]) -> None:
-        source = str(r["source"])
+        source = _text(r, "source", limit=16, required=True)
         if source not in ("file", "journal", "kernel"):
-            raise ValueError(f"not a kind of log: {source[:20]!r}")
-        since = None
-        if r.get("since"):
-            since = datetime.fromisoformat(str(r["since"]).replace("Z", "+00:00"))
+            raise BadRecordError("'source' is not a kind of log")
+        since = _when(r, "since") if r.get("since") else None
         got = logtail.Tail(
-            text=str(r.get("text") or ""),
-            lines=int(r.get("lines") or 0),
-            size=int(r.get("size") or 0),
-            cut=str(r.get("cut") or ""),
-            error=str(r.get("error") or ""),
+            text=_text(r, "text"),
+            lines=_small_int(r, "lines", default=0) or 0,
+            size=_small_int(r, "size", default=0) or 0,
+            cut=_text(r, "cut", limit=4096),
+            error=_text(r, "error", limit=4096),
         )
+        self.files += 1
         self.s.keep_log(
             source,
-            str(r.get("name") or ""),
+            _text(r, "name", limit=4096),
             got,
             since=since,
             taken=self.logs_taken,
@@ -821,27 +1156,31 @@ class _Recorder:
         )
 
     def on_envscript(self, r: dict[str, Any]) -> None:
-        pids = [int(p) for p in r["pids"]]
+        pids = _pids(r)
         known = {e[1]: e for e in envcap.ENV_SCRIPTS}
-        _dist, module, kind, name = known[str(r["module"])]  # only the scripts we asked for
-        who = "PID " + ", ".join(map(str, pids))
+        module_name = _text(r, "module", limit=200, required=True)
+        if module_name not in known:  # only the scripts we asked for
+            raise BadRecordError("'module' is not a script the probe was asked to run")
+        _dist, module, kind, name = known[module_name]
+        who = "PID " + ", ".join(map(str, pids[:20]))
         self.keep(
             plan.env_path(pids[0], name),
-            mask_text(str(r["text"])),
+            mask_text(_text(r, "text", required=True)),
             EvidenceKind(kind),
-            f"python -m {module} via {r.get('via', '')} on {self.name} ({who})",
+            f"python -m {module} via {_text(r, 'via', limit=300)} on {self.name} ({who})",
         )
 
     def on_packages(self, r: dict[str, Any]) -> None:
-        pids = [int(p) for p in r.get("pids", [])]
-        text = str(r.get("text", ""))
+        pids = _pids(r)
+        text = _text(r, "text")
+        run_as = _text(r, "as", limit=100)
         count = sum(1 for line in text.splitlines() if line.strip())
         self.keep(
             plan.env_path(pids[0], "packages.txt"),
             text,
             EvidenceKind.PACKAGES,
-            f"{count} packages of the interpreter of PID {', '.join(map(str, pids))} on "
-            f"{self.name} (importlib.metadata via {r.get('via', '')}"
-            + (f", run as {r['as']}" if r.get("as") else "")
+            f"{count} packages of the interpreter of PID {', '.join(map(str, pids[:20]))} on "
+            f"{self.name} (importlib.metadata via {_text(r, 'via', limit=300)}"
+            + (f", run as {run_as}" if run_as else "")
             + ")",
         )

@@ -18,7 +18,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
@@ -62,8 +62,15 @@ class Finished:
 class _Reader:
     """Reads one pipe to its end in a thread, keeping at most `cap` bytes."""
 
-    def __init__(self, pipe: IO[bytes] | None, cap: int, over: threading.Event) -> None:
+    def __init__(
+        self,
+        pipe: IO[bytes] | None,
+        cap: int,
+        over: threading.Event,
+        sink: Callable[[bytes], bool] | None = None,
+    ) -> None:
         self.chunks: list[bytes] = []
+        self.sink = sink
         self.kept = 0
         self.cap = cap
         self.over = over
@@ -82,6 +89,12 @@ class _Reader:
                 return
             if not chunk:
                 return
+            if self.sink is not None:
+                # The sink keeps what it wants (parsed records) and says when to stop.
+                if not self.sink(chunk):
+                    self.over.set()
+                    return
+                continue
             room = self.cap - self.kept
             if len(chunk) > room:
                 self.chunks.append(chunk[:room])
@@ -114,12 +127,17 @@ def run_bounded(
     executable: str | None = None,
     max_output: int = DEFAULT_MAX_OUTPUT,
     user: tuple[int, int] | None = None,
+    on_stdout: Callable[[bytes], bool] | None = None,
 ) -> Finished:
     """Run `argv` to completion, or until `timeout` seconds pass, `stop` is set, or it
     prints more than `max_output` bytes on one stream (what it printed so far is kept).
 
     `user` = (uid, gid): run it as that user with no supplementary groups (a root
-    collector runs a target's own interpreter as the target's user, see envcap)."""
+    collector runs a target's own interpreter as the target's user, see envcap).
+
+    `on_stdout`: stdout goes to it chunk by chunk instead of into `Finished.stdout` (a
+    remote host's records are parsed as they come, never held whole); it returns False
+    to have the helper stopped as over its cap (`flooded`)."""
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -144,7 +162,7 @@ def run_bounded(
         )
     deadline = started + timeout
     over = threading.Event()
-    outs = _Reader(proc.stdout, max_output, over)
+    outs = _Reader(proc.stdout, max_output, over, on_stdout)
     errs = _Reader(proc.stderr, max_output, over)
     timed_out = stopped = flooded = False
     while True:

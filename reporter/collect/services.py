@@ -218,11 +218,14 @@ class ServiceSteps(SessionState):
             masked = 0
             if self.detector is not None:
                 data, masked = scrub.mask_bytes(data, self.detector)
-            target = self.root / dump.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            partial = target.with_name(target.name + ".partial")
-            partial.write_bytes(data)
-            partial.replace(target)
+            if self.out is not None:
+                self.out.write(dump.path, data)
+            else:
+                target = self.root / dump.path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                partial = target.with_name(target.name + ".partial")
+                partial.write_bytes(data)
+                partial.replace(target)
             note = f"; {plural(masked, 'secret value')} masked" if masked else ""
             self.w.add_evidence(
                 EvidenceEntry(
@@ -266,10 +269,18 @@ class ServiceSteps(SessionState):
         request = self.request
         assert request.metrics_url is not None
         path = self.root / plan.SCRAPES_PATH
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if self.out is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
         first: list[datetime] = []
         last: list[datetime] = []
-        with scrape.make_client() as client, path.open("a", encoding="utf-8") as sink:
+        with (
+            scrape.make_client() as client,
+            (
+                self.out.append(plan.SCRAPES_PATH)
+                if self.out is not None
+                else path.open("a", encoding="utf-8")
+            ) as sink,
+        ):
             total = plan.scrape_count(request.scrape_every, request.scrape_for)
 
             def on_result(result: scrape.ScrapeResult) -> None:

@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 
 from reporter import __version__
-from reporter.collect import envcap, plan, procfs, ptrace
+from reporter.collect import envcap, outdir, plan, procfs, ptrace
 from reporter.collect.capture import ProcessSteps
 from reporter.collect.manifest import (
     CollectStatus,
@@ -47,7 +47,7 @@ from reporter.collect.remote import RemoteHost, RemoteSteps, remote_hosts, valid
 from reporter.collect.services import ServiceSteps
 from reporter.collect.state import Clock, Progress, Tick, utc_now
 from reporter.core import inert
-from reporter.core.errors import InputError, UsageError
+from reporter.core.errors import InputError
 from reporter.core.fileio import human_size
 from reporter.core.text import plural
 from reporter.secrets import mask_text
@@ -79,12 +79,14 @@ class _Session(ProcessSteps, ServiceSteps, RemoteSteps):
     """One run of `report collect`: setup, the steps (from the bases), and the end."""
 
     def check_out(self) -> None:
-        out = self.root
-        if out.exists() and (not out.is_dir() or any(out.iterdir())):
-            raise UsageError(
-                f"{out}: already exists and is not an empty folder",
-                tip="name a new folder; report collect never writes over evidence",
-            )
+        """Refuse an `--out` that is not new or an empty folder of ours, before anything
+        runs (`claim_out` checks again, race-free, when the run starts writing)."""
+        outdir.check_new_out(self.root)
+
+    def claim_out(self, state: ManifestState) -> None:
+        """Take `--out` for this run (`outdir.OutDir.claim`) and start the manifest in it."""
+        self.out = outdir.OutDir.claim(self.root)
+        self.writer = ManifestWriter(root=self.root, state=state, sink=self.out.write_synced)
 
     def select(self) -> Selection:
         request = self.request
@@ -158,8 +160,7 @@ class _Session(ProcessSteps, ServiceSteps, RemoteSteps):
             ),
             processes=self.launcher_entries(sorted(set(launchers.values()))),
         )
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.writer = ManifestWriter(root=self.root, state=state)
+        self.claim_out(state)
         for passed in selection.passed:
             self.note_skip(
                 f"PID {passed.process.pid} ({self.title_of(passed.process)})", passed.reason
@@ -184,8 +185,7 @@ class _Session(ProcessSteps, ServiceSteps, RemoteSteps):
             mode=mode + (" --locals" if request.with_locals else ""),
             wedge_window=request.wedge_window,
         )
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.writer = ManifestWriter(root=self.root, state=state)
+        self.claim_out(state)
         self.w.event(EventNote(at=started, text=_start_text(request, 0, hosts=len(hosts))))
         self.w.update(summary=self.summary_text(CollectStatus.RUNNING))
         self.w.save()
@@ -200,7 +200,11 @@ class _Session(ProcessSteps, ServiceSteps, RemoteSteps):
                 EventNote(at=finished, text="report collect was interrupted; the bundle is partial")
             )
         self.w.update(summary=self.summary_text(status))
-        self.w.save()
+        try:
+            self.w.save()
+        finally:
+            if self.out is not None:
+                self.out.close()
 
     def missing_stacks(self, targets: Sequence[Target]) -> tuple[str, ...]:
         """Why no stack came back, per target, when none came back from any of them."""

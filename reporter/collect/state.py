@@ -19,6 +19,7 @@ from reporter.collect.manifest import (
     ManifestWriter,
     SkipNote,
 )
+from reporter.collect.outdir import OutDir
 from reporter.collect.plan import CollectRequest, Target
 from reporter.core import inert
 from reporter.core.text import plural
@@ -70,6 +71,8 @@ class SessionState:
         self.advised: set[tuple[str, ...]] = set()
         self.said: set[str] = set()
         self.writer: ManifestWriter | None = None
+        self.out: OutDir | None = None
+        """`--out`, held open from the first write to the end (`outdir`)."""
         self.no_pyspy = ""
         self.dumped: set[int] = set()
         self.dump_reasons: dict[int, str] = {}
@@ -110,7 +113,10 @@ class SessionState:
         """Write `text` as the bundle file `rel`, made safe first (`shielded`); returns the
         number of secrets masked."""
         text, masked = self.shielded(text, nul=nul, mask=mask)
-        write_atomic(self.root / rel, text)
+        if self.out is not None:
+            self.out.write_text(rel, text)
+        else:
+            write_atomic(self.root / rel, text)
         return masked
 
     def shielded(self, text: str, *, nul: bool = False, mask: bool = True) -> tuple[str, int]:

@@ -818,10 +818,21 @@ def _assemble(
         or log_events
     ):
         where = root or ", ".join(e.display for e in entries)
+        # A folder the walk did not enter (past the depth cap, unreadable) may hold it: say so.
+        unread = [w for w in all_warnings if w.message.startswith("skipped: a folder")]
         raise EvidenceError(
             f"{where}: no usable evidence (no py-spy or faulthandler dump, metric history, "
-            "service state, dated log line, environment, code excerpt or goroutine dump)",
-            tip="put the evidence in the folder, or list it in bundle.toml (see `report init`)",
+            "service state, dated log line, environment, code excerpt or goroutine dump)"
+            + (
+                f"; {len(unread)} folder(s) not read: {unread[0].source.path} "
+                f"{unread[0].message.removeprefix('skipped: a folder ')}"
+                if unread
+                else ""
+            ),
+            tip=f"move the evidence at most {fileio.MAX_DEPTH} folders down, or make the "
+            "folder readable"
+            if unread
+            else "put the evidence in the folder, or list it in bundle.toml (see `report init`)",
         )
     return Bundle(
         root=root,

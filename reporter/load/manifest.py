@@ -178,9 +178,19 @@ def toml_seconds(moment: datetime) -> Item:
     return tomlkit.value(f"{utc:%Y-%m-%dT%H:%M:%SZ}")
 
 
+# Characters that reorder or hide text (bidi marks, embeddings, overrides and isolates,
+# zero-width ones, C1 controls): tomlkit writes them raw, so `cat bundle.toml` would show
+# a host's or a title's text reordered. Escaped as `\uXXXX` (lossless: TOML reads them back).
+_HIDDEN_RE = re.compile(
+    r"[\x80-\x9f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
+)
+
+
 def toml_value(value: object) -> str:
-    """`value` as TOML value text (a string quoted and escaped, a list inline)."""
-    return toml_item(value).as_string()
+    """`value` as TOML value text (a string quoted and escaped, a list inline); characters
+    that hide or reorder text written as `\\uXXXX` escapes."""
+    text = toml_item(value).as_string()
+    return _HIDDEN_RE.sub(lambda m: f"\\u{ord(m.group()):04X}", text)
 
 
 # ---------------------------------------------------------------------------- reading
