@@ -172,7 +172,7 @@ def test_upstream_json(home: Path, server: GitHubServer, monkeypatch: pytest.Mon
         ["upstream", "draft", str(bundle), "--repo", "acme/inference", "--offline", "-o", str(out)],
     )
     assert drafted["path"] == str(out) and drafted["form"] == "generic"
-    assert drafted["title"].startswith("SGLang (TP=4) hangs: TP0-1 in all_reduce")
+    assert drafted["title"].startswith("SGLang HiCache (TP=4) hangs: TP0-1 in all_reduce")
     assert drafted["known_fix"] is None and isinstance(drafted["related"], list)
     assert drafted["characters"] > 1000
 

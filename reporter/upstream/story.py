@@ -33,6 +33,42 @@ _PRODUCTS = {"sglang": "SGLang", "vllm": "vLLM", "pytorch": "torch.distributed"}
 _SECRET_FLAG_RE = re.compile(r"(?i)(token|key|secret|password|passwd|auth)")
 _ABS_PATH_RE = re.compile(r"(?<![\w:/<])/(?:[\w.+@-]+/)*([\w.+@-]+)")
 _INTERPRETER_RE = re.compile(r"^(?:.*/)?(python[\d.]*)$")
+# The engines' own launchers: a command line whose program is one of these is the launch
+# line a maintainer can run; anything else (a wrapper or test script) is not.
+_LAUNCHERS = frozenset(
+    (
+        "sglang.launch_server",
+        "sglang.launch_router",
+        "sglang_router.launch_server",
+        "vllm.entrypoints.openai.api_server",
+        "vllm.entrypoints.api_server",
+        "torchrun",
+        "torch.distributed.run",
+        "torch.distributed.launch",
+    )
+)
+# Program + first positional word that launch the engine (`vllm serve MODEL`, `sglang serve`).
+_LAUNCH_VERBS = {"vllm": ("serve",), "sglang": ("serve",)}
+# Engine options as the launchers spell them: the ones a wrapper's command line passes on.
+_ENGINE_OPTION_RE = re.compile(
+    r"^--(model|model-path|tokenizer|served-model-name|tp|tp-size|tensor-parallel-size|dp|"
+    r"dp-size|data-parallel-size|pp|pp-size|pipeline-parallel-size|ep|ep-size|"
+    r"expert-parallel-size|enable-\S+|disable-\S+|disaggregation-\S+|hicache-\S+|"
+    r"attention-backend|kv-cache-dtype|dtype|quantization|mem-fraction-static|"
+    r"chunked-prefill-size|max-running-requests|max-model-len|gpu-memory-utilization|"
+    r"cuda-graph-\S+|speculative-\S+|schedule-policy|load-balance-method|trust-remote-code)$"
+)
+# Modes that change which ranks meet in which collective, as the engines name them, and
+# where the evidence shows them: a launcher flag, the service's or the capture's title, or
+# the engine's own class names in the hung stack (SGLang's HiCache is `HiRadixCache`).
+_MODE_FLAGS = (
+    ("HiCache", ("--enable-hierarchical-cache",)),
+    ("DP attention", ("--enable-dp-attention",)),
+)
+_MODE_WORDS = (
+    ("HiCache", re.compile(r"(?i)\bhicache\b|hierarchical[- ]cache|HiRadixCache")),
+    ("DP attention", re.compile(r"(?i)\bdp[- _]attention\b")),
+)
 # Per-run values: a maintainer's run picks its own (and they tell about this machine).
 _PER_RUN_FLAGS = frozenset(
     ("--port", "--nccl-port", "--master-port", "--host", "--master-addr", "--dist-init-addr")
@@ -51,6 +87,15 @@ class Story:
     mode: str
     sizes: tuple[tuple[str, int], ...]
     command: str
+    """The engine's own launch line (`python3 -m sglang.launch_server ...`, `vllm serve ...`),
+    masked; "" when the evidence holds none."""
+    wrapper: str
+    """The command that ran instead when it is not the engine's launcher (a wrapper or test
+    script), masked; the draft says the launch line was not captured."""
+    engine_options: str
+    """The engine's options the wrapper was given (`--tp-size 2 --disaggregation-mode decode`)."""
+    moments: int
+    """Capture moments of the hung ranks: dumps taken together in several formats count once."""
     trigger: str
     reproduction: tuple[str, ...]
     healthy: tuple[str, ...]
@@ -158,15 +203,78 @@ def _label_value(bundle: Bundle, name: str) -> str:
     return ""
 
 
-def _mode(bundle: Bundle, command: ShownCommand | None) -> str:
+def _mode(
+    bundle: Bundle, analysis: Analysis, command: ShownCommand | None, hung: str | None
+) -> str:
+    """`PD decode`, `DP attention`, `HiCache`, joined by ` + `: the modes the launcher's
+    flags, the service's or capture's title, or the engine's class names in the hung
+    ranks' stacks show; "" when none does."""
     pd = _flag(command, ("--disaggregation-mode",))
     if not pd:
         engine = _label_value(bundle, "engine_type")
         pd = engine if engine in ("prefill", "decode") else ""
     parts = [f"PD {pd}"] if pd and pd != "null" else []
-    if _flag(command, ("--enable-dp-attention",)) is not None:
-        parts.append("DP attention")
-    return " ".join(parts)
+    titles = " ".join((bundle.manifest.title or "", bundle.manifest.service or ""))
+    frames = " ".join(
+        f.function for c in analysis.classes if hung is None or c.instance == hung for f in c.frames
+    )
+    for name, flags in _MODE_FLAGS:
+        words = dict(_MODE_WORDS)[name]
+        if (
+            _flag(command, flags) is not None
+            or words.search(titles)
+            or (name == "HiCache" and words.search(frames))
+        ):
+            parts.append(name)
+    return " + ".join(dict.fromkeys(parts))
+
+
+def moments(analysis: Analysis, hung: str | None) -> int:
+    """How many snapshots of the hung ranks the "unchanged across N snapshots" claim rests
+    on: the longest series of one rank's dumps in one format from one folder (3 text
+    snapshots count 3; the --json, --locals and --subprocesses dumps taken once besides
+    them are the same moments in other formats and do not add). The most any rank has."""
+    most = 0
+    for process in analysis.processes:
+        if hung is not None and process.identity.instance != hung:
+            continue
+        if process.identity.rank is None:
+            continue
+        series: dict[tuple[str, bool, str], int] = {}
+        for dump in process.snapshots:
+            key = (
+                dump.kind.value,
+                any(f.locals for t in dump.threads for f in t.frames),
+                dump.source.path.rpartition("/")[0],
+            )
+            series[key] = series.get(key, 0) + 1
+        most = max(most, max(series.values(), default=0))
+    return most or analysis.snapshots
+
+
+def is_launcher(command: ShownCommand | None) -> bool:
+    """True when `command` is an engine's own launch line (`python -m sglang.launch_server`,
+    `vllm serve`, `torchrun`), not a wrapper or test script that starts it."""
+    if command is None:
+        return False
+    program = command.program.rsplit("/", 1)[-1]
+    if program in _LAUNCHERS:
+        return True
+    verbs = _LAUNCH_VERBS.get(program, ())
+    return bool(command.positional) and command.positional[0] in verbs
+
+
+def _engine_options(command: ShownCommand | None) -> str:
+    """The engine options a wrapper's command line carries (masked like the launch line)."""
+    if command is None:
+        return ""
+    kept = ShownCommand(
+        program="",
+        flags=tuple((n, v) for n, v in command.flags if _ENGINE_OPTION_RE.match(n)),
+        positional=(),
+        source=command.source,
+    )
+    return _command_line(kept).strip() if kept.flags else ""
 
 
 def _model(bundle: Bundle, command: ShownCommand | None) -> str:
@@ -181,14 +289,15 @@ def _command_line(command: ShownCommand | None) -> str:
     if command is None:
         return ""
     program = command.program
-    words = [
-        f"python3 -m {program}"
-        if "." in program and "/" not in program and not program.endswith(".py")
-        else mask_path(program)
-    ]
-    if words[0].startswith("<path>/"):
-        words[0] = words[0].removeprefix("<path>/")
-    words.extend(mask_path(p) for p in command.positional)
+    words: list[str] = []
+    if program:
+        first = (
+            f"python3 -m {program}"
+            if "." in program and "/" not in program and not program.endswith(".py")
+            else mask_path(program)
+        )
+        words.append(first.removeprefix("<path>/"))
+        words.extend(mask_path(p) for p in command.positional)
     for name, value in command.flags:
         if value is None:
             words.append(name)
@@ -203,7 +312,7 @@ def _command_line(command: ShownCommand | None) -> str:
     return " ".join(words)
 
 
-def _rank_names(analysis: Analysis, ranks: Sequence[int], hung: str | None) -> str:
+def rank_names(analysis: Analysis, ranks: Sequence[int], hung: str | None) -> str:
     """`TP0`, `TP0-1`, `ranks 2-3`: the ranks as the engine names them (its process titles'
     coordinates when they have one dimension that varies), else by global rank."""
     dims: dict[int, tuple[tuple[str, int], ...]] = {}
@@ -227,15 +336,16 @@ def _rank_names(analysis: Analysis, ranks: Sequence[int], hung: str | None) -> s
             if len(values) > 1 and dim != sorted(varying, key=lambda d: (d != "TP", d))[0]:
                 parts = []
                 break
-            parts.append(f"{dim}{_span(values)}")
+            parts.append(f"{dim}{span(values)}")
         if parts:
             return " ".join(parts)
     if len(ranks) == 1:
         return f"rank {ranks[0]}"
-    return f"ranks {_span(sorted(ranks))}"
+    return f"ranks {span(sorted(ranks))}"
 
 
-def _span(values: Sequence[int]) -> str:
+def span(values: Sequence[int]) -> str:
+    """`0-3` for a run of numbers, else `0,2,5`."""
     if not values:
         return ""
     if list(values) == list(range(values[0], values[-1] + 1)) and len(values) > 1:
@@ -280,8 +390,8 @@ def _class_of(analysis: Analysis, ranks: Sequence[int], hung: str | None) -> Sta
 
 def _waits(analysis: Analysis, wait: WaitsFor, hung: str | None) -> tuple[str, str]:
     """(short, long) of who waits where for whom."""
-    waiting = _rank_names(analysis, wait.waiting.ranks, hung)
-    waited = _rank_names(analysis, wait.waited.ranks, hung)
+    waiting = rank_names(analysis, wait.waiting.ranks, hung)
+    waited = rank_names(analysis, wait.waited.ranks, hung)
     collective = wait.waiting.collective
     cls = _class_of(analysis, wait.waiting.ranks, hung)
     site = _caller(cls, collective) or _function(wait.waiting.at)
@@ -337,10 +447,24 @@ def _what(bundle: Bundle, analysis: Analysis, hung: str | None) -> tuple[str, st
         text = "every stage waits in recv, none sends"
         if sites:
             text += f" ({', '.join(sites)})"
-        return (
-            text,
-            f"the pipeline stages wait for each other in recv and none sends ({', '.join(sites) or 'sites not known'})",
+        # Pairs only where the evidence names both ends; else say what would name them.
+        named = sorted(
+            {
+                f"{rank_names(analysis, w.waiting.ranks, hung)} waits for "
+                f"{rank_names(analysis, w.waited.ranks, hung)}"
+                for w in pairs
+                if w.waited.ranks
+            }
         )
+        at = f" ({', '.join(sites)})" if sites else ""
+        if named:
+            long = f"every stage waits in recv{at} and none sends: {'; '.join(named)}"
+        else:
+            long = (
+                f"every stage waits in recv{at} and none sends; the dumps name no peer "
+                "(a py-spy --locals dump would show each recv's src/dst)"
+            )
+        return text, long
     if verdict is Verdict.THREAD_DEADLOCK and analysis.thread_deadlocks:
         cycle = analysis.thread_deadlocks[0]
         locks = [t.waits_for.split(" <", 1)[0].split(" (", 1)[0] for t in cycle.threads]
@@ -417,17 +541,28 @@ def build_story(
     hung = _hung_instance(analysis)
     command = _launcher(analysis, hung)
     product = _product(repo, bundle)
-    mode = _mode(bundle, command)
+    mode = _mode(bundle, analysis, command, hung)
     sizes = tuple(_sizes(analysis, command, hung))
     model = _model(bundle, command)
     size_text = ", ".join(f"{dim}={n}" for dim, n in sizes)
-    component = " ".join(p for p in (product, mode) if p) + (f" ({size_text})" if size_text else "")
+    named = " ".join(p for p in (product, mode) if p)
+    component = named + (f" ({size_text})" if size_text else "")
+    # The title also names the model when it fits: two hangs at the same place in
+    # different deployments get different titles.
+    # The model by its own name (`meta-llama/Llama-3.1-8B` -> `Llama-3.1-8B`): the title is short.
+    model_name = model.rsplit("/", 1)[-1]
+    with_model = named + (
+        f" ({', '.join(p for p in (size_text, model_name) if p)})" if size_text or model else ""
+    )
     short, long = _what(bundle, analysis, hung)
-    # The longest telling that fits: with the calling function, then without "hangs",
-    # then without the calling function.
+    # The longest telling that fits: everything, then without the calling function, then
+    # without "hangs", then without the model, then without the parenthesis.
     without_site = re.sub(r" from [\w.]+ while", " while", short)
     bare = re.sub(r" \([^()]*\)$", "", without_site)
     candidates = (
+        f"{with_model} hangs: {short}",
+        f"{with_model} hangs: {without_site}",
+        f"{with_model}: {without_site}",
         f"{component} hangs: {short}",
         f"{component}: {short}",
         f"{component} hangs: {without_site}",
@@ -439,13 +574,16 @@ def build_story(
     if len(title) > title_max:
         title = title[: title_max - 1].rstrip() + "…"
     serving = f" serving {model}" if model else ""
+    seen_at = moments(analysis, hung)
     seen = (
-        f", unchanged across {analysis.snapshots} snapshots"
-        if analysis.snapshots > 1 and analysis.classes
+        f", unchanged across {seen_at} snapshots"
+        if seen_at > 1 and analysis.classes and analysis.verdict is not Verdict.PROGRESSING
         else ""
     )
     sentence = f"{component}{serving} hangs: {long}{seen}."
-    cmd = _command_line(command)
+    launcher = is_launcher(command)
+    cmd = _command_line(command) if launcher else ""
+    wrapper = "" if launcher else _command_line(command)
     trigger = _trigger(analysis)
     lines: list[str] = []
     if model:
@@ -464,6 +602,9 @@ def build_story(
         mode=mode,
         sizes=sizes,
         command=cmd,
+        wrapper=wrapper,
+        engine_options="" if launcher else _engine_options(command),
+        moments=seen_at,
         trigger=trigger,
         reproduction=tuple(lines),
         healthy=_healthy(analysis, hung),

@@ -102,15 +102,17 @@ def test_generic_draft_sections_and_document(full: tuple[Bundle, Analysis]) -> N
     assert headings == ["### Describe the bug", "### Reproduction", "### Environment"]
     # The engine, its size and who waits where: never the local title's PIDs or ports.
     assert made.title == (
-        "SGLang (TP=4) hangs: TP0-1 in all_reduce from check_hicache_events "
-        "while TP2-3 idle in on_idle"
+        "SGLang HiCache (TP=4, Qwen3-8B) hangs: TP0-1 in all_reduce while TP2-3 idle in on_idle"
     )
     assert len(made.title) < 100 and made.labels == ()
     assert made.body.rstrip().endswith(made.marker)
     # One TODO: the bundle does not say which sglang it runs (maintainers ask for it first).
+    # The launch line that was not captured is said, with what would capture it, but does
+    # not block filing.
     assert made.leaks == () and len(made.todos) == 1
     todo_line = made.body.splitlines()[made.todos[0] - 1]
     assert "`sglang` version" in todo_line and "python3 -m sglang.check_env" in todo_line
+    assert "What would capture it: the command line of the process" in made.body
     assert len(made.body) <= drafting.REVIEW_BUDGET
     assert made.document.startswith("---\nkind: upstream-draft\nstatus: draft\n")
     assert made.document.endswith(made.body)
@@ -147,10 +149,12 @@ def test_body_budget_trims_the_largest_evidence_first(full: tuple[Bundle, Analys
     small = build_draft(_inputs(full), budget=9_000)
     assert whole.trimmed == ()
     assert len(small.body) <= 9_000 < len(whole.body)
-    assert small.trimmed and "Trimmed to keep the issue short for review" in small.body
+    # Each trimmed block says so where it ends (said once: no second list of the same).
+    assert small.trimmed and "more lines trimmed (kept in the full capture)" in small.body
+    assert "Trimmed to keep the issue short" not in small.body
     # The first sentence and the minimal stacks survive; the big dumps go first.
-    assert "SGLang (TP=4) serving Qwen3-8B hangs" in small.body
-    assert "**Stacks**, one per side of the split" in small.body
+    assert "SGLang HiCache (TP=4) serving Qwen3-8B hangs" in small.body
+    assert "**Stacks**, one per group of ranks in the same state" in small.body
     assert any("Raw py-spy dumps" in note for note in small.trimmed)
     assert small.body.count("```") % 2 == 0
 
@@ -227,7 +231,7 @@ def test_a_huge_dump_still_fits_githubs_limit(tmp_path: Path) -> None:
     assert len(text) > 5 * drafting.BODY_BUDGET
     made = build_draft(_inputs(app.load_and_analyze([dump], app.Options())))
     assert len(made.body) <= drafting.BODY_BUDGET
-    assert made.trimmed and "Trimmed to keep the issue short for review" in made.body
+    assert made.trimmed and "more lines trimmed (kept in the full capture)" in made.body
     assert made.body.count("<details") == made.body.count("</details>")
     assert "all_reduce (torch/distributed/distributed_c10d.py:2501)" in made.body
 
