@@ -267,7 +267,10 @@ class Registered:
 PRODUCERS: list[Registered] = []
 """Every registered producer, in registration (= run) order."""
 
-PRODUCER_MODULES: tuple[str, ...] = ("reporter.analysis.graphproducers",)
+PRODUCER_MODULES: tuple[str, ...] = (
+    "reporter.analysis.graphproducers",
+    "reporter.analysis.procgraph",
+)
 """Modules whose import registers producers; `build_graph` imports them first. Add yours."""
 
 
