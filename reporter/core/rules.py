@@ -198,6 +198,7 @@ SHAPES: dict[str, Shape] = {
                 "note": Key(str),
                 "headline": Key(str),
                 "who_waits": Key(str),
+                "what": Key(str),
                 "stacks": Key(Strings),
                 "process": Key(Strings),
                 **{
@@ -210,9 +211,7 @@ SHAPES: dict[str, Shape] = {
                         "one_process",
                     )
                 },
-                "step": Tables(
-                    {"action": Key(str, required=True), "why": Key(str, required=True)}
-                ),
+                "step": Tables({"action": Key(str, required=True), "why": Key(str, required=True)}),
             }
         ),
     },
