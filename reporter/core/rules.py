@@ -64,9 +64,10 @@ class Table:
 
 @dataclass(frozen=True, slots=True)
 class Tables:
-    """An array of tables (`[[rule]]`), each with these keys."""
+    """An array of tables (`[[rule]]`), each with these keys (a key may itself be an array
+    of tables: `[[rule.step]]`)."""
 
-    keys: Mapping[str, Key]
+    keys: Mapping[str, Key | Table | Tables]
 
 
 Shape = Mapping[str, Key | Table | Tables]
