@@ -274,7 +274,9 @@ def _fill(text: str, facts: Facts) -> str:
     values["stacks"] = facts.stacks.value
     if facts.process is not None:
         values.update(facts.process.placeholders())
-    return text.format(**values)
+    filled = text.format(**values)
+    # A placeholder may open the line (`{thread} waits ...`, "the main thread").
+    return filled[:1].upper() + filled[1:]
 
 
 def decide(analysis: Analysis, facts: Facts, classifier: Classifier) -> Analysis:
