@@ -202,6 +202,7 @@ SHAPES: dict[str, Shape] = {
                 "what": Key(str),
                 "stacks": Key(Strings),
                 "process": Key(Strings),
+                "edges": Key(Strings),
                 **{
                     name: Key(bool)
                     for name in (
@@ -210,6 +211,8 @@ SHAPES: dict[str, Shape] = {
                         "crash",
                         "thread_deadlock",
                         "one_process",
+                        "cycle",
+                        "dead_wait",
                     )
                 },
                 "step": Tables({"action": Key(str, required=True), "why": Key(str, required=True)}),
