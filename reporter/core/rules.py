@@ -64,9 +64,10 @@ class Table:
 
 @dataclass(frozen=True, slots=True)
 class Tables:
-    """An array of tables (`[[rule]]`), each with these keys."""
+    """An array of tables (`[[rule]]`), each with these keys (a key may itself be an array
+    of tables: `[[rule.step]]`)."""
 
-    keys: Mapping[str, Key]
+    keys: Mapping[str, Key | Table | Tables]
 
 
 Shape = Mapping[str, Key | Table | Tables]
@@ -184,6 +185,37 @@ SHAPES: dict[str, Shape] = {
                         "blocked_threads",
                     )
                 },
+            }
+        ),
+    },
+    "verdicts.toml": {
+        "rule": Tables(
+            {
+                "id": _REQUIRED_ID,
+                "verdict": Key(str, required=True),
+                "summary": Key(Strings, required=True),
+                "confidence": Key(str, required=True),
+                "signature": Key(str, required=True),
+                "note": Key(str),
+                "headline": Key(str),
+                "who_waits": Key(str),
+                "what": Key(str),
+                "stacks": Key(Strings),
+                "process": Key(Strings),
+                "edges": Key(Strings),
+                **{
+                    name: Key(bool)
+                    for name in (
+                        "flight_recorder",
+                        "fr_idle",
+                        "crash",
+                        "thread_deadlock",
+                        "one_process",
+                        "cycle",
+                        "dead_wait",
+                    )
+                },
+                "step": Tables({"action": Key(str, required=True), "why": Key(str, required=True)}),
             }
         ),
     },

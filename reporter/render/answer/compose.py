@@ -27,6 +27,7 @@ from reporter.render.answer.hosts import hosts_line, on_hosts, with_hosts
 from reporter.render.answer.lines import (
     CHANGE,
     CLIENTS,
+    WHO,
     change_line,
     change_words,
     clients_line,
@@ -131,6 +132,16 @@ def build(
     # Crashes, stopped ranks, thread deadlocks and failed dumps say more than stacks can.
     title = states.title(inner) or title
     lines[0] = states.what_line(inner, lines[0].sources) or lines[0]
+    if inner.headline:
+        # The verdict table's rule words its own verdict (one process, the GIL, a loop).
+        title = inner.headline
+        if inner.what:
+            lines[0] = SummaryLine(topic=lines[0].topic, text=inner.what, sources=lines[0].sources)
+    if inner.who_waits:
+        at = next((i for i, line in enumerate(lines) if line.topic == WHO), None)
+        who = SummaryLine(topic=WHO, text=inner.who_waits, sources=lines[0].sources)
+        lines = [line for line in lines if line.topic != WHO]
+        lines.insert(at if at is not None else 1, who)
     lines.extend(x for x in (states.condition_line(inner), states.blocked_line(inner)) if x)
     others = others_line(scope, analysis)
     if others is not None:
@@ -149,6 +160,12 @@ def build(
     )
     facts = _facts(bundle, inner, edges, timeouts, scope)
     steps = nextsteps.suggest(nextsteps.default_rules(), facts)
+    if inner.rule_steps:
+        own = tuple(
+            nextsteps.Step(rule=inner.rule, action=action, why=why)
+            for action, why in inner.rule_steps
+        )
+        steps = own + tuple(s for s in steps if s.rule not in _GENERIC_AFTER_RULE)
     factors, actions = _suggestions(bundle, inner, edges, steps, timeouts)
     no_stack_wedge = not analysis.classes and analysis.wedge is not None and analysis.wedge.found
     impact = _impact(bundle, analysis, lines)
@@ -158,7 +175,7 @@ def build(
     return Answer(
         title=title,
         verdict_label="wedged (metrics only)" if no_stack_wedge else analysis.verdict.value,
-        paragraph=_paragraph(analysis),
+        paragraph=_paragraph(analysis, said=inner.said),
         lines=tuple(lines),
         steps=steps,
         factors=factors,
@@ -167,6 +184,11 @@ def build(
         edges=edges,
         timeouts=timeouts,
     )
+
+
+# General steps that a rule's own steps say better (they speak of ranks and dumps of every
+# rank, where the rule knows the one process).
+_GENERIC_AFTER_RULE = frozenset({"one-snapshot", "progressing", "progressing-but-wedged"})
 
 
 def _facts(
@@ -305,12 +327,16 @@ def cycles_text(analysis: Analysis) -> str:
     return f"{cycle_name(first)} ({sites}){more}" if sites else f"{cycle_name(first)}{more}"
 
 
-def _paragraph(analysis: Analysis) -> str:
+def _paragraph(analysis: Analysis, *, said: str = "") -> str:
     """What the verdict paragraph adds to the summary block: the analysis's own sentences
-    that no summary line says (the Flight Recorder's reading, a GPU sync point, ...)."""
+    that no summary line says (the Flight Recorder's reading, a GPU sync point, ...);
+    `said` is the part of the summary the verdict rule's own lines already carry."""
+    text = analysis.summary.strip()
+    if said and text.startswith(said):
+        text = text[len(said) :].strip()
     kept = [
         sentence
-        for sentence in _SENTENCE_END.split(analysis.summary.strip())
+        for sentence in _SENTENCE_END.split(text)
         if sentence and not any(p.search(sentence) for p in _SAID_IN_BLOCK)
     ]
     return " ".join(kept)
