@@ -140,7 +140,9 @@ def condition(
     at = _where(seen)
     live = [info for info in history if info.frames]
     motion = raw_state(live) if len(live) > 1 else RankState.UNKNOWN
-    status = max(states, key=lambda s: s.captured_at or _EPOCH) if states else None
+    # The latest copy wins; among copies of one time (or none), the last in the bundle's
+    # capture order (snapshot index, then mtime), which `max` over the reversed list gives.
+    status = max(reversed(states), key=lambda s: s.captured_at or _EPOCH) if states else None
     stops = [f for f in failed if f.state == "stopped"]
     timeouts = [f for f in failed if f.state == "timeout"]
     parts: list[str] = []

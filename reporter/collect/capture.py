@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from reporter.collect import dumps as dumping
-from reporter.collect import envcap, plan, procfs, ptrace
+from reporter.collect import envcap, plan, procfs, procread, ptrace
 from reporter.collect.dumps import DumpResult, DumpStatus
 from reporter.collect.manifest import (
     CollectStatus,
@@ -204,6 +204,7 @@ class ProcessSteps(SessionState):
         if request.blocking:
             self.nonblocking_fallback(results, k, pyspy, facts)
         self.save_states(targets, k)
+        self.save_waits(targets, k)
 
     def nonblocking_fallback(
         self,
@@ -237,6 +238,41 @@ class ProcessSteps(SessionState):
                 path=plan.nonblocking_path(pid, k),
                 why=f"after the blocking dump failed ({result.reason})",
             )
+
+    def save_waits(self, targets: Sequence[Target], k: int) -> None:
+        """What the waits between processes need, per target, after snapshot `k`: threads'
+        states and wchans, the fd table, its socket rows, parent and children. Read from
+        `/proc` only (`procread`), each file capped and the reads of one process bounded by
+        a deadline; paths and names go through the secret policy like every file."""
+        btime = procread.boot_time()
+        parents = None if procread.has_children_files() else procread.parent_map()
+        deadline = min(procread.DEFAULT_DEADLINE, self.request.timeout)
+        for target in targets:
+            pid = target.process.pid
+            read = procread.read_waits(
+                pid, snapshot=k, deadline=deadline, btime=btime, parents=parents
+            )
+            if not read:
+                self.note_skip(
+                    f"/proc reads of PID {pid} after snapshot {k + 1}", "the process is gone"
+                )
+                continue
+            for what in procread.KINDS:
+                text = read.get(what)
+                if text is None:
+                    self.note_skip(
+                        f"/proc/{pid} {what} after snapshot {k + 1}",
+                        "could not be read (the process ended, or no permission)",
+                    )
+                    continue
+                kind, says = _WAIT_FILES[what]
+                self.keep(
+                    plan.proc_path(pid, k, what),
+                    text,
+                    kind,
+                    f"{says.format(pid=pid)} of PID {pid} ({self.title_of(target.process)}) "
+                    f"after snapshot {k + 1}",
+                )
 
     def save_states(self, targets: Sequence[Target], k: int) -> None:
         """A copy of `/proc/PID/status` (with the process's wchan) of every target, after
@@ -400,6 +436,15 @@ class ProcessSteps(SessionState):
             return
         self.keep(plan.env_path(pids[0], name), ran.text, EvidenceKind(kind), f"{ran.note} ({who})")
         self.say(f"environment script: python -m {module} ({who})")
+
+
+# Each per-round /proc read: its evidence kind and what the manifest says it holds.
+_WAIT_FILES: dict[str, tuple[EvidenceKind, str]] = {
+    "threads": (EvidenceKind.PROC_THREADS, "each thread's state and wchan (/proc/{pid}/task/*)"),
+    "fds": (EvidenceKind.PROC_FDS, "the fd table as link targets (/proc/{pid}/fd)"),
+    "sockets": (EvidenceKind.PROC_SOCKETS, "socket rows (/proc/{pid}/net/tcp, tcp6, unix)"),
+    "family": (EvidenceKind.PROC_FAMILY, "parent, children and start time"),
+}
 
 
 def _title_only(proc: procfs.ProcessInfo) -> bool:

@@ -18,6 +18,12 @@ Bundle layout written by the session::
     pyspy/pid4711-s0-nonblocking.txt  --nonblocking dump when a --blocking one could not
                                     suspend the process (stopped) or timed out
     proc/pid4711-s0.status          /proc/4711/status after snapshot 0 (and a Wchan: line)
+    proc/pid4711-s0.threads         each thread's state, wchan and CPU ticks after snapshot 0
+    proc/pid4711-s0.fds             the fd table as link targets (pipe:[N], socket:[N], paths)
+    proc/pid4711-s0.sockets         its rows of /proc/4711/net/{tcp,tcp6,unix}
+    proc/pid4711-s0.family          PPid, children (zombies too), start time, uid
+    logs/<name>.log                 the tail of each --log file
+    logs/journal-<unit>.log         the journal of the targets' systemd unit since it started
     env/pid4711.cmdline             /proc/4711/cmdline (secret option values redacted)
     env/pid4711.environ             /proc/4711/environ (secret values redacted)
     env/pid4711.packages.txt        the target interpreter's packages (name==version)
@@ -360,6 +366,11 @@ def dump_path(pid: int, snapshot: int) -> str:
 def status_path(pid: int, snapshot: int) -> str:
     """Bundle path of the `/proc/PID/status` copy taken with snapshot `snapshot`."""
     return f"proc/pid{pid}-s{snapshot}.status"
+
+
+def proc_path(pid: int, snapshot: int, what: str) -> str:
+    """Bundle path of one per-round `/proc` read: `threads`, `fds`, `sockets` or `family`."""
+    return f"proc/pid{pid}-s{snapshot}.{what}"
 
 
 def nonblocking_path(pid: int, snapshot: int) -> str:

@@ -17,6 +17,10 @@ of docker compose and ANSI colours):
 * syslog and journalctl's default: `Nov 29 14:43:41 host unit[4242]: ...`;
 * vLLM: `INFO 11-29 14:43:41 [file.py:12] ...` (optionally after `(Worker pid=7) `).
 
+Besides the timeline events, every line (dated or not) is read for what ended or broke a
+wait: timeouts, watchdog aborts, OOM kills, signals and exits (`reporter.evidence.logevents`),
+as `ParseResult.log_events`.
+
 Times without a zone are read as UTC (one warning per file). The last two forms
 have no year: it is taken from `reference` (the file's `captured_at`, or the
 bundle's earliest one); without a reference those lines are skipped with a warning.
@@ -30,8 +34,9 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from reporter.core.times import parse_iso
+from reporter.evidence import logevents
 from reporter.evidence._text import clean_lines, excerpt, warning_at
-from reporter.model import EventKind, Location, ParseResult, ParseWarning, TimelineEvent
+from reporter.model import EventKind, Location, LogEvent, ParseResult, ParseWarning, TimelineEvent
 
 # Events kept per file; the rest are counted in a warning.
 MAX_EVENTS = 200
@@ -182,11 +187,23 @@ def parse(text: str, *, source: str, reference: datetime | None = None) -> Parse
     dropped = 0
     last: datetime | None = None
     backwards = 0
+    log_events: list[LogEvent] = []
+    dated: datetime | None = None
+    more_events = 0
     for index, raw in enumerate(clean_lines(text)):
         number = index + 1
         if not raw.strip():
             continue
         found = read_stamp(raw, reference=reference)
+        if isinstance(found, Stamped):
+            dated = found.at
+        # Undated lines (a traceback body) belong to the dated line above them.
+        told = logevents.read_line(raw, at=dated, source=Location(path=source, line=number))
+        if told is not None:
+            if len(log_events) < logevents.MAX_LOG_EVENTS:
+                log_events.append(told)
+            else:
+                more_events += 1
         if found is Miss.NO_YEAR:
             yearless += 1
             yearless_line = yearless_line or number
@@ -259,6 +276,15 @@ def parse(text: str, *, source: str, reference: datetime | None = None) -> Parse
                 f"{dropped} more notable lines after the first {MAX_EVENTS} not put on the timeline",
             )
         )
+    if more_events:
+        warnings.append(
+            warning_at(
+                source,
+                0,
+                f"{more_events} more timeout, kill or exit lines after the first "
+                f"{logevents.MAX_LOG_EVENTS} not read",
+            )
+        )
     if not stamped and not yearless:
         first = next((line for line in clean_lines(text) if line.strip()), "")
         warnings.append(
@@ -268,4 +294,4 @@ def parse(text: str, *, source: str, reference: datetime | None = None) -> Parse
                 f"no line starts with a time this reader knows (first line: {excerpt(first)})",
             )
         )
-    return ParseResult(events=tuple(events), warnings=tuple(warnings))
+    return ParseResult(events=tuple(events), warnings=tuple(warnings), log_events=tuple(log_events))

@@ -17,6 +17,8 @@
   or `status` → PROMETHEUS_JSON; `systemctl show` keys → SYSTEMD_SHOW; `# TYPE`,
   `# HELP`, `# scrape at` or sample lines → PROMETHEUS_TEXT; a CSV header starting
   with `Time` (or `Series`) → GRAFANA_CSV; mostly timestamped lines → LOG;
+* `report collect`'s per-round `/proc` files, whose first line is `# report-proc: KIND
+  pid=N ...` → PROC_THREADS, PROC_FDS, PROC_SOCKETS or PROC_FAMILY, before anything else;
 * a NUL-separated `/proc` copy → ENVIRON or CMDLINE, and `pip list --format=json`
   → PACKAGES, before the py-spy JSON test; after the dump kinds and before
   the metric kinds: `reporter-excerpt: 1` → CODE_EXCERPT, a goroutine header →
@@ -41,7 +43,12 @@ from reporter.evidence import (
     flight_recorder,
     logs,
     metrics,
+    procfamily,
+    procfds,
+    prochead,
+    procsockets,
     procstatus,
+    procthreads,
     pyspy,
     systemd,
 )
@@ -90,6 +97,9 @@ _FAULTHANDLER_MARKERS: tuple[_Marker, ...] = (
 def sniff(text: str) -> EvidenceKind:
     """The kind of evidence in `text`, judged from its first 64 KiB."""
     quick = text[:_QUICK_CHARS]
+    if quick.lstrip("\ufeff").startswith(prochead.MARKER):
+        # `report collect`'s per-round /proc files name their kind on their first line.
+        return _sniff_head(quick)
     # A /proc copy separates its entries with NULs, not lines: one stray NUL in a
     # line-oriented dump (issue 16) does not make it one.
     nuls = quick.count("\x00")
@@ -298,6 +308,10 @@ PARSERS: dict[EvidenceKind, Parser] = {
         text, source=source
     ),
     EvidenceKind.PROC_STATUS: lambda text, source, _: procstatus.parse(text, source=source),
+    EvidenceKind.PROC_THREADS: lambda text, source, _: procthreads.parse(text, source=source),
+    EvidenceKind.PROC_FDS: lambda text, source, _: procfds.parse(text, source=source),
+    EvidenceKind.PROC_SOCKETS: lambda text, source, _: procsockets.parse(text, source=source),
+    EvidenceKind.PROC_FAMILY: lambda text, source, _: procfamily.parse(text, source=source),
     EvidenceKind.CODE_EXCERPT: _code_excerpt,
     EvidenceKind.GOROUTINES: _goroutine_dump,
     **{kind: _env(kind) for kind in sorted(ENVIRONMENT_KINDS)},
@@ -329,6 +343,11 @@ def _log_lines(head: str) -> bool:
 # that names a kind wins. Dumps that lost their headers come first, then the kinds with
 # a distinctive first line, then the looser shapes (samples, timestamped lines, KEY=VALUE).
 _DETECTORS: tuple[Callable[[str], EvidenceKind], ...] = (
+    # `# report-proc: KIND pid=N` on the first line: nothing else starts so.
+    _when(EvidenceKind.PROC_THREADS, procthreads.looks_like),
+    _when(EvidenceKind.PROC_FDS, procfds.looks_like),
+    _when(EvidenceKind.PROC_SOCKETS, procsockets.looks_like),
+    _when(EvidenceKind.PROC_FAMILY, procfamily.looks_like),
     _when(EvidenceKind.PYSPY_TEXT, _frames_only),
     _when(EvidenceKind.FAULTHANDLER, _fault_frames_only),
     _when(EvidenceKind.CODE_EXCERPT, _excerpt),

@@ -57,6 +57,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
+from typing import TypeVar
 
 from reporter.core import fileio
 from reporter.core.errors import EvidenceError, InputError, ManifestError, UsageError
@@ -74,6 +75,7 @@ from reporter.model import (
     CONTEXT_KINDS,
     HEAD_LINES,
     METRIC_KINDS,
+    PROC_KINDS,
     SUMMARISED_KINDS,
     Bundle,
     CodeExcerpt,
@@ -81,16 +83,21 @@ from reporter.model import (
     EvidenceFile,
     EvidenceKind,
     FailedDump,
+    FdEntry,
     FrTrace,
     GoroutineDump,
     Location,
+    LogEvent,
     Manifest,
     MetricSeries,
     ParseResult,
     ParseWarning,
     ProcessDump,
+    ProcessRelation,
     ProcState,
     RankHint,
+    SocketRow,
+    ThreadState,
     TimelineEvent,
 )
 from reporter.secrets import mask_text
@@ -99,6 +106,7 @@ from reporter.secrets import mask_text
 DEFAULT_MAX_FILE_BYTES = fileio.DEFAULT_MAX_BYTES
 # Bytes inspected for NUL characters when deciding that a file is binary.
 _BINARY_PROBE = 8192
+_R = TypeVar("_R", ProcState, ThreadState, FdEntry, SocketRow, ProcessRelation)
 # Files in a bundle folder that are never evidence: notes and the scripts that made the evidence.
 _NOT_EVIDENCE = (
     "README*",
@@ -654,6 +662,9 @@ def _assemble(
     goroutine_dumps: list[GoroutineDump] = []
     fr_traces: list[FrTrace] = []
     proc_states: list[ProcState] = []
+    # The /proc copies of each round, with their file's place in capture order.
+    proc: list[tuple[_Order, ParseResult]] = []
+    log_events: list[LogEvent] = []
     # Dates a scrape or log that has no time of its own: the earliest manifest time.
     reference = min((e.captured_at for e in entries if e.captured_at), default=None)
     for index, entry in enumerate(entries):
@@ -760,16 +771,19 @@ def _assemble(
             else replace(g, captured_at=entry.captured_at)
             for g in result.goroutine_dumps
         )
-        proc_states.extend(
-            s
-            if s.captured_at or entry.captured_at is None
-            else replace(s, captured_at=entry.captured_at)
-            for s in result.proc_states
+        if result.proc_states or _has_proc_records(result):
+            proc.append((_order(entry, index), _stamped_proc(result, entry)))
+        log_events.extend(
+            replace(e, host=entry.host) if entry.host else e for e in result.log_events
         )
         if entry.hint is not None:
             hints.append((entry.display, entry.hint))
         head, lines = _head(kind, text, parsed=bool(result.dumps))
         files.append(_file_record(entry, kind, size, digest, head=head, lines=lines))
+    # Capture order: the manifest's time, then the snapshot index, then the mtime, then
+    # file order; the last copy of a process is its latest.
+    proc.sort(key=lambda pair: pair[0])
+    proc_states = [s for _, r in proc for s in r.proc_states]
     environment = Environment.combined(environments)
     series, series_warnings = metrics.finish(raw_series)
     all_warnings.extend(series_warnings)
@@ -784,6 +798,8 @@ def _assemble(
         or goroutine_dumps
         or fr_traces
         or proc_states
+        or proc
+        or log_events
     ):
         where = root or ", ".join(e.display for e in entries)
         raise EvidenceError(
@@ -814,6 +830,67 @@ def _assemble(
             )
         ),
         proc_states=tuple(proc_states),
+        thread_states=tuple(t for _, r in proc for t in r.thread_states),
+        fd_entries=tuple(f for _, r in proc for f in r.fd_entries),
+        socket_rows=tuple(row for _, r in proc for row in r.socket_rows),
+        process_relations=tuple(p for _, r in proc for p in r.process_relations),
+        log_events=tuple(sorted(log_events, key=lambda e: (e.at is None, e.at or _LATEST))),
+    )
+
+
+# A file's place in capture order: (time, snapshot index, mtime, file order).
+_Order = tuple[datetime, int, float, int]
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
+_LATEST = datetime.max.replace(tzinfo=UTC)
+# `pid4711-s2.status`, `rank0_s1.txt`, `snapshot-3.status`: the round a file was taken in.
+_SNAPSHOT_RE = re.compile(r"(?:^|[-_.])(?:s|snap|snapshot)[-_]?(\d+)(?=[-_.]|$)", re.IGNORECASE)
+
+
+def snapshot_index(name: str) -> int | None:
+    """The snapshot round a file name says (`pid4711-s2.status` -> 2), or None."""
+    match = _SNAPSHOT_RE.search(PurePosixPath(name).name)
+    return int(match.group(1)) if match else None
+
+
+def _order(entry: ManifestEntry, index: int) -> _Order:
+    try:
+        mtime = entry.path.stat().st_mtime
+    except OSError:
+        mtime = 0.0
+    snapshot = snapshot_index(entry.display)
+    return (
+        entry.captured_at or _EARLIEST,
+        -1 if snapshot is None else snapshot,
+        mtime,
+        index,
+    )
+
+
+def _has_proc_records(result: ParseResult) -> bool:
+    return bool(
+        result.thread_states or result.fd_entries or result.socket_rows or result.process_relations
+    )
+
+
+def _stamped_proc(result: ParseResult, entry: ManifestEntry) -> ParseResult:
+    """One file's /proc records with the manifest's time (where the file gave none), the
+    snapshot index of its name (where the file gave none) and its host."""
+    snapshot = snapshot_index(entry.display)
+
+    def fix(record: _R) -> _R:
+        return replace(
+            record,
+            captured_at=record.captured_at or entry.captured_at,
+            snapshot=record.snapshot if record.snapshot is not None else snapshot,
+            host=entry.host or record.host,
+        )
+
+    return ParseResult(
+        proc_states=tuple(fix(s) for s in result.proc_states),
+        thread_states=tuple(fix(t) for t in result.thread_states),
+        fd_entries=tuple(fix(f) for f in result.fd_entries),
+        socket_rows=tuple(fix(r) for r in result.socket_rows),
+        process_relations=tuple(fix(p) for p in result.process_relations),
     )
 
 
@@ -833,7 +910,12 @@ def _head(kind: EvidenceKind, text: str, *, parsed: bool) -> tuple[str, int]:
     """
     if kind in _WHOLE_KINDS:
         return text, len(text.splitlines())
-    if kind in METRIC_KINDS or kind in SUMMARISED_KINDS or (kind in _DUMP_KINDS and parsed):
+    if (
+        kind in METRIC_KINDS
+        or kind in SUMMARISED_KINDS
+        or kind in PROC_KINDS
+        or (kind in _DUMP_KINDS and parsed)
+    ):
         return "", 0
     lines = text.splitlines()
     return "\n".join(lines[:HEAD_LINES]), len(lines)
@@ -981,7 +1063,11 @@ def _nul_separated_text(probe: bytes) -> bool:
 
     Binary files (cores, archives, UTF-16 text) have other control bytes or far more NULs.
     """
-    if probe.count(b"\x00") * 3 > len(probe):
+    # setproctitle pads the title it writes over argv with NULs (an SGLang scheduler's
+    # cmdline is `sglang::scheduler_TP0` and then hundreds of them): padding at the end
+    # is no sign of binary data.
+    body = probe.rstrip(b"\x00")
+    if not body or body.count(b"\x00") * 3 > len(body):
         return False
     text = probe.decode("utf-8", errors="replace")
     if len(probe) == _BINARY_PROBE:

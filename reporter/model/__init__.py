@@ -8,7 +8,8 @@ hashed, compared and shared between threads without copying.
 Import every name from here (`from reporter.model import Bundle`); the modules group them:
 `stacks` (evidence kinds, `Location`, frames, threads, process and failed dumps),
 `context` (the evidence around the stacks: metrics, events, environment, excerpts, Go
-goroutines, Flight Recorder traces) and `bundle` (`ParseResult`, `Manifest`, `Bundle`).
+goroutines, Flight Recorder traces), `procwait` (what waits between processes need:
+per-thread state, fd tables, socket rows, the process family, log events) and `bundle` (`ParseResult`, `Manifest`, `Bundle`).
 """
 
 from __future__ import annotations
@@ -50,10 +51,21 @@ from reporter.model.context import (
     TimelineEvent,
     WedgeSettings,
 )
+from reporter.model.procwait import (
+    ChildProcess,
+    FdEntry,
+    FdKind,
+    LogEvent,
+    LogEventKind,
+    ProcessRelation,
+    SocketRow,
+    ThreadState,
+)
 from reporter.model.stacks import (
     CONTEXT_KINDS,
     ENVIRONMENT_KINDS,
     METRIC_KINDS,
+    PROC_KINDS,
     SUMMARISED_KINDS,
     EvidenceKind,
     FailedDump,
@@ -76,8 +88,10 @@ __all__ = [
     "ENVIRONMENT_KINDS",
     "HEAD_LINES",
     "METRIC_KINDS",
+    "PROC_KINDS",
     "SUMMARISED_KINDS",
     "Bundle",
+    "ChildProcess",
     "CodeExcerpt",
     "CommandFlag",
     "CommandLine",
@@ -90,6 +104,8 @@ __all__ = [
     "EvidenceKind",
     "FailedDump",
     "FailureState",
+    "FdEntry",
+    "FdKind",
     "FileHash",
     "FrEntry",
     "FrGroupConfig",
@@ -105,6 +121,8 @@ __all__ = [
     "HostNote",
     "Local",
     "Location",
+    "LogEvent",
+    "LogEventKind",
     "Manifest",
     "MetricKind",
     "MetricPoint",
@@ -115,10 +133,13 @@ __all__ = [
     "ProcState",
     "ProcessDump",
     "ProcessNote",
+    "ProcessRelation",
     "RankHint",
     "RankSource",
     "Similarity",
+    "SocketRow",
     "ThreadStack",
+    "ThreadState",
     "ThreadStatus",
     "TimelineEvent",
     "WedgeSettings",

@@ -15,6 +15,13 @@ from reporter.model.context import (
     TimelineEvent,
     WedgeSettings,
 )
+from reporter.model.procwait import (
+    FdEntry,
+    LogEvent,
+    ProcessRelation,
+    SocketRow,
+    ThreadState,
+)
 from reporter.model.stacks import EvidenceKind, FailedDump, ParseWarning, ProcessDump, ProcState
 
 
@@ -41,7 +48,21 @@ class Evidence:
     """Flight Recorder traces (dumps and watchdog lines); sorted by (trace set, rank) in a
     `Bundle`."""
     proc_states: tuple[ProcState, ...] = ()
-    """Process states from `/proc/PID/status` copies, in file order."""
+    """Process states from `/proc/PID/status` copies: a `ParseResult`'s in file order, a
+    `Bundle`'s in capture order (manifest time, then snapshot index, then the file's
+    mtime, then file order), so the last copy of a process is its latest."""
+    thread_states: tuple[ThreadState, ...] = ()
+    """Per-thread kernel state and wchan (`proc-threads`); ordered as `proc_states`."""
+    fd_entries: tuple[FdEntry, ...] = ()
+    """Open file descriptors as link targets (`proc-fds`); ordered as `proc_states`."""
+    socket_rows: tuple[SocketRow, ...] = ()
+    """Socket table rows of the processes' sockets (`proc-sockets`); ordered as `proc_states`."""
+    process_relations: tuple[ProcessRelation, ...] = ()
+    """Parent, children (zombies too), start time and uid (`proc-family`); ordered as
+    `proc_states`."""
+    log_events: tuple[LogEvent, ...] = ()
+    """Timeouts, watchdog aborts, OOM kills, signals and exits read from logs and journals;
+    in a `Bundle` sorted by time (undated ones last, in file order)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -43,9 +43,22 @@ class EvidenceKind(StrEnum):
     GOROUTINES = "goroutines"
     FLIGHT_RECORDER = "flight-recorder"
     PROC_STATUS = "proc-status"
+    PROC_THREADS = "proc-threads"
+    PROC_FDS = "proc-fds"
+    PROC_SOCKETS = "proc-sockets"
+    PROC_FAMILY = "proc-family"
     UNKNOWN = "unknown"
 
 
+# The `/proc` reads of each snapshot round that the waits between processes need.
+PROC_KINDS = frozenset(
+    {
+        EvidenceKind.PROC_THREADS,
+        EvidenceKind.PROC_FDS,
+        EvidenceKind.PROC_SOCKETS,
+        EvidenceKind.PROC_FAMILY,
+    }
+)
 # Kinds holding a metric history (charted in the report).
 METRIC_KINDS = frozenset(
     {EvidenceKind.PROMETHEUS_TEXT, EvidenceKind.PROMETHEUS_JSON, EvidenceKind.GRAFANA_CSV}
@@ -78,6 +91,7 @@ CONTEXT_KINDS = (
         EvidenceKind.LOG,
         EvidenceKind.PROC_STATUS,
     }
+    | PROC_KINDS
 )
 
 
@@ -315,4 +329,8 @@ class ProcState:
     threads: int | None = None
     wchan: str = ""
     captured_at: datetime | None = None
+    snapshot: int | None = None
+    """The snapshot round of the copy (`-s2` in `proc/pid4711-s2.status`); None when not known."""
+    host: str = ""
+    """The host of the process, as for `ProcessDump.host`."""
     source: Location

@@ -30,6 +30,7 @@ from reporter.core.text import version_key
 from reporter.model import (
     HEAD_LINES,
     METRIC_KINDS,
+    PROC_KINDS,
     SUMMARISED_KINDS,
     Bundle,
     EvidenceFile,
@@ -173,6 +174,7 @@ def raw_paths(bundle: Bundle) -> tuple[str, ...]:
         for f in bundle.files
         if f.kind not in METRIC_KINDS
         and f.kind not in SUMMARISED_KINDS
+        and f.kind not in PROC_KINDS
         and not (f.kind in _DUMP_KINDS and f.path in dumped)
     )
 
@@ -254,6 +256,8 @@ def blocks(bundle: Bundle, analysis: Analysis) -> tuple[tuple[Block, ...], tuple
             shown = "under Code at the branch point"
         elif f.kind in SUMMARISED_KINDS:
             shown = "summarised under Runtime environment (allowlisted)"
+        elif f.kind in PROC_KINDS:
+            shown = "read for the waits between processes (kept in the bundle)"
         else:
             shown = "kept in the bundle"
         rows.append(IndexRow(path=f.path, kind=f.kind.value, shown=shown))
