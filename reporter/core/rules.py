@@ -187,6 +187,23 @@ SHAPES: dict[str, Shape] = {
             }
         ),
     },
+    "wait_rules.toml": {
+        "rule": Tables(
+            {
+                "id": _REQUIRED_ID,
+                "verdict": Key(str, required=True),
+                "headline": Key(str, required=True),
+                "who": Key(str, required=True),
+                "steps": Key(Strings, required=True),
+                "kind": Key(Strings),
+                "producer": Key(Strings),
+                "waited": Key(Strings),
+                "cycle": Key(bool),
+                "with_kind": Key(Strings),
+                "ended": Key(bool),
+            }
+        ),
+    },
     "redact.toml": {
         "public": Table({"hosts": _GLOBS, "emails": _GLOBS}),
         "generic": Table({"users": _GLOBS, "hosts": _GLOBS}),
