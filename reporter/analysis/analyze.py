@@ -18,10 +18,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from reporter.analysis import flight_recorder, outcomes, procstate, surroundings
+from reporter.analysis import (
+    flight_recorder,
+    moments,
+    outcomes,
+    procgraph,
+    procstate,
+    surroundings,
+)
 from reporter.analysis.branch import branch_point
 from reporter.analysis.classify import Classifier, default_classifier
 from reporter.analysis.clues import main_thread
+from reporter.analysis.decide import Facts, decide
 from reporter.analysis.explain import Context, confidence, summary
 from reporter.analysis.groups import (
     FrGroup,
@@ -65,7 +73,9 @@ from reporter.analysis.result import (
 from reporter.analysis.signature import evidence_lines, make_signature
 from reporter.analysis.stacks import StackInfo, StackTable
 from reporter.analysis.timeline import build as build_timeline
-from reporter.analysis.verdict import Finding, decide
+from reporter.analysis.verdict import Finding, with_unavailable
+from reporter.analysis.verdict import decide as read_stacks
+from reporter.analysis.waitgraph import GraphContext, build_graph
 from reporter.analysis.wedge import WedgeReport
 from reporter.analysis.wedge import detect as detect_wedge
 from reporter.core.gcpause import gc_paused
@@ -280,8 +290,9 @@ def _part(
     classes = tuple(replace(c, instance=instance.id) for c in classes)
     tree = build_tree(pairs, similarity, table)
     # A dump with no thread (py-spy printed the header, then failed) shows no stack.
+    # A snapshot is a moment: text, --json, --locals and --native dumps of one moment count once.
     snapshots = max(
-        (sum(1 for d in p.snapshots if d.threads) or len(p.snapshots) for p in instance.ranks),
+        (moments.count(p.snapshots) or len(p.snapshots) for p in instance.ranks),
         default=0,
     )
 
@@ -293,8 +304,8 @@ def _part(
         missing, instance.failed, {v.unit: v.group for v in views + [f[0] for f in frozen]}, states
     )
     absent += [(view.unit, view.group, cond.state.value) for view, cond in frozen]
-    finding = outcomes.with_unavailable(
-        decide(views, snapshots, absent, instance=instance.id), views, absent, frozen
+    finding = with_unavailable(
+        read_stacks(views, snapshots, absent, instance=instance.id), views, absent, frozen
     )
     if passed:
         finding = replace(finding, notes=(*finding.notes, *passed.values()))
@@ -431,13 +442,21 @@ def _analyze(
 
     processes = tuple(p for part in parts for p in part.processes)
     clients_text = surroundings.clients_sentence(clients, wedge)
+    stack_text = (
+        text + _wedge_sentence(wedge, bundle) + (f" {clients_text}" if clients_text else "")
+    )
+    stack_signature = make_signature(
+        main.finding.verdict,
+        main.chosen or main.classes,
+        classifier,
+        anchor=main.branch.shared if main.branch is not None else None,
+    )
+    # The analysis before its verdict: the stack reading stands in until the table decides.
     analysis = Analysis(
         verdict=main.finding.verdict,
         confidence=level,
         confidence_notes=notes,
-        summary=text
-        + _wedge_sentence(wedge, bundle)
-        + (f" {clients_text}" if clients_text else ""),
+        summary=stack_text,
         snapshots=max((p.snapshots for p in parts), default=0),
         rank_unit=rank_map.unit,
         processes=processes,
@@ -450,13 +469,7 @@ def _analyze(
         missing_ranks=main.missing,
         failed=rank_map.failed,
         laggards=main.finding.laggards,
-        # A run without a hang still has stacks: its signature rests on all of them.
-        signature=make_signature(
-            main.finding.verdict,
-            main.chosen or main.classes,
-            classifier,
-            anchor=main.branch.shared if main.branch is not None else None,
-        ),
+        signature=stack_signature,
         warnings=warnings,
         wedge=wedge,
         timeline=build_timeline(bundle, wedge, surroundings.clients_events(clients)),
@@ -467,22 +480,33 @@ def _analyze(
         p2p_cycles=tuple(c for part in parts for c in part.finding.cycles),
         p2p_deadlock=main.finding.deadlock,
     )
-    analysis = outcomes.complete(analysis, table, classifier, sources)
-    # After the state outcomes: they may change processes and the confidence.
+    # Every fact first: process state outcomes, hosts, the Flight Recorder, the wait graph.
+    outcome = outcomes.read(analysis, table, classifier, sources)
+    analysis = replace(
+        analysis, thread_deadlocks=outcome.deadlocks, blocked_threads=outcome.blocked
+    )
     rows = host_rows(bundle, analysis.processes, analysis.others, rank_map.failed)
+    hosts_sentence, hosts_note = missing_text(rows) if rows else ("", "")
     if rows:
-        sentence, note = missing_text(rows)
-        if note:
-            lower = _LEVELS.index(analysis.confidence) + 1
-            level = _LEVELS[min(lower, len(_LEVELS) - 1)]
-            analysis = replace(
-                analysis,
-                summary=analysis.summary + sentence,
-                confidence=level,
-                confidence_notes=(*analysis.confidence_notes, note),
-            )
         analysis = replace(analysis, hosts=rows)
-    analysis = flight_recorder.complete(analysis, bundle, classifier)
+    fr = flight_recorder.read(analysis, bundle, classifier)
+    analysis = replace(analysis, flight_recorder=fr.fr)
+    graph_context = GraphContext(analysis=analysis, classifier=classifier, table=table)
+    facts = Facts(
+        stacks=main.finding.verdict,
+        stack_text=stack_text,
+        stack_level=level,
+        stack_notes=notes,
+        stack_signature=stack_signature,
+        outcome=outcome,
+        hosts_sentence=hosts_sentence,
+        hosts_note=hosts_note,
+        fr=fr,
+        process=procgraph.reading(graph_context),
+        graph=build_graph(bundle, graph_context),
+    )
+    # Then the verdict, once, by the table of reporter/data/verdicts.toml.
+    analysis = decide(analysis, facts, classifier)
     done = surroundings.complete(analysis, bundle, sources=sources, context=context)
     if done.signature.text.count("\n") == 0:
         # Nothing from stacks: the signature rests on what the verdict rests on instead.

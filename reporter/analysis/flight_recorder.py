@@ -1,8 +1,9 @@
 """Join the Flight Recorder finding with the stacks, and its JSON.
 
 Input: the bundle's `FrTrace`s, aligned in `fr_align.py` (`analyze`, `analyze_set`,
-re-exported here), and the stack analysis (`RankProcess`es). Output: the
-`FlightRecorderAnalysis` on the `Analysis` and one verdict sentence.
+re-exported here), and the stack analysis (`RankProcess`es). Output (`read`): the
+`FlightRecorderAnalysis`, one sentence joining it with the stacks, and the facts the
+verdict table reads (a first mismatch; every collective completed).
 
 Stacks stopped at a GPU synchronisation point (`[[gpu_sync]]` in frames.toml) cannot tell
 which collective a rank issued; the joined verdict says so, and which dump decides.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -32,13 +33,14 @@ __all__ = [
     "FlightRecorderAnalysis",
     "FrGroupView",
     "FrMismatch",
+    "FrReading",
     "FrRow",
     "all_completed",
     "analyze",
     "analyze_set",
-    "complete",
     "group_name",
     "joined_sentence",
+    "read",
     "stack_place",
 ]
 
@@ -228,50 +230,40 @@ def all_completed(fr: FlightRecorderAnalysis) -> bool:
     )
 
 
-def complete(analysis: Analysis, bundle: Bundle, classifier: Classifier) -> Analysis:
-    """Add the Flight Recorder analysis and its joined sentence to a finished stack analysis.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrReading:
+    """What the Flight Recorder adds, before any verdict: its analysis, the sentence joining
+    it with the stacks, and the two facts the verdict table reads."""
 
-    A mismatch the stacks did not see (every rank waiting at a GPU sync point, say) makes the
-    verdict a collective desync, with a confidence note saying where it came from.
-    """
-    from reporter.analysis.result import Verdict
+    fr: FlightRecorderAnalysis | None
+    sentence: str
+    mismatch: bool
+    """A first mismatch: the recorder, not the stacks, says where the ranks split."""
+    idle: bool
+    """Every rank completed every collective it issued and waits outside any collective."""
+    no_stacks: bool
+    """No rank stacks: the recorder speaks instead of the stack summary."""
 
+
+def read(analysis: Analysis, bundle: Bundle, classifier: Classifier) -> FrReading:
+    """The Flight Recorder analysis and its joined sentence (the verdict table in `decide.py`
+    decides what they make of the verdict)."""
     fr = analyze(bundle.flight_recorder)
     sentence = joined_sentence(fr, analysis.processes, classifier)
-    if fr is None and not sentence:
-        return analysis
-    verdict = analysis.verdict
-    notes = analysis.confidence_notes
-    if (
-        fr is not None
-        and fr.first_mismatch is not None
-        and verdict is not Verdict.COLLECTIVE_DESYNC
-    ):
-        notes += (f"verdict from the Flight Recorder: the stacks alone said {verdict.value}",)
-        verdict = Verdict.COLLECTIVE_DESYNC
-    elif (
-        fr is not None
-        and verdict is Verdict.ALL_STUCK
-        and all_completed(fr)
-        and analysis.classes
+    if fr is None:
+        return FrReading(fr=None, sentence=sentence, mismatch=False, idle=False, no_stacks=False)
+    # Blocked in a wait outside any collective with nothing pending in one: idle between
+    # steps (the recorder shows every collective done), not a hang.
+    idle = (
+        all_completed(fr)
+        and bool(analysis.classes)
         and all(c.collective is None and c.wait for c in analysis.classes)
         and {p.identity.rank for p in analysis.processes} <= set(fr.ranks)
-    ):
-        # Blocked in a wait outside any collective with nothing pending in one: idle
-        # between steps (the recorder shows every collective done), not a hang.
-        notes += (
-            "verdict from the Flight Recorder: every rank completed every collective it "
-            "issued and waits outside any collective; the stacks alone said all-stuck",
-        )
-        verdict = Verdict.PROGRESSING
-    summary = analysis.summary
-    if not analysis.processes and fr is not None:
-        # The stack summary can only say there are no stacks; the recorder speaks instead.
-        summary = "No rank stacks in the evidence; this rests on the Flight Recorder."
-    return replace(
-        analysis,
-        verdict=verdict,
-        confidence_notes=notes,
-        summary=summary + sentence,
-        flight_recorder=fr,
+    )
+    return FrReading(
+        fr=fr,
+        sentence=sentence,
+        mismatch=fr.first_mismatch is not None,
+        idle=idle,
+        no_stacks=not analysis.processes,
     )

@@ -1,24 +1,24 @@
 """What process state, crashes and thread deadlocks change in a verdict.
 
-`analyze` calls in here at three points:
+`analyze` calls in here at three points (none of them decides the verdict: the table of
+`reporter/data/verdicts.toml` does, in `decide.py`):
 
 - per rank, `condition_of` reads the process state evidence (`procstate.condition`): a
   stopped, uninterruptible, unresponsive or crashed rank takes no part in the verdict's
   comparison of stacks; it is listed with the absent ranks under its state, and
   `with_unavailable` / `name_frozen` make the ranks that wait in a collective wait for it
-  (`waits_for[].for.state` = `stopped`, `at` = where it froze);
+  (`waits_for[].for.state` = `stopped`, `at` = where it froze; `verdict.with_unavailable`);
 - per non-rank process, `other_process` does the same for launchers and helpers;
-- once per bundle, `complete` compares every thread of every process (`threads.find`)
-  and decides the bundle-level verdicts: `crashed` (a faulthandler fatal error, and no
-  rank waits for the crashed one: then the wait is the verdict and the crash its cause)
-  and `thread-deadlock` (a lock cycle between threads), with the sentences that name
-  them first in the summary and a signature resting on the crash or the cycle.
+- once per bundle, `read` compares every thread of every process (`threads.find`) and
+  gathers the facts of the bundle-level verdicts: a crash (a faulthandler fatal error) and
+  a lock cycle between threads, with the sentences that name them and the signature
+  resting on the crash or the cycle (`crash_lock_signature`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from reporter.analysis import procstate, threads
@@ -33,7 +33,6 @@ from reporter.analysis.result import (
     FailedRank,
     LockThread,
     RankProcess,
-    RankState,
     Signature,
     ThreadDeadlock,
     Verdict,
@@ -41,17 +40,13 @@ from reporter.analysis.result import (
 )
 from reporter.analysis.signature import make_signature, signature_frames
 from reporter.analysis.stacks import StackInfo, StackTable
-from reporter.analysis.verdict import Finding
 from reporter.core.text import plural
 from reporter.model import ProcState
 
 if TYPE_CHECKING:
     from reporter.analysis.excerpts import SourceReader
 
-# Ranks that hold the others up although they are in no collective: laggards.
-_HOLDING_UP = frozenset({RankState.STOPPED, RankState.UNINTERRUPTIBLE, RankState.UNRESPONSIVE})
 _FROZEN_VALUES = frozenset(s.value for s in procstate.FROZEN)
-_UNAVAILABLE = _FROZEN_VALUES | {"gone"}
 
 
 def _own_failures(
@@ -99,29 +94,6 @@ def other_process(
         state=cond.state if cond is not None else rank_state(history),
         condition=cond,
     )
-
-
-def with_unavailable(
-    finding: Finding,
-    views: Sequence[UnitView],
-    absent: Sequence[tuple[int, str, str]],
-    frozen: Sequence[tuple[UnitView, Condition]],
-) -> Finding:
-    """The finding once ranks that cannot answer are counted: they hold the others up
-    (laggards), and ranks stuck in a collective waiting for them are all stuck even when
-    one rank alone is left to compare."""
-    holding_up = {view.unit for view, cond in frozen if cond.state in _HOLDING_UP}
-    laggards = tuple(sorted(set(finding.laggards) | holding_up))
-    unavailable = [a for a in absent if a[2] in _UNAVAILABLE]
-    if finding.verdict is Verdict.INCONCLUSIVE and unavailable:
-        live = [v for v in views if v.latest.frames]
-        waiting = all(
-            v.motion is RankState.STUCK and v.latest.facts.collective is not None for v in live
-        )
-        stalled = [cond for _, cond in frozen if cond.state is not RankState.CRASHED]
-        if (live and waiting) or (not views and stalled):
-            return replace(finding, verdict=Verdict.ALL_STUCK, laggards=laggards, reason="")
-    return replace(finding, laggards=laggards)
 
 
 def name_frozen(
@@ -279,23 +251,44 @@ def _signature(
     return make_signature(verdict, (), classifier, lines)
 
 
-def complete(
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """What crashes, stopped processes and lock cycles add, before any verdict: the facts
+    the verdict table reads and the sentences and levels its rules pick from."""
+
+    deadlocks: tuple[ThreadDeadlock, ...]
+    blocked: tuple[BlockedThreads, ...]
+    crash: bool
+    """A crash the verdict may be about: not an abort of a process whose lock cycle is proven."""
+    live: bool
+    """Some rank takes part (no process state condition)."""
+    crashes: str
+    """One sentence per crashed process."""
+    deadlock_lines: str
+    frozen: str
+    blocked_text: str
+    crash_level: Confidence
+    crash_notes: tuple[str, ...]
+    deadlock_level: Confidence
+    deadlock_notes: tuple[str, ...]
+    crashed: tuple[RankProcess, ...]
+
+
+def read(
     analysis: Analysis,
     table: StackTable,
     classifier: Classifier,
     sources: SourceReader | None,
-) -> Analysis:
-    """The bundle-level verdicts (`crashed`, `thread-deadlock`) and the sentences about
-    stopped, crashed and blocked processes, on top of the stack verdict."""
+) -> Outcome:
+    """The bundle-level facts (crashes, lock cycles, frozen and blocked processes) and their
+    sentences; the verdict table (`decide.py`) decides what they make of the verdict."""
+    del classifier
     processes = (*analysis.processes, *analysis.others)
     deadlocks, blocked = threads.find(processes, table, sources)
     unit = analysis.rank_unit
-    crashed = [p for p in processes if p.condition is not None and p.condition.crash]
+    crashed = tuple(p for p in processes if p.condition is not None and p.condition.crash)
     frozen = [p for p in processes if p.condition is not None and p.condition.crash is None]
-    verdict = analysis.verdict
-    level, notes = analysis.confidence, analysis.confidence_notes
-    text = analysis.summary
-    live = [p for p in analysis.processes if p.condition is None]
+    live = any(p.condition is None for p in analysis.processes)
     # SIGABRT is also what an operator sends to make faulthandler print a hung process's
     # stacks: a lock cycle proven in an aborted process is the story, not the abort.
     locked = {d.pid for d in deadlocks}
@@ -305,48 +298,35 @@ def complete(
         if not (p.condition and p.condition.crash and p.condition.crash.signal == "SIGABRT")
         or p.identity.pid not in locked
     ]
-    if crashed_alone and verdict not in (Verdict.COLLECTIVE_DESYNC, Verdict.ALL_STUCK):
-        crash_lines = " ".join(_crash_sentence(p, unit) for p in crashed)
-        rest = ""
-        if live:
-            rest = f" The rest of the evidence: {analysis.summary}"
-        verdict, text = Verdict.CRASHED, crash_lines + rest
-        notes = ()
-        if any(d.truncated for p in crashed for d in p.snapshots[-1:]):
-            notes += ("the crash report is cut short",)
-        if any(p.condition and p.condition.crash and not p.condition.crash.thread for p in crashed):
-            notes += ("the report marks no crashing thread",)
-        level = Confidence.MEDIUM if notes else Confidence.HIGH
-    elif deadlocks and verdict is not Verdict.CRASHED:
-        lines = " ".join(_deadlock_sentence(d, processes, unit) for d in deadlocks)
-        before = "" if verdict is Verdict.INCONCLUSIVE else f" {analysis.summary}"
-        aborted = "".join(f" {_crash_sentence(p, unit)}" for p in crashed)
-        verdict, text = Verdict.THREAD_DEADLOCK, lines + aborted + before
-        notes = ()
-        if any(d.proof == "names" for d in deadlocks):
-            notes += ("locks matched by name, not by object: take `py-spy dump --locals` twice",)
-        if any(d.snapshots < 2 for d in deadlocks):
-            notes += ("one snapshot: a second one would show the threads still blocked",)
-        level = (Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW)[min(len(notes), 2)]
-    else:
-        # The stack verdict stands; a crash the ranks wait for is its cause.
-        named = [_crash_sentence(p, unit) for p in crashed]
-        if named:
-            text = f"{text} {' '.join(named)}"
-    if frozen:
-        text = f"{text} {' '.join(_frozen_sentence(p, unit) for p in frozen)}"
-    if blocked and verdict is not Verdict.THREAD_DEADLOCK:
-        text = f"{text} {' '.join(_blocked_sentence(b) for b in blocked)}"
-    signature = analysis.signature
-    if verdict in (Verdict.CRASHED, Verdict.THREAD_DEADLOCK):
-        signature = _signature(verdict, crashed, deadlocks, classifier)
-    return replace(
-        analysis,
-        verdict=verdict,
-        confidence=level,
-        confidence_notes=notes,
-        summary=text.strip(),
-        signature=signature,
-        thread_deadlocks=deadlocks,
-        blocked_threads=blocked,
+    crash_notes: tuple[str, ...] = ()
+    if any(d.truncated for p in crashed for d in p.snapshots[-1:]):
+        crash_notes += ("the crash report is cut short",)
+    if any(p.condition and p.condition.crash and not p.condition.crash.thread for p in crashed):
+        crash_notes += ("the report marks no crashing thread",)
+    lock_notes: tuple[str, ...] = ()
+    if any(d.proof == "names" for d in deadlocks):
+        lock_notes += ("locks matched by name, not by object: take `py-spy dump --locals` twice",)
+    if any(d.snapshots < 2 for d in deadlocks):
+        lock_notes += ("one snapshot: a second one would show the threads still blocked",)
+    return Outcome(
+        deadlocks=deadlocks,
+        blocked=blocked,
+        crash=bool(crashed_alone),
+        live=live,
+        crashes=" ".join(_crash_sentence(p, unit) for p in crashed),
+        deadlock_lines=" ".join(_deadlock_sentence(d, processes, unit) for d in deadlocks),
+        frozen=" ".join(_frozen_sentence(p, unit) for p in frozen),
+        blocked_text=" ".join(_blocked_sentence(b) for b in blocked),
+        crash_level=Confidence.MEDIUM if crash_notes else Confidence.HIGH,
+        crash_notes=crash_notes,
+        deadlock_level=(Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW)[
+            min(len(lock_notes), 2)
+        ],
+        deadlock_notes=lock_notes,
+        crashed=crashed,
     )
+
+
+def crash_lock_signature(outcome: Outcome, verdict: Verdict, classifier: Classifier) -> Signature:
+    """The signature of a crash or a lock cycle: it rests on the crash or the cycle."""
+    return _signature(verdict, outcome.crashed, outcome.deadlocks, classifier)

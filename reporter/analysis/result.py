@@ -60,6 +60,17 @@ class Verdict(StrEnum):
     """A faulthandler `Fatal Python error` report, and no rank left waiting for the crashed one."""
     THREAD_DEADLOCK = "thread-deadlock"
     """Threads of one process that each hold a lock another of them is acquiring."""
+    GIL_HELD = "gil-held"
+    """One thread holds the GIL at the same line in every snapshot while the others wait."""
+    LOOP_BLOCKED = "loop-blocked"
+    """An asyncio event loop's thread sits in a synchronous call under a coroutine or
+    callback in every snapshot: nothing else on that loop runs."""
+    STUCK = "stuck"
+    """One process (no other rank to wait for) blocked at the same place in every snapshot."""
+    BUSY = "busy"
+    """One process on CPU at the same line in every snapshot, waiting for nothing."""
+    IDLE = "idle"
+    """One process waiting for work by design (an event loop in `select`) in every snapshot."""
 
 
 class Confidence(StrEnum):
@@ -451,6 +462,18 @@ class Analysis:
     """Per process, threads blocked in every snapshot that no proven cycle explains."""
     hosts: tuple[HostRow, ...] = ()
     """One row per host when the evidence names several, or a host's capture failed; () else."""
+    rule: str = ""
+    """The id of the rule of `reporter/data/verdicts.toml` that decided the verdict."""
+    headline: str = ""
+    """The winning rule's title, filled in; "" when the answer block composes it from the
+    waits-for edges (the collective and point-to-point verdicts)."""
+    who_waits: str = ""
+    """The winning rule's "Who waits for whom" line, filled in; "" as for `headline`."""
+    rule_steps: tuple[tuple[str, str], ...] = ()
+    """The winning rule's own next steps, (action, why), filled in."""
+    graph: object | None = None
+    """The wait-for graph the verdict was decided over: a `reporter.analysis.waitgraph.Graph`
+    (typed loosely here because waitgraph's `GraphContext` holds an `Analysis`)."""
 
 
 # -- Threads of one process (reporter.analysis.threads) ------------------------------------------

@@ -35,8 +35,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from reporter.analysis import moments
 from reporter.analysis.classify import frame_at
 from reporter.analysis.clues import dump_has_locals, has_locals
+from reporter.analysis.moments import thread_key
 from reporter.analysis.result import (
     BlockedThreads,
     LockThread,
@@ -120,7 +122,7 @@ def find(
                     proof="objects" if _strong(cycle) else "names",
                     threads=tuple(_lock_thread(b) for b in cycle),
                     behind=tuple(_lock_thread(b) for b in behind if id(b) not in members),
-                    snapshots=len(dumps),
+                    snapshots=moments.count(dumps),
                     sources=tuple(dict.fromkeys(str(b.thread.source) for b in cycle)),
                 )
             )
@@ -133,7 +135,7 @@ def find(
                     pid=process.identity.pid,
                     rank=rank,
                     threads=tuple(_lock_thread(b) for b in shown),
-                    snapshots=len(dumps),
+                    snapshots=moments.count(dumps),
                     settle=_settle(shown, process),
                 )
             )
@@ -151,7 +153,7 @@ def _blocked_threads(
     by_id: dict[str, list[ThreadStack]] = {}
     for dump in dumps:
         for thread in dump.threads:
-            by_id.setdefault(thread.thread_id, []).append(thread)
+            by_id.setdefault(thread_key(thread), []).append(thread)
     # Snapshots with `--locals`, looked for only once a thread passes the frame rules.
     with_locals: list[ProcessDump] | None = None
     out: list[_Blocked] = []
@@ -180,7 +182,7 @@ def _blocked_threads(
                 t
                 for d in reversed(with_locals)
                 for t in d.threads
-                if t.thread_id == tid and has_locals(t.frames)
+                if thread_key(t) == tid and has_locals(t.frames)
             ),
             None,
         )
@@ -449,7 +451,7 @@ def _lock_thread(blocked: _Blocked) -> LockThread:
     wait = blocked.wait
     held = blocked.held
     return LockThread(
-        tid=blocked.thread.thread_id,
+        tid=thread_key(blocked.thread),
         name=blocked.thread.name,
         waits_at=wait.line if wait is not None else _file_line(blocked.at),
         waits_in=blocked.at.function,
@@ -477,7 +479,7 @@ def _worth_showing(
     if len(known) < 2 and not (known or len(unknown) >= 2):
         return []
     quiet = len(dumps) >= 2 and all(
-        _quiet(tid, dumps, table) for tid in {t.thread_id for d in dumps for t in d.threads}
+        _quiet(tid, dumps, table) for tid in {thread_key(t) for d in dumps for t in d.threads}
     )
     if len(known) >= 2 or (known and quiet):
         return known + (unknown if quiet else [])
@@ -488,12 +490,12 @@ def _worth_showing(
 
 def _quiet(tid: str, dumps: Sequence[ProcessDump], table: StackTable) -> bool:
     """True when a thread does not move either: the same stack in every snapshot."""
-    keys = {_python_key(t) for d in dumps for t in d.threads if t.thread_id == tid}
+    keys = {_python_key(t) for d in dumps for t in d.threads if thread_key(t) == tid}
     return len(keys) <= 1 or all(
         table.intern(t.frames).facts.idle is not None
         for d in dumps
         for t in d.threads
-        if t.thread_id == tid
+        if thread_key(t) == tid
     )
 
 

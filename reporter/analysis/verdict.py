@@ -37,13 +37,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from reporter.analysis.classify import frame_at
 from reporter.analysis.p2p import P2pWait, cycle_name, deadlock_text, find_cycles
 from reporter.analysis.progress import UnitView, collective_identity
 from reporter.analysis.ranksets import format_ranks
 from reporter.analysis.result import (
+    Condition,
     P2pCycle,
     RankState,
     Verdict,
@@ -628,3 +629,31 @@ def single_outsider(views: Sequence[UnitView]) -> int | None:
     if counts.get(None) != 1 or len(counts) != 2:
         return None
     return next(v.unit for v in views if collective_identity(v.latest) is None)
+
+
+# Ranks that hold the others up although they are in no collective: laggards.
+_HOLDING_UP = frozenset({RankState.STOPPED, RankState.UNINTERRUPTIBLE, RankState.UNRESPONSIVE})
+_UNAVAILABLE = frozenset({"stopped", "uninterruptible", "unresponsive", "crashed", "gone"})
+
+
+def with_unavailable(
+    finding: Finding,
+    views: Sequence[UnitView],
+    absent: Sequence[tuple[int, str, str]],
+    frozen: Sequence[tuple[UnitView, Condition]],
+) -> Finding:
+    """The stack reading once ranks that cannot answer are counted: they hold the others up
+    (laggards), and ranks stuck in a collective waiting for them are all stuck even when
+    one rank alone is left to compare. Part of the stack reading, before the verdict table."""
+    holding_up = {view.unit for view, cond in frozen if cond.state in _HOLDING_UP}
+    laggards = tuple(sorted(set(finding.laggards) | holding_up))
+    unavailable = [a for a in absent if a[2] in _UNAVAILABLE]
+    if finding.verdict is Verdict.INCONCLUSIVE and unavailable:
+        live = [v for v in views if v.latest.frames]
+        waiting = all(
+            v.motion is RankState.STUCK and v.latest.facts.collective is not None for v in live
+        )
+        stalled = [cond for _, cond in frozen if cond.state is not RankState.CRASHED]
+        if (live and waiting) or (not views and stalled):
+            return replace(finding, verdict=Verdict.ALL_STUCK, laggards=laggards, reason="")
+    return replace(finding, laggards=laggards)

@@ -272,6 +272,7 @@ PRODUCERS: list[Registered] = []
 
 PRODUCER_MODULES: tuple[str, ...] = (
     "reporter.analysis.graphproducers",
+    "reporter.analysis.procgraph",
     "reporter.analysis.waits_proc",
     "reporter.analysis.waits_dist",
 )

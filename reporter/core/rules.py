@@ -187,6 +187,35 @@ SHAPES: dict[str, Shape] = {
             }
         ),
     },
+    "verdicts.toml": {
+        "rule": Tables(
+            {
+                "id": _REQUIRED_ID,
+                "verdict": Key(str, required=True),
+                "summary": Key(Strings, required=True),
+                "confidence": Key(str, required=True),
+                "signature": Key(str, required=True),
+                "note": Key(str),
+                "headline": Key(str),
+                "who_waits": Key(str),
+                "stacks": Key(Strings),
+                "process": Key(Strings),
+                **{
+                    name: Key(bool)
+                    for name in (
+                        "flight_recorder",
+                        "fr_idle",
+                        "crash",
+                        "thread_deadlock",
+                        "one_process",
+                    )
+                },
+                "step": Tables(
+                    {"action": Key(str, required=True), "why": Key(str, required=True)}
+                ),
+            }
+        ),
+    },
     "wait_rules.toml": {
         "rule": Tables(
             {

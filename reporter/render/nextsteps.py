@@ -59,6 +59,11 @@ VERDICTS = frozenset(
         "crashed",
         "thread-deadlock",
         "p2p-deadlock",
+        "gil-held",
+        "loop-blocked",
+        "stuck",
+        "busy",
+        "idle",
     }
 )
 DIFF_KINDS = frozenset({"flag", "env", "package", "source", "excerpt", "gpu", "fact"})

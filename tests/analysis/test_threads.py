@@ -102,7 +102,9 @@ def test_faulthandler_timeouts_get_the_class_from_the_source() -> None:
 def test_without_the_source_the_blocked_threads_are_named() -> None:
     plain = sorted((BUNDLES / "thread_deadlock" / "snapshots").glob("*.txt"))
     analysis = _analyze(BUNDLES / "thread_deadlock", plain, source=False)
-    assert analysis.verdict is Verdict.INCONCLUSIVE
+    # One process judged on its own: the blocked threads are named, not the main thread's join.
+    assert analysis.verdict is Verdict.STUCK
+    assert analysis.headline.startswith("PID 7690 is stuck: cache-evictor and metrics-exporter")
     (blocked,) = _doc(analysis)["blocked_threads"]
     assert sorted(t["name"] for t in blocked["threads"]) == ["cache-evictor", "metrics-exporter"]
     assert "--source-root" in blocked["settle"] and "py-spy dump --locals" in blocked["settle"]

@@ -215,7 +215,8 @@ def test_one_snapshot_in_agreement_is_inconclusive() -> None:
     ("dumps", "reason"),
     [
         ([], "no rank stacks"),
-        ([_tp(0, scheduler_stack(*ALL_REDUCE, FORWARD))], "only one rank"),
+        # One process is judged on its own snapshots, never "no other rank to compare".
+        ([_tp(0, scheduler_stack(*ALL_REDUCE, FORWARD))], "One snapshot of rank 0 (PID 100)"),
     ],
 )
 def test_inconclusive_reasons(dumps: list[ProcessDump], reason: str) -> None:

@@ -25,6 +25,7 @@ from reporter.render.answer.flight import (
 from reporter.render.answer.lines import (
     CHANGE,
     CLIENTS,
+    WHO,
     change_line,
     change_words,
     clients_line,
@@ -122,6 +123,16 @@ def build(
     # Crashes, stopped ranks, thread deadlocks and failed dumps say more than stacks can.
     title = states.title(inner) or title
     lines[0] = states.what_line(inner, lines[0].sources) or lines[0]
+    if inner.headline:
+        # The verdict table's rule words its own verdict (one process, the GIL, a loop).
+        title = inner.headline
+        first = inner.summary.split(". ", 1)[0].rstrip(".") + "."
+        lines[0] = SummaryLine(topic=lines[0].topic, text=first, sources=lines[0].sources)
+    if inner.who_waits:
+        at = next((i for i, line in enumerate(lines) if line.topic == WHO), None)
+        who = SummaryLine(topic=WHO, text=inner.who_waits, sources=lines[0].sources)
+        lines = [line for line in lines if line.topic != WHO]
+        lines.insert(at if at is not None else 1, who)
     lines.extend(x for x in (states.condition_line(inner), states.blocked_line(inner)) if x)
     others = others_line(scope, analysis)
     if others is not None:
@@ -137,6 +148,12 @@ def build(
     )
     facts = _facts(bundle, inner, edges, timeouts, scope)
     steps = nextsteps.suggest(nextsteps.default_rules(), facts)
+    if inner.rule_steps:
+        own = tuple(
+            nextsteps.Step(rule=inner.rule, action=action, why=why)
+            for action, why in inner.rule_steps
+        )
+        steps = own + tuple(s for s in steps if s.rule not in _GENERIC_AFTER_RULE)
     factors, actions = _suggestions(bundle, inner, edges, steps, timeouts)
     no_stack_wedge = not analysis.classes and analysis.wedge is not None and analysis.wedge.found
     return Answer(
@@ -151,6 +168,11 @@ def build(
         edges=edges,
         timeouts=timeouts,
     )
+
+
+# General steps that a rule's own steps say better (they speak of ranks and dumps of every
+# rank, where the rule knows the one process).
+_GENERIC_AFTER_RULE = frozenset({"one-snapshot", "progressing", "progressing-but-wedged"})
 
 
 def _facts(
