@@ -84,6 +84,28 @@ def collect_cmd(
         list[str] | None,
         typer.Option("--unit", help="A systemd unit for `systemctl show` (repeatable)."),
     ] = None,
+    log: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--log",
+            help="A log file whose tail to keep (repeatable; a glob is fine: "
+            "'/var/log/sglang/*.log').",
+        ),
+    ] = None,
+    log_lines: Annotated[
+        int, typer.Option("--log-lines", help="Lines kept of each log and journal.")
+    ] = 5000,
+    log_size: Annotated[
+        str, typer.Option("--log-size", help="Bytes kept of each log and journal (e.g. 4M).")
+    ] = "4M",
+    journal: Annotated[
+        bool,
+        typer.Option(
+            "--journal/--no-journal",
+            help="Keep the journal of the targets' systemd services and of each --unit, "
+            "since the service started (skipped where there is no journald).",
+        ),
+    ] = True,
     raw_env: Annotated[
         bool,
         typer.Option("--raw-env", help="Keep secrets in environments, command lines and locals."),
@@ -209,8 +231,9 @@ def collect_cmd(
     """Capture evidence from live processes into a bundle, without disturbing them.
 
     py-spy dumps (non-blocking by default), /metrics scrapes, Prometheus query_range,
-    /proc command lines and environments (secrets redacted), the targets' package
-    versions and `systemctl show`. Never calls the serving API, never signals or
+    /proc command lines and environments (secrets redacted), per round each target's
+    threads' states, fd table, socket rows, parent and children (from /proc only), the
+    targets' package versions, `systemctl show`, and the tails of logs and journals. Never calls the serving API, never signals or
     restarts a process. Every read is bounded (--timeout per request, --max-size per
     answer). Ctrl-C leaves a valid partial bundle. Exit 1 with status `incomplete` when no
     stack came back from any process it was asked to dump, or nothing from a URL it was
@@ -264,6 +287,10 @@ def collect_cmd(
         fr_dirs=tuple(fr_dir or ()),
         max_size=size(max_size, "--max-size"),
         remote=remote,
+        logs=tuple(log or ()),
+        log_lines=log_lines,
+        log_bytes=size(log_size, "--log-size"),
+        journal=journal,
     )
     with console.progress_bars() as (line, tick):
         summary = app.collect(made, progress=line, tick=tick)

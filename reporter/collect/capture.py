@@ -18,6 +18,7 @@ from reporter.collect.manifest import (
 )
 from reporter.collect.plan import Target
 from reporter.collect.state import WAIT_S, SessionState
+from reporter.core.text import plural
 from reporter.model import EvidenceKind
 from reporter.secrets import scrub
 
@@ -126,6 +127,7 @@ class ProcessSteps(SessionState):
             self.say(
                 f"py-spy not found {where}: no stack dumps (pip install py-spy, or --py-spy PATH)"
             )
+            self.proc_rounds(targets)
             self.w.save()
             return
         start = time.monotonic()
@@ -145,6 +147,19 @@ class ProcessSteps(SessionState):
                 raise
         self.w.update(summary=self.summary_text(CollectStatus.RUNNING))
         self.w.save()
+
+    def proc_rounds(self, targets: Sequence[Target]) -> None:
+        """Without py-spy, the `/proc` reads of each round still: states, threads, fds,
+        sockets and the process family say much about a wait between processes."""
+        start = time.monotonic()
+        for k, offset in enumerate(plan.offsets(self.request.snapshots, self.request.interval)):
+            delay = start + offset - time.monotonic()
+            if (delay > 0 and self.stop.wait(delay)) or self.stop.is_set():
+                break
+            self.save_states(targets, k)
+            self.save_waits(targets, k)
+            self.w.save()
+        self.say(f"/proc reads: {plural(self.request.snapshots, 'round')} without stacks")
 
     def descendant(self, pid: int, ancestor: int) -> bool:
         seen: set[int] = set()

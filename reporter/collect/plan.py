@@ -54,6 +54,8 @@ DEFAULT_SCRAPE_FOR = 60.0
 # The largest HTTP answer (decoded), copied file or helper output a collection keeps.
 DEFAULT_MAX_SIZE = 64 << 20
 DEFAULT_RANGE = 3600.0
+DEFAULT_LOG_LINES = 5000
+DEFAULT_LOG_BYTES = 4 << 20
 # Prometheus refuses more than 11,000 points per series; stay well below.
 MAX_POINTS = 1000
 _SLUG_RE = re.compile(r"[^A-Za-z0-9]+")
@@ -99,6 +101,14 @@ class CollectRequest:
     """Capture on other hosts (`--ssh`, `--exec`) instead of this one."""
     max_size: int = DEFAULT_MAX_SIZE
     """The largest HTTP answer (after decoding), copied file or helper output kept."""
+    logs: tuple[str, ...] = ()
+    """`--log`: log files (globs allowed) whose tail is kept."""
+    log_lines: int = DEFAULT_LOG_LINES
+    """The most lines kept of each log and journal."""
+    log_bytes: int = DEFAULT_LOG_BYTES
+    """The most bytes kept of each log and journal."""
+    journal: bool = True
+    """Keep the journal of the targets' systemd services (and of each `--unit`)."""
 
     @property
     def limits(self) -> Limits:
@@ -140,6 +150,7 @@ def validate(request: CollectRequest) -> None:
     """Raise `UsageError` for a request that cannot be carried out as asked."""
     if not (
         request.wants_processes
+        or request.logs
         or request.metrics_url
         or request.prometheus
         or request.units
@@ -148,8 +159,8 @@ def validate(request: CollectRequest) -> None:
     ):
         raise UsageError(
             "nothing to collect",
-            tip="name processes (--pid, --match, --children-of), --metrics-url, --prometheus, "
-            "--unit, --torch-debug or --fr-dir",
+            tip="name processes (--pid, --match, --children-of), --log, --metrics-url, "
+            "--prometheus, --unit, --torch-debug or --fr-dir",
         )
     for folder in request.fr_dirs:
         if not folder.is_dir():
@@ -184,10 +195,18 @@ def validate(request: CollectRequest) -> None:
             "--wedge-window must be positive",
         ),
         (all(p > 0 for p in request.pids), "--pid takes positive process ids"),
+        (request.log_lines >= 1, "--log-lines must be at least 1"),
+        (request.log_bytes >= 1024, "--log-size must be at least 1K"),
     ]
     for ok, message in checks:
         if not ok:
             raise UsageError(message)
+    if request.logs and request.remote is not None:
+        raise UsageError(
+            "--log reads files on this host, not on the --ssh/--exec hosts",
+            tip="run report collect --log on the host that holds the log, or copy the log "
+            "into the bundle folder afterwards",
+        )
     if request.queries and not request.prometheus:
         raise UsageError("--query needs --prometheus URL", tip="name the Prometheus server too")
     if request.prometheus and not request.queries:
@@ -391,6 +410,27 @@ def query_path(index: int, query: str) -> str:
 def unit_path(unit: str) -> str:
     """Bundle path of one `systemctl show` capture."""
     return f"systemd/{slug(unit, limit=80)}.txt"
+
+
+def log_path(path: str, taken: set[str]) -> str:
+    """Bundle path of the tail of one `--log` file: `logs/<name>.log`, made unique among
+    `taken` (two `app.log` in two folders) with the folder's name, then a number."""
+    pure = Path(path)
+    name = pure.name[: -len(".log")] if pure.name.endswith(".log") else pure.name
+    stem = slug(name, limit=80)
+    candidates = [f"logs/{stem}.log", f"logs/{slug(pure.parent.name)}-{stem}.log"]
+    for candidate in candidates:
+        if candidate not in taken:
+            return candidate
+    number = 2
+    while f"logs/{stem}-{number}.log" in taken:
+        number += 1
+    return f"logs/{stem}-{number}.log"
+
+
+def journal_path(unit: str) -> str:
+    """Bundle path of one unit's journal."""
+    return f"logs/journal-{slug(unit, limit=80)}.log"
 
 
 SCRAPES_PATH = "metrics/scrapes.prom"

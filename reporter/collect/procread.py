@@ -87,6 +87,20 @@ def boot_time(proc: str = PROC) -> float | None:
     return None
 
 
+def start_ticks(pid: int, proc: str = PROC) -> int | None:
+    """Field 22 of `/proc/PID/stat`: when the process started, in clock ticks after boot."""
+    try:
+        return int(_stat_fields(_read(f"{proc}/{pid}/stat"))[1][19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def started(ticks: int, btime: float) -> datetime:
+    """The moment (UTC) a process started `ticks` clock ticks after the boot at `btime`."""
+    hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    return datetime.fromtimestamp(btime + ticks / hz, tz=timezone.utc)  # noqa: UP017
+
+
 class _Clock:
     """The deadline of one round's reads of one process."""
 
@@ -225,9 +239,7 @@ def read_family(
         ticks = int(fields[19])
         lines.append(f"StartTicks:\t{ticks}\n")
         if btime is not None:
-            hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-            started = datetime.fromtimestamp(btime + ticks / hz, tz=timezone.utc)  # noqa: UP017
-            lines.append(f"Started:\t{_iso(started)}\n")
+            lines.append(f"Started:\t{_iso(started(ticks, btime))}\n")
     children = _children(pid, proc, parents)
     for child in children:
         if clock.over():

@@ -8,7 +8,7 @@ import threading
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from reporter.collect import envcap, frfiles, plan, scrape, torchdebug
+from reporter.collect import envcap, frfiles, logtail, plan, procread, scrape, torchdebug
 from reporter.collect.manifest import (
     EvidenceEntry,
 )
@@ -42,6 +42,98 @@ class ServiceSteps(SessionState):
             )
             self.say(f"unit {unit}: saved")
         self.w.save()
+
+    def logs(self) -> None:
+        """The tail of each `--log` file, and the journal of the targets' systemd services
+        (and of each `--unit`) since the service started; each capped in lines and bytes."""
+        request = self.request
+        files, missing = logtail.expand(request.logs)
+        for pattern, why in missing:
+            self.note_skip(f"--log {pattern}", why)
+            self.say(f"log {pattern}: skipped: {why}")
+        taken: set[str] = set()
+        for path in files:
+            if self.stop.is_set():
+                return
+            got = logtail.tail(path, max_lines=request.log_lines, max_bytes=request.log_bytes)
+            if got.error:
+                self.note_skip(f"--log {path}", got.error)
+                continue
+            rel = plan.log_path(str(path), taken)
+            taken.add(rel)
+            cut = f" ({got.cut})" if got.cut else ""
+            self.keep(
+                rel,
+                got.text,
+                EvidenceKind.LOG,
+                f"{path}: {plural(got.lines, 'line')}{cut}, read at the end of the capture",
+                stamped=False,
+            )
+            self.say(f"log {path}: {plural(got.lines, 'line')}{cut}")
+        if request.journal:
+            self.journals()
+        self.w.save()
+
+    def journals(self) -> None:
+        request = self.request
+        units: dict[str, list[int]] = {unit: [] for unit in request.units}
+        for target in self.targets:
+            unit = logtail.unit_of(target.process.pid)
+            if unit is not None:
+                units.setdefault(unit, []).append(target.process.pid)
+        if not units:
+            return
+        journalctl = envcap.find_program("journalctl")
+        systemctl = envcap.find_program("systemctl")
+        for unit, pids in units.items():
+            if self.stop.is_set():
+                return
+            since = self._service_start(unit, pids, systemctl)
+            got = logtail.journal(
+                unit,
+                since=since,
+                journalctl=journalctl,
+                max_lines=request.log_lines,
+                max_bytes=request.log_bytes,
+                timeout=request.timeout,
+                stop=self.stop,
+            )
+            if got.error:
+                self.note_skip(f"journal of {unit}", got.error)
+                self.say(f"journal of {unit}: skipped: {got.error}")
+                continue
+            cut = f" ({got.cut})" if got.cut else ""
+            when = f" since {iso(since)}" if since is not None else ""
+            self.keep(
+                plan.journal_path(unit),
+                got.text,
+                EvidenceKind.LOG,
+                f"journalctl -u {unit}{when}: {plural(got.lines, 'line')}{cut}",
+                stamped=False,
+            )
+            self.say(f"journal of {unit}: {plural(got.lines, 'line')}{cut}")
+
+    def _service_start(self, unit: str, pids: list[int], systemctl: str | None) -> datetime | None:
+        """When the service's main process started (`systemctl show`), else the earliest
+        start of its targets (`/proc`); None when neither is known."""
+        from reporter.evidence import systemd
+
+        shown = envcap.systemctl_show(
+            unit, timeout=self.request.timeout, stop=self.stop, systemctl=systemctl
+        )
+        if not shown.error:
+            starts = [
+                e.at
+                for e in systemd.parse(shown.text, source=unit).events
+                if "main process started" in e.text or "became active" in e.text
+            ]
+            if starts:
+                return min(starts)
+        btime = procread.boot_time()
+        if btime is None:
+            return None
+        ticks = [t for t in map(procread.start_ticks, pids) if t is not None]
+        return procread.started(min(ticks), btime) if ticks else None
 
     def queries(self) -> None:
         request = self.request

@@ -300,6 +300,7 @@ def collect(
             lambda: session.dumps(targets, pyspy, facts),
             lambda: session.packages(targets),
             session.units,
+            session.logs,
             session.queries,
             lambda: session.wait_metrics(thread),
         )
@@ -441,4 +442,6 @@ def _start_text(request: CollectRequest, count: int, *, hosts: int = 0) -> str:
         parts.append(f"{len(request.queries)} Prometheus queries")
     if request.units:
         parts.append(f"systemctl show {' '.join(request.units)}")
+    if request.logs:
+        parts.append(f"the last {request.log_lines} lines of {plural(len(request.logs), 'log')}")
     return "report collect started: " + "; ".join(parts)

@@ -55,7 +55,8 @@ def test_metrics_only_shows_the_wedge(server: Server, tmp_path: Path) -> None:
     collect_table = data["collect"]
     assert isinstance(collect_table, dict) and collect_table["status"] == "complete"
     assert [s["what"] for s in collect_table["skipped"]] == [
-        "systemctl show reporter-test-nonexistent.service"
+        "systemctl show reporter-test-nonexistent.service",
+        "journal of reporter-test-nonexistent.service",
     ]
     bundle = bundle_io.load([out])
     assert bundle.warnings == ()
@@ -95,6 +96,12 @@ def test_environment_without_pyspy(tmp_path: Path) -> None:
             f"env/pid{child.pid}.cmdline",
             f"env/pid{child.pid}.environ",
             f"env/pid{child.pid}.packages.txt",
+            # Without py-spy the /proc reads of each round are still taken.
+            f"proc/pid{child.pid}-s0.family",
+            f"proc/pid{child.pid}-s0.fds",
+            f"proc/pid{child.pid}-s0.sockets",
+            f"proc/pid{child.pid}-s0.status",
+            f"proc/pid{child.pid}-s0.threads",
         ]
         reasons = [s.reason for s in summary.skipped]
         assert reasons == [
