@@ -36,11 +36,13 @@ from reporter.analysis.procgraph import ProcessReading
 from reporter.analysis.result import Analysis, Confidence, Signature, Verdict
 from reporter.analysis.signature import make_signature
 from reporter.analysis.waitgraph import Graph
+from reporter.analysis.waits_verdict import WaitReading
 from reporter.core import rules
 from reporter.core.errors import ReporterError
 
 PIECES = frozenset(
     {
+        "waits",
         "stack",
         "process",
         "crashes",
@@ -55,7 +57,20 @@ PIECES = frozenset(
 LEVELS = frozenset({"stack", "crash", "deadlock", "process"})
 SIGNATURES = frozenset({"stack", "crash-locks", "process"})
 PLACEHOLDERS = frozenset(
-    {"who", "pid", "thread", "at", "call", "handler", "peer", "others", "snapshots", "stacks"}
+    {
+        "who",
+        "pid",
+        "thread",
+        "at",
+        "call",
+        "handler",
+        "peer",
+        "others",
+        "snapshots",
+        "stacks",
+        "wait_headline",
+        "wait_who",
+    }
 )
 STACK_READINGS = frozenset(
     v.value
@@ -89,6 +104,8 @@ class Rule:
     steps: tuple[tuple[str, str], ...] = ()
     stacks: frozenset[str] | None = None
     process: frozenset[str] | None = None
+    waits: frozenset[str] | None = None
+    """Ids of `wait_rules.toml` rules: the wait reading's rule must be one of them."""
     flags: tuple[tuple[str, bool], ...] = ()
 
 
@@ -108,6 +125,8 @@ class Facts:
     fr: FrReading
     process: ProcessReading | None
     graph: Graph
+    waits: WaitReading | None = None
+    """The reading of the waits beyond collectives (`waits_verdict.read` over `graph`)."""
 
     def flag(self, name: str) -> bool:
         """The boolean facts a rule may name."""
@@ -183,10 +202,11 @@ def compile_rules(data: Mapping[str, Any]) -> tuple[Rule, ...]:
                 steps=steps,
                 stacks=frozenset(table["stacks"]) if "stacks" in table else None,
                 process=frozenset(table["process"]) if "process" in table else None,
+                waits=frozenset(table["waits"]) if "waits" in table else None,
                 flags=tuple((k, bool(table[k])) for k in _FLAGS if k in table),
             )
         )
-    if not out or any(r.stacks or r.process or r.flags for r in out[-1:]):
+    if not out or any(r.stacks or r.process or r.waits or r.flags for r in out[-1:]):
         raise ReporterError(
             "reporter/data/verdicts.toml: the last rule must have no condition",
             tip="end the table with a rule that always applies (inconclusive)",
@@ -207,6 +227,8 @@ def applies(rule: Rule, facts: Facts) -> bool:
     if rule.process is not None and (
         facts.process is None or facts.process.kind not in rule.process
     ):
+        return False
+    if rule.waits is not None and (facts.waits is None or facts.waits.rule not in rule.waits):
         return False
     return all(facts.flag(name) is want for name, want in rule.flags)
 
@@ -233,6 +255,7 @@ def _pieces(facts: Facts) -> dict[str, str]:
         "blocked": outcome.blocked_text,
         "hosts": facts.hosts_sentence,
         "fr": facts.fr.sentence,
+        "waits": facts.waits.who + "." if facts.waits is not None else "",
     }
 
 
@@ -271,7 +294,17 @@ def _fill(text: str, facts: Facts) -> str:
     values["stacks"] = facts.stacks.value
     if facts.process is not None:
         values.update(facts.process.placeholders())
+    if facts.waits is not None:
+        values.update(wait_headline=facts.waits.headline, wait_who=facts.waits.who)
     return text.format(**values)
+
+
+def _wait_steps(rule: Rule, facts: Facts) -> tuple[tuple[str, str], ...]:
+    """The steps of the wait rule a `waits` rule rests on (wait_rules.toml), each with the
+    who-waits line as its why."""
+    if rule.waits is None or facts.waits is None:
+        return ()
+    return tuple((step, facts.waits.who + ".") for step in facts.waits.steps)
 
 
 def decide(analysis: Analysis, facts: Facts, classifier: Classifier) -> Analysis:
@@ -295,6 +328,9 @@ def decide(analysis: Analysis, facts: Facts, classifier: Classifier) -> Analysis
         rule=rule.id,
         headline=_fill(rule.headline, facts),
         who_waits=_fill(rule.who_waits, facts),
-        rule_steps=tuple((_fill(a, facts), _fill(w, facts)) for a, w in rule.steps),
+        rule_steps=(
+            *((_fill(a, facts), _fill(w, facts)) for a, w in rule.steps),
+            *_wait_steps(rule, facts),
+        ),
         graph=facts.graph,
     )

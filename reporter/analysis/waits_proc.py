@@ -414,8 +414,9 @@ def _places(known: dict[tuple[str, int], Proc], host: str, pids: Sequence[int]) 
 
 # --------------------------------------------------------------------------- pipes and sockets
 
-PIPE_WRITE = frozenset({"pipe_write", "pipe_wait_writable"})
-PIPE_READ = frozenset({"pipe_read", "pipe_wait_readable", "pipe_wait"})
+# Kernels name the wait `pipe_write`, `anon_pipe_write` (6.x), `pipe_wait_writable`...
+PIPE_WRITE = frozenset({"pipe_write", "anon_pipe_write", "pipe_wait_writable"})
+PIPE_READ = frozenset({"pipe_read", "anon_pipe_read", "pipe_wait_readable", "pipe_wait"})
 SOCKET_WAIT = frozenset(
     {
         "sk_wait_data",
@@ -460,7 +461,10 @@ def pipes(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
         for thread in proc.dump.threads:
             kstate = state_of_thread(bundle, proc.host, proc.pid, thread)
             frames = python_frames(thread)
-            if kstate is not None and kstate.wchan in PIPE_WRITE | PIPE_READ:
+            # Only a full pipe's writer: a reader's pipe is often shared (a multiprocessing
+            # queue's read end is held by every process forked after it), so whom a reader
+            # waits for is the queue-workers producer's to say.
+            if kstate is not None and kstate.wchan in PIPE_WRITE:
                 yield from _pipe_edge(bundle, known, proc, thread, frames, kstate)
             elif match_wait(frames, _SOCKET_READS, depth=3) is not None and (
                 kstate is None or kstate.wchan in SOCKET_WAIT or kstate.state == "S"

@@ -200,6 +200,7 @@ SHAPES: dict[str, Shape] = {
                 "who_waits": Key(str),
                 "stacks": Key(Strings),
                 "process": Key(Strings),
+                "waits": Key(Strings),
                 **{
                     name: Key(bool)
                     for name in (
