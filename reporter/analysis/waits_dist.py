@@ -237,8 +237,12 @@ _CONCURRENCY = re.compile(r"max_concurrency\s*=\s*(\d+)")
 
 def ray_title(proc: Proc) -> str:
     """`ray::Class.method` of a Ray worker process, "" for any other process."""
-    cmd = (proc.dump.cmdline or "").strip()
-    return cmd.split()[0] if cmd.startswith("ray::") else ""
+    # py-spy's --json dump carries no command line: any snapshot that has one says it.
+    for dump in reversed(proc.process.snapshots):
+        cmd = (dump.cmdline or "").strip()
+        if cmd:
+            return cmd.split()[0] if cmd.startswith("ray::") else ""
+    return ""
 
 
 def _in_ray_get(thread: ThreadStack) -> bool:
