@@ -125,7 +125,9 @@ def test_live_workers_only_make_the_consumer_wait_on_them_not_idle() -> None:
             _node(consumer, pid=1),
             _node(w1, NodeState.BLOCKED),
             _node(w2, NodeState.IDLE),
-            Edge(waiters=(consumer,), waited=(w1, w2), kind=EdgeKind.QUEUE, producer="queue-workers"),
+            Edge(
+                waiters=(consumer,), waited=(w1, w2), kind=EdgeKind.QUEUE, producer="queue-workers"
+            ),
         ]
     )
     reading = read(graph)
@@ -159,10 +161,19 @@ def test_an_ended_wait_comes_before_everything_and_names_who_never_arrived() -> 
             _node(r[0], NodeState.GONE, why=why, label="rank 0"),
             _node(r[1], NodeState.GONE, why=why, label="rank 1"),
             _node(r[2], NodeState.BLOCKED, label="rank 2"),
-            Edge(waiters=(r[0], r[1]), waited=(r[2],), kind=EdgeKind.COLLECTIVE,
-                 producer="collectives", what="all_reduce"),
-            Edge(waiters=(r[2],), waited=(process_key("h", 9),), kind=EdgeKind.KERNEL,
-                 producer="kernel"),
+            Edge(
+                waiters=(r[0], r[1]),
+                waited=(r[2],),
+                kind=EdgeKind.COLLECTIVE,
+                producer="collectives",
+                what="all_reduce",
+            ),
+            Edge(
+                waiters=(r[2],),
+                waited=(process_key("h", 9),),
+                kind=EdgeKind.KERNEL,
+                producer="kernel",
+            ),
         ]
     )
     reading = read(graph)
@@ -201,8 +212,12 @@ def test_a_wchan_names_the_part_below_python(wchan: str, part: str) -> None:
 
 def test_peer_and_tag_come_from_locals() -> None:
     frames = (
-        Frame(function="recv_from", file="pp.py", line=9,
-              locals=(Local(name="peer", repr="2", is_arg=True), Local(name="tag", repr="7"))),
+        Frame(
+            function="recv_from",
+            file="pp.py",
+            line=9,
+            locals=(Local(name="peer", repr="2", is_arg=True), Local(name="tag", repr="7")),
+        ),
     )
     assert peer_of(frames) == (2, 7)
     assert peer_of((Frame(function="f", file="x.py", line=1),)) == (None, None)
@@ -300,7 +315,9 @@ def test_ended_gloo_timeout(drop: tuple[str, ...], tmp_path: Path) -> None:
 def test_fuse_d_state_reads_the_latest_status_copy(drop: tuple[str, ...], tmp_path: Path) -> None:
     folder = _without(BUNDLES / "fuse_d_state", tmp_path, drop)
     bundle = load([folder])
-    states = sorted((s.snapshot, s.state) for s in bundle.proc_states if s.wchan == "request_wait_answer")
+    states = sorted(
+        (s.snapshot, s.state) for s in bundle.proc_states if s.wchan == "request_wait_answer"
+    )
     assert states[0][1] == "S" and states[-1][1] == "D"  # the first copy says S: not the one read
     analysis = _read(folder)
     assert analysis.verdict is Verdict.KERNEL_WAIT
@@ -321,7 +338,9 @@ def test_ray_actor_cycle(drop: tuple[str, ...], tmp_path: Path) -> None:
     assert isinstance(graph, Graph)
     (cycle,) = graph.cycles()
     assert "task:Planner.refine" in cycle and len(cycle) == 3
-    driver = [e for e in graph.edges if "from the driver" not in e.what and e.at.startswith("main (")]
+    driver = [
+        e for e in graph.edges if "from the driver" not in e.what and e.at.startswith("main (")
+    ]
     assert driver and all(e.waiters[0] not in cycle for e in driver)  # a bystander
 
 
@@ -352,3 +371,29 @@ def test_vllm_like_engine_core_waits_for_its_workers_and_stays_a_desync() -> Non
 
 def test_keys_of_threads_are_stable() -> None:
     assert thread_key("h", 1, "fork-holder:L") == "thread:h:1:fork-holder:L"
+
+
+def test_a_dead_worker_is_named_with_how_it_died_when_a_log_says_so() -> None:
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    from reporter.model import Location, LogEvent, LogEventKind
+
+    folder = BUNDLES / "dead_worker" / "collect"
+    bundle = load([folder])
+    zombie = next(c.pid for r in bundle.process_relations for c in r.children if c.state == "Z")
+    oom = LogEvent(
+        kind=LogEventKind.OOM_KILL,
+        at=datetime(2026, 12, 7, 12, 47, 1, tzinfo=UTC),
+        text=f"Out of memory: Killed process {zombie} (python)",
+        pid=zombie,
+        host=next(r.host for r in bundle.process_relations),
+        source=Location(path="logs/kern.log", line=3),
+    )
+    analysis = analyze(replace(bundle, log_events=(*bundle.log_events, oom)))
+    assert analysis.verdict is Verdict.DEAD_WORKER
+    assert "killed by the kernel's OOM killer at 12:47:01 UTC" in analysis.who_waits
+    graph = analysis.graph
+    assert isinstance(graph, Graph)
+    dead = next(n for n in graph.nodes.values() if n.pid == zombie)
+    assert "logs/kern.log:3" in dead.evidence
