@@ -69,6 +69,7 @@ PLACEHOLDERS = frozenset(
         "snapshots",
         "stacks",
         "wait_headline",
+        "wait_what",
         "wait_who",
     }
 )
@@ -101,6 +102,7 @@ class Rule:
     note: str = ""
     headline: str = ""
     who_waits: str = ""
+    what: str = ""
     steps: tuple[tuple[str, str], ...] = ()
     stacks: frozenset[str] | None = None
     process: frozenset[str] | None = None
@@ -187,7 +189,8 @@ def compile_rules(data: Mapping[str, Any]) -> tuple[Rule, ...]:
             if wrong:
                 raise bad(f"unknown {key} {sorted(wrong)}", f"use {sorted(allowed)}")
         steps = tuple((s["action"], s["why"]) for s in table.get("step", ()))
-        for text in (table.get("headline", ""), table.get("who_waits", ""), *sum(steps, ())):
+        texts = (table.get("headline", ""), table.get("who_waits", ""), table.get("what", ""))
+        for text in (*texts, *sum(steps, ())):
             _check_text(text, where)
         out.append(
             Rule(
@@ -199,6 +202,7 @@ def compile_rules(data: Mapping[str, Any]) -> tuple[Rule, ...]:
                 note=table.get("note", ""),
                 headline=table.get("headline", ""),
                 who_waits=table.get("who_waits", ""),
+                what=table.get("what", ""),
                 steps=steps,
                 stacks=frozenset(table["stacks"]) if "stacks" in table else None,
                 process=frozenset(table["process"]) if "process" in table else None,
@@ -295,7 +299,11 @@ def _fill(text: str, facts: Facts) -> str:
     if facts.process is not None:
         values.update(facts.process.placeholders())
     if facts.waits is not None:
-        values.update(wait_headline=facts.waits.headline, wait_who=facts.waits.who)
+        values.update(
+            wait_headline=facts.waits.headline,
+            wait_what=facts.waits.what,
+            wait_who=facts.waits.who,
+        )
     return text.format(**values)
 
 
@@ -328,6 +336,10 @@ def decide(analysis: Analysis, facts: Facts, classifier: Classifier) -> Analysis
         rule=rule.id,
         headline=_fill(rule.headline, facts),
         who_waits=_fill(rule.who_waits, facts),
+        what=_fill(rule.what, facts),
+        said=facts.process.sentence
+        if facts.process is not None and "process" in rule.summary and rule.headline
+        else "",
         rule_steps=(
             *((_fill(a, facts), _fill(w, facts)) for a, w in rule.steps),
             *_wait_steps(rule, facts),

@@ -486,6 +486,11 @@ class Analysis:
     waits-for edges (the collective and point-to-point verdicts)."""
     who_waits: str = ""
     """The winning rule's "Who waits for whom" line, filled in; "" as for `headline`."""
+    what: str = ""
+    """The winning rule's "What" line, filled in; "" as for `headline`."""
+    said: str = ""
+    """The part of `summary` the rule's headline, What and Who lines already say (the
+    one-process paragraph): the summary block leaves it out of its verdict paragraph."""
     rule_steps: tuple[tuple[str, str], ...] = ()
     """The winning rule's own next steps, (action, why), filled in."""
     graph: object | None = None

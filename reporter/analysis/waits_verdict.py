@@ -32,6 +32,7 @@ class WaitRule:
     id: str
     verdict: str
     headline: str
+    what: str
     who: str
     steps: tuple[str, ...]
     kinds: frozenset[str] = frozenset()
@@ -49,6 +50,7 @@ class WaitReading:
     rule: str
     verdict: str
     headline: str
+    what: str
     who: str
     steps: tuple[str, ...]
     edges: tuple[Edge, ...]
@@ -65,6 +67,7 @@ def compile_rules(data: Mapping[str, Any]) -> tuple[WaitRule, ...]:
                 id=row["id"],
                 verdict=row["verdict"],
                 headline=row["headline"],
+                what=row["what"],
                 who=row["who"],
                 steps=tuple(row["steps"]),
                 kinds=frozenset(row.get("kind", ())),
@@ -137,6 +140,7 @@ def read(graph: Graph, rules: Sequence[WaitRule] | None = None) -> WaitReading |
                     rule=rule.id,
                     verdict=rule.verdict,
                     headline=_fill(rule.headline, values),
+                    what=_fill(rule.what, values),
                     who=_fill(rule.who, values),
                     steps=tuple(_fill(s, values) for s in rule.steps),
                     edges=on or (edge,),

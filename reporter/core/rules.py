@@ -64,9 +64,10 @@ class Table:
 
 @dataclass(frozen=True, slots=True)
 class Tables:
-    """An array of tables (`[[rule]]`), each with these keys."""
+    """An array of tables (`[[rule]]`), each with these keys (a key may itself be an array
+    of tables: `[[rule.step]]`)."""
 
-    keys: Mapping[str, Key]
+    keys: Mapping[str, Key | Table | Tables]
 
 
 Shape = Mapping[str, Key | Table | Tables]
@@ -198,6 +199,7 @@ SHAPES: dict[str, Shape] = {
                 "note": Key(str),
                 "headline": Key(str),
                 "who_waits": Key(str),
+                "what": Key(str),
                 "stacks": Key(Strings),
                 "process": Key(Strings),
                 "waits": Key(Strings),
@@ -211,9 +213,7 @@ SHAPES: dict[str, Shape] = {
                         "one_process",
                     )
                 },
-                "step": Tables(
-                    {"action": Key(str, required=True), "why": Key(str, required=True)}
-                ),
+                "step": Tables({"action": Key(str, required=True), "why": Key(str, required=True)}),
             }
         ),
     },
@@ -223,6 +223,7 @@ SHAPES: dict[str, Shape] = {
                 "id": _REQUIRED_ID,
                 "verdict": Key(str, required=True),
                 "headline": Key(str, required=True),
+                "what": Key(str, required=True),
                 "who": Key(str, required=True),
                 "steps": Key(Strings, required=True),
                 "kind": Key(Strings),

@@ -58,8 +58,8 @@ def test_the_rules_file_fits_its_shape_and_ids_are_unique() -> None:
     assert [r.id for r in rules][:2] == ["hang-ended", "kernel-wait"]
     assert len({r.id for r in rules}) == len(rules)
     data = data_files.parse(
-        '[[rule]]\nid = "a"\nverdict = "x"\nheadline = "h"\nwho = "w"\nsteps = []\n'
-        '[[rule]]\nid = "a"\nverdict = "x"\nheadline = "h"\nwho = "w"\nsteps = []\n',
+        '[[rule]]\nid = "a"\nverdict = "x"\nheadline = "h"\nwhat = "t"\nwho = "w"\nsteps = []\n'
+        '[[rule]]\nid = "a"\nverdict = "x"\nheadline = "h"\nwhat = "t"\nwho = "w"\nsteps = []\n',
         data_files.SHAPES["wait_rules.toml"],
         source="wait_rules.toml",
     )

@@ -220,8 +220,8 @@ def test_restart_before_the_wedge_is_said_once_in_since(monkeypatch: pytest.Monk
         ("[[rule]]\nid = 'a'\naction = ' '\nwhy = 'y'\n", "`action` is empty"),
         ("[[rule]]\nid = 'a'\naction = 'x {nope}'\nwhy = 'y'\n", "unknown placeholder {nope}"),
         (
-            "[[rule]]\nid = 'a'\naction = 'x'\nwhy = 'y'\nverdict = ['stuck']\n",
-            "unknown verdict 'stuck'",
+            "[[rule]]\nid = 'a'\naction = 'x'\nwhy = 'y'\nverdict = ['stalled']\n",
+            "unknown verdict 'stalled'",
         ),
         ("[[rule]]\nid = 'a'\naction = 'x'\nwhy = 'y'\ngone = 'yes'\n", "must be true or false"),
         ("[[rule]]\nid = 'a'\naction = 'x'\nwhy = 'y'\nwaitted = ['idle']\n", "unknown key"),
@@ -267,6 +267,7 @@ def test_shipped_rules_load_and_every_rule_can_fire() -> None:
                                         p2p=p2p,
                                         peers=peers,
                                         diff_kinds=frozenset({"env", "package"}),
+                                        collectives=frozenset({"all_reduce"} if one else ()),
                                     )
                                     fired.update(s.rule for s in nextsteps.suggest(rules, facts))
     assert fired == {r.id for r in rules}
@@ -377,5 +378,7 @@ def test_one_process_is_counted_in_the_singular(monkeypatch: pytest.MonkeyPatch)
     bundle, analysis = app.load_and_analyze([path], app.Options())
     text = app.render_draft(bundle, analysis, now=NOW)
     head = _head(text)
-    assert "Inconclusive (1 process, 1 snapshot): " in head
+    # One process judged on its own: one snapshot cannot tell, never "no other rank".
+    assert "one snapshot cannot tell stuck from slow" in head
+    assert "no other rank to compare" not in text
     assert "1 ranks" not in text and "1 processes" not in text

@@ -126,8 +126,8 @@ def build(
     if inner.headline:
         # The verdict table's rule words its own verdict (one process, the GIL, a loop).
         title = inner.headline
-        first = inner.summary.split(". ", 1)[0].rstrip(".") + "."
-        lines[0] = SummaryLine(topic=lines[0].topic, text=first, sources=lines[0].sources)
+        if inner.what:
+            lines[0] = SummaryLine(topic=lines[0].topic, text=inner.what, sources=lines[0].sources)
     if inner.who_waits:
         at = next((i for i, line in enumerate(lines) if line.topic == WHO), None)
         who = SummaryLine(topic=WHO, text=inner.who_waits, sources=lines[0].sources)
@@ -159,7 +159,7 @@ def build(
     return Answer(
         title=title,
         verdict_label="wedged (metrics only)" if no_stack_wedge else analysis.verdict.value,
-        paragraph=_paragraph(analysis),
+        paragraph=_paragraph(analysis, said=inner.said),
         lines=tuple(lines),
         steps=steps,
         factors=factors,
@@ -263,12 +263,16 @@ def cycles_text(analysis: Analysis) -> str:
     return f"{cycle_name(first)} ({sites}){more}" if sites else f"{cycle_name(first)}{more}"
 
 
-def _paragraph(analysis: Analysis) -> str:
+def _paragraph(analysis: Analysis, *, said: str = "") -> str:
     """What the verdict paragraph adds to the summary block: the analysis's own sentences
-    that no summary line says (the Flight Recorder's reading, a GPU sync point, ...)."""
+    that no summary line says (the Flight Recorder's reading, a GPU sync point, ...);
+    `said` is the part of the summary the verdict rule's own lines already carry."""
+    text = analysis.summary.strip()
+    if said and text.startswith(said):
+        text = text[len(said) :].strip()
     kept = [
         sentence
-        for sentence in _SENTENCE_END.split(analysis.summary.strip())
+        for sentence in _SENTENCE_END.split(text)
         if sentence and not any(p.search(sentence) for p in _SAID_IN_BLOCK)
     ]
     return " ".join(kept)
