@@ -116,7 +116,9 @@ def work_waits(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
     del bundle
     if ctx.analysis.rank_unit != "rank":
         return
-    for process in ctx.analysis.processes:
+    unknown: list[tuple[str, str, Frame | None, str]] = []
+    ranked = [p for p in ctx.analysis.processes if p.identity.rank is not None and p.snapshots]
+    for process in ranked:
         ident = process.identity
         if ident.rank is None or not process.snapshots:
             continue
@@ -138,7 +140,13 @@ def work_waits(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
             top = top or (frames[0] if frames else None)
             if peer is None:
                 peer, tag = peer_of(frames)
-        if seen is None or peer is None:
+        if seen is None:
+            continue
+        if peer is None:
+            key = unit_key(
+                ctx, ident.instance, process.unit if process.unit is not None else ident.rank
+            )
+            unknown.append((key, seen[0], top, cite(process.snapshots[-1])))
             continue
         direction = seen[0] or "a point-to-point call"
         verb = {"recv": f"irecv from {peer}", "send": f"isend to {peer}"}.get(
@@ -160,6 +168,21 @@ def work_waits(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
             instance=ident.instance,
             evidence=(cite(process.snapshots[-1]), f"seen in {seen[1]}"),
         )
+
+    # Without peers, an edge is drawn only when every rank waits in a receive: then none
+    # sends, whoever each one waits for (a deadlock with no peer to name). Its `waited` is
+    # empty: the peers are not in the dumps, and are never guessed.
+    every = len(unknown) == len(ranked) and not ctx.analysis.missing_ranks
+    if unknown and every and all(d == "recv" for _, d, _, _ in unknown):
+        for key, _, top, src in unknown:
+            yield Edge(
+                waiters=(key,),
+                waited=(),
+                kind=EdgeKind.P2P,
+                what="Work.wait of an irecv (its peer is not in the dumps)",
+                at=where(top),
+                evidence=(src,),
+            )
 
 
 # --------------------------------------------------------------------------- ended

@@ -41,6 +41,7 @@ class WaitRule:
     cycle: bool | None = None
     with_kind: frozenset[str] = frozenset()
     ended: bool | None = None
+    peer: bool | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,6 +77,7 @@ def compile_rules(data: Mapping[str, Any]) -> tuple[WaitRule, ...]:
                 cycle=row.get("cycle"),
                 with_kind=frozenset(row.get("with_kind", ())),
                 ended=row.get("ended"),
+                peer=row.get("peer"),
             )
         )
     return tuple(out)
@@ -106,6 +108,8 @@ def _fits(rule: WaitRule, graph: Graph, edge: Edge, cycles: Sequence[frozenset[s
     if rule.waited and not any(graph.nodes[k].state.value in rule.waited for k in edge.waited):
         return False
     if rule.ended is not None and _ended(graph, edge) != rule.ended:
+        return False
+    if rule.peer is not None and bool(edge.waited) != rule.peer:
         return False
     if rule.cycle is not None:
         cycle = _cycle_of(edge, cycles)
@@ -188,7 +192,9 @@ def _ended_text(graph: Graph, edge: Edge) -> str:
 def _values(graph: Graph, edge: Edge, cycle: Sequence[Edge]) -> dict[str, str]:
     waiter = graph.nodes[edge.waiters[0]]
     waited = graph.nodes[edge.waited[0]] if edge.waited else None
+    alike = [e for e in graph.edges if e.kind is edge.kind and e.producer == edge.producer]
     return {
+        "waiters_all": _names(graph, list(dict.fromkeys(k for e in alike for k in e.waiters))),
         "waiter": _names(graph, edge.waiters),
         "waited": _names(graph, edge.waited),
         "waiter_pid": str(waiter.pid) if waiter.pid is not None else "PID",

@@ -232,6 +232,7 @@ SHAPES: dict[str, Shape] = {
                 "cycle": Key(bool),
                 "with_kind": Key(Strings),
                 "ended": Key(bool),
+                "peer": Key(bool),
             }
         ),
     },

@@ -290,11 +290,36 @@ def test_pipeline_work_wait_with_locals_is_a_cycle_of_three(tmp_path: Path) -> N
         assert p2p == [("rank:1:0", 2), ("rank:1:1", 0), ("rank:1:2", 1)]
 
 
-def test_pipeline_work_wait_without_locals_asks_for_them(tmp_path: Path) -> None:
-    analysis = _read(_without(BUNDLES / "pipeline_work_wait", tmp_path, ("locals",)))
-    assert analysis.rule != "waits-work-wait-cycle"
-    assert ("p2p", "work-wait") not in _edges(analysis)
-    assert analysis.verdict is not Verdict.ALL_STUCK
+@pytest.mark.parametrize("drop", [("locals",), ("locals", "native")])
+def test_pipeline_work_wait_without_locals_asks_for_them(
+    drop: tuple[str, ...], tmp_path: Path
+) -> None:
+    analysis = _read(_without(BUNDLES / "pipeline_work_wait", tmp_path, drop))
+    assert analysis.verdict is Verdict.P2P_DEADLOCK
+    assert analysis.rule == "waits-work-wait-receive"
+    assert analysis.headline == (
+        "P2P deadlock through Work.wait: every rank waits in a receive, none sends"
+    )
+    graph = analysis.graph
+    assert isinstance(graph, Graph)
+    p2p = [e for e in graph.edges if e.producer == "work-wait"]
+    assert len(p2p) == 3 and all(e.waited == () for e in p2p)  # peers never guessed
+    assert "py-spy dump --locals" in analysis.rule_steps[0][0]
+
+
+def test_a_rank_missing_from_the_evidence_gets_no_peerless_edges(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    folder = _without(BUNDLES / "pipeline_work_wait", tmp_path, ("locals", "native"))
+    bundle = load([folder])
+    # Rank 2's dumps left out: the others still wait, but "every rank receives" is not shown.
+    dumps = tuple(d for d in bundle.dumps if "rank2" not in d.source.path)
+    analysis = analyze(replace(bundle, dumps=dumps), sources=SourceRoots([folder / "source"]))
+    graph = analysis.graph
+    assert isinstance(graph, Graph)
+    assert analysis.missing_ranks == (2,)
+    assert not [e for e in graph.edges if e.producer == "work-wait"]
+    assert analysis.rule != "waits-work-wait-receive"
 
 
 @pytest.mark.parametrize("drop", VARIANTS)
