@@ -42,6 +42,7 @@ from reporter.analysis.waits_proc import (
     Proc,
     caller,
     cite,
+    function_start,
     procs,
     python_frames,
     source_lines,
@@ -91,9 +92,7 @@ def _direction_from_source(ctx: GraphContext, frame: Frame) -> str:
     lines = source_lines(ctx, frame)
     if lines is None or frame.line is None:
         return ""
-    start = frame.line - 1
-    while start > 0 and not lines[start].lstrip().startswith(("def ", "async def ")):
-        start -= 1
+    start = function_start(lines, frame.line)
     body = "\n".join(lines[start : frame.line])
     recv, send = "irecv(" in body, "isend(" in body
     return "recv" if recv and not send else "send" if send and not recv else ""
@@ -282,9 +281,7 @@ def _callee(ctx: GraphContext, frame: Frame) -> tuple[str, str] | None:
     lines = source_lines(ctx, frame)
     if lines is None or frame.line is None:
         return None
-    start = frame.line - 1
-    while start > 0 and not lines[start].lstrip().startswith(("def ", "async def ")):
-        start -= 1
+    start = function_start(lines, frame.line)
     calls = [m for text in lines[start : frame.line] for m in _REMOTE_CALL.finditer(text)]
     if not calls:
         return None

@@ -361,16 +361,22 @@ def child_wait(frames: Sequence[Frame], kstate: ThreadState | None) -> Frame | N
     return found
 
 
+def _main_threads(
+    bundle: Bundle, known: dict[tuple[str, int], Proc]
+) -> Iterator[tuple[Proc, tuple[Frame, ...], ThreadState | None]]:
+    """Each process's latest main thread: its Python frames and its kernel state."""
+    for proc in known.values():
+        thread = main_thread(proc.dump)
+        if thread is not None:
+            frames = python_frames(thread)
+            yield proc, frames, state_of_thread(bundle, proc.host, proc.pid, thread)
+
+
 @producer("child-process")
 def child_process(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
     """A parent in a child wait waits for its child, whose own state is its latest evidence."""
     known = procs(ctx)
-    for parent in known.values():
-        thread = main_thread(parent.dump)
-        if thread is None:
-            continue
-        frames = python_frames(thread)
-        kstate = state_of_thread(bundle, parent.host, parent.pid, thread)
+    for parent, frames, kstate in _main_threads(bundle, known):
         found = child_wait(frames, kstate)
         if found is None:
             continue
@@ -657,12 +663,7 @@ def queue_workers(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
     """A consumer blocked on a queue, pipe, future or pool result waits for its worker
     children; a dead one is named with how it died."""
     known = procs(ctx)
-    for consumer in known.values():
-        thread = main_thread(consumer.dump)
-        if thread is None:
-            continue
-        frames = python_frames(thread)
-        kstate = state_of_thread(bundle, consumer.host, consumer.pid, thread)
+    for consumer, frames, kstate in _main_threads(bundle, known):
         if child_wait(frames, kstate) is not None:
             continue  # the child-process producer's
         found = match_wait(frames, QUEUE_WAITS)
@@ -736,15 +737,20 @@ def lock_taken_at(ctx: GraphContext, frame: Frame) -> str | None:
     return match.group(1) if match else None
 
 
-def _function_body(lines: Sequence[str], line: int) -> Sequence[str]:
-    """The lines of the function around `line` (from its `def` to the next one)."""
+def function_start(lines: Sequence[str], line: int) -> int:
+    """The index (0-based) of the `def` line of the function around 1-based `line`."""
     start = line - 1
     while start > 0 and not _DEF.match(lines[start]):
         start -= 1
+    return start
+
+
+def _function_body(lines: Sequence[str], line: int) -> Sequence[str]:
+    """The lines of the function around `line` (from its `def` to the next one)."""
     end = line
     while end < len(lines) and not _DEF.match(lines[end]):
         end += 1
-    return lines[start:end]
+    return lines[function_start(lines, line) : end]
 
 
 def uses_lock(ctx: GraphContext, frames: Sequence[Frame], lock: str) -> Frame | None:
