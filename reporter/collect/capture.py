@@ -262,10 +262,11 @@ class ProcessSteps(SessionState):
         btime = procread.boot_time()
         parents = None if procread.has_children_files() else procread.parent_map()
         deadline = min(procread.DEFAULT_DEADLINE, self.request.timeout)
+        tables: procread.NetCache = {}
         for target in targets:
             pid = target.process.pid
             read = procread.read_waits(
-                pid, snapshot=k, deadline=deadline, btime=btime, parents=parents
+                pid, snapshot=k, deadline=deadline, btime=btime, parents=parents, cache=tables
             )
             if not read:
                 self.note_skip(

@@ -28,6 +28,7 @@ import contextlib
 import os
 import time
 from datetime import datetime, timezone
+from typing import Dict, Tuple  # noqa: UP035 - Python 3.8
 
 PROC = "/proc"
 # The largest part of one /proc file read (stat, status, fdinfo, one children file).
@@ -111,6 +112,14 @@ class _Clock:
     def over(self) -> bool:
         return time.monotonic() > self.end
 
+    def cut(self, done: int, total: int, limit: int, what: str) -> str:
+        """The `# truncated:` line when item `done` of `total` is past `limit` or the
+        deadline, else ""."""
+        if done < limit and not self.over():
+            return ""
+        why = f"{limit} {what} listed" if done >= limit else "deadline passed"
+        return f"# truncated: {why}; {total - done} of {total} {what} not read\n"
+
 
 def read_threads(pid: int, clock: _Clock, proc: str = PROC) -> str:
     """The rows of the `threads` file (after the header)."""
@@ -118,9 +127,9 @@ def read_threads(pid: int, clock: _Clock, proc: str = PROC) -> str:
     tids = sorted(int(t) for t in os.listdir(base) if t.isdigit())  # noqa: PTH208
     rows = ["# tid\tstate\twchan\tutime\tstime\tcomm\n"]
     for done, tid in enumerate(tids):
-        if done >= MAX_THREADS or clock.over():
-            why = f"{MAX_THREADS} threads listed" if done >= MAX_THREADS else "deadline passed"
-            rows.append(f"# truncated: {why}; {len(tids) - done} of {len(tids)} threads not read\n")
+        cut = clock.cut(done, len(tids), MAX_THREADS, "threads")
+        if cut:
+            rows.append(cut)
             break
         try:
             comm, fields = _stat_fields(_read(f"{base}/{tid}/stat"))
@@ -146,9 +155,9 @@ def read_fds(pid: int, clock: _Clock, proc: str = PROC) -> tuple[str, set[int]]:
     rows = ["# fd\tmode\ttarget\n"]
     sockets: set[int] = set()
     for done, fd in enumerate(fds):
-        if done >= MAX_FDS or clock.over():
-            why = f"{MAX_FDS} fds listed" if done >= MAX_FDS else "deadline passed"
-            rows.append(f"# truncated: {why}; {len(fds) - done} of {len(fds)} fds not read\n")
+        cut = clock.cut(done, len(fds), MAX_FDS, "fds")
+        if cut:
+            rows.append(cut)
             break
         try:
             target = os.readlink(f"{base}/fd/{fd}")  # noqa: PTH115
@@ -176,34 +185,60 @@ def _fd_mode(path: str) -> str:
     return ""
 
 
-def read_sockets(pid: int, inodes: set[int], clock: _Clock, proc: str = PROC) -> str:
-    """The rows of the `sockets` file: each table's rows for `inodes`, after its name."""
-    out: list[str] = []
+# One round's socket tables, shared by the targets of one network namespace:
+# (namespace, table) -> (rows by inode, why the read stopped short or "").
+# (typing's generics: a runtime alias must work on Python 3.8)
+NetCache = Dict[Tuple[str, str], Tuple[Dict[int, str], str]]  # noqa: UP006
+
+
+def _table(path: str, column: int, clock: _Clock) -> tuple[dict[int, str], str]:
+    """The rows of one socket table by inode (streamed), and why it stopped short, or ""."""
+    rows: dict[int, str] = {}
     budget = NET_CAP
+    try:
+        handle = open(path, "rb")  # noqa: PTH123, SIM115 - streamed: tables can be huge
+    except OSError:
+        return rows, f"{path} could not be read"
+    with handle:
+        for raw in handle:
+            budget -= len(raw)
+            if budget < 0 or clock.over():
+                why = "deadline passed" if budget >= 0 else f"{NET_CAP} bytes of tables read"
+                return rows, f"{why} in {path}"
+            fields = raw.split()
+            if len(fields) > column and fields[column].isdigit():
+                rows[int(fields[column])] = raw.decode("utf-8", errors="replace").rstrip("\n")
+    return rows, ""
+
+
+def read_sockets(
+    pid: int, inodes: set[int], clock: _Clock, proc: str = PROC, *, cache: NetCache | None = None
+) -> str:
+    """The rows of the `sockets` file: each table's rows for `inodes`, after its name.
+
+    A table is read once per network namespace and round when the caller passes the
+    same `cache` for every target of the round (the kernel walks every hash bucket to
+    list a table: tens of milliseconds on a busy host)."""
+    out: list[str] = []
+    if not inodes:
+        return ""
+    try:
+        namespace = os.readlink(f"{proc}/{pid}/ns/net")  # noqa: PTH115
+    except OSError:
+        namespace = f"pid {pid}"  # not readable: no sharing
     for table, column in (("tcp", 9), ("tcp6", 9), ("unix", 6)):
-        if not inodes:
-            break
         path = f"{proc}/{pid}/net/{table}"
         out.append(f"# {path}\n")
-        try:
-            handle = open(path, "rb")  # noqa: PTH123, SIM115 - streamed: tables can be huge
-        except OSError:
-            out.append(f"# truncated: {path} could not be read\n")
-            continue
-        with handle:
-            for raw in handle:
-                budget -= len(raw)
-                if budget < 0 or clock.over():
-                    why = "deadline passed" if budget >= 0 else f"{NET_CAP} bytes of tables read"
-                    out.append(f"# truncated: {why} in {path}\n")
-                    return "".join(out)
-                fields = raw.split()
-                if (
-                    len(fields) > column
-                    and fields[column].isdigit()
-                    and int(fields[column]) in inodes
-                ):
-                    out.append(raw.decode("utf-8", errors="replace").rstrip("\n") + "\n")
+        key = (namespace, table)
+        if cache is not None and key in cache:
+            rows, short = cache[key]
+        else:
+            rows, short = _table(path, column, clock)
+            if cache is not None:
+                cache[key] = (rows, short)
+        out.extend(rows[inode] + "\n" for inode in sorted(inodes) if inode in rows)
+        if short:
+            out.append(f"# truncated: {short}\n")
     return "".join(out)
 
 
@@ -294,11 +329,14 @@ def read_waits(
     now: datetime | None = None,
     btime: float | None = None,
     parents: dict[int, int] | None = None,
+    cache: NetCache | None = None,
 ) -> dict[str, str]:
     """The four files of one process for round `snapshot`: kind word -> text.
 
     A kind whose reads failed (the process ended, no permission) is left out; an empty
-    dict means the process is gone. `deadline` bounds the whole read in seconds."""
+    dict means the process is gone. `deadline` bounds the whole read in seconds. Pass one
+    `btime`, `parents` and `cache` to every target of a round to read the shared files
+    (boot time, the PPid scan, the socket tables) once."""
     clock = _Clock(deadline)
     at = now or datetime.now(tz=timezone.utc)  # noqa: UP017
     out: dict[str, str] = {}
@@ -312,7 +350,7 @@ def read_waits(
         pass
     if "fds" in out:
         out["sockets"] = header("sockets", pid, snapshot, at) + read_sockets(
-            pid, inodes, clock, proc
+            pid, inodes, clock, proc, cache=cache
         )
     with contextlib.suppress(OSError, ValueError, IndexError):
         out["family"] = header("family", pid, snapshot, at) + read_family(

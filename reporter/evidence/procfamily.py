@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from reporter.core.times import parse_iso
 from reporter.evidence import prochead
-from reporter.evidence._text import clean_lines, excerpt, warning_at
-from reporter.model import ChildProcess, Location, ParseResult, ParseWarning, ProcessRelation
+from reporter.evidence._text import excerpt, warning_at
+from reporter.model import ChildProcess, Location, ParseResult, ProcessRelation
 
 SNIFF = prochead.sniffer("family")
 
@@ -40,21 +40,12 @@ def _int(value: str) -> int | None:
 
 def parse(text: str, *, source: str) -> ParseResult:
     """The one relation `text` holds; never raises on malformed input."""
-    head = prochead.read_head(text)
-    warnings: list[ParseWarning] = []
-    if head is None or head.kind != "family":
-        return ParseResult(
-            warnings=(warning_at(source, 1, "no `# report-proc: family pid=N` header"),)
-        )
+    head, rows, warnings = prochead.lines(text, source=source, kind="family")
+    if head is None:
+        return ParseResult(warnings=tuple(warnings))
     values: dict[str, str] = {}
     children: list[ChildProcess] = []
-    for number, line in enumerate(clean_lines(text), start=1):
-        if number == 1 or not line.strip():
-            continue
-        if line.startswith("#"):
-            if line.startswith(prochead.TRUNCATED):
-                warnings.append(warning_at(source, number, line[2:].strip()))
-            continue
+    for number, line in rows:
         key, sep, value = line.partition(":")
         if not sep:
             warnings.append(warning_at(source, number, f"not a `Key: value` line: {excerpt(line)}"))

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 
 from reporter.evidence import prochead
-from reporter.evidence._text import clean_lines, excerpt, warning_at
-from reporter.model import FdEntry, FdKind, Location, ParseResult, ParseWarning
+from reporter.evidence._text import excerpt, warning_at
+from reporter.model import FdEntry, FdKind, Location, ParseResult
 
 SNIFF = prochead.sniffer("fds")
 _INODE_RE = re.compile(r"(pipe|socket):\[(\d+)\]\Z")
@@ -46,20 +46,11 @@ def fd_kind(target: str) -> tuple[FdKind, int | None]:
 
 def parse(text: str, *, source: str) -> ParseResult:
     """Every fd row of `text`; never raises on malformed input."""
-    head = prochead.read_head(text)
-    warnings: list[ParseWarning] = []
-    if head is None or head.kind != "fds":
-        return ParseResult(
-            warnings=(warning_at(source, 1, "no `# report-proc: fds pid=N` header"),)
-        )
+    head, rows, warnings = prochead.lines(text, source=source, kind="fds")
+    if head is None:
+        return ParseResult(warnings=tuple(warnings))
     entries: list[FdEntry] = []
-    for number, line in enumerate(clean_lines(text), start=1):
-        if number == 1 or not line.strip():
-            continue
-        if line.startswith("#"):
-            if line.startswith(prochead.TRUNCATED):
-                warnings.append(warning_at(source, number, line[2:].strip()))
-            continue
+    for number, line in rows:
         parts = line.split("\t", 2)
         if len(parts) < 3 or not parts[0].isdigit() or parts[1] not in _MODES:
             warnings.append(warning_at(source, number, f"not an fd row: {excerpt(line)}"))

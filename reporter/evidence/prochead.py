@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from reporter.core.times import parse_iso
+from reporter.evidence._text import clean_lines, warning_at
+from reporter.model import ParseWarning
 
 MARKER = "# report-proc: "
 _HEAD_RE = re.compile(
@@ -50,6 +52,29 @@ def read_head(text: str) -> Head | None:
         snapshot=int(snapshot) if snapshot is not None else None,
         at=at,
     )
+
+
+def lines(
+    text: str, *, source: str, kind: str
+) -> tuple[Head | None, list[tuple[int, str]], list[ParseWarning]]:
+    """The header of a per-round file of `kind`, its data lines as (line number, line), and
+    the warnings so far. Blank lines and comments are left out, except the socket tables'
+    names (`# /proc/4711/net/tcp`); a `# truncated:` line becomes a warning. Without a
+    header of `kind`: (None, [], [a warning saying so])."""
+    head = read_head(text)
+    if head is None or head.kind != kind:
+        return None, [], [warning_at(source, 1, f"no `{MARKER}{kind} pid=N` header")]
+    rows: list[tuple[int, str]] = []
+    warnings: list[ParseWarning] = []
+    for number, line in enumerate(clean_lines(text), start=1):
+        stripped = line.strip()
+        if number == 1 or not stripped:
+            continue
+        if stripped.startswith(TRUNCATED):
+            warnings.append(warning_at(source, number, stripped[2:].strip()))
+        elif not stripped.startswith("#") or stripped.startswith("# /"):
+            rows.append((number, line))
+    return head, rows, warnings
 
 
 def sniffer(kind: str) -> re.Pattern[str]:

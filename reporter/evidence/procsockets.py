@@ -21,8 +21,8 @@ from __future__ import annotations
 import ipaddress
 
 from reporter.evidence import prochead
-from reporter.evidence._text import clean_lines, excerpt, warning_at
-from reporter.model import Location, ParseResult, ParseWarning, SocketRow
+from reporter.evidence._text import excerpt, warning_at
+from reporter.model import Location, ParseResult, SocketRow
 
 SNIFF = prochead.sniffer("sockets")
 TCP_STATES = {
@@ -68,24 +68,16 @@ def tcp_address(hex_address: str) -> str:
 
 def parse(text: str, *, source: str) -> ParseResult:
     """Every socket row of `text`; never raises on malformed input."""
-    head = prochead.read_head(text)
-    warnings: list[ParseWarning] = []
-    if head is None or head.kind != "sockets":
-        return ParseResult(
-            warnings=(warning_at(source, 1, "no `# report-proc: sockets pid=N` header"),)
-        )
+    head, lines, warnings = prochead.lines(text, source=source, kind="sockets")
+    if head is None:
+        return ParseResult(warnings=tuple(warnings))
     rows: list[SocketRow] = []
     protocol = ""
-    for number, line in enumerate(clean_lines(text), start=1):
+    for number, line in lines:
         stripped = line.strip()
-        if number == 1 or not stripped:
-            continue
         if stripped.startswith("#"):
-            if stripped.startswith(prochead.TRUNCATED):
-                warnings.append(warning_at(source, number, stripped[2:].strip()))
-            else:
-                name = stripped.rsplit("/", 1)[-1]
-                protocol = name if name in _PROTOCOLS else ""
+            name = stripped.rsplit("/", 1)[-1]
+            protocol = name if name in _PROTOCOLS else ""
             continue
         if stripped.startswith(("sl ", "Num ")):
             continue  # the kernel's column headers

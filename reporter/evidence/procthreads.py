@@ -15,8 +15,8 @@ One tab-separated row per thread; `wchan` is empty for a running thread, `utime`
 from __future__ import annotations
 
 from reporter.evidence import prochead
-from reporter.evidence._text import clean_lines, excerpt, warning_at
-from reporter.model import Location, ParseResult, ParseWarning, ThreadState
+from reporter.evidence._text import excerpt, warning_at
+from reporter.model import Location, ParseResult, ThreadState
 
 SNIFF = prochead.sniffer("threads")
 
@@ -28,20 +28,11 @@ def looks_like(head: str) -> bool:
 
 def parse(text: str, *, source: str) -> ParseResult:
     """Every thread row of `text`; never raises on malformed input."""
-    head = prochead.read_head(text)
-    warnings: list[ParseWarning] = []
-    if head is None or head.kind != "threads":
-        return ParseResult(
-            warnings=(warning_at(source, 1, "no `# report-proc: threads pid=N` header"),)
-        )
+    head, rows, warnings = prochead.lines(text, source=source, kind="threads")
+    if head is None:
+        return ParseResult(warnings=tuple(warnings))
     states: list[ThreadState] = []
-    for number, line in enumerate(clean_lines(text), start=1):
-        if number == 1 or not line.strip():
-            continue
-        if line.startswith("#"):
-            if line.startswith(prochead.TRUNCATED):
-                warnings.append(warning_at(source, number, line[2:].strip()))
-            continue
+    for number, line in rows:
         parts = line.split("\t", 5)
         if len(parts) < 6 or not parts[0].isdigit() or len(parts[1]) != 1:
             warnings.append(warning_at(source, number, f"not a thread row: {excerpt(line)}"))

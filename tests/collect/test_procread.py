@@ -104,3 +104,22 @@ def test_a_passed_deadline_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(procread, "MAX_FDS", 1)
     fds = procread.read_waits(os.getpid(), snapshot=0)["fds"]
     assert "# truncated: 1 fds listed" in fds
+
+
+def test_socket_tables_are_read_once_per_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    real = procread._table
+
+    def counted(path: str, column: int, clock: procread._Clock) -> tuple[dict[int, str], str]:
+        calls.append(path)
+        return real(path, column, clock)
+
+    monkeypatch.setattr(procread, "_table", counted)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        cache: procread.NetCache = {}
+        first = procread.read_waits(os.getpid(), snapshot=0, cache=cache)["sockets"]
+        second = procread.read_waits(os.getpid(), snapshot=0, cache=cache)["sockets"]
+    assert len(calls) == 3  # tcp, tcp6, unix: once for both reads
+    assert first.split("\n", 1)[1] == second.split("\n", 1)[1]

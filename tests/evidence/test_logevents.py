@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reporter.evidence import logevents, logs
 from reporter.model import Location, LogEventKind
@@ -122,3 +124,36 @@ def test_signal_names() -> None:
     assert logevents.signal_name("KILL") == "SIGKILL"
     assert logevents.signal_name("Segmentation fault") == "SIGSEGV"
     assert logevents.signal_name("nonsense") == ""
+
+
+_WORDS = st.sampled_from(
+    [
+        "Timed out waiting ",
+        "ms",
+        "killed by signal: ",
+        "exited with code ",
+        "(pid ",
+        "pid=",
+        "code=killed, status=",
+        "/",
+        "failed (exitcode: ",
+        ") ",
+        "Out of memory: Killed process ",
+        "[Rank ",
+        "]",
+        "Timeout(ms)=",
+        "Watchdog caught collective operation timeout",
+        "9",
+        "-",
+        "99999999999999999999",
+        "KILL",
+        " ",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_WORDS, max_size=12).map("".join))
+def test_any_mix_of_the_markers_reads_without_raising(line: str) -> None:
+    event = logevents.read_line(line, at=None, source=SRC)
+    assert event is None or len(event.text) <= logevents.MAX_TEXT

@@ -11,6 +11,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reporter.evidence import procfamily, procfds, procsockets, procthreads
 from reporter.evidence.sniff import parse, sniff
@@ -138,3 +140,26 @@ def test_bad_rows_are_warnings_not_errors() -> None:
     sockets = procsockets.parse(SOCKETS.replace("0100007F:7531", "XYZ:7531"), source="s")
     assert len(sockets.socket_rows) == 5
     assert "not a socket row" in sockets.warnings[0].message
+
+
+_HEADS = [
+    "# report-proc: threads pid=1 snapshot=0 at=2026-12-07T12:00:00Z\n",
+    "# report-proc: fds pid=1\n",
+    "# report-proc: sockets pid=1 snapshot=3\n# /proc/1/net/tcp\n",
+    "# report-proc: sockets pid=1 snapshot=3\n# /proc/1/net/unix\n",
+    "# report-proc: family pid=1 snapshot=0 at=not-a-time\n",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(_HEADS), st.text(alphabet=st.characters(), max_size=400))
+def test_any_body_after_a_header_parses_without_raising(head: str, body: str) -> None:
+    text = head + body
+    kind = sniff(text)
+    assert kind in {
+        EvidenceKind.PROC_THREADS,
+        EvidenceKind.PROC_FDS,
+        EvidenceKind.PROC_SOCKETS,
+        EvidenceKind.PROC_FAMILY,
+    }
+    parse(kind, text, source="fuzz")
