@@ -304,7 +304,9 @@ def _fill(text: str, facts: Facts) -> str:
             wait_what=facts.waits.what,
             wait_who=facts.waits.who,
         )
-    return text.format(**values)
+    filled = text.format(**values)
+    # A placeholder may open the line (`{thread} waits ...`, "the main thread").
+    return filled[:1].upper() + filled[1:]
 
 
 def _wait_steps(rule: Rule, facts: Facts) -> tuple[tuple[str, str], ...]:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from reporter.analysis import moments
 from reporter.analysis.classify import FrameKind, frame_at
+from reporter.analysis.clues import main_thread
 from reporter.analysis.progress import snapshot_idle
 from reporter.analysis.result import RankProcess
 from reporter.analysis.stacks import StackTable
@@ -161,10 +162,17 @@ def tracks(process: RankProcess, table: StackTable) -> tuple[tuple[Track, ...], 
     """Every thread of `process` across its moments, and the number of moments."""
     groups = moments.group([d for d in process.snapshots if d.threads])
     keys: dict[str, str] = {}
+    last = groups[-1][0] if groups else None
+    shown = main_thread(last) if last is not None else None
     for group in groups:
         for dump in group:
             for thread in dump.threads:
-                keys.setdefault(moments.thread_key(thread), thread.name or thread.thread_id)
+                key = moments.thread_key(thread)
+                name = thread.name if thread.name and thread.name != "?" else ""
+                if not name:
+                    main = shown is not None and key == moments.thread_key(shown)
+                    name = "the main thread" if main else f"thread {thread.thread_id}"
+                keys.setdefault(key, name)
     out: list[Track] = []
     for key, name in keys.items():
         seen: list[ThreadStack] = []
@@ -208,6 +216,10 @@ def _at(track: Track, table: StackTable) -> str:
     facts = table.intern(thread.frames).facts
     if facts.idle_loop is not None:
         return frame_at(facts.idle_loop)
+    if facts.collective is not None or facts.wait is not None:
+        # The frame rules know the call: `barrier at f (x.py:9)`.
+        site = f", called at {facts.site_text}" if facts.site is not None else ""
+        return f"{facts.collective or facts.wait}{site}"
     own = next((i for i, f in enumerate(frames) if _own(f, table)), None)
     if own is None:
         return frame_at(frames[0]) if frames else "native code"
@@ -408,7 +420,12 @@ def reading(ctx: GraphContext) -> ProcessReading | None:
     found, count = tracks(process, table)
     if not found:
         return None
-    main = next((t for t in found if t.name == "MainThread"), found[0])
+    last = next((d for d in reversed(process.snapshots) if d.threads), None)
+    shown = main_thread(last) if last is not None else None
+    main = next(
+        (t for t in found if shown is not None and t.key == moments.thread_key(shown)),
+        next((t for t in found if t.name == "MainThread"), found[0]),
+    )
     base = {"who": who, "pid": ident.pid, "moments": count}
     basis = plural(count, "snapshot")
     if count < 2:
@@ -423,6 +440,8 @@ def reading(ctx: GraphContext) -> ProcessReading | None:
             notes=(
                 "one snapshot cannot tell stuck from slow: capture two or three dumps a few "
                 "seconds apart",
+                "no decisive pattern: one moment of one process shows where it is, not "
+                "whether it moves",
             ),
             signature_lines=_sig("one-moment", main, table),
             **base,  # type: ignore[arg-type]
