@@ -443,6 +443,50 @@ _SOCKET_READS = (
 _HTTP_FILES = ("http/client.py", "urllib/request.py", "urllib3/", "requests/")
 
 
+_READ_TO_END = (("Popen._communicate", "subprocess.py"),)
+"""Calls that read a child's output pipes until they end (then reap the child)."""
+
+
+def _read_to_end(
+    bundle: Bundle, known: dict[tuple[str, int], Proc], proc: Proc, frames: Sequence[Frame]
+) -> Iterator[Node | Edge]:
+    """A parent reading its child's output to the end waits for every process holding the
+    write end: after the child exits, a process it started can keep the pipe open."""
+    kids = children(bundle, known, proc)
+    for pid, letter, comm, src in kids:
+        node = other_node(
+            bundle, known, proc.host, pid, state_letter=letter, comm=comm, family_source=src
+        )
+        if node is not None:
+            yield node
+    dead = [str(k[0]) for k in kids if k[1] in _DEAD_STATES]
+    for entry in latest(bundle.fd_entries, proc.host, proc.pid):
+        if entry.kind is not FdKind.PIPE or entry.inode is None or entry.mode != "r":
+            continue
+        if _pipe_ends(bundle, proc.host, entry.inode, "r", proc.pid):
+            continue  # shared read end: whom it waits for cannot be told
+        writers = _pipe_ends(bundle, proc.host, entry.inode, "w", proc.pid)
+        pids = sorted({w.pid for w in writers})
+        if not pids:
+            continue
+        exited = f"its child PID {', '.join(dead)} exited (zombie) and " if dead else ""
+        yield Edge(
+            waiters=(proc.key,),
+            waited=tuple(key_of(known, proc.host, pid) for pid in pids),
+            kind=EdgeKind.PIPE,
+            what=f"reads pipe:[{entry.inode}] (fd {entry.fd}) to its end; {exited}the write "
+            f"end is held by PID {', '.join(map(str, pids))}",
+            at=where(caller(frames)),
+            waited_at=_places(known, proc.host, pids),
+            evidence=(
+                cite(proc.dump),
+                f"{entry.source.path}:{entry.source.line}",
+                *(f"{w.source.path}:{w.source.line}" for w in writers),
+            ),
+        )
+        return
+
+
 def _pipe_ends(bundle: Bundle, host: str, inode: int, mode: str, not_pid: int) -> list[FdEntry]:
     """The latest fd entries of other processes holding pipe `inode` open with `mode`."""
     pids = {
@@ -463,6 +507,9 @@ def pipes(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
     """Pipe writers blocked on a full pipe wait for its readers (and readers for writers);
     socket readers wait for the peer of their connection."""
     known = procs(ctx)
+    for proc, frames, _ in _main_threads(bundle, known):
+        if match_wait(frames, _READ_TO_END) is not None:
+            yield from _read_to_end(bundle, known, proc, frames)
     for proc in known.values():
         for thread in proc.dump.threads:
             kstate = state_of_thread(bundle, proc.host, proc.pid, thread)

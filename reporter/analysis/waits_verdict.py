@@ -42,6 +42,7 @@ class WaitRule:
     with_kind: frozenset[str] = frozenset()
     ended: bool | None = None
     peer: bool | None = None
+    what_prefix: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,6 +79,7 @@ def compile_rules(data: Mapping[str, Any]) -> tuple[WaitRule, ...]:
                 with_kind=frozenset(row.get("with_kind", ())),
                 ended=row.get("ended"),
                 peer=row.get("peer"),
+                what_prefix=tuple(row.get("what_prefix", ())),
             )
         )
     return tuple(out)
@@ -110,6 +112,8 @@ def _fits(rule: WaitRule, graph: Graph, edge: Edge, cycles: Sequence[frozenset[s
     if rule.ended is not None and _ended(graph, edge) != rule.ended:
         return False
     if rule.peer is not None and bool(edge.waited) != rule.peer:
+        return False
+    if rule.what_prefix and not edge.what.startswith(rule.what_prefix):
         return False
     if rule.cycle is not None:
         cycle = _cycle_of(edge, cycles)

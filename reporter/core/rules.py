@@ -233,6 +233,7 @@ SHAPES: dict[str, Shape] = {
                 "with_kind": Key(Strings),
                 "ended": Key(bool),
                 "peer": Key(bool),
+                "what_prefix": Key(Strings),
             }
         ),
     },

@@ -268,6 +268,24 @@ def test_child_stuck(drop: tuple[str, ...], tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("drop", VARIANTS)
+def test_child_exited_pipe_held(drop: tuple[str, ...], tmp_path: Path) -> None:
+    analysis = _read(_without(BUNDLES / "child_exited_pipe_held", tmp_path, drop))
+    assert analysis.verdict is Verdict.CHILD_WAIT
+    assert analysis.rule == "waits-child"
+    assert re.fullmatch(
+        r"PID \d+ waits for its child's output to end, but PID \d+ holds the pipe open",
+        analysis.headline,
+    )
+    assert "exited (zombie)" in analysis.who_waits
+    assert "metrics_agent (child_exited_pipe_held.py:" in analysis.who_waits
+    graph = analysis.graph
+    assert isinstance(graph, Graph)
+    assert any(n.state is NodeState.ZOMBIE for n in graph.nodes.values())
+    assert ("pipe", "pipes") in _edges(analysis)
+    assert "DEVNULL" in analysis.rule_steps[1][0]
+
+
+@pytest.mark.parametrize("drop", VARIANTS)
 def test_fork_lock(drop: tuple[str, ...], tmp_path: Path) -> None:
     analysis = _read(_without(BUNDLES / "fork_lock", tmp_path, drop))
     assert analysis.verdict is Verdict.FORK_LOCK
