@@ -29,7 +29,7 @@ analysis, and the source of the frames when given. Pure: no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -86,8 +86,32 @@ class Proc:
     seen: int
 
 
+# One-entry memos: every producer asks the same questions of the same analysis and bundle;
+# answering them once keeps the graph linear in the bundle (4,096 ranks: see the tests).
+_MEMO: dict[str, tuple[object, object]] = {}
+
+
+T = TypeVar("T")
+
+
+def _memo(name: str, of: object, build: Callable[[], T]) -> T:
+    """`build()`, kept while `of` (the object it was built from) is the one asked about."""
+    hit = _MEMO.get(name)
+    if hit is not None and hit[0] is of:
+        return hit[1]  # type: ignore[return-value]
+    value = build()
+    if len(_MEMO) > 32:
+        _MEMO.clear()  # objects of earlier analyses: nothing asks about them any more
+    _MEMO[name] = (of, value)
+    return value
+
+
 def procs(ctx: GraphContext) -> dict[tuple[str, int], Proc]:
     """Every process with stacks and a PID, by (host, PID)."""
+    return _memo("procs", ctx.analysis, lambda: _procs(ctx))
+
+
+def _procs(ctx: GraphContext) -> dict[tuple[str, int], Proc]:
     out: dict[tuple[str, int], Proc] = {}
     for process in (*ctx.analysis.processes, *ctx.analysis.others):
         pid = process.identity.pid
@@ -123,13 +147,37 @@ def _order(
 R = TypeVar("R", ThreadState, FdEntry, SocketRow, ProcessRelation, ProcState)
 
 
-def latest(records: Iterable[R], host: str, pid: int) -> tuple[R, ...]:
+def latest(records: tuple[R, ...], host: str, pid: int) -> tuple[R, ...]:
     """The records of (host, pid) from its latest round only (never the first copy)."""
-    mine = [r for r in records if r.pid == pid and r.host == host]
-    if not mine:
+    if not records:
         return ()
-    last = max(_order(r) for r in mine)
-    return tuple(r for r in mine if _order(r) == last)
+    groups: dict[tuple[str, int | None], tuple[R, ...]] = _memo(
+        f"latest:{id(records)}", records, lambda: _latest_groups(records)
+    )
+    return groups.get((host, pid), ())
+
+
+def _latest_groups(records: tuple[R, ...]) -> dict[tuple[str, int | None], tuple[R, ...]]:
+    mine: dict[tuple[str, int | None], list[R]] = {}
+    for record in records:
+        mine.setdefault((record.host, record.pid), []).append(record)
+    out: dict[tuple[str, int | None], tuple[R, ...]] = {}
+    for key, group in mine.items():
+        last = max(_order(r) for r in group)
+        out[key] = tuple(r for r in group if _order(r) == last)
+    return out
+
+
+def _by_parent(
+    bundle: Bundle, known: dict[tuple[str, int], Proc]
+) -> dict[tuple[str, int], list[int]]:
+    """(host, PPid) -> the captured processes whose parent that is."""
+    out: dict[tuple[str, int], list[int]] = {}
+    for (host, pid), proc in known.items():
+        for ppid in {parent_of(bundle, host, pid), proc.dump.parent_pid}:
+            if ppid is not None:
+                out.setdefault((host, ppid), []).append(pid)
+    return out
 
 
 def family_of(bundle: Bundle, host: str, pid: int) -> ProcessRelation | None:
@@ -161,6 +209,8 @@ def cite(dump: ProcessDump) -> str:
 
 def python_frames(thread: ThreadStack) -> tuple[Frame, ...]:
     """The Python frames of a thread, innermost first (native frames dropped)."""
+    if not any(f.native for f in thread.frames):
+        return thread.frames
     return tuple(f for f in thread.frames if not f.native)
 
 
@@ -186,11 +236,25 @@ def match_wait(
     frames: Sequence[Frame], table: Sequence[tuple[str, str]], depth: int = _DEPTH
 ) -> Frame | None:
     """The first of the innermost `depth` frames whose (function, file suffix) is in `table`."""
+    files = _TABLES.get(id(table))
+    if files is None:
+        # The tables are module constants: their ids stay theirs.
+        files = _TABLES[id(table)] = _by_function(table)
     for frame in frames[:depth]:
-        for function, file in table:
-            if frame.function == function and (not file or frame.file.endswith(file)):
-                return frame
+        suffixes = files.get(frame.function)
+        if suffixes is not None and any(not s or frame.file.endswith(s) for s in suffixes):
+            return frame
     return None
+
+
+_TABLES: dict[int, dict[str, tuple[str, ...]]] = {}
+
+
+def _by_function(table: Sequence[tuple[str, str]]) -> dict[str, tuple[str, ...]]:
+    out: dict[str, tuple[str, ...]] = {}
+    for function, file in table:
+        out[function] = (*out.get(function, ()), file)
+    return out
 
 
 def thread_states_of(bundle: Bundle, host: str, pid: int) -> dict[int, ThreadState]:
@@ -307,13 +371,12 @@ def children(
     if family is not None and family.children:
         src = f"{family.source.path}:{family.source.line}"
         return [(c.pid, c.state, c.comm, src) for c in family.children]
-    out = []
-    for (host, pid), proc in known.items():
-        if host != parent.host or pid == parent.pid:
-            continue
-        if parent.pid in (parent_of(bundle, host, pid), proc.dump.parent_pid):
-            out.append((pid, "", "", cite(proc.dump)))
-    return out
+    by_parent = _memo("by_parent", known, lambda: _by_parent(bundle, known))
+    return [
+        (pid, "", "", cite(known[(parent.host, pid)].dump))
+        for pid in sorted(by_parent.get((parent.host, parent.pid), ()))
+        if pid != parent.pid
+    ]
 
 
 def _pick_children(
@@ -363,13 +426,21 @@ def child_wait(frames: Sequence[Frame], kstate: ThreadState | None) -> Frame | N
 
 def _main_threads(
     bundle: Bundle, known: dict[tuple[str, int], Proc]
-) -> Iterator[tuple[Proc, tuple[Frame, ...], ThreadState | None]]:
+) -> list[tuple[Proc, tuple[Frame, ...], ThreadState | None]]:
     """Each process's latest main thread: its Python frames and its kernel state."""
+    return _memo("mains", known, lambda: _mains(bundle, known))
+
+
+def _mains(
+    bundle: Bundle, known: dict[tuple[str, int], Proc]
+) -> list[tuple[Proc, tuple[Frame, ...], ThreadState | None]]:
+    out = []
     for proc in known.values():
         thread = main_thread(proc.dump)
         if thread is not None:
             frames = python_frames(thread)
-            yield proc, frames, state_of_thread(bundle, proc.host, proc.pid, thread)
+            out.append((proc, frames, state_of_thread(bundle, proc.host, proc.pid, thread)))
+    return out
 
 
 @producer("child-process")
@@ -487,11 +558,20 @@ def _read_to_end(
         return
 
 
+def _pipe_holders(entries: tuple[FdEntry, ...]) -> dict[tuple[str, int], set[int]]:
+    out: dict[tuple[str, int], set[int]] = {}
+    for entry in entries:
+        if entry.inode is not None:
+            out.setdefault((entry.host, entry.inode), set()).add(entry.pid)
+    return out
+
+
 def _pipe_ends(bundle: Bundle, host: str, inode: int, mode: str, not_pid: int) -> list[FdEntry]:
     """The latest fd entries of other processes holding pipe `inode` open with `mode`."""
-    pids = {
-        e.pid for e in bundle.fd_entries if e.host == host and e.inode == inode and e.pid != not_pid
-    }
+    holders: dict[tuple[str, int], set[int]] = _memo(
+        "pipe_holders", bundle.fd_entries, lambda: _pipe_holders(bundle.fd_entries)
+    )
+    pids = holders.get((host, inode), set()) - {not_pid}
     out: list[FdEntry] = []
     for pid in sorted(pids):
         out.extend(
@@ -506,6 +586,8 @@ def _pipe_ends(bundle: Bundle, host: str, inode: int, mode: str, not_pid: int) -
 def pipes(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
     """Pipe writers blocked on a full pipe wait for its readers (and readers for writers);
     socket readers wait for the peer of their connection."""
+    if not bundle.fd_entries and not bundle.socket_rows:
+        return  # every edge here rests on the fd tables or the socket rows
     known = procs(ctx)
     for proc, frames, _ in _main_threads(bundle, known):
         if match_wait(frames, _READ_TO_END) is not None:
@@ -622,14 +704,12 @@ def _socket_edge(
     waited: list[str] = []
     places: list[str] = []
     for row in rows:
-        peer = next(
-            (
-                r
-                for r in bundle.socket_rows
-                if r.host == proc.host and r.local == row.remote and r.remote == row.local
-            ),
-            None,
+        ends: dict[tuple[str, str, str], SocketRow] = _memo(
+            "socket_ends",
+            bundle.socket_rows,
+            lambda: {(r.host, r.local, r.remote): r for r in bundle.socket_rows},
         )
+        peer = ends.get((proc.host, row.remote, row.local))
         if peer is not None:
             waited.append(key_of(known, proc.host, peer.pid))
             places.append(_places(known, proc.host, [peer.pid]))
@@ -857,14 +937,15 @@ def fork_lock(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
     for child in known.values():
         for thread in child.dump.threads:
             frames = python_frames(thread)
-            if not frames or not _same_stack(child, thread):
+            if not frames:
                 continue
-            fork = _forked(ctx, frames)
-            if fork is None:
-                continue
+            # The cheap tests first: a lock wait, then a forked stack, then no motion.
             lock = lock_taken_at(ctx, frames[0])
             native = any(f.native and f.function in _NATIVE_LOCK for f in thread.frames)
             if lock is None and not native:
+                continue
+            fork = _forked(ctx, frames)
+            if fork is None or not _same_stack(child, thread):
                 continue
             name = lock or "a lock"
             # Held by a thread of the child? Then it is an ordinary lock wait, not this.

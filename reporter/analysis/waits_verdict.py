@@ -14,7 +14,7 @@ this module reads them on their own until then. Pure: the rules file is data.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -102,6 +102,28 @@ def _ended(graph: Graph, edge: Edge) -> bool:
     )
 
 
+class _Cycles(Sequence[frozenset[str]]):
+    """The graph's cycles, found on first use (most graphs never need them)."""
+
+    def __init__(self, graph: Graph) -> None:
+        self._graph = graph
+        self._found: list[frozenset[str]] | None = None
+
+    def _all(self) -> list[frozenset[str]]:
+        if self._found is None:
+            self._found = [frozenset(c) for c in self._graph.cycles()]
+        return self._found
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __getitem__(self, index: int) -> frozenset[str]:  # type: ignore[override]
+        return self._all()[index]
+
+    def __iter__(self) -> Iterator[frozenset[str]]:
+        return iter(self._all())
+
+
 def _fits(rule: WaitRule, graph: Graph, edge: Edge, cycles: Sequence[frozenset[str]]) -> bool:
     if rule.kinds and edge.kind.value not in rule.kinds:
         return False
@@ -137,11 +159,11 @@ def _cycle_of(edge: Edge, cycles: Sequence[frozenset[str]]) -> frozenset[str] | 
 def read(graph: Graph, rules: Sequence[WaitRule] | None = None) -> WaitReading | None:
     """The first rule that fits an edge of `graph`, with its text filled, or None."""
     rules = packaged_rules() if rules is None else rules
-    cycles = [frozenset(c) for c in graph.cycles()]
+    cycles = _Cycles(graph)
     for rule in rules:
         for edge in graph.edges:
             if _fits(rule, graph, edge, cycles):
-                cycle = _cycle_of(edge, cycles)
+                cycle = _cycle_of(edge, cycles) if rule.cycle else None
                 on = tuple(e for e in graph.edges if cycle is not None and _on(e, cycle))
                 values = _values(graph, edge, on)
                 return WaitReading(
