@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from typing import TypeVar
 
 from reporter.analysis.clues import main_thread
-from reporter.analysis.graphproducers import process_node
+from reporter.analysis.graphproducers import unit_key
 from reporter.analysis.result import RankProcess
 from reporter.analysis.waitgraph import (
     Edge,
@@ -117,11 +117,17 @@ def _procs(ctx: GraphContext) -> dict[tuple[str, int], Proc]:
         pid = process.identity.pid
         if pid is None or not process.snapshots:
             continue
-        node = process_node(ctx, process)
+        ident = process.identity
+        # The key `process_node` gives, without building the node.
+        key = (
+            unit_key(ctx, ident.instance, process.unit)
+            if process.unit is not None
+            else process_key(ident.host, pid)
+        )
         out[(process.identity.host, pid)] = Proc(
             host=process.identity.host,
             pid=pid,
-            key=node.key,
+            key=key,
             process=process,
             dump=process.snapshots[-1],
             seen=len(process.snapshots),
