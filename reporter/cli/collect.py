@@ -106,6 +106,14 @@ def collect_cmd(
             "since the service started (skipped where there is no journald).",
         ),
     ] = True,
+    kernel_log: Annotated[
+        bool,
+        typer.Option(
+            "--kernel-log/--no-kernel-log",
+            help="Keep the kernel's log (dmesg) since the earliest target started: OOM kills, "
+            "hung tasks, storage errors.",
+        ),
+    ] = True,
     raw_env: Annotated[
         bool,
         typer.Option("--raw-env", help="Keep secrets in environments, command lines and locals."),
@@ -291,6 +299,7 @@ def collect_cmd(
         log_lines=log_lines,
         log_bytes=size(log_size, "--log-size"),
         journal=journal,
+        kernel_log=kernel_log,
     )
     with console.progress_bars() as (line, tick):
         summary = app.collect(made, progress=line, tick=tick)

@@ -281,7 +281,7 @@ class ProcessSteps(SessionState):
                         "could not be read (the process ended, or no permission)",
                     )
                     continue
-                kind, says = _WAIT_FILES[what]
+                kind, says = plan.WAIT_FILES[what]
                 self.keep(
                     plan.proc_path(pid, k, what),
                     text,
@@ -452,15 +452,6 @@ class ProcessSteps(SessionState):
             return
         self.keep(plan.env_path(pids[0], name), ran.text, EvidenceKind(kind), f"{ran.note} ({who})")
         self.say(f"environment script: python -m {module} ({who})")
-
-
-# Each per-round /proc read: its evidence kind and what the manifest says it holds.
-_WAIT_FILES: dict[str, tuple[EvidenceKind, str]] = {
-    "threads": (EvidenceKind.PROC_THREADS, "each thread's state and wchan (/proc/{pid}/task/*)"),
-    "fds": (EvidenceKind.PROC_FDS, "the fd table as link targets (/proc/{pid}/fd)"),
-    "sockets": (EvidenceKind.PROC_SOCKETS, "socket rows (/proc/{pid}/net/tcp, tcp6, unix)"),
-    "family": (EvidenceKind.PROC_FAMILY, "parent, children and start time"),
-}
 
 
 def _title_only(proc: procfs.ProcessInfo) -> bool:

@@ -10,6 +10,10 @@ and for each `--unit`, `journalctl -u UNIT --since <service start> -n LINES` is 
 bounded by `--timeout` and the size cap. Where there is no `journalctl` or no journald
 running (a container, this lab), the journal is skipped with the reason, and the rest of
 the capture goes on.
+
+With process targets, the kernel's log since the earliest target started (`dmesg
+--time-format iso`, the same caps) is kept too: the OOM killer, hung-task warnings ("task
+python3:4711 blocked for more than 120 seconds") and storage or driver errors are there.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import re
 import stat
 import threading
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from reporter.collect.runner import run_bounded
@@ -128,6 +132,67 @@ def unit_of(pid: int, *, proc: str = "/proc") -> str | None:
             if _SERVICE_RE.match(part):
                 return part
     return None
+
+
+_KERNEL_STAMP_RE = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})")
+
+
+def kernel_log(
+    *,
+    since: datetime | None,
+    dmesg: str | None,
+    max_lines: int,
+    max_bytes: int,
+    timeout: float,
+    stop: threading.Event | None,
+) -> Tail:
+    """The kernel's ring buffer since `since` (`dmesg --time-format iso`): where the OOM
+    killer, hung-task warnings and driver or filesystem errors are; or why not."""
+    if dmesg is None:
+        return Tail(error="dmesg is not installed here")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"}
+    done = run_bounded(
+        [dmesg, "--time-format", "iso"], timeout=timeout, stop=stop, env=env, max_output=1 << 26
+    )
+    if done.launch_error:
+        return Tail(error=f"dmesg could not start: {done.launch_error}")
+    if done.returncode != 0 and not done.stdout:
+        first = next((x for x in done.stderr.splitlines() if x.strip()), "no output")
+        return Tail(error=f"dmesg: {first} (kernel.dmesg_restrict, or no CAP_SYSLOG)")
+    lines = done.stdout.splitlines(keepends=True)
+    if since is not None:
+        floor = since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        # ISO stamps in UTC compare as text; a line without one belongs to the one above.
+        kept: list[str] = []
+        keep = False
+        for line in lines:
+            match = _KERNEL_STAMP_RE.match(line)
+            if match:
+                keep = _utc_text(line, match.group(1)) >= floor
+            if keep:
+                kept.append(line)
+        lines = kept
+    cut = ""
+    if len(lines) > max_lines:
+        cut = f"last {max_lines} lines of {len(lines)}"
+        lines = lines[-max_lines:]
+    text = "".join(lines)
+    if len(text.encode()) > max_bytes:
+        text = text.encode()[-max_bytes:].decode("utf-8", errors="replace").split("\n", 1)[-1]
+        cut = f"last {_mib(max_bytes)}"
+    return Tail(text=text, lines=text.count("\n"), size=len(text), cut=cut)
+
+
+def _utc_text(line: str, stamp: str) -> str:
+    """A dmesg ISO stamp as UTC text (dmesg writes local time with its offset)."""
+    rest = line[len(stamp) :]
+    match = re.match(r"[,.]\d+([+-]\d{2}):?(\d{2})", rest)
+    if match is None:
+        return stamp
+    sign = 1 if match.group(1)[0] == "+" else -1
+    offset = timedelta(hours=int(match.group(1)[1:]), minutes=int(match.group(2))) * sign
+    moment = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S") - offset
+    return moment.strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def journald_running() -> bool:

@@ -24,6 +24,7 @@ Bundle layout written by the session::
     proc/pid4711-s0.family          PPid, children (zombies too), start time, uid
     logs/<name>.log                 the tail of each --log file
     logs/journal-<unit>.log         the journal of the targets' systemd unit since it started
+    logs/kernel.log                 dmesg since the earliest target started (OOM kills, hung tasks)
     env/pid4711.cmdline             /proc/4711/cmdline (secret option values redacted)
     env/pid4711.environ             /proc/4711/environ (secret values redacted)
     env/pid4711.packages.txt        the target interpreter's packages (name==version)
@@ -44,6 +45,7 @@ from urllib.parse import urlsplit
 from reporter.collect.httpread import Limits
 from reporter.collect.procfs import ProcessInfo
 from reporter.core.errors import UsageError
+from reporter.model import EvidenceKind
 
 DEFAULT_SNAPSHOTS = 3
 DEFAULT_INTERVAL = 1.0
@@ -109,6 +111,8 @@ class CollectRequest:
     """The most bytes kept of each log and journal."""
     journal: bool = True
     """Keep the journal of the targets' systemd services (and of each `--unit`)."""
+    kernel_log: bool = True
+    """Keep the kernel's log since the earliest target started (OOM kills, hung tasks)."""
 
     @property
     def limits(self) -> Limits:
@@ -392,6 +396,17 @@ def proc_path(pid: int, snapshot: int, what: str) -> str:
     return f"proc/pid{pid}-s{snapshot}.{what}"
 
 
+# Each per-round /proc read of `procread.read_waits` (by the name it returns it under): its
+# evidence kind and what the manifest says it holds. Local and remote captures file them
+# alike: `proc_path(pid, k, name)` (under `hosts/<host>/` for a remote one).
+WAIT_FILES: dict[str, tuple[EvidenceKind, str]] = {
+    "threads": (EvidenceKind.PROC_THREADS, "each thread's state and wchan (/proc/{pid}/task/*)"),
+    "fds": (EvidenceKind.PROC_FDS, "the fd table as link targets (/proc/{pid}/fd)"),
+    "sockets": (EvidenceKind.PROC_SOCKETS, "socket rows (/proc/{pid}/net/tcp, tcp6, unix)"),
+    "family": (EvidenceKind.PROC_FAMILY, "parent, children and start time"),
+}
+
+
 def nonblocking_path(pid: int, snapshot: int) -> str:
     """Bundle path of the `--nonblocking` dump taken when the blocking one of `snapshot` failed."""
     return f"pyspy/pid{pid}-s{snapshot}-nonblocking.txt"
@@ -434,6 +449,7 @@ def journal_path(unit: str) -> str:
 
 
 SCRAPES_PATH = "metrics/scrapes.prom"
+KERNEL_LOG_PATH = "logs/kernel.log"
 
 
 def framework(titles: Iterable[str]) -> str:

@@ -72,7 +72,38 @@ class ServiceSteps(SessionState):
             self.say(f"log {path}: {plural(got.lines, 'line')}{cut}")
         if request.journal:
             self.journals()
+        if request.kernel_log and self.targets:
+            self.kernel_log()
         self.w.save()
+
+    def kernel_log(self) -> None:
+        request = self.request
+        btime = procread.boot_time()
+        ticks = [procread.start_ticks(t.process.pid) for t in self.targets]
+        known = [t for t in ticks if t is not None]
+        since = procread.started(min(known), btime) if known and btime is not None else None
+        got = logtail.kernel_log(
+            since=since,
+            dmesg=envcap.find_program("dmesg"),
+            max_lines=request.log_lines,
+            max_bytes=request.log_bytes,
+            timeout=request.timeout,
+            stop=self.stop,
+        )
+        if got.error:
+            self.note_skip("the kernel's log (dmesg)", got.error)
+            self.say(f"kernel log: skipped: {got.error}")
+            return
+        cut = f" ({got.cut})" if got.cut else ""
+        when = f" since {iso(since)} (the earliest target's start)" if since is not None else ""
+        self.keep(
+            plan.KERNEL_LOG_PATH,
+            got.text,
+            EvidenceKind.LOG,
+            f"dmesg --time-format iso{when}: {plural(got.lines, 'line')}{cut}",
+            stamped=False,
+        )
+        self.say(f"kernel log: {plural(got.lines, 'line')}{cut}")
 
     def journals(self) -> None:
         request = self.request

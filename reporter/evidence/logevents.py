@@ -8,6 +8,7 @@ Read from every line of a log or journal (dated or not), whatever its prefix:
 * watchdog aborts: `... we are taking the entire process down`, `Watchdog thread
   terminated with exception`, `Heartbeat monitor timed out`;
 * the OOM killer: `Out of memory: Killed process 4711 (python3) ...` (and the cgroup form);
+* the kernel's hung-task warning: `INFO: task python3:4711 blocked for more than 120 seconds.`;
 * signals: `DataLoader worker (pid 4711) is killed by signal: Killed.`, systemd's
   `Main process exited, code=killed, status=9/KILL`, torch elastic's `failed (exitcode:
   -9) local_rank: 0 (pid: 4711)`, `process 1 terminated with signal SIGKILL`;
@@ -34,7 +35,7 @@ MAX_TEXT = 300
 # One cheap test per line before the patterns below.
 _QUICK_RE = re.compile(
     r"timed out|timeout|watchdog|out of memory|killed|signal|exit|childfailederror|"
-    r"process down|heartbeat",
+    r"process down|heartbeat|blocked for more than",
     re.IGNORECASE,
 )
 _GLOO_RE = re.compile(r"Timed out waiting (\d+)\s*ms")
@@ -47,6 +48,7 @@ _ABORT_RE = re.compile(
     r"watchdog got stuck",
     re.IGNORECASE,
 )
+_HUNG_RE = re.compile(r"task \S+:(\d+) blocked for more than (\d+) seconds")
 _OOM_RE = re.compile(
     r"(?:Out of memory|Memory cgroup out of memory): Kill(?:ed)? process (\d+) \(([^)]*)\)"
 )
@@ -138,6 +140,15 @@ def read_line(line: str, *, at: datetime | None, source: Location) -> LogEvent |
             source=source,
             pid=int(match.group(1)),
             signal="SIGKILL",
+        )
+    if match := _HUNG_RE.search(line):
+        return _event(
+            LogEventKind.HUNG_TASK,
+            line,
+            at=at,
+            source=source,
+            pid=int(match.group(1)),
+            timeout_ms=int(match.group(2)) * 1000,
         )
     if match := _NCCL_RE.search(line):
         limit = int(match.group(1)) if match.group(1) else None

@@ -162,6 +162,9 @@ class LogEventKind(StrEnum):
     torch elastic's `exitcode: -9`."""
     EXIT = "exit"
     """A process exited with a code: `exited with code 1`, `code=exited, status=1`."""
+    HUNG_TASK = "hung-task"
+    """The kernel's hung-task warning: `task python3:4711 blocked for more than 120
+    seconds` (a task in State D that long: storage, FUSE, NFS, a driver)."""
     ELASTIC = "elastic"
     """torch elastic's failure report (`ChildFailedError`, `failed (exitcode: 1)`) where
     it gives neither a signal nor a code on that line."""

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 import tomllib
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from reporter.collect import logtail, plan
 from reporter.collect.manifest import CollectStatus
 from reporter.collect.plan import CollectRequest
 from reporter.collect.session import collect
+from reporter.evidence import logs
 from reporter.load.bundle import load
 from reporter.model import EvidenceKind, FdKind
 
@@ -118,6 +120,7 @@ def test_a_collection_keeps_the_proc_rounds_and_the_log(tmp_path: Path) -> None:
                 interval=0.2,
                 pyspy=str(tmp_path / "no-py-spy"),
                 logs=(str(log),),
+                kernel_log=False,
             ),
             progress=lambda _line: None,
             stop=threading.Event(),
@@ -149,3 +152,37 @@ def test_a_collection_keeps_the_proc_rounds_and_the_log(tmp_path: Path) -> None:
     (event,) = bundle.log_events
     assert (event.pid, event.exit_code) == (4242, 3)
     assert EvidenceKind.PROC_FAMILY in {f.kind for f in bundle.files}
+
+
+FAKE_DMESG = """#!/bin/sh
+cat <<'END'
+2026-12-07T12:00:00,000001+00:00 EXT4-fs (vda): mounted filesystem
+2026-12-07T13:30:00,000001+01:00 before the target started (12:30 UTC)
+2026-12-07T12:40:00,000001+00:00 Out of memory: Killed process 4711 (python3) total-vm:1kB
+ a continuation line
+2026-12-07T12:41:00,000001+00:00 INFO: task python3:4712 blocked for more than 120 seconds.
+END
+"""
+
+
+def test_kernel_log_since_the_targets_started(tmp_path: Path) -> None:
+    dmesg = tmp_path / "dmesg"
+    dmesg.write_text(FAKE_DMESG)
+    dmesg.chmod(0o755)
+    since = datetime(2026, 12, 7, 12, 35, tzinfo=UTC)
+    got = logtail.kernel_log(
+        since=since, dmesg=str(dmesg), max_lines=100, max_bytes=1 << 20, timeout=10, stop=None
+    )
+    assert got.error == ""
+    assert got.text.splitlines() == FAKE_DMESG.splitlines()[4:7]
+    events = logs.parse(got.text, source="kernel.log").log_events
+    assert [(e.kind.value, e.pid) for e in events] == [("oom-kill", 4711), ("hung-task", 4712)]
+    refused = tmp_path / "refused"
+    refused.write_text(
+        "#!/bin/sh\necho 'dmesg: read kernel buffer failed: Operation not permitted' >&2\nexit 1\n"
+    )
+    refused.chmod(0o755)
+    no = logtail.kernel_log(
+        since=since, dmesg=str(refused), max_lines=100, max_bytes=1 << 20, timeout=10, stop=None
+    )
+    assert "Operation not permitted" in no.error

@@ -114,6 +114,12 @@ def test_descendants_and_ancestors() -> None:
         ({"prometheus": "http://prom:9090"}, "needs at least one --query"),
         ({"pids": (1,), "queries": ("up",)}, "--query needs --prometheus"),
         ({"units": ("x",), "wedge_window": 0.0}, "--wedge-window"),
+        ({"logs": ("a.log",), "log_lines": 0}, "--log-lines"),
+        ({"logs": ("a.log",), "log_bytes": 10}, "--log-size"),
+        (
+            {"logs": ("a.log",), "remote": plan.RemoteRequest(hosts=("node-a",))},
+            "--log reads files on this host",
+        ),
     ],
 )
 def test_validate_refuses(options: dict[str, object], message: str) -> None:
@@ -127,6 +133,7 @@ def test_validate_accepts_each_kind_of_work() -> None:
         {"metrics_url": "https://h:8443/metrics"},
         {"prometheus": "http://prom:9090", "queries": ("up",)},
         {"units": ("sglang.service",)},
+        {"logs": ("/var/log/sglang/*.log",)},
     ):
         plan.validate(CollectRequest(out=Path("b"), **options))
 
@@ -165,6 +172,8 @@ def test_names() -> None:
     )
     assert plan.unit_path("sglang@0.service") == "systemd/sglang-0-service.txt"
     assert plan.slug("***") == "query"
+    assert plan.proc_path(4711, 2, "fds") == "proc/pid4711-s2.fds"
+    assert plan.journal_path("sglang@0.service") == "logs/journal-sglang-0-service.log"
 
 
 @pytest.mark.parametrize(

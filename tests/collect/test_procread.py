@@ -123,3 +123,9 @@ def test_socket_tables_are_read_once_per_namespace(monkeypatch: pytest.MonkeyPat
         second = procread.read_waits(os.getpid(), snapshot=0, cache=cache)["sockets"]
     assert len(calls) == 3  # tcp, tcp6, unix: once for both reads
     assert first.split("\n", 1)[1] == second.split("\n", 1)[1]
+
+
+def test_every_read_has_its_evidence_kind() -> None:
+    from reporter.collect import plan
+
+    assert set(plan.WAIT_FILES) == set(procread.KINDS)

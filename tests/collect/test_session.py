@@ -80,7 +80,13 @@ def test_environment_without_pyspy(tmp_path: Path) -> None:
         time.sleep(0.3)
         out = tmp_path / "b"
         summary = collect(
-            CollectRequest(out=out, pids=(child.pid,), snapshots=1, pyspy="/nonexistent/py-spy"),
+            CollectRequest(
+                out=out,
+                pids=(child.pid,),
+                snapshots=1,
+                pyspy="/nonexistent/py-spy",
+                kernel_log=False,
+            ),
             progress=lambda _line: None,
             stop=threading.Event(),
         )

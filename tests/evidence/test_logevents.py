@@ -73,6 +73,11 @@ SRC = Location(path="x.log", line=1)
             (LogEventKind.EXIT, 6000, None, "", 3, None),
         ),
         (
+            "2026-12-07T12:40:00,123456+00:00 INFO: task python3:4711 blocked for more than "
+            "120 seconds.",
+            (LogEventKind.HUNG_TASK, 4711, None, "", None, 120000),
+        ),
+        (
             "torch.distributed.DistStoreError: Timed out after 300 seconds waiting for clients.",
             (LogEventKind.TIMEOUT, None, None, "", None, 300000),
         ),
