@@ -105,6 +105,7 @@ def process_node(ctx: GraphContext, process: RankProcess) -> Node:
         why=cond.why if cond is not None else "",
         evidence=cond.sources if cond is not None else (),
         seen=len(process.snapshots),
+        producer="ranks",
     )
 
 
@@ -134,6 +135,7 @@ def _edge(ctx: GraphContext, wait: WaitsFor) -> Iterable[Node | Edge]:
                     label=f"rank {unit}" if key.startswith("rank:") else f"PID {unit}",
                     rank=unit if key.startswith("rank:") else None,
                     instance=inst,
+                    producer="collectives",
                 )
     p2p = wait.kind == "p2p"
     yield Edge(
@@ -146,6 +148,7 @@ def _edge(ctx: GraphContext, wait: WaitsFor) -> Iterable[Node | Edge]:
         group=wait.waiting.group or wait.group,
         peer=wait.waited.ranks[0] if p2p and len(wait.waited.ranks) == 1 else None,
         instance=inst,
+        producer="collectives",
     )
 
 

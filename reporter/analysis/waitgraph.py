@@ -456,6 +456,7 @@ def build_graph(
 
         for registered in producers:
             for item in registered.run(bundle, context):
+                # `replace` is slow at thousands of ranks: producers may name themselves.
                 yield item if item.producer else replace(item, producer=registered.name)
 
     return Graph.of(items())

@@ -114,3 +114,19 @@ def test_the_rule_steps_lead_the_next_steps() -> None:
     analysis = _whole("gil_held")
     assert analysis.rule == "gil-held"
     assert analysis.rule_steps and "check_rules (oneproc.py:100)" in analysis.rule_steps[0][0]
+
+
+def test_one_rank_idle_in_its_dataloader_is_the_one_culprit_of_the_broadcast() -> None:
+    """Real gloo job on two simulated nodes: ranks 0-2 in broadcast(src=3), rank 3 in its
+    DataLoader's queue.get: one edge naming every waiting rank, one culprit on the graph."""
+    analysis = _whole("dataloader_broadcast")
+    assert analysis.verdict is Verdict.COLLECTIVE_DESYNC
+    (edge,) = analysis.waits_for
+    assert edge.waiting.ranks == (0, 1, 2) and edge.waited.ranks == (3,)
+    graph = _graph(analysis)
+    (collective,) = graph.of_kind(EdgeKind.COLLECTIVE)
+    assert collective.what == "broadcast" and len(collective.waiters) == 3
+    (culprit,) = graph.culprits()
+    node = graph.nodes[culprit]
+    assert node.rank == 3 and node.host == "node-b" and node.state is NodeState.IDLE
+    assert graph.cycles() == ()

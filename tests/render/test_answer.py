@@ -382,3 +382,37 @@ def test_one_process_is_counted_in_the_singular(monkeypatch: pytest.MonkeyPatch)
     assert "one snapshot cannot tell stuck from slow" in head
     assert "no other rank to compare" not in text
     assert "1 ranks" not in text and "1 processes" not in text
+
+
+def test_a_step_naming_pids_on_several_hosts_names_the_host_of_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The stopped rank's step says where its PID lives once the ranks span two hosts."""
+    from reporter.render.answer import states
+
+    monkeypatch.chdir(ROOT)
+    _, analysis = app.load_and_analyze([Path("fixtures/bundles/stopped_rank")], app.Options())
+    assert "on " not in states.step_values(analysis)["frozen"]
+    hosts = ("node-a", "node-a", "node-b", "node-b")
+    moved = tuple(
+        replace(p, identity=replace(p.identity, host=hosts[(p.identity.rank or 0) % 4]))
+        for p in analysis.processes
+    )
+    spread = replace(analysis, processes=moved)
+    frozen = states.step_values(spread)["frozen"]
+    assert frozen.startswith("rank 2 (PID ") and frozen.endswith(" on node-b")
+
+
+def test_all_is_never_said_of_a_set_partly_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stuck bundle whose table shows one rank idle: "2 of 3 ranks stuck, 1 idle"."""
+    from reporter.analysis.result import RankState
+    from reporter.render.answer import lines as answer_lines
+
+    monkeypatch.chdir(ROOT)
+    bundle_, analysis = app.load_and_analyze([Path("fixtures/bundles/dead_rank")], app.Options())
+    assert answer_lines.stack_title(analysis, ()).startswith("All 3 ranks stuck")
+    first, *rest = analysis.processes
+    idle = replace(analysis, processes=(replace(first, state=RankState.IDLE), *rest))
+    assert answer_lines.stack_title(idle, ()).startswith("2 of 3 ranks stuck")
+    what = answer_lines.what_line(bundle_, idle, ()).text
+    assert what.startswith("2 of 3 ranks stuck and 1 idle") and "All" not in what

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from reporter.analysis.ranksets import format_pids
-from reporter.analysis.result import Analysis, Verdict
+from reporter.analysis.result import Analysis, RankState, Verdict
 from reporter.core.text import plural
 from reporter.core.times import clock
 from reporter.model import Bundle, EventKind, Location, TimelineEvent
@@ -275,6 +275,10 @@ def stack_title(analysis: Analysis, edges: Sequence[WaitEdge], scope: Scope | No
     collectives = sorted({c.collective for c in analysis.classes if c.collective})
     what = f" in {', '.join(collectives)}" if collectives else ""
     if analysis.verdict is Verdict.ALL_STUCK:
+        idle = sum(1 for p in analysis.processes if p.state is RankState.IDLE)
+        if idle:
+            # Never "all" of a set its own table shows partly idle.
+            return f"{where}{n - idle} of {_units(analysis, n)} stuck{what}, {idle} idle"
         return f"{where}All {_units(analysis, n)} stuck{what}"
     return (
         f"{where}Inconclusive: {_units(analysis, n)}{what}, "
@@ -351,11 +355,16 @@ def what_line(
     if verdict is Verdict.ALL_STUCK:
         # Ranks the others wait for are named in "Who waits for whom"; else here.
         extra = "" if edges else _absent_text(analysis)
+        idle = sum(1 for p in analysis.processes if p.state is RankState.IDLE)
+        # Never "all" of a set that is partly idle.
+        head = (
+            f"{n - idle} of {_units(analysis, n)}{where} stuck and {idle} idle"
+            if idle
+            else f"All {_units(analysis, n)}{where} stuck"
+        )
         return SummaryLine(
             topic=WHAT,
-            text=f"All {_units(analysis, n)}{where} stuck, unchanged across {basis}"
-            + (f"; {extra}" if extra else "")
-            + ".",
+            text=f"{head}, unchanged across {basis}" + (f"; {extra}" if extra else "") + ".",
             sources=sources,
         )
     if verdict is Verdict.PROGRESSING:

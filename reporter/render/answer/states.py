@@ -41,13 +41,20 @@ def _conditioned(analysis: Analysis) -> list[RankProcess]:
     return [p for p in (*analysis.processes, *analysis.others) if p.condition is not None]
 
 
-def _name(process: RankProcess, unit: str) -> str:
+def _name(process: RankProcess, unit: str, *, host: bool = False) -> str:
+    """`rank 2 (PID 4711)`; with `host`, where the PID lives: `rank 2 (PID 4711) on node-b`."""
     ident = process.identity
+    on = f" on {ident.host}" if host and ident.host else ""
     if ident.rank is not None and unit == "rank":
-        return f"rank {ident.rank}" + (f" (PID {ident.pid})" if ident.pid is not None else "")
+        return f"rank {ident.rank}" + (f" (PID {ident.pid})" if ident.pid is not None else "") + on
     if ident.pid is not None:
-        return f"PID {ident.pid}"
-    return "the process"
+        return f"PID {ident.pid}{on}"
+    return "the process" + on
+
+
+def _several_hosts(analysis: Analysis) -> bool:
+    """Whether the processes ran on more than one host: then a PID needs its host."""
+    return len({p.identity.host for p in (*analysis.processes, *analysis.others)} - {""}) > 1
 
 
 def _cap(text: str) -> str:
@@ -245,12 +252,16 @@ def step_values(analysis: Analysis) -> dict[str, str]:
     conditioned = _conditioned(analysis)
     crashed = [p for p in conditioned if p.condition is not None and p.condition.crash]
     frozen = [p for p in conditioned if p.condition is not None and not p.condition.crash]
+    # A step that names PIDs on several hosts names the host of each.
+    many = _several_hosts(analysis)
     crash = ""
     if crashed and crashed[0].condition is not None and crashed[0].condition.crash is not None:
         report = crashed[0].condition.crash
         signal = f" ({report.signal})" if report.signal else ""
         at = f" in {report.at}" if report.at else ""
-        crash = f"{_name(crashed[0], unit)}: {report.what}{signal}{at}, `{report.source}`"
+        crash = (
+            f"{_name(crashed[0], unit, host=many)}: {report.what}{signal}{at}, `{report.source}`"
+        )
     threads = ""
     if analysis.thread_deadlocks:
         lock = analysis.thread_deadlocks[0]
@@ -261,7 +272,7 @@ def step_values(analysis: Analysis) -> dict[str, str]:
     settle = analysis.blocked_threads[0].settle if analysis.blocked_threads else ""
     pids = [p.identity.pid for p in frozen if p.identity.pid is not None]
     return {
-        "frozen": ", ".join(_name(p, unit) for p in frozen),
+        "frozen": ", ".join(_name(p, unit, host=many) for p in frozen),
         "frozen_pid": str(pids[0]) if pids else "PID",
         "crash": crash,
         "threads": threads,
