@@ -1048,19 +1048,29 @@ def _open_files(bundle: Bundle, host: str, pid: int) -> list[str]:
 
 @producer("kernel")
 def kernel(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
-    """A process or thread in State D (the latest copy) waits for the kernel."""
+    """A process or thread in State D (the latest copy, or the kernel's hung-task warning
+    about it) waits for the kernel."""
     known = procs(ctx)
+    hung = {
+        (e.host, e.pid): e
+        for e in bundle.log_events
+        if e.kind is LogEventKind.HUNG_TASK and e.pid is not None
+    }
     for proc in known.values():
         status = latest(bundle.proc_states, proc.host, proc.pid)
         tstates = latest(bundle.thread_states, proc.host, proc.pid)
         d_threads = [t for t in tstates if t.state == "D"]
         main_d = next((s for s in status if s.state == "D"), None)
-        if main_d is None and not d_threads:
+        warned = hung.get((proc.host, proc.pid)) or hung.get(("", proc.pid))
+        if main_d is None and not d_threads and warned is None:
             continue
         main = main_thread(proc.dump)
         targets: list[tuple[ThreadStack | None, str, str]] = []
         if main_d is not None:
             targets.append((main, main_d.wchan, f"{main_d.source.path}:{main_d.source.line}"))
+        elif warned is not None and not d_threads:
+            # No status copy says D, but the kernel said the task was blocked that long.
+            targets.append((main, "", f"{warned.source.path}:{warned.source.line}"))
         for t in d_threads:
             stack = next(
                 (
@@ -1077,14 +1087,19 @@ def kernel(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
             subsystem, meaning = kernel_part(wchan)
             key = f"kernel:{proc.host}:{proc.pid}:{wchan or '?'}"
             files = _open_files(bundle, proc.host, proc.pid)
+            said = ""
+            if warned is not None:
+                when = f" at {warned.at:%H:%M:%S} UTC" if warned.at is not None else ""
+                said = f"; the kernel's hung-task warning{when}: {warned.text[:120]}"
             yield Node(
                 key=key,
                 kind=NodeKind.REMOTE,
                 state=NodeState.NOT_CAPTURED,
                 label=subsystem,
                 host=proc.host,
-                why=meaning + (f"; open files: {', '.join(files[:3])}" if files else ""),
-                evidence=(src,),
+                why=meaning + (f"; open files: {', '.join(files[:3])}" if files else "") + said,
+                evidence=(src,)
+                + ((f"{warned.source.path}:{warned.source.line}",) if warned else ()),
             )
             frames = python_frames(stack) if stack is not None else ()
             waiter = proc.key if stack is None or stack is main else _waiter_key(proc, stack)

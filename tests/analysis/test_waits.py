@@ -440,3 +440,36 @@ def test_a_dead_worker_is_named_with_how_it_died_when_a_log_says_so() -> None:
     assert isinstance(graph, Graph)
     dead = next(n for n in graph.nodes.values() if n.pid == zombie)
     assert "logs/kern.log:3" in dead.evidence
+
+
+def test_the_kernels_hung_task_warning_is_kernel_evidence_too() -> None:
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    from reporter.model import Location, LogEvent, LogEventKind
+
+    folder = BUNDLES / "fuse_d_state"
+    bundle = load([folder])
+    pid = next(s.pid for s in bundle.proc_states if s.state == "D")
+    warning = LogEvent(
+        kind=LogEventKind.HUNG_TASK,
+        at=datetime(2026, 12, 7, 13, 0, 0, tzinfo=UTC),
+        text=f"INFO: task python:{pid} blocked for more than 120 seconds.",
+        pid=pid,
+        source=Location(path="logs/dmesg.txt", line=7),
+    )
+    # Without the D status copies: the warning alone makes the kernel edge.
+    quiet = tuple(
+        replace(s, state="S", state_text="sleeping") if s.pid == pid else s
+        for s in bundle.proc_states
+    )
+    threads = tuple(replace(t, state="S") if t.pid == pid else t for t in bundle.thread_states)
+    both = replace(bundle, log_events=(warning,), proc_states=quiet, thread_states=threads)
+    analysis = analyze(both, sources=SourceRoots([folder / "source"]))
+    assert analysis.verdict is Verdict.KERNEL_WAIT
+    graph = analysis.graph
+    assert isinstance(graph, Graph)
+    node = next(n for n in graph.nodes.values() if n.key.startswith("kernel:"))
+    assert node.key.endswith(":?")  # no wchan: only the warning said it
+    assert "hung-task warning at 13:00:00 UTC" in node.why
+    assert "logs/dmesg.txt:7" in node.evidence
