@@ -340,6 +340,18 @@ def ray_actors(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
             continue
         callee = _callee(ctx, site)
         if callee is None:
+            if ray_title(proc) and source_lines(ctx, site) is None:
+                # A Ray worker in ray.get, and no source to read the call from: say so,
+                # never guess which actor it waits for.
+                yield Edge(
+                    waiters=(proc.key,),
+                    waited=(),
+                    kind=EdgeKind.ACTOR,
+                    what=f"ray.get in {ray_title(proc)} (the call it waits for is in the "
+                    "source, which the bundle does not hold)",
+                    at=where(site),
+                    evidence=(cite(proc.dump),),
+                )
             continue
         cls, method = callee
         name = f"{cls}.{method}"

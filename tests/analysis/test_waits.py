@@ -473,3 +473,19 @@ def test_the_kernels_hung_task_warning_is_kernel_evidence_too() -> None:
     assert node.key.endswith(":?")  # no wchan: only the warning said it
     assert "hung-task warning at 13:00:00 UTC" in node.why
     assert "logs/dmesg.txt:7" in node.evidence
+
+
+def test_ray_without_the_source_says_what_would_name_the_calls(tmp_path: Path) -> None:
+    folder = _without(BUNDLES / "ray_actor_cycle", tmp_path, ("source",))
+    manifest = folder / "bundle.toml"
+    text = manifest.read_text(encoding="utf-8").replace('source_root = "source/"\n', "")
+    manifest.write_text(text, encoding="utf-8")
+    analysis = _read(folder)
+    assert analysis.verdict is Verdict.ALL_STUCK
+    assert analysis.rule == "waits-actor-calls-unread"
+    assert analysis.headline.startswith("Ray actors wait in ray.get and none runs: PID ")
+    graph = analysis.graph
+    assert isinstance(graph, Graph)
+    actor = [e for e in graph.edges if e.producer == "ray-actors"]
+    assert len(actor) == 2 and all(e.waited == () for e in actor)  # the driver is no actor
+    assert "--source-root" in analysis.rule_steps[0][0]
