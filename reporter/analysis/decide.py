@@ -305,8 +305,13 @@ def _fill(text: str, facts: Facts) -> str:
             wait_who=facts.waits.who,
         )
     filled = text.format(**values)
-    # A placeholder may open the line (`{thread} waits ...`, "the main thread").
-    return filled[:1].upper() + filled[1:]
+    # A placeholder may open the line ("the main thread waits ..."); names stay as written.
+    if filled.split(" ", 1)[0] in _LOWER_OPENERS:
+        filled = filled[:1].upper() + filled[1:]
+    return filled
+
+
+_LOWER_OPENERS = frozenset({"the", "thread", "rank", "one", "every", "nothing"})
 
 
 def _wait_steps(rule: Rule, facts: Facts) -> tuple[tuple[str, str], ...]:

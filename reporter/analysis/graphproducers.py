@@ -67,7 +67,15 @@ def unit_key(ctx: GraphContext, instance: str, unit: int) -> str:
         return rank_key(instance, unit)
     for process in analysis.processes:
         if process.unit == unit and process.identity.instance == instance:
-            return process_key(process.identity.host, process.identity.pid)
+            ident = process.identity
+            twins = sum(
+                1
+                for p in analysis.processes
+                if p.identity.pid == ident.pid and p.identity.host == ident.host
+            )
+            # PID 1 in two containers on one host: (host, PID) is not enough.
+            suffix = f"#{instance}.{unit}" if twins > 1 or ident.pid is None else ""
+            return process_key(ident.host, ident.pid, path=f"unit{instance}.{unit}") + suffix
     return process_key("", unit)
 
 
@@ -77,6 +85,9 @@ def _label(process: RankProcess, unit: str) -> str:
     if ident.rank is not None and unit == "rank":
         pid = f" (PID {ident.pid})" if ident.pid is not None else ""
         return f"rank {ident.rank}{pid}{host}"
+    if unit == "process" and process.unit is not None:
+        pid = f" (PID {ident.pid})" if ident.pid is not None else ""
+        return f"process {process.unit}{pid}{host}"
     if ident.pid is not None:
         return f"PID {ident.pid}{host}"
     return f"the process in {process.snapshots[-1].source.path}" if process.snapshots else "?"
@@ -177,7 +188,8 @@ def locks(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
                 key=thread_key(host, lock.pid, thread.tid),
                 kind=NodeKind.THREAD,
                 state=NodeState.BLOCKED if lock.snapshots > 1 else NodeState.UNKNOWN,
-                label=f"thread {thread.name or thread.tid} of PID {lock.pid}",
+                label=f"thread {thread.name or thread.tid}"
+                + (f" of PID {lock.pid}" if lock.pid is not None else ""),
                 host=host,
                 pid=lock.pid,
                 tid=thread.tid,

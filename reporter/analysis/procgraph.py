@@ -190,6 +190,9 @@ def tracks(process: RankProcess, table: StackTable) -> tuple[tuple[Track, ...], 
         loop = loops[-1]
         if loop is not None and all(p is not None and p.idle for p in loops):
             idle = True
+        elif loop is not None:
+            # A loop's thread in a callback waits for that call, not for work.
+            idle = False
         out.append(
             Track(
                 key=key,
@@ -206,12 +209,30 @@ def tracks(process: RankProcess, table: StackTable) -> tuple[tuple[Track, ...], 
     return tuple(out), len(groups)
 
 
+def gil_holder(found: Sequence[Track], count: int) -> Track | None:
+    """The one thread holding the GIL at one line in every moment while no thread moves."""
+    holders = [t for t in found if t.gil and not t.moving and t.moments == count]
+    if len(holders) != 1 or any(t.moving for t in found):
+        return None
+    return holders[0]
+
+
+def gil_waiters(found: Sequence[Track], holder: Track) -> list[Track]:
+    """The other threads that want the GIL: py-spy marks a thread trying to take it
+    `active` (without `+gil`); a thread idle by design in every moment does not."""
+    return [
+        t
+        for t in found
+        if t is not holder and (not t.idle or any(s.status is ThreadStatus.ACTIVE for s in t.seen))
+    ]
+
+
 def _at(track: Track, table: StackTable) -> str:
     """Where the thread is: its innermost own frame, with the library call it is in
     (`check_rules (rules.py:100), in match`); an idle loop's wait."""
     thread = track.seen[-1]
     if track.loop is not None and track.loop.idle:
-        return "its event loop's select, idle"
+        return "select in its asyncio event loop"
     frames = [f for f in thread.frames if not f.native]
     facts = table.intern(thread.frames).facts
     if facts.idle_loop is not None:
@@ -228,7 +249,13 @@ def _at(track: Track, table: StackTable) -> str:
 
 
 def _thread_name(track: Track) -> str:
-    return f"{track.name} ({track.key})" if track.name != track.key else f"thread {track.key}"
+    if track.name.startswith(("thread ", "the main thread")) or track.name == track.key:
+        return track.name if track.name != track.key else f"thread {track.key}"
+    return f"{track.name} ({track.key})"
+
+
+def _of(pid: int | None) -> str:
+    return f" of PID {pid}" if pid is not None else ""
 
 
 def _peer(track: Track) -> tuple[str, int | None] | None:
@@ -280,7 +307,7 @@ def threads(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
                 key=keys[track.key],
                 kind=NodeKind.THREAD,
                 state=_state(track, count),
-                label=f"{_thread_name(track)} of PID {ident.pid}",
+                label=f"{_thread_name(track)}{_of(ident.pid)}",
                 host=ident.host,
                 pid=ident.pid,
                 tid=track.key,
@@ -292,10 +319,9 @@ def threads(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
             )
         if count < 2:
             continue
-        holders = [t for t in found if t.gil and not t.moving and t.moments == count]
-        if len(holders) == 1 and not any(t.moving for t in found if t is not holders[0]):
-            holder = holders[0]
-            waiting = [t for t in found if t is not holder]
+        holder = gil_holder(found, count)
+        if holder is not None:
+            waiting = gil_waiters(found, holder)
             if waiting:
                 yield Edge(
                     waiters=tuple(keys[t.key] for t in waiting),
@@ -318,7 +344,7 @@ def threads(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
                 else NodeState.IDLE
                 if track.loop.idle
                 else NodeState.MOVING,
-                label=f"the event loop of {_thread_name(track)}, PID {ident.pid}",
+                label=f"the event loop of {_thread_name(track)}{_of(ident.pid)}",
                 host=ident.host,
                 pid=ident.pid,
                 tid=track.key,
@@ -446,10 +472,9 @@ def reading(ctx: GraphContext) -> ProcessReading | None:
             signature_lines=_sig("one-moment", main, table),
             **base,  # type: ignore[arg-type]
         )
-    holders = [t for t in found if t.gil and not t.moving and t.moments == count]
-    if len(holders) == 1 and len(found) > 1 and not any(t.moving for t in found):
-        holder = holders[0]
-        others = [t for t in found if t is not holder]
+    holder = gil_holder(found, count)
+    others = gil_waiters(found, holder) if holder is not None else []
+    if holder is not None and others:
         at = _at(holder, table)
         return ProcessReading(
             kind="gil",
