@@ -55,7 +55,7 @@ def main() -> None:
         # As in one analysis: the shared reads are made by the first producer that needs them.
         waits_proc._MEMO.clear()
         for registered in waitgraph.PRODUCERS:
-            spent = _timed(lambda r=registered: sum(1 for _ in r.run(bundle, ctx)))  # type: ignore[misc]
+            spent = _timed(lambda r=registered: sum(1 for _ in r.run(bundle, ctx)))
             best[registered.name] = min(best.get(registered.name, spent), spent)
             modules[registered.name] = registered.run.__module__
     print(f"{args.ranks} ranks x {args.snapshots} snapshots; best of {args.repeat}")

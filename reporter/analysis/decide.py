@@ -314,12 +314,21 @@ def _fill(text: str, facts: Facts) -> str:
 _LOWER_OPENERS = frozenset({"the", "thread", "rank", "one", "every", "nothing"})
 
 
+def _said(rule: Rule, facts: Facts) -> str:
+    """The part of the summary paragraph the rule's own lines already say (left out of the
+    paragraph on the first screen)."""
+    if facts.process is not None and "process" in rule.summary and rule.headline:
+        return facts.process.sentence
+    if rule.waits is not None and "waits" in rule.summary:
+        return _pieces(facts)["waits"]
+    return ""
+
+
 def _wait_steps(rule: Rule, facts: Facts) -> tuple[tuple[str, str], ...]:
-    """The steps of the wait rule a `waits` rule rests on (wait_rules.toml), each with the
-    who-waits line as its why."""
+    """The steps of the wait rule a `waits` rule rests on (wait_rules.toml)."""
     if rule.waits is None or facts.waits is None:
         return ()
-    return tuple((step, facts.waits.who + ".") for step in facts.waits.steps)
+    return facts.waits.steps
 
 
 def decide(analysis: Analysis, facts: Facts, classifier: Classifier) -> Analysis:
@@ -344,9 +353,7 @@ def decide(analysis: Analysis, facts: Facts, classifier: Classifier) -> Analysis
         headline=_fill(rule.headline, facts),
         who_waits=_fill(rule.who_waits, facts),
         what=_fill(rule.what, facts),
-        said=facts.process.sentence
-        if facts.process is not None and "process" in rule.summary and rule.headline
-        else "",
+        said=_said(rule, facts),
         rule_steps=(
             *((_fill(a, facts), _fill(w, facts)) for a, w in rule.steps),
             *_wait_steps(rule, facts),

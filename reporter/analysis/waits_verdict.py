@@ -34,7 +34,8 @@ class WaitRule:
     headline: str
     what: str
     who: str
-    steps: tuple[str, ...]
+    steps: tuple[tuple[str, str], ...]
+    """(action, why) pairs, most useful first."""
     kinds: frozenset[str] = frozenset()
     producers: frozenset[str] = frozenset()
     waited: frozenset[str] = frozenset()
@@ -54,7 +55,7 @@ class WaitReading:
     headline: str
     what: str
     who: str
-    steps: tuple[str, ...]
+    steps: tuple[tuple[str, str], ...]
     edges: tuple[Edge, ...]
 
 
@@ -71,7 +72,7 @@ def compile_rules(data: Mapping[str, Any]) -> tuple[WaitRule, ...]:
                 headline=row["headline"],
                 what=row["what"],
                 who=row["who"],
-                steps=tuple(row["steps"]),
+                steps=tuple((s["action"], s["why"]) for s in row.get("step", ())),
                 kinds=frozenset(row.get("kind", ())),
                 producers=frozenset(row.get("producer", ())),
                 waited=frozenset(row.get("waited", ())),
@@ -172,7 +173,7 @@ def read(graph: Graph, rules: Sequence[WaitRule] | None = None) -> WaitReading |
                     headline=_fill(rule.headline, values),
                     what=_fill(rule.what, values),
                     who=_fill(rule.who, values),
-                    steps=tuple(_fill(s, values) for s in rule.steps),
+                    steps=tuple((_fill(a, values), _fill(w, values)) for a, w in rule.steps),
                     edges=on or (edge,),
                 )
     return None

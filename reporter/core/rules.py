@@ -225,7 +225,7 @@ SHAPES: dict[str, Shape] = {
                 "headline": Key(str, required=True),
                 "what": Key(str, required=True),
                 "who": Key(str, required=True),
-                "steps": Key(Strings, required=True),
+                "step": Tables({"action": Key(str, required=True), "why": Key(str, required=True)}),
                 "kind": Key(Strings),
                 "producer": Key(Strings),
                 "waited": Key(Strings),

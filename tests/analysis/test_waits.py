@@ -2,7 +2,7 @@
 (wait_rules.toml, waits_verdict.py) and the verdict table rows that rest on them.
 
 Unit tests build graphs by hand; the capture tests read the real captures made by
-`fixtures/scenarios/waits/capture.py` (and issue 30's `pipe_deadlock`, `dead_worker`), each
+`fixtures/scenarios/waits/capture_waits.py` (and issue 30's `pipe_deadlock`, `dead_worker`), each
 with and without its `--locals` / `--native` dumps.
 """
 
@@ -58,8 +58,8 @@ def test_the_rules_file_fits_its_shape_and_ids_are_unique() -> None:
     assert [r.id for r in rules][:2] == ["hang-ended", "kernel-wait"]
     assert len({r.id for r in rules}) == len(rules)
     data = data_files.parse(
-        '[[rule]]\nid = "a"\nverdict = "x"\nheadline = "h"\nwhat = "t"\nwho = "w"\nsteps = []\n'
-        '[[rule]]\nid = "a"\nverdict = "x"\nheadline = "h"\nwhat = "t"\nwho = "w"\nsteps = []\n',
+        '[[rule]]\nid = "a"\nverdict = "x"\nheadline = "h"\nwhat = "t"\nwho = "w"\n'
+        '[[rule]]\nid = "a"\nverdict = "x"\nheadline = "h"\nwhat = "t"\nwho = "w"\n',
         data_files.SHAPES["wait_rules.toml"],
         source="wait_rules.toml",
     )
@@ -79,8 +79,8 @@ def test_a_parent_in_a_pipe_cycle_with_its_child_is_a_pipe_deadlock() -> None:
     )
     reading = read(graph)
     assert reading is not None and reading.verdict == "pipe-deadlock"
-    assert "kill the child 11" in reading.steps[0].lower()
-    assert "communicate()" in reading.steps[1]
+    assert "kill the child 11" in reading.steps[0][0].lower()
+    assert "communicate()" in reading.steps[1][0]
     assert {e.kind for e in reading.edges} == {EdgeKind.CHILD, EdgeKind.PIPE}
 
 
@@ -97,8 +97,8 @@ def test_a_child_wait_without_a_cycle_is_a_child_wait_naming_what_the_child_wait
     reading = read(graph)
     assert reading is not None and reading.rule == "child-waits"
     assert "10.0.0.9:443" in reading.who
-    assert "kill 11" in reading.steps[0]
-    assert not any("restart" in s.lower() and "together" in s.lower() for s in reading.steps)
+    assert "kill 11" in reading.steps[0][0]
+    assert not any("restart" in a.lower() and "together" in a.lower() for a, _ in reading.steps)
 
 
 def test_a_consumer_waiting_for_a_zombie_is_a_dead_worker_and_beats_live_workers() -> None:
@@ -115,7 +115,7 @@ def test_a_consumer_waiting_for_a_zombie_is_a_dead_worker_and_beats_live_workers
     reading = read(graph)
     assert reading is not None and reading.verdict == "dead-worker"
     assert "killed by SIGKILL" in reading.who
-    assert "OOM killer" in reading.steps[1]
+    assert "OOM killer" in reading.steps[1][0]
 
 
 def test_live_workers_only_make_the_consumer_wait_on_them_not_idle() -> None:
@@ -179,7 +179,8 @@ def test_an_ended_wait_comes_before_everything_and_names_who_never_arrived() -> 
     reading = read(graph)
     assert reading is not None and reading.verdict == "ended"
     assert reading.headline.endswith("rank 2 never arrived")
-    assert "10:00:00 UTC" in reading.steps[0]
+    assert "10:00:00 UTC" in reading.who
+    assert "as a whole" in reading.steps[0][0]
 
 
 def test_a_collective_wait_that_did_not_end_is_no_ended_hang() -> None:
@@ -367,7 +368,9 @@ def test_fuse_d_state_reads_the_latest_status_copy(drop: tuple[str, ...], tmp_pa
     assert "State D in request_wait_answer (FUSE)" in analysis.headline
     assert ("kernel", "kernel") in _edges(analysis)
     first = analysis.rule_steps[0][0]
-    assert first.startswith("Look below Python") and "FUSE daemon" in first
+    assert first.startswith("Look below Python") and "FUSE" in first
+    assert "the FUSE daemon serving the mount does not answer" in analysis.who_waits
+    assert "shard-00001.bin" in analysis.who_waits
     assert "read both sides of the branch" not in first
 
 
