@@ -35,7 +35,7 @@ from reporter.analysis.outcomes import Outcome, crash_lock_signature
 from reporter.analysis.procgraph import ProcessReading
 from reporter.analysis.result import Analysis, Confidence, Signature, Verdict
 from reporter.analysis.signature import make_signature
-from reporter.analysis.waitgraph import Graph
+from reporter.analysis.waitgraph import EdgeKind, Graph
 from reporter.analysis.waits_verdict import WaitReading
 from reporter.core import rules
 from reporter.core.errors import ReporterError
@@ -86,6 +86,7 @@ STACK_READINGS = frozenset(
 PROCESS_READINGS = frozenset(
     {"gil", "loop-blocked", "busy", "moving", "blocked", "idle", "one-moment"}
 )
+EDGE_KINDS = frozenset(k.value for k in EdgeKind)
 _LEVELS = (Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW)
 _NO_STACKS = "No rank stacks in the evidence; this rests on the Flight Recorder."
 
@@ -108,6 +109,7 @@ class Rule:
     process: frozenset[str] | None = None
     waits: frozenset[str] | None = None
     """Ids of `wait_rules.toml` rules: the wait reading's rule must be one of them."""
+    edges: frozenset[str] | None = None
     flags: tuple[tuple[str, bool], ...] = ()
 
 
@@ -142,10 +144,22 @@ class Facts:
             return bool(self.outcome.deadlocks)
         if name == "one_process":
             return self.process is not None
+        if name == "cycle":
+            return bool(self.graph.cycles())
+        if name == "dead_wait":
+            return bool(self.graph.dead_waits())
         raise KeyError(name)
 
 
-_FLAGS = ("flight_recorder", "fr_idle", "crash", "thread_deadlock", "one_process")
+_FLAGS = (
+    "flight_recorder",
+    "fr_idle",
+    "crash",
+    "thread_deadlock",
+    "one_process",
+    "cycle",
+    "dead_wait",
+)
 
 
 def _check_text(text: str, where: str) -> None:
@@ -184,7 +198,11 @@ def compile_rules(data: Mapping[str, Any]) -> tuple[Rule, ...]:
             raise bad(f"unknown confidence {table['confidence']!r}", f"use {sorted(LEVELS)}")
         if table["signature"] not in SIGNATURES:
             raise bad(f"unknown signature {table['signature']!r}", f"use {sorted(SIGNATURES)}")
-        for key, allowed in (("stacks", STACK_READINGS), ("process", PROCESS_READINGS)):
+        for key, allowed in (
+            ("stacks", STACK_READINGS),
+            ("process", PROCESS_READINGS),
+            ("edges", EDGE_KINDS),
+        ):
             wrong = set(table.get(key, ())) - allowed
             if wrong:
                 raise bad(f"unknown {key} {sorted(wrong)}", f"use {sorted(allowed)}")
@@ -207,10 +225,11 @@ def compile_rules(data: Mapping[str, Any]) -> tuple[Rule, ...]:
                 stacks=frozenset(table["stacks"]) if "stacks" in table else None,
                 process=frozenset(table["process"]) if "process" in table else None,
                 waits=frozenset(table["waits"]) if "waits" in table else None,
+                edges=frozenset(table["edges"]) if "edges" in table else None,
                 flags=tuple((k, bool(table[k])) for k in _FLAGS if k in table),
             )
         )
-    if not out or any(r.stacks or r.process or r.waits or r.flags for r in out[-1:]):
+    if not out or any(r.stacks or r.process or r.waits or r.edges or r.flags for r in out[-1:]):
         raise ReporterError(
             "reporter/data/verdicts.toml: the last rule must have no condition",
             tip="end the table with a rule that always applies (inconclusive)",
@@ -233,6 +252,8 @@ def applies(rule: Rule, facts: Facts) -> bool:
     ):
         return False
     if rule.waits is not None and (facts.waits is None or facts.waits.rule not in rule.waits):
+        return False
+    if rule.edges is not None and not rule.edges & {e.kind.value for e in facts.graph.edges}:
         return False
     return all(facts.flag(name) is want for name, want in rule.flags)
 

@@ -349,6 +349,10 @@ class AnalysisDocument:
         "named on the first screen with what would settle them"
     )
     hosts: tuple[HostRecord, ...]
+    rule: str = spec(
+        "the id of the rule of reporter/data/verdicts.toml that decided the verdict "
+        "(docs/architecture.md lists them in order)"
+    )
 
 
 def class_record(stack: StackClass) -> ClassRecord:
@@ -553,6 +557,7 @@ def build(analysis: Analysis) -> AnalysisDocument:
         ),
         blocked_threads=tuple(blocked_record(b) for b in analysis.blocked_threads),
         hosts=tuple(project(HostRecord, h, states=dict(h.states)) for h in analysis.hosts),
+        rule=analysis.rule,
     )
 
 

@@ -203,6 +203,7 @@ SHAPES: dict[str, Shape] = {
                 "stacks": Key(Strings),
                 "process": Key(Strings),
                 "waits": Key(Strings),
+                "edges": Key(Strings),
                 **{
                     name: Key(bool)
                     for name in (
@@ -211,6 +212,8 @@ SHAPES: dict[str, Shape] = {
                         "crash",
                         "thread_deadlock",
                         "one_process",
+                        "cycle",
+                        "dead_wait",
                     )
                 },
                 "step": Tables({"action": Key(str, required=True), "why": Key(str, required=True)}),

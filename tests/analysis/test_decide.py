@@ -120,3 +120,90 @@ def test_an_unknown_condition_key_is_refused_by_the_shape() -> None:
     text = rules.read_text("verdicts.toml").replace("one_process = true", "one_proces = true", 1)
     with pytest.raises(rules.RulesError, match="one_proces"):
         rules.parse(text, rules.SHAPES["verdicts.toml"], source="t")
+
+
+def _facts(graph: object) -> decide.Facts:
+    from reporter.analysis.flight_recorder import FrReading
+    from reporter.analysis.outcomes import Outcome
+    from reporter.analysis.result import Confidence, Signature
+
+    outcome = Outcome(
+        deadlocks=(),
+        blocked=(),
+        crash=False,
+        live=True,
+        crashes="",
+        deadlock_lines="",
+        frozen="",
+        blocked_text="",
+        crash_level=Confidence.HIGH,
+        crash_notes=(),
+        deadlock_level=Confidence.HIGH,
+        deadlock_notes=(),
+        crashed=(),
+    )
+    return decide.Facts(
+        stacks=Verdict.INCONCLUSIVE,
+        stack_text="",
+        stack_level=Confidence.LOW,
+        stack_notes=(),
+        stack_signature=Signature(hash="", text=""),
+        outcome=outcome,
+        hosts_sentence="",
+        hosts_note="",
+        fr=FrReading(fr=None, sentence="", mismatch=False, idle=False, no_stacks=False),
+        process=None,
+        graph=graph,  # type: ignore[arg-type]
+    )
+
+
+def test_rules_can_ask_the_graph_for_cycles_dead_waits_and_edge_kinds() -> None:
+    from reporter.analysis.waitgraph import Edge, EdgeKind, Graph, Node, NodeKind, NodeState
+
+    def node(key: str, state: NodeState) -> Node:
+        return Node(key=key, kind=NodeKind.PROCESS, state=state, label=key)
+
+    table = """
+[[rule]]
+id = "child-dead"
+edges = ["child"]
+dead_wait = true
+verdict = "all-stuck"
+summary = ["stack"]
+confidence = "stack"
+signature = "stack"
+
+[[rule]]
+id = "cycle"
+cycle = true
+verdict = "all-stuck"
+summary = ["stack"]
+confidence = "stack"
+signature = "stack"
+
+[[rule]]
+id = "rest"
+verdict = "inconclusive"
+summary = ["stack"]
+confidence = "stack"
+signature = "stack"
+"""
+    compiled = decide.compile_rules(rules.parse(table, rules.SHAPES["verdicts.toml"], source="t"))
+    dead = Graph.of(
+        [
+            node("process::1", NodeState.BLOCKED),
+            node("process::2", NodeState.ZOMBIE),
+            Edge(waiters=("process::1",), waited=("process::2",), kind=EdgeKind.CHILD),
+        ]
+    )
+    assert decide.winner(_facts(dead), compiled).id == "child-dead"
+    loop = Graph.of(
+        [
+            node("process::1", NodeState.BLOCKED),
+            node("process::2", NodeState.BLOCKED),
+            Edge(waiters=("process::1",), waited=("process::2",), kind=EdgeKind.QUEUE),
+            Edge(waiters=("process::2",), waited=("process::1",), kind=EdgeKind.QUEUE),
+        ]
+    )
+    assert decide.winner(_facts(loop), compiled).id == "cycle"
+    assert decide.winner(_facts(Graph.of([])), compiled).id == "rest"
