@@ -25,6 +25,7 @@ from reporter.analysis import (
     procgraph,
     procstate,
     surroundings,
+    waits_verdict,
 )
 from reporter.analysis.branch import branch_point
 from reporter.analysis.classify import Classifier, default_classifier
@@ -492,7 +493,10 @@ def _analyze(
         analysis = replace(analysis, hosts=rows)
     fr = flight_recorder.read(analysis, bundle, classifier)
     analysis = replace(analysis, flight_recorder=fr.fr)
-    graph_context = GraphContext(analysis=analysis, classifier=classifier, table=table)
+    graph_context = GraphContext(
+        analysis=analysis, classifier=classifier, table=table, sources=sources
+    )
+    graph = build_graph(bundle, graph_context)
     facts = Facts(
         stacks=main.finding.verdict,
         stack_text=stack_text,
@@ -504,7 +508,8 @@ def _analyze(
         hosts_note=hosts_note,
         fr=fr,
         process=procgraph.reading(graph_context),
-        graph=build_graph(bundle, graph_context),
+        graph=graph,
+        waits=waits_verdict.read(graph),
     )
     # Then the verdict, once, by the table of reporter/data/verdicts.toml.
     analysis = decide(analysis, facts, classifier)

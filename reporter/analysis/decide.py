@@ -36,11 +36,13 @@ from reporter.analysis.procgraph import ProcessReading
 from reporter.analysis.result import Analysis, Confidence, Signature, Verdict
 from reporter.analysis.signature import make_signature
 from reporter.analysis.waitgraph import EdgeKind, Graph
+from reporter.analysis.waits_verdict import WaitReading
 from reporter.core import rules
 from reporter.core.errors import ReporterError
 
 PIECES = frozenset(
     {
+        "waits",
         "stack",
         "process",
         "crashes",
@@ -55,7 +57,21 @@ PIECES = frozenset(
 LEVELS = frozenset({"stack", "crash", "deadlock", "process"})
 SIGNATURES = frozenset({"stack", "crash-locks", "process"})
 PLACEHOLDERS = frozenset(
-    {"who", "pid", "thread", "at", "call", "handler", "peer", "others", "snapshots", "stacks"}
+    {
+        "who",
+        "pid",
+        "thread",
+        "at",
+        "call",
+        "handler",
+        "peer",
+        "others",
+        "snapshots",
+        "stacks",
+        "wait_headline",
+        "wait_what",
+        "wait_who",
+    }
 )
 STACK_READINGS = frozenset(
     v.value
@@ -91,6 +107,8 @@ class Rule:
     steps: tuple[tuple[str, str], ...] = ()
     stacks: frozenset[str] | None = None
     process: frozenset[str] | None = None
+    waits: frozenset[str] | None = None
+    """Ids of `wait_rules.toml` rules: the wait reading's rule must be one of them."""
     edges: frozenset[str] | None = None
     flags: tuple[tuple[str, bool], ...] = ()
 
@@ -111,6 +129,8 @@ class Facts:
     fr: FrReading
     process: ProcessReading | None
     graph: Graph
+    waits: WaitReading | None = None
+    """The reading of the waits beyond collectives (`waits_verdict.read` over `graph`)."""
 
     def flag(self, name: str) -> bool:
         """The boolean facts a rule may name."""
@@ -204,11 +224,12 @@ def compile_rules(data: Mapping[str, Any]) -> tuple[Rule, ...]:
                 steps=steps,
                 stacks=frozenset(table["stacks"]) if "stacks" in table else None,
                 process=frozenset(table["process"]) if "process" in table else None,
+                waits=frozenset(table["waits"]) if "waits" in table else None,
                 edges=frozenset(table["edges"]) if "edges" in table else None,
                 flags=tuple((k, bool(table[k])) for k in _FLAGS if k in table),
             )
         )
-    if not out or any(r.stacks or r.process or r.edges or r.flags for r in out[-1:]):
+    if not out or any(r.stacks or r.process or r.waits or r.edges or r.flags for r in out[-1:]):
         raise ReporterError(
             "reporter/data/verdicts.toml: the last rule must have no condition",
             tip="end the table with a rule that always applies (inconclusive)",
@@ -229,6 +250,8 @@ def applies(rule: Rule, facts: Facts) -> bool:
     if rule.process is not None and (
         facts.process is None or facts.process.kind not in rule.process
     ):
+        return False
+    if rule.waits is not None and (facts.waits is None or facts.waits.rule not in rule.waits):
         return False
     if rule.edges is not None and not rule.edges & {e.kind.value for e in facts.graph.edges}:
         return False
@@ -257,6 +280,7 @@ def _pieces(facts: Facts) -> dict[str, str]:
         "blocked": outcome.blocked_text,
         "hosts": facts.hosts_sentence,
         "fr": facts.fr.sentence,
+        "waits": facts.waits.who + "." if facts.waits is not None else "",
     }
 
 
@@ -295,6 +319,12 @@ def _fill(text: str, facts: Facts) -> str:
     values["stacks"] = facts.stacks.value
     if facts.process is not None:
         values.update(facts.process.placeholders())
+    if facts.waits is not None:
+        values.update(
+            wait_headline=facts.waits.headline,
+            wait_what=facts.waits.what,
+            wait_who=facts.waits.who,
+        )
     filled = text.format(**values)
     # A placeholder may open the line ("the main thread waits ..."); names stay as written.
     if filled.split(" ", 1)[0] in _LOWER_OPENERS:
@@ -303,6 +333,23 @@ def _fill(text: str, facts: Facts) -> str:
 
 
 _LOWER_OPENERS = frozenset({"the", "thread", "rank", "one", "every", "nothing"})
+
+
+def _said(rule: Rule, facts: Facts) -> str:
+    """The part of the summary paragraph the rule's own lines already say (left out of the
+    paragraph on the first screen)."""
+    if facts.process is not None and "process" in rule.summary and rule.headline:
+        return facts.process.sentence
+    if rule.waits is not None and "waits" in rule.summary:
+        return _pieces(facts)["waits"]
+    return ""
+
+
+def _wait_steps(rule: Rule, facts: Facts) -> tuple[tuple[str, str], ...]:
+    """The steps of the wait rule a `waits` rule rests on (wait_rules.toml)."""
+    if rule.waits is None or facts.waits is None:
+        return ()
+    return facts.waits.steps
 
 
 def decide(analysis: Analysis, facts: Facts, classifier: Classifier) -> Analysis:
@@ -327,9 +374,10 @@ def decide(analysis: Analysis, facts: Facts, classifier: Classifier) -> Analysis
         headline=_fill(rule.headline, facts),
         who_waits=_fill(rule.who_waits, facts),
         what=_fill(rule.what, facts),
-        said=facts.process.sentence
-        if facts.process is not None and "process" in rule.summary and rule.headline
-        else "",
-        rule_steps=tuple((_fill(a, facts), _fill(w, facts)) for a, w in rule.steps),
+        said=_said(rule, facts),
+        rule_steps=(
+            *((_fill(a, facts), _fill(w, facts)) for a, w in rule.steps),
+            *_wait_steps(rule, facts),
+        ),
         graph=facts.graph,
     )

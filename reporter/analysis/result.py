@@ -71,6 +71,23 @@ class Verdict(StrEnum):
     """One process on CPU at the same line in every snapshot, waiting for nothing."""
     IDLE = "idle"
     """One process waiting for work by design (an event loop in `select`) in every snapshot."""
+    # The waits beyond collectives (reporter/data/wait_rules.toml, waits_verdict.py).
+    ENDED = "ended"
+    """The hang is over: a logged timeout or watchdog ended the wait; the ranks are gone."""
+    KERNEL_WAIT = "kernel-wait"
+    """A process in State D (the latest copy): it waits for the kernel (FUSE, NFS, disk, driver)."""
+    FORK_LOCK = "fork-lock"
+    """A forked child waits on a lock inherited locked: no thread of it can release it."""
+    PIPE_DEADLOCK = "pipe-deadlock"
+    """A child blocks writing a full pipe its parent does not read, while the parent waits for it."""
+    DEAD_WORKER = "dead-worker"
+    """A consumer or parent waits for a worker that is dead (zombie, gone, crashed)."""
+    ACTOR_CYCLE = "actor-cycle"
+    """Ray actor methods wait (`ray.get`) for each other in a cycle."""
+    CHILD_WAIT = "child-wait"
+    """A parent waits for a child that is stuck on its own."""
+    WAITING_ON_WORKERS = "waiting-on-workers"
+    """A consumer waits for live workers' replies (slow or stuck workers, not an idle consumer)."""
 
 
 class Confidence(StrEnum):

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from reporter.analysis.classify import Classifier
+    from reporter.analysis.excerpts import SourceReader
     from reporter.analysis.result import Analysis
     from reporter.analysis.stacks import StackTable
     from reporter.model import Bundle
@@ -247,11 +248,13 @@ class Edge:
 class GraphContext:
     """What producers read besides the bundle: the stack analysis before any verdict
     (`analysis`: processes with their snapshots and conditions, `waits_for`, thread
-    deadlocks, failed dumps), the frame classifier and the interned stacks."""
+    deadlocks, failed dumps), the frame classifier, the interned stacks and the source of
+    the frames when given (the bundle's `source_root`, `--source-root`)."""
 
     analysis: Analysis
     classifier: Classifier
     table: StackTable
+    sources: SourceReader | None = None
 
 
 Producer = Callable[["Bundle", GraphContext], Iterable[Node | Edge]]
@@ -270,6 +273,8 @@ PRODUCERS: list[Registered] = []
 PRODUCER_MODULES: tuple[str, ...] = (
     "reporter.analysis.graphproducers",
     "reporter.analysis.procgraph",
+    "reporter.analysis.waits_proc",
+    "reporter.analysis.waits_dist",
 )
 """Modules whose import registers producers; `build_graph` imports them first. Add yours."""
 

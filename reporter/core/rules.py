@@ -202,6 +202,7 @@ SHAPES: dict[str, Shape] = {
                 "what": Key(str),
                 "stacks": Key(Strings),
                 "process": Key(Strings),
+                "waits": Key(Strings),
                 "edges": Key(Strings),
                 **{
                     name: Key(bool)
@@ -216,6 +217,26 @@ SHAPES: dict[str, Shape] = {
                     )
                 },
                 "step": Tables({"action": Key(str, required=True), "why": Key(str, required=True)}),
+            }
+        ),
+    },
+    "wait_rules.toml": {
+        "rule": Tables(
+            {
+                "id": _REQUIRED_ID,
+                "verdict": Key(str, required=True),
+                "headline": Key(str, required=True),
+                "what": Key(str, required=True),
+                "who": Key(str, required=True),
+                "step": Tables({"action": Key(str, required=True), "why": Key(str, required=True)}),
+                "kind": Key(Strings),
+                "producer": Key(Strings),
+                "waited": Key(Strings),
+                "cycle": Key(bool),
+                "with_kind": Key(Strings),
+                "ended": Key(bool),
+                "peer": Key(bool),
+                "what_prefix": Key(Strings),
             }
         ),
     },
