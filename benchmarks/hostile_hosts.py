@@ -185,12 +185,9 @@ def attacks(src: Path, tmp: Path) -> dict[str, Callable[[], Outcome]]:
     def bad() -> Outcome:
         out = tmp / "bad"
         rc, s, mb, err = run(src, collect(out, "bad", "box-1", "box-2"))
-        data = manifest(out)
-        dumps = sum(
-            1
-            for e in data.get("evidence", [])  # type: ignore[attr-defined]
-            if "pyspy" in e["path"]
-        )
+        evidence = manifest(out).get("evidence", [])
+        entries = evidence if isinstance(evidence, list) else []
+        dumps = sum(1 for e in entries if isinstance(e, dict) and "pyspy" in str(e.get("path")))
         return Outcome(
             _rc(rc), s, mb, f"{host_line(out)[:200]}; {dumps} dumps kept; {last_error(err)[:80]}"
         )

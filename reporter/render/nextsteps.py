@@ -28,6 +28,8 @@ PLACEHOLDERS = frozenset(
     {
         "waiting",
         "waited",
+        "waiting_who",
+        "waited_who",
         "collective",
         "gone",
         "missing",

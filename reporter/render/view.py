@@ -40,7 +40,7 @@ from reporter.render import answer as answers
 from reporter.render import envview, frview, parts
 from reporter.render import evidence as evidence_blocks
 from reporter.render import markdown as md
-from reporter.render.answer.hosts import multi_host, on_hosts
+from reporter.render.answer.hosts import multi_host, split_by_host
 from reporter.render.answer.scope import instance_name
 from reporter.render.parts import Block, located
 from reporter.render.policy import LOCAL, final
@@ -408,11 +408,7 @@ def class_stacks(analysis: Analysis) -> tuple[Block, ...]:
             # Listed: `[8261-8262]` would read as every PID between.
             label = format_pids(stack_class.pids) if stack_class.pids else label
         owner = names.get(stack_class.instance, "")
-        where = (
-            on_hosts(analysis, stack_class.ranks, stack_class.instance)
-            if multi_host(analysis)
-            else ""
-        )
+        where = split_by_host(analysis, stack_class.ranks, stack_class.instance)
         out.append(
             Block(
                 title=f"{owner + ', ' if owner else ''}{ranks} {label}{where}: "

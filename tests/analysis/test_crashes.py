@@ -91,9 +91,10 @@ def test_rank_crash_while_the_others_wait() -> None:
     assert (waiting, waited, state) == ([0, 2, 3], [1], "crashed")
     text = render_draft(bundle_, analysis, now=datetime(2026, 12, 1, tzinfo=UTC))
     summary = text.split("## Summary", 1)[1].split("## ", 1)[0]
-    # The title is the headline; the summary block does not repeat it.
+    # The title is the verdict's headline (the bundle's own title, if any, goes under it).
     first = next(line for line in text.splitlines() if line.startswith("# "))
-    assert first.startswith("# TP rank 1 died of a segmentation fault; ranks 0, 2 and 3 wait")
+    assert first.startswith("# Ranks [0,2-3] wait in all_reduce (forward_batch) for rank 1 crashed")
+    assert "Segmentation fault" in first
     assert "Start from the crash" in summary
     assert "went away" not in summary  # the crash says why: no OOM-killer hunt
 

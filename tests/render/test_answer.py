@@ -406,15 +406,16 @@ def test_a_step_naming_pids_on_several_hosts_names_the_host_of_each(
 
 
 def test_all_is_never_said_of_a_set_partly_idle(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A stuck bundle whose table shows one rank idle: "2 of 3 ranks stuck, 1 idle"."""
+    """A stuck bundle whose table shows one rank idle: "2 of 4 ranks stuck, 1 idle" (rank 3
+    is gone: "all" is said neither of a partly idle nor of a partly absent set)."""
     from reporter.analysis.result import RankState
     from reporter.render.answer import lines as answer_lines
 
     monkeypatch.chdir(ROOT)
     bundle_, analysis = app.load_and_analyze([Path("fixtures/bundles/dead_rank")], app.Options())
-    assert answer_lines.stack_title(analysis, ()).startswith("All 3 ranks stuck")
+    assert answer_lines.stack_title(analysis, ()).startswith("3 of 4 ranks stuck")
     first, *rest = analysis.processes
     idle = replace(analysis, processes=(replace(first, state=RankState.IDLE), *rest))
-    assert answer_lines.stack_title(idle, ()).startswith("2 of 3 ranks stuck")
+    assert answer_lines.stack_title(idle, ()).startswith("2 of 4 ranks stuck")
     what = answer_lines.what_line(bundle_, idle, ()).text
-    assert what.startswith("2 of 3 ranks stuck and 1 idle") and "All" not in what
+    assert what.startswith("2 of 4 ranks stuck and 1 idle") and "All" not in what

@@ -55,6 +55,7 @@ from reporter.render.answer.records import (
     SummaryLine,
     Timeout,
     WaitEdge,
+    WaitSide,
     seen_of,
 )
 from reporter.render.answer.scope import Scope, focus
@@ -223,6 +224,9 @@ def _facts(
         # With several instances, a step names the one it is about (ranks repeat across them).
         "waiting": f"{edge.waiting.name}{_of(scope)} at {edge.waiting.where}" if edge else "",
         "waited": side_text(edge.waited) if edge else "",
+        # Names alone, for a step under the who-waits line that already says where each is.
+        "waiting_who": _who(edge.waiting, analysis) + _of(scope) if edge else "",
+        "waited_who": _who(edge.waited, analysis) if edge else "",
         "collective": edge.collective
         if edge
         else next(iter(sorted(c for c in collectives if c)), ""),
@@ -404,3 +408,8 @@ def _suggestions(
 
 
 __all__ = ["CHANGE", "build"]
+
+
+def _who(side: WaitSide, analysis: Analysis) -> str:
+    """`ranks [0-2]`: a side's ranks without hosts or places (its name when it has none)."""
+    return ranks_name(side.ranks, analysis.rank_unit) if side.ranks else side.name

@@ -62,6 +62,26 @@ def on_hosts(analysis: Analysis, units: Sequence[int], instance: str = "") -> st
     return f" on {' and '.join(hosts)}" if hosts else ""
 
 
+def split_by_host(analysis: Analysis, units: Sequence[int], instance: str = "") -> str:
+    """` on node-a` when `units` sit on one host; ` (node-a: [0-1]; node-b: [2])` when they
+    span several (a label beside a sentence that already says ` on node-a and node-b`
+    then adds which ranks are where); "" with one host or none known."""
+    if not multi_host(analysis):
+        return ""
+    wanted = set(units)
+    where: dict[str, set[int]] = {}
+    for p in analysis.processes:
+        if p.unit in wanted and p.identity.host and (
+            not instance or p.identity.instance == instance
+        ):
+            where.setdefault(p.identity.host, set()).add(p.unit)
+    if len(where) <= 1:
+        return on_hosts(analysis, units, instance)
+    order = [r.name for r in analysis.hosts]
+    hosts = sorted(where, key=lambda h: (order.index(h) if h in order else len(order), h))
+    return " (" + "; ".join(f"{h}: {format_ranks(where[h])}" for h in hosts) + ")"
+
+
 def with_hosts(analysis: Analysis, edges: Sequence[WaitEdge]) -> tuple[WaitEdge, ...]:
     """The edges with each side's name carrying its host(s) when the evidence spans hosts."""
     if not multi_host(analysis):

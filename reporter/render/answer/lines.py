@@ -348,10 +348,10 @@ def stack_title(analysis: Analysis, edges: Sequence[WaitEdge], scope: Scope | No
     collectives = sorted({c.collective for c in analysis.classes if c.collective})
     what = f" in {', '.join(collectives)}" if collectives else ""
     if analysis.verdict is Verdict.ALL_STUCK:
-        idle = sum(1 for p in analysis.processes if p.state is RankState.IDLE)
+        idle = _idle(analysis)
         if idle:
             # Never "all" of a set its own table shows partly idle.
-            return f"{where}{n - idle} of {_units(analysis, n)} stuck{what}, {idle} idle"
+            return f"{where}{n - idle} of {_known_units(analysis, n)} stuck{what}, {idle} idle"
         return f"{where}{_all_of(analysis, n)} stuck{what}"
     return (
         f"{where}Inconclusive: {_units(analysis, n)}{what}, "
@@ -359,13 +359,27 @@ def stack_title(analysis: Analysis, edges: Sequence[WaitEdge], scope: Scope | No
     )
 
 
+def _absent_ranks(analysis: Analysis) -> set[int]:
+    """Ranks missing from the evidence or gone (their dump failed)."""
+    return set(analysis.missing_ranks) | {f.rank for f in analysis.failed if f.rank is not None}
+
+
+def _idle(analysis: Analysis) -> int:
+    return sum(1 for p in analysis.processes if p.state is RankState.IDLE)
+
+
+def _known_units(analysis: Analysis, n: int) -> str:
+    """`4 ranks`: the `n` in the evidence plus those missing or gone."""
+    return _units(analysis, n + len(_absent_ranks(analysis)))
+
+
 def _all_of(analysis: Analysis, n: int) -> str:
     """`All 4 ranks`, or `2 of 4 ranks` when some ranks are missing, gone or on a host
     not captured: "all" is never said of a set that is partly not in the evidence."""
-    absent = set(analysis.missing_ranks) | {f.rank for f in analysis.failed if f.rank is not None}
+    absent = _absent_ranks(analysis)
     lost = any(r.missing for r in analysis.hosts)
     if absent:
-        return f"{n} of {_units(analysis, n + len(absent))}"
+        return f"{n} of {_known_units(analysis, n)}"
     if lost:
         return f"{_units(analysis, n)} captured, all"
     return f"All {_units(analysis, n)}"
@@ -453,10 +467,10 @@ def what_line(
     if verdict is Verdict.ALL_STUCK:
         # Ranks the others wait for are named in "Who waits for whom"; else here.
         extra = "" if edges else _absent_text(analysis)
-        idle = sum(1 for p in analysis.processes if p.state is RankState.IDLE)
+        idle = _idle(analysis)
         # Never "all" of a set that is partly idle.
         head = (
-            f"{n - idle} of {_units(analysis, n)}{where} stuck and {idle} idle"
+            f"{n - idle} of {_known_units(analysis, n)}{where} stuck and {idle} idle"
             if idle
             else f"{_all_of(analysis, n)}{where} stuck"
         )
