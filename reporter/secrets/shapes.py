@@ -363,7 +363,7 @@ def _occurrences(line: str, value: str) -> list[int]:
 # slowest part of masking; the cache is cleared when full to bound memory.
 _LINE_HITS: dict[str, tuple[tuple[str, str, str, int], ...]] = {}
 _LINE_HITS_MAX = 1 << 15
-_LINE_HITS_LONGEST = 4096  # longer lines are rare and seldom repeat: not kept
+_LINE_HITS_LONGEST = 256  # longer lines seldom repeat: not kept (bounds the keys' memory)
 
 
 def library_hits(text: str) -> Iterator[SecretHit]:
@@ -431,9 +431,11 @@ def scan(text: str, *, library: bool = True) -> list[SecretHit]:
     kept = _SCANNED.get(key)
     if kept is None:
         kept = tuple(_scan(text, library))
-        if len(_SCANNED) >= _SCANNED_MAX:
+        if len(_SCANNED) >= _SCANNED_MAX or _SCANNED_CHARS[0] > _SCANNED_MAX_CHARS:
             _SCANNED.clear()
+            _SCANNED_CHARS[0] = 0
         _SCANNED[key] = kept
+        _SCANNED_CHARS[0] += len(text)
     return list(kept)
 
 
@@ -442,6 +444,8 @@ def scan(text: str, *, library: bool = True) -> list[SecretHit]:
 _SCANNED: dict[tuple[str, bool], tuple[SecretHit, ...]] = {}
 _SCANNED_MAX = 1 << 15
 _SCANNED_LONGEST = 4096
+_SCANNED_MAX_CHARS = 1 << 23  # the texts kept as keys, in all (a few MB at most)
+_SCANNED_CHARS = [0]
 
 
 def _scan(text: str, library: bool) -> list[SecretHit]:
