@@ -172,9 +172,14 @@ def main() -> None:
 
     rss = statistics.median(got["rss"])
     print(
-        f"input: {files} files, {size / MB:.1f} MiB ({args.bundle or 'generated'}: "
-        f"{args.ranks} ranks x {args.snapshots} snapshots x {args.threads} threads); "
-        f"verdict {verdict}"
+        f"input: {files} files, {size / MB:.1f} MiB ("
+        + (
+            f"{args.bundle}"
+            if args.bundle
+            else f"generated: {args.ranks} ranks x {args.snapshots} snapshots x "
+            f"{args.threads} threads"
+        )
+        + f"); verdict {verdict}"
     )
     print(f"python: {sys.executable}; {os.cpu_count()} cores")
     print(

@@ -49,10 +49,29 @@ def _cpu_children() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+# Runs the collector and prints its own peak RSS: a child's `ru_maxrss` also counts the
+# pages of whoever forked it, so this small process stands between.
+_TIMER = """
+import resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+sys.stderr.write(done.stderr)
+sys.stdout.write(done.stdout)
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+sys.stderr.write(f"\\nRSS {usage.ru_maxrss * 1024} {done.returncode}\\n")
+"""
+
+
 def _collect(lab: Any, hosts: list[str], out: Path, parallel: int) -> dict[str, object]:
+    # The lab's sshd, or (`lab` None) the stand-in: `--exec 'env FANOUT_HOST={host}'` runs
+    # each host's remote side here, with no ssh at all: every host is this machine.
+    reach = (
+        [*lab.ssh_args(), *(a for h in hosts for a in ("--ssh", h))]
+        if lab is not None
+        else ["--exec", "env FANOUT_HOST={host}", *(a for h in hosts for a in ("--host", h))]
+    )
     argv = [
-        sys.executable, "-m", "reporter", "collect", "-o", str(out), *lab.ssh_args(),
-        *(a for h in hosts for a in ("--ssh", h)),
+        sys.executable, "-c", _TIMER,
+        sys.executable, "-m", "reporter", "collect", "-o", str(out), *reach,
         "--match", "bench::target", "--snapshots", "1", "--parallel", str(parallel),
         "--remote-python", sys.executable, "--json",
     ]  # fmt: skip
@@ -61,6 +80,9 @@ def _collect(lab: Any, hosts: list[str], out: Path, parallel: int) -> dict[str, 
     done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=ROOT)
     wall = time.monotonic() - began
     cpu = _cpu_children() - cpu_before
+    rss_line = done.stderr.rstrip().rsplit("\n", 1)[-1].split()
+    rss, code = int(rss_line[1]), int(rss_line[2])
+    done = subprocess.CompletedProcess(argv, code, done.stdout, done.stderr)
     if done.returncode not in (0, 1):
         raise SystemExit(f"report collect failed: {done.stderr[-2000:]}")
     summary = json.loads(done.stdout)
@@ -82,6 +104,7 @@ def _collect(lab: Any, hosts: list[str], out: Path, parallel: int) -> dict[str, 
         "host_s_max": round(seconds[-1], 2),
         "collector_cpu_s": round(cpu, 2),
         "collector_cpu_per_host_ms": round(1000 * cpu / len(hosts), 1),
+        "collector_rss_mib": round(rss / 2**20, 1),
         "bundle_kib": round(size / 1024, 1),
         "manifest_kib": round(len(manifest) / 1024, 1),
         "manifest_parse_ms": round(1000 * parse_s, 1),
@@ -123,11 +146,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hosts", type=int, default=64)
     parser.add_argument("--parallel", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--stand-in",
+        action="store_true",
+        help="no sshd: every host is this machine, reached with --exec (256 sshd do not fit)",
+    )
     args = parser.parse_args(argv)
+    names = [f"host-{i:03d}" for i in range(args.hosts)]
+    if args.stand_in:
+        return _stand_in(args, names)
     problem = sshlab.require_lab()
     if problem is not None:
         raise SystemExit(f"cannot run: {problem}")
-    names = [f"host-{i:02d}" for i in range(args.hosts)]
     started = time.monotonic()
     with sshlab.ssh_lab(names) as lab, tempfile.TemporaryDirectory(prefix="fanout-") as tmp:
         setup = time.monotonic() - started
@@ -160,6 +190,35 @@ def main(argv: list[str] | None = None) -> int:
         )
     for entries, seconds in renders.items():
         print(f"bundle.toml with {entries:,} files: rendered in {seconds:.3f} s (one rewrite)")
+    return 0
+
+
+def _stand_in(args: argparse.Namespace, names: list[str]) -> int:
+    """The fan-out with every host played by this machine through `--exec`: the collector's
+    side (threads, pipes, parsing, bundle writes, `bundle.toml` rewrites) as at `--hosts`,
+    each host's side one py-spy dump of the one local target."""
+    target = subprocess.Popen([sys.executable, "-c", TARGET], cwd=ROOT)
+    try:
+        time.sleep(1.5)
+        with tempfile.TemporaryDirectory(prefix="fanout-") as tmp:
+            runs = [_collect(None, names[:1], Path(tmp) / "one", 1)]
+            for parallel in args.parallel:
+                runs.append(_collect(None, names, Path(tmp) / f"all-{parallel}", parallel))
+    finally:
+        target.kill()
+        target.wait()
+    if args.json:
+        print(json.dumps({"stand_in": True, "runs": runs}, indent=2))
+        return 0
+    print(f"stand-in hosts (--exec, no ssh) on this machine; {os.cpu_count()} cores")
+    for run in runs:
+        print(
+            f"{run['hosts']:>3} hosts, --parallel {run['parallel']:>2}: {run['wall_s']:6.2f} s wall "
+            f"({run['hosts_per_s']} hosts/s), {run['complete']}/{run['hosts']} complete; per host "
+            f"median {run['host_s_median']} s, p90 {run['host_s_p90']} s; collector+hosts CPU "
+            f"{run['collector_cpu_per_host_ms']} ms/host; collector peak RSS "
+            f"{run['collector_rss_mib']} MiB; manifest {run['manifest_kib']} KiB"
+        )
     return 0
 
 

@@ -213,10 +213,14 @@ def evaluate(*, drafts: bool = True, library: bool = True) -> Figures:
     if not library:
         saved = secrets.library_hits
         secrets.library_hits = lambda text: iter(())
+        # `scan` keeps its answers per text: what it found with the library must not count.
+        cached = getattr(secrets, "_SCANNED", {})
+        cached.clear()
         try:
             return evaluate(drafts=drafts)
         finally:
             secrets.library_hits = saved
+            cached.clear()
 
     started = time.perf_counter()
     figures = Figures()

@@ -50,6 +50,7 @@ class StackTable:
         self.classifier = classifier
         self._exact: dict[tuple[tuple[str, str, int | None], ...], StackInfo] = {}
         self._by_ids: dict[tuple[int, ...], tuple[tuple[Frame, ...], StackInfo]] = {}
+        self._by_tuple: dict[int, tuple[tuple[Frame, ...], StackInfo]] = {}
         self._lines_ignored: dict[tuple[tuple[str, str], ...], int] = {}
         self._loose: dict[tuple[tuple[str, str], ...], int] = {}
         # Per distinct (function, file, native): the line-free key and the frame's class.
@@ -57,19 +58,26 @@ class StackTable:
 
     def intern(self, frames: tuple[Frame, ...]) -> StackInfo:
         """The `StackInfo` of `frames`, built on first sight."""
+        # The text parser shares one frames tuple per distinct thread block: the tuple's
+        # identity is the cheapest key (the entry keeps the tuple alive, so no other object
+        # takes its id while the table lives).
+        same = self._by_tuple.get(id(frames))
+        if same is not None:
+            return same[1]
         # Parsers share one `Frame` per distinct frame line, so the frames' identities
-        # are the cheapest key. The entry keeps its frames alive: no other frame can take
-        # one of their ids while the table lives, so an identity hit is the same stack.
+        # are the next cheapest key. The entry keeps its frames alive: no other frame can
+        # take one of their ids while the table lives, so an identity hit is the same stack.
         ids = tuple(map(id, frames))
         found = self._by_ids.get(ids)
-        if found is not None:
-            return found[1]
-        key = tuple(map(_EXACT, frames))
-        info = self._exact.get(key)
-        if info is None:
-            info = self._build(frames, key)
-        self._by_ids[ids] = (frames, info)
-        return info
+        if found is None:
+            key = tuple(map(_EXACT, frames))
+            info = self._exact.get(key)
+            if info is None:
+                info = self._build(frames, key)
+            found = (frames, info)
+            self._by_ids[ids] = found
+        self._by_tuple[id(frames)] = (frames, found[1])
+        return found[1]
 
     def name_key(self, frame: Frame) -> tuple[str, str]:
         """(short function, short file): a frame with its line number ignored."""

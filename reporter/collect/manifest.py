@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import json
 import threading
+import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -208,10 +209,18 @@ def skipped_text(skipped: Sequence[SkipNote]) -> str:
     return "; ".join(parts)
 
 
-def render(state: ManifestState) -> str:
+# The rendered lines of one `[[...]]` table per entry (an `EvidenceEntry`, `TargetNote`,
+# `ProcessEntry`, `RemoteNote` or `SkipNote`), each read back on its own once.
+Pieces = dict[object, tuple[str, ...]]
+
+
+def render(state: ManifestState, pieces: Pieces | None = None) -> str:
     """`bundle.toml` text for `state`; `tomllib` and the bundle loader read it back.
 
     Free text (titles, command lines, descriptions) is secret-masked: it quotes processes.
+    With `pieces` (kept by `ManifestWriter` between saves), each entry's table is rendered
+    and read back once and kept there: a rewrite after one more host costs that host's
+    entries, not the whole file's (the text is still joined and written in full).
     """
     m = mask_text
     doc = (
@@ -222,6 +231,26 @@ def render(state: ManifestState) -> str:
             "Edit the title and fields freely."
         )
     )
+    unchecked: list[tuple[int, int]] = []  # line ranges not read back as pieces
+    begun = 0
+
+    def add(entry: object, build: Callable[[TomlDocument, object], object]) -> None:
+        nonlocal begun
+        if pieces is None:
+            build(doc, entry)
+            return
+        lines = pieces.get(entry)
+        if lines is None:
+            one = TomlDocument()
+            build(one, entry)
+            lines = one.lines()
+            tomllib.loads("\n".join(lines))  # a piece we cannot read back is never kept
+            pieces[entry] = lines
+        at = len(doc)
+        unchecked.append((begun, at))
+        doc.extend(lines)
+        begun = at + len(lines)
+
     if state.title:
         doc.key("title", m(state.title))
     elif state.label:
@@ -253,15 +282,7 @@ def render(state: ManifestState) -> str:
         doc.array_table("event").key("at", event.at).key("text", m(event.text))
     # By path: the file order does not depend on which py-spy finished first.
     for entry in sorted(state.evidence, key=lambda e: e.path):
-        doc.array_table("evidence").key("path", entry.path).key("kind", str(entry.kind))
-        if entry.captured_at is not None:
-            doc.key("captured_at", entry.captured_at)
-        if entry.rank is not None:
-            doc.key("rank", entry.rank)
-        if entry.host:
-            doc.key("host", entry.host)
-        if entry.description:
-            doc.key("description", m(entry.description))
+        add(entry, _evidence_table)
     doc.table("collect").key("status", state.status.value).key("started_at", state.started_at)
     if state.finished_at is not None:
         doc.key("finished_at", state.finished_at)
@@ -275,36 +296,72 @@ def render(state: ManifestState) -> str:
         if value:
             doc.key(key, value)
     for target in state.targets:
-        doc.array_table("collect.target").key("pid", target.pid).key("ppid", target.ppid)
-        if target.uid is not None:
-            doc.key("uid", target.uid)
-        if target.pgid is not None:
-            doc.key("pgid", target.pgid)
-        if target.launcher is not None:
-            doc.key("launcher", target.launcher)
-        if target.host:
-            doc.key("host", target.host)
-        doc.key("title", m(target.title)).key("selected_by", m(target.selected_by))
+        add(target, _target_table)
     for proc in state.processes:
-        doc.array_table("collect.process").key("pid", proc.pid).key("ppid", proc.ppid)
-        if proc.pgid is not None:
-            doc.key("pgid", proc.pgid)
-        if proc.host:
-            doc.key("host", proc.host)
-        doc.key("cmdline", m(proc.cmdline))
+        add(proc, _process_table)
     for remote in state.remotes:
-        doc.array_table("collect.remote").key("host", remote.host).key("via", m(remote.via))
-        doc.key("status", remote.status)
-        if remote.reason:
-            doc.key("reason", m(remote.reason))
-        if remote.hostname:
-            doc.key("hostname", remote.hostname)
-        doc.key("targets", remote.targets).key("dumps", remote.dumps)
-        doc.key("failed_dumps", remote.failed_dumps).key("seconds", round(remote.seconds, 2))
+        add(remote, _remote_table)
     for skip in state.skipped:
-        doc.array_table("collect.skipped").key("what", m(skip.what)).key("reason", m(skip.reason))
-        doc.key("at", skip.at)
-    return doc.text()
+        add(skip, _skip_table)
+    if pieces is None:
+        return doc.text()
+    unchecked.append((begun, len(doc)))
+    return doc.text_of_checked(unchecked)
+
+
+def _evidence_table(doc: TomlDocument, item: object) -> None:
+    assert isinstance(item, EvidenceEntry)
+    doc.array_table("evidence").key("path", item.path).key("kind", str(item.kind))
+    if item.captured_at is not None:
+        doc.key("captured_at", item.captured_at)
+    if item.rank is not None:
+        doc.key("rank", item.rank)
+    if item.host:
+        doc.key("host", item.host)
+    if item.description:
+        doc.key("description", mask_text(item.description))
+
+
+def _target_table(doc: TomlDocument, item: object) -> None:
+    assert isinstance(item, TargetNote)
+    doc.array_table("collect.target").key("pid", item.pid).key("ppid", item.ppid)
+    if item.uid is not None:
+        doc.key("uid", item.uid)
+    if item.pgid is not None:
+        doc.key("pgid", item.pgid)
+    if item.launcher is not None:
+        doc.key("launcher", item.launcher)
+    if item.host:
+        doc.key("host", item.host)
+    doc.key("title", mask_text(item.title)).key("selected_by", mask_text(item.selected_by))
+
+
+def _process_table(doc: TomlDocument, item: object) -> None:
+    assert isinstance(item, ProcessEntry)
+    doc.array_table("collect.process").key("pid", item.pid).key("ppid", item.ppid)
+    if item.pgid is not None:
+        doc.key("pgid", item.pgid)
+    if item.host:
+        doc.key("host", item.host)
+    doc.key("cmdline", mask_text(item.cmdline))
+
+
+def _remote_table(doc: TomlDocument, item: object) -> None:
+    assert isinstance(item, RemoteNote)
+    doc.array_table("collect.remote").key("host", item.host).key("via", mask_text(item.via))
+    doc.key("status", item.status)
+    if item.reason:
+        doc.key("reason", mask_text(item.reason))
+    if item.hostname:
+        doc.key("hostname", item.hostname)
+    doc.key("targets", item.targets).key("dumps", item.dumps)
+    doc.key("failed_dumps", item.failed_dumps).key("seconds", round(item.seconds, 2))
+
+
+def _skip_table(doc: TomlDocument, item: object) -> None:
+    assert isinstance(item, SkipNote)
+    doc.array_table("collect.skipped").key("what", mask_text(item.what))
+    doc.key("reason", mask_text(item.reason)).key("at", item.at)
 
 
 @dataclass(slots=True)
@@ -317,6 +374,7 @@ class ManifestWriter:
     """Writes `bundle.toml` (name, text) inside the held `--out` (`outdir.OutDir`); by
     default `write_atomic` under `root`."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _pieces: Pieces = field(default_factory=dict)
 
     def update(self, **changes: object) -> None:
         """Replace fields of the state (e.g. `status=`, `summary=`)."""
@@ -356,10 +414,26 @@ class ManifestWriter:
         """Write `bundle.toml` atomically; the text is checked to parse first."""
         with self._lock:
             # render() reads its text back: an unreadable manifest is never written.
-            text = render(self.state)
+            state = self.state
+            if len(self._pieces) > 64 + 2 * _entries(state):
+                # Replaced entries leave pieces nobody shows: keep memory to what is listed.
+                listed = {*state.evidence, *state.targets, *state.processes, *state.remotes}
+                listed.update(state.skipped)
+                self._pieces = {k: v for k, v in self._pieces.items() if k in listed}
+            text = render(state, self._pieces)
             path = self.root / MANIFEST_NAME
             if self.sink is not None:
                 self.sink(MANIFEST_NAME, text)
             else:
                 write_atomic(path, text)
         return path
+
+
+def _entries(state: ManifestState) -> int:
+    return (
+        len(state.evidence)
+        + len(state.targets)
+        + len(state.processes)
+        + len(state.remotes)
+        + len(state.skipped)
+    )

@@ -150,6 +150,29 @@ class TomlDocument:
         tomllib.loads(out)  # a file we cannot read back must never be written
         return out
 
+    def lines(self) -> tuple[str, ...]:
+        """The lines written so far (a piece another document takes in with `extend`)."""
+        return tuple(self._lines)
+
+    def __len__(self) -> int:
+        """How many lines are written so far."""
+        return len(self._lines)
+
+    def extend(self, lines: tuple[str, ...]) -> TomlDocument:
+        """Take in lines another document wrote (`lines`): one `[[name]]` piece, say."""
+        self._lines += lines
+        return self
+
+    def text_of_checked(self, unchecked: list[tuple[int, int]]) -> str:
+        """The document as TOML text, reading back only the lines not checked before.
+
+        `unchecked` lists (start, end) line ranges that hold everything but pieces already
+        read back on their own (each a run of `[[name]]` tables, which stays valid next to
+        others of its kind): the cost of a rewrite follows what is new, not the whole file.
+        """
+        tomllib.loads("\n".join(line for a, b in unchecked for line in self._lines[a:b]))
+        return "\n".join(self._lines) + "\n"
+
 
 def _dotted(name: str) -> str:
     return ".".join(tomlkit.key(part).as_string() for part in name.split("."))

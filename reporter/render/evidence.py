@@ -39,6 +39,7 @@ from reporter.model import (
     ProcessDump,
     ThreadStack,
 )
+from reporter.render import bounds
 from reporter.render.parts import Block
 
 # Lines of one process's rendered dumps; the bundle keeps the whole files.
@@ -228,14 +229,33 @@ def process_blocks(processes: Sequence[RankProcess]) -> list[Block]:
     ]
 
 
+# What the index says of a file whose dumps are left out of a bounded report.
+_LEFT_OUT = "kept in the bundle (its class is drawn above)"
+
+
 def blocks(bundle: Bundle, analysis: Analysis) -> tuple[tuple[Block, ...], tuple[IndexRow, ...]]:
     """The evidence blocks (processes, then raw files) and the index of every evidence file."""
-    out = process_blocks([p for p in (*analysis.processes, *analysis.others) if p.snapshots])
+    drawn, left = bounds.shown_processes(
+        analysis, [p for p in (*analysis.processes, *analysis.others) if p.snapshots]
+    )
+    out = process_blocks(drawn)
     shown_in: dict[str, str] = {}
+    if left:
+        out.append(
+            Block(
+                title=f"{len(left)} more processes: their dumps are in the bundle",
+                text=bounds.left_out_line(left, "these dumps"),
+            )
+        )
+        for process in left:
+            for dump in process.snapshots:
+                shown_in.setdefault(dump.source.path, _LEFT_OUT)
     for process in (*analysis.processes, *analysis.others):
         ident = process.identity
         who = f"rank {ident.rank}" if ident.rank is not None else f"PID {ident.pid}"
         for dump in process.snapshots:
+            if shown_in.get(dump.source.path) == _LEFT_OUT:
+                continue
             shown_in.setdefault(dump.source.path, f"dumps of {who}")
             if f"dumps of {who}" not in shown_in[dump.source.path]:
                 shown_in[dump.source.path] += f", {who}"

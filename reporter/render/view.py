@@ -37,7 +37,7 @@ from reporter.model import (
     TimelineEvent,
 )
 from reporter.render import answer as answers
-from reporter.render import envview, frview, parts
+from reporter.render import bounds, envview, frview, parts
 from reporter.render import evidence as evidence_blocks
 from reporter.render import markdown as md
 from reporter.render.answer.hosts import multi_host, split_by_host
@@ -229,7 +229,7 @@ def build_view(
             (k.replace("_", " ").capitalize(), LOCAL.typed(v)) for k, v in bundle.manifest.fields
         ),
         python_versions=", ".join(versions) if versions else "not shown in the dumps",
-        processes=tuple(_process_row(p, bool(analysis.hosts)) for p in analysis.processes),
+        processes=_process_rows(analysis),
         others=tuple(_process_row(p, bool(analysis.hosts)) for p in analysis.others),
         cmdlines=_cmdlines(analysis),
         classes=parts.class_rows(analysis, LOCAL, instances=bool(analysis.instances)),
@@ -282,10 +282,7 @@ def build_view(
         clients=envview.clients(analysis.goroutines, analysis.clients_sentence),
         summary_block=summary_view(ans, analysis),
         class_stacks=class_stacks(analysis),
-        evidence_index=tuple(
-            evidence_blocks.IndexRow(path=md.code_cell(r.path), kind=r.kind, shown=md.cell(r.shown))
-            for r in index
-        ),
+        evidence_index=_index_rows(index),
         factors=tuple(LOCAL.inline(f) for f in ans.factors),
         impact=tuple(LOCAL.inline(i) for i in ans.impact),
         actions=tuple(LOCAL.inline(a) for a in ans.actions),
@@ -552,6 +549,48 @@ def _ranks_text(ranks: Sequence[int]) -> str:
     return format_ranks(ranks) if ranks else ""
 
 
+def _process_rows(analysis: Analysis) -> tuple[ProcessRow, ...]:
+    """The environment table's rows: every rank, or past `bounds.MAX_SHOWN` the ranks whose
+    dumps are drawn and one row counting the rest."""
+    hosts = bool(analysis.hosts)
+    drawn, left = bounds.shown_processes(analysis, analysis.processes)
+    rows = [_process_row(p, hosts) for p in drawn]
+    if left:
+        rows.append(
+            ProcessRow(
+                rank="…",
+                pid="",
+                role="",
+                title=md.cell(bounds.left_out_line(left, "this table")),
+                rank_source="",
+                state="",
+                snapshots=sum(len(p.snapshots) for p in left),
+            )
+        )
+    return tuple(rows)
+
+
+def _index_rows(
+    index: Sequence[evidence_blocks.IndexRow],
+) -> tuple[evidence_blocks.IndexRow, ...]:
+    """The evidence index as drawn: a row per file, or past `bounds.MAX_SHOWN` files a row
+    per run of files alike (first and last named, and how many)."""
+    if len(index) <= bounds.MAX_SHOWN:
+        return tuple(
+            evidence_blocks.IndexRow(path=md.code_cell(r.path), kind=r.kind, shown=md.cell(r.shown))
+            for r in index
+        )
+    rows = []
+    for first, last, count, kind, shown in bounds.grouped_index(
+        [(r.path, r.kind, r.shown) for r in index]
+    ):
+        path = md.code_cell(first)
+        if count > 1:
+            path = f"{path} to {md.code_cell(last)} ({count} files)"
+        rows.append(evidence_blocks.IndexRow(path=path, kind=kind, shown=md.cell(shown)))
+    return tuple(rows)
+
+
 def _process_row(process: RankProcess, hosts: bool = False) -> ProcessRow:
     ident = process.identity
     latest = process.snapshots[-1] if process.snapshots else None
@@ -579,7 +618,7 @@ def _cmdlines(analysis: Analysis) -> str:
             for line in (dump.cmdline, dump.parent_cmdline):
                 if line:
                     seen.setdefault(line, None)
-    return md.fence("\n".join(seen)) if seen else ""
+    return md.fence("\n".join(bounds.command_lines(list(seen)))) if seen else ""
 
 
 def _shorten(text: str, limit: int) -> str:

@@ -265,6 +265,31 @@ def inside_kinds() -> frozenset[str]:
     return frozenset(p.kind for p in secret_patterns() if p.inside)
 
 
+@dataclass(frozen=True, slots=True)
+class _Prefilter:
+    """Every shape's `needs` as two searches (as written, and folded): one pass over a text
+    that holds none of them leaves only the shapes without `needs` to run."""
+
+    plain: re.Pattern[str] | None
+    folded: re.Pattern[str] | None
+    always: tuple[SecretPattern, ...]
+
+
+@cache
+def _prefilter() -> _Prefilter:
+    entries = secret_patterns()
+
+    def joined(folded: bool) -> re.Pattern[str] | None:
+        needs = sorted(
+            {need for e in entries if e.needs and e.folded == folded for need in e.needs},
+            key=lambda need: (-len(need), need),
+        )
+        return re.compile("|".join(re.escape(need) for need in needs)) if needs else None
+
+    always = tuple(e for e in entries if e.needs_re is None)
+    return _Prefilter(plain=joined(False), folded=joined(True), always=always)
+
+
 def pattern_hits(text: str) -> Iterator[SecretHit]:
     """Hits of `secret_patterns()` (ours only), in pattern order then position."""
     lower: list[str] = []
@@ -274,7 +299,16 @@ def pattern_hits(text: str) -> Iterator[SecretHit]:
             lower.append(text.lower())
         return lower[0]
 
-    for entry in secret_patterns():
+    gate = _prefilter()
+    # A text holding no shape's `needs` (most strings) skips straight to the shapes
+    # without any: same hits, one search instead of one per shape.
+    entries = (
+        secret_patterns()
+        if (gate.plain is not None and gate.plain.search(text) is not None)
+        or (gate.folded is not None and gate.folded.search(lowered()) is not None)
+        else gate.always
+    )
+    for entry in entries:
         needs = entry.needs_re  # `entry.may_match`, inlined: it runs for every text and shape
         if needs is not None and needs.search(lowered() if entry.folded else text) is None:
             continue
@@ -332,31 +366,54 @@ def _occurrences(line: str, value: str) -> list[int]:
     return found
 
 
+# detect-secrets' findings per distinct line: (kind, name, value, column). A report or a
+# bundle repeats the same lines thousands of times (one per rank), and the plugins are the
+# slowest part of masking; the cache is cleared when full to bound memory.
+_LINE_HITS: dict[str, tuple[tuple[str, str, str, int], ...]] = {}
+_LINE_HITS_MAX = 1 << 15
+_LINE_HITS_LONGEST = 256  # longer lines seldom repeat: not kept (bounds the keys' memory)
+
+
 def library_hits(text: str) -> Iterator[SecretHit]:
     """Hits of detect-secrets' plugins, line by line (no network: `analyze_string` only)."""
     offset = 0
     for line in text.splitlines(keepends=True):
         if len(line) > 4 and not line.isspace():
-            for plugin in _library_plugins():
-                limit = getattr(plugin, "entropy_limit", None)
-                for found in plugin.analyze_string(line):
-                    value = str(found)
-                    if limit is not None and (
-                        len(value) < MIN_ENTROPY_LENGTH
-                        or plugin.calculate_shannon_entropy(value) < limit
-                    ):
-                        continue
-                    if not is_value(value) or PLACEHOLDER_RE.search(value):
-                        continue
-                    for at in _occurrences(line, value):
-                        yield SecretHit(
-                            kind=f"detect-secrets-{_slug(plugin.secret_type)}",
-                            name=f"{plugin.secret_type} (detect-secrets)",
-                            value=value,
-                            start=offset + at,
-                            end=offset + at + len(value),
-                        )
+            found = _LINE_HITS.get(line)
+            if found is None:
+                found = _line_library_hits(line)
+                if len(line) <= _LINE_HITS_LONGEST:
+                    if len(_LINE_HITS) >= _LINE_HITS_MAX:
+                        _LINE_HITS.clear()
+                    _LINE_HITS[line] = found
+            for kind, name, value, at in found:
+                yield SecretHit(
+                    kind=kind,
+                    name=name,
+                    value=value,
+                    start=offset + at,
+                    end=offset + at + len(value),
+                )
         offset += len(line)
+
+
+def _line_library_hits(line: str) -> tuple[tuple[str, str, str, int], ...]:
+    """What the plugins find in one line: (kind, name, value, column), in plugin order."""
+    out: list[tuple[str, str, str, int]] = []
+    for plugin in _library_plugins():
+        limit = getattr(plugin, "entropy_limit", None)
+        for found in plugin.analyze_string(line):
+            value = str(found)
+            if limit is not None and (
+                len(value) < MIN_ENTROPY_LENGTH or plugin.calculate_shannon_entropy(value) < limit
+            ):
+                continue
+            if not is_value(value) or PLACEHOLDER_RE.search(value):
+                continue
+            kind = f"detect-secrets-{_slug(plugin.secret_type)}"
+            name = f"{plugin.secret_type} (detect-secrets)"
+            out.extend((kind, name, value, at) for at in _occurrences(line, value))
+    return tuple(out)
 
 
 def _hits(text: str, library: bool) -> list[SecretHit]:
@@ -397,6 +454,30 @@ def scan(text: str, *, library: bool = True) -> list[SecretHit]:
     private-key block is one hit, `sk-ant-...` is an Anthropic key, not an OpenAI one,
     and no tail of a secret found two ways is left out.
     """
+    if len(text) > _SCANNED_LONGEST:
+        return _scan(text, library)
+    key = (text, library)
+    kept = _SCANNED.get(key)
+    if kept is None:
+        kept = tuple(_scan(text, library))
+        if len(_SCANNED) >= _SCANNED_MAX or _SCANNED_CHARS[0] > _SCANNED_MAX_CHARS:
+            _SCANNED.clear()
+            _SCANNED_CHARS[0] = 0
+        _SCANNED[key] = kept
+        _SCANNED_CHARS[0] += len(text)
+    return list(kept)
+
+
+# `scan`'s answer per distinct short text: the same strings (a frame's file, a thread name,
+# an environment line) come back for every rank. Cleared when full to bound memory.
+_SCANNED: dict[tuple[str, bool], tuple[SecretHit, ...]] = {}
+_SCANNED_MAX = 1 << 15
+_SCANNED_LONGEST = 4096
+_SCANNED_MAX_CHARS = 1 << 23  # the texts kept as keys, in all (a few MB at most)
+_SCANNED_CHARS = [0]
+
+
+def _scan(text: str, library: bool) -> list[SecretHit]:
     hits = _hits(text, library)
     plain = normalize(text)
     if plain is not None:

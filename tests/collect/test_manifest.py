@@ -18,6 +18,7 @@ from reporter.collect.manifest import (
     TargetNote,
 )
 from reporter.load import bundle as bundle_io
+from reporter.load.manifest import TomlDocument
 from reporter.model import EvidenceKind
 
 AT = datetime(2026, 11, 29, 14, 43, 41, 973000, tzinfo=UTC)
@@ -191,3 +192,48 @@ def test_without_a_title_the_report_is_titled_by_its_verdict(tmp_path: Path) -> 
         (tmp_path / f"pyspy/pid7-s{k}.txt").write_text(dump, encoding="utf-8")
     ManifestWriter(root=tmp_path, state=_state(title="", label=label)).save()
     assert not bundle_io.load([tmp_path]).manifest.title
+
+
+def test_kept_pieces_render_the_same_text_and_only_new_entries_are_rendered() -> None:
+    pieces: manifest.Pieces = {}
+    state = _state()
+    assert manifest.render(state, pieces) == manifest.render(state)
+    assert len(pieces) == 6  # 2 files, 1 target, 3 skips: each rendered and read back once
+    kept = dict(pieces)
+    more = replace(
+        state,
+        evidence=(
+            *state.evidence,
+            EvidenceEntry(path="pyspy/pid8-s0.txt", kind=EvidenceKind.PYSPY_TEXT, rank=1),
+        ),
+    )
+    assert manifest.render(more, pieces) == manifest.render(more)
+    assert len(pieces) == 7 and all(pieces[k] is v for k, v in kept.items())
+
+
+def test_a_rewrite_still_reads_back_what_no_piece_holds() -> None:
+    # The lines between pieces (the [collect] table) are still read back: a bad one raises.
+    pieces: manifest.Pieces = {}
+    bad = _state(evidence=(), targets=(), skipped=())
+    text = manifest.render(bad, pieces)
+    assert tomllib.loads(text)["collect"]["tool"] == "reporter 0.1.0"
+    doc = TomlDocument().key("a", 1)
+    doc.extend(("a = 2",))
+    try:
+        doc.text_of_checked([(0, 2)])
+    except tomllib.TOMLDecodeError:
+        pass
+    else:  # pragma: no cover - the duplicate key must be refused
+        raise AssertionError("a duplicate key was written")
+
+
+def test_the_writer_drops_pieces_of_replaced_entries(tmp_path: Path) -> None:
+    writer = ManifestWriter(root=tmp_path, state=_state(evidence=()))
+    for n in range(200):
+        writer.replace_evidence(
+            EvidenceEntry(path="metrics.txt", kind=EvidenceKind.PYSPY_TEXT, description=f"{n}")
+        )
+        writer.save()
+    assert len(writer._pieces) <= 64 + 2 * 5
+    data = tomllib.loads((tmp_path / "bundle.toml").read_text(encoding="utf-8"))
+    assert [e["description"] for e in data["evidence"]] == ["199"]

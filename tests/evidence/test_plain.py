@@ -178,3 +178,19 @@ def test_whitespace_only_lines(name: str, text: str) -> None:
     if _FRAME in text:
         (dump,) = slow.dumps
         assert [f.function for t in dump.threads for f in t.frames] == ["wait"]
+
+
+def test_identical_thread_blocks_share_one_frames_tuple() -> None:
+    # A stuck rank's two snapshots, read as two files: each distinct thread block is parsed
+    # once and its frames tuple serves every copy; the threads keep their own places.
+    plain.BLOCKS.clear()
+    texts = [_dump(0, 100, snap, threads=2, healthy=False, half=4, seed=7) for snap in (0, 1)]
+    assert texts[0] == texts[1]
+    first, second = (plain.read(clean_lines(t), f"rank{n}.txt") for n, t in enumerate(texts))
+    assert first is not None and second is not None
+    a, b = first[0].threads[0], second[0].threads[0]
+    assert a.frames == b.frames and a.frames is b.frames
+    assert (a.source.path, b.source.path) == ("rank0.txt", "rank1.txt")
+    assert len(plain.BLOCKS) >= 1
+    for text in texts:  # and the shared frames are those the state machine reads
+        assert _fast(text, "x.txt") == _state_machine(text, "x.txt")

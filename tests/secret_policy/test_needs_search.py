@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+from reporter.secrets import shapes
 from reporter.secrets.shapes import secret_patterns
 
 # Texts holding each needle alone, at the edges, twice, beside regex metacharacters and
@@ -28,3 +30,53 @@ def test_needs_regex_agrees_with_substring_tests() -> None:
             hay = text.lower() if pattern.folded else text
             expected = any(n in hay for n in pattern.needs) if pattern.needs else True
             assert pattern.may_match(text, text.lower) is expected, (pattern.kind, text)
+
+
+def _every_shape(text: str) -> list[tuple[str, int, int]]:
+    """Our shapes' hits with every shape run (no prefilter): what `pattern_hits` must give."""
+    gate = shapes._prefilter
+    try:
+        shapes._prefilter = lambda: shapes._Prefilter(  # type: ignore[assignment]
+            plain=re.compile(""), folded=None, always=()
+        )
+        return [(h.kind, h.start, h.end) for h in shapes.pattern_hits(text)]
+    finally:
+        shapes._prefilter = gate  # type: ignore[assignment]
+
+
+def _corpus_lines() -> list[str]:
+    root = Path(__file__).resolve().parents[2] / "fixtures" / "redaction"
+    lines: list[str] = []
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and path.suffix not in {".py", ".json"}:
+            lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return lines
+
+
+def test_one_prefilter_pass_finds_what_every_shape_finds() -> None:
+    # The seeded corpus (every secret shape, disguised too) and texts holding each needle.
+    texts = _corpus_lines() + _texts()
+    assert len(texts) > 500
+    skipped = 0
+    for text in texts:
+        got = [(h.kind, h.start, h.end) for h in shapes.pattern_hits(text)]
+        assert got == _every_shape(text), text
+        gate = shapes._prefilter()
+        assert gate.plain is not None and gate.folded is not None
+        skipped += gate.plain.search(text) is None and gate.folded.search(text.lower()) is None
+    assert skipped > 0  # the prefilter did leave some texts to the shapes without `needs`
+
+
+def test_scan_answers_from_its_cache_as_it_computed() -> None:
+    line = "export HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123456789AB  # and AKIAIOSFODNN7EXAMPLE"
+    shapes._SCANNED.clear()
+    shapes._LINE_HITS.clear()
+    first = shapes.scan(line)
+    assert first and (line, True) in shapes._SCANNED
+    first.clear()  # a caller changing its list does not change the cache
+    assert shapes.scan(line) == shapes._scan(line, True) != []
+    text = "\n".join([line] * 3)
+    assert [h.start for h in shapes.library_hits(text)] == [
+        h.start for h in shapes.library_hits(text)
+    ]
+    assert line + "\n" in shapes._LINE_HITS

@@ -44,49 +44,29 @@ def remember_thread_line(line: str, groups: tuple[str | None, ...]) -> None:
     THREAD_LINES[line] = groups
 
 
+# The frames of thread blocks seen before, keyed by the block's lines (everything between
+# a `Thread` line and the next unindented line): a stuck rank repeats its stacks in every
+# snapshot, and the ranks of one group repeat each other's. Equal keys give equal frames,
+# so one tuple serves them all (less memory, and `StackTable.intern` finds it by identity).
+BLOCKS: dict[tuple[str, ...], tuple[Frame, ...]] = {}
+_BLOCKS_MAX = 1 << 13
+
+
 def read(lines: list[str], source: str) -> list[ProcessDump] | None:
     """The dumps of a plain file, in file order; None when it is not plain."""
     dumps: list[ProcessDump] = []
     block: ProcBlock | None = None  # the open process
     threads: list[ThreadStack] = []  # its threads, frozen
-    frames: list[Frame] | None = None  # the open thread's frames
-    thread: tuple[str, ThreadStatus, str | None, int] | None = None  # and the rest of it
-    cached = FRAME_CACHE.get
     known = THREAD_LINES.get
+    blocks = BLOCKS.get
     count = len(lines)
     number = 0
     while number < count:
         raw = lines[number]
         number += 1  # 1-based line number of `raw`
-        if frames is not None:
-            frame = cached(raw)
-            if frame is not None:
-                frames.append(frame)
-                continue
         if not raw:
             continue
         first = raw[0]
-        if first == " ":
-            if (
-                frames is None
-                or not raw.startswith("    ")
-                or raw[4:5] in ("", " ")
-                or not raw.endswith(")")
-                or ")  " in raw
-            ):
-                return None
-            frame = parse_frame(raw)
-            if frame is None:
-                return None
-            frames.append(frame)
-            continue
-        # Any other line ends the open thread: a thread without frames is not plain.
-        if frames is not None:
-            if not frames:
-                return None
-            assert thread is not None
-            threads.append(_frozen(thread, frames, source))
-            frames = None
         if first == "T":
             groups = known(raw)
             if groups is None:
@@ -101,8 +81,34 @@ def read(lines: list[str], source: str) -> list[ProcessDump] | None:
                 status = STATUS.get(word)
             if block is None or status is None:
                 return None
-            thread = (UNKNOWN_THREAD_ID if tid is None else tid, status, name, number)
-            frames = []
+            # The thread's block: blank lines and indented lines up to the next other line.
+            end = number
+            while end < count:
+                line = lines[end]
+                if line and line[0] != " ":
+                    break
+                end += 1
+            key = tuple(lines[number:end])
+            frames = blocks(key)
+            if frames is None:
+                frames = _block_frames(key)
+                if frames is None:
+                    return None
+                if len(BLOCKS) >= _BLOCKS_MAX:
+                    BLOCKS.clear()
+                BLOCKS[key] = frames
+            threads.append(
+                thread_stack(
+                    UNKNOWN_THREAD_ID if tid is None else tid,
+                    status,
+                    name,
+                    frames,
+                    False,
+                    number,
+                    source,
+                )
+            )
+            number = end
         elif first == "P" and raw.startswith("Process "):
             if block is not None:
                 if not threads:
@@ -136,20 +142,35 @@ def read(lines: list[str], source: str) -> list[ProcessDump] | None:
             block.exe = exe
             number += 1  # the `Python v` line
         else:
-            return None
-    if frames is not None:
-        if not frames:
-            return None
-        assert thread is not None
-        threads.append(_frozen(thread, frames, source))
+            return None  # an indented line outside a thread, or any other line
     if block is None or not threads:
         return None
     dumps.append(dump_of(block, tuple(threads), source))
     return dumps
 
 
-def _frozen(
-    thread: tuple[str, ThreadStatus, str | None, int], frames: list[Frame], source: str
-) -> ThreadStack:
-    tid, status, name, line = thread
-    return thread_stack(tid, status, name, tuple(frames), False, line, source)
+def _block_frames(block: tuple[str, ...]) -> tuple[Frame, ...] | None:
+    """The frames of one thread's lines (blank or indented); None when one is not a plain
+    frame line, or there is no frame (a thread without frames is not plain)."""
+    cached = FRAME_CACHE.get
+    frames: list[Frame] = []
+    for raw in block:
+        frame = cached(raw)
+        if frame is not None:
+            frames.append(frame)
+            continue
+        if not raw:
+            continue
+        # `raw[4:5]`, not `raw[4]`: a line of exactly four spaces is not a frame line.
+        if (
+            not raw.startswith("    ")
+            or raw[4:5] in ("", " ")
+            or not raw.endswith(")")
+            or ")  " in raw
+        ):
+            return None
+        frame = parse_frame(raw)
+        if frame is None:
+            return None
+        frames.append(frame)
+    return tuple(frames) if frames else None
