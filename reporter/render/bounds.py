@@ -71,18 +71,40 @@ def grouped_index(
 ) -> list[tuple[str, str, int, str, str]]:
     """(first path, last path, count, kind, shown) per run of files alike, past `MAX_SHOWN`
     rows; `rows` are (path, kind, shown). Files alike: the same kind, and the same `shown`
-    once rank and PID numbers are set aside (`dumps of rank 7` is `dumps of rank N`)."""
+    once rank and PID numbers are set aside. The numbers set aside are listed when there
+    are at most `LISTED` of them (`dumps of rank 0, 1, 2`), else their range and count
+    (`dumps of rank 0 to 4095 (4,096 in all)`)."""
     groups: dict[tuple[str, str], list[str]] = {}
-    shown_as: dict[tuple[str, str], str] = {}
+    shown_as: dict[tuple[str, str], list[str]] = {}
     for path, kind, shown in rows:
-        key = (kind, _RANK_NUMBERS.sub("N", shown))
+        key = (kind, _RANK_NUMBERS.sub(_SLOT, shown))
         groups.setdefault(key, []).append(path)
-        shown_as.setdefault(key, shown)
+        shown_as.setdefault(key, []).append(shown)
     out = []
     for (kind, general), paths in groups.items():
-        shown = shown_as[(kind, general)] if len(paths) == 1 else general
-        out.append((paths[0], paths[-1], len(paths), kind, shown))
+        out.append(
+            (paths[0], paths[-1], len(paths), kind, _merged(general, shown_as[(kind, general)]))
+        )
     return out
+
+
+# Where a number stood in a `shown` text (a character no text of ours holds).
+_SLOT = "\x00"
+LISTED = 8
+
+
+def _merged(general: str, shown: Sequence[str]) -> str:
+    """One `shown` text for files alike: the numbers of its one slot listed or ranged."""
+    if len(set(shown)) == 1:
+        return shown[0]
+    if general.count(_SLOT) != 1:
+        return general.replace(_SLOT, "N")
+    numbers = sorted({int(_RANK_NUMBERS.findall(s)[0]) for s in shown})
+    if len(numbers) <= LISTED:
+        said = ", ".join(str(n) for n in numbers)
+    else:
+        said = f"{numbers[0]} to {numbers[-1]} ({len(numbers):,} in all)"
+    return general.replace(_SLOT, said)
 
 
 _RANK_NUMBERS = re.compile(r"\d+")

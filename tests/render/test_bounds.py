@@ -37,7 +37,7 @@ def test_a_large_bundle_draws_one_dump_per_class_and_says_where_the_rest_are(
     assert 2 <= drawn <= bounds.MAX_SHOWN  # one per class at least, never more than the bound
     assert "more processes: their dumps are in the bundle" in text
     # The index: a row per run of files alike, the drawn ones and the ones left out.
-    assert f"({drawn} files) | pyspy-text | dumps of rank N |" in text
+    assert f"({drawn} files) | pyspy-text | dumps of rank " in text
     assert f"({RANKS - drawn} files) | pyspy-text | kept in the bundle (its class" in text
     assert "stay whole in the bundle" in text and "report analyze --json" in text
     assert "… and " in text and "more differing only in numbers" in text  # command lines
@@ -83,6 +83,10 @@ def test_shapes_of_command_lines_and_index_groups() -> None:
     rows = [(f"r{n}.txt", "pyspy-text", f"dumps of rank {n}") for n in range(3)]
     rows.append(("env.txt", "environ", "summarised"))
     assert bounds.grouped_index(rows) == [
-        ("r0.txt", "r2.txt", 3, "pyspy-text", "dumps of rank N"),
+        ("r0.txt", "r2.txt", 3, "pyspy-text", "dumps of rank 0, 1, 2"),
         ("env.txt", "env.txt", 1, "environ", "summarised"),
+    ]
+    many = [(f"r{n}.txt", "pyspy-text", f"dumps of rank {n}") for n in range(4096)]
+    assert bounds.grouped_index(many) == [
+        ("r0.txt", "r4095.txt", 4096, "pyspy-text", "dumps of rank 0 to 4095 (4,096 in all)")
     ]
