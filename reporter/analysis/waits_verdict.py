@@ -221,7 +221,9 @@ def _ended_text(graph: Graph, edge: Edge) -> str:
     if not whys:
         return ""
     first = whys[0].removeprefix(ENDED_WHY)
-    return f"{_names(graph, edge.waiters)} ended: {first}"
+    # The waiters are named just before in the who line: here they are "they".
+    subject = "they" if len(edge.waiters) > 1 else "it"
+    return f"{subject} gave up: {first}"
 
 
 def _values(graph: Graph, edge: Edge, cycle: Sequence[Edge]) -> dict[str, str]:
