@@ -447,12 +447,7 @@ def _analyze(
     stack_text = (
         text + _wedge_sentence(wedge, bundle) + (f" {clients_text}" if clients_text else "")
     )
-    stack_signature = make_signature(
-        main.finding.verdict,
-        main.chosen or main.classes,
-        classifier,
-        anchor=main.branch.shared if main.branch is not None else None,
-    )
+    stack_signature = make_signature(main.finding.verdict, main.chosen or main.classes, classifier)
     # The analysis before its verdict: the stack reading stands in until the table decides.
     analysis = Analysis(
         verdict=main.finding.verdict,

@@ -33,8 +33,9 @@ from reporter.analysis.classify import Classifier
 from reporter.analysis.flight_recorder import FrReading
 from reporter.analysis.outcomes import Outcome, crash_lock_signature
 from reporter.analysis.procgraph import ProcessReading
-from reporter.analysis.result import Analysis, Confidence, Signature, Verdict
+from reporter.analysis.result import Analysis, BlockedThreads, Confidence, Signature, Verdict
 from reporter.analysis.signature import make_signature
+from reporter.analysis.verdict import PEERS_UNKNOWN
 from reporter.analysis.waitgraph import EdgeKind, Graph
 from reporter.analysis.waits_verdict import WaitReading
 from reporter.core import rules
@@ -104,6 +105,7 @@ class Rule:
     headline: str = ""
     who_waits: str = ""
     what: str = ""
+    recovers: str = ""
     steps: tuple[tuple[str, str], ...] = ()
     stacks: frozenset[str] | None = None
     process: frozenset[str] | None = None
@@ -207,7 +209,12 @@ def compile_rules(data: Mapping[str, Any]) -> tuple[Rule, ...]:
             if wrong:
                 raise bad(f"unknown {key} {sorted(wrong)}", f"use {sorted(allowed)}")
         steps = tuple((s["action"], s["why"]) for s in table.get("step", ()))
-        texts = (table.get("headline", ""), table.get("who_waits", ""), table.get("what", ""))
+        texts = (
+            table.get("headline", ""),
+            table.get("who_waits", ""),
+            table.get("what", ""),
+            table.get("recovers", ""),
+        )
         for text in (*texts, *sum(steps, ())):
             _check_text(text, where)
         out.append(
@@ -220,6 +227,7 @@ def compile_rules(data: Mapping[str, Any]) -> tuple[Rule, ...]:
                 note=table.get("note", ""),
                 headline=table.get("headline", ""),
                 who_waits=table.get("who_waits", ""),
+                recovers=table.get("recovers", ""),
                 what=table.get("what", ""),
                 steps=steps,
                 stacks=frozenset(table["stacks"]) if "stacks" in table else None,
@@ -303,6 +311,11 @@ def _confidence(rule: Rule, facts: Facts) -> tuple[Confidence, tuple[str, ...]]:
         level = _LEVELS[min(len(notes), len(_LEVELS) - 1)]
     else:
         level, notes = facts.stack_level, facts.stack_notes
+        if PEERS_UNKNOWN in notes and _peers_named(rule, facts):
+            # The wait-for graph names the peers the stacks could not (Work.wait of an
+            # irecv from a known source): that doubt is answered.
+            notes = tuple(n for n in notes if n != PEERS_UNKNOWN)
+            level = _LEVELS[max(_LEVELS.index(level) - 1, 0)]
     if facts.hosts_note:
         level = _LEVELS[min(_LEVELS.index(level) + 1, len(_LEVELS) - 1)]
         notes = (*notes, facts.hosts_note)
@@ -310,6 +323,14 @@ def _confidence(rule: Rule, facts: Facts) -> tuple[Confidence, tuple[str, ...]]:
         # Said, not counted: the rule's own source of the verdict is not a doubt about it.
         notes = (*notes, rule.note.format(stacks=facts.stacks.value))
     return level, notes
+
+
+def _peers_named(rule: Rule, facts: Facts) -> bool:
+    """Whether the wait reading the rule rests on names the peer of every p2p wait."""
+    if rule.waits is None or facts.waits is None:
+        return False
+    p2p = [e for e in facts.waits.edges if e.kind is EdgeKind.P2P]
+    return bool(p2p) and all(e.peer is not None for e in p2p)
 
 
 def _fill(text: str, facts: Facts) -> str:
@@ -352,6 +373,34 @@ def _wait_steps(rule: Rule, facts: Facts) -> tuple[tuple[str, str], ...]:
     return facts.waits.steps
 
 
+def _explained(
+    rule: Rule, facts: Facts, blocked: tuple[BlockedThreads, ...]
+) -> tuple[BlockedThreads, ...]:
+    """The blocked threads the wait rule's verdict does not account for. A process that is a
+    waiter of the deciding edges waits for what the verdict names (a lock copied locked
+    across fork, a pipe, a child, the kernel): "not proven a deadlock" and "settle which
+    locks they hold" would contradict it, so its blocked threads are no longer open."""
+    if rule.waits is None or facts.waits is None or not blocked:
+        return blocked
+    waiters = {
+        node.pid
+        for edge in facts.waits.edges
+        for key in edge.waiters
+        if (node := facts.graph.nodes.get(key)) is not None and node.pid is not None
+    }
+    return tuple(b for b in blocked if b.pid is None or b.pid not in waiters)
+
+
+def _recovers(rule: Rule, facts: Facts) -> str:
+    """The rule's "Recovers on its own" answer, else its wait rule's; "" leaves the answer
+    to the timeouts found."""
+    if rule.recovers:
+        return _fill(rule.recovers, facts)
+    if rule.waits is not None and facts.waits is not None:
+        return facts.waits.recovers
+    return ""
+
+
 def decide(analysis: Analysis, facts: Facts, classifier: Classifier) -> Analysis:
     """`analysis` with the verdict of the first rule that applies, and everything that rule
     gives: summary, confidence, signature, headline, who-waits line and next steps."""
@@ -374,10 +423,12 @@ def decide(analysis: Analysis, facts: Facts, classifier: Classifier) -> Analysis
         headline=_fill(rule.headline, facts),
         who_waits=_fill(rule.who_waits, facts),
         what=_fill(rule.what, facts),
+        recovers=_recovers(rule, facts),
         said=_said(rule, facts),
         rule_steps=(
             *((_fill(a, facts), _fill(w, facts)) for a, w in rule.steps),
             *_wait_steps(rule, facts),
         ),
         graph=facts.graph,
+        blocked_threads=_explained(rule, facts, analysis.blocked_threads),
     )

@@ -27,6 +27,7 @@ from pathlib import PurePosixPath
 from typing import Protocol
 
 from reporter.analysis.result import Analysis, CodeView, ExcerptAnalysis
+from reporter.analysis.setupcalls import setup_calls
 from reporter.core import rules as data_files
 from reporter.evidence.env import normalise_package
 from reporter.model import Bundle, CodeExcerpt, FileHash, Frame, Package, innermost_python
@@ -324,6 +325,7 @@ def code_excerpts(
             # A frame with neither code nor link adds nothing to the branch point section.
             views.append(view)
     views = views[: len(bundle.excerpts)] + _merge_overlaps(views[len(bundle.excerpts) :])
+    views.extend(_setup_views(targets, reader, views, all_rules, packages))
     if unmatched:
         notes.append(
             "no upstream rule for "
@@ -455,6 +457,51 @@ def _automatic(
         origin="source root" if lines else "frame",
         cite=target.cite,
     )
+
+
+def _setup_views(
+    targets: Sequence[_Target],
+    reader: SourceReader | None,
+    shown: Sequence[CodeView],
+    rules: Sequence[UpstreamRule],
+    packages: Sequence[Package],
+) -> list[CodeView]:
+    """The process-group set-up calls that pass `timeout=` in the source files of the
+    frames, each as its own excerpt unless one shown already holds it: the timeout they set
+    is what ends the wait, and is often far from the frame that waits."""
+    if reader is None:
+        return []
+    out: list[CodeView] = []
+    seen: set[str] = set()
+    for target in targets:
+        local = reader.find(target.frame.file)
+        if local is None or local.path in seen:
+            continue
+        seen.add(local.path)
+        for call, _value, first, last in setup_calls(local.lines, 1)[:_MAX_SETUP]:
+            repo_path, link, how, dirty = _link(local.path, first, last, rules, packages)
+            if any(v.path == repo_path and v.start <= first and last <= v.end for v in shown):
+                continue
+            out.append(
+                CodeView(
+                    title=f"`{call}` with its timeout",
+                    path=repo_path,
+                    start=first,
+                    end=last,
+                    lines=local.lines[first - 1 : last],
+                    highlight=(first,),
+                    permalink=link,
+                    ref_note=how,
+                    status=dirty,
+                    origin="source root",
+                    cite=f"{local.path}:{first}",
+                )
+            )
+    return out
+
+
+_MAX_SETUP = 2
+"""Set-up calls excerpted per file: a file that makes more groups shows the first two."""
 
 
 def _explicit(

@@ -61,20 +61,25 @@ def _short_list(items: Sequence[str], sep: str = "; ") -> str:
 
 
 def _failure_texts(failed: Sequence[FailedRank]) -> list[str]:
-    """One text per (PID, rank, reason), naming every file it came from."""
-    grouped: dict[tuple[int | None, int | None, str], list[str]] = {}
+    """One text per reason, naming every process and file it came from: the same py-spy
+    message for three gone ranks is said once, not three times."""
+    grouped: dict[str, tuple[list[str], list[str]]] = {}
     for item in failed:
-        key = (item.failure.pid, item.rank, item.failure.reason)
-        grouped.setdefault(key, []).append(str(item.failure.source))
+        pid, rank = item.failure.pid, item.rank
+        if pid is not None:
+            who = f"PID {pid}" + (f" (rank {rank})" if rank is not None else "")
+        else:
+            who = f"rank {rank}" if rank is not None else "a process"
+        whos, places = grouped.setdefault(item.failure.reason, ([], []))
+        if who not in whos:
+            whos.append(who)
+        places.append(str(item.failure.source))
     out = []
-    for (pid, rank, reason), places in grouped.items():
-        who = f"PID {pid}" if pid is not None else "a process"
-        if rank is not None:
-            who += f" (rank {rank})"
+    for reason, (whos, places) in grouped.items():
         where = (
             places[0] if len(places) == 1 else f"{len(places)} files ({_short_list(places, ', ')})"
         )
-        out.append(f"{who} in {where}: {reason}")
+        out.append(f"{_short_list(whos, ', ')} in {where}: {reason}")
     return out
 
 

@@ -488,6 +488,9 @@ class Analysis:
     """The winning rule's "Who waits for whom" line, filled in; "" as for `headline`."""
     what: str = ""
     """The winning rule's "What" line, filled in; "" as for `headline`."""
+    recovers: str = ""
+    """The winning rule's "Recovers on its own" answer, filled in; "" when it rests on the
+    timeouts found (the collective verdicts)."""
     said: str = ""
     """The part of `summary` the rule's headline, What and Who lines already say (the
     one-process paragraph): the summary block leaves it out of its verdict paragraph."""

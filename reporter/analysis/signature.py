@@ -12,13 +12,19 @@ Only the hang's own frames enter, never how the process was started: bootstrap f
 (`[[bootstrap]]` in frames.toml: `<module>`, runpy, multiprocessing's spawn, mp.spawn's
 `_wrap`, torchrun's agent) are left out, and so is the process entry function right under
 them (`main` in a plain script, the `mp.spawn` target), so the same hang started by another
-launcher keeps its signature. Where the classes part (the branch point), each line starts at
-the shared frame: the frames above it are common to every class and say nothing of the
+launcher keeps its signature. Where the classes part (their branch point), each line starts
+at the shared frame: the frames above it are common to every class and say nothing of the
 split::
 
     collective-desync
     all_reduce: event_loop (scheduler.py) > check_hicache_events (scheduler.py) > all_reduce (distributed_c10d.py)
-    wait zmq-poll: event_loop (scheduler.py) > on_idle (scheduler.py) > poll (poll.py)
+    not stuck: event_loop (scheduler.py)
+
+Idle ranks that the ranks of a collective wait for (polling or sleeping in their loop in
+every snapshot) contribute the loop they idle in (their outermost frame below the entry),
+never the frame a snapshot happened to catch them in, so two captures of the same hang give
+the same signature; they do not move the branch point either. Moving ranks are written
+from their call site outward.
 """
 
 from __future__ import annotations
@@ -62,26 +68,46 @@ def signature_frames(
     """The frames a class contributes (innermost first): informative Python frames, or the
     informative native ones when the stack has no Python frame, without bootstrap frames,
     at most `MAX_FRAMES`. With an `anchor` (the branch point's shared frame) the frames stop
-    there; without one, the process entry function is left out when others remain."""
+    there; the process entry function is left out when others remain."""
     informative = [f for f in frames if classifier.classify(f).informative]
     python = [f for f in informative if not classifier.classify(f).native]
     chosen = [f for f in (python or informative) if classifier.bootstrap_rule(f) is None]
-    cut = None
     if anchor is not None:
         wanted = _key(anchor)
         cut = next((i for i, f in enumerate(chosen) if _key(f) == wanted), None)
-    if cut is not None:
-        chosen = chosen[: cut + 1]
-    else:
-        entry = _entry(frames, classifier)
-        if entry is not None and len(chosen) > 1 and chosen[-1] is entry:
-            chosen = chosen[:-1]
+        if cut is not None:
+            chosen = chosen[: cut + 1]
+    entry = _entry(frames, classifier)
+    if entry is not None and len(chosen) > 1 and chosen[-1] is entry:
+        chosen = chosen[:-1]
     return tuple(chosen[:MAX_FRAMES])
 
 
-def class_line(stack: StackClass, classifier: Classifier, anchor: Frame | None = None) -> str:
-    """One class's part of the signature text. A moving class is written from its call site
-    outward (`moving: loop > forward`): where a snapshot caught it above that is chance."""
+def _path(frames: Sequence[Frame]) -> str:
+    return " > ".join(f"{f.short_function} ({_basename(f.file)})" for f in reversed(frames))
+
+
+def class_line(
+    stack: StackClass,
+    classifier: Classifier,
+    anchor: Frame | None = None,
+    *,
+    other_side: bool = False,
+) -> str:
+    """One class's part of the signature text.
+
+    An idle class on the `other_side` of a collective (the ranks the collective's ranks
+    wait for, polling or sleeping in their loop) is written as the loop it idles in, its
+    outermost frame below the entry (`not stuck: event_loop (scheduler.py)`): which frame
+    inside that loop a snapshot caught is chance (`recv_requests` on one capture,
+    `self_check_during_idle` on the next). An idle class that is itself the wait (a
+    consumer on a queue, a child on a socket) keeps its frames. A moving class is written from its
+    call site outward (`moving: loop > forward`): where a snapshot caught it above that is
+    chance too. Every other class (stuck, stopped, in the kernel, one snapshot) keeps its
+    exact frames."""
+    if other_side and stack.state is RankState.IDLE:
+        chosen = signature_frames(stack.frames, classifier)
+        return f"not stuck: {_path(chosen[-1:])}" if chosen else "not stuck"
     frames: Sequence[Frame] = stack.frames
     if stack.state is RankState.MOVING:
         site = next(
@@ -93,8 +119,7 @@ def class_line(stack: StackClass, classifier: Classifier, anchor: Frame | None =
             None,
         )
         if site is not None:
-            chosen = signature_frames(frames[site:], classifier, anchor)
-            path = " > ".join(f"{f.short_function} ({_basename(f.file)})" for f in reversed(chosen))
+            path = _path(signature_frames(frames[site:], classifier, anchor))
             return f"moving: {path}" if path else "moving"
     if stack.collective:
         what = stack.collective
@@ -102,9 +127,21 @@ def class_line(stack: StackClass, classifier: Classifier, anchor: Frame | None =
         what = f"wait {stack.wait}"
     else:
         what = "running"
-    chosen = signature_frames(frames, classifier, anchor)
-    path = " > ".join(f"{f.short_function} ({_basename(f.file)})" for f in reversed(chosen))
+    path = _path(signature_frames(frames, classifier, anchor))
     return f"{what}: {path}" if path else what
+
+
+def _shared_frame(classes: Sequence[StackClass]) -> Frame | None:
+    """The deepest frame every one of `classes` runs under (their branch point), or None
+    for fewer than two classes."""
+    if len(classes) < 2:
+        return None
+    shared: Frame | None = None
+    for level in zip(*(reversed(c.frames) for c in classes), strict=False):
+        if len({_key(f) for f in level}) != 1:
+            break
+        shared = level[0]
+    return shared
 
 
 def make_signature(
@@ -112,13 +149,17 @@ def make_signature(
     classes: Sequence[StackClass],
     classifier: Classifier,
     evidence: Sequence[str] = (),
-    *,
-    anchor: Frame | None = None,
 ) -> Signature:
     """Signature of the verdict over `classes`; without classes, over `evidence` lines
-    (see `evidence_lines`), so that bundles without stacks do not all share one. `anchor` is
-    the branch point's shared frame, where the classes part."""
-    lines = sorted({class_line(c, classifier, anchor) for c in classes})
+    (see `evidence_lines`), so that bundles without stacks do not all share one.
+
+    The lines start where the classes part from each other (the frames above are common
+    to them and say nothing of the split); idle ranks beside a collective do not move that
+    point, since where a snapshot caught them is chance."""
+    # Idle ranks beside ranks in a collective are the side that never joined it.
+    split = any(c.collective and c.state is not RankState.IDLE for c in classes)
+    anchor = _shared_frame([c for c in classes if not split or c.state is not RankState.IDLE])
+    lines = sorted({class_line(c, classifier, anchor, other_side=split) for c in classes})
     if not lines:
         lines = sorted(set(evidence))
     text = "\n".join([verdict.value, *lines])

@@ -56,6 +56,12 @@ from reporter.analysis.result import (
 _INSTANCE = "*"
 """Scope key of waits compared against every rank of the instance."""
 
+PEERS_UNKNOWN = (
+    "the peers of the point-to-point waits are not in the evidence: capture "
+    "`py-spy dump --locals` (`src` / `dst`) to name the pairs"
+)
+"""The confidence note of a point-to-point deadlock whose stacks do not name the peers."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:
@@ -531,10 +537,7 @@ def decide(
                 unnamed=f"every rank waits in {one_way}, none "
                 + ("sends" if one_way == "recv" else "receives"),
             )
-            notes.append(
-                "the peers of the point-to-point waits are not in the evidence: capture "
-                "`py-spy dump --locals` (`src` / `dst`) to name the pairs"
-            )
+            notes.append(PEERS_UNKNOWN)
         return Finding(
             verdict=Verdict.P2P_DEADLOCK,
             groups=len(groups),

@@ -242,7 +242,7 @@ def ended(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
             instance=process.identity.instance,
             host=process.identity.host,
             why=f"the wait ended: {what}{when} ({event.source.path}:{event.source.line}: "
-            f"{event.text[:120]}); its later dumps fail (the process is gone)",
+            f"{event.text[:120]}); the later dumps fail (the process is gone)",
             evidence=(f"{event.source.path}:{event.source.line}",),
             seen=10_000,
         )

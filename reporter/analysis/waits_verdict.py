@@ -44,6 +44,8 @@ class WaitRule:
     ended: bool | None = None
     peer: bool | None = None
     what_prefix: tuple[str, ...] = ()
+    recovers: str = ""
+    """The "Recovers on its own" answer for this kind of wait ("" leaves it to the timeouts)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,6 +59,7 @@ class WaitReading:
     who: str
     steps: tuple[tuple[str, str], ...]
     edges: tuple[Edge, ...]
+    recovers: str = ""
 
 
 def compile_rules(data: Mapping[str, Any]) -> tuple[WaitRule, ...]:
@@ -72,6 +75,7 @@ def compile_rules(data: Mapping[str, Any]) -> tuple[WaitRule, ...]:
                 headline=row["headline"],
                 what=row["what"],
                 who=row["who"],
+                recovers=row.get("recovers", ""),
                 steps=tuple((s["action"], s["why"]) for s in row.get("step", ())),
                 kinds=frozenset(row.get("kind", ())),
                 producers=frozenset(row.get("producer", ())),
@@ -175,6 +179,7 @@ def read(graph: Graph, rules: Sequence[WaitRule] | None = None) -> WaitReading |
                     who=_fill(rule.who, values),
                     steps=tuple((_fill(a, values), _fill(w, values)) for a, w in rule.steps),
                     edges=on or (edge,),
+                    recovers=_fill(rule.recovers, values),
                 )
     return None
 
@@ -196,11 +201,14 @@ def _cycle_text(graph: Graph, edges: Sequence[Edge]) -> str:
     start = edges[0].waiters[0]
     parts: list[str] = []
     key = start
+    said: set[str] = set()
     for _ in range(len(edges) + 1):
         edge = by_waiter.get(key)
         if edge is None:
             break
-        where = f" at {edge.at}" if edge.at else ""
+        # A place said once: the next rank at the same line is "at the same place".
+        where = "" if not edge.at else " at the same place" if edge.at in said else f" at {edge.at}"
+        said.add(edge.at)
         parts.append(f"{_label(graph.nodes[key])} waits in {edge.what}{where}")
         key = next((k for k in edge.waited if k in by_waiter), edge.waited[0])
         if key == start:
@@ -213,7 +221,9 @@ def _ended_text(graph: Graph, edge: Edge) -> str:
     if not whys:
         return ""
     first = whys[0].removeprefix(ENDED_WHY)
-    return f"{_names(graph, edge.waiters)} ended: {first}"
+    # The waiters are named just before in the who line: here they are "they".
+    subject = "they" if len(edge.waiters) > 1 else "it"
+    return f"{subject} gave up: {first}"
 
 
 def _values(graph: Graph, edge: Edge, cycle: Sequence[Edge]) -> dict[str, str]:

@@ -53,7 +53,8 @@ _FUNCTION = re.compile(r"(?<![^\s>()])([^\s>()]++) \(")
 
 
 def shape(signature_text: str) -> str:
-    """The verdict and, per class, the two innermost function names; "" without stack lines.
+    """The verdict and, per stuck class, the two innermost function names; "" without stack
+    lines.
 
     Files, prefixes, line numbers, ranks and class labels are left out, so the same hang
     recaptured elsewhere, or reported by another version (`running` then `idle`), keeps
@@ -65,6 +66,10 @@ def shape(signature_text: str) -> str:
         return ""
     tails = set()
     for line in lines[1:]:
+        if line.startswith("not stuck"):
+            # Idle or moving ranks sign with the loop they run in, which another program
+            # names its own way; the hang's shape is where the stuck ranks are.
+            continue
         functions = _FUNCTION.findall(line.partition(":")[2])
         if functions:
             tails.add(">".join(f.rpartition(".")[2] for f in functions[-2:]))

@@ -235,3 +235,70 @@ def test_a_moving_class_is_written_from_its_call_site() -> None:
         texts.add(analysis.signature.text)
     assert len(texts) == 1
     assert "moving: run_rank (job.py) > run_batch (job.py) > forward_decode (job.py)" in texts.pop()
+
+
+IDLE_POLL = ["poll (runtime.py:40)", "recv_requests (job.py:92)", "event_loop (job.py:84)"]
+IDLE_SLEEP = [
+    "self_check_during_idle (job.py:127)",
+    "on_idle (job.py:119)",
+    "event_loop (job.py:90)",
+]
+STUCK = [
+    "all_reduce (torch/distributed/distributed_c10d.py:3252)",
+    "writing_check (job.py:66)",
+    "check_hicache_events (job.py:123)",
+    "on_idle (job.py:118)",
+    "event_loop (job.py:90)",
+]
+
+
+def _tp_desync(idle: Sequence[Sequence[str]], stuck: Sequence[str] = STUCK) -> Bundle:
+    """Ranks 0-1 in `stuck`, ranks 2-3 idle where each snapshot caught them (`idle[k]`)."""
+    dumps = []
+    for k, caught in enumerate(idle):
+        for rank in range(4):
+            body = stuck if rank < 2 else caught
+            dumps.append(
+                dump(
+                    pid=700 + rank, main=[*body, *LAUNCHERS["mp.spawn"]], source=f"s{k}/r{rank}.txt"
+                )
+            )
+    return bundle(*dumps)
+
+
+def test_the_same_hang_caught_anywhere_in_the_idle_loop_has_one_signature() -> None:
+    # The real tp_desync hang: ranks 2-3 idle in the same loop, a snapshot catches them in
+    # recv_requests or in self_check_during_idle; the branch point with the stuck ranks
+    # moves with it (event_loop or on_idle), the signature must not.
+    catches = {
+        "both asleep": [IDLE_SLEEP, IDLE_SLEEP, IDLE_SLEEP],
+        "both polling": [IDLE_POLL, IDLE_POLL, IDLE_POLL],
+        "mixed": [IDLE_POLL, IDLE_SLEEP, IDLE_POLL],
+    }
+    signatures = {name: analyze(_tp_desync(idle)).signature for name, idle in catches.items()}
+    assert {a.verdict for a in (analyze(_tp_desync(i)) for i in catches.values())} == {
+        Verdict.COLLECTIVE_DESYNC
+    }
+    assert len({s.hash for s in signatures.values()}) == 1, signatures
+    text = signatures["mixed"].text
+    assert "recv_requests" not in text and "self_check_during_idle" not in text
+    # The stuck side keeps its exact stack, from the loop down to the collective.
+    assert (
+        "all_reduce: event_loop (job.py) > on_idle (job.py) > check_hicache_events (job.py) "
+        "> writing_check (job.py) > all_reduce (distributed_c10d.py)"
+    ) in text
+
+
+def test_another_stuck_place_is_another_signature_whatever_the_idle_side() -> None:
+    other = [
+        "all_reduce (torch/distributed/distributed_c10d.py:3252)",
+        "loading_check (job.py:70)",
+        "check_hicache_events (job.py:124)",
+        "on_idle (job.py:118)",
+        "event_loop (job.py:90)",
+    ]
+    idle = [IDLE_SLEEP, IDLE_POLL, IDLE_SLEEP]
+    assert analyze(_tp_desync(idle)).signature != analyze(_tp_desync(idle, other)).signature
+    # And an idle side in another loop is another hang.
+    elsewhere = [["sleep_a_bit (job.py:12)", "housekeeping_loop (job.py:10)"]] * 3
+    assert analyze(_tp_desync(idle)).signature != analyze(_tp_desync(elsewhere)).signature

@@ -273,7 +273,7 @@ def test_repeated_failures_of_one_rank_are_one_note() -> None:
     analysis = analyze(bundle(*dumps, failures=failures))
     assert analysis.missing_ranks == (3,)
     assert analysis.confidence_notes[-1] == (
-        "2 dumps failed: a process (rank 3) in 2 files (s0/rank3.txt:1, s1/rank3.txt:1): Error: gone"
+        "2 dumps failed: rank 3 in 2 files (s0/rank3.txt:1, s1/rank3.txt:1): Error: gone"
     )
 
 

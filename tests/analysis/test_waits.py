@@ -79,7 +79,7 @@ def test_a_parent_in_a_pipe_cycle_with_its_child_is_a_pipe_deadlock() -> None:
     )
     reading = read(graph)
     assert reading is not None and reading.verdict == "pipe-deadlock"
-    assert "kill the child 11" in reading.steps[0][0].lower()
+    assert "kill the child, pid 11," in reading.steps[0][0].lower()
     assert "communicate()" in reading.steps[1][0]
     assert {e.kind for e in reading.edges} == {EdgeKind.CHILD, EdgeKind.PIPE}
 

@@ -187,7 +187,8 @@ def test_timeouts_from_a_nul_separated_command_line_and_a_code_excerpt() -> None
     """A setproctitle-padded `/proc/PID/cmdline` (NULs, trailing padding) still gives its
     options; a code excerpt's `init_process_group(..., timeout=timedelta(...))` gives the
     group's timeout and its length, over several lines."""
-    from reporter.render.answer.timeouts import cmdline_text, code_timeouts, seconds_of
+    from reporter.analysis.setupcalls import code_timeouts
+    from reporter.render.answer.timeouts import cmdline_text, seconds_of
 
     raw = (
         "python\x00-m\x00sglang.launch_server\x00--watchdog-timeout\x00300\x00" + "\x00" * 40 + "  "

@@ -21,16 +21,6 @@ from reporter.render.answer.lines import FOLDABLE, TOPICS, UNKNOWN
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLES = ROOT / "fixtures" / "bundles"
-# Captures the analysis cannot judge yet (issue 28 judges one process and the waits between
-# processes): their "Inconclusive" reason is said twice on the first screen until then.
-_NOT_JUDGED_YET = {
-    # Judged now (issue 28 step 3), but two lines outside the verdict still repeat: the
-    # failed-dump line says py-spy's "Check that the process is running." once per gone
-    # rank (ended_gloo_timeout), and the blocked-threads line and the generic
-    # "Settle whether the blocked threads deadlock" step say the same (fork_lock).
-    "ended_gloo_timeout",
-    "fork_lock",
-}
 FOLDERS = [
     *sorted(p for p in BUNDLES.iterdir() if p.is_dir()),
     ROOT / "fixtures" / "envdiff",
@@ -63,13 +53,15 @@ def _first_screen(text: str, lines: int = 40) -> list[str]:
 
 
 def _sentences(lines: list[str]) -> list[str]:
-    """The prose sentences of `lines`: markers, headings and table rows left out, list
+    """The prose sentences of `lines`: markers, headings (bold lines too) and table rows left out, list
     labels (`- **What:**`, `1.`) and trailing citations stripped."""
     out: list[str] = []
     for line in lines:
         text = line.strip()
         if not text or text.startswith(("<!--", "#", "|", ">")):
             continue
+        if re.fullmatch(r"\*\*[^*]+\*\*", text):
+            continue  # a bold line on its own heads a block (`**ranks [0-2]: stuck**`)
         text = re.sub(r"^(- |\d+\. )", "", text)
         text = re.sub(r"^\*\*[^*]+:\*\* ", "", text)
         text = _CITED.sub("", text)
@@ -125,10 +117,6 @@ def test_no_sentence_twice_in_the_first_40_lines(
     folder: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     """Below the title, no sentence of the first 40 lines says what another says."""
-    if folder.name in _NOT_JUDGED_YET:
-        request.applymarker(
-            pytest.mark.xfail(reason="not judged until issue 28: the reason repeats", strict=False)
-        )
     sentences = _sentences(_first_screen(_draft(folder, monkeypatch)))
     assert not repeated(sentences)
 

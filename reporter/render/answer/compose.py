@@ -153,7 +153,7 @@ def build(
     lines.extend(
         (
             since_line(bundle, inner),
-            recover_line(bundle, inner, timeouts),
+            recover_line(bundle, inner, timeouts, cite=lines[0].sources if lines else ()),
             clients_line(bundle, analysis),
             change_line(bundle, analysis),
             seen_line(seen_of(seen)),
@@ -187,9 +187,22 @@ def build(
     )
 
 
-# General steps that a rule's own steps say better (they speak of ranks and dumps of every
-# rank, where the rule knows the one process).
-_GENERIC_AFTER_RULE = frozenset({"one-snapshot", "progressing", "progressing-but-wedged"})
+# General steps that a rule's own steps say better: they speak of ranks and dumps of every
+# rank, where the rule knows the one process; the wait rules read the kernel stack of a
+# process in State D, order the sends and receives of a Work.wait cycle (or name what would
+# give its peers), and say why a process went away (a dead worker) or that it exited
+# because its wait timed out (an ended hang).
+_GENERIC_AFTER_RULE = frozenset(
+    {
+        "one-snapshot",
+        "progressing",
+        "progressing-but-wedged",
+        "uninterruptible-rank",
+        "p2p-deadlock-order",
+        "p2p-peers-unknown",
+        "gone-rank",
+    }
+)
 
 
 def _facts(

@@ -779,7 +779,7 @@ def since_line(bundle: Bundle, analysis: Analysis) -> SummaryLine:
 
 
 def timeout_text(timeout: Timeout) -> str:
-    """`` `NCCL_TIMEOUT=1800` ``, `` `init_process_group(timeout=) at x.py:12` = `timedelta(seconds=900)` (15 min) ``,
+    """`` `NCCL_TIMEOUT=1800` ``, `` `init_process_group(timeout=timedelta(seconds=900))` (15 min) in the code (x.py:12) ``,
     the Flight Recorder's timeout, gloo's default, or the log line of one that fired."""
     length = f" ({gap_text(timeout.seconds)})" if timeout.seconds else ""
     if timeout.kind == "fired":
@@ -793,7 +793,9 @@ def timeout_text(timeout: Timeout) -> str:
         return f"the Flight Recorder's collective timeout (`timeout_ms={timeout.value}`{length.replace(' (', ', ').rstrip(')')})"
     call, at, where = timeout.name.partition(" at ")
     if at:
-        return f"`{call.replace('=)', '=' + timeout.value + ')')}` at {where}{length}"
+        # The place in parentheses, as every code place of the block: a step that names
+        # the same timeout after the Recovers line leaves the place out.
+        return f"`{call.replace('=)', '=' + timeout.value + ')')}`{length} in the code ({where})"
     return f"`{timeout.name}={timeout.value}`{length}"
 
 
@@ -801,9 +803,11 @@ def recover_line(
     bundle: Bundle,
     analysis: Analysis,
     timeouts: Sequence[Timeout],
+    cite: Sequence[str] = (),
 ) -> SummaryLine:
-    """Whether something ends the wait: a timeout that fired, one set, the library's
-    default, none where one was looked for, or not known (and what would tell)."""
+    """Whether something ends the wait: the verdict rule's own answer (citing `cite`), a
+    timeout that fired, one set, the library's default, none where one was looked for, or
+    not known (and what would tell)."""
     stuck = analysis.verdict in (
         Verdict.COLLECTIVE_DESYNC,
         Verdict.ALL_STUCK,
@@ -815,6 +819,10 @@ def recover_line(
     shown = (went_off or set_here or default)[:3]
     named = ", ".join(timeout_text(t) for t in shown)
     sources = tuple(dict.fromkeys(t.source for t in shown if t.source))
+    if analysis.recovers:
+        # The verdict's own rule knows what ends (or never ends) this kind of wait; it rests
+        # on the evidence of the verdict's What line.
+        return SummaryLine(topic=RECOVERS, text=analysis.recovers, sources=tuple(cite))
     if analysis.verdict is Verdict.THREAD_DEADLOCK:
         return SummaryLine(
             topic=RECOVERS,

@@ -25,6 +25,7 @@ from itertools import chain
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
+from reporter.analysis.setupcalls import SETUP_CALL, code_timeouts
 from reporter.core.times import clock
 from reporter.model import Bundle, EventKind, FrOrigin, Local
 from reporter.render.answer.records import Timeout
@@ -49,11 +50,6 @@ _TIMEOUT_ENV = re.compile(
 _GROUP_SETUP = re.compile(
     r"(^|\.)(init_process_group|new_group|new_subgroups\w*|_new_process_group_helper"
     r"|init_distributed_environment|initialize_model_parallel|monitored_barrier)$"
-)
-# The same calls in source code: `dist.init_process_group(` up to its `timeout=` argument.
-_SETUP_CALL = re.compile(
-    r"\b(init_process_group|new_group|new_subgroups\w*|init_distributed_environment"
-    r"|monitored_barrier)\s*\("
 )
 _LOCALS = attrgetter("locals")
 _FRAMES = attrgetter("frames")
@@ -144,57 +140,6 @@ def cmdline_text(text: str) -> str:
     """A command line as words: NULs (a `/proc/PID/cmdline` copy, setproctitle's padding)
     read as spaces, runs of blanks as one."""
     return " ".join(text.replace("\0", " ").split())
-
-
-def code_timeouts(lines: Sequence[str], start: int) -> list[tuple[str, str, int]]:
-    """`(call, value, line)` for each process-group set-up call in `lines` (numbered from
-    `start`) that passes `timeout=`: `("init_process_group", "timedelta(seconds=900)", 12)`.
-    The call may span lines; its arguments are read up to its closing parenthesis."""
-    text = "\n".join(lines)
-    out: list[tuple[str, str, int]] = []
-    for match in _SETUP_CALL.finditer(text):
-        args = _balanced(text, match.end())
-        value = _keyword(args, "timeout")
-        if value and value != "None":
-            line = start + text.count("\n", 0, match.start())
-            out.append((match.group(1), value, line))
-    return out
-
-
-def _balanced(text: str, at: int) -> str:
-    """The text from `at` up to the parenthesis that closes the one just before it."""
-    depth = 1
-    for i in range(at, min(len(text), at + 2000)):
-        if text[i] == "(":
-            depth += 1
-        elif text[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return text[at:i]
-    return text[at : at + 2000]
-
-
-def _keyword(args: str, name: str) -> str:
-    """The value of keyword argument `name` at the top level of `args`, or ""."""
-    depth = 0
-    parts: list[str] = []
-    current: list[str] = []
-    for char in args:
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        if char == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-            continue
-        current.append(char)
-    parts.append("".join(current))
-    for part in parts:
-        key, eq, value = part.partition("=")
-        if eq and key.strip() == name:
-            return " ".join(value.split())
-    return ""
 
 
 def seconds_of(name: str, value: str) -> float | None:
@@ -419,4 +364,4 @@ def captured(bundle: Bundle) -> tuple[str, ...]:
 
 
 def _shows_setup(texts: Iterable[Sequence[str]]) -> bool:
-    return any(_SETUP_CALL.search("\n".join(lines)) for lines in texts)
+    return any(SETUP_CALL.search("\n".join(lines)) for lines in texts)
