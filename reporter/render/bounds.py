@@ -24,6 +24,10 @@ from reporter.analysis.result import Analysis, RankProcess
 
 # Processes (and table rows) a report draws one by one; past this the rest are counted.
 MAX_SHOWN = 64
+# The evidence index names every file up to this many (a bundle of a few dozen processes,
+# each with its /proc rounds, stays fully reachable from the report); past it, runs of
+# files alike share a row.
+MAX_INDEX_ROWS = 256
 
 
 def shown_processes(
@@ -69,8 +73,8 @@ def left_out_line(left: Sequence[RankProcess], what: str) -> str:
 def grouped_index(
     rows: Sequence[tuple[str, str, str]],
 ) -> list[tuple[str, str, int, str, str]]:
-    """(first path, last path, count, kind, shown) per run of files alike, past `MAX_SHOWN`
-    rows; `rows` are (path, kind, shown). Files alike: the same kind, and the same `shown`
+    """(first path, last path, count, kind, shown) per run of files alike, past
+    `MAX_INDEX_ROWS` rows; `rows` are (path, kind, shown). Files alike: the same kind, and the same `shown`
     once rank and PID numbers are set aside. The numbers set aside are listed when there
     are at most `LISTED` of them (`dumps of rank 0, 1, 2`), else their range and count
     (`dumps of rank 0 to 4095 (4,096 in all)`)."""

@@ -573,9 +573,9 @@ def _process_rows(analysis: Analysis) -> tuple[ProcessRow, ...]:
 def _index_rows(
     index: Sequence[evidence_blocks.IndexRow],
 ) -> tuple[evidence_blocks.IndexRow, ...]:
-    """The evidence index as drawn: a row per file, or past `bounds.MAX_SHOWN` files a row
+    """The evidence index as drawn: a row per file, or past `bounds.MAX_INDEX_ROWS` files a row
     per run of files alike (first and last named, and how many)."""
-    if len(index) <= bounds.MAX_SHOWN:
+    if len(index) <= bounds.MAX_INDEX_ROWS:
         return tuple(
             evidence_blocks.IndexRow(path=md.code_cell(r.path), kind=r.kind, shown=md.cell(r.shown))
             for r in index

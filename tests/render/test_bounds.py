@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from generate_bundle import generate  # noqa: E402
 
-RANKS = 2 * bounds.MAX_SHOWN + 8
+# More ranks than either bound: processes drawn (`MAX_SHOWN`) and index rows (`MAX_INDEX_ROWS`).
+RANKS = max(2 * bounds.MAX_SHOWN, bounds.MAX_INDEX_ROWS) + 8
 
 
 def _draft(bundle: Path, out: Path) -> str:

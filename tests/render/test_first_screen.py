@@ -53,15 +53,13 @@ def _first_screen(text: str, lines: int = 40) -> list[str]:
 
 
 def _sentences(lines: list[str]) -> list[str]:
-    """The prose sentences of `lines`: markers, headings (bold lines too) and table rows left out, list
+    """The prose sentences of `lines`: markers, headings and table rows left out, list
     labels (`- **What:**`, `1.`) and trailing citations stripped."""
     out: list[str] = []
     for line in lines:
         text = line.strip()
         if not text or text.startswith(("<!--", "#", "|", ">")):
             continue
-        if re.fullmatch(r"\*\*[^*]+\*\*", text):
-            continue  # a bold line on its own heads a block (`**ranks [0-2]: stuck**`)
         text = re.sub(r"^(- |\d+\. )", "", text)
         text = re.sub(r"^\*\*[^*]+:\*\* ", "", text)
         text = _CITED.sub("", text)

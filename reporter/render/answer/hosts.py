@@ -71,8 +71,10 @@ def split_by_host(analysis: Analysis, units: Sequence[int], instance: str = "") 
     wanted = set(units)
     where: dict[str, set[int]] = {}
     for p in analysis.processes:
-        if p.unit in wanted and p.identity.host and (
-            not instance or p.identity.instance == instance
+        if (
+            p.unit in wanted
+            and p.identity.host
+            and (not instance or p.identity.instance == instance)
         ):
             where.setdefault(p.identity.host, set()).add(p.unit)
     if len(where) <= 1:
