@@ -41,7 +41,7 @@ def _every_shape(text: str) -> list[tuple[str, int, int]]:
         )
         return [(h.kind, h.start, h.end) for h in shapes.pattern_hits(text)]
     finally:
-        shapes._prefilter = gate  # type: ignore[assignment]
+        shapes._prefilter = gate
 
 
 def _corpus_lines() -> list[str]:
