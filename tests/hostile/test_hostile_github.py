@@ -26,7 +26,7 @@ from .harness import ROOT, Outcome, changed, check_rules, environment, run_cli, 
 
 TP_DESYNC = ROOT / "fixtures" / "bundles" / "tp_desync"
 BOUND = 60.0
-SIGNATURE = "bba7da6c1c0d"  # tp_desync's hang signature (`report analyze --json`)
+SIGNATURE = "224f67aed9f0"  # tp_desync's hang signature (`report analyze --json`)
 
 
 @dataclass(frozen=True)
