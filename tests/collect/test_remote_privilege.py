@@ -48,6 +48,18 @@ class Planted:
     """The target's PID on node-a."""
 
 
+def _probe_python() -> str:
+    """An interpreter for the probe whose own folder holds no py-spy. The probe also looks
+    beside the interpreter it runs on; where this suite's interpreter has a trusted py-spy
+    beside it (a system-wide install), that copy would be found and the fake would not be
+    the only one, which is what the first half of the test needs."""
+    for candidate in (Path(sys.executable), Path("/usr/bin/python3")):
+        beside = (candidate.resolve().parent / "py-spy", candidate.parent / "py-spy")
+        if candidate.exists() and not any(p.exists() for p in beside):
+            return str(candidate)
+    pytest.skip("no interpreter here without a py-spy beside it, for the probe")
+
+
 def _trusted_pyspy() -> str:
     for candidate in (
         Path(sysconfig.get_path("scripts")) / "py-spy",
@@ -176,7 +188,7 @@ def test_the_targets_venv_never_runs_as_root(planted: Planted, tmp_path: Path, e
     else:
         template = "nsenter --target {host} --pid --mount --uts --"
         reach = ["--exec", template, "--host", str(lab.hosts["node-a"].init_pid)]
-        reach += ["--remote-python", sys.executable]
+        reach += ["--remote-python", _probe_python()]
     _clear(planted)
     out = tmp_path / "found"
     # Through nsenter the probe sees this PATH alone, without py-spy: the fake is the only

@@ -20,7 +20,17 @@ RANKS = max(2 * bounds.MAX_SHOWN, bounds.MAX_INDEX_ROWS) + 8
 
 
 def _draft(bundle: Path, out: Path) -> str:
-    app.draft([bundle], out=out, options=app.Options(), now=datetime(2026, 7, 1, tzinfo=UTC))
+    # Earlier reports are looked for in an empty folder beside the report, never the
+    # checkout's reports/ (the README's first command writes one there).
+    earlier = out.parent / "earlier-reports"
+    earlier.mkdir(exist_ok=True)
+    app.draft(
+        [bundle],
+        out=out,
+        options=app.Options(),
+        now=datetime(2026, 7, 1, tzinfo=UTC),
+        reports=earlier,
+    )
     return out.read_text(encoding="utf-8")
 
 
