@@ -13,7 +13,7 @@ evidence spans more than one host, or a host's capture failed:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from reporter.analysis.ranksets import format_pids, format_ranks
 from reporter.analysis.result import Analysis, HostRow
@@ -50,8 +50,13 @@ def host_of_units(analysis: Analysis, units: Sequence[int], instance: str = "") 
     for host, ranks in expected_ranks(analysis).items():
         if wanted & set(ranks):
             found.add(host)
+    return _in_host_order(analysis, found)
+
+
+def _in_host_order(analysis: Analysis, hosts: Iterable[str]) -> list[str]:
+    """`hosts` in the order of the Hosts table; any it does not list last, by name."""
     order = [r.name for r in analysis.hosts]
-    return sorted(found, key=lambda h: (order.index(h) if h in order else len(order), h))
+    return sorted(hosts, key=lambda h: (order.index(h) if h in order else len(order), h))
 
 
 def on_hosts(analysis: Analysis, units: Sequence[int], instance: str = "") -> str:
@@ -79,8 +84,7 @@ def split_by_host(analysis: Analysis, units: Sequence[int], instance: str = "") 
             where.setdefault(p.identity.host, set()).add(p.unit)
     if len(where) <= 1:
         return on_hosts(analysis, units, instance)
-    order = [r.name for r in analysis.hosts]
-    hosts = sorted(where, key=lambda h: (order.index(h) if h in order else len(order), h))
+    hosts = _in_host_order(analysis, where)
     return " (" + "; ".join(f"{h}: {format_ranks(where[h])}" for h in hosts) + ")"
 
 
