@@ -409,7 +409,7 @@ def test_all_is_never_said_of_a_set_partly_idle(monkeypatch: pytest.MonkeyPatch)
     """A stuck bundle whose table shows one rank idle: "2 of 4 ranks stuck, 1 idle" (rank 3
     is gone: "all" is said neither of a partly idle nor of a partly absent set)."""
     from reporter.analysis.result import RankState
-    from reporter.render.answer import lines as answer_lines
+    from reporter.render.answer import what as answer_lines
 
     monkeypatch.chdir(ROOT)
     bundle_, analysis = app.load_and_analyze([Path("fixtures/bundles/dead_rank")], app.Options())

@@ -214,7 +214,7 @@ def test_timeouts_from_a_nul_separated_command_line_and_a_code_excerpt() -> None
 
 def test_a_timeout_that_fired_in_the_log_is_said_to_have_fired(tmp_path: Path) -> None:
     """gloo's "Timed out waiting 5000ms" in a log: the wait already ended, said with when."""
-    from reporter.render.answer.lines import recover_line
+    from reporter.render.answer.since import recover_line
     from reporter.render.answer.timeouts import fired
 
     (tmp_path / "rank0.txt").write_text(
@@ -257,7 +257,7 @@ def test_the_library_default_follows_the_backend_and_version(
     from dataclasses import replace
 
     from reporter.analysis import analyze
-    from reporter.render.answer.lines import timeout_text
+    from reporter.render.answer.since import timeout_text
     from reporter.render.answer.timeouts import library_default
 
     monkeypatch.chdir(ROOT)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from reporter import app
-from reporter.render.answer.lines import FOLDABLE, TOPICS, UNKNOWN
+from reporter.render.answer.topics import FOLDABLE, TOPICS, UNKNOWN
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLES = ROOT / "fixtures" / "bundles"

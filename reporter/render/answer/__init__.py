@@ -25,21 +25,23 @@ tell), each fact is said once, and the title is the headline: no line repeats it
 several instances (servers, jobs) in one bundle, the lines speak of the one in trouble
 and name it (`scope`).
 
-The parts: `records` (the frozen records), `scope` (the instance in trouble), `hosts`
-(which host each side is on, and the hosts not captured), `waits` (the waits-for relation),
-`lines` (one summary line per topic; side topics with nothing to say fold into one "Not
-known" line), `timeouts` (what ends a wait: set, the library's default, or already fired,
-and where it was looked for), `series` (engines and metric citations), `flight` (the Flight
-Recorder's first mismatch) and `compose` (the answer, each code place said once, and the
-reviewer's suggestions). A new verdict's sentence goes in `lines` (its own topic function, or a
-branch of `what_line`); `compose.build` lays the topics out in `lines.TOPICS` order.
+The parts: `records` (the frozen records), `scope` (the instance in trouble), `hosts` (which
+host each side is on, and the hosts not captured), `waits` (the waits-for relation),
+`topics` (the topics in order; side topics with nothing to say fold into one "Not known"
+line), one module per topic's line (`what` with the title, `who`, `since` with recovery,
+`clients`, `changes`, `seen`), `states` (crashes, stopped ranks, thread deadlocks),
+`timeouts` (what ends a wait: set, the library's default, or already fired, and where it was
+looked for), `series` (engines and metric citations), `flight` (the Flight Recorder's first
+mismatch) and `compose` (the answer, each code place said once, and the reviewer's
+suggestions). A new verdict's sentence goes in `what` (a branch of `what_line`) or a topic
+module of its own; `compose.build` lays the topics out in `topics.TOPICS` order.
 """
 
 from reporter.render.answer import records
 from reporter.render.answer.compose import build
 from reporter.render.answer.flight import fr_mismatch
-from reporter.render.answer.lines import find_timeouts
 from reporter.render.answer.records import *  # noqa: F403  (the records of its __all__)
+from reporter.render.answer.timeouts import find_timeouts
 from reporter.render.answer.waits import collapse, gone_ranks, waits_for
 
 __all__ = [

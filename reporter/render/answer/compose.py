@@ -13,6 +13,14 @@ from reporter.core.times import clock
 from reporter.model import Bundle
 from reporter.render import nextsteps
 from reporter.render.answer import states
+from reporter.render.answer.changes import (
+    change_line,
+    change_words,
+    revert_words,
+    short_value,
+    top_change,
+)
+from reporter.render.answer.clients import clients_line
 from reporter.render.answer.flight import (
     fr_idle,
     fr_idle_line,
@@ -24,30 +32,6 @@ from reporter.render.answer.flight import (
     fr_where,
 )
 from reporter.render.answer.hosts import hosts_line, on_hosts, with_hosts
-from reporter.render.answer.lines import (
-    CHANGE,
-    CLIENTS,
-    WHO,
-    change_line,
-    change_words,
-    clients_line,
-    find_timeouts,
-    fold_unknowns,
-    no_wait_line,
-    others_line,
-    recover_line,
-    revert_words,
-    seen_line,
-    services,
-    short_value,
-    side_text,
-    since_line,
-    stack_title,
-    timeout_text,
-    top_change,
-    wait_lines,
-    what_line,
-)
 from reporter.render.answer.records import (
     Answer,
     SeenBefore,
@@ -59,9 +43,19 @@ from reporter.render.answer.records import (
     seen_of,
 )
 from reporter.render.answer.scope import Scope, focus
+from reporter.render.answer.seen import seen_line
 from reporter.render.answer.series import cite
-from reporter.render.answer.timeouts import captured, library_default, shown_code_timeouts
+from reporter.render.answer.since import recover_line, since_line, timeout_text
+from reporter.render.answer.timeouts import (
+    captured,
+    find_timeouts,
+    library_default,
+    shown_code_timeouts,
+)
+from reporter.render.answer.topics import CHANGE, CLIENTS, WHO, fold_unknowns
 from reporter.render.answer.waits import gone_ranks, ranks_name, waits_for
+from reporter.render.answer.what import others_line, services, stack_title, what_line
+from reporter.render.answer.who import no_wait_line, side_text, wait_lines
 
 # Sentences of the analysis's own summary that the summary block already says (the split,
 # who waits where, the snapshots, the metrics, the clients, the change, the instances):

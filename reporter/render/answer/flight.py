@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 from reporter.analysis.ranks import main_thread
 from reporter.analysis.result import Analysis, Verdict
-from reporter.render.answer.lines import role_prefix
 from reporter.render.answer.records import SummaryLine
 from reporter.render.answer.waits import ranks_name, side_of
+from reporter.render.answer.what import role_prefix
 
 if TYPE_CHECKING:
     from reporter.analysis.fr_result import FlightRecorderAnalysis, FrMismatch, FrSide

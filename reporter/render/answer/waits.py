@@ -354,4 +354,13 @@ def _waits_for(analysis: Analysis) -> tuple[WaitEdge, ...]:
     return tuple(edges)
 
 
-# --- The Flight Recorder's first mismatch, when it has one, decides the summary.
+def stack_sources(analysis: Analysis) -> tuple[str, ...]:
+    """The dumps the stack classes come from, each once, in class order."""
+    return tuple(dict.fromkeys(e for c in analysis.classes for e in [dump_of(analysis, c)] if e))
+
+
+def gone_or_missing(analysis: Analysis) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(gone, missing): ranks with evidence of leaving, and ranks merely not in the evidence."""
+    gone, _ = gone_ranks(analysis)
+    missing = tuple(r for r in analysis.missing_ranks if r not in set(gone))
+    return gone, missing
