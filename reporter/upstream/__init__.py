@@ -6,6 +6,8 @@ Modules, from the wire inwards::
     records.py  issue records, sync state, fixes; GitHub API and JSONL conversion
     schema.py   the index's SQL tables and format versions
     index.py    SQLite + FTS5 store, sync state per repo, JSONL import
+    index_write.py  one issue's rows in and out, with the terms derived at write time
+    migrate.py  a new index file's schema; older indexes brought up to date on open
     sync.py     listings into the index (resumable, ETag), fixes of closed issues
     extract.py  stacks and error lines pasted in issue text (reuses the evidence parsers)
     terms.py    the one tokenizer shared by the index, queries and ranking

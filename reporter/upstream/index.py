@@ -31,12 +31,9 @@ for ranking, document frequencies, and JSONL export. Tables::
 exception types, versions and failure classes (`signals.Signals`), both found at write
 time: ranking reads them instead of tokenising candidates per query.
 
-Older indexes are brought to schema 3 on open: schema 1 gains schema 2's tables (line
-counts rebuilt from the stored bodies), and schema 1 and 2 gain the `terms` and
-`signals` columns, filled from the stored titles and bodies in the same transaction.
-An index written by an older tokenizer (`schema.RETOKENIZABLE`: the light suffix
-stemmer before Snowball) is re-tokenised on open: full-text rows, stored terms and
-document frequencies, from the stored text, in one transaction.
+Older indexes are brought to schema 3, and re-tokenised when an older tokenizer wrote
+them, on open (`migrate`). Writes go through `index_write`, which derives the stored terms,
+signals, frames and line counts from each issue's text.
 
 Every write is one transaction: an interrupted sync or import leaves the index as it
 was after the last page that completed. Pull requests are stored (so links to them
@@ -54,16 +51,13 @@ from __future__ import annotations
 import json
 import sqlite3
 from array import array
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from reporter.core.errors import InputError, UsageError
-from reporter.upstream import boilerplate, signals, terms
-from reporter.upstream.extract import extract
+from reporter.upstream import boilerplate, index_write, migrate, signals
 from reporter.upstream.records import (
     Fix,
     IssueRecord,
@@ -75,33 +69,10 @@ from reporter.upstream.records import (
 from reporter.upstream.records import (
     ImportResult as ImportResult,
 )  # console/documents_upstream.py names it here
-from reporter.upstream.schema import (
-    ISSUE_COLUMNS_3,
-    RETOKENIZABLE,
-    SCHEMA,
-    SCHEMA_2,
-    SCHEMA_3,
-    SCHEMA_VERSION,
-    TOKENIZER_VERSION,
-    UPGRADABLE,
-)
-
-# Text beyond this is stored but not indexed: pasted logs add length, not meaning.
-MAX_INDEXED_BODY = 64 * 1024
-
 
 # BM25 column weights: a word in the title counts four times a word in the body.
 TITLE_WEIGHT = 4.0
 BODY_WEIGHT = 1.0
-
-
-@dataclass(slots=True)
-class _Batch:
-    """Counts of one write transaction, for callers that report progress."""
-
-    written: int = 0
-    unchanged: int = 0
-    ids: list[int] = field(default_factory=list)
 
 
 class Index:
@@ -130,123 +101,12 @@ class Index:
             self._db = sqlite3.connect(str(path), isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._check_schema()
+            migrate.prepare(self._db, path)
         except sqlite3.DatabaseError as err:
             raise InputError(
                 f"{path}: not a usable issue index ({err})",
                 tip="pass another --db, or delete the file and sync again",
             ) from err
-
-    def _check_schema(self) -> None:
-        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master")}
-        if "meta" in tables:
-            meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
-            schema, tokenizer = meta.get("schema"), meta.get("tokenizer")
-            if tokenizer in RETOKENIZABLE and schema in (UPGRADABLE | {SCHEMA_VERSION}):
-                if schema in UPGRADABLE:
-                    self._upgrade()
-                self._retokenize()
-                return
-            if schema in UPGRADABLE and tokenizer == TOKENIZER_VERSION:
-                self._upgrade()
-                return
-            if schema != SCHEMA_VERSION or tokenizer != TOKENIZER_VERSION:
-                raise InputError(
-                    f"{self.path}: issue index format {schema}/{tokenizer}, "
-                    f"this reporter writes {SCHEMA_VERSION}/{TOKENIZER_VERSION}",
-                    tip="export it with the older reporter, or delete it and sync again",
-                )
-            if "vector_packs" not in tables or "body_vectors" not in tables:
-                # Added after the schema's first builds (derived data, empty is right).
-                self._db.executescript(f"BEGIN IMMEDIATE;{SCHEMA_2}{SCHEMA_3}COMMIT;")
-            return
-        if tables - {"sqlite_sequence"}:
-            raise InputError(
-                f"{self.path}: an SQLite file, but not a reporter issue index",
-                tip="pass --db with a new or existing index file",
-            )
-        # executescript commits any open transaction first, so the script brings its own.
-        self._db.executescript(
-            f"BEGIN IMMEDIATE;{SCHEMA}{SCHEMA_2}{SCHEMA_3}"
-            f"INSERT INTO meta(key, value) VALUES ('schema', '{SCHEMA_VERSION}'), "
-            f"('tokenizer', '{TOKENIZER_VERSION}');COMMIT;"
-        )
-
-    def _upgrade(self) -> None:
-        """Schema 1 or 2 -> 3 in one transaction: schema 1 gains schema 2's tables and
-        its line-shape counts; both gain schema 3's table and `issues` columns, filled
-        from the stored titles and bodies."""
-        columns = {str(row[1]) for row in self._db.execute("PRAGMA table_info(issues)")}
-        from_schema_1 = "line_df" not in {
-            str(row[0]) for row in self._db.execute("SELECT name FROM sqlite_master")
-        }
-        self._db.executescript(f"BEGIN IMMEDIATE;{SCHEMA_2}{SCHEMA_3}")
-        try:
-            for name, kind in ISSUE_COLUMNS_3:
-                if name not in columns:
-                    self._db.execute(f"ALTER TABLE issues ADD COLUMN {name} {kind}")
-            rows = self._db.execute(
-                "SELECT id, repo, title, body, stacks FROM issues WHERE is_pull = 0"
-            )
-            df: Counter[str] = Counter()
-            for rowid, repo, title, body, stacks in rows.fetchall():
-                if from_schema_1:
-                    self._count_lines(str(repo), str(body), +1)
-                found, _, _ = _derived(str(title), str(body))
-                # Schema 3 marks native frames (extract.NATIVE_MARK): extract again.
-                fresh = json.dumps([list(k) for k in extract(str(body)).stacks])
-                if fresh != stacks:
-                    self._db.execute("DELETE FROM issue_frames WHERE issue = ?", (int(rowid),))
-                    keys = sorted({k for stack in json.loads(fresh) for k in stack})
-                    self._db.executemany(
-                        "INSERT INTO issue_frames(key, issue) VALUES (?, ?)",
-                        [(key, int(rowid)) for key in keys],
-                    )
-                self._db.execute(
-                    "UPDATE issues SET terms = ?, signals = ?, stacks = ? WHERE id = ?",
-                    (found.terms, found.signals, fresh, int(rowid)),
-                )
-                df.update(_distinct(found.terms))
-            self._db.execute("DELETE FROM term_df")
-            self._db.executemany("INSERT INTO term_df(term, n) VALUES (?, ?)", df.items())
-            self._db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
-
-    def _retokenize(self) -> None:
-        """Every derived term again with this release's tokenizer, in one transaction:
-        the full-text rows (a contentless table is emptied whole, since its old rows can
-        only be deleted with the old tokens), the stored terms and signals, and the
-        document frequencies; then the tokenizer version is recorded."""
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            self._db.execute("INSERT INTO issue_text(issue_text) VALUES ('delete-all')")
-            rows = self._db.execute("SELECT id, title, body FROM issues WHERE is_pull = 0")
-            df: Counter[str] = Counter()
-            for rowid, title, body in rows.fetchall():
-                found, title_text, body_text = _derived(str(title), str(body))
-                self._db.execute(
-                    "INSERT INTO issue_text(rowid, title, body) VALUES (?, ?, ?)",
-                    (int(rowid), title_text, body_text),
-                )
-                self._db.execute(
-                    "UPDATE issues SET terms = ?, signals = ? WHERE id = ?",
-                    (found.terms, found.signals, int(rowid)),
-                )
-                df.update(_distinct(found.terms))
-            self._db.execute("DELETE FROM term_df")
-            self._db.executemany("INSERT INTO term_df(term, n) VALUES (?, ?)", df.items())
-            self._db.execute(
-                "INSERT INTO meta(key, value) VALUES ('tokenizer', ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (TOKENIZER_VERSION,),
-            )
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
 
     def close(self) -> None:
         """Close the database."""
@@ -393,7 +253,7 @@ class Index:
                 record = _record(row[5:])
                 stored_terms = row[3]
                 if stored_terms is None:  # written by an older reporter mid-upgrade
-                    found, _, _ = _derived(record.title, record.body)
+                    found, _, _ = index_write.derive(record.title, record.body)
                     stored_terms, stored_signals = found.terms, found.signals
                 else:
                     stored_signals = row[4]
@@ -618,13 +478,23 @@ class Index:
         """Store one listing page and the sync state it leads to, atomically."""
         with self.transaction():
             batch = self._upsert(records)
-            self._put_state(state)
+            index_write.put_state(self._db, state)
             return batch.written
 
     def save_state(self, state: SyncState) -> None:
         """Replace the sync state of `state.repo`."""
         with self.transaction():
-            self._put_state(state)
+            index_write.put_state(self._db, state)
+
+    def _upsert(self, records: Iterable[IssueRecord]) -> index_write.Batch:
+        batch = index_write.write(self._db, records)
+        if batch.written:
+            # What callers derived from the old rows is stale now.
+            self._repo_counts = None
+            self._count = None
+            self._packs.clear()
+            self.memo.clear()
+        return batch
 
     def import_jsonl(self, lines: Iterable[str], *, source: str) -> ImportResult:
         """Import JSONL lines (one issue each) in one transaction; bad lines are skipped."""
@@ -669,149 +539,6 @@ class Index:
                 ),
             )
 
-    def _count_lines(self, repo: str, body: str, delta: int) -> None:
-        keys = boilerplate.line_keys(body)
-        if not keys:
-            return
-        if delta > 0:
-            self._db.executemany(
-                "INSERT INTO line_df(repo, key, n) VALUES (?, ?, 1) "
-                "ON CONFLICT(repo, key) DO UPDATE SET n = n + 1",
-                [(repo, key) for key in keys],
-            )
-        else:
-            self._db.executemany(
-                "UPDATE line_df SET n = n - 1 WHERE repo = ? AND key = ?",
-                [(repo, key) for key in keys],
-            )
-            self._db.execute("DELETE FROM line_df WHERE repo = ? AND n <= 0", (repo,))
-
-    def _put_state(self, state: SyncState) -> None:
-        self._db.execute(
-            "INSERT INTO sync_state(repo, since, etag, resume_since, complete, synced_at) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(repo) DO UPDATE SET since = excluded.since, "
-            "etag = excluded.etag, resume_since = excluded.resume_since, "
-            "complete = excluded.complete, synced_at = excluded.synced_at",
-            (
-                state.repo,
-                state.since,
-                state.etag,
-                state.resume_since,
-                int(state.complete),
-                state.synced_at,
-            ),
-        )
-
-    def _upsert(self, records: Iterable[IssueRecord]) -> _Batch:
-        batch = _Batch()
-        db = self._db
-        # Document frequencies move by batch: one write per distinct term, not per issue.
-        df: Counter[str] = Counter()
-        for record in records:
-            old = db.execute(
-                "SELECT id, title, body, is_pull, updated_at, state, state_reason, labels, terms "
-                "FROM issues WHERE repo = ? AND number = ?",
-                (record.repo, record.number),
-            ).fetchone()
-            labels = json.dumps(list(record.labels))
-            if old is not None:
-                if (
-                    old[1] == record.title
-                    and old[2] == record.body
-                    and bool(old[3]) == record.is_pull
-                    and old[4] == record.updated_at
-                    and old[5] == record.state
-                    and old[6] == record.state_reason
-                    and old[7] == labels
-                ):
-                    batch.unchanged += 1
-                    continue
-                self._remove(int(old[0]), record.repo, old[1], old[2], bool(old[3]))
-                if not old[3]:
-                    stored = old[8] if old[8] is not None else _derived(old[1], old[2])[0].terms
-                    df.subtract(_distinct(stored))
-            found = extract(record.body) if not record.is_pull else None
-            stacks = found.stacks if found else ()
-            errors = found.errors if found else ()
-            body = "" if record.is_pull else record.body
-            derived, title_text, body_text = _derived(record.title, body)
-            cursor = db.execute(
-                "INSERT INTO issues(id, repo, number, is_pull, title, body, state, state_reason, "
-                "labels, created_at, updated_at, closed_at, comments, url, stacks, errors, "
-                "terms, signals) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    None if old is None else int(old[0]),
-                    record.repo,
-                    record.number,
-                    int(record.is_pull),
-                    record.title,
-                    body,
-                    record.state,
-                    record.state_reason,
-                    labels,
-                    record.created_at,
-                    record.updated_at,
-                    record.closed_at,
-                    record.comments,
-                    record.url,
-                    json.dumps([list(s) for s in stacks]),
-                    json.dumps(list(errors)),
-                    None if record.is_pull else derived.terms,
-                    None if record.is_pull else derived.signals,
-                ),
-            )
-            rowid = int(cursor.lastrowid or 0)
-            if not record.is_pull:
-                df.update(_distinct(derived.terms))
-                db.execute(
-                    "INSERT INTO issue_text(rowid, title, body) VALUES (?, ?, ?)",
-                    (rowid, title_text, body_text),
-                )
-                self._count_lines(record.repo, body, +1)
-                keys = sorted({key for stack in stacks for key in stack})
-                db.executemany(
-                    "INSERT INTO issue_frames(key, issue) VALUES (?, ?)",
-                    [(key, rowid) for key in keys],
-                )
-            batch.written += 1
-            batch.ids.append(rowid)
-        changed = [(term, n) for term, n in df.items() if n]
-        if changed:
-            db.executemany(
-                "INSERT INTO term_df(term, n) VALUES (?, ?) "
-                "ON CONFLICT(term) DO UPDATE SET n = n + excluded.n",
-                changed,
-            )
-            if any(n < 0 for _, n in changed):
-                db.execute("DELETE FROM term_df WHERE n <= 0")
-        if batch.written:
-            # New or changed issues need vectors: `search.embed_missing` looks again.
-            db.execute(
-                "DELETE FROM meta WHERE key IN ('vectors_complete', 'body_vectors_complete')"
-            )
-            self._repo_counts = None
-            self._count = None
-            self._packs.clear()
-            self.memo.clear()
-        return batch
-
-    def _remove(self, rowid: int, repo: str, title: str, body: str, is_pull: bool) -> None:
-        """Delete one issue row with its full-text, frame, line and vector entries."""
-        if not is_pull:
-            self._count_lines(repo, body, -1)
-            self._db.execute("DELETE FROM issue_vectors WHERE issue = ?", (rowid,))
-            self._db.execute("DELETE FROM body_vectors WHERE issue = ?", (rowid,))
-            self._db.execute("DELETE FROM vector_packs WHERE repo = ?", (repo,))
-            title_text, body_text = _fts_values(title, body)
-            # A contentless table forgets a row only when given the values it indexed.
-            self._db.execute(
-                "INSERT INTO issue_text(issue_text, rowid, title, body) VALUES ('delete', ?, ?, ?)",
-                (rowid, title_text, body_text),
-            )
-            self._db.execute("DELETE FROM issue_frames WHERE issue = ?", (rowid,))
-        self._db.execute("DELETE FROM issues WHERE id = ?", (rowid,))
-
 
 _FIX_COLUMNS = "repo, number, kind, ref, url, sha, tag, checked_at"
 
@@ -851,38 +578,6 @@ def _record(row: Sequence[Any]) -> IssueRecord:
         url=row[11],
         is_pull=bool(row[12]),
     )
-
-
-def _fts_values(title: str, body: str) -> tuple[str, str]:
-    return terms.normalized(title), terms.normalized(body[:MAX_INDEXED_BODY])
-
-
-@dataclass(frozen=True, slots=True)
-class _Derived:
-    """What an issue's text gives at write time: its title's tokens in order, a tab, its
-    distinct terms (title and body, space-joined, sorted); and its signals JSON."""
-
-    terms: str
-    signals: str
-
-
-def _derived(title: str, body: str) -> tuple[_Derived, str, str]:
-    """The stored terms and signals of an issue, and its FTS5 title and body values (the
-    same tokens: one tokenising serves both)."""
-    title_tokens = terms.tokens(title)
-    body_tokens = terms.tokens(body[:MAX_INDEXED_BODY])
-    distinct = sorted(set(title_tokens) | set(body_tokens))
-    found = signals.extract_signals(title, body)
-    return (
-        _Derived(terms=" ".join(title_tokens) + "\t" + " ".join(distinct), signals=found.to_json()),
-        " ".join(title_tokens),
-        " ".join(body_tokens),
-    )
-
-
-def _distinct(stored: str) -> list[str]:
-    """The distinct terms of a stored `terms` value (after the title part)."""
-    return stored.partition("\t")[2].split()
 
 
 _VECTOR_TABLES = {"title": "issue_vectors", "body": "body_vectors"}
