@@ -19,6 +19,8 @@ Modules, from the wire inwards::
     redact.py   secrets and identifiers -> consistent placeholders, with a report
     forms.py    GitHub issue forms: parse, pick the bug form, field roles
     draft.py    the upstream draft and the "+1 with evidence" comment (pure)
+    focus.py    a draft's evidence narrowed to the hung instance: stacks, dumps, timeline
+    reproduction.py  a draft's reproduction field: the launch line, or what would capture it
     filing.py   filing's calls over github.py's client: issues, comments, the marker lookup
     policy.py   one retry/backoff and rate-limit policy for every GitHub call
     story.py    a draft's title, first sentence and reproduction in the engine's words

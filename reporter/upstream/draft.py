@@ -35,7 +35,8 @@ body is made safe to post (formats.md 6.6):
 
 Here: the form layout (one `### <label>` section per field in form order, as GitHub
 writes a submitted form, see `reporter.upstream.forms`), the title, the size budget, the
-hidden marker and the review document.
+hidden marker and the review document. The evidence section is narrowed to the hung
+instance in `focus`, and the reproduction field written in `reproduction`.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -51,15 +51,14 @@ from typing import Any
 from reporter import __version__
 from reporter.analysis import Analysis
 from reporter.analysis.environment import ShowRules, default_rules
-from reporter.analysis.result import RankState, StackClass
 from reporter.core import inert
 from reporter.core.text import plural
-from reporter.model import Bundle, Frame, ProcessDump
+from reporter.model import Bundle
 from reporter.render import issueview
 from reporter.render import markdown as md
-from reporter.render.issueview import IssueView, RelatedView, SectionView, format_dump
+from reporter.render.issueview import IssueView, RelatedView, SectionView
 from reporter.render.lint import GITHUB_BODY_LIMIT, placeholders
-from reporter.render.parts import Block, located
+from reporter.render.parts import Block
 from reporter.render.policy import (
     BARE,
     INERT,
@@ -73,6 +72,7 @@ from reporter.render.policy import (
     settle,
 )
 from reporter.upstream import redact as redactor
+from reporter.upstream.focus import focused
 from reporter.upstream.forms import (
     FieldType,
     FormField,
@@ -84,7 +84,8 @@ from reporter.upstream.forms import (
 )
 from reporter.upstream.rank import Candidate, Level
 from reporter.upstream.records import inert_title
-from reporter.upstream.story import Story, build_story, mask_path, rank_names, span
+from reporter.upstream.reproduction import reproduction
+from reporter.upstream.story import Story, build_story
 
 # GitHub's limit is 65,536 characters and does not say whether it counts code points or
 # UTF-16 units: stay well below it.
@@ -101,7 +102,6 @@ MARKER_PREFIX = "reporter-upstream signature="
 # Evidence blocks are never cut below this many lines; below it they are dropped.
 MIN_BLOCK_LINES = 12
 MAX_RELATED = 5
-REPRODUCTION_FIELDS = ("reproduction", "reproduce", "steps", "steps_to_reproduce", "command")
 
 _MARKER_RE = re.compile(r"<!-- reporter-upstream signature=([0-9a-f]+) bundle=([0-9a-f]+) -->")
 
@@ -233,122 +233,6 @@ def _related(candidate: Candidate, link: bool) -> RelatedView:
     )
 
 
-_LAUNCH_TEXT_RE = re.compile(
-    r"(?:-m\s+|\b)(?:sglang\.launch_server|vllm\s+serve|vllm\.entrypoints\.\S+|torchrun)\b"
-)
-_SCRIPT_LINE_RE = re.compile(r"^\s*(?:\S*python[\d.]*\s+)?\S+\.(?:py|sh)\b[^\n]*$")
-# What a reviewer runs on the server host to give the launch line that was not captured.
-LAUNCH_CAPTURE = (
-    "the command line of the process that starts the engine (`tr '\\0' ' ' < "
-    "/proc/<pid>/cmdline` on the server host), or the service's start command"
-)
-
-
-def _harness_only(text: str) -> bool:
-    """True when the incident notes' reproduction is one command of a test or wrapper
-    script (`python tests/capture.py case --snapshots 3`), not the engine's launch line
-    or steps in words."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    return (
-        len(lines) == 1
-        and _SCRIPT_LINE_RE.match(lines[0]) is not None
-        and not _LAUNCH_TEXT_RE.search(lines[0])
-    )
-
-
-def _reproduction(
-    inputs: DraftInputs, story: Story, policy: TextPolicy, fmt: FormField | None
-) -> Text:
-    """The reproduction field from the evidence: the engine's launch line (secrets and
-    this machine's paths masked), the model, the mode, the parallel sizes and the last
-    event before the hang. When the evidence holds only a wrapper or test script, it says
-    the launch line was not captured, the engine options the wrapper passed, and what would
-    capture it. The incident notes' reproduction is used only when it is the launch line
-    or steps in words. "" when nothing is known (the caller writes a TODO). `fmt` None: the
-    form has no reproduction field (the text then leads the description)."""
-    ev = policy.evidence
-    render = fmt.render if fmt is not None else ""
-    notes = "\n".join(
-        text.strip()
-        for key, text in inputs.bundle.manifest.fields
-        if key.lower() in REPRODUCTION_FIELDS and text.strip()
-    )
-    facts = tuple(ev("reproduction", line) for line in story.reproduction)
-    if story.command:
-        return later(
-            _lay_out_reproduction,
-            render,
-            len(facts),
-            ev("reproduction", story.command),
-            "",
-            "",
-            *facts,
-        )
-    if notes and not _harness_only(notes) and not story.wrapper:
-        return later(
-            _lay_out_reproduction, render, len(facts), "", ev("reproduction", notes), "", *facts
-        )
-    if not story.wrapper and not notes and not facts:
-        return ""
-    program = story.wrapper.split(" ", 1)[0] if story.wrapper else ""
-    started = (
-        f"the ranks were started by a wrapper script ({md.code(program)}), not by the engine's "
-        "launcher"
-        if program
-        else "the evidence holds only a test script's command"
-    )
-    missing = f"The engine's launch line was not captured: {started}."
-    options: Text = ev("reproduction", story.engine_options) if story.engine_options else ""
-    return later(_lay_out_missing, render, len(facts), missing, options, _capture_text(), *facts)
-
-
-def _capture_text() -> str:
-    # A statement, not a TODO: the draft can be filed without it, and says what would tell.
-    return f"What would capture it: {LAUNCH_CAPTURE}."
-
-
-def _lay_out_missing(
-    render: str, count: int, missing: str, options: str, capture: str, *facts: str
-) -> str:
-    if render:
-        lines = [f"# {missing}"]
-        if options:
-            lines.append(f"# Engine options the wrapper passed: {options}")
-        lines.extend(f"# {fact}" for fact in facts[:count])
-        return md.fence("\n".join(lines), render)
-    out = [missing]
-    if options:
-        out.append("Engine options on the wrapper's command line (masked):")
-        out.append(md.fence(options, "shell"))
-    if facts:
-        out.append("\n".join(f"- {INERT(fact)}" for fact in facts[:count]))
-    out.append(capture)
-    return "\n\n".join(out)
-
-
-def _lay_out_reproduction(
-    render: str, count: int, command: str, from_notes: str, _unused: str, *facts: str
-) -> str:
-    if render:
-        # GitHub fences a `render:` field itself: the text goes in as plain lines.
-        lines = [command] if command else [from_notes]
-        lines.extend(f"# {fact}" for fact in facts[:count])
-        return md.fence("\n".join(lines), render)
-    out: list[str] = []
-    if command:
-        out.append(
-            "Launch line, as captured (secrets and local paths masked; per-run host and "
-            "port options left out):"
-        )
-        out.append(md.fence(command, "shell"))
-    else:
-        out.append("Steps as reported:")
-        out.append(md.fence(from_notes, "text"))
-    if facts:
-        out.append("\n".join(f"- {INERT(fact)}" for fact in facts[:count]))
-    return "\n\n".join(out)
-
-
 def _checklist(fmt: FormField, inputs: DraftInputs, rules: RoleRules) -> str:
     lines: list[str] = []
     open_required = 0
@@ -457,7 +341,7 @@ def _view(inputs: DraftInputs, policy: TextPolicy, mark: str) -> tuple[IssueView
     for section in sections:
         if section.kind == "reproduction":
             fmt = reproduction_fields[0]
-            text = _reproduction(inputs, story, policy, fmt) or (
+            text = reproduction(inputs.bundle, story, policy, fmt) or (
                 _todo(
                     fmt,
                     "the launcher's command line is not in the evidence; give the command "
@@ -477,7 +361,7 @@ def _view(inputs: DraftInputs, policy: TextPolicy, mark: str) -> tuple[IssueView
         related=tuple(_related(c, inputs.link_related) for c in inputs.related[:MAX_RELATED]),
         link_related=inputs.link_related,
     )
-    evidence = _focused(inputs.bundle, inputs.analysis, evidence, story, policy)
+    evidence = focused(inputs.bundle, inputs.analysis, evidence, story, policy)
     # The command line goes in the reproduction field when the form has one.
     environment = issueview.environment_view(
         inputs.bundle,
@@ -522,285 +406,12 @@ def _view(inputs: DraftInputs, policy: TextPolicy, mark: str) -> tuple[IssueView
     ev = policy.evidence
     lead = Lead(
         sentence=later(policy.prose, ev("summary", story.sentence)),
-        reproduction="" if reproduction_fields else _reproduction(inputs, story, policy, None),
+        reproduction=""
+        if reproduction_fields
+        else reproduction(inputs.bundle, story, policy, None),
         healthy=tuple(later(policy.prose, ev("healthy", line)) for line in story.healthy),
     )
     return view, title, lead
-
-
-def _focused(
-    bundle: Bundle,
-    analysis: Analysis,
-    evidence: issueview.EvidenceView,
-    story: Story,
-    policy: TextPolicy,
-) -> issueview.EvidenceView:
-    """The evidence a maintainer reads once: the hung instance's stacks (ranks of one DP
-    replica in the same state together), the engine's line where the ranks part, raw
-    dumps without arguments or locals (the main thread first) in one collapsed block, a
-    timeline without the lines the metrics already say, and no merged tree, class table,
-    or changes the stacks do not tie to."""
-    from reporter.render.answer.waits import members
-
-    hung = story.hung_instance
-    ev = policy.evidence
-    groups = stack_groups(analysis, hung)
-    stacks = tuple(
-        Block(
-            key=f"stack:{group[0].label}",
-            title=_group_title(analysis, group, hung, story.moments),
-            text=ev(
-                f"stack {group[0].label}", "\n".join(located(f, limit=0) for f in group[0].frames)
-            ),
-        )
-        for group in groups
-    )
-    shown: list[Text] = []
-    for group in groups:
-        for stack_class in group:
-            found = members(analysis, stack_class.instance, stack_class.ranks)
-            if found and found[0].snapshots:
-                dump = plain_dump(found[0].snapshots)
-                shown.append(ev(f"dump {dump.source.path}", mask_path(format_dump(dump))))
-    details: list[Block] = []
-    if shown:
-        details.append(
-            Block(
-                key="dumps",
-                title=f"Raw py-spy dumps ({len(shown)}), one rank per stack above, "
-                "main thread first (arguments and locals left out)",
-                text=later(_joined_dumps, *shown),
-            )
-        )
-    timeline = _timeline(analysis, policy)
-    if timeline is not None:
-        details.append(timeline)
-    tied = _tied_changes(analysis, hung)
-    details.extend(
-        b
-        for b in evidence.details
-        if b.key not in ("tree", "timeline")
-        and not b.key.startswith("dump:")
-        and (b.key != "changes" or tied)
-    )
-    steps = evidence.steps
-    wedge = analysis.wedge
-    if wedge is not None and len(wedge.steps) == len(steps):
-        # Said once: a step the metrics paragraph already tells is left out of the list.
-        said = " ".join(wedge.summary.split())
-        steps = tuple(
-            t
-            for t, step in zip(steps, wedge.steps, strict=True)
-            if " ".join(step.text.split()).rstrip(".") not in said
-        )
-    return replace(
-        evidence,
-        classes=(),
-        branches=(),
-        branch_shared="",
-        confidence_notes=(),
-        stacks=stacks,
-        code=_engine_code(analysis, evidence.code, hung, policy),
-        steps=steps,
-        details=tuple(details),
-    )
-
-
-def _joined_dumps(*texts: str) -> str:
-    return "\n\n".join(texts)
-
-
-def stack_groups(analysis: Analysis, hung: str | None) -> list[list[StackClass]]:
-    """The hung instance's rank classes as the draft shows them: one group per class,
-    except that classes of one DP replica that are in the same moving or idle state
-    form one group (they are one replica doing one thing, seen at different steps)."""
-    dims = {
-        p.unit: dict(p.identity.dims)
-        for p in analysis.processes
-        if p.unit is not None and (hung is None or p.identity.instance == hung)
-    }
-    groups: list[list[StackClass]] = []
-    keyed: dict[tuple[str, int], list[StackClass]] = {}
-    for stack_class in analysis.classes:
-        if not stack_class.frames or (hung is not None and stack_class.instance != hung):
-            continue
-        replicas = {dims.get(r, {}).get("DP") for r in stack_class.ranks}
-        replica = next(iter(replicas)) if len(replicas) == 1 else None
-        if replica is not None and stack_class.state in (RankState.MOVING, RankState.IDLE):
-            key = (stack_class.state.value, replica)
-            if key in keyed:
-                keyed[key].append(stack_class)
-                continue
-            keyed[key] = [stack_class]
-            groups.append(keyed[key])
-        else:
-            groups.append([stack_class])
-    return groups
-
-
-def _group_title(
-    analysis: Analysis, group: Sequence[StackClass], hung: str | None, moments: int
-) -> str:
-    ranks = sorted(r for c in group for r in c.ranks)
-    names = rank_names(analysis, ranks, hung)
-    label = group[0].label if len(group) == 1 and group[0].label else f"[{span(ranks)}]"
-    first = group[0]
-    where = _where(first)
-    state = first.state
-    if state is RankState.STUCK:
-        seen = f"the same in all {moments} snapshots" if moments > 1 else "seen once"
-    elif state is RankState.MOVING:
-        seen = "changing between snapshots"
-    else:
-        seen = state.value
-    head = f"**{names}** ({'rank' if len(ranks) == 1 else 'ranks'} {label.strip('[]')})"
-    text = f"{head} in {where}, {seen}" if where else f"{head}, {seen}"
-    if len(group) > 1:
-        # The other classes of the replica: where each was last seen, in one line.
-        others = "; ".join(
-            f"{rank_names(analysis, c.ranks, hung)} last seen in {_where(c) or c.frames[0].function}"
-            for c in group[1:]
-        )
-        text += f" (stack of {rank_names(analysis, first.ranks, hung)}; {others})"
-    return text
-
-
-def _where(stack_class: StackClass) -> str:
-    """Where a class waits in the engine's words: the collective, else (for the analysis's
-    own wait kinds, such as a queue read) the innermost function's name; "" when neither."""
-    if stack_class.collective:
-        return stack_class.collective
-    if stack_class.wait and stack_class.frames:
-        return stack_class.frames[0].function
-    return ""
-
-
-def plain_dump(snapshots: Sequence[ProcessDump]) -> ProcessDump:
-    """The latest dump of a process as a maintainer reads it: a dump without arguments and
-    locals (py-spy --locals can hold prompts, paths and keys), the main thread first."""
-    plain = [d for d in snapshots if not any(f.locals for t in d.threads for f in t.frames)]
-    dump = (plain or list(snapshots))[-1]
-    threads = tuple(
-        replace(t, frames=tuple(replace(f, locals=()) for f in t.frames)) for t in dump.threads
-    )
-    main = [t for t in threads if t.name == "MainThread"]
-    return replace(dump, threads=(*main, *(t for t in threads if t.name != "MainThread")))
-
-
-_LIBRARY_TOPS = frozenset(("torch", "triton"))
-
-
-def library_frame(frame: Frame) -> bool:
-    """True for a frame in torch or Python's standard library (not the engine's code)."""
-    return _library_path(frame.file)
-
-
-def _engine_code(
-    analysis: Analysis,
-    code: Sequence[issueview.CodeView],
-    hung: str | None,
-    policy: TextPolicy,
-) -> tuple[issueview.CodeView, ...]:
-    """The code excerpts of the hung instance's classes. An excerpt that is only a link into
-    torch or the standard library gives way to the engine's own line in that class's stack
-    (its first frame outside them), unless another excerpt already shows that line."""
-    excerpts = analysis.excerpts.excerpts if analysis.excerpts else ()
-    labels = {c.label: c for c in analysis.classes if hung is None or c.instance == hung}
-    shown_lines = [(e.path, e.start, e.end) for e in excerpts if e.lines]
-    out: list[issueview.CodeView] = []
-    for excerpt, view in zip(excerpts, code, strict=False):
-        named = re.match(r"\[([^\]]+)\]", excerpt.title)
-        if named and f"[{named.group(1)}]" not in labels:
-            continue  # a class of another instance (the healthy one)
-        if excerpt.lines or not _library_path(excerpt.path):
-            out.append(view)
-            continue
-        stack_class = labels.get(f"[{named.group(1)}]") if named else None
-        frame = next(
-            (f for f in (stack_class.frames if stack_class else ()) if not library_frame(f)),
-            None,
-        )
-        if frame is None or frame.line is None:
-            continue
-        if any(
-            path.endswith(frame.short_file) and start <= frame.line <= end
-            for path, start, end in shown_lines
-        ):
-            continue
-        out.append(
-            issueview.CodeView(
-                title=f"{rank_names(analysis, stack_class.ranks, hung) if stack_class else ''} "
-                f"{'calls' if stack_class and len(stack_class.ranks) == 1 else 'call'} "
-                f"{stack_class.collective or frame.short_function if stack_class else ''} from",
-                where=later(md.code, policy.evidence("code excerpt", located(frame, limit=0))),
-                block=None,
-            )
-        )
-    return tuple(out)
-
-
-def _library_path(path: str) -> bool:
-    """True for a file of torch, triton or Python's standard library (as py-spy shows it:
-    relative to site-packages or the standard library's folder)."""
-    parts = path.replace("\\", "/").lstrip("/").split("/")
-    if path.startswith("<") or any(p in ("site-packages", "dist-packages") for p in parts):
-        return path.startswith("<") or any(p in _LIBRARY_TOPS for p in parts)
-    top = parts[0].removesuffix(".py")
-    return top in _LIBRARY_TOPS or top in sys.stdlib_module_names
-
-
-# Timeline kinds the draft leaves out: the dumps are the stacks above, the metric and
-# wedge lines are the metrics paragraph.
-_TIMELINE_SAID = frozenset(("dump", "dump-failed", "metric", "wedge"))
-
-
-def _timeline(analysis: Analysis, policy: TextPolicy) -> Block | None:
-    """The dated events the rest of the draft does not already say, or None."""
-    events = [
-        e
-        for e in analysis.timeline
-        if e.kind.value not in _TIMELINE_SAID and not e.text.startswith("report collect")
-    ]
-    if not events:
-        return None
-    lines = [
-        f"{e.at:%Y-%m-%d %H:%M:%S} UTC {e.kind.value}: {_per_run(' '.join(e.text.split()))}"
-        for e in events[:20]
-    ]
-    if len(events) > 20:
-        lines.append(f"… {len(events) - 20} more")
-    return Block(
-        key="timeline", title="Timeline (UTC)", text=policy.evidence("timeline", "\n".join(lines))
-    )
-
-
-_PID_RE = re.compile(r"(?i)\b(pid)\s+\d+")
-_HOST_PORT_RE = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}:\d{2,5}\b")
-
-
-def _per_run(text: str) -> str:
-    """A timeline line without this run's PIDs and address:port (they tell nothing upstream
-    and name this machine)."""
-    return _HOST_PORT_RE.sub("<host>:<port>", _PID_RE.sub(r"\1 <pid>", text))
-
-
-def _tied_changes(analysis: Analysis, hung: str | None) -> bool:
-    """True when a change since the last good run names something the hung stacks show
-    (a function, file or module in them): only then is it worth a maintainer's look."""
-    if analysis.diff is None:
-        return False
-    words: set[str] = set()
-    for stack_class in analysis.classes:
-        if hung is not None and stack_class.instance != hung:
-            continue
-        for frame in stack_class.frames:
-            words.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]{3,}", f"{frame.function} {frame.file}"))
-    return any(
-        w in words
-        for change in analysis.diff.changes
-        if not change.noise
-        for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]{3,}", change.key)
-    )
 
 
 def product_of(repo: str) -> str | None:

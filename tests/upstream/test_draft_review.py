@@ -16,6 +16,7 @@ from reporter.app import filing
 from reporter.model import Bundle
 from reporter.upstream import draft as drafting
 from reporter.upstream.draft import DraftInputs, build_draft
+from reporter.upstream.focus import plain_dump, stack_groups
 from reporter.upstream.forms import IssueForm, parse_forms, pick_bug_form
 from reporter.upstream.story import build_story, is_launcher, moments
 
@@ -185,7 +186,7 @@ def test_plain_dump_puts_the_main_thread_first_and_drops_locals(tp: Pair) -> Non
     dump = with_locals[-1]
     # The main thread last, as some dumps list it: it still comes out first.
     shuffled = replace(dump, threads=(*dump.threads[1:], dump.threads[0]))
-    plain = drafting.plain_dump([shuffled])
+    plain = plain_dump([shuffled])
     assert plain.threads[0].name == "MainThread"
     assert not any(f.locals for t in plain.threads for f in t.frames)
 
@@ -235,7 +236,7 @@ def test_dp_attention_is_named_and_one_replica_is_one_stack(
     bundle, analysis = dp
     story = build_story(bundle, analysis, "sgl-project/sglang")
     assert story.title.startswith("SGLang DP attention (DP=2, TP=4) hangs: DP0 TP0-1")
-    groups = drafting.stack_groups(analysis, story.hung_instance)
+    groups = stack_groups(analysis, story.hung_instance)
     assert [sorted(r for c in g for r in c.ranks) for g in groups] == [[0, 1], [2, 3]]
     body = _draft(dp, sglang_form).body
     assert "**DP1 TP2-3** (ranks 2-3), changing between snapshots" in body
