@@ -2,7 +2,7 @@
 
 Generates `--ranks` ranks (`generate_bundle.py`: py-spy text dumps, `--snapshots` each), runs
 the analysis once to warm up, then, best of `--repeat`, prints for every registered producer
-(the collective ones and the waits of `waits_proc.py` / `waits_dist.py`) the time to run it
+(the collective ones and the waits registered by `waits_proc.py` / `waits_dist.py`) the time to run it
 in registration order on the same analysis, as one analysis runs them (the first producer
 that needs the shared reads, the processes and the record indexes, makes them for all), the sum over the waits producers, and the time of the whole
 `analyze` against which that sum is measured (goal: the waits producers under 20% of it).
@@ -23,12 +23,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generate_bundle import generate
 
-from reporter.analysis import analyze, waitgraph, waits_proc
+from reporter.analysis import analyze, procfacts, waitgraph
 from reporter.analysis.classify import default_classifier
 from reporter.analysis.stacks import StackTable
 from reporter.load.bundle import load
 
-WAITS_MODULES = ("reporter.analysis.waits_proc", "reporter.analysis.waits_dist")
+WAITS_MODULES = (
+    "reporter.analysis.waits_children",
+    "reporter.analysis.waits_io",
+    "reporter.analysis.waits_fork",
+    "reporter.analysis.waits_dist",
+)
 
 
 def main() -> None:
@@ -53,7 +58,7 @@ def main() -> None:
     modules: dict[str, str] = {}
     for _ in range(args.repeat):
         # As in one analysis: the shared reads are made by the first producer that needs them.
-        waits_proc._MEMO.clear()
+        procfacts._MEMO.clear()
         for registered in waitgraph.PRODUCERS:
             spent = _timed(lambda r=registered: sum(1 for _ in r.run(bundle, ctx)))
             best[registered.name] = min(best.get(registered.name, spent), spent)

@@ -28,6 +28,16 @@ from collections.abc import Iterator, Sequence
 
 from reporter.analysis.clues import main_thread
 from reporter.analysis.graphproducers import unit_key
+from reporter.analysis.procfacts import (
+    Proc,
+    caller,
+    cite,
+    function_start,
+    procs,
+    python_frames,
+    source_lines,
+    where,
+)
 from reporter.analysis.waitgraph import (
     Edge,
     EdgeKind,
@@ -37,16 +47,6 @@ from reporter.analysis.waitgraph import (
     NodeState,
     producer,
     task_key,
-)
-from reporter.analysis.waits_proc import (
-    Proc,
-    caller,
-    cite,
-    function_start,
-    procs,
-    python_frames,
-    source_lines,
-    where,
 )
 from reporter.model import Bundle, Frame, LogEvent, LogEventKind, ThreadStack
 

@@ -29,7 +29,7 @@ from reporter.analysis.waitgraph import (
     thread_key,
 )
 from reporter.analysis.waits_dist import peer_of
-from reporter.analysis.waits_proc import kernel_part
+from reporter.analysis.waits_io import kernel_part
 from reporter.analysis.waits_verdict import ENDED_WHY, compile_rules, packaged_rules, read
 from reporter.core import rules as data_files
 from reporter.load.bundle import load
