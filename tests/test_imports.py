@@ -19,9 +19,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "reporter"
 # layer is a folder (or a few), so the tree shows what this table enforces (issue 25).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # errors, text, times, inert, rules, fileio, writer, gcpause, config: imports nothing
-    # else of ours. `_moved` answers the old import paths of the modules that moved into
-    # these folders (for one release); it names them only as strings.
-    ("core", ("core", "_moved")),
+    # else of ours.
+    ("core", ("core",)),
     ("model/secrets", ("model", "secrets")),
     ("evidence", ("evidence",)),
     ("analysis", ("analysis",)),
@@ -210,59 +209,6 @@ def test_a_backward_arrow_and_a_cycle_are_caught() -> None:
         _layer("reporter.newthing")
 
 
-def _moved_table() -> dict[str, str]:
-    from reporter import _moved
-
-    return _moved.MOVED
-
-
 def test_the_root_holds_few_loose_modules() -> None:
     loose = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(loose) <= LOOSE_AT_ROOT, f"loose modules at reporter/: {loose}"
-
-
-def test_every_old_path_names_a_module_that_exists_in_a_layer_folder() -> None:
-    modules = _modules()
-    for old, new in _moved_table().items():
-        assert f"reporter.{old}" not in modules, f"reporter/{old}.py is back at the root"
-        assert f"reporter.{new}" in modules, f"reporter.{old} points at a missing reporter.{new}"
-        assert new.count(".") == 1, new
-
-
-def test_nothing_of_ours_imports_an_old_path() -> None:
-    old = {f"reporter.{name}" for name in _moved_table()}
-    roots = [
-        PACKAGE.parent / name for name in ("reporter", "tests", "benchmarks", "fixtures", "tools")
-    ]
-    wrong: list[str] = []
-    for root in roots:
-        for path in sorted(root.rglob("*.py")):
-            if "fixtures/bundles" in path.as_posix():
-                continue  # captured evidence (deployed code), not ours
-            text = path.read_text(encoding="utf-8")
-            for node in ast.walk(ast.parse(text)):
-                if isinstance(node, ast.Import):
-                    names = [alias.name for alias in node.names]
-                elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-                    names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-                else:
-                    continue
-                hits = [n for n in names if n in old or any(n.startswith(o + ".") for o in old)]
-                wrong += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {n}" for n in hits]
-    assert not wrong, "old import paths (use the new ones in reporter/_moved.py):\n" + "\n".join(
-        wrong
-    )
-
-
-@pytest.mark.parametrize("old", sorted(_moved_table()))
-def test_an_old_path_still_imports_the_same_module_with_a_warning(old: str) -> None:
-    import importlib
-    import sys
-
-    new = importlib.import_module(f"reporter.{_moved_table()[old]}")
-    sys.modules.pop(f"reporter.{old}", None)
-    with pytest.warns(DeprecationWarning, match=rf"reporter\.{old} moved to {new.__name__}"):
-        aliased = importlib.import_module(f"reporter.{old}")
-    assert aliased is new
-    assert new.__spec__ is not None and new.__spec__.name == new.__name__
-    sys.modules.pop(f"reporter.{old}", None)
