@@ -4,7 +4,7 @@ The only network code of the collector, and it only sends GET requests to the tw
 URLs the user named (never to the serving API). The client is injected (tests
 pass an `httpx.Client` with a `MockTransport` or point at a local server).
 
-Scrapes go into one file in the form `reporter/evidence/metrics.py` reads: each
+Scrapes go into one file in the form `reporter/evidence/metrics/prometheus.py` reads: each
 scrape after a marker with the time the request started::
 
     # scrape at 2026-11-29T14:43:41.973Z

@@ -1,7 +1,7 @@
 """Render a `ReportView` with the packaged Jinja templates; returns a string, writes nothing.
 
-Templates ship inside the wheel as `reporter/templates/`; in a source checkout
-they are read from the top-level `templates/` folder.
+Templates ship inside the wheel, in the package's own templates folder; in a source
+checkout they are read from the top-level `templates/` folder.
 """
 
 from __future__ import annotations
