@@ -11,4 +11,5 @@ Modules::
     writer.py   atomic writes: the only place that writes a file
     gcpause.py  the garbage collector paused around bulk parsing and analysis
     config.py   the user's settings file (read by the app layer)
+    hostnames.py  one grammar for host names: what collect accepts and the loader reads back
 """

@@ -25,7 +25,8 @@ Thread order: every `ProcessDump` lists threads oldest first (normally the main
 thread first). That is the order py-spy's text prints; `--json` prints newest
 first, so `parse_json` reverses it.
 
-Modules: `text` (the state machine), `grammar` (what each line is), `frames` (frame
+Modules: `plain` (the usual dump file, read without the state machine), `text` (the
+state machine, for everything else), `grammar` (what each line is), `frames` (frame
 lines), `blocks` (what the parser fills, and freezing it), `subprocesses` (py-spy
 <= 0.4.1's repeated children), `failures` (error text and the one failure
 classifier), `jsonform` (`--json`).
