@@ -1,4 +1,4 @@
-"""Names in backticks in the package's docstrings and comments, and in docs/*.md, exist.
+"""Names in backticks in the package's docstrings and comments, docs/*.md and the README exist.
 
 A docstring that says "`compose.py` lays the topics out" or "see `reporter.render.lint`"
 is a map; after a module moves or splits, a stale name sends a reader to nothing (issue 35
@@ -177,7 +177,11 @@ def stale_names(files: list[Path], tree: Tree, root: Path = ROOT) -> list[str]:
 
 
 TREE = Tree.of(ROOT)
-FILES = [*sorted((ROOT / "reporter").rglob("*.py")), *sorted((ROOT / "docs").glob("*.md"))]
+FILES = [
+    *sorted((ROOT / "reporter").rglob("*.py")),
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "README.md",
+]
 
 
 def test_every_name_in_backticks_exists() -> None:
