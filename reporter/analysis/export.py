@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, cast
 
 from reporter.analysis import export_context as ctx
+from reporter.analysis.environment import EnvironmentSummary
 from reporter.analysis.p2p import cycle_name
 from reporter.analysis.result import (
     Analysis,
@@ -338,7 +339,7 @@ class AnalysisDocument:
     warnings: tuple[str, ...]
     wedge: ctx.Wedge | None = spec("null without metrics")
     timeline: tuple[ctx.Event, ...]
-    environment: ctx.Environment | None = spec("null without environment evidence")
+    environment: EnvironmentSummary | None = spec("null without environment evidence")
     diff: ctx.Diff | None = spec("null without a baseline")
     excerpts: ctx.Excerpts | None = spec("null when there is nothing to show")
     goroutines: ctx.Goroutines | None = spec("null without Go dumps")
@@ -550,7 +551,7 @@ def build(analysis: Analysis) -> AnalysisDocument:
         warnings=analysis.warnings,
         wedge=ctx.wedge(analysis.wedge),
         timeline=tuple(ctx.event(e) for e in analysis.timeline),
-        environment=ctx.environment(analysis.environment) if analysis.environment else None,
+        environment=analysis.environment or None,
         diff=ctx.diff(analysis.diff) if analysis.diff is not None else None,
         excerpts=ctx.excerpts(analysis.excerpts) if analysis.excerpts is not None else None,
         goroutines=ctx.goroutines(analysis.goroutines) if analysis.goroutines else None,

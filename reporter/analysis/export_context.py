@@ -1,8 +1,9 @@
 """The typed records of `analyze --json` for the evidence around the stacks.
 
-`wedge`, `timeline`, `environment`, `diff` (also the whole of `report diff --json`),
-`excerpts`, `goroutines` and `flight_recorder`: one document class per object, and the
-function that builds it from the analysis result. Their JSON and schema come from
+`wedge`, `timeline`, `diff` (also the whole of `report diff --json`), `excerpts`,
+`goroutines` and `flight_recorder`: one document class per object, and the function that
+builds it from the analysis result (`environment` is its own record,
+`reporter.analysis.environment.EnvironmentSummary`). Their JSON and schema come from
 `reporter.model.document`; `export` puts them into the analysis document.
 """
 
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
     # Types of the builders' arguments only: the CLI pays for no module it does not use.
     from reporter.analysis.diff import EnvDiff
     from reporter.analysis.result import (
-        EnvironmentSummary,
         ExcerptAnalysis,
         FlightRecorderAnalysis,
         FrMismatch,
@@ -177,107 +177,6 @@ def wedge(report: WedgeReport | None) -> Wedge | None:
             for g in report.gaps
         ),
         notes=report.notes,
-    )
-
-
-# --- environment
-
-
-@document
-class Variable:
-    """One allowlisted environment variable."""
-
-    name: str
-    values: tuple[str, ...]
-    redacted: bool
-    sources: tuple[str, ...]
-
-
-@document
-class Flag:
-    """One command-line flag."""
-
-    name: str
-    value: str | None
-
-
-@document
-class Command:
-    """One command line."""
-
-    program: str
-    flags: tuple[Flag, ...]
-    positional: tuple[str, ...]
-    source: str
-
-
-@document
-class Package:
-    """One key package."""
-
-    name: str
-    version: str
-    origin: str
-    source: str
-    other_versions: tuple[str, ...]
-
-
-@document
-class GpuRow:
-    """One GPU."""
-
-    index: int
-    name: str
-    memory_used_mib: int | None
-    memory_total_mib: int | None
-    utilization_pct: int | None
-    source: str
-
-
-@document
-class Fact:
-    """One fact about the host or the run."""
-
-    key: str
-    value: str
-    source: str
-
-
-@document
-class Environment:
-    """The allowlisted, redacted view of the environment (like the report's)."""
-
-    variables: tuple[Variable, ...]
-    hidden_variables: Count
-    redacted_variables: Count
-    commands: tuple[Command, ...]
-    packages: tuple[Package, ...]
-    package_count: Count
-    gpus: tuple[GpuRow, ...]
-    facts: tuple[Fact, ...]
-    sources: tuple[str, ...]
-
-
-def environment(summary: EnvironmentSummary) -> Environment:
-    """`analyze --json`'s `environment` object."""
-    return Environment(
-        variables=tuple(project(Variable, v) for v in summary.variables),
-        hidden_variables=summary.hidden,
-        redacted_variables=summary.redacted,
-        commands=tuple(
-            Command(
-                program=c.program,
-                flags=tuple(Flag(name=n, value=v) for n, v in c.flags),
-                positional=c.positional,
-                source=c.source,
-            )
-            for c in summary.commands
-        ),
-        packages=tuple(project(Package, p, other_versions=p.others) for p in summary.packages),
-        package_count=summary.package_count,
-        gpus=tuple(project(GpuRow, g) for g in summary.gpus),
-        facts=tuple(project(Fact, f) for f in summary.facts),
-        sources=summary.sources,
     )
 
 

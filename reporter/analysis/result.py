@@ -2,7 +2,7 @@
 
 The renderer and the CLI read only these; the records of the environment view, the Go
 clients and the Flight Recorder live here too, so that one module says what an analysis
-holds. Rank sets are sorted tuples of ints: ranks when the bundle
+holds (the environment's are `reporter.analysis.environment`'s). Rank sets are sorted tuples of ints: ranks when the bundle
 names them, PIDs when it does not (`Analysis.rank_unit` says which); records holding one
 derive from `RankSet`, whose `label` is its compact form (`[0-3,7]`). Frame tuples say in
 their docstring whether they run innermost or outermost first.
@@ -28,13 +28,11 @@ from typing import TYPE_CHECKING
 from reporter.analysis.ranksets import RankSet
 from reporter.analysis.wedge import WedgeReport
 from reporter.model import (
-    EnvFact,
     FailedDump,
     Frame,
     FrOrigin,
     GoDumpForm,
     GoFrame,
-    Gpu,
     Location,
     ProcessDump,
     RankSource,
@@ -45,6 +43,7 @@ from reporter.model import Similarity as Similarity  # re-exported: its old home
 if TYPE_CHECKING:
     # Annotations only: keeps loading this module cheap; none of these imports it back.
     from reporter.analysis.diff import EnvDiff
+    from reporter.analysis.environment import EnvironmentSummary
 
 
 class Verdict(StrEnum):
@@ -670,66 +669,6 @@ class FlightRecorderAnalysis:
     first_mismatch: FrMismatch | None
     other_sets: tuple[tuple[str, FrMismatch | None], ...] = ()
     notes: tuple[str, ...] = ()
-
-
-# -- Environment (reporter.analysis.environment) -------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShownVariable:
-    """An allowlisted variable: its distinct values in first-seen order, and where it was seen."""
-
-    name: str
-    values: tuple[str, ...]
-    redacted: bool
-    sources: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShownCommand:
-    """A command line with secret option values replaced."""
-
-    program: str
-    flags: tuple[tuple[str, str | None], ...]
-    positional: tuple[str, ...]
-    source: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShownPackage:
-    """A key package; `others` lists different versions other files reported."""
-
-    name: str
-    version: str
-    origin: str
-    source: str
-    others: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EnvironmentSummary:
-    """What the report and `analyze --json` show of the environment evidence."""
-
-    variables: tuple[ShownVariable, ...]
-    hidden: int
-    redacted: int
-    commands: tuple[ShownCommand, ...]
-    packages: tuple[ShownPackage, ...]
-    package_count: int
-    gpus: tuple[Gpu, ...]
-    facts: tuple[EnvFact, ...]
-    sources: tuple[str, ...]
-
-    def __bool__(self) -> bool:
-        return bool(
-            self.variables
-            or self.hidden
-            or self.commands
-            or self.packages
-            or self.package_count
-            or self.gpus
-            or self.facts
-        )
 
 
 # -- Go clients (reporter.analysis.goroutines) ---------------------------------------------------

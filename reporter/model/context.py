@@ -102,8 +102,9 @@ class EnvVar:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommandFlag:
-    """One option of a command line: `--tp 4` and `--tp=4` give name `--tp`, value `"4"`.
+    """One command-line flag.
 
+    One option of a command line: `--tp 4` and `--tp=4` give name `--tp`, value `"4"`;
     `value` is None for a bare switch (`--enable-metrics`).
     """
 
@@ -143,7 +144,10 @@ class Package:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EnvFact:
-    """A `key: value` fact from `sglang.check_env`, vLLM `collect_env` or `nvidia-smi`."""
+    """One fact about the host or the run.
+
+    A `key: value` fact from `sglang.check_env`, vLLM `collect_env` or `nvidia-smi`.
+    """
 
     key: str
     value: str
@@ -152,7 +156,10 @@ class EnvFact:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Gpu:
-    """One GPU row of `nvidia-smi` (table or `--format=csv`); unknown numbers are None."""
+    """One GPU.
+
+    One GPU row of `nvidia-smi` (table or `--format=csv`); unknown numbers are None.
+    """
 
     index: int
     name: str

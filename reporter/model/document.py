@@ -15,7 +15,9 @@ data (dicts and lists, keys in field order) and `schema` gives the class's JSON 
                                    #  "required": ["path"], "properties": {"path": {...}}}
 
 Field types and what they become: `str`, `int`, `float`, `bool`, `None` in a union
-(`str | None`: string or null), `Count` (an integer >= 0), `tuple[X, ...]` (a list),
+(`str | None`: string or null), `Count` (an integer >= 0), a string for an enum (its
+value), a `datetime` (ISO 8601 UTC), a `Location` (`file:line`) and a `Frame`
+(`function (file)`), `tuple[X, ...]` (a list),
 `Mapping[str, X]` (an object whose keys are data, not names: `dims`, `states`), a
 `Literal` of strings (an enum), another document (an object), and `FreeForm` (an object
 whose shape the type does not fix: each use says why). A field whose value is `ABSENT`
@@ -23,9 +25,10 @@ is left out of the JSON, and its key is not required by the schema (`spec(defaul
 `spec(name="for")` gives a key that is not a Python name. Objects allow more keys than
 the ones listed: later versions add keys and never rename these.
 
-Values are held JSON-ready (enum values, ISO 8601 times, `file:line` text): the builder
-that makes a document from a result decides how a value is written; `project` fills
-the fields of the same name from any object with the usual conversions.
+An analysis record is its own document (`reporter.analysis.result`): the conversions
+above write its enums, times, places and frames. A document that is not a record holds
+its values JSON-ready; `project` fills the fields of the same name from any object with
+the same conversions.
 """
 
 from __future__ import annotations
@@ -220,9 +223,37 @@ def _converter(hint: Any) -> Convert:
         return lambda v: {k: value(x) for k, x in v.items()}
     if origin is Literal or hint in (str, int, float, bool, type(None), Any):
         return None
+    written = _written_as_text(hint)
+    if written is not None:
+        return written
     if dataclasses.is_dataclass(hint):
         return _convert_of(hint)  # type: ignore[arg-type]
     raise TypeError(f"unsupported field type {hint}")
+
+
+def _enum_value(value: Enum) -> Any:
+    return value.value
+
+
+def _frame_text(value: Frame) -> str:
+    return value.display()
+
+
+def _written_as_text(hint: Any) -> Callable[[Any], Any] | None:
+    """How a record's value that JSON writes as a string becomes one: an enum its value, a
+    time ISO 8601 UTC (`times.iso`), a place `file:line`, a frame `function (file)`;
+    None when `hint` is none of these. So an analysis record is its own document."""
+    if not isinstance(hint, type):
+        return None
+    if issubclass(hint, Enum):
+        return _enum_value
+    if issubclass(hint, datetime):
+        return iso
+    if issubclass(hint, Location):
+        return str
+    if issubclass(hint, Frame):
+        return _frame_text
+    return None
 
 
 def _copy_data(value: Any) -> Any:
@@ -357,6 +388,8 @@ def _schema_of(hint: Any) -> JsonData:
         return {"type": "number"}
     if hint is Any:
         return {}
+    if _written_as_text(hint) is not None:
+        return {"type": "string"}
     if dataclasses.is_dataclass(hint):
         return _object_schema(hint, _phrase(_first_paragraph(hint.__doc__ or "")))  # type: ignore[arg-type]
     raise TypeError(f"unsupported field type {hint}")
