@@ -1,10 +1,11 @@
 """The typed records of `analyze --json` for the evidence around the stacks.
 
-`wedge`, `timeline`, `diff` (also the whole of `report diff --json`), `excerpts`,
-`goroutines` and `flight_recorder`: one document class per object, and the function that
-builds it from the analysis result (`environment` is its own record,
-`reporter.analysis.environment.EnvironmentSummary`). Their JSON and schema come from
-`reporter.model.document`; `export` puts them into the analysis document.
+`wedge`, `diff` (also the whole of `report diff --json`), `goroutines` and
+`flight_recorder`: one document class per object, and the function that builds it from
+the analysis result. `environment`, `excerpts` and `timeline` need none: their records
+(`EnvironmentSummary`, `ExcerptAnalysis`, `TimelineEvent`) are their own documents.
+JSON and schema come from `reporter.model.document`; `export` puts them into the
+analysis document.
 """
 
 from __future__ import annotations
@@ -19,32 +20,15 @@ from reporter.model.document import Count, document, project, spec
 if TYPE_CHECKING:
     # Types of the builders' arguments only: the CLI pays for no module it does not use.
     from reporter.analysis.diff import EnvDiff
+    from reporter.analysis.fr_result import FlightRecorderAnalysis, FrMismatch
     from reporter.analysis.result import (
-        ExcerptAnalysis,
-        FlightRecorderAnalysis,
-        FrMismatch,
         GoBucket,
         GoroutineAnalysis,
     )
     from reporter.analysis.wedge import WedgeReport
-    from reporter.model import GoFrame, TimelineEvent
+    from reporter.model import GoFrame
 
-# --- wedge and timeline
-
-
-@document
-class Event:
-    """One timeline entry."""
-
-    at: str = spec("ISO 8601 UTC")
-    kind: str
-    text: str
-    source: str = spec("file:line")
-
-
-def event(e: TimelineEvent) -> Event:
-    """One timeline entry: `at` (ISO 8601 UTC), `kind`, `text`, `source` (file:line)."""
-    return Event(at=iso(e.at), kind=e.kind.value, text=e.text, source=str(e.source))
+# --- wedge
 
 
 @document
@@ -226,42 +210,6 @@ def diff(result: EnvDiff) -> Diff:
         notes=result.notes,
         good=result.good,
         bad=result.bad,
-    )
-
-
-# --- excerpts
-
-
-@document
-class Excerpt:
-    """One code excerpt."""
-
-    title: str
-    path: str
-    start: int
-    end: int
-    lines: tuple[str, ...]
-    highlight: tuple[int, ...]
-    permalink: str | None
-    ref_note: str
-    status: str = spec("local against deployed")
-    origin: str = spec("excerpt file, source root or frame")
-    cite: str
-
-
-@document
-class Excerpts:
-    """The code excerpts shown, and notes."""
-
-    excerpts: tuple[Excerpt, ...]
-    notes: tuple[str, ...]
-
-
-def excerpts(result: ExcerptAnalysis) -> Excerpts:
-    """`analyze --json`'s `excerpts` object."""
-    return Excerpts(
-        excerpts=tuple(project(Excerpt, v, permalink=v.permalink or None) for v in result.excerpts),
-        notes=result.notes,
     )
 
 

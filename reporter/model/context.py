@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from reporter.model.document import document, spec
 from reporter.model.stacks import Frame, Location
 
 
@@ -68,14 +69,18 @@ class EventKind(StrEnum):
     GOROUTINES = "goroutines"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class TimelineEvent:
-    """One dated fact for the timeline: UTC time, kind, one line of text, and its source."""
+    """One timeline entry.
 
-    at: datetime
+    One dated fact: UTC time, kind, one line of text, and its source. It is also an entry
+    of `analyze --json`'s `timeline` (`reporter.model.document`).
+    """
+
+    at: datetime = spec("ISO 8601 UTC")
     kind: EventKind
     text: str
-    source: Location
+    source: Location = spec("file:line")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
