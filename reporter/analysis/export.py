@@ -37,6 +37,7 @@ from reporter.analysis.result import (
     BranchPoint,
     Condition,
     ExcerptAnalysis,
+    HostRow,
     IdleThread,
     InstanceVerdict,
     RankProcess,
@@ -209,21 +210,6 @@ class CrashRecord:
 
 
 @document
-class HostRecord:
-    """One host: its ranks, their states, its failed dumps and how its capture went."""
-
-    name: str
-    status: str
-    reason: str
-    ranks: tuple[int, ...]
-    label: str
-    pids: tuple[int, ...]
-    states: Mapping[str, int] = spec("state -> how many of its ranks are in it")
-    failed_dumps: Count
-    others: Count
-
-
-@document
 class AnalysisDocument:
     """The verdict and everything behind it (see README 'analyze --json')."""
 
@@ -270,7 +256,7 @@ class AnalysisDocument:
     blocked_threads: tuple[BlockedThreads, ...] = spec(
         "named on the first screen with what would settle them"
     )
-    hosts: tuple[HostRecord, ...]
+    hosts: tuple[HostRow, ...]
     rule: str = spec(
         "the id of the rule of reporter/data/verdicts.toml that decided the verdict "
         "(docs/architecture.md lists them in order)"
@@ -457,7 +443,7 @@ def build(analysis: Analysis) -> AnalysisDocument:
         ),
         thread_deadlocks=analysis.thread_deadlocks,
         blocked_threads=analysis.blocked_threads,
-        hosts=tuple(project(HostRecord, h, states=dict(h.states)) for h in analysis.hosts),
+        hosts=analysis.hosts,
         rule=analysis.rule,
     )
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 from reporter.analysis.ranksets import RankSet
 from reporter.analysis.wedge import WedgeReport
@@ -38,7 +38,7 @@ from reporter.model import (
     TimelineEvent,
 )
 from reporter.model import Similarity as Similarity  # re-exported: its old home
-from reporter.model.document import Count, document, spec
+from reporter.model.document import AS_OBJECT, Count, document, spec
 
 if TYPE_CHECKING:
     # Annotations only: keeps loading this module cheap; none of these imports it back.
@@ -371,8 +371,11 @@ class InstanceVerdict:
 
 @document
 class HostRow:
-    """One host of a multi-host bundle (`reporter.analysis.hosts`): its rank processes and
-    their states, its failed dumps, and how its capture went (`[[collect.remote]]`)."""
+    """One host: its ranks, their states, its failed dumps and how its capture went.
+
+    One host of a multi-host bundle (`reporter.analysis.hosts`); the capture is
+    `[[collect.remote]]`'s.
+    """
 
     name: str
     status: str
@@ -384,10 +387,12 @@ class HostRow:
     label: str
     """The ranks as a compact set, per instance when there are several: `[0-3]`, `1:[0-3] 2:[0-1]`."""
     pids: tuple[int, ...]
-    states: tuple[tuple[str, int], ...]
+    states: Annotated[tuple[tuple[str, int], ...], AS_OBJECT] = spec(
+        "state -> how many of its ranks are in it"
+    )
     """(state, count) of its rank processes, in a fixed order."""
-    failed_dumps: int
-    others: int
+    failed_dumps: Count
+    others: Count
     """Processes on it that are not ranks (launchers, detokenizers)."""
 
     @property

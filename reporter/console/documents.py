@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 from reporter.analysis.export import AnalysisDocument
 from reporter.analysis.export_context import Diff
 from reporter.model.document import Count, data, document, schema, spec
+from reporter.render.answer.records import SummaryLine
+from reporter.render.nextsteps import Step
 
 if TYPE_CHECKING:
     from reporter.analysis import Analysis
@@ -52,24 +54,6 @@ def _path(path: Path | None) -> str | None:
 
 
 # --- analyze
-
-
-@document
-class SummaryLine:
-    """One line of the summary block."""
-
-    topic: str
-    text: str
-    sources: tuple[str, ...]
-
-
-@document
-class NextStep:
-    """One suggested step."""
-
-    action: str
-    why: str
-    rule: str
 
 
 @document
@@ -103,7 +87,7 @@ class AnalyzeDocument(AnalysisOnlyDocument):
     summary_lines: tuple[SummaryLine, ...] = spec(
         "the summary block; each line cites its evidence as file:line"
     )
-    next_steps: tuple[NextStep, ...] = spec("from reporter/data/next_steps.toml")
+    next_steps: tuple[Step, ...] = spec("from reporter/data/next_steps.toml")
     seen_before: tuple[SeenRow, ...] = spec(
         "earlier reports of the same (same: true) or a similar hang"
     )
@@ -134,11 +118,8 @@ def analysis_document(
         # `summary` stays the verdict paragraph (a documented key); the lines go beside it.
         verdict_label=ans.verdict_label,
         headline=ans.title,
-        summary_lines=tuple(
-            SummaryLine(topic=line.topic, text=line.text, sources=tuple(line.sources))
-            for line in ans.lines
-        ),
-        next_steps=tuple(NextStep(action=s.action, why=s.why, rule=s.rule) for s in ans.steps),
+        summary_lines=ans.lines,
+        next_steps=ans.steps,
         seen_before=tuple(
             SeenRow(path=s.path, date=s.date, status=s.status, same=s.same)
             for s in seen_of(seen).matches

@@ -18,7 +18,8 @@ Field types and what they become: `str`, `int`, `float`, `bool`, `None` in a uni
 (`str | None`: string or null), `Count` (an integer >= 0), a string for an enum (its
 value), a `datetime` (ISO 8601 UTC), a `Location` (`file:line`) and a `Frame`
 (`function (file)`), `tuple[X, ...]` (a list),
-`Mapping[str, X]` (an object whose keys are data, not names: `dims`, `states`), a
+`Mapping[str, X]` (an object whose keys are data, not names: `dims`), (key, value) pairs
+marked `AS_OBJECT` (the same object, from a record that keeps the pairs: `states`), a
 `Literal` of strings (an enum), another document (an object), and `FreeForm` (an object
 whose shape the type does not fix: each use says why). A field whose value is `ABSENT`
 is left out of the JSON, and its key is not required by the schema (`spec(default=ABSENT)`).
@@ -67,6 +68,15 @@ class Shape:
         self.schema = dict(schema)
         self.why = why
 
+
+class AsObject:
+    """`Annotated[tuple[tuple[str, X], ...], AS_OBJECT]`: (key, value) pairs a record keeps
+    in order, written as one object whose keys are data (`{"stuck": 3, "idle": 1}`)."""
+
+    __slots__ = ()
+
+
+AS_OBJECT = AsObject()
 
 Count = typing.Annotated[int, Minimum(0)]
 """An integer that is never negative (a count, an index, a line number)."""
@@ -194,6 +204,8 @@ def _converter(hint: Any) -> Convert:
         base, *extras = get_args(hint)
         if any(isinstance(e, Shape) for e in extras):
             return _copy_data
+        if any(isinstance(e, AsObject) for e in extras):
+            return dict
         return _converter(base)
     if origin in (types.UnionType, typing.Union):
         members = [a for a in get_args(hint) if a not in (type(None), _Absent)]
@@ -348,6 +360,9 @@ def _schema_of(hint: Any) -> JsonData:
         for extra in extras:
             if isinstance(extra, Shape):
                 return dict(extra.schema)
+            if isinstance(extra, AsObject):
+                (pair,) = get_args(base)[:1]
+                return {"type": "object", "additionalProperties": _schema_of(get_args(pair)[1])}
         out = _schema_of(base)
         for extra in extras:
             if isinstance(extra, Minimum):
