@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from reporter.core.times import iso
+from reporter.model import GoFrame
 from reporter.model.document import Count, document, project, spec
 
 if TYPE_CHECKING:
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
         GoroutineAnalysis,
     )
     from reporter.analysis.wedge import WedgeReport
-    from reporter.model import GoFrame
 
 # --- wedge
 
@@ -217,16 +217,6 @@ def diff(result: EnvDiff) -> Diff:
 
 
 @document
-class GoFrameRow:
-    """A Go frame."""
-
-    function: str
-    args: str
-    file: str
-    line: int | None
-
-
-@document
 class Bucket:
     """Goroutines with the same stack."""
 
@@ -237,8 +227,8 @@ class Bucket:
     min_minutes: int | None
     max_minutes: int | None
     untimed: Count
-    top: GoFrameRow | None
-    created_by: GoFrameRow | None
+    top: GoFrame | None
+    created_by: GoFrame | None
     client_wait: str | None
     waiting_since: str | None
     frames: tuple[str, ...]
@@ -267,12 +257,6 @@ class Goroutines:
     waiting: tuple[Bucket, ...] = spec("the buckets of clients waiting on a server")
 
 
-def _go_frame(frame: GoFrame | None) -> GoFrameRow | None:
-    if frame is None:
-        return None
-    return GoFrameRow(function=frame.function, args=frame.args, file=frame.file, line=frame.line)
-
-
 def _go_time(moment: datetime | None) -> str | None:
     # Go dumps keep the precision they were written with (not `times.iso`'s milliseconds).
     return None if moment is None else moment.isoformat().replace("+00:00", "Z")
@@ -287,8 +271,8 @@ def _bucket(b: GoBucket) -> Bucket:
         min_minutes=b.min_minutes,
         max_minutes=b.max_minutes,
         untimed=b.untimed,
-        top=_go_frame(b.top),
-        created_by=_go_frame(b.created_by),
+        top=b.top,
+        created_by=b.created_by,
         client_wait=b.client_wait or None,
         waiting_since=_go_time(b.waiting_since),
         frames=tuple(f"{f.function} ({f.file}:{f.line})" for f in b.frames),

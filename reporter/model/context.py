@@ -254,12 +254,14 @@ class GoDumpForm(StrEnum):
     """`/debug/pprof/goroutine?debug=1`: one stanza per distinct stack, with a count."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class GoFrame:
-    """One Go frame: `net/http.(*persistConn).roundTrip(0xc000..., ...)` at `file:line`.
+    """A Go frame.
 
-    `args` is the text between the parentheses as printed (`...` for inlined calls,
-    "" when the form prints none, as `created by` lines and debug=1 stanzas do).
+    `net/http.(*persistConn).roundTrip(0xc000..., ...)` at `file:line`; also the `top` and
+    `created_by` of a goroutine bucket in `analyze --json`. `args` is the text between the
+    parentheses as printed (`...` for inlined calls, "" when the form prints none, as
+    `created by` lines and debug=1 stanzas do).
     """
 
     function: str
