@@ -153,18 +153,6 @@ class CycleRecord:
 
 
 @document
-class ConditionRecord:
-    """Why a process takes no part any more."""
-
-    state: str
-    why: str
-    sources: tuple[str, ...]
-    at: str
-    wchan: str
-    tracer_pid: int | None
-
-
-@document
 class ProcessRecord:
     """One rank or other process."""
 
@@ -180,7 +168,7 @@ class ProcessRecord:
     snapshots: Count
     instance: str
     host: str | None
-    condition: ConditionRecord | None = spec(
+    condition: Condition | None = spec(
         "null unless process state evidence (`/proc` status, py-spy's failures, a crash "
         "report) decided `state`"
     )
@@ -333,20 +321,6 @@ def dumps_deep(value: object) -> str:
     return "".join(parts)
 
 
-def condition_record(cond: Condition | None) -> ConditionRecord | None:
-    """Why a process takes no part any more; None when the stacks alone decide."""
-    if cond is None:
-        return None
-    return ConditionRecord(
-        state=cond.state.value,
-        why=cond.why,
-        sources=cond.sources,
-        at=cond.at,
-        wchan=cond.wchan,
-        tracer_pid=cond.tracer_pid,
-    )
-
-
 def process_record(process: RankProcess) -> ProcessRecord:
     """One rank or other process (written out: it runs once per rank, 16,384 at scale)."""
     ident = process.identity
@@ -363,7 +337,7 @@ def process_record(process: RankProcess) -> ProcessRecord:
         snapshots=len(process.snapshots),
         instance=ident.instance,
         host=ident.host or None,
-        condition=condition_record(process.condition),
+        condition=process.condition,
     )
 
 

@@ -162,10 +162,10 @@ class Crash:
 
 @document
 class Condition:
-    """Why a process takes no part any more, whatever its stacks say: stopped, in
-    uninterruptible sleep, unresponsive to py-spy, or crashed.
+    """Why a process takes no part any more.
 
-    `why` says it in words with the evidence (`State T (stopped) in status/rank2.status:3;
+    Whatever its stacks say: stopped, in uninterruptible sleep, unresponsive to py-spy, or
+    crashed. `why` says it in words with the evidence (`State T (stopped) in status/rank2.status:3;
     py-spy could not suspend it in 3 dumps`); `sources` cite it as `file:line`; `at` is
     where it was last seen (`build_prefix_mask (stopped_rank.py:107)`), "" when no stack
     of it exists.
@@ -177,7 +177,8 @@ class Condition:
     at: str = ""
     wchan: str = ""
     tracer_pid: int | None = None
-    crash: Crash | None = None
+    crash: Crash | None = spec(default=None, written=False)
+    """The fatal error, when crashed; `analyze --json` lists it under `crashes`."""
 
 
 @document

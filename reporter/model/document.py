@@ -105,11 +105,16 @@ ABSENT: Any = _Absent()
 
 
 def spec(
-    description: str = "", *, name: str | None = None, default: Any = dataclasses.MISSING
+    description: str = "",
+    *,
+    name: str | None = None,
+    default: Any = dataclasses.MISSING,
+    written: bool = True,
 ) -> Any:
     """A document field: its `description` (shown in the docs), its JSON key when that is
-    not the field's name, and a default (`ABSENT`: the key may be left out)."""
-    metadata = {"description": description, "name": name}
+    not the field's name, and a default (`ABSENT`: the key may be left out). `written=False`:
+    a field a record keeps for its other readers, never in its JSON nor its schema."""
+    metadata = {"description": description, "name": name, "written": written}
     if default is dataclasses.MISSING:
         return dataclasses.field(metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -150,6 +155,7 @@ def _plan(cls: type) -> tuple[tuple[str, str, Convert, bool], ...]:
                 f.default is ABSENT,
             )
             for f in dataclasses.fields(cls)
+            if f.metadata.get("written", True)
         )
         _PLANS[cls] = plan
     return plan
@@ -338,6 +344,8 @@ def _object_schema(cls: type, description: str) -> JsonData:
     required: list[str] = []
     properties: JsonData = {}
     for f in dataclasses.fields(cls):
+        if not f.metadata.get("written", True):
+            continue
         name = f.metadata.get("name") or f.name
         if f.default is not ABSENT:
             required.append(name)

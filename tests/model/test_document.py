@@ -213,3 +213,19 @@ def test_a_record_writes_its_enums_times_places_and_frames_as_text() -> None:
         "description": "state -> count",
     }
     jsonschema.validate(out, schema(Record))
+
+
+@document
+class Kept:
+    """A record with a field only its other readers see."""
+
+    shown: str
+    kept: tuple[str, ...] = spec(default=(), written=False)
+
+
+def test_a_field_not_written_is_in_neither_the_json_nor_the_schema() -> None:
+    record = Kept(shown="x", kept=("secret detail",))
+    assert record.kept == ("secret detail",)
+    assert data(record) == {"shown": "x"}
+    assert schema(Kept)["required"] == ["shown"]
+    assert list(schema(Kept)["properties"]) == ["shown"]
