@@ -26,6 +26,7 @@ from reporter.analysis.export_context import Diff
 from reporter.model.document import Count, data, document, schema, spec
 from reporter.render.answer.records import SummaryLine
 from reporter.render.nextsteps import Step
+from reporter.render.status import ReportStatus
 
 if TYPE_CHECKING:
     from reporter.analysis import Analysis
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from reporter.model import Bundle
     from reporter.render.answer import SeenBefore, SeenReport
     from reporter.render.regions import MergeResult
-    from reporter.render.status import ReportStatus
 
 
 # The outcomes of merging a draft into an edited report, in the order every output lists
@@ -276,57 +276,18 @@ def lint_document(run: LintRun) -> LintDocument:
 
 
 @document
-class StatusRow:
-    """One report."""
-
-    path: str
-    kind: str
-    status: str
-    owners: tuple[str, ...]
-    title: str
-    signature: str
-    todos: Count
-    upstream_issue: str | None
-    date: str | None
-    same_signature: Count
-    same_hang: Count = spec(
-        "incident reports (this one included) of the same hang as seen-before counts "
-        "it: the same signature or the same shape"
-    )
-    shape: str | None
-
-
-@document
 class StatusDocument:
     """One row per report (kept a list for compatibility)."""
 
     masked: ClassVar[bool] = False  # the reports' own front matter, already masked on write
     root: ClassVar[str] = "rows"
 
-    rows: tuple[StatusRow, ...]
+    rows: tuple[ReportStatus, ...]
 
 
 def status_document(rows: Sequence[ReportStatus]) -> StatusDocument:
     """`report status --json`: one row per report."""
-    return StatusDocument(
-        rows=tuple(
-            StatusRow(
-                path=r.path,
-                kind=r.kind,
-                status=r.status,
-                owners=r.owners,
-                title=r.title,
-                signature=r.signature,
-                todos=r.todos,
-                upstream_issue=r.upstream_issue or None,
-                date=r.date or None,
-                same_signature=r.same_signature,
-                same_hang=r.same_hang,
-                shape=r.shape or None,
-            )
-            for r in rows
-        )
-    )
+    return StatusDocument(rows=tuple(rows))
 
 
 @document

@@ -20,6 +20,7 @@ value), a `datetime` (ISO 8601 UTC), a `Location` (`file:line`) and a `Frame`
 (`function (file)`), `tuple[X, ...]` (a list),
 `Mapping[str, X]` (an object whose keys are data, not names: `dims`), (key, value) pairs
 marked `AS_OBJECT` (the same object, from a record that keeps the pairs: `states`), a
+`str` marked `EMPTY_IS_NULL` (a record's "" written as null), a
 `Literal` of strings (an enum), another document (an object), and `FreeForm` (an object
 whose shape the type does not fix: each use says why). A field whose value is `ABSENT`
 is left out of the JSON, and its key is not required by the schema (`spec(default=ABSENT)`).
@@ -77,6 +78,15 @@ class AsObject:
 
 
 AS_OBJECT = AsObject()
+
+
+class EmptyIsNull:
+    """`Annotated[str, EMPTY_IS_NULL]`: a record's "" (not known) is written as null."""
+
+    __slots__ = ()
+
+
+EMPTY_IS_NULL = EmptyIsNull()
 
 Count = typing.Annotated[int, Minimum(0)]
 """An integer that is never negative (a count, an index, a line number)."""
@@ -212,6 +222,8 @@ def _converter(hint: Any) -> Convert:
             return _copy_data
         if any(isinstance(e, AsObject) for e in extras):
             return dict
+        if any(isinstance(e, EmptyIsNull) for e in extras):
+            return _none_if_empty
         return _converter(base)
     if origin in (types.UnionType, typing.Union):
         members = [a for a in get_args(hint) if a not in (type(None), _Absent)]
@@ -247,6 +259,10 @@ def _converter(hint: Any) -> Convert:
     if dataclasses.is_dataclass(hint):
         return _convert_of(hint)  # type: ignore[arg-type]
     raise TypeError(f"unsupported field type {hint}")
+
+
+def _none_if_empty(value: str) -> str | None:
+    return value or None
 
 
 def _enum_value(value: Enum) -> Any:
@@ -371,6 +387,8 @@ def _schema_of(hint: Any) -> JsonData:
             if isinstance(extra, AsObject):
                 (pair,) = get_args(base)[:1]
                 return {"type": "object", "additionalProperties": _schema_of(get_args(pair)[1])}
+            if isinstance(extra, EmptyIsNull):
+                return {"type": ["string", "null"]}
         out = _schema_of(base)
         for extra in extras:
             if isinstance(extra, Minimum):

@@ -15,6 +15,7 @@ import pytest
 from reporter.model.document import (
     ABSENT,
     AS_OBJECT,
+    EMPTY_IS_NULL,
     Count,
     FreeForm,
     Shape,
@@ -229,3 +230,16 @@ def test_a_field_not_written_is_in_neither_the_json_nor_the_schema() -> None:
     assert data(record) == {"shown": "x"}
     assert schema(Kept)["required"] == ["shown"]
     assert list(schema(Kept)["properties"]) == ["shown"]
+
+
+@document
+class Row:
+    """A record whose "" means not known."""
+
+    issue: Annotated[str, EMPTY_IS_NULL]
+
+
+def test_an_empty_string_marked_empty_is_null_is_written_as_null() -> None:
+    assert data(Row(issue="")) == {"issue": None}
+    assert data(Row(issue="#7")) == {"issue": "#7"}
+    assert schema(Row)["properties"]["issue"] == {"type": ["string", "null"]}
