@@ -233,7 +233,9 @@ def test_deployed_hashes_and_dirty_versions() -> None:
     )
     result = code_excerpts(dirty, analysis, rules=[rule])
     view = result.excerpts[0]
-    assert view.permalink.startswith("https://github.com/o/sim/blob/abcdef1/tp_desync.py#L118")
+    assert (view.permalink or "").startswith(
+        "https://github.com/o/sim/blob/abcdef1/tp_desync.py#L118"
+    )
     assert "uncommitted changes" in view.status
 
 
