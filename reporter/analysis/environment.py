@@ -5,7 +5,9 @@ Output: an `EnvironmentSummary` that holds only what `reporter/data/env.toml`
 allows, with secret-looking values replaced by `[redacted]`; the bundle keeps
 the rest. Secret detection is `reporter.secrets` (shared with `report diff`, collect,
 lint and upstream drafts); an `env.toml` `[secret]` table may only add names and shapes.
-The compiled `env.toml` is `env_rules.py`'s; the records below are in `result.py`.
+The compiled `env.toml` is `env_rules.py`'s. The records below are also the `environment`
+object of `analyze --json` (`reporter.model.document` writes them; their JSON keys are
+the ones named in `spec`).
 
 Shape, by example::
 
@@ -14,7 +16,7 @@ Shape, by example::
                                  sources=("env/rank0.environ",)), ...),
         hidden=241, redacted=1,
         commands=(ShownCommand(program="sglang.launch_server",
-                               flags=(("--tp", "4"), ("--api-key", "[redacted]")), ...),),
+                               flags=(CommandFlag(name="--tp", value="4"), ...), ...),),
         packages=(ShownPackage(name="torch", version="2.8.0+cu126", ...), ...), ...)
 """
 
@@ -28,9 +30,77 @@ from reporter.analysis.env_rules import Secrets as Secrets
 from reporter.analysis.env_rules import ShowRules as ShowRules
 from reporter.analysis.env_rules import default_rules as default_rules
 from reporter.analysis.env_rules import parse_show_rules as parse_show_rules
-from reporter.analysis.result import EnvironmentSummary as EnvironmentSummary
-from reporter.analysis.result import ShownCommand, ShownPackage, ShownVariable
-from reporter.model import CommandLine, EnvFact, Environment, Gpu, Package
+from reporter.model import CommandFlag, CommandLine, EnvFact, Environment, Gpu, Package
+from reporter.model.document import Count, document, spec
+
+
+@document
+class ShownVariable:
+    """One allowlisted environment variable.
+
+    Its distinct values in first-seen order (secret ones replaced), and where it was seen.
+    """
+
+    name: str
+    values: tuple[str, ...]
+    redacted: bool
+    sources: tuple[str, ...]
+
+
+@document
+class ShownCommand:
+    """One command line.
+
+    Its options' secret values replaced (`--api-key [redacted]`); `value` None for a switch.
+    """
+
+    program: str
+    flags: tuple[CommandFlag, ...]
+    positional: tuple[str, ...]
+    source: str
+
+
+@document
+class ShownPackage:
+    """One key package.
+
+    `others` are the different versions other files reported.
+    """
+
+    name: str
+    version: str
+    origin: str
+    source: str
+    others: tuple[str, ...] = spec(name="other_versions", default=())
+
+
+@document
+class EnvironmentSummary:
+    """The allowlisted, redacted view of the environment (like the report's).
+
+    What the report, upstream drafts and `analyze --json` show of the environment evidence.
+    """
+
+    variables: tuple[ShownVariable, ...]
+    hidden: Count = spec(name="hidden_variables")
+    redacted: Count = spec(name="redacted_variables")
+    commands: tuple[ShownCommand, ...]
+    packages: tuple[ShownPackage, ...]
+    package_count: Count
+    gpus: tuple[Gpu, ...]
+    facts: tuple[EnvFact, ...]
+    sources: tuple[str, ...]
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.variables
+            or self.hidden
+            or self.commands
+            or self.packages
+            or self.package_count
+            or self.gpus
+            or self.facts
+        )
 
 
 def summarize(environment: Environment, rules: ShowRules | None = None) -> EnvironmentSummary:
@@ -87,7 +157,10 @@ def _commands(cmdlines: Sequence[CommandLine], secrets: Secrets) -> tuple[ShownC
         out.append(
             ShownCommand(
                 program=cmd.program,
-                flags=tuple((f.name, secrets.shown(f.name, f.value)) for f in cmd.flags),
+                flags=tuple(
+                    CommandFlag(name=f.name, value=secrets.shown(f.name, f.value))
+                    for f in cmd.flags
+                ),
                 positional=tuple(secrets.shown("", p) or "" for p in cmd.positional),
                 source=str(cmd.source),
             )

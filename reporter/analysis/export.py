@@ -29,33 +29,25 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, cast
 
 from reporter.analysis import export_context as ctx
+from reporter.analysis.environment import EnvironmentSummary
 from reporter.analysis.p2p import cycle_name
 from reporter.analysis.result import (
     Analysis,
     BlockedThreads,
     BranchPoint,
     Condition,
-    LockThread,
+    ExcerptAnalysis,
+    HostRow,
+    IdleThread,
+    InstanceVerdict,
     RankProcess,
+    Signature,
     StackClass,
+    ThreadDeadlock,
     TreeNode,
 )
+from reporter.model import TimelineEvent
 from reporter.model.document import Count, Shape, data, document, project, spec
-
-
-@document
-class ClassRecord:
-    """One equivalence class of main-thread stacks."""
-
-    ranks: tuple[int, ...]
-    label: str = spec("compact rank set, e.g. [0-3,7]")
-    collective: str | None
-    wait: str | None
-    state: str
-    frames: tuple[str, ...] = spec("innermost first, `function (file)`")
-    pids: tuple[int, ...]
-    instance: str
-    call_site: str | None
 
 
 @document
@@ -161,32 +153,6 @@ class CycleRecord:
 
 
 @document
-class InstanceRecord:
-    """One instance (server, job) of a bundle that holds several."""
-
-    id: str
-    label: str
-    pids: tuple[int, ...]
-    ranks: tuple[int, ...]
-    verdict: str
-    confidence: str
-    separated_by: str
-    summary: str
-
-
-@document
-class ConditionRecord:
-    """Why a process takes no part any more."""
-
-    state: str
-    why: str
-    sources: tuple[str, ...]
-    at: str
-    wchan: str
-    tracer_pid: int | None
-
-
-@document
 class ProcessRecord:
     """One rank or other process."""
 
@@ -202,20 +168,10 @@ class ProcessRecord:
     snapshots: Count
     instance: str
     host: str | None
-    condition: ConditionRecord | None = spec(
+    condition: Condition | None = spec(
         "null unless process state evidence (`/proc` status, py-spy's failures, a crash "
         "report) decided `state`"
     )
-
-
-@document
-class IdleRecord:
-    """One set-aside idle thread."""
-
-    ranks: tuple[int, ...]
-    label: str
-    thread_name: str
-    why: str
 
 
 @document
@@ -223,15 +179,7 @@ class ThreadGroupRecord:
     """One non-main thread group."""
 
     name: str
-    classes: tuple[ClassRecord, ...]
-
-
-@document
-class SignatureRecord:
-    """The hang signature."""
-
-    hash: str = spec("12 hex digits")
-    text: str
+    classes: tuple[StackClass, ...]
 
 
 @document
@@ -250,60 +198,6 @@ class CrashRecord:
 
 
 @document
-class LockThreadRecord:
-    """One blocked thread."""
-
-    tid: str
-    name: str | None
-    waits_at: str = spec("file:line of the lock it is acquiring")
-    waits_in: str
-    waits_for: str = spec("the lock as the code names it (Stats.lock); empty if unknown")
-    holding: tuple[str, ...]
-    holding_from: str = spec("file:line where it took the lock it holds; empty if unknown")
-    how: str
-    source: str
-
-
-@document
-class DeadlockRecord:
-    """Threads of one process each waiting for a lock the next one holds."""
-
-    pid: int | None
-    rank: int | None
-    proof: str = spec("objects (the same lock objects) or names")
-    snapshots: Count
-    threads: tuple[LockThreadRecord, ...]
-    behind: tuple[LockThreadRecord, ...]
-    sources: tuple[str, ...]
-
-
-@document
-class BlockedRecord:
-    """Threads blocked in every snapshot with no proven lock cycle."""
-
-    pid: int | None
-    rank: int | None
-    snapshots: Count
-    settle: str = spec("the capture that would decide it")
-    threads: tuple[LockThreadRecord, ...]
-
-
-@document
-class HostRecord:
-    """One host: its ranks, their states, its failed dumps and how its capture went."""
-
-    name: str
-    status: str
-    reason: str
-    ranks: tuple[int, ...]
-    label: str
-    pids: tuple[int, ...]
-    states: Mapping[str, int] = spec("state -> how many of its ranks are in it")
-    failed_dumps: Count
-    others: Count
-
-
-@document
 class AnalysisDocument:
     """The verdict and everything behind it (see README 'analyze --json')."""
 
@@ -313,7 +207,7 @@ class AnalysisDocument:
     summary: str
     snapshots: Count
     rank_unit: str
-    classes: tuple[ClassRecord, ...]
+    classes: tuple[StackClass, ...]
     branch_point: BranchPointRecord | None
     missing_ranks: tuple[int, ...]
     laggards: tuple[int, ...]
@@ -328,47 +222,32 @@ class AnalysisDocument:
     p2p_deadlock: str | None = spec(
         "for verdict p2p-deadlock: the cycles and what each side waits in"
     )
-    instances: tuple[InstanceRecord, ...]
+    instances: tuple[InstanceVerdict, ...]
     ranks: tuple[ProcessRecord, ...]
     others: tuple[ProcessRecord, ...]
-    idle_threads: tuple[IdleRecord, ...]
+    idle_threads: tuple[IdleThread, ...]
     thread_groups: tuple[ThreadGroupRecord, ...]
     tree: TREE = spec("the merged tree of main-thread stacks, root first; the root's frame is null")
-    signature: SignatureRecord
+    signature: Signature
     warnings: tuple[str, ...]
     wedge: ctx.Wedge | None = spec("null without metrics")
-    timeline: tuple[ctx.Event, ...]
-    environment: ctx.Environment | None = spec("null without environment evidence")
+    timeline: tuple[TimelineEvent, ...]
+    environment: EnvironmentSummary | None = spec("null without environment evidence")
     diff: ctx.Diff | None = spec("null without a baseline")
-    excerpts: ctx.Excerpts | None = spec("null when there is nothing to show")
+    excerpts: ExcerptAnalysis | None = spec("null when there is nothing to show")
     goroutines: ctx.Goroutines | None = spec("null without Go dumps")
     flight_recorder: ctx.FlightRecorder | None = spec("null without Flight Recorder traces")
     crashes: tuple[CrashRecord, ...] = spec(
         "verdict `crashed`, or the cause of a wait for a crashed rank"
     )
-    thread_deadlocks: tuple[DeadlockRecord, ...] = spec("verdict `thread-deadlock`")
-    blocked_threads: tuple[BlockedRecord, ...] = spec(
+    thread_deadlocks: tuple[ThreadDeadlock, ...] = spec("verdict `thread-deadlock`")
+    blocked_threads: tuple[BlockedThreads, ...] = spec(
         "named on the first screen with what would settle them"
     )
-    hosts: tuple[HostRecord, ...]
+    hosts: tuple[HostRow, ...]
     rule: str = spec(
         "the id of the rule of reporter/data/verdicts.toml that decided the verdict "
         "(docs/architecture.md lists them in order)"
-    )
-
-
-def class_record(stack: StackClass) -> ClassRecord:
-    """One stack class."""
-    return ClassRecord(
-        ranks=stack.ranks,
-        label=stack.label,
-        collective=stack.collective,
-        wait=stack.wait,
-        state=stack.state.value,
-        frames=tuple(f.display() for f in stack.frames),
-        pids=stack.pids,
-        instance=stack.instance,
-        call_site=stack.call_site,
     )
 
 
@@ -442,20 +321,6 @@ def dumps_deep(value: object) -> str:
     return "".join(parts)
 
 
-def condition_record(cond: Condition | None) -> ConditionRecord | None:
-    """Why a process takes no part any more; None when the stacks alone decide."""
-    if cond is None:
-        return None
-    return ConditionRecord(
-        state=cond.state.value,
-        why=cond.why,
-        sources=cond.sources,
-        at=cond.at,
-        wchan=cond.wchan,
-        tracer_pid=cond.tracer_pid,
-    )
-
-
 def process_record(process: RankProcess) -> ProcessRecord:
     """One rank or other process (written out: it runs once per rank, 16,384 at scale)."""
     ident = process.identity
@@ -472,7 +337,7 @@ def process_record(process: RankProcess) -> ProcessRecord:
         snapshots=len(process.snapshots),
         instance=ident.instance,
         host=ident.host or None,
-        condition=condition_record(process.condition),
+        condition=process.condition,
     )
 
 
@@ -485,15 +350,6 @@ def crash_record(process: RankProcess) -> CrashRecord:
     )
 
 
-def _threads(threads: tuple[LockThread, ...]) -> tuple[LockThreadRecord, ...]:
-    return tuple(project(LockThreadRecord, t) for t in threads)
-
-
-def blocked_record(blocked: BlockedThreads) -> BlockedRecord:
-    """Threads blocked in every snapshot with no proven cycle, and what would settle it."""
-    return project(BlockedRecord, blocked, threads=_threads(blocked.threads))
-
-
 def build(analysis: Analysis) -> AnalysisDocument:
     """The analysis as its `--json` document (see the module docstring)."""
     return AnalysisDocument(
@@ -503,7 +359,7 @@ def build(analysis: Analysis) -> AnalysisDocument:
         summary=analysis.summary,
         snapshots=analysis.snapshots,
         rank_unit=analysis.rank_unit,
-        classes=tuple(class_record(c) for c in analysis.classes),
+        classes=analysis.classes,
         branch_point=branch_record(analysis.branch_point),
         missing_ranks=analysis.missing_ranks,
         laggards=analysis.laggards,
@@ -537,22 +393,21 @@ def build(analysis: Analysis) -> AnalysisDocument:
         ),
         p2p_cycles=tuple(project(CycleRecord, c, name=cycle_name(c)) for c in analysis.p2p_cycles),
         p2p_deadlock=analysis.p2p_deadlock or None,
-        instances=tuple(project(InstanceRecord, i, separated_by=i.how) for i in analysis.instances),
+        instances=analysis.instances,
         ranks=tuple(process_record(p) for p in analysis.processes),
         others=tuple(process_record(p) for p in analysis.others),
-        idle_threads=tuple(project(IdleRecord, t) for t in analysis.idle_threads),
+        idle_threads=analysis.idle_threads,
         thread_groups=tuple(
-            ThreadGroupRecord(name=g.name, classes=tuple(class_record(c) for c in g.classes))
-            for g in analysis.thread_groups
+            ThreadGroupRecord(name=g.name, classes=g.classes) for g in analysis.thread_groups
         ),
         tree=tree_data(analysis.tree),
-        signature=project(SignatureRecord, analysis.signature),
+        signature=analysis.signature,
         warnings=analysis.warnings,
         wedge=ctx.wedge(analysis.wedge),
-        timeline=tuple(ctx.event(e) for e in analysis.timeline),
-        environment=ctx.environment(analysis.environment) if analysis.environment else None,
+        timeline=analysis.timeline,
+        environment=analysis.environment or None,
         diff=ctx.diff(analysis.diff) if analysis.diff is not None else None,
-        excerpts=ctx.excerpts(analysis.excerpts) if analysis.excerpts is not None else None,
+        excerpts=analysis.excerpts,
         goroutines=ctx.goroutines(analysis.goroutines) if analysis.goroutines else None,
         flight_recorder=ctx.flight_recorder(analysis.flight_recorder),
         crashes=tuple(
@@ -560,12 +415,9 @@ def build(analysis: Analysis) -> AnalysisDocument:
             for p in (*analysis.processes, *analysis.others)
             if p.condition is not None and p.condition.crash is not None
         ),
-        thread_deadlocks=tuple(
-            project(DeadlockRecord, d, threads=_threads(d.threads), behind=_threads(d.behind))
-            for d in analysis.thread_deadlocks
-        ),
-        blocked_threads=tuple(blocked_record(b) for b in analysis.blocked_threads),
-        hosts=tuple(project(HostRecord, h, states=dict(h.states)) for h in analysis.hosts),
+        thread_deadlocks=analysis.thread_deadlocks,
+        blocked_threads=analysis.blocked_threads,
+        hosts=analysis.hosts,
         rule=analysis.rule,
     )
 

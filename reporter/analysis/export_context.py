@@ -1,9 +1,11 @@
 """The typed records of `analyze --json` for the evidence around the stacks.
 
-`wedge`, `timeline`, `environment`, `diff` (also the whole of `report diff --json`),
-`excerpts`, `goroutines` and `flight_recorder`: one document class per object, and the
-function that builds it from the analysis result. Their JSON and schema come from
-`reporter.model.document`; `export` puts them into the analysis document.
+`wedge`, `diff` (also the whole of `report diff --json`), `goroutines` and
+`flight_recorder`: one document class per object, and the function that builds it from
+the analysis result. `environment`, `excerpts` and `timeline` need none: their records
+(`EnvironmentSummary`, `ExcerptAnalysis`, `TimelineEvent`) are their own documents.
+JSON and schema come from `reporter.model.document`; `export` puts them into the
+analysis document.
 """
 
 from __future__ import annotations
@@ -13,38 +15,20 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from reporter.core.times import iso
+from reporter.model import GoFrame
 from reporter.model.document import Count, document, project, spec
 
 if TYPE_CHECKING:
     # Types of the builders' arguments only: the CLI pays for no module it does not use.
     from reporter.analysis.diff import EnvDiff
+    from reporter.analysis.fr_result import FlightRecorderAnalysis, FrMismatch
     from reporter.analysis.result import (
-        EnvironmentSummary,
-        ExcerptAnalysis,
-        FlightRecorderAnalysis,
-        FrMismatch,
         GoBucket,
         GoroutineAnalysis,
     )
     from reporter.analysis.wedge import WedgeReport
-    from reporter.model import GoFrame, TimelineEvent
 
-# --- wedge and timeline
-
-
-@document
-class Event:
-    """One timeline entry."""
-
-    at: str = spec("ISO 8601 UTC")
-    kind: str
-    text: str
-    source: str = spec("file:line")
-
-
-def event(e: TimelineEvent) -> Event:
-    """One timeline entry: `at` (ISO 8601 UTC), `kind`, `text`, `source` (file:line)."""
-    return Event(at=iso(e.at), kind=e.kind.value, text=e.text, source=str(e.source))
+# --- wedge
 
 
 @document
@@ -180,107 +164,6 @@ def wedge(report: WedgeReport | None) -> Wedge | None:
     )
 
 
-# --- environment
-
-
-@document
-class Variable:
-    """One allowlisted environment variable."""
-
-    name: str
-    values: tuple[str, ...]
-    redacted: bool
-    sources: tuple[str, ...]
-
-
-@document
-class Flag:
-    """One command-line flag."""
-
-    name: str
-    value: str | None
-
-
-@document
-class Command:
-    """One command line."""
-
-    program: str
-    flags: tuple[Flag, ...]
-    positional: tuple[str, ...]
-    source: str
-
-
-@document
-class Package:
-    """One key package."""
-
-    name: str
-    version: str
-    origin: str
-    source: str
-    other_versions: tuple[str, ...]
-
-
-@document
-class GpuRow:
-    """One GPU."""
-
-    index: int
-    name: str
-    memory_used_mib: int | None
-    memory_total_mib: int | None
-    utilization_pct: int | None
-    source: str
-
-
-@document
-class Fact:
-    """One fact about the host or the run."""
-
-    key: str
-    value: str
-    source: str
-
-
-@document
-class Environment:
-    """The allowlisted, redacted view of the environment (like the report's)."""
-
-    variables: tuple[Variable, ...]
-    hidden_variables: Count
-    redacted_variables: Count
-    commands: tuple[Command, ...]
-    packages: tuple[Package, ...]
-    package_count: Count
-    gpus: tuple[GpuRow, ...]
-    facts: tuple[Fact, ...]
-    sources: tuple[str, ...]
-
-
-def environment(summary: EnvironmentSummary) -> Environment:
-    """`analyze --json`'s `environment` object."""
-    return Environment(
-        variables=tuple(project(Variable, v) for v in summary.variables),
-        hidden_variables=summary.hidden,
-        redacted_variables=summary.redacted,
-        commands=tuple(
-            Command(
-                program=c.program,
-                flags=tuple(Flag(name=n, value=v) for n, v in c.flags),
-                positional=c.positional,
-                source=c.source,
-            )
-            for c in summary.commands
-        ),
-        packages=tuple(project(Package, p, other_versions=p.others) for p in summary.packages),
-        package_count=summary.package_count,
-        gpus=tuple(project(GpuRow, g) for g in summary.gpus),
-        facts=tuple(project(Fact, f) for f in summary.facts),
-        sources=summary.sources,
-    )
-
-
 # --- diff
 
 
@@ -330,53 +213,7 @@ def diff(result: EnvDiff) -> Diff:
     )
 
 
-# --- excerpts
-
-
-@document
-class Excerpt:
-    """One code excerpt."""
-
-    title: str
-    path: str
-    start: int
-    end: int
-    lines: tuple[str, ...]
-    highlight: tuple[int, ...]
-    permalink: str | None
-    ref_note: str
-    status: str = spec("local against deployed")
-    origin: str = spec("excerpt file, source root or frame")
-    cite: str
-
-
-@document
-class Excerpts:
-    """The code excerpts shown, and notes."""
-
-    excerpts: tuple[Excerpt, ...]
-    notes: tuple[str, ...]
-
-
-def excerpts(result: ExcerptAnalysis) -> Excerpts:
-    """`analyze --json`'s `excerpts` object."""
-    return Excerpts(
-        excerpts=tuple(project(Excerpt, v, permalink=v.permalink or None) for v in result.excerpts),
-        notes=result.notes,
-    )
-
-
 # --- goroutines
-
-
-@document
-class GoFrameRow:
-    """A Go frame."""
-
-    function: str
-    args: str
-    file: str
-    line: int | None
 
 
 @document
@@ -390,8 +227,8 @@ class Bucket:
     min_minutes: int | None
     max_minutes: int | None
     untimed: Count
-    top: GoFrameRow | None
-    created_by: GoFrameRow | None
+    top: GoFrame | None
+    created_by: GoFrame | None
     client_wait: str | None
     waiting_since: str | None
     frames: tuple[str, ...]
@@ -420,12 +257,6 @@ class Goroutines:
     waiting: tuple[Bucket, ...] = spec("the buckets of clients waiting on a server")
 
 
-def _go_frame(frame: GoFrame | None) -> GoFrameRow | None:
-    if frame is None:
-        return None
-    return GoFrameRow(function=frame.function, args=frame.args, file=frame.file, line=frame.line)
-
-
 def _go_time(moment: datetime | None) -> str | None:
     # Go dumps keep the precision they were written with (not `times.iso`'s milliseconds).
     return None if moment is None else moment.isoformat().replace("+00:00", "Z")
@@ -440,8 +271,8 @@ def _bucket(b: GoBucket) -> Bucket:
         min_minutes=b.min_minutes,
         max_minutes=b.max_minutes,
         untimed=b.untimed,
-        top=_go_frame(b.top),
-        created_by=_go_frame(b.created_by),
+        top=b.top,
+        created_by=b.created_by,
         client_wait=b.client_wait or None,
         waiting_since=_go_time(b.waiting_since),
         frames=tuple(f"{f.function} ({f.file}:{f.line})" for f in b.frames),

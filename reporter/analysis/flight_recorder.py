@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from reporter.analysis.classify import Classifier, FrameKind, RuleSection, parse_rules
 from reporter.analysis.clues import main_thread
 from reporter.analysis.fr_align import DEFAULT_GROUP_DESC, analyze, analyze_set
+from reporter.analysis.fr_result import FlightRecorderAnalysis, FrGroupView, FrMismatch, FrRow
 from reporter.analysis.ranksets import format_ranks
-from reporter.analysis.result import FlightRecorderAnalysis, FrGroupView, FrMismatch, FrRow
 from reporter.core import rules
 from reporter.model import Bundle, Frame
 

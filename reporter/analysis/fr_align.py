@@ -25,8 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from reporter.analysis.ranksets import format_ranks
-from reporter.analysis.result import (
+from reporter.analysis.fr_result import (
     FlightRecorderAnalysis,
     FrCell,
     FrGroupView,
@@ -35,6 +34,7 @@ from reporter.analysis.result import (
     FrRow,
     FrSide,
 )
+from reporter.analysis.ranksets import format_ranks
 from reporter.model import FrEntry, FrOrigin, FrTrace
 
 # Operations whose per-rank sizes legitimately differ: their sizes are not compared.

@@ -70,7 +70,7 @@ class RankSet:
     """
 
     ranks: tuple[int, ...]
-    label: str = field(init=False)
+    label: str = field(init=False, metadata={"description": "compact rank set, e.g. [0-3,7]"})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "label", format_ranks(self.ranks))

@@ -1,8 +1,9 @@
 """Frozen result types of the analysis layer: what `analyze()` returns.
 
-The renderer and the CLI read only these; the records of the environment view, the Go
-clients and the Flight Recorder live here too, so that one module says what an analysis
-holds. Rank sets are sorted tuples of ints: ranks when the bundle
+The renderer and the CLI read only these; the records of the Go clients live here too,
+those of the environment view in `reporter.analysis.environment` and of the Flight
+Recorder in `reporter.analysis.fr_result`. Each record is also its `--json` object
+(`@document`, `reporter.model.document`). Rank sets are sorted tuples of ints: ranks when the bundle
 names them, PIDs when it does not (`Analysis.rank_unit` says which); records holding one
 derive from `RankSet`, whose `label` is its compact form (`[0-3,7]`). Frame tuples say in
 their docstring whether they run innermost or outermost first.
@@ -20,31 +21,30 @@ Shape of a desync, by example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 from reporter.analysis.ranksets import RankSet
 from reporter.analysis.wedge import WedgeReport
 from reporter.model import (
-    EnvFact,
     FailedDump,
     Frame,
-    FrOrigin,
     GoDumpForm,
     GoFrame,
-    Gpu,
     Location,
     ProcessDump,
     RankSource,
     TimelineEvent,
 )
 from reporter.model import Similarity as Similarity  # re-exported: its old home
+from reporter.model.document import AS_OBJECT, Count, document, spec
 
 if TYPE_CHECKING:
     # Annotations only: keeps loading this module cheap; none of these imports it back.
     from reporter.analysis.diff import EnvDiff
+    from reporter.analysis.environment import EnvironmentSummary
+    from reporter.analysis.fr_result import FlightRecorderAnalysis
 
 
 class Verdict(StrEnum):
@@ -118,7 +118,7 @@ class RankState(StrEnum):
     """It died of a fatal error faulthandler reported (SIGSEGV, SIGABRT, ...)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class RankIdentity:
     """Who a process is: `rank` None for non-rank processes and PID-only identities.
 
@@ -141,7 +141,7 @@ class RankIdentity:
     """The host the process ran on; "" when the evidence does not name it."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class Crash:
     """A fatal error faulthandler reported for one process (`Fatal Python error: ...`).
 
@@ -160,12 +160,12 @@ class Crash:
     captured_at: datetime | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class Condition:
-    """Why a process takes no part any more, whatever its stacks say: stopped, in
-    uninterruptible sleep, unresponsive to py-spy, or crashed.
+    """Why a process takes no part any more.
 
-    `why` says it in words with the evidence (`State T (stopped) in status/rank2.status:3;
+    Whatever its stacks say: stopped, in uninterruptible sleep, unresponsive to py-spy, or
+    crashed. `why` says it in words with the evidence (`State T (stopped) in status/rank2.status:3;
     py-spy could not suspend it in 3 dumps`); `sources` cite it as `file:line`; `at` is
     where it was last seen (`build_prefix_mask (stopped_rank.py:107)`), "" when no stack
     of it exists.
@@ -177,10 +177,11 @@ class Condition:
     at: str = ""
     wchan: str = ""
     tracer_pid: int | None = None
-    crash: Crash | None = None
+    crash: Crash | None = spec(default=None, written=False)
+    """The fatal error, when crashed; `analyze --json` lists it under `crashes`."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class RankProcess:
     """One process with its snapshots in capture order and its state across them."""
 
@@ -196,11 +197,11 @@ class RankProcess:
     (instance, unit), not by PID."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class StackClass(RankSet):
-    """Ranks whose stacks are equal at the chosen similarity.
+    """One equivalence class of main-thread stacks.
 
-    `frames` are innermost first, taken from the smallest rank's latest
+    Ranks whose stacks are equal at the chosen similarity. `frames` are innermost first, taken from the smallest rank's latest
     snapshot. `collective` and `wait` come from the frames above the first
     application frame; `wait` is set only when there is no collective.
     """
@@ -208,7 +209,7 @@ class StackClass(RankSet):
     collective: str | None
     wait: str | None
     state: RankState
-    frames: tuple[Frame, ...]
+    frames: tuple[Frame, ...] = spec("innermost first, `function (file)`")
     pids: tuple[int, ...]
     instance: str = "1"
     """The instance (server, job) whose ranks these are; "1" when the bundle holds one."""
@@ -216,7 +217,7 @@ class StackClass(RankSet):
     """Where the collective or wait is called from: `writing_check (tp_desync.py:60)`."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class TreeNode(RankSet):
     """A node of the merged prefix tree; the root has `frame=None` and all ranks.
 
@@ -227,7 +228,7 @@ class TreeNode(RankSet):
     children: tuple[TreeNode, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class Branch(RankSet):
     """One side of a branch point: `frames` outermost first, from the first frame
     that differs from the other classes down to the collective / wait or the
@@ -237,7 +238,7 @@ class Branch(RankSet):
     collective: str | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class BranchPoint:
     """Where the classes part: `common` outermost first, `shared` its deepest informative frame."""
 
@@ -246,15 +247,18 @@ class BranchPoint:
     branches: tuple[Branch, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class IdleThread(RankSet):
-    """A background thread idle by design, listed so that nothing is hidden."""
+    """One set-aside idle thread.
+
+    A background thread idle by design, listed so that nothing is hidden.
+    """
 
     thread_name: str
     why: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class ThreadGroup:
     """Non-main threads of one normalised name (`worker-3` -> `worker`) across ranks."""
 
@@ -263,15 +267,18 @@ class ThreadGroup:
     classes: tuple[StackClass, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class Signature:
-    """Stable hang signature: readable `text` and the first 12 hex digits of its sha256."""
+    """The hang signature.
 
-    hash: str
+    Stable: readable `text` and the first 12 hex digits of its sha256.
+    """
+
+    hash: str = spec("12 hex digits")
     text: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class FailedRank:
     """A failed dump with the rank it belongs to, where that can be told."""
 
@@ -281,7 +288,7 @@ class FailedRank:
     """`gone` (the process no longer exists), `refused` (no ptrace rights), `timeout`, `error`."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class Waiting:
     """Ranks blocked in one collective (operation + call site) of their group."""
 
@@ -299,7 +306,7 @@ class Waiting:
     titles or the manifest otherwise; () when not known."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class WaitedFor:
     """Ranks of the same group that are not in that collective, and where they are.
 
@@ -315,7 +322,7 @@ class WaitedFor:
     at: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class WaitsFor:
     """One edge of the waits-for relation: `waiting` cannot finish until `waited` joins."""
 
@@ -330,7 +337,7 @@ class WaitsFor:
     """For `p2p`: where the peer was read (`--locals src=2 in recv`, a Flight Recorder entry)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class P2pCycle(RankSet):
     """Ranks whose point-to-point waits close a cycle.
 
@@ -346,24 +353,30 @@ class P2pCycle(RankSet):
     deadlock: bool
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class InstanceVerdict:
-    """One server, job or launcher of a bundle that holds several, with its own verdict."""
+    """One instance (server, job) of a bundle that holds several.
+
+    A server, job or launcher, with its own verdict; `how` says what separated it.
+    """
 
     id: str
     label: str
-    how: str
     pids: tuple[int, ...]
     ranks: tuple[int, ...]
     verdict: Verdict
     confidence: Confidence
+    how: str = spec(name="separated_by")
     summary: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class HostRow:
-    """One host of a multi-host bundle (`reporter.analysis.hosts`): its rank processes and
-    their states, its failed dumps, and how its capture went (`[[collect.remote]]`)."""
+    """One host: its ranks, their states, its failed dumps and how its capture went.
+
+    One host of a multi-host bundle (`reporter.analysis.hosts`); the capture is
+    `[[collect.remote]]`'s.
+    """
 
     name: str
     status: str
@@ -375,10 +388,12 @@ class HostRow:
     label: str
     """The ranks as a compact set, per instance when there are several: `[0-3]`, `1:[0-3] 2:[0-1]`."""
     pids: tuple[int, ...]
-    states: tuple[tuple[str, int], ...]
+    states: Annotated[tuple[tuple[str, int], ...], AS_OBJECT] = spec(
+        "state -> how many of its ranks are in it"
+    )
     """(state, count) of its rank processes, in a fixed order."""
-    failed_dumps: int
-    others: int
+    failed_dumps: Count
+    others: Count
     """Processes on it that are not ranks (launchers, detokenizers)."""
 
     @property
@@ -387,11 +402,11 @@ class HostRow:
         return self.status in {"failed", "timeout", "interrupted", "incomplete"}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class CodeView:
-    """One excerpt as the report shows it; `lines` empty when the source was not found.
+    """One code excerpt.
 
-    `path` is the repository path when an upstream rule applies, else the path as known.
+    As the report shows it; `lines` empty when the source was not found. `path` is the repository path when an upstream rule applies, else the path as known.
     `origin` is `excerpt file`, `source root` or `frame`; `cite` names the evidence.
     """
 
@@ -401,16 +416,20 @@ class CodeView:
     end: int
     lines: tuple[str, ...]
     highlight: tuple[int, ...]
-    permalink: str
+    permalink: str | None
+    """None when no upstream rule gives one."""
     ref_note: str
-    status: str
-    origin: str
+    status: str = spec("local against deployed")
+    origin: str = spec("excerpt file, source root or frame")
     cite: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class ExcerptAnalysis:
-    """The excerpts, explicit first, and notes on what could not be resolved."""
+    """The code excerpts shown, and notes.
+
+    The excerpts, explicit first, and notes on what could not be resolved.
+    """
 
     excerpts: tuple[CodeView, ...]
     notes: tuple[str, ...]
@@ -419,7 +438,7 @@ class ExcerptAnalysis:
         return bool(self.excerpts)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class Analysis:
     """Everything the analysis found in one bundle.
 
@@ -504,11 +523,11 @@ class Analysis:
 # -- Threads of one process (reporter.analysis.threads) ------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class LockThread:
-    """One thread blocked acquiring a lock (or at one line) in every snapshot of its process.
+    """One blocked thread.
 
-    `waits_at` / `holding_from` are `file:line` (`thread_deadlock.py:54`): the line it blocks
+    Blocked acquiring a lock (or at one line) in every snapshot of its process. `waits_at` / `holding_from` are `file:line` (`thread_deadlock.py:54`): the line it blocks
     at, and where it took the first lock it holds ("" when not known). Locks are named as
     the code does, with the class of `self` (`Stats.lock`), and the object where `--locals`
     shows it (`Stats.lock <Stats at 0x7fb79c7b7050>`). `how` says what showed the wait:
@@ -518,20 +537,20 @@ class LockThread:
 
     tid: str
     name: str | None
-    waits_at: str
+    waits_at: str = spec("file:line of the lock it is acquiring")
     waits_in: str
-    waits_for: str
+    waits_for: str = spec("the lock as the code names it (Stats.lock); empty if unknown")
     holding: tuple[str, ...]
-    holding_from: str
+    holding_from: str = spec("file:line where it took the lock it holds; empty if unknown")
     how: str
     source: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class ThreadDeadlock:
-    """Threads of one process that each wait for a lock the next one holds (a cycle).
+    """Threads of one process each waiting for a lock the next one holds.
 
-    `proof` is `objects` when every lock in the cycle is one object (its address in
+    The threads close a cycle. `proof` is `objects` when every lock in the cycle is one object (its address in
     `--locals`, or a module global), `names` when locks are matched by the names the code
     uses (the same attribute of the same class), which two instances could share. `behind`
     are other blocked threads waiting for a lock a cycle member holds.
@@ -539,203 +558,31 @@ class ThreadDeadlock:
 
     pid: int | None
     rank: int | None
-    proof: str
+    proof: str = spec("objects (the same lock objects) or names")
+    snapshots: Count
     threads: tuple[LockThread, ...]
     behind: tuple[LockThread, ...]
-    snapshots: int
     sources: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class BlockedThreads:
-    """Threads of one process blocked at one place in every snapshot, with no proven cycle.
+    """Threads blocked in every snapshot with no proven lock cycle.
 
-    `settle` says which capture would decide it (`py-spy dump --locals` twice, the source).
+    Threads of one process blocked at one place. `settle` says which capture would decide it (`py-spy dump --locals` twice, the source).
     """
 
     pid: int | None
     rank: int | None
+    snapshots: Count
+    settle: str = spec("the capture that would decide it")
     threads: tuple[LockThread, ...]
-    snapshots: int
-    settle: str
-
-
-# -- Flight Recorder (reporter.analysis.flight_recorder) ---------------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FrRankProgress:
-    """One rank's progress in one group: ids of the last issued and last completed collective.
-
-    `last_completed` is None where the trace does not say (gloo entries stay `scheduled`;
-    its `pg_status` does say).
-    """
-
-    rank: int
-    group: str
-    last_issued: int | None
-    last_issued_op: str
-    last_completed: int | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FrSide(RankSet):
-    """Ranks that agree at the mismatching id: same op, sizes and dtypes (`op` "" = missing)."""
-
-    op: str
-    sizes: str
-    states: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FrMismatch:
-    """The first id of one group where the ranks disagree.
-
-    `kind`: `op` (different operations), `sizes`, `dtypes` or `missing` (some members never
-    issued it). `not_completed`: ranks holding the entry that did not complete it (where
-    the trace says). `previous`: for each missing rank, its last issued op and id here.
-    """
-
-    trace_set: str
-    group: str
-    group_desc: str
-    seq_id: int
-    kind: str
-    sides: tuple[FrSide, ...]
-    missing: tuple[int, ...]
-    not_completed: tuple[int, ...]
-    previous: tuple[tuple[int, str, int | None], ...] = ()
-    members: tuple[int, ...] = ()
-
-    @property
-    def by_op(self) -> tuple[tuple[str, tuple[int, ...]], ...]:
-        """Operation -> ranks that issued it at this id, sorted by smallest rank."""
-        ops: dict[str, set[int]] = {}
-        for side in self.sides:
-            ops.setdefault(side.op, set()).update(side.ranks)
-        return tuple(
-            sorted(((op, tuple(sorted(r))) for op, r in ops.items()), key=lambda p: p[1][0])
-        )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FrCell:
-    """One rank's entry at one id in the aligned table; `op` "" where the rank has none."""
-
-    rank: int
-    op: str
-    sizes: str
-    state: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FrRow:
-    """One id of a group's aligned table; `agree` False on the mismatching row."""
-
-    seq_id: int
-    cells: tuple[FrCell, ...]
-    agree: bool
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FrGroupView:
-    """One process group of the trace set: members, the rows around its mismatch (or its end)."""
-
-    group: str
-    desc: str
-    members: tuple[int, ...]
-    first_seq: int | None
-    last_seq: int | None
-    rows: tuple[FrRow, ...]
-    mismatch: FrMismatch | None
-    notes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FlightRecorderAnalysis:
-    """What the Flight Recorder traces of a bundle say; one trace set is analysed in full.
-
-    `trace_set` is the chosen set (the folder of the per-rank files), `other_sets` the rest
-    with their own first mismatch, if any.
-    """
-
-    trace_set: str
-    origin: FrOrigin
-    backend: str
-    version: str
-    ranks: tuple[int, ...]
-    files: tuple[str, ...]
-    progress: tuple[FrRankProgress, ...]
-    groups: tuple[FrGroupView, ...]
-    first_mismatch: FrMismatch | None
-    other_sets: tuple[tuple[str, FrMismatch | None], ...] = ()
-    notes: tuple[str, ...] = ()
-
-
-# -- Environment (reporter.analysis.environment) -------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShownVariable:
-    """An allowlisted variable: its distinct values in first-seen order, and where it was seen."""
-
-    name: str
-    values: tuple[str, ...]
-    redacted: bool
-    sources: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShownCommand:
-    """A command line with secret option values replaced."""
-
-    program: str
-    flags: tuple[tuple[str, str | None], ...]
-    positional: tuple[str, ...]
-    source: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShownPackage:
-    """A key package; `others` lists different versions other files reported."""
-
-    name: str
-    version: str
-    origin: str
-    source: str
-    others: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EnvironmentSummary:
-    """What the report and `analyze --json` show of the environment evidence."""
-
-    variables: tuple[ShownVariable, ...]
-    hidden: int
-    redacted: int
-    commands: tuple[ShownCommand, ...]
-    packages: tuple[ShownPackage, ...]
-    package_count: int
-    gpus: tuple[Gpu, ...]
-    facts: tuple[EnvFact, ...]
-    sources: tuple[str, ...]
-
-    def __bool__(self) -> bool:
-        return bool(
-            self.variables
-            or self.hidden
-            or self.commands
-            or self.packages
-            or self.package_count
-            or self.gpus
-            or self.facts
-        )
 
 
 # -- Go clients (reporter.analysis.goroutines) ---------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class GoBucket:
     """Goroutines with the same stack (at the chosen similarity) in one dump.
 
@@ -760,7 +607,7 @@ class GoBucket:
     waiting_since: datetime | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class GoDumpSummary:
     """One dump: its buckets (largest first) and the runtime's own, set aside."""
 
@@ -773,7 +620,7 @@ class GoDumpSummary:
     runtime: tuple[GoBucket, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class GoroutineAnalysis:
     """All Go dumps of the bundle; `waiting` holds the client-wait buckets, largest first."""
 

@@ -24,6 +24,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 from reporter.analysis.export import AnalysisDocument
 from reporter.analysis.export_context import Diff
 from reporter.model.document import Count, data, document, schema, spec
+from reporter.render.answer.records import SummaryLine
+from reporter.render.nextsteps import Step
+from reporter.render.status import ReportStatus
 
 if TYPE_CHECKING:
     from reporter.analysis import Analysis
@@ -31,7 +34,6 @@ if TYPE_CHECKING:
     from reporter.model import Bundle
     from reporter.render.answer import SeenBefore, SeenReport
     from reporter.render.regions import MergeResult
-    from reporter.render.status import ReportStatus
 
 
 # The outcomes of merging a draft into an edited report, in the order every output lists
@@ -52,24 +54,6 @@ def _path(path: Path | None) -> str | None:
 
 
 # --- analyze
-
-
-@document
-class SummaryLine:
-    """One line of the summary block."""
-
-    topic: str
-    text: str
-    sources: tuple[str, ...]
-
-
-@document
-class NextStep:
-    """One suggested step."""
-
-    action: str
-    why: str
-    rule: str
 
 
 @document
@@ -103,7 +87,7 @@ class AnalyzeDocument(AnalysisOnlyDocument):
     summary_lines: tuple[SummaryLine, ...] = spec(
         "the summary block; each line cites its evidence as file:line"
     )
-    next_steps: tuple[NextStep, ...] = spec("from reporter/data/next_steps.toml")
+    next_steps: tuple[Step, ...] = spec("from reporter/data/next_steps.toml")
     seen_before: tuple[SeenRow, ...] = spec(
         "earlier reports of the same (same: true) or a similar hang"
     )
@@ -134,11 +118,8 @@ def analysis_document(
         # `summary` stays the verdict paragraph (a documented key); the lines go beside it.
         verdict_label=ans.verdict_label,
         headline=ans.title,
-        summary_lines=tuple(
-            SummaryLine(topic=line.topic, text=line.text, sources=tuple(line.sources))
-            for line in ans.lines
-        ),
-        next_steps=tuple(NextStep(action=s.action, why=s.why, rule=s.rule) for s in ans.steps),
+        summary_lines=ans.lines,
+        next_steps=ans.steps,
         seen_before=tuple(
             SeenRow(path=s.path, date=s.date, status=s.status, same=s.same)
             for s in seen_of(seen).matches
@@ -295,57 +276,18 @@ def lint_document(run: LintRun) -> LintDocument:
 
 
 @document
-class StatusRow:
-    """One report."""
-
-    path: str
-    kind: str
-    status: str
-    owners: tuple[str, ...]
-    title: str
-    signature: str
-    todos: Count
-    upstream_issue: str | None
-    date: str | None
-    same_signature: Count
-    same_hang: Count = spec(
-        "incident reports (this one included) of the same hang as seen-before counts "
-        "it: the same signature or the same shape"
-    )
-    shape: str | None
-
-
-@document
 class StatusDocument:
     """One row per report (kept a list for compatibility)."""
 
     masked: ClassVar[bool] = False  # the reports' own front matter, already masked on write
     root: ClassVar[str] = "rows"
 
-    rows: tuple[StatusRow, ...]
+    rows: tuple[ReportStatus, ...]
 
 
 def status_document(rows: Sequence[ReportStatus]) -> StatusDocument:
     """`report status --json`: one row per report."""
-    return StatusDocument(
-        rows=tuple(
-            StatusRow(
-                path=r.path,
-                kind=r.kind,
-                status=r.status,
-                owners=r.owners,
-                title=r.title,
-                signature=r.signature,
-                todos=r.todos,
-                upstream_issue=r.upstream_issue or None,
-                date=r.date or None,
-                same_signature=r.same_signature,
-                same_hang=r.same_hang,
-                shape=r.shape or None,
-            )
-            for r in rows
-        )
-    )
+    return StatusDocument(rows=tuple(rows))
 
 
 @document

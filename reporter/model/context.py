@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from reporter.model.document import document, spec
 from reporter.model.stacks import Frame, Location
 
 
@@ -68,14 +69,18 @@ class EventKind(StrEnum):
     GOROUTINES = "goroutines"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class TimelineEvent:
-    """One dated fact for the timeline: UTC time, kind, one line of text, and its source."""
+    """One timeline entry.
 
-    at: datetime
+    One dated fact: UTC time, kind, one line of text, and its source. It is also an entry
+    of `analyze --json`'s `timeline` (`reporter.model.document`).
+    """
+
+    at: datetime = spec("ISO 8601 UTC")
     kind: EventKind
     text: str
-    source: Location
+    source: Location = spec("file:line")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,8 +107,9 @@ class EnvVar:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommandFlag:
-    """One option of a command line: `--tp 4` and `--tp=4` give name `--tp`, value `"4"`.
+    """One command-line flag.
 
+    One option of a command line: `--tp 4` and `--tp=4` give name `--tp`, value `"4"`;
     `value` is None for a bare switch (`--enable-metrics`).
     """
 
@@ -143,7 +149,10 @@ class Package:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EnvFact:
-    """A `key: value` fact from `sglang.check_env`, vLLM `collect_env` or `nvidia-smi`."""
+    """One fact about the host or the run.
+
+    A `key: value` fact from `sglang.check_env`, vLLM `collect_env` or `nvidia-smi`.
+    """
 
     key: str
     value: str
@@ -152,7 +161,10 @@ class EnvFact:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Gpu:
-    """One GPU row of `nvidia-smi` (table or `--format=csv`); unknown numbers are None."""
+    """One GPU.
+
+    One GPU row of `nvidia-smi` (table or `--format=csv`); unknown numbers are None.
+    """
 
     index: int
     name: str
@@ -242,12 +254,14 @@ class GoDumpForm(StrEnum):
     """`/debug/pprof/goroutine?debug=1`: one stanza per distinct stack, with a count."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class GoFrame:
-    """One Go frame: `net/http.(*persistConn).roundTrip(0xc000..., ...)` at `file:line`.
+    """A Go frame.
 
-    `args` is the text between the parentheses as printed (`...` for inlined calls,
-    "" when the form prints none, as `created by` lines and debug=1 stanzas do).
+    `net/http.(*persistConn).roundTrip(0xc000..., ...)` at `file:line`; also the `top` and
+    `created_by` of a goroutine bucket in `analyze --json`. `args` is the text between the
+    parentheses as printed (`...` for inlined calls, "" when the form prints none, as
+    `created by` lines and debug=1 stanzas do).
     """
 
     function: str

@@ -15,17 +15,22 @@ data (dicts and lists, keys in field order) and `schema` gives the class's JSON 
                                    #  "required": ["path"], "properties": {"path": {...}}}
 
 Field types and what they become: `str`, `int`, `float`, `bool`, `None` in a union
-(`str | None`: string or null), `Count` (an integer >= 0), `tuple[X, ...]` (a list),
-`Mapping[str, X]` (an object whose keys are data, not names: `dims`, `states`), a
+(`str | None`: string or null), `Count` (an integer >= 0), a string for an enum (its
+value), a `datetime` (ISO 8601 UTC), a `Location` (`file:line`) and a `Frame`
+(`function (file)`), `tuple[X, ...]` (a list),
+`Mapping[str, X]` (an object whose keys are data, not names: `dims`), (key, value) pairs
+marked `AS_OBJECT` (the same object, from a record that keeps the pairs: `states`), a
+`str` marked `EMPTY_IS_NULL` (a record's "" written as null), a
 `Literal` of strings (an enum), another document (an object), and `FreeForm` (an object
 whose shape the type does not fix: each use says why). A field whose value is `ABSENT`
 is left out of the JSON, and its key is not required by the schema (`spec(default=ABSENT)`).
 `spec(name="for")` gives a key that is not a Python name. Objects allow more keys than
 the ones listed: later versions add keys and never rename these.
 
-Values are held JSON-ready (enum values, ISO 8601 times, `file:line` text): the builder
-that makes a document from a result decides how a value is written; `project` fills
-the fields of the same name from any object with the usual conversions.
+An analysis record is its own document (`reporter.analysis.result`): the conversions
+above write its enums, times, places and frames. A document that is not a record holds
+its values JSON-ready; `project` fills the fields of the same name from any object with
+the same conversions.
 """
 
 from __future__ import annotations
@@ -65,6 +70,24 @@ class Shape:
         self.why = why
 
 
+class AsObject:
+    """`Annotated[tuple[tuple[str, X], ...], AS_OBJECT]`: (key, value) pairs a record keeps
+    in order, written as one object whose keys are data (`{"stuck": 3, "idle": 1}`)."""
+
+    __slots__ = ()
+
+
+AS_OBJECT = AsObject()
+
+
+class EmptyIsNull:
+    """`Annotated[str, EMPTY_IS_NULL]`: a record's "" (not known) is written as null."""
+
+    __slots__ = ()
+
+
+EMPTY_IS_NULL = EmptyIsNull()
+
 Count = typing.Annotated[int, Minimum(0)]
 """An integer that is never negative (a count, an index, a line number)."""
 
@@ -92,11 +115,16 @@ ABSENT: Any = _Absent()
 
 
 def spec(
-    description: str = "", *, name: str | None = None, default: Any = dataclasses.MISSING
+    description: str = "",
+    *,
+    name: str | None = None,
+    default: Any = dataclasses.MISSING,
+    written: bool = True,
 ) -> Any:
     """A document field: its `description` (shown in the docs), its JSON key when that is
-    not the field's name, and a default (`ABSENT`: the key may be left out)."""
-    metadata = {"description": description, "name": name}
+    not the field's name, and a default (`ABSENT`: the key may be left out). `written=False`:
+    a field a record keeps for its other readers, never in its JSON nor its schema."""
+    metadata = {"description": description, "name": name, "written": written}
     if default is dataclasses.MISSING:
         return dataclasses.field(metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -137,6 +165,7 @@ def _plan(cls: type) -> tuple[tuple[str, str, Convert, bool], ...]:
                 f.default is ABSENT,
             )
             for f in dataclasses.fields(cls)
+            if f.metadata.get("written", True)
         )
         _PLANS[cls] = plan
     return plan
@@ -191,6 +220,10 @@ def _converter(hint: Any) -> Convert:
         base, *extras = get_args(hint)
         if any(isinstance(e, Shape) for e in extras):
             return _copy_data
+        if any(isinstance(e, AsObject) for e in extras):
+            return dict
+        if any(isinstance(e, EmptyIsNull) for e in extras):
+            return _none_if_empty
         return _converter(base)
     if origin in (types.UnionType, typing.Union):
         members = [a for a in get_args(hint) if a not in (type(None), _Absent)]
@@ -220,9 +253,41 @@ def _converter(hint: Any) -> Convert:
         return lambda v: {k: value(x) for k, x in v.items()}
     if origin is Literal or hint in (str, int, float, bool, type(None), Any):
         return None
+    written = _written_as_text(hint)
+    if written is not None:
+        return written
     if dataclasses.is_dataclass(hint):
         return _convert_of(hint)  # type: ignore[arg-type]
     raise TypeError(f"unsupported field type {hint}")
+
+
+def _none_if_empty(value: str) -> str | None:
+    return value or None
+
+
+def _enum_value(value: Enum) -> Any:
+    return value.value
+
+
+def _frame_text(value: Frame) -> str:
+    return value.display()
+
+
+def _written_as_text(hint: Any) -> Callable[[Any], Any] | None:
+    """How a record's value that JSON writes as a string becomes one: an enum its value, a
+    time ISO 8601 UTC (`times.iso`), a place `file:line`, a frame `function (file)`;
+    None when `hint` is none of these. So an analysis record is its own document."""
+    if not isinstance(hint, type):
+        return None
+    if issubclass(hint, Enum):
+        return _enum_value
+    if issubclass(hint, datetime):
+        return iso
+    if issubclass(hint, Location):
+        return str
+    if issubclass(hint, Frame):
+        return _frame_text
+    return None
 
 
 def _copy_data(value: Any) -> Any:
@@ -295,6 +360,8 @@ def _object_schema(cls: type, description: str) -> JsonData:
     required: list[str] = []
     properties: JsonData = {}
     for f in dataclasses.fields(cls):
+        if not f.metadata.get("written", True):
+            continue
         name = f.metadata.get("name") or f.name
         if f.default is not ABSENT:
             required.append(name)
@@ -317,6 +384,11 @@ def _schema_of(hint: Any) -> JsonData:
         for extra in extras:
             if isinstance(extra, Shape):
                 return dict(extra.schema)
+            if isinstance(extra, AsObject):
+                (pair,) = get_args(base)[:1]
+                return {"type": "object", "additionalProperties": _schema_of(get_args(pair)[1])}
+            if isinstance(extra, EmptyIsNull):
+                return {"type": ["string", "null"]}
         out = _schema_of(base)
         for extra in extras:
             if isinstance(extra, Minimum):
@@ -357,6 +429,8 @@ def _schema_of(hint: Any) -> JsonData:
         return {"type": "number"}
     if hint is Any:
         return {}
+    if _written_as_text(hint) is not None:
+        return {"type": "string"}
     if dataclasses.is_dataclass(hint):
         return _object_schema(hint, _phrase(_first_paragraph(hint.__doc__ or "")))  # type: ignore[arg-type]
     raise TypeError(f"unsupported field type {hint}")

@@ -83,8 +83,8 @@ def runtime_environment(summary: EnvironmentSummary | None) -> RuntimeEnvironmen
             program=md.code(c.program) if c.program else "(none)",
             source=md.code(c.source),
             flags=tuple(
-                (md.code_cell(name), _value_cell(value) if value is not None else "(switch)")
-                for name, value in c.flags
+                (md.code_cell(f.name), _value_cell(f.value) if f.value is not None else "(switch)")
+                for f in c.flags
             ),
         )
         for c in summary.commands

@@ -461,8 +461,8 @@ def command_words(analysis: Analysis) -> tuple[str, list[str]] | None:
     if program.startswith("/") and not program.startswith(("/usr/", "/bin/")):
         program = program.rsplit("/", 1)[-1]
     words = [program, *shown.positional]
-    for name, value in shown.flags:
-        words.append(name if value is None else f"{name} {value}")
+    for flag in shown.flags:
+        words.append(flag.name if flag.value is None else f"{flag.name} {flag.value}")
     return shown.source, words
 
 

@@ -23,6 +23,7 @@ from functools import cache
 
 from reporter.core import rules
 from reporter.core.errors import ReporterError
+from reporter.model.document import document
 
 PLACEHOLDERS = frozenset(
     {
@@ -132,13 +133,16 @@ class Facts:
     values: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class Step:
-    """One suggested next step: `rule` is the rule id it came from."""
+    """One suggested step.
 
-    rule: str
+    A next step of the report and of `analyze --json`; `rule` is the rule id it came from.
+    """
+
     action: str
     why: str
+    rule: str
 
 
 def _fields(text: str, where: str) -> None:

@@ -10,15 +10,21 @@ is not a report. `table` lays rows out for a terminal::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import Annotated
 
+from reporter.model.document import EMPTY_IS_NULL, Count, document, spec
 from reporter.render import blocks, frontmatter, lint, preview, seen
 from reporter.secrets import mask_text
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class ReportStatus:
-    """What `report status` shows for one report."""
+    """One report.
+
+    What `report status` shows of it; also a row of `report status --json`, where "" (not
+    known) is null.
+    """
 
     path: str
     kind: str
@@ -26,18 +32,22 @@ class ReportStatus:
     owners: tuple[str, ...]
     title: str
     signature: str
-    todos: int
+    todos: Count
     """Lines with an unfilled `TODO(reviewer)` placeholder."""
-    upstream_issue: str
-    date: str = ""
+    upstream_issue: Annotated[str, EMPTY_IS_NULL]
+    date: Annotated[str, EMPTY_IS_NULL] = ""
     """The report's date: from its file name (`2026-07-12-...md`), else `incident_start`."""
-    same_signature: int = 1
+    same_signature: Count = 1
     """How many reports (this one included) share its signature; set by `grouped`."""
-    shape: str = ""
-    """The shape of its signature (verdict and innermost functions; see `seen.shape`)."""
-    same_hang: int = 1
+    same_hang: Count = spec(
+        "incident reports (this one included) of the same hang as seen-before counts "
+        "it: the same signature or the same shape",
+        default=1,
+    )
     """How many incident reports (this one included) are the same hang as seen-before counts
     it: the same signature or the same shape; set by `grouped`."""
+    shape: Annotated[str, EMPTY_IS_NULL] = ""
+    """The shape of its signature (verdict and innermost functions; see `seen.shape`)."""
 
 
 def summarize(text: str, *, path: str) -> ReportStatus | None:

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reporter.analysis import Analysis, Verdict
-from reporter.analysis.result import ShownCommand, StackClass, WaitsFor
+from reporter.analysis.environment import ShownCommand
+from reporter.analysis.result import StackClass, WaitsFor
 from reporter.model import Bundle
 
 TITLE_MAX = 99
@@ -134,9 +135,9 @@ def _product(repo: str, bundle: Bundle) -> str:
 def _flag(command: ShownCommand | None, names: Sequence[str]) -> str | None:
     if command is None:
         return None
-    for name, value in command.flags:
-        if name in names:
-            return value if value is not None else ""
+    for flag in command.flags:
+        if flag.name in names:
+            return flag.value if flag.value is not None else ""
     return None
 
 
@@ -270,7 +271,7 @@ def _engine_options(command: ShownCommand | None) -> str:
         return ""
     kept = ShownCommand(
         program="",
-        flags=tuple((n, v) for n, v in command.flags if _ENGINE_OPTION_RE.match(n)),
+        flags=tuple(f for f in command.flags if _ENGINE_OPTION_RE.match(f.name)),
         positional=(),
         source=command.source,
     )
@@ -298,7 +299,8 @@ def _command_line(command: ShownCommand | None) -> str:
         )
         words.append(first.removeprefix("<path>/"))
         words.extend(mask_path(p) for p in command.positional)
-    for name, value in command.flags:
+    for flag in command.flags:
+        name, value = flag.name, flag.value
         if value is None:
             words.append(name)
         elif _SECRET_FLAG_RE.search(name):

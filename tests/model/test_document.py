@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
+from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Literal
 
 import jsonschema
@@ -11,6 +14,8 @@ import pytest
 
 from reporter.model.document import (
     ABSENT,
+    AS_OBJECT,
+    EMPTY_IS_NULL,
     Count,
     FreeForm,
     Shape,
@@ -166,3 +171,75 @@ def test_an_unsupported_field_type_is_refused() -> None:
         schema(Bad)
     with pytest.raises(TypeError, match="unsupported field type"):
         data(Bad(value={1}))
+
+
+class Tone(StrEnum):
+    LOUD = "loud"
+
+
+@document
+class Record:
+    """An analysis record that is its own document."""
+
+    tone: Tone
+    at: datetime | None
+    source: Location
+    frame: Frame
+    states: Annotated[tuple[tuple[str, int], ...], AS_OBJECT] = spec("state -> count")
+
+
+def test_a_record_writes_its_enums_times_places_and_frames_as_text() -> None:
+    record = Record(
+        tone=Tone.LOUD,
+        at=datetime(2026, 12, 7, 15, 0, 1, 500000, tzinfo=UTC),
+        source=Location(path="env/cmdline", line=3),
+        frame=Frame(function="recv", file="zmq.py", line=9),
+        states=(("stuck", 3), ("idle", 1)),
+    )
+    out = data(record)
+    assert out == {
+        "tone": "loud",
+        "at": "2026-12-07T15:00:01.500Z",
+        "source": "env/cmdline:3",
+        "frame": "recv (zmq.py)",
+        "states": {"stuck": 3, "idle": 1},
+    }
+    assert data(replace(record, at=None))["at"] is None
+    found = schema(Record)["properties"]
+    assert [found[k]["type"] for k in ("tone", "source", "frame")] == ["string"] * 3
+    assert found["at"]["type"] == ["string", "null"]
+    assert found["states"] == {
+        "type": "object",
+        "additionalProperties": {"type": "integer"},
+        "description": "state -> count",
+    }
+    jsonschema.validate(out, schema(Record))
+
+
+@document
+class Kept:
+    """A record with a field only its other readers see."""
+
+    shown: str
+    kept: tuple[str, ...] = spec(default=(), written=False)
+
+
+def test_a_field_not_written_is_in_neither_the_json_nor_the_schema() -> None:
+    record = Kept(shown="x", kept=("secret detail",))
+    assert record.kept == ("secret detail",)
+    assert data(record) == {"shown": "x"}
+    assert schema(Kept)["required"] == ["shown"]
+    assert list(schema(Kept)["properties"]) == ["shown"]
+
+
+@document
+class Row:
+    """A record whose "" means not known."""
+
+    issue: Annotated[str, EMPTY_IS_NULL]
+
+
+def test_an_empty_string_marked_empty_is_null_is_written_as_null() -> None:
+    assert data(Row(issue="")) == {"issue": None}
+    assert data(Row(issue="#7")) == {"issue": "#7"}
+    assert schema(Row)["properties"]["issue"] == {"type": ["string", "null"]}

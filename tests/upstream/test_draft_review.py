@@ -11,9 +11,9 @@ import pytest
 
 from reporter import app
 from reporter.analysis import Analysis
-from reporter.analysis.result import ShownCommand
+from reporter.analysis.environment import ShownCommand
 from reporter.app import filing
-from reporter.model import Bundle
+from reporter.model import Bundle, CommandFlag
 from reporter.upstream import draft as drafting
 from reporter.upstream.draft import DraftInputs, build_draft
 from reporter.upstream.focus import plain_dump, stack_groups
@@ -79,13 +79,16 @@ def _with_command(pair: Pair, command: ShownCommand) -> Pair:
 
 LAUNCH = ShownCommand(
     program="sglang.launch_server",
-    flags=(
-        ("--model-path", "/models/Qwen3-8B"),
-        ("--tp-size", "4"),
-        ("--enable-hierarchical-cache", None),
-        ("--api-key", "sk-live-123456"),
-        ("--host", "10.1.2.3"),
-        ("--port", "30000"),
+    flags=tuple(
+        CommandFlag(name=name, value=value)
+        for name, value in (
+            ("--model-path", "/models/Qwen3-8B"),
+            ("--tp-size", "4"),
+            ("--enable-hierarchical-cache", None),
+            ("--api-key", "sk-live-123456"),
+            ("--host", "10.1.2.3"),
+            ("--port", "30000"),
+        )
     ),
     positional=(),
     source="env/pid42.cmdline",

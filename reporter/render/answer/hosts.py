@@ -14,6 +14,7 @@ evidence spans more than one host, or a host's capture failed:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from reporter.analysis.ranksets import format_pids, format_ranks
 from reporter.analysis.result import Analysis, HostRow
@@ -97,29 +98,9 @@ def with_hosts(analysis: Analysis, edges: Sequence[WaitEdge]) -> tuple[WaitEdge,
         where = on_hosts(analysis, s.ranks or s.pids)
         if not where or where in s.name:
             return s
-        return WaitSide(
-            label=s.label,
-            name=f"{s.name}{where}",
-            ranks=s.ranks,
-            pids=s.pids,
-            state=s.state,
-            where=s.where,
-            branch=s.branch,
-            evidence=s.evidence,
-            doing=s.doing,
-            brief=s.brief,
-        )
+        return replace(s, name=f"{s.name}{where}")
 
-    return tuple(
-        WaitEdge(
-            waiting=side(e.waiting),
-            collective=e.collective,
-            waited=side(e.waited),
-            kind=e.kind,
-            group=e.group,
-        )
-        for e in edges
-    )
+    return tuple(replace(e, waiting=side(e.waiting), waited=side(e.waited)) for e in edges)
 
 
 def _row_text(row: HostRow, expected: dict[str, tuple[int, ...]], unit: str) -> str:

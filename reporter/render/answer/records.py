@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from reporter.model.document import document
 from reporter.render import nextsteps
 
 # The records the package re-exports (`from reporter.render.answer import Answer`).
@@ -101,9 +102,13 @@ def seen_of(value: SeenBefore | Sequence[SeenReport]) -> SeenBefore:
     return value if isinstance(value, SeenBefore) else SeenBefore(matches=tuple(value))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class SummaryLine:
-    """One line of the summary block: its topic, the text, and the evidence it cites."""
+    """One line of the summary block.
+
+    Its topic, the text, and the evidence it cites (`file:line`); also an entry of
+    `analyze --json`'s `summary_lines`.
+    """
 
     topic: str
     text: str

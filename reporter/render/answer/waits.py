@@ -205,18 +205,14 @@ def _native_edges(analysis: Analysis) -> tuple[WaitEdge, ...]:
         located = re.findall(r"\S+ \([^()]*:\d+\)", at)
         edges.append(
             WaitEdge(
-                waiting=WaitSide(
+                waiting=replace(
+                    left_side,
                     # The edge's own ranks: a class at one place may hold ranks of two calls.
                     label=format_ranks(left.ranks) if left.ranks else left_side.label,
                     name=ranks_name(left.ranks, unit) if left.ranks else left_side.name,
                     ranks=tuple(left.ranks),
                     pids=tuple(left.pids),
-                    state=left_side.state,
                     where=str(left.at or left_side.where),
-                    branch=left_side.branch,
-                    evidence=left_side.evidence,
-                    doing=left_side.doing,
-                    brief=left_side.brief,
                 ),
                 collective=str(left.collective),
                 waited=_ranks_side(
