@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 
 from reporter import __version__
-from reporter.collect import envcap, outdir, plan, procfs, ptrace
+from reporter.collect import envcap, manifest, outdir, plan, procfs, ptrace
 from reporter.collect.capture import ProcessSteps
 from reporter.collect.manifest import (
     CollectStatus,
@@ -86,7 +86,7 @@ class _Session(ProcessSteps, ServiceSteps, RemoteSteps):
     def claim_out(self, state: ManifestState) -> None:
         """Take `--out` for this run (`outdir.OutDir.claim`) and start the manifest in it."""
         self.out = outdir.OutDir.claim(self.root)
-        self.writer = ManifestWriter(root=self.root, state=state, sink=self.out.write_synced)
+        self.writer = ManifestWriter(root=self.root, state=state, files=self.out)
 
     def select(self) -> Selection:
         request = self.request
@@ -201,7 +201,12 @@ class _Session(ProcessSteps, ServiceSteps, RemoteSteps):
             )
         self.w.update(summary=self.summary_text(status))
         try:
-            self.w.save()
+            self.w.join()
+            if self.w.kept_edit:
+                self.say(
+                    f"bundle.toml was edited during the run and is kept as it is; the "
+                    f"collection's own manifest is {manifest.SIDE_NAME} beside it"
+                )
         finally:
             if self.out is not None:
                 self.out.close()
