@@ -229,6 +229,7 @@ def render(
     *,
     parts: str = "",
     all_skipped: Sequence[SkipNote] | None = None,
+    remote_run: bool = False,
 ) -> str:
     """`bundle.toml` text for `state`; `tomllib` and the bundle loader read it back.
 
@@ -238,7 +239,8 @@ def render(
     entries, not the whole file's (the text is still joined and written in full).
     `parts`: the folder holding the tables `state` leaves out (`[collect] parts`, see
     `ManifestWriter.seal`); `all_skipped`: every skip, for the `[fields]` summary, when
-    `state` lists only those not in a part.
+    `state` lists only those not in a part; `remote_run`: a collection from other hosts, also
+    when `state` lists none of them (they are in parts).
     """
     m = mask_text
     doc = (
@@ -284,7 +286,7 @@ def render(
         doc.key("service", state.service)
     if state.version:
         doc.key("version", state.version)
-    if not state.remotes and state.host:
+    if not (state.remotes or remote_run) and state.host:
         # Every file was captured here; a remote collection names each file's host instead.
         doc.key("host", state.host)
     doc.table("fields")
@@ -415,16 +417,29 @@ class ManifestWriter:
         self._pieces: Pieces = {}
         self._base = state
         self._lists: dict[str, list[Any]] = {name: list(getattr(state, name)) for name in _LISTS}
+        self._unsealed: dict[str, list[Any]] = {n: list(getattr(state, n)) for n in _LISTS}
+        """The entries not in a part (what bundle.toml itself lists): a save costs these.
+        The files in a part leave memory, so `_lists` and this share one evidence list."""
+        self._unsealed["evidence"] = self._lists["evidence"]
         self._view: ManifestState | None = state
         self._sealed: dict[int, object] = {}
         """Entries written to a part, by `id` (the entry is held, so its id stays its own)."""
         self._parts: dict[str, str] = {}
         """Each sealed host's part, in the order sealed."""
         self._written: Stamp | None = None
+        self._sealed_files = 0
+
+    @property
+    def files_listed(self) -> int:
+        """How many files the manifest lists, those in parts included (`state.evidence`
+        holds only the ones not in a part)."""
+        with self._lock:
+            return len(self._lists["evidence"]) + self._sealed_files
 
     @property
     def state(self) -> ManifestState:
-        """Everything listed so far, parts included (built once per change)."""
+        """Everything listed so far (built once per change); of the files, only those not
+        yet in a part (see `files_listed`)."""
         with self._lock:
             return self._state()
 
@@ -439,12 +454,20 @@ class ManifestWriter:
             for name in _LISTS:
                 if name in changes:
                     self._lists[name] = list(changes.pop(name))  # type: ignore[call-overload]
+                    sealed = self._sealed
+                    self._unsealed[name] = (
+                        self._lists[name]
+                        if name == "evidence"
+                        else [e for e in self._lists[name] if id(e) not in sealed]
+                    )
             self._base = replace(self._base, **changes)  # type: ignore[arg-type]
             self._view = None
 
     def _append(self, name: str, item: object) -> None:
         with self._lock:
             self._lists[name].append(item)
+            if name != "evidence":  # one list for both (see `_unsealed`)
+                self._unsealed[name].append(item)
             self._view = None
 
     def add_evidence(self, entry: EvidenceEntry) -> None:
@@ -496,13 +519,14 @@ class ManifestWriter:
         with self._lock:
             taken: list[tuple[object, Callable[[TomlDocument, object], object]]] = []
             for name, build in _BUILDERS:
-                listed = self._lists[name]
-                chosen = (
-                    listed[since:] if name == "skipped" else [e for e in listed if e.host == host]
-                )
+                listed = self._unsealed[name]
+                if name == "skipped":
+                    chosen = [e for e in self._lists[name][since:] if id(e) not in self._sealed]
+                else:
+                    chosen = [e for e in listed if e.host == host]
                 if name == "evidence":
                     chosen = sorted(chosen, key=lambda e: e.path)
-                taken += [(e, build) for e in chosen if id(e) not in self._sealed]
+                taken += [(e, build) for e in chosen]
             if not taken:
                 return
             doc = TomlDocument()
@@ -516,36 +540,41 @@ class ManifestWriter:
             except OutputError:
                 return
             for entry, _build in taken:
-                self._sealed[id(entry)] = entry
                 self._pieces.pop(entry, None)
+                if not isinstance(entry, EvidenceEntry):
+                    self._sealed[id(entry)] = entry
+            gone = {id(entry) for entry, _build in taken}
+            for name in _LISTS:
+                self._unsealed[name] = [e for e in self._unsealed[name] if id(e) not in gone]
+            # A host's files are most of what it lists (30 and more): once in the part they
+            # leave memory, counted in `files_listed`. Its other notes stay (the summary and
+            # the host order need them); they are few.
+            self._sealed_files += len(self._lists["evidence"]) - len(self._unsealed["evidence"])
+            self._lists["evidence"] = self._unsealed["evidence"]
+            self._view = None
             self._parts[host] = rel
 
     def _head(self) -> ManifestState:
         """The state without the sealed entries (what bundle.toml itself lists)."""
-        state = self._state()
-        if not self._sealed:
-            return state
-        sealed = self._sealed
-        return _with_lists(
-            state, lambda name: tuple(e for e in getattr(state, name) if id(e) not in sealed)
-        )
+        return _with_lists(self._base, lambda name: tuple(self._unsealed[name]))
 
     def save(self) -> Path:
         """Write `bundle.toml` (the head, when hosts are in parts) atomically; the text is
         checked to parse first."""
         with self._lock:
-            state = self._state()
-            if len(self._pieces) > 64 + 2 * _entries(state):
+            head = self._head()
+            if len(self._pieces) > 64 + 2 * _entries(head):
                 # Replaced entries leave pieces nobody shows: keep memory to what is listed.
-                listed = {*state.evidence, *state.targets, *state.processes, *state.remotes}
-                listed.update(state.skipped)
+                listed = {*head.evidence, *head.targets, *head.processes, *head.remotes}
+                listed.update(head.skipped)
                 self._pieces = {k: v for k, v in self._pieces.items() if k in listed}
             # render() reads its text back: an unreadable manifest is never written.
             text = render(
-                self._head(),
+                head,
                 self._pieces,
                 parts=PARTS_DIR if self._parts else "",
-                all_skipped=state.skipped,
+                all_skipped=self._lists["skipped"],
+                remote_run=bool(self._lists["remotes"]),
             )
             return self._put(text)
 
@@ -560,7 +589,9 @@ class ManifestWriter:
             state = self._state()
             if self._edited():
                 return self._put(self._head_text(state))
-            head = render(replace(self._head(), skipped=()), all_skipped=state.skipped)
+            head = render(
+                replace(self._head(), skipped=()), all_skipped=state.skipped, remote_run=True
+            )
             order = [n.host for n in state.remotes if n.host in self._parts]
             rels = [self._parts[h] for h in dict.fromkeys([*order, *self._parts])]
             try:
@@ -575,6 +606,8 @@ class ManifestWriter:
             except (OutputError, ManifestError):
                 return self._put(self._head_text(state))
             path = self._put(text)
+            if path.name != MANIFEST_NAME:
+                return path  # edited this very moment: the parts stay, the head names them
             for rel in rels:
                 self.files.remove(rel)
             self.files.remove_folder(PARTS_DIR)
@@ -582,7 +615,7 @@ class ManifestWriter:
             return path
 
     def _head_text(self, state: ManifestState) -> str:
-        return render(self._head(), parts=PARTS_DIR, all_skipped=state.skipped)
+        return render(self._head(), parts=PARTS_DIR, all_skipped=state.skipped, remote_run=True)
 
     def _edited(self) -> bool:
         """True once bundle.toml is not what this writer wrote last (someone edited it)."""

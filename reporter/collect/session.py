@@ -231,7 +231,7 @@ class _Session(ProcessSteps, ServiceSteps, RemoteSteps):
             dumps_ok=self.dumps_ok,
             dumps_failed=self.dumps_failed,
             scrapes=self.scrapes_ok,
-            files=len(state.evidence) if state else 0,
+            files=self.writer.files_listed if self.writer else 0,
             skipped=state.skipped if state else (),
             advice=state.advice if state else (),
             seconds=time.monotonic() - self.began,
@@ -345,10 +345,10 @@ def collect(
         )
         what += [f"nothing from {line.split(': ', 1)[0]}" for line in session.missing_sources()]
         session.say(
-            f"incomplete: {'; '.join(what)}; {len(session.w.state.evidence)} files in {request.out}"
+            f"incomplete: {'; '.join(what)}; {session.w.files_listed} files in {request.out}"
         )
     else:
-        session.say(f"done: {len(session.w.state.evidence)} files in {request.out}")
+        session.say(f"done: {session.w.files_listed} files in {request.out}")
     return session.summary(status)
 
 
@@ -397,7 +397,7 @@ def _collect_remote(session: _Session, hosts: Sequence[RemoteHost]) -> CollectSu
             f"stacks; not from " + ", ".join(f"{n.host} ({n.status})" for n in missing)
         )
     else:
-        session.say(f"done: {len(session.w.state.evidence)} files in {request.out}")
+        session.say(f"done: {session.w.files_listed} files in {request.out}")
     return session.summary(status)
 
 

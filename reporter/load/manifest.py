@@ -341,21 +341,20 @@ def join_parts(head: str, parts: Sequence[tuple[str, str]]) -> str:
     A part holds arrays of tables only, and an array of tables may go on after any table,
     so each part joins as it stands: the cost is the text, no table is rewritten.
     """
-    texts = [head.rstrip("\n") + "\n"]
-    for name, part in parts:
-        try:
-            tomllib.loads(part)
-        except tomllib.TOMLDecodeError as err:
-            raise ManifestError(
-                f"{name}: {err}",
-                tip=f"fix or remove that file; the files it lists are still found by walking "
-                f"(a part of {MANIFEST_NAME} left by a collection that did not finish)",
-            ) from err
-        texts.append("\n" + part.rstrip("\n") + "\n")
-    joined = "".join(texts)
+    joined = head.rstrip("\n") + "\n" + "".join("\n" + p.strip("\n") + "\n" for _, p in parts)
     try:
         tomllib.loads(joined)
     except tomllib.TOMLDecodeError as err:
+        for name, part in parts:  # which one: read each alone (only when the whole fails)
+            try:
+                tomllib.loads(part)
+            except tomllib.TOMLDecodeError as bad:
+                raise ManifestError(
+                    f"{name}: {bad}",
+                    tip="fix or remove that file; the files it lists are still found by "
+                    f"walking (a part of {MANIFEST_NAME} left by a collection that did not "
+                    "finish)",
+                ) from bad
         raise ManifestError(
             f"{MANIFEST_NAME} with its parts in {PARTS_DIR}/: {err}",
             tip=f"a part repeats a table of {MANIFEST_NAME}; write each entry as a "
