@@ -265,6 +265,48 @@ def manifest_cost(hosts: int, files: int, checkout: Path = ROOT) -> dict[str, ob
     return result
 
 
+def sink_memory(max_bytes: int = 8 << 20) -> list[dict[str, object]]:
+    """What one host's answer costs the collector while it is read: `--max-size` of
+    records fed to the host's record sink (`remote._RecordSink`), traced, in shapes from a
+    plain py-spy answer to the worst (one line of the whole cap holding one emoji: Python
+    keeps such a string at 4 bytes a character)."""
+    import tracemalloc
+
+    from reporter.collect.remote import _RecordSink
+
+    shapes = (
+        ("dumps of 64 KiB, ASCII", "x" * (64 << 10)),
+        ("dumps of 4 KiB, ASCII", "y" * (4 << 10)),
+        ("dumps of 16 KiB, emoji only", "\U0001f642" * (4 << 10)),
+        ("one line of 7/8 the cap, ASCII", "z" * (max_bytes * 7 // 8)),
+        ("one line of 7/8 the cap, one emoji", "a" * (max_bytes * 7 // 8) + "\U0001f642"),
+    )
+    out: list[dict[str, object]] = []
+    for name, text in shapes:
+        record = {"t": "dump", "pid": 1, "snapshot": 0, "text": text}
+        line = json.dumps(record, ensure_ascii=False).encode() + b"\n"
+        data = line * max(1, max_bytes // len(line))
+        del text, record, line
+        tracemalloc.start()
+        sink = _RecordSink(max_bytes)
+        for at in range(0, len(data), 1 << 16):
+            if not sink(data[at : at + (1 << 16)]):
+                break
+        sink.close()
+        kept, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        out.append(
+            {
+                "shape": name,
+                "sent_mib": round(len(data) / 2**20, 1),
+                "kept_x_max_size": round(kept / max_bytes, 2),
+                "peak_x_max_size": round(peak / max_bytes, 2),
+            }
+        )
+        del sink, data
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, nargs="+", default=[64])
@@ -288,7 +330,19 @@ def main(argv: list[str] | None = None) -> int:
         default=[64, 256, 1000],
         help="host counts for the bundle.toml cost (none: skip it)",
     )
+    parser.add_argument(
+        "--sink-memory",
+        action="store_true",
+        help="only the memory one host's answer costs while it is read (x --max-size)",
+    )
     args = parser.parse_args(argv)
+    if args.sink_memory:
+        for row in sink_memory():
+            print(
+                f"{row['shape']}: {row['sent_mib']} MiB sent; kept {row['kept_x_max_size']}x "
+                f"--max-size, peak {row['peak_x_max_size']}x"
+            )
+        return 0
     if args.stand_in:
         return _stand_in(args)
     names = [f"host-{i:03d}" for i in range(max(args.hosts))]

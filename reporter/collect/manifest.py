@@ -44,6 +44,11 @@ the evidence was taken and what was skipped, by example::
 
 The loader ignores `[collect]`; the human summary of it goes to `[fields]`
 (`collection`, `skipped`), which the report shows under "Incident notes".
+
+Many hosts: each finished host's tables are written once to `bundle.d/<host folder>.toml`
+(`ManifestWriter.seal`) and `[collect] parts = "bundle.d"` names them; a save then rewrites
+only the rest (a few KiB whatever the hosts), and `ManifestWriter.join` writes the one file
+at the end. `reporter.load.manifest.parse_manifest` reads a bundle in either form.
 """
 
 from __future__ import annotations
@@ -61,13 +66,8 @@ from typing import Any
 from reporter.collect.manifest_files import ManifestFiles, PathFiles
 from reporter.collect.outdir import Stamp
 from reporter.core.errors import ManifestError, OutputError
-from reporter.load.manifest import (
-    MANIFEST_NAME,
-    MAX_PART_BYTES,
-    PARTS_DIR,
-    TomlDocument,
-    join_parts,
-)
+from reporter.load.manifest import MANIFEST_NAME, TomlDocument
+from reporter.load.parts import MAX_PART_BYTES, PARTS_DIR, join_parts
 from reporter.model import EvidenceKind
 from reporter.secrets import mask_text
 

@@ -6,16 +6,9 @@ naming the line and a fix (`rank = true` and `world_size = 9223372036854775807` 
 refused); a file listed twice is kept once and unknown keys are kept out, both with
 a warning (unknown keys with a "did you mean" from the known ones).
 
-Parts: a many-host `report collect` writes each host's tables (`[[evidence]]`,
-`[[collect.target]]`, `[[collect.process]]`, `[[collect.remote]]`, `[[collect.skipped]]`)
-once, into its own file under `bundle.d/`, and keeps `bundle.toml` to the rest, with
-`parts = "bundle.d"` in `[collect]`; at the end it joins them into one `bundle.toml`. A
-bundle whose collection was cut short keeps the parts; `parse_manifest` reads both forms,
-the parts joined after the head in file-name order (`join_parts`), as the collector would::
-
-    [collect]
-    status = "running"
-    parts = "bundle.d"          # bundle.d/node-0.toml, bundle.d/node-1.toml, ...
+Parts: a bundle whose many-host collection was cut short has its hosts' tables in
+`bundle.d/` (`[collect] parts`); `parse_manifest` joins them after the head first
+(`reporter.load.parts`), so both forms read alike.
 
 Writing: `TomlDocument` is the one TOML writer of the project (`report init`,
 `report collect`, the upstream filing record). Values go through tomlkit, so every
@@ -27,7 +20,6 @@ files are edited by people, and tomlkit keeps comments, which `report init` writ
 from __future__ import annotations
 
 import difflib
-import os
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -39,9 +31,11 @@ from typing import Any
 import tomlkit
 from tomlkit.items import Item
 
-from reporter.core import fileio, hostnames
-from reporter.core.errors import InputError, ManifestError
+from reporter.core import hostnames
+from reporter.core.errors import ManifestError
 from reporter.core.times import iso, parse_duration
+from reporter.load.parts import MANIFEST_NAME as MANIFEST_NAME
+from reporter.load.parts import PARTS_DIR, join_parts, read_parts
 from reporter.model import (
     EventKind,
     EvidenceKind,
@@ -55,11 +49,6 @@ from reporter.model import (
     WedgeSettings,
 )
 
-MANIFEST_NAME = "bundle.toml"
-# The folder of a running collection's per-host parts of bundle.toml (`[collect] parts`).
-PARTS_DIR = "bundle.d"
-# One part holds one host's tables: at most 5,000 files and 200 notes, a few MiB.
-MAX_PART_BYTES = 64 << 20
 # Far above any real job (the largest published runs have ~10^5 ranks), far below
 # what would make a rank list or a "missing ranks" sweep run out of memory.
 MAX_WORLD_SIZE = 1 << 20
@@ -332,68 +321,6 @@ def parse_manifest(
     return ManifestRead(
         manifest=manifest, entries=tuple(entries.values()), warnings=tuple(warnings)
     )
-
-
-def join_parts(head: str, parts: Sequence[tuple[str, str]]) -> str:
-    """`bundle.toml`'s head and its parts (name, text) as one manifest text; a part that
-    does not read as TOML, or does not fit after the head, is a `ManifestError` naming it.
-
-    A part holds arrays of tables only, and an array of tables may go on after any table,
-    so each part joins as it stands: the cost is the text, no table is rewritten.
-    """
-    joined = head.rstrip("\n") + "\n" + "".join("\n" + p.strip("\n") + "\n" for _, p in parts)
-    try:
-        tomllib.loads(joined)
-    except tomllib.TOMLDecodeError as err:
-        for name, part in parts:  # which one: read each alone (only when the whole fails)
-            try:
-                tomllib.loads(part)
-            except tomllib.TOMLDecodeError as bad:
-                raise ManifestError(
-                    f"{name}: {bad}",
-                    tip="fix or remove that file; the files it lists are still found by "
-                    f"walking (a part of {MANIFEST_NAME} left by a collection that did not "
-                    "finish)",
-                ) from bad
-        raise ManifestError(
-            f"{MANIFEST_NAME} with its parts in {PARTS_DIR}/: {err}",
-            tip=f"a part repeats a table of {MANIFEST_NAME}; write each entry as a "
-            "[[name]] table, or remove `parts` from [collect]",
-        ) from err
-    return joined
-
-
-def read_parts(root: Path, folder: str) -> list[tuple[str, str]]:
-    """The parts under `root/folder` as (display name, text), in file-name order: regular
-    `*.toml` files only (a link or anything else there is passed over), each bounded."""
-    base = root / folder
-    try:
-        names = sorted(
-            entry.name
-            for entry in os.scandir(base)
-            if entry.name.endswith(".toml") and entry.is_file(follow_symlinks=False)
-        )
-    except FileNotFoundError:
-        return []  # joined already, or none written yet
-    except OSError as err:
-        raise ManifestError(f"{folder}/: cannot be read ({err.strerror})") from err
-    out: list[tuple[str, str]] = []
-    for name in names:
-        display = f"{folder}/{name}"
-        try:
-            out.append(
-                (
-                    display,
-                    fileio.read_text_bounded(
-                        base / name, display=display, max_bytes=MAX_PART_BYTES
-                    ),
-                )
-            )
-        except InputError:
-            if (base / name).exists():
-                raise
-            # the collector joined the parts and removed this one while we read
-    return out
 
 
 def _parts_folder(data: dict[str, Any], text: str, root: Path) -> str | None:

@@ -21,7 +21,8 @@ from reporter.collect.manifest import (
 )
 from reporter.core.errors import ManifestError
 from reporter.load import bundle as bundle_io
-from reporter.load.manifest import PARTS_DIR, join_parts, parse_manifest
+from reporter.load.manifest import parse_manifest
+from reporter.load.parts import PARTS_DIR, join_parts
 from reporter.model import EvidenceKind
 
 AT = datetime(2026, 12, 7, 13, 0, tzinfo=UTC)
