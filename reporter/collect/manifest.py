@@ -426,6 +426,7 @@ class ManifestWriter:
         """Entries written to a part, by `id` (the entry is held, so its id stays its own)."""
         self._parts: dict[str, str] = {}
         """Each sealed host's part, in the order sealed."""
+        self._part_files: set[str] = set()
         self._written: Stamp | None = None
         self._sealed_files = 0
 
@@ -533,6 +534,8 @@ class ManifestWriter:
             for entry, build in taken:
                 build(doc, entry)
             rel = f"{PARTS_DIR}/{folder}.toml"
+            while rel in self._part_files:  # a host recorded twice: its first part stays
+                rel = f"{PARTS_DIR}/{folder}.{len(self._part_files)}.toml"
             try:
                 # Not synced (a sync is ~5 ms a host on a loaded disk): after a power cut a
                 # part may be empty, which still reads; its files are then found by walking.
@@ -552,7 +555,8 @@ class ManifestWriter:
             self._sealed_files += len(self._lists["evidence"]) - len(self._unsealed["evidence"])
             self._lists["evidence"] = self._unsealed["evidence"]
             self._view = None
-            self._parts[host] = rel
+            self._parts[f"{host}\n{rel}" if host in self._parts else host] = rel
+            self._part_files.add(rel)
 
     def _head(self) -> ManifestState:
         """The state without the sealed entries (what bundle.toml itself lists)."""
@@ -612,6 +616,7 @@ class ManifestWriter:
                 self.files.remove(rel)
             self.files.remove_folder(PARTS_DIR)
             self._parts.clear()
+            self._part_files.clear()
             return path
 
     def _head_text(self, state: ManifestState) -> str:

@@ -191,6 +191,22 @@ def test_sealed_files_leave_memory(tmp_path: Path) -> None:
     assert writer._head().remotes == () and writer._head().evidence == ()
 
 
+def test_a_host_recorded_twice_keeps_both_parts(tmp_path: Path) -> None:
+    writer = _writer(tmp_path)
+    _host(writer, 0)
+    since = writer.mark()
+    writer.add_remote(RemoteNote(host="node-0", via="ssh node-0", status="failed"))
+    writer.seal("node-0", "node-0", since=since)
+    assert sorted(p.name for p in (tmp_path / PARTS_DIR).iterdir()) == [
+        "node-0.1.toml",
+        "node-0.toml",
+    ]
+    writer.join()
+    data = tomllib.loads((tmp_path / "bundle.toml").read_text(encoding="utf-8"))
+    assert [r["status"] for r in data["collect"]["remote"]] == ["complete", "failed"]
+    assert len(data["evidence"]) == FILES
+
+
 def test_a_part_that_does_not_read_is_named(tmp_path: Path) -> None:
     head = '[collect]\nparts = "bundle.d"\n'
     with pytest.raises(ManifestError, match=r"bundle\.d/node-1\.toml"):
