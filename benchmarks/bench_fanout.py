@@ -6,6 +6,7 @@ titled process idling in `time.sleep`), then runs `report collect --ssh host-00 
 bench::target --snapshots 1` with each `--parallel` asked, and reads back what it wrote.
 
     sudo python benchmarks/bench_fanout.py [--hosts 64] [--parallel 16 64] [--json]
+    python benchmarks/bench_fanout.py --stand-in --hosts 64 256 --parallel 64 [--checkout DIR]
 
 Prints, per run: wall time, hosts per second, each host's own time (median, 90th percentile,
 largest: ssh connection, the probe's /proc reads, one py-spy dump, the package listing), the
@@ -13,6 +14,13 @@ collector's CPU (itself and its ssh clients, not the hosts' side) per host, the 
 and `bundle.toml`'s render time; then one host alone as the baseline. Every host here shares
 this machine's cores with the collector, so the per-host times are those of a loaded machine;
 on real hosts the remote work runs on each host's own CPU. Needs root (namespaces, sshd).
+
+`--stand-in` needs no sshd (see `_stand_in`), and also prints the collector process's own
+CPU and peak RSS (measured inside it at exit), and the `bundle.toml` cost: the manifest
+writer driven as `record_host` drives it, one rewrite after every host of `--files` files,
+CPU per rewrite (the last one) and in total, and the bytes each rewrite writes.
+`--checkout DIR` runs the collector and the writer of another checkout (the code before a
+change), so before and after come from the same script.
 """
 
 from __future__ import annotations
@@ -61,7 +69,22 @@ sys.stderr.write(f"\\nRSS {usage.ru_maxrss * 1024} {done.returncode}\\n")
 """
 
 
-def _collect(lab: Any, hosts: list[str], out: Path, parallel: int) -> dict[str, object]:
+# The collector in-process, reporting its own CPU (all threads, not its children) and peak
+# RSS at exit, whichever checkout it comes from.
+_SELF = """
+import atexit, resource, runpy, sys
+def said():
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    sys.stderr.write(f"\\nSELF {u.ru_utime + u.ru_stime} {u.ru_maxrss * 1024}\\n")
+atexit.register(said)
+sys.argv = ["report", *sys.argv[1:]]
+runpy.run_module("reporter", run_name="__main__", alter_sys=True)
+"""
+
+
+def _collect(
+    lab: Any, hosts: list[str], out: Path, parallel: int, checkout: Path = ROOT
+) -> dict[str, object]:
     # The lab's sshd, or (`lab` None) the stand-in: `--exec 'env FANOUT_HOST={host}'` runs
     # each host's remote side here, with no ssh at all: every host is this machine.
     reach = (
@@ -71,15 +94,18 @@ def _collect(lab: Any, hosts: list[str], out: Path, parallel: int) -> dict[str, 
     )
     argv = [
         sys.executable, "-c", _TIMER,
-        sys.executable, "-m", "reporter", "collect", "-o", str(out), *reach,
+        sys.executable, "-c", _SELF, "collect", "-o", str(out), *reach,
         "--match", "bench::target", "--snapshots", "1", "--parallel", str(parallel),
         "--remote-python", sys.executable, "--json",
     ]  # fmt: skip
     cpu_before = _cpu_children()
     began = time.monotonic()
-    done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=ROOT)
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=checkout, env=env)
     wall = time.monotonic() - began
     cpu = _cpu_children() - cpu_before
+    own = [line.split() for line in done.stderr.splitlines() if line.startswith("SELF ")]
+    self_cpu, self_rss = (float(own[-1][1]), int(own[-1][2])) if own else (0.0, 0)
     rss_line = done.stderr.rstrip().rsplit("\n", 1)[-1].split()
     rss, code = int(rss_line[1]), int(rss_line[2])
     done = subprocess.CompletedProcess(argv, code, done.stdout, done.stderr)
@@ -105,6 +131,9 @@ def _collect(lab: Any, hosts: list[str], out: Path, parallel: int) -> dict[str, 
         "collector_cpu_s": round(cpu, 2),
         "collector_cpu_per_host_ms": round(1000 * cpu / len(hosts), 1),
         "collector_rss_mib": round(rss / 2**20, 1),
+        "collector_own_cpu_s": round(self_cpu, 2),
+        "collector_own_cpu_per_host_ms": round(1000 * self_cpu / len(hosts), 1),
+        "collector_own_rss_mib": round(self_rss / 2**20, 1),
         "bundle_kib": round(size / 1024, 1),
         "manifest_kib": round(len(manifest) / 1024, 1),
         "manifest_parse_ms": round(1000 * parse_s, 1),
@@ -141,9 +170,146 @@ def render_seconds(entries: int) -> float:
     return time.perf_counter() - began
 
 
+# The manifest writer driven as `record_host` drives it, run in the checkout asked for: per
+# host, `--files` py-spy entries, a target and the host's outcome (sealed into a part of its
+# own where the writer has `seal`), then a save. Prints a JSON line of the costs.
+_MANIFEST = """
+import json, sys, tempfile, time, tracemalloc
+from datetime import UTC, datetime
+from pathlib import Path
+from reporter.collect.manifest import (
+    EvidenceEntry, ManifestState, ManifestWriter, RemoteNote, TargetNote,
+)
+from reporter.model import EvidenceKind
+from reporter.secrets import shapes
+
+hosts, files = int(sys.argv[1]), int(sys.argv[2])
+at = datetime(2026, 12, 7, 13, 0, tzinfo=UTC)
+state = ManifestState(title="b", started_at=at, command="report collect", host="jump", tool="x")
+saves, written = [], []
+
+
+def one_host(writer, n, sealing):
+    host = f"node-{n:05d}"
+    since = writer.mark() if sealing else 0
+    for f in range(files):
+        writer.add_evidence(EvidenceEntry(
+            path=f"hosts/{host}/pyspy/pid{4000 + f}-s0.txt", kind=EvidenceKind.PYSPY_TEXT,
+            captured_at=at, host=host, description=f"py-spy dump of PID {4000 + f} on {host}",
+        ))
+    target = TargetNote(pid=4000, ppid=1, uid=0, title=f"sglang::scheduler_TP{n % 8}",
+                        selected_by="--match", host=host)
+    remote = RemoteNote(host=host, via=f"ssh {host}", status="complete", targets=1,
+                        dumps=files, seconds=3.2)
+    if sealing:
+        writer.add_target(target)
+        writer.add_remote(remote)
+        writer.seal(host, host, since=since)
+    else:
+        writer.update(targets=(*writer.state.targets, target),
+                      remotes=(*writer.state.remotes, remote))
+    began = time.process_time()
+    path = writer.save()
+    saves.append(time.process_time() - began)
+    written.append(path.stat().st_size)
+
+# The memory the writer keeps per host (traced; the secret scanner's bounded caches cleared,
+# they are not the writer's), on its own pass: tracing slows everything down.
+with tempfile.TemporaryDirectory(prefix="fanout-manifest-") as tmp:
+    writer = ManifestWriter(root=Path(tmp), state=state)
+    sealing = hasattr(writer, "seal")
+    one_host(writer, 99999, sealing)
+    shapes._SCANNED.clear(); shapes._LINE_HITS.clear()
+    tracemalloc.start()
+    for n in range(min(hosts, 256)):
+        one_host(writer, n, sealing)
+    shapes._SCANNED.clear(); shapes._LINE_HITS.clear()
+    kept_per_host = tracemalloc.get_traced_memory()[0] / min(hosts, 256)
+    tracemalloc.stop()
+saves, written = [], []
+with tempfile.TemporaryDirectory(prefix="fanout-manifest-") as tmp:
+    writer = ManifestWriter(root=Path(tmp), state=state)
+    sealing = hasattr(writer, "seal")
+    total_began = time.process_time()
+    for n in range(hosts):
+        one_host(writer, n, sealing)
+    total = time.process_time() - total_began
+    began = time.process_time()
+    (writer.join if sealing else writer.save)()
+    last = time.process_time() - began
+    size = (Path(tmp) / "bundle.toml").stat().st_size
+print(json.dumps({
+    "hosts": hosts, "files_per_host": files, "rewrite_last_ms": round(1000 * saves[-1], 2),
+    "rewrite_median_ms": round(1000 * sorted(saves)[len(saves) // 2], 2),
+    "rewrites_total_s": round(sum(saves), 2), "run_total_s": round(total, 2),
+    "rewrite_last_kib": round(written[-1] / 1024, 1),
+    "written_total_mib": round(sum(written) / 2**20, 1),
+    "final_save_s": round(last, 3), "bundle_toml_kib": round(size / 1024, 1),
+    "writer_kib_per_host": round(kept_per_host / 1024, 2),
+}))
+"""
+
+
+def manifest_cost(hosts: int, files: int, checkout: Path = ROOT) -> dict[str, object]:
+    """The `bundle.toml` cost of a collection of `hosts` hosts of `files` files each, with
+    the writer of `checkout`: CPU of the last rewrite and of all (one after every host)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _MANIFEST, str(hosts), str(files)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=checkout,
+        env={**os.environ, "PYTHONPATH": str(checkout)},
+    )
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def sink_memory(max_bytes: int = 8 << 20) -> list[dict[str, object]]:
+    """What one host's answer costs the collector while it is read: `--max-size` of
+    records fed to the host's record sink (`remote._RecordSink`), traced, in shapes from a
+    plain py-spy answer to the worst (one line of the whole cap holding one emoji: Python
+    keeps such a string at 4 bytes a character)."""
+    import tracemalloc
+
+    from reporter.collect.remote import _RecordSink
+
+    shapes = (
+        ("dumps of 64 KiB, ASCII", "x" * (64 << 10)),
+        ("dumps of 4 KiB, ASCII", "y" * (4 << 10)),
+        ("dumps of 16 KiB, emoji only", "\U0001f642" * (4 << 10)),
+        ("one line of 7/8 the cap, ASCII", "z" * (max_bytes * 7 // 8)),
+        ("one line of 7/8 the cap, one emoji", "a" * (max_bytes * 7 // 8) + "\U0001f642"),
+    )
+    out: list[dict[str, object]] = []
+    for name, text in shapes:
+        record = {"t": "dump", "pid": 1, "snapshot": 0, "text": text}
+        line = json.dumps(record, ensure_ascii=False).encode() + b"\n"
+        data = line * max(1, max_bytes // len(line))
+        del text, record, line
+        tracemalloc.start()
+        sink = _RecordSink(max_bytes)
+        for at in range(0, len(data), 1 << 16):
+            if not sink(data[at : at + (1 << 16)]):
+                break
+        sink.close()
+        kept, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        out.append(
+            {
+                "shape": name,
+                "sent_mib": round(len(data) / 2**20, 1),
+                "kept_x_max_size": round(kept / max_bytes, 2),
+                "peak_x_max_size": round(peak / max_bytes, 2),
+            }
+        )
+        del sink, data
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hosts", type=int, default=64)
+    parser.add_argument("--hosts", type=int, nargs="+", default=[64])
     parser.add_argument("--parallel", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
@@ -151,10 +317,35 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="no sshd: every host is this machine, reached with --exec (256 sshd do not fit)",
     )
+    parser.add_argument(
+        "--checkout", type=Path, default=ROOT, help="the reporter checkout to measure"
+    )
+    parser.add_argument(
+        "--files", type=int, default=30, help="files per host for the bundle.toml cost"
+    )
+    parser.add_argument(
+        "--manifest-hosts",
+        type=int,
+        nargs="*",
+        default=[64, 256, 1000],
+        help="host counts for the bundle.toml cost (none: skip it)",
+    )
+    parser.add_argument(
+        "--sink-memory",
+        action="store_true",
+        help="only the memory one host's answer costs while it is read (x --max-size)",
+    )
     args = parser.parse_args(argv)
-    names = [f"host-{i:03d}" for i in range(args.hosts)]
+    if args.sink_memory:
+        for row in sink_memory():
+            print(
+                f"{row['shape']}: {row['sent_mib']} MiB sent; kept {row['kept_x_max_size']}x "
+                f"--max-size, peak {row['peak_x_max_size']}x"
+            )
+        return 0
     if args.stand_in:
-        return _stand_in(args, names)
+        return _stand_in(args)
+    names = [f"host-{i:03d}" for i in range(max(args.hosts))]
     problem = sshlab.require_lab()
     if problem is not None:
         raise SystemExit(f"cannot run: {problem}")
@@ -166,9 +357,11 @@ def main(argv: list[str] | None = None) -> int:
                 [sys.executable, "-c", TARGET], cwd=ROOT, env=dict(os.environ), log=Path(os.devnull)
             )
         time.sleep(2.0)
-        runs = [_collect(lab, names[:1], Path(tmp) / "one", 1)]
+        runs = [_collect(lab, names[:1], Path(tmp) / "one", 1, args.checkout)]
         for parallel in args.parallel:
-            runs.append(_collect(lab, names, Path(tmp) / f"all-{parallel}", parallel))
+            runs.append(
+                _collect(lab, names, Path(tmp) / f"all-{parallel}", parallel, args.checkout)
+            )
     # 1,000 hosts x 8 ranks x 3 snapshots + environment files: ~30 files per host.
     renders = {n: round(render_seconds(n), 3) for n in (64 * 6, 30_000)}
     if args.json:
@@ -178,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         return 0
-    print(f"{args.hosts} sshd on 127.0.0.1 started in {setup:.1f} s; {os.cpu_count()} cores")
+    print(f"{len(names)} sshd on 127.0.0.1 started in {setup:.1f} s; {os.cpu_count()} cores")
     for run in runs:
         print(
             f"{run['hosts']:>3} hosts, --parallel {run['parallel']:>2}: {run['wall_s']:6.2f} s wall "
@@ -193,22 +386,39 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _stand_in(args: argparse.Namespace, names: list[str]) -> int:
+def _stand_in(args: argparse.Namespace) -> int:
     """The fan-out with every host played by this machine through `--exec`: the collector's
     side (threads, pipes, parsing, bundle writes, `bundle.toml` rewrites) as at `--hosts`,
-    each host's side one py-spy dump of the one local target."""
+    each host's side one py-spy dump of the one local target. Then the `bundle.toml` cost."""
     target = subprocess.Popen([sys.executable, "-c", TARGET], cwd=ROOT)
+    runs = []
     try:
         time.sleep(1.5)
         with tempfile.TemporaryDirectory(prefix="fanout-") as tmp:
-            runs = [_collect(None, names[:1], Path(tmp) / "one", 1)]
-            for parallel in args.parallel:
-                runs.append(_collect(None, names, Path(tmp) / f"all-{parallel}", parallel))
+            runs.append(_collect(None, ["host-000"], Path(tmp) / "one", 1, args.checkout))
+            for count in args.hosts:
+                names = [f"host-{i:03d}" for i in range(count)]
+                for parallel in args.parallel:
+                    out = Path(tmp) / f"all-{count}-{parallel}"
+                    runs.append(_collect(None, names, out, parallel, args.checkout))
     finally:
         target.kill()
         target.wait()
+    costs = [manifest_cost(n, args.files, args.checkout) for n in args.manifest_hosts]
+    slope = _per_host_rss(runs)
     if args.json:
-        print(json.dumps({"stand_in": True, "runs": runs}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "stand_in": True,
+                    "checkout": str(args.checkout),
+                    "runs": runs,
+                    "collector_rss_per_host_kib": slope,
+                    "manifest": costs,
+                },
+                indent=2,
+            )
+        )
         return 0
     print(f"stand-in hosts (--exec, no ssh) on this machine; {os.cpu_count()} cores")
     for run in runs:
@@ -216,10 +426,38 @@ def _stand_in(args: argparse.Namespace, names: list[str]) -> int:
             f"{run['hosts']:>3} hosts, --parallel {run['parallel']:>2}: {run['wall_s']:6.2f} s wall "
             f"({run['hosts_per_s']} hosts/s), {run['complete']}/{run['hosts']} complete; per host "
             f"median {run['host_s_median']} s, p90 {run['host_s_p90']} s; collector+hosts CPU "
-            f"{run['collector_cpu_per_host_ms']} ms/host; collector peak RSS "
-            f"{run['collector_rss_mib']} MiB; manifest {run['manifest_kib']} KiB"
+            f"{run['collector_cpu_per_host_ms']} ms/host, collector alone "
+            f"{run['collector_own_cpu_per_host_ms']} ms/host; collector peak RSS "
+            f"{run['collector_own_rss_mib']} MiB; manifest {run['manifest_kib']} KiB"
+        )
+    if slope is not None:
+        print(f"collector peak RSS per host (largest runs, same --parallel): {slope} KiB")
+    for cost in costs:
+        print(
+            f"bundle.toml, {cost['hosts']} hosts x {cost['files_per_host']} files, a rewrite "
+            f"after every host: last {cost['rewrite_last_ms']} ms CPU "
+            f"({cost['rewrite_last_kib']} KiB written), all {cost['rewrites_total_s']} s CPU "
+            f"({cost['written_total_mib']} MiB written; with the parts, "
+            f"{cost['run_total_s']} s in all); final save {cost['final_save_s']} s, "
+            f"{cost['bundle_toml_kib']} KiB; the writer keeps {cost['writer_kib_per_host']} "
+            "KiB a host"
         )
     return 0
+
+
+def _per_host_rss(runs: list[dict[str, object]]) -> float | None:
+    """KiB of collector peak RSS per host: the slope between the two largest host counts
+    run at the same `--parallel` (None with one host count)."""
+    by: dict[object, list[tuple[int, int]]] = {}
+    for run in runs[1:]:
+        hosts, rss = run["hosts"], run["collector_own_rss_mib"]
+        assert isinstance(hosts, int) and isinstance(rss, float)
+        by.setdefault(run["parallel"], []).append((hosts, int(rss * 1024)))
+    pairs = [sorted(p)[-2:] for p in by.values() if len({h for h, _ in p}) > 1]
+    if not pairs:
+        return None
+    (h0, r0), (h1, r1) = pairs[0]
+    return round((r1 - r0) / (h1 - h0), 1)
 
 
 if __name__ == "__main__":

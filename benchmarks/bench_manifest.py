@@ -22,7 +22,6 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -89,8 +88,7 @@ def main() -> None:
         base = writer.state
         for run in range(args.runs):
             entries, target, remote = _host(args.hosts - 1 + run, args.files)
-            writer.state = replace(
-                base,
+            writer.update(
                 evidence=(*base.evidence, *entries),
                 targets=(*base.targets, target),
                 remotes=(*base.remotes, remote),

@@ -44,6 +44,11 @@ the evidence was taken and what was skipped, by example::
 
 The loader ignores `[collect]`; the human summary of it goes to `[fields]`
 (`collection`, `skipped`), which the report shows under "Incident notes".
+
+Many hosts: each finished host's tables are written once to `bundle.d/<host folder>.toml`
+(`ManifestWriter.seal`) and `[collect] parts = "bundle.d"` names them; a save then rewrites
+only the rest (a few KiB whatever the hosts), and `ManifestWriter.join` writes the one file
+at the end. `reporter.load.manifest.parse_manifest` reads a bundle in either form.
 """
 
 from __future__ import annotations
@@ -52,13 +57,17 @@ import json
 import threading
 import tomllib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
-from reporter.core.writer import write_atomic
+from reporter.collect.manifest_files import ManifestFiles, PathFiles
+from reporter.collect.outdir import Stamp
+from reporter.core.errors import ManifestError, OutputError
 from reporter.load.manifest import MANIFEST_NAME, TomlDocument
+from reporter.load.parts import MAX_PART_BYTES, PARTS_DIR, join_parts
 from reporter.model import EvidenceKind
 from reporter.secrets import mask_text
 
@@ -214,13 +223,24 @@ def skipped_text(skipped: Sequence[SkipNote]) -> str:
 Pieces = dict[object, tuple[str, ...]]
 
 
-def render(state: ManifestState, pieces: Pieces | None = None) -> str:
+def render(
+    state: ManifestState,
+    pieces: Pieces | None = None,
+    *,
+    parts: str = "",
+    all_skipped: Sequence[SkipNote] | None = None,
+    remote_run: bool = False,
+) -> str:
     """`bundle.toml` text for `state`; `tomllib` and the bundle loader read it back.
 
     Free text (titles, command lines, descriptions) is secret-masked: it quotes processes.
     With `pieces` (kept by `ManifestWriter` between saves), each entry's table is rendered
     and read back once and kept there: a rewrite after one more host costs that host's
     entries, not the whole file's (the text is still joined and written in full).
+    `parts`: the folder holding the tables `state` leaves out (`[collect] parts`, see
+    `ManifestWriter.seal`); `all_skipped`: every skip, for the `[fields]` summary, when
+    `state` lists only those not in a part; `remote_run`: a collection from other hosts, also
+    when `state` lists none of them (they are in parts).
     """
     m = mask_text
     doc = (
@@ -266,7 +286,7 @@ def render(state: ManifestState, pieces: Pieces | None = None) -> str:
         doc.key("service", state.service)
     if state.version:
         doc.key("version", state.version)
-    if not state.remotes and state.host:
+    if not (state.remotes or remote_run) and state.host:
         # Every file was captured here; a remote collection names each file's host instead.
         doc.key("host", state.host)
     doc.table("fields")
@@ -274,8 +294,9 @@ def render(state: ManifestState, pieces: Pieces | None = None) -> str:
         doc.key("collection", m(state.summary))
     if state.advice:
         doc.key("ptrace", m(" ".join(state.advice)))
-    if state.skipped:
-        doc.key("skipped", m(skipped_text(state.skipped)))
+    skipped = state.skipped if all_skipped is None else all_skipped
+    if skipped:
+        doc.key("skipped", m(skipped_text(skipped)))
     if state.wedge_window is not None:
         doc.table("wedge").key("window", f"{state.wedge_window:g}s")
     for event in state.events:
@@ -287,6 +308,8 @@ def render(state: ManifestState, pieces: Pieces | None = None) -> str:
     if state.finished_at is not None:
         doc.key("finished_at", state.finished_at)
     doc.key("command", m(state.command)).key("host", state.host).key("tool", state.tool)
+    if parts:
+        doc.key("parts", parts)
     for key, value in (
         ("pyspy", state.pyspy),
         ("mode", state.mode),
@@ -364,69 +387,275 @@ def _skip_table(doc: TomlDocument, item: object) -> None:
     doc.key("reason", mask_text(item.reason)).key("at", item.at)
 
 
-@dataclass(slots=True)
-class ManifestWriter:
-    """The state of a running collection; every change can be saved at once (thread-safe)."""
+# The entry lists `ManifestWriter` keeps as lists (appending to a tuple of n entries copies
+# n: 30,000 files one by one would copy 450 million references).
+_LISTS = ("evidence", "targets", "processes", "remotes", "skipped")
+# What the writer saves beside bundle.toml once someone else changed bundle.toml.
+SIDE_NAME = "bundle.collect.toml"
 
-    root: Path
-    state: ManifestState
-    sink: Callable[[str, str], None] | None = None
-    """Writes `bundle.toml` (name, text) inside the held `--out` (`outdir.OutDir`); by
-    default `write_atomic` under `root`."""
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _pieces: Pieces = field(default_factory=dict)
+
+class ManifestWriter:
+    """The state of a running collection; every change can be saved at once (thread-safe).
+
+    `seal(host, ...)` moves a finished host's tables out of `bundle.toml` into a part of
+    its own (`bundle.d/<host folder>.toml`, written once): every later save rewrites only
+    the head, whose size does not grow with the hosts done, and `join()` at the end writes
+    one `bundle.toml` of head and parts (the form a person edits; `parse_manifest` reads
+    both). The head is never written over a `bundle.toml` someone else changed since
+    this writer's last write (its `Stamp` differs): from then on the writer's text goes to
+    `bundle.collect.toml` beside it, the parts stay, and `kept_edit` says so.
+    """
+
+    def __init__(
+        self, root: Path, state: ManifestState, files: ManifestFiles | None = None
+    ) -> None:
+        self.root = root
+        self.files: ManifestFiles = files if files is not None else PathFiles(root)
+        self.kept_edit = False
+        """bundle.toml was changed by someone else during the run, and kept as they left it."""
+        self._lock = threading.Lock()
+        self._pieces: Pieces = {}
+        self._base = state
+        self._lists: dict[str, list[Any]] = {name: list(getattr(state, name)) for name in _LISTS}
+        self._unsealed: dict[str, list[Any]] = {n: list(getattr(state, n)) for n in _LISTS}
+        """The entries not in a part (what bundle.toml itself lists): a save costs these.
+        The files in a part leave memory, so `_lists` and this share one evidence list."""
+        self._unsealed["evidence"] = self._lists["evidence"]
+        self._view: ManifestState | None = state
+        self._sealed: dict[int, object] = {}
+        """Entries written to a part, by `id` (the entry is held, so its id stays its own)."""
+        self._parts: dict[str, str] = {}
+        """Each sealed host's part, in the order sealed."""
+        self._part_files: set[str] = set()
+        self._written: Stamp | None = None
+        self._sealed_files = 0
+
+    @property
+    def files_listed(self) -> int:
+        """How many files the manifest lists, those in parts included (`state.evidence`
+        holds only the ones not in a part)."""
+        with self._lock:
+            return len(self._lists["evidence"]) + self._sealed_files
+
+    @property
+    def state(self) -> ManifestState:
+        """Everything listed so far (built once per change); of the files, only those not
+        yet in a part (see `files_listed`)."""
+        with self._lock:
+            return self._state()
+
+    def _state(self) -> ManifestState:
+        if self._view is None:
+            self._view = _with_lists(self._base, lambda name: tuple(self._lists[name]))
+        return self._view
 
     def update(self, **changes: object) -> None:
-        """Replace fields of the state (e.g. `status=`, `summary=`)."""
+        """Replace fields of the state (e.g. `status=`, `summary=`, `remotes=`)."""
         with self._lock:
-            self.state = replace(self.state, **changes)  # type: ignore[arg-type]
+            for name in _LISTS:
+                if name in changes:
+                    self._lists[name] = list(changes.pop(name))  # type: ignore[call-overload]
+                    sealed = self._sealed
+                    self._unsealed[name] = (
+                        self._lists[name]
+                        if name == "evidence"
+                        else [e for e in self._lists[name] if id(e) not in sealed]
+                    )
+            self._base = replace(self._base, **changes)  # type: ignore[arg-type]
+            self._view = None
+
+    def _append(self, name: str, item: object) -> None:
+        with self._lock:
+            self._lists[name].append(item)
+            if name != "evidence":  # one list for both (see `_unsealed`)
+                self._unsealed[name].append(item)
+            self._view = None
 
     def add_evidence(self, entry: EvidenceEntry) -> None:
         """List a file that is already written in full."""
-        with self._lock:
-            self.state = replace(self.state, evidence=(*self.state.evidence, entry))
+        self._append("evidence", entry)
+
+    def add_target(self, note: TargetNote) -> None:
+        """List a targeted process (a remote host's, as its records come in)."""
+        self._append("targets", note)
+
+    def add_process(self, entry: ProcessEntry) -> None:
+        """List a launcher above the targets."""
+        self._append("processes", entry)
+
+    def add_remote(self, note: RemoteNote) -> None:
+        """List one host's outcome."""
+        self._append("remotes", note)
 
     def replace_evidence(self, entry: EvidenceEntry) -> None:
         """Update the entry with the same path (e.g. the scrape count), or add it."""
         with self._lock:
-            kept = tuple(e for e in self.state.evidence if e.path != entry.path)
-            if len(kept) == len(self.state.evidence):
-                self.state = replace(self.state, evidence=(*kept, entry))
+            listed = self._lists["evidence"]
+            at = next((i for i, e in enumerate(listed) if e.path == entry.path), None)
+            if at is None:
+                listed.append(entry)
             else:
-                self.state = replace(
-                    self.state,
-                    evidence=tuple(
-                        entry if e.path == entry.path else e for e in self.state.evidence
-                    ),
-                )
+                listed[at] = entry
+            self._view = None
 
     def skip(self, note: SkipNote) -> None:
         """Record something the collection did not get."""
-        with self._lock:
-            self.state = replace(self.state, skipped=(*self.state.skipped, note))
+        self._append("skipped", note)
 
     def event(self, note: EventNote) -> None:
         """Add a timeline entry."""
         with self._lock:
-            self.state = replace(self.state, events=(*self.state.events, note))
+            self._base = replace(self._base, events=(*self._base.events, note))
+            self._view = None
+
+    def mark(self) -> int:
+        """Where the skip notes stand now: `seal(since=)` takes the ones after it."""
+        with self._lock:
+            return len(self._lists["skipped"])
+
+    def seal(self, host: str, folder: str, *, since: int) -> None:
+        """Write `host`'s tables (those naming it, and the skip notes added after `mark()`
+        gave `since`) to `bundle.d/<folder>.toml`, once, and leave them out of every later
+        save of the head. A part that cannot be written leaves them in the head."""
+        with self._lock:
+            taken: list[tuple[object, Callable[[TomlDocument, object], object]]] = []
+            for name, build in _BUILDERS:
+                listed = self._unsealed[name]
+                if name == "skipped":
+                    chosen = [e for e in self._lists[name][since:] if id(e) not in self._sealed]
+                else:
+                    chosen = [e for e in listed if e.host == host]
+                if name == "evidence":
+                    chosen = sorted(chosen, key=lambda e: e.path)
+                taken += [(e, build) for e in chosen]
+            if not taken:
+                return
+            doc = TomlDocument()
+            for entry, build in taken:
+                build(doc, entry)
+            rel = f"{PARTS_DIR}/{folder}.toml"
+            while rel in self._part_files:  # a host recorded twice: its first part stays
+                rel = f"{PARTS_DIR}/{folder}.{len(self._part_files)}.toml"
+            try:
+                # Not synced (a sync is ~5 ms a host on a loaded disk): after a power cut a
+                # part may be empty, which still reads; its files are then found by walking.
+                self.files.write_text(rel, doc.text())
+            except OutputError:
+                return
+            for entry, _build in taken:
+                self._pieces.pop(entry, None)
+                if not isinstance(entry, EvidenceEntry):
+                    self._sealed[id(entry)] = entry
+            gone = {id(entry) for entry, _build in taken}
+            for name in _LISTS:
+                self._unsealed[name] = [e for e in self._unsealed[name] if id(e) not in gone]
+            # A host's files are most of what it lists (30 and more): once in the part they
+            # leave memory, counted in `files_listed`. Its other notes stay (the summary and
+            # the host order need them); they are few.
+            self._sealed_files += len(self._lists["evidence"]) - len(self._unsealed["evidence"])
+            self._lists["evidence"] = self._unsealed["evidence"]
+            self._view = None
+            self._parts[f"{host}\n{rel}" if host in self._parts else host] = rel
+            self._part_files.add(rel)
+
+    def _head(self) -> ManifestState:
+        """The state without the sealed entries (what bundle.toml itself lists)."""
+        return _with_lists(self._base, lambda name: tuple(self._unsealed[name]))
 
     def save(self) -> Path:
-        """Write `bundle.toml` atomically; the text is checked to parse first."""
+        """Write `bundle.toml` (the head, when hosts are in parts) atomically; the text is
+        checked to parse first."""
         with self._lock:
-            # render() reads its text back: an unreadable manifest is never written.
-            state = self.state
-            if len(self._pieces) > 64 + 2 * _entries(state):
+            head = self._head()
+            if len(self._pieces) > 64 + 2 * _entries(head):
                 # Replaced entries leave pieces nobody shows: keep memory to what is listed.
-                listed = {*state.evidence, *state.targets, *state.processes, *state.remotes}
-                listed.update(state.skipped)
+                listed = {*head.evidence, *head.targets, *head.processes, *head.remotes}
+                listed.update(head.skipped)
                 self._pieces = {k: v for k, v in self._pieces.items() if k in listed}
-            text = render(state, self._pieces)
-            path = self.root / MANIFEST_NAME
-            if self.sink is not None:
-                self.sink(MANIFEST_NAME, text)
-            else:
-                write_atomic(path, text)
-        return path
+            # render() reads its text back: an unreadable manifest is never written.
+            text = render(
+                head,
+                self._pieces,
+                parts=PARTS_DIR if self._parts else "",
+                all_skipped=self._lists["skipped"],
+                remote_run=bool(self._lists["remotes"]),
+            )
+            return self._put(text)
+
+    def join(self) -> Path:
+        """The last save: `bundle.toml` as one file, the head and every part in the order
+        of the hosts (`remotes`), then the parts removed. Without parts, a plain `save`.
+        When bundle.toml was edited by someone else, or the joined text does not read
+        back, the parts stay and the head names them (`parse_manifest` joins them)."""
+        if not self._parts:
+            return self.save()
+        with self._lock:
+            state = self._state()
+            if self._edited():
+                return self._put(self._head_text(state))
+            head = render(
+                replace(self._head(), skipped=()), all_skipped=state.skipped, remote_run=True
+            )
+            order = [n.host for n in state.remotes if n.host in self._parts]
+            rels = [self._parts[h] for h in dict.fromkeys([*order, *self._parts])]
+            try:
+                texts = [(rel, self.files.read_text(rel, max_bytes=MAX_PART_BYTES)) for rel in rels]
+                # The head's own skip notes go last, where render puts skips.
+                own = TomlDocument()
+                for note in self._head().skipped:
+                    _skip_table(own, note)
+                if len(own):
+                    texts.append(("skips", "\n".join(own.lines()) + "\n"))
+                text = join_parts(head, texts)
+            except (OutputError, ManifestError):
+                return self._put(self._head_text(state))
+            path = self._put(text)
+            if path.name != MANIFEST_NAME:
+                return path  # edited this very moment: the parts stay, the head names them
+            for rel in rels:
+                self.files.remove(rel)
+            self.files.remove_folder(PARTS_DIR)
+            self._parts.clear()
+            self._part_files.clear()
+            return path
+
+    def _head_text(self, state: ManifestState) -> str:
+        return render(self._head(), parts=PARTS_DIR, all_skipped=state.skipped, remote_run=True)
+
+    def _edited(self) -> bool:
+        """True once bundle.toml is not what this writer wrote last (someone edited it)."""
+        if not self.kept_edit and self._written is not None:
+            self.kept_edit = self.files.stamp(MANIFEST_NAME) != self._written
+        return self.kept_edit
+
+    def _put(self, text: str) -> Path:
+        """Write the manifest text to bundle.toml, or beside it once someone edited it."""
+        if self._edited():
+            self.files.write_synced(SIDE_NAME, text)
+            return self.root / SIDE_NAME
+        self._written = self.files.write_synced(MANIFEST_NAME, text)
+        return self.root / MANIFEST_NAME
+
+
+def _with_lists(state: ManifestState, listed: Callable[[str], tuple[Any, ...]]) -> ManifestState:
+    """`state` with each of `_LISTS` replaced by `listed(name)`."""
+    return replace(
+        state,
+        evidence=listed("evidence"),
+        targets=listed("targets"),
+        processes=listed("processes"),
+        remotes=listed("remotes"),
+        skipped=listed("skipped"),
+    )
+
+
+_BUILDERS: tuple[tuple[str, Callable[[TomlDocument, object], object]], ...] = (
+    ("evidence", _evidence_table),
+    ("targets", _target_table),
+    ("processes", _process_table),
+    ("remotes", _remote_table),
+    ("skipped", _skip_table),
+)
 
 
 def _entries(state: ManifestState) -> int:

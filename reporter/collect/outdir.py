@@ -28,6 +28,9 @@ from typing import IO
 from reporter.core.errors import OutputError, UsageError
 
 LOCK_NAME = ".report-collect.lock"
+# (inode, size, modification time in ns) of a file: changes whenever anyone replaces or
+# edits it (an editor's save, `report init --force`), so it tells our write from theirs.
+Stamp = tuple[int, int, int]
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -73,6 +76,10 @@ def _check_folder(path: Path, info: os.stat_result) -> None:
             f"{path}: anyone can write into it (mode {stat.S_IMODE(info.st_mode):o})",
             tip="name a new folder, or `chmod o-w` it first",
         )
+
+
+def _stamp(info: os.stat_result) -> Stamp:
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 class OutDir:
@@ -163,11 +170,11 @@ class OutDir:
             if current != self.fd:
                 os.close(current)
 
-    def write(self, rel: str, data: bytes, *, sync: bool = False) -> None:
+    def write(self, rel: str, data: bytes, *, sync: bool = False) -> Stamp:
         """Write `data` as the bundle file `rel`, whole or not at all (the rename is
-        atomic). `sync`: on the disk before the rename (the manifest); an evidence file is
-        not synced one by one, which costs ~5 ms each on a loaded disk: 5,000 files from
-        one host would take half a minute."""
+        atomic), and return its `Stamp`. `sync`: on the disk before the rename (the
+        manifest); an evidence file is not synced one by one, which costs ~5 ms each on a
+        loaded disk: 5,000 files from one host would take half a minute."""
         with self.folder(rel) as (fd, name):
             temp = f".{name}.{secrets.token_hex(4)}.tmp"
             try:
@@ -178,9 +185,11 @@ class OutDir:
                         view = view[os.write(out, view) :]
                     if sync:
                         os.fsync(out)
+                    stamp = _stamp(os.fstat(out))
                 finally:
                     os.close(out)
                 os.replace(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
+                return stamp
             except OSError as err:
                 with contextlib.suppress(OSError):
                     os.unlink(temp, dir_fd=fd)
@@ -189,13 +198,58 @@ class OutDir:
                     tip="check the free space and the folder's permissions",
                 ) from err
 
-    def write_text(self, rel: str, text: str) -> None:
+    def write_text(self, rel: str, text: str) -> Stamp:
         """`write` of UTF-8 text."""
-        self.write(rel, text.encode("utf-8"))
+        return self.write(rel, text.encode("utf-8"))
 
-    def write_synced(self, rel: str, text: str) -> None:
+    def write_synced(self, rel: str, text: str) -> Stamp:
         """`write` of UTF-8 text, on the disk before it replaces the old file (the manifest)."""
-        self.write(rel, text.encode("utf-8"), sync=True)
+        return self.write(rel, text.encode("utf-8"), sync=True)
+
+    def stamp(self, rel: str) -> Stamp | None:
+        """The `Stamp` of the bundle file `rel` now (None when it is gone): the manifest
+        writer compares it with what it wrote last, so a person's edit is never replaced."""
+        with self.folder(rel) as (fd, name):
+            try:
+                return _stamp(os.stat(name, dir_fd=fd, follow_symlinks=False))
+            except FileNotFoundError:
+                return None
+            except OSError as err:
+                raise OutputError(f"{self.path / rel}: cannot be checked ({err.strerror})") from err
+
+    def read_text(self, rel: str, *, max_bytes: int) -> str:
+        """The bundle file `rel` (never through a link), at most `max_bytes` of it."""
+        with self.folder(rel) as (fd, name):
+            try:
+                handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except OSError as err:
+                raise OutputError(f"{self.path / rel}: cannot read ({err.strerror})") from err
+            with os.fdopen(handle, "rb") as source:
+                data = source.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise OutputError(f"{self.path / rel}: larger than {max_bytes} bytes")
+        return data.decode("utf-8", "replace")
+
+    def remove(self, rel: str) -> None:
+        """Remove the bundle file `rel` (gone already is fine)."""
+        with self.folder(rel) as (fd, name):
+            try:
+                os.unlink(name, dir_fd=fd)
+            except FileNotFoundError:
+                return
+            except OSError as err:
+                raise OutputError(f"{self.path / rel}: cannot remove ({err.strerror})") from err
+
+    def remove_folder(self, rel: str) -> bool:
+        """Remove the folder `rel` if it is empty; True when it is gone."""
+        with self.folder(rel) as (fd, name):
+            try:
+                os.rmdir(name, dir_fd=fd)
+            except FileNotFoundError:
+                return True
+            except OSError:
+                return False  # not empty (a stray file): left as it is
+        return True
 
     def append(self, rel: str) -> IO[str]:
         """`rel` opened for appending text (created if need be; never through a link)."""

@@ -676,7 +676,11 @@ class RemoteSteps(SessionState):
         so a rewrite after each of a thousand hosts would cost time in proportion to hosts
         squared. A hard kill loses at most that much of the manifest, never a file."""
         with self.lock:
-            _Recorder(self, run, until=self.write_until(run)).record()
+            since = self.w.mark()
+            recorder = _Recorder(self, run, until=self.write_until(run))
+            recorder.record()
+            # The host's tables go to a part of their own: later saves skip them.
+            self.w.seal(run.host.name, recorder.base.removeprefix("hosts/"), since=since)
             began = time.monotonic()
             if began - self.saved_at >= max(SAVE_EVERY, 10 * self.save_cost):
                 self.w.save()
@@ -932,7 +936,7 @@ class _Recorder:
             failed_dumps=self.failed,
             seconds=done.seconds,
         )
-        s.w.update(remotes=(*s.w.state.remotes, note))
+        s.w.add_remote(note)
         if status != "complete":
             s.note_skip(f"host {self.name}", f"{status}: {reason}")
         s.say(
@@ -959,7 +963,7 @@ class _Recorder:
             host=self.name,
         )
         self.titles[pid] = note.title
-        self.s.w.update(targets=(*self.s.w.state.targets, note))
+        self.s.w.add_target(note)
 
     def on_process(self, r: dict[str, Any]) -> None:
         argv = _strings(r, "argv", limit=1 << 16)
@@ -977,7 +981,7 @@ class _Recorder:
             cmdline=" ".join(a for a in text.split("\x00") if a),
             host=self.name,
         )
-        self.s.w.update(processes=(*self.s.w.state.processes, entry))
+        self.s.w.add_process(entry)
 
     def on_passed(self, r: dict[str, Any]) -> None:
         self.skip(

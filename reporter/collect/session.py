@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 
 from reporter import __version__
-from reporter.collect import envcap, outdir, plan, procfs, ptrace
+from reporter.collect import envcap, manifest, outdir, plan, procfs, ptrace
 from reporter.collect.capture import ProcessSteps
 from reporter.collect.manifest import (
     CollectStatus,
@@ -86,7 +86,7 @@ class _Session(ProcessSteps, ServiceSteps, RemoteSteps):
     def claim_out(self, state: ManifestState) -> None:
         """Take `--out` for this run (`outdir.OutDir.claim`) and start the manifest in it."""
         self.out = outdir.OutDir.claim(self.root)
-        self.writer = ManifestWriter(root=self.root, state=state, sink=self.out.write_synced)
+        self.writer = ManifestWriter(root=self.root, state=state, files=self.out)
 
     def select(self) -> Selection:
         request = self.request
@@ -201,7 +201,12 @@ class _Session(ProcessSteps, ServiceSteps, RemoteSteps):
             )
         self.w.update(summary=self.summary_text(status))
         try:
-            self.w.save()
+            self.w.join()
+            if self.w.kept_edit:
+                self.say(
+                    f"bundle.toml was edited during the run and is kept as it is; the "
+                    f"collection's own manifest is {manifest.SIDE_NAME} beside it"
+                )
         finally:
             if self.out is not None:
                 self.out.close()
@@ -226,7 +231,7 @@ class _Session(ProcessSteps, ServiceSteps, RemoteSteps):
             dumps_ok=self.dumps_ok,
             dumps_failed=self.dumps_failed,
             scrapes=self.scrapes_ok,
-            files=len(state.evidence) if state else 0,
+            files=self.writer.files_listed if self.writer else 0,
             skipped=state.skipped if state else (),
             advice=state.advice if state else (),
             seconds=time.monotonic() - self.began,
@@ -340,10 +345,10 @@ def collect(
         )
         what += [f"nothing from {line.split(': ', 1)[0]}" for line in session.missing_sources()]
         session.say(
-            f"incomplete: {'; '.join(what)}; {len(session.w.state.evidence)} files in {request.out}"
+            f"incomplete: {'; '.join(what)}; {session.w.files_listed} files in {request.out}"
         )
     else:
-        session.say(f"done: {len(session.w.state.evidence)} files in {request.out}")
+        session.say(f"done: {session.w.files_listed} files in {request.out}")
     return session.summary(status)
 
 
@@ -392,7 +397,7 @@ def _collect_remote(session: _Session, hosts: Sequence[RemoteHost]) -> CollectSu
             f"stacks; not from " + ", ".join(f"{n.host} ({n.status})" for n in missing)
         )
     else:
-        session.say(f"done: {len(session.w.state.evidence)} files in {request.out}")
+        session.say(f"done: {session.w.files_listed} files in {request.out}")
     return session.summary(status)
 
 

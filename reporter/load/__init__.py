@@ -5,6 +5,7 @@ with `reporter.analysis.ranks`) and below render/, upstream/ and app/. Modules::
 
     bundle.py    a bundle folder or loose files -> `Bundle` (sniffing, parsing, limits)
     manifest.py  read, check and write `bundle.toml`
+    parts.py     the `bundle.d/` parts of a many-host collection, joined after the head
     sources.py   local source trees (`--source-root`) for the source excerpts
     guess.py     `report init`'s guesses (repository, world size, globs) from a loaded bundle
 """

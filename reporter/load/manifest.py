@@ -6,6 +6,10 @@ naming the line and a fix (`rank = true` and `world_size = 9223372036854775807` 
 refused); a file listed twice is kept once and unknown keys are kept out, both with
 a warning (unknown keys with a "did you mean" from the known ones).
 
+Parts: a bundle whose many-host collection was cut short has its hosts' tables in
+`bundle.d/` (`[collect] parts`); `parse_manifest` joins them after the head first
+(`reporter.load.parts`), so both forms read alike.
+
 Writing: `TomlDocument` is the one TOML writer of the project (`report init`,
 `report collect`, the upstream filing record). Values go through tomlkit, so every
 string is escaped by a maintained TOML library (U+007F included), and the text is
@@ -30,6 +34,8 @@ from tomlkit.items import Item
 from reporter.core import hostnames
 from reporter.core.errors import ManifestError
 from reporter.core.times import iso, parse_duration
+from reporter.load.parts import MANIFEST_NAME as MANIFEST_NAME
+from reporter.load.parts import PARTS_DIR, join_parts, read_parts
 from reporter.model import (
     EventKind,
     EvidenceKind,
@@ -43,7 +49,6 @@ from reporter.model import (
     WedgeSettings,
 )
 
-MANIFEST_NAME = "bundle.toml"
 # Far above any real job (the largest published runs have ~10^5 ranks), far below
 # what would make a rank list or a "missing ranks" sweep run out of memory.
 MAX_WORLD_SIZE = 1 << 20
@@ -253,6 +258,12 @@ def parse_manifest(
             f"{MANIFEST_NAME}: {err}",
             tip="fix the TOML syntax; `report init` writes a valid example",
         ) from err
+    parts = _parts_folder(data, text, root)
+    if parts is not None:
+        # A collection cut short: its hosts' tables are in the parts (line numbers below
+        # count in the joined text, the head's own lines first).
+        text = join_parts(text, read_parts(root, parts))
+        data = tomllib.loads(text)
     host = _host(data.get("host"), text, where="host")
     manifest = Manifest(
         title=_string(data, "title", text),
@@ -310,6 +321,26 @@ def parse_manifest(
     return ManifestRead(
         manifest=manifest, entries=tuple(entries.values()), warnings=tuple(warnings)
     )
+
+
+def _parts_folder(data: dict[str, Any], text: str, root: Path) -> str | None:
+    """`[collect] parts`: the folder of the head's parts, checked to be inside the bundle."""
+    collect = data.get("collect")
+    folder = collect.get("parts") if isinstance(collect, dict) else None
+    if folder is None:
+        return None
+    where = f"{MANIFEST_NAME}:{_line_of(text, 'parts')}"
+    if not isinstance(folder, str) or not folder or Path(folder).is_absolute():
+        raise ManifestError(
+            f"{where}: `collect.parts` must name a folder inside the bundle",
+            tip=f'write parts = "{PARTS_DIR}", or remove the key',
+        )
+    if ".." in Path(folder).parts or not (root / folder).resolve().is_relative_to(root.resolve()):
+        raise ManifestError(
+            f"{where}: `collect.parts` {folder!r} points outside the bundle",
+            tip=f'write parts = "{PARTS_DIR}"',
+        )
+    return folder
 
 
 def _glob(root: Path, pattern: str, line: int) -> list[Path]:
