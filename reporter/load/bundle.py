@@ -56,8 +56,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import TypeVar
 
 from reporter.core import fileio
 from reporter.core.errors import EvidenceError, InputError, ManifestError, UsageError
@@ -65,6 +65,8 @@ from reporter.core.fileio import check_regular, human_size, read_bytes_bounded
 from reporter.core.gcpause import gc_paused
 from reporter.evidence import flight_recorder, metrics
 from reporter.evidence import sniff as sniffing
+from reporter.evidence.kinds.fold import Parsed, fold
+from reporter.evidence.kinds.interface import FileFacts
 from reporter.load.manifest import (
     MANIFEST_NAME,
     ManifestEntry,
@@ -78,27 +80,13 @@ from reporter.model import (
     PROC_KINDS,
     SUMMARISED_KINDS,
     Bundle,
-    CodeExcerpt,
-    Environment,
     EvidenceFile,
     EvidenceKind,
-    FailedDump,
-    FdEntry,
-    FrTrace,
-    GoroutineDump,
     Location,
-    LogEvent,
     Manifest,
-    MetricSeries,
     ParseResult,
     ParseWarning,
-    ProcessDump,
-    ProcessRelation,
-    ProcState,
     RankHint,
-    SocketRow,
-    ThreadState,
-    TimelineEvent,
 )
 from reporter.secrets import mask_text
 
@@ -106,7 +94,6 @@ from reporter.secrets import mask_text
 DEFAULT_MAX_FILE_BYTES = fileio.DEFAULT_MAX_BYTES
 # Bytes inspected for NUL characters when deciding that a file is binary.
 _BINARY_PROBE = 8192
-_R = TypeVar("_R", ProcState, ThreadState, FdEntry, SocketRow, ProcessRelation)
 # Files in a bundle folder that are never evidence: notes and the scripts that made the evidence.
 _NOT_EVIDENCE = (
     "README*",
@@ -661,214 +648,150 @@ def _assemble(
     strict: bool,
     listed: int | None = None,
 ) -> Bundle:
-    """Read, sniff and parse every entry. `strict` entries must be usable evidence.
+    """Read, sniff and parse every entry, then fold the files into one bundle
+    (`reporter.evidence.kinds.fold`: one merge per `Evidence` field, no kind named here).
 
     Files the user named (loose files, manifest entries) must be usable; files only
     found by walking the folder may be skipped with a warning.
     """
     files: list[EvidenceFile] = []
-    dumps: list[ProcessDump] = []
-    failures: list[FailedDump] = []
     all_warnings = list(warnings)
     hints: list[tuple[str, RankHint]] = []
-    raw_series: list[MetricSeries] = []
-    events: list[TimelineEvent] = list(manifest.events)
-    environments: list[Environment] = []
-    code_excerpts: list[CodeExcerpt] = []
-    goroutine_dumps: list[GoroutineDump] = []
-    fr_traces: list[FrTrace] = []
-    proc_states: list[ProcState] = []
-    # The /proc copies of each round, with their file's place in capture order.
-    proc: list[tuple[_Order, ParseResult]] = []
-    log_events: list[LogEvent] = []
+    # Manifest events first: the timeline's sort keeps them ahead of a file's at one moment.
+    parsed = [Parsed(ParseResult(events=manifest.events), FileFacts(), lambda: ())]
     # Dates a scrape or log that has no time of its own: the earliest manifest time.
     reference = min((e.captured_at for e in entries if e.captured_at), default=None)
     for index, entry in enumerate(entries):
         named = strict or (listed is not None and index < listed)
-        data = _read_once(entry, max_file_bytes=max_file_bytes)
-        pickled = _read_fr_pickle(entry, max_file_bytes=max_file_bytes, data=data)
-        if pickled is not None:
-            fr_result, size, digest = pickled
-            fr_traces.extend(
-                replace(tr, captured_at=entry.captured_at) for tr in fr_result.flight_recorder
-            )
-            all_warnings.extend(fr_result.warnings)
-            if entry.hint is not None:
-                hints.append((entry.display, entry.hint))
-            files.append(_file_record(entry, EvidenceKind.FLIGHT_RECORDER, size, digest))
+        read = _parse_entry(entry, named, reference, all_warnings, max_file_bytes)
+        if read is None:
             continue
-        try:
-            text, size, digest = (
-                _read_evidence(entry.path, display=entry.display, max_file_bytes=max_file_bytes)
-                if data is None
-                else _evidence_text(data, display=entry.display)
-            )
-            data = None  # not held beside the text while it is parsed (a file may be 512 MiB)
-        except EvidenceError as err:
-            # Metric, service and log files are never fatal: their problems are warnings.
-            if named and entry.kind not in CONTEXT_KINDS:
-                raise
-            all_warnings.append(
-                ParseWarning(source=Location(path=entry.display), message=f"skipped: {err.message}")
-            )
-            continue
-        if entry.kind is None and _own_output(text):
-            if named:
-                raise EvidenceError(
-                    f"{entry.display}: a report written by reporter, not evidence "
-                    "(its embedded dumps would count twice)",
-                    tip="pass the bundle folder or the dump files the report was drafted from",
-                )
-            # A report this tool wrote, saved inside the bundle: never evidence, and not
-            # "unlisted evidence" either.
-            all_warnings = [w for w in all_warnings if w.source.path != entry.display]
-            continue
-        kind = entry.kind or sniffing.sniff(text)
-        if kind is EvidenceKind.UNKNOWN:
-            if named:
-                raise EvidenceError(
-                    f"{entry.display}: not a py-spy dump (text or --json) nor a faulthandler dump",
-                    tip="check the file, or declare its kind in bundle.toml",
-                )
-            all_warnings.append(
-                ParseWarning(
-                    source=Location(path=entry.display),
-                    message="skipped: not recognised as evidence",
-                )
-            )
-            continue
-        if kind is EvidenceKind.FLIGHT_RECORDER:
-            # The manifest's rank wins over the file name's.
-            result = flight_recorder.parse_json(
-                text, source=entry.display, rank=entry.hint.rank if entry.hint else None
-            )
-        else:
-            result = sniffing.parse(
-                kind, text, source=entry.display, captured_at=entry.captured_at or reference
-            )
-        usable = result.failures or any(d.threads for d in result.dumps)
-        if named and not usable and kind not in CONTEXT_KINDS:
-            first = result.warnings[0].message if result.warnings else "no dump found"
-            raise EvidenceError(
-                f"{entry.display}: no usable dump in this file ({first})",
-                tip="the file may be truncated before the first thread; capture it again",
-            )
-        stamped = [
-            d
-            if d.captured_at or entry.captured_at is None
-            else replace(d, captured_at=entry.captured_at)
-            for d in result.dumps
-        ]
-        file_failures = [
-            f
-            if f.captured_at or entry.captured_at is None
-            else replace(f, captured_at=entry.captured_at)
-            for f in result.failures
-        ]
-        if entry.host:
-            # A process is (host, PID): the same PID on two hosts is two processes.
-            stamped = [replace(d, host=entry.host) for d in stamped]
-            file_failures = [replace(f, host=entry.host) for f in file_failures]
-        dumps.extend(stamped)
-        failures.extend(file_failures)
+        result, record = read
+        facts = FileFacts(
+            captured_at=entry.captured_at,
+            host=entry.host,
+            snapshot=snapshot_index(entry.display),
+        )
+        parsed.append(Parsed(result, facts, partial(_order, entry, index)))
         all_warnings.extend(result.warnings)
-        raw_series.extend(result.series)
-        events.extend(result.events)
-        if result.environment:
-            environments.append(result.environment)
-        code_excerpts.extend(result.excerpts)
-        fr_traces.extend(
-            replace(tr, captured_at=tr.captured_at or entry.captured_at)
-            for tr in result.flight_recorder
-        )
-        goroutine_dumps.extend(
-            g
-            if g.captured_at or entry.captured_at is None
-            else replace(g, captured_at=entry.captured_at)
-            for g in result.goroutine_dumps
-        )
-        if result.proc_states or _has_proc_records(result):
-            proc.append((_order(entry, index), _stamped_proc(result, entry)))
-        log_events.extend(
-            replace(e, host=entry.host) if entry.host else e for e in result.log_events
-        )
         if entry.hint is not None:
             hints.append((entry.display, entry.hint))
-        head, lines = _head(kind, text, parsed=bool(result.dumps))
-        files.append(_file_record(entry, kind, size, digest, head=head, lines=lines))
-    # Capture order: the manifest's time, then the snapshot index, then the mtime, then
-    # file order; the last copy of a process is its latest.
-    proc.sort(key=lambda pair: pair[0])
-    proc_states = [s for _, r in proc for s in r.proc_states]
-    environment = Environment.combined(environments)
-    series, series_warnings = metrics.finish(raw_series)
-    all_warnings.extend(series_warnings)
-    events.sort(key=lambda e: (e.at, e.source.path, e.source.line, e.kind.value, e.text))
-    if not (
-        dumps
-        or failures
-        or series
-        or events
-        or environment
-        or code_excerpts
-        or goroutine_dumps
-        or fr_traces
-        or proc_states
-        or proc
-        or log_events
-    ):
-        where = root or ", ".join(e.display for e in entries)
-        # A folder the walk did not enter (past the depth cap, unreadable) may hold it: say so.
-        unread = [w for w in all_warnings if w.message.startswith("skipped: a folder")]
-        raise EvidenceError(
-            f"{where}: no usable evidence (no py-spy or faulthandler dump, metric history, "
-            "service state, dated log line, environment, code excerpt or goroutine dump)"
-            + (
-                f"; {len(unread)} folder(s) not read: {unread[0].source.path} "
-                f"{unread[0].message.removeprefix('skipped: a folder ')}"
-                if unread
-                else ""
-            ),
-            tip=f"move the evidence at most {fileio.MAX_DEPTH} folders down, or make the "
-            "folder readable"
-            if unread
-            else "put the evidence in the folder, or list it in bundle.toml (see `report init`)",
-        )
+        files.append(record)
+    folded, finish_warnings = fold(parsed)
+    all_warnings.extend(finish_warnings)
+    if not any(folded.values()):
+        raise _no_evidence(root, entries, all_warnings)
     return Bundle(
         root=root,
         manifest=manifest,
         files=tuple(files),
-        dumps=tuple(dumps),
-        failures=tuple(failures),
         warnings=_inert_warnings(all_warnings),
         rank_hints=tuple(hints),
-        series=series,
-        events=tuple(events),
-        environment=environment,
-        excerpts=tuple(code_excerpts),
-        # Capture order where known (stable: file order otherwise).
-        goroutine_dumps=tuple(
-            sorted(goroutine_dumps, key=lambda g: g.captured_at or datetime.max.replace(tzinfo=UTC))
-        ),
-        flight_recorder=tuple(
-            sorted(
-                fr_traces,
-                key=lambda tr: (tr.trace_set, tr.rank is None, tr.rank or 0, tr.source.path),
+        **folded,
+    )
+
+
+def _parse_entry(
+    entry: ManifestEntry,
+    named: bool,
+    reference: datetime | None,
+    warnings: list[ParseWarning],
+    max_file_bytes: int,
+) -> tuple[ParseResult, EvidenceFile] | None:
+    """One entry read, sniffed and parsed: its parse and file record; None when it is
+    skipped (a warning says why). A named file that is not usable evidence raises."""
+    data = _read_once(entry, max_file_bytes=max_file_bytes)
+    pickled = _read_fr_pickle(entry, max_file_bytes=max_file_bytes, data=data)
+    if pickled is not None:
+        fr_result, size, digest = pickled
+        kind = EvidenceKind.FLIGHT_RECORDER
+        return fr_result, _file_record(entry, kind, size, digest)
+    try:
+        text, size, digest = (
+            _read_evidence(entry.path, display=entry.display, max_file_bytes=max_file_bytes)
+            if data is None
+            else _evidence_text(data, display=entry.display)
+        )
+        data = None  # not held beside the text while it is parsed (a file may be 512 MiB)
+    except EvidenceError as err:
+        # Metric, service and log files are never fatal: their problems are warnings.
+        if named and entry.kind not in CONTEXT_KINDS:
+            raise
+        warnings.append(
+            ParseWarning(source=Location(path=entry.display), message=f"skipped: {err.message}")
+        )
+        return None
+    if entry.kind is None and _own_output(text):
+        if named:
+            raise EvidenceError(
+                f"{entry.display}: a report written by reporter, not evidence "
+                "(its embedded dumps would count twice)",
+                tip="pass the bundle folder or the dump files the report was drafted from",
             )
+        # A report this tool wrote, saved inside the bundle: never evidence, and not
+        # "unlisted evidence" either.
+        warnings[:] = [w for w in warnings if w.source.path != entry.display]
+        return None
+    kind = entry.kind or sniffing.sniff(text)
+    if kind is EvidenceKind.UNKNOWN:
+        if named:
+            raise EvidenceError(
+                f"{entry.display}: not a py-spy dump (text or --json) nor a faulthandler dump",
+                tip="check the file, or declare its kind in bundle.toml",
+            )
+        warnings.append(
+            ParseWarning(
+                source=Location(path=entry.display),
+                message="skipped: not recognised as evidence",
+            )
+        )
+        return None
+    if kind is EvidenceKind.FLIGHT_RECORDER:
+        # The manifest's rank wins over the file name's.
+        result = flight_recorder.parse_json(
+            text, source=entry.display, rank=entry.hint.rank if entry.hint else None
+        )
+    else:
+        result = sniffing.parse(
+            kind, text, source=entry.display, captured_at=entry.captured_at or reference
+        )
+    usable = result.failures or any(d.threads for d in result.dumps)
+    if named and not usable and kind not in CONTEXT_KINDS:
+        first = result.warnings[0].message if result.warnings else "no dump found"
+        raise EvidenceError(
+            f"{entry.display}: no usable dump in this file ({first})",
+            tip="the file may be truncated before the first thread; capture it again",
+        )
+    head, lines = _head(kind, text, parsed=bool(result.dumps))
+    return result, _file_record(entry, kind, size, digest, head=head, lines=lines)
+
+
+def _no_evidence(
+    root: str | None, entries: Sequence[ManifestEntry], warnings: Sequence[ParseWarning]
+) -> EvidenceError:
+    """The error for a bundle in which no file held usable evidence."""
+    where = root or ", ".join(e.display for e in entries)
+    # A folder the walk did not enter (past the depth cap, unreadable) may hold it: say so.
+    unread = [w for w in warnings if w.message.startswith("skipped: a folder")]
+    return EvidenceError(
+        f"{where}: no usable evidence (no py-spy or faulthandler dump, metric history, "
+        "service state, dated log line, environment, code excerpt or goroutine dump)"
+        + (
+            f"; {len(unread)} folder(s) not read: {unread[0].source.path} "
+            f"{unread[0].message.removeprefix('skipped: a folder ')}"
+            if unread
+            else ""
         ),
-        proc_states=tuple(proc_states),
-        thread_states=tuple(t for _, r in proc for t in r.thread_states),
-        fd_entries=tuple(f for _, r in proc for f in r.fd_entries),
-        socket_rows=tuple(row for _, r in proc for row in r.socket_rows),
-        process_relations=tuple(p for _, r in proc for p in r.process_relations),
-        log_events=tuple(sorted(log_events, key=lambda e: (e.at is None, e.at or _LATEST))),
+        tip=f"move the evidence at most {fileio.MAX_DEPTH} folders down, or make the "
+        "folder readable"
+        if unread
+        else "put the evidence in the folder, or list it in bundle.toml (see `report init`)",
     )
 
 
 # A file's place in capture order: (time, snapshot index, mtime, file order).
 _Order = tuple[datetime, int, float, int]
 _EARLIEST = datetime.min.replace(tzinfo=UTC)
-_LATEST = datetime.max.replace(tzinfo=UTC)
 # `pid4711-s2.status`, `rank0_s1.txt`, `snapshot-3.status`: the round a file was taken in.
 _SNAPSHOT_RE = re.compile(r"(?:^|[-_.])(?:s|snap|snapshot)[-_]?(\d+)(?=[-_.]|$)", re.IGNORECASE)
 
@@ -890,34 +813,6 @@ def _order(entry: ManifestEntry, index: int) -> _Order:
         -1 if snapshot is None else snapshot,
         mtime,
         index,
-    )
-
-
-def _has_proc_records(result: ParseResult) -> bool:
-    return bool(
-        result.thread_states or result.fd_entries or result.socket_rows or result.process_relations
-    )
-
-
-def _stamped_proc(result: ParseResult, entry: ManifestEntry) -> ParseResult:
-    """One file's /proc records with the manifest's time (where the file gave none), the
-    snapshot index of its name (where the file gave none) and its host."""
-    snapshot = snapshot_index(entry.display)
-
-    def fix(record: _R) -> _R:
-        return replace(
-            record,
-            captured_at=record.captured_at or entry.captured_at,
-            snapshot=record.snapshot if record.snapshot is not None else snapshot,
-            host=entry.host or record.host,
-        )
-
-    return ParseResult(
-        proc_states=tuple(fix(s) for s in result.proc_states),
-        thread_states=tuple(fix(t) for t in result.thread_states),
-        fd_entries=tuple(fix(f) for f in result.fd_entries),
-        socket_rows=tuple(fix(r) for r in result.socket_rows),
-        process_relations=tuple(fix(p) for p in result.process_relations),
     )
 
 
