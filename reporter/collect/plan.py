@@ -45,6 +45,7 @@ from urllib.parse import urlsplit
 from reporter.collect.httpread import Limits
 from reporter.collect.procfs import ProcessInfo
 from reporter.core.errors import UsageError
+from reporter.evidence.kinds import REGISTRY
 from reporter.model import EvidenceKind
 
 DEFAULT_SNAPSHOTS = 3
@@ -394,13 +395,13 @@ def proc_path(pid: int, snapshot: int, what: str) -> str:
 
 
 # Each per-round /proc read of `procread.read_waits` (by the name it returns it under): its
-# evidence kind and what the manifest says it holds. Local and remote captures file them
-# alike: `proc_path(pid, k, name)` (under `hosts/<host>/` for a remote one).
+# evidence kind and what the manifest says it holds, from the kinds' registry entries
+# (`RoundRead`). Local and remote captures file them alike: `proc_path(pid, k, name)`
+# (under `hosts/<host>/` for a remote one).
 WAIT_FILES: dict[str, tuple[EvidenceKind, str]] = {
-    "threads": (EvidenceKind.PROC_THREADS, "each thread's state and wchan (/proc/{pid}/task/*)"),
-    "fds": (EvidenceKind.PROC_FDS, "the fd table as link targets (/proc/{pid}/fd)"),
-    "sockets": (EvidenceKind.PROC_SOCKETS, "socket rows (/proc/{pid}/net/tcp, tcp6, unix)"),
-    "family": (EvidenceKind.PROC_FAMILY, "parent, children and start time"),
+    entry.capture.name: (entry.kind, entry.capture.says)
+    for entry in REGISTRY
+    if entry.capture is not None
 }
 
 

@@ -17,8 +17,9 @@
   or `status` → PROMETHEUS_JSON; `systemctl show` keys → SYSTEMD_SHOW; `# TYPE`,
   `# HELP`, `# scrape at` or sample lines → PROMETHEUS_TEXT; a CSV header starting
   with `Time` (or `Series`) → GRAFANA_CSV; mostly timestamped lines → LOG;
-* `report collect`'s per-round `/proc` files, whose first line is `# report-proc: KIND
-  pid=N ...` → PROC_THREADS, PROC_FDS, PROC_SOCKETS or PROC_FAMILY, before anything else;
+* the kinds of the registry (`reporter.evidence.kinds`) by their `looks_like`, at their
+  `SniffPlace`: `report collect`'s per-round `/proc` files (first line `# report-proc:
+  KIND pid=N ...`) before anything else;
 * a NUL-separated `/proc` copy → ENVIRON or CMDLINE, and `pip list --format=json`
   → PACKAGES, before the py-spy JSON test; after the dump kinds and before
   the metric kinds: `reporter-excerpt: 1` → CODE_EXCERPT, a goroutine header →
@@ -41,12 +42,8 @@ from reporter.evidence import (
     flight_recorder,
     kinds,
     logs,
-    procfamily,
-    procfds,
     prochead,
-    procsockets,
     procstatus,
-    procthreads,
     pyspy,
     systemd,
 )
@@ -262,11 +259,6 @@ def _log_lines(head: str) -> bool:
 # that names a kind wins. Dumps that lost their headers come first, then the kinds with
 # a distinctive first line, then the looser shapes (samples, timestamped lines, KEY=VALUE).
 _DETECTORS: tuple[Callable[[str], EvidenceKind], ...] = (
-    # `# report-proc: KIND pid=N` on the first line: nothing else starts so.
-    _when(EvidenceKind.PROC_THREADS, procthreads.looks_like),
-    _when(EvidenceKind.PROC_FDS, procfds.looks_like),
-    _when(EvidenceKind.PROC_SOCKETS, procsockets.looks_like),
-    _when(EvidenceKind.PROC_FAMILY, procfamily.looks_like),
     # Registered kinds with a line nothing else starts with (`# report-proc: ...`).
     *(_when(kind, test) for kind, test in kinds.detectors(SniffPlace.FIRST)),
     _when(EvidenceKind.PYSPY_TEXT, _frames_only),

@@ -12,12 +12,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from reporter.evidence.kinds import builtin, excerpts, goroutines
+from reporter.evidence.kinds import (
+    builtin,
+    excerpts,
+    goroutines,
+    procfamily,
+    procfds,
+    procsockets,
+    procthreads,
+)
 from reporter.evidence.kinds.interface import KindEntry, SniffPlace
 from reporter.model import EvidenceKind
 
 # Within one `SniffPlace`, sniffing asks the kinds in this order.
 REGISTRY: tuple[KindEntry, ...] = (
+    procthreads.ENTRY,
+    procfds.ENTRY,
+    procsockets.ENTRY,
+    procfamily.ENTRY,
     excerpts.ENTRY,
     goroutines.ENTRY,
     *builtin.ENTRIES,

@@ -15,11 +15,7 @@ from reporter.evidence import (
     flight_recorder,
     logs,
     metrics,
-    procfamily,
-    procfds,
-    procsockets,
     procstatus,
-    procthreads,
     pyspy,
     systemd,
 )
@@ -71,10 +67,6 @@ _PARSERS: dict[EvidenceKind, Parser] = {
         text, source=source
     ),
     EvidenceKind.PROC_STATUS: lambda text, source, _: procstatus.parse(text, source=source),
-    EvidenceKind.PROC_THREADS: lambda text, source, _: procthreads.parse(text, source=source),
-    EvidenceKind.PROC_FDS: lambda text, source, _: procfds.parse(text, source=source),
-    EvidenceKind.PROC_SOCKETS: lambda text, source, _: procsockets.parse(text, source=source),
-    EvidenceKind.PROC_FAMILY: lambda text, source, _: procfamily.parse(text, source=source),
     **{kind: _env(kind) for kind in sorted(ENVIRONMENT_KINDS)},
     EvidenceKind.UNKNOWN: _unknown,
 }

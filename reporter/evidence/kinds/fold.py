@@ -55,17 +55,8 @@ CORE_MERGES: tuple[FieldMerge, ...] = (
         stamp=dated,
         finish=flat(key=lambda t: (t.trace_set, t.rank is None, t.rank or 0, t.source.path)),
     ),
-    # `/proc` copies in capture order: the last copy of a process is its latest.
-    *(
-        FieldMerge(name, stamp=in_round, capture_order=True)
-        for name in (
-            "proc_states",
-            "thread_states",
-            "fd_entries",
-            "socket_rows",
-            "process_relations",
-        )
-    ),
+    # `/proc/PID/status` copies in capture order: the last copy of a process is its latest.
+    FieldMerge("proc_states", stamp=in_round, capture_order=True),
     # Undated ones last, in file order.
     FieldMerge(
         "log_events", stamp=on_host, finish=flat(key=lambda e: (e.at is None, e.at or _LATEST))

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from reporter.evidence import prochead
 from reporter.evidence._text import excerpt, warning_at
-from reporter.model import Location, ParseResult, ThreadState
+from reporter.evidence.kinds.interface import FieldMerge, KindEntry, RoundRead, SniffPlace, in_round
+from reporter.model import EvidenceKind, Location, ParseResult, ThreadState
 
 SNIFF = prochead.sniffer("threads")
 
@@ -52,3 +53,14 @@ def parse(text: str, *, source: str) -> ParseResult:
             )
         )
     return ParseResult(thread_states=tuple(states), warnings=tuple(warnings))
+
+
+# Ordered as `proc_states`: capture order, so the last copy of a process is its latest.
+ENTRY = KindEntry(
+    kind=EvidenceKind.PROC_THREADS,
+    parse=lambda text, source, _: parse(text, source=source),
+    looks_like=looks_like,
+    sniff_place=SniffPlace.FIRST,
+    merges=(FieldMerge("thread_states", stamp=in_round, capture_order=True),),
+    capture=RoundRead(name="threads", says="each thread's state and wchan (/proc/{pid}/task/*)"),
+)

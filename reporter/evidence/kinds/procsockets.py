@@ -22,7 +22,8 @@ import ipaddress
 
 from reporter.evidence import prochead
 from reporter.evidence._text import excerpt, warning_at
-from reporter.model import Location, ParseResult, SocketRow
+from reporter.evidence.kinds.interface import FieldMerge, KindEntry, RoundRead, SniffPlace, in_round
+from reporter.model import EvidenceKind, Location, ParseResult, SocketRow
 
 SNIFF = prochead.sniffer("sockets")
 TCP_STATES = {
@@ -133,3 +134,14 @@ def _row(protocol: str, line: str, pid: int) -> _Row | None:
         path = line.split(None, 7)[7] if len(fields) > 7 else ""
         return (int(fields[6]), prochead.unescape(path), "", state, None, None, None)
     return None
+
+
+# Ordered as `proc_states`: capture order, so the last copy of a process is its latest.
+ENTRY = KindEntry(
+    kind=EvidenceKind.PROC_SOCKETS,
+    parse=lambda text, source, _: parse(text, source=source),
+    looks_like=looks_like,
+    sniff_place=SniffPlace.FIRST,
+    merges=(FieldMerge("socket_rows", stamp=in_round, capture_order=True),),
+    capture=RoundRead(name="sockets", says="socket rows (/proc/{pid}/net/tcp, tcp6, unix)"),
+)
