@@ -75,6 +75,7 @@ from reporter.load.manifest import (
 )
 from reporter.model import (
     CONTEXT_KINDS,
+    DUMP_KINDS,
     HEAD_LINES,
     METRIC_KINDS,
     PROC_KINDS,
@@ -816,10 +817,6 @@ def _order(entry: ManifestEntry, index: int) -> _Order:
     )
 
 
-# Dump kinds: embedded raw only when no dump parsed from the file (its failure output).
-_DUMP_KINDS = frozenset(
-    {EvidenceKind.PYSPY_TEXT, EvidenceKind.PYSPY_JSON, EvidenceKind.FAULTHANDLER}
-)
 # Environment-script outputs: the upstream draft quotes them whole (allowlisted there).
 _WHOLE_KINDS = frozenset({EvidenceKind.SGLANG_CHECK_ENV, EvidenceKind.VLLM_COLLECT_ENV})
 
@@ -836,7 +833,7 @@ def _head(kind: EvidenceKind, text: str, *, parsed: bool) -> tuple[str, int]:
         kind in METRIC_KINDS
         or kind in SUMMARISED_KINDS
         or kind in PROC_KINDS
-        or (kind in _DUMP_KINDS and parsed)
+        or (kind in DUMP_KINDS and parsed)
     ):
         return "", 0
     lines = text.splitlines()

@@ -22,6 +22,8 @@ from reporter.evidence.kinds import (
     procthreads,
 )
 from reporter.evidence.kinds.interface import KindEntry, SniffPlace
+
+__all__ = ["ENTRIES", "REGISTRY", "KindEntry", "detectors"]
 from reporter.model import EvidenceKind
 
 # Within one `SniffPlace`, sniffing asks the kinds in this order.

@@ -181,4 +181,5 @@ ENTRY = KindEntry(
     parse=lambda text, source, _: parse(text, source=source),
     looks_like=sniff,
     merges=(FieldMerge("excerpts"),),
+    shown="under Code at the branch point",
 )

@@ -430,4 +430,5 @@ ENTRY = KindEntry(
             "goroutine_dumps", stamp=dated, finish=flat(key=lambda g: g.captured_at or _LATEST)
         ),
     ),
+    shown="bucketed under Clients",
 )

@@ -4,7 +4,7 @@ A kind module (`reporter/evidence/kinds/goroutines.py`) holds the kind's parser 
 end, its entry; `reporter/evidence/kinds/__init__.py` lists every entry (`REGISTRY`)::
 
     ENTRY = KindEntry(
-        kind=EvidenceKind.PROC_FDS,
+        kind=EvidenceKind("proc-fds"),
         parse=lambda text, source, _: parse(text, source=source),
         looks_like=looks_like,
         sniff_place=SniffPlace.FIRST,
@@ -151,3 +151,6 @@ class KindEntry:
     """The `Evidence` fields this kind brings (and no other kind's files fill)."""
     capture: RoundRead | None = None
     """How `report collect` captures it; None: it does not."""
+    shown: str = ""
+    """Where the report's evidence index says a file of this kind is shown ("bucketed under
+    Clients"); "": by what the kind sets of `reporter.model.stacks` say of it."""

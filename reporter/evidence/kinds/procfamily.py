@@ -25,6 +25,7 @@ from reporter.core.times import parse_iso
 from reporter.evidence import prochead
 from reporter.evidence._text import excerpt, warning_at
 from reporter.evidence.kinds.interface import FieldMerge, KindEntry, RoundRead, SniffPlace, in_round
+from reporter.evidence.prochead import READ_FOR_WAITS
 from reporter.model import ChildProcess, EvidenceKind, Location, ParseResult, ProcessRelation
 
 SNIFF = prochead.sniffer("family")
@@ -92,4 +93,5 @@ ENTRY = KindEntry(
     sniff_place=SniffPlace.FIRST,
     merges=(FieldMerge("process_relations", stamp=in_round, capture_order=True),),
     capture=RoundRead(name="family", says="parent, children and start time"),
+    shown=READ_FOR_WAITS,
 )

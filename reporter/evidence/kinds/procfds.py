@@ -20,6 +20,7 @@ import re
 from reporter.evidence import prochead
 from reporter.evidence._text import excerpt, warning_at
 from reporter.evidence.kinds.interface import FieldMerge, KindEntry, RoundRead, SniffPlace, in_round
+from reporter.evidence.prochead import READ_FOR_WAITS
 from reporter.model import EvidenceKind, FdEntry, FdKind, Location, ParseResult
 
 SNIFF = prochead.sniffer("fds")
@@ -82,4 +83,5 @@ ENTRY = KindEntry(
     sniff_place=SniffPlace.FIRST,
     merges=(FieldMerge("fd_entries", stamp=in_round, capture_order=True),),
     capture=RoundRead(name="fds", says="the fd table as link targets (/proc/{pid}/fd)"),
+    shown=READ_FOR_WAITS,
 )

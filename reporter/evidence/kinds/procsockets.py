@@ -23,6 +23,7 @@ import ipaddress
 from reporter.evidence import prochead
 from reporter.evidence._text import excerpt, warning_at
 from reporter.evidence.kinds.interface import FieldMerge, KindEntry, RoundRead, SniffPlace, in_round
+from reporter.evidence.prochead import READ_FOR_WAITS
 from reporter.model import EvidenceKind, Location, ParseResult, SocketRow
 
 SNIFF = prochead.sniffer("sockets")
@@ -144,4 +145,5 @@ ENTRY = KindEntry(
     sniff_place=SniffPlace.FIRST,
     merges=(FieldMerge("socket_rows", stamp=in_round, capture_order=True),),
     capture=RoundRead(name="sockets", says="socket rows (/proc/{pid}/net/tcp, tcp6, unix)"),
+    shown=READ_FOR_WAITS,
 )

@@ -17,6 +17,7 @@ from __future__ import annotations
 from reporter.evidence import prochead
 from reporter.evidence._text import excerpt, warning_at
 from reporter.evidence.kinds.interface import FieldMerge, KindEntry, RoundRead, SniffPlace, in_round
+from reporter.evidence.prochead import READ_FOR_WAITS
 from reporter.model import EvidenceKind, Location, ParseResult, ThreadState
 
 SNIFF = prochead.sniffer("threads")
@@ -63,4 +64,5 @@ ENTRY = KindEntry(
     sniff_place=SniffPlace.FIRST,
     merges=(FieldMerge("thread_states", stamp=in_round, capture_order=True),),
     capture=RoundRead(name="threads", says="each thread's state and wchan (/proc/{pid}/task/*)"),
+    shown=READ_FOR_WAITS,
 )
