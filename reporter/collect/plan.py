@@ -258,14 +258,14 @@ class Selection:
 
 def descendants(processes: Iterable[ProcessInfo], pid: int) -> set[int]:
     """PIDs of every process below `pid` in the parent tree (not `pid` itself)."""
-    from reporter.collect.probe import descendants_of
+    from reporter.collect.hostprocs import descendants_of
 
     return descendants_of({p.pid: p.ppid for p in processes}, pid)
 
 
 def ancestors(processes: Iterable[ProcessInfo], pid: int) -> set[int]:
     """PIDs above `pid` up to init (not `pid` itself)."""
-    from reporter.collect.probe import ancestors_of
+    from reporter.collect.hostprocs import ancestors_of
 
     return ancestors_of({p.pid: p.ppid for p in processes}, pid)
 
@@ -273,7 +273,7 @@ def ancestors(processes: Iterable[ProcessInfo], pid: int) -> set[int]:
 def launchers(processes: Iterable[ProcessInfo], targets: Sequence[int]) -> dict[int, int]:
     """Per target PID, its launcher: the nearest ancestor that is not itself a target (the
     server, job or engine process that started it). PID 1 and init-like roots are none."""
-    from reporter.collect.probe import nearest_launchers
+    from reporter.collect.hostprocs import nearest_launchers
 
     return nearest_launchers({p.pid: p.ppid for p in processes}, targets)
 

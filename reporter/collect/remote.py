@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from reporter.collect import dumps as dumping
-from reporter.collect import envcap, logtail, plan, probe
+from reporter.collect import envcap, hostprocs, logtail, plan, procread
 from reporter.collect.dumps import DumpResult, DumpStatus
 from reporter.collect.envcap import PACKAGES_SCRIPT
 from reporter.collect.manifest import ProcessEntry, RemoteNote, TargetNote
@@ -379,13 +379,13 @@ def probe_options(request: CollectRequest, deadline: float) -> dict[str, Any]:
         "transient": list(dumping.TRANSIENT),
         "packages_script": PACKAGES_SCRIPT,
         # Who we are, so that a probe on this very host leaves us out.
-        "collector": probe.whoami(),
+        "collector": hostprocs.whoami(),
         # The products' environment scripts, run as locally (`envcap.run_env_script`).
         "env_scripts": [list(e) for e in envcap.ENV_SCRIPTS],
         "env_script_timeout": max(request.timeout, envcap.ENV_SCRIPT_TIMEOUT),
         "env_script_max_chars": envcap.ENV_SCRIPT_MAX_CHARS,
-        # Read after each round of dumps, as a local capture does (`probe.ROUND_READS`).
-        "round_reads": list(probe.ROUND_READS),
+        # Read after each round of dumps, as a local capture does (`procread.ROUND_READS`).
+        "round_reads": list(procread.ROUND_READS),
         # The logs, read on the host by the local code (`logtail`, `probe.logs`).
         "logs": list(request.logs),
         "log_lines": request.log_lines,
@@ -395,7 +395,12 @@ def probe_options(request: CollectRequest, deadline: float) -> dict[str, Any]:
     }
 
 
-HOST_MODULES = ("reporter.collect.procread", "reporter.collect.logtail", "reporter.collect.probe")
+HOST_MODULES = (
+    "reporter.collect.procread",
+    "reporter.collect.logtail",
+    "reporter.collect.hostprocs",
+    "reporter.collect.probe",
+)
 """The modules the probe program carries to each host, in import order: each standard
 library only and Python 3.8+ (a test holds them to it). On the host they are importable
 under their usual names (`from reporter.collect import probe`), so the same code reads
@@ -1121,7 +1126,7 @@ class _Recorder:
     def on_round(self, r: dict[str, Any]) -> None:
         pid, k = _pid(r), _snapshot(r, self.s.request.snapshots)
         name = _text(r, "name", limit=40, required=True)
-        if name not in probe.ROUND_READS:
+        if name not in procread.ROUND_READS:
             raise BadRecordError("'name' is not a read the probe was asked for")
         title = self.titles.get(pid, "")
         if self.s.detector is not None:

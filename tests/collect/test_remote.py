@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from reporter.collect import plan, probe, procfs, remote
+from reporter.collect import hostprocs, plan, procfs, remote
 from reporter.collect.plan import CollectRequest, RemoteRequest
 from reporter.core.errors import UsageError
 
@@ -216,8 +216,8 @@ def test_the_probe_selects_what_the_local_collector_selects(
         mine = plan.select_targets(
             processes, request, own_pid=os.getpid(), is_python=procfs.looks_like_python
         )
-        listed = probe.list_processes()
-        ours, passed, error = probe.select(listed, {"match": match}, os.getpid())
+        listed = hostprocs.list_processes()
+        ours, passed, error = hostprocs.select(listed, {"match": match}, os.getpid())
         assert not error
         # Processes may start or end between the two reads: compare on those both saw.
         seen = {p.pid for p in processes} & {p["pid"] for p in listed}
@@ -444,19 +444,19 @@ def test_a_wrapped_engine_is_recognised(template: str, engine: str) -> None:
 def test_the_collector_is_left_out_when_its_host_is_in_the_list() -> None:
     # This test process stands for the collector: a probe on this host, not below it
     # (own_pid 1 has no ancestors), must leave it out and say so.
-    listed = probe.list_processes()
+    listed = hostprocs.list_processes()
     pattern = re.escape(str(Path(sys.argv[0]).name)) + "|pytest"
-    ours, _passed, _error = probe.select(listed, {"match": pattern}, 1)
+    ours, _passed, _error = hostprocs.select(listed, {"match": pattern}, 1)
     assert os.getpid() in {p["pid"] for p, _ in ours}
-    opts = {"match": pattern, "collector": probe.whoami()}
-    ours, passed, _error = probe.select(listed, opts, 1)
+    opts = {"match": pattern, "collector": hostprocs.whoami()}
+    ours, passed, _error = hostprocs.select(listed, opts, 1)
     assert os.getpid() not in {p["pid"] for p, _ in ours}
     assert (os.getpid(), "report collect itself (it runs on this host)") in {
         (p["pid"], why) for p, why in passed
     }
     # Another machine (or PID namespace) with the same PID is not us.
-    elsewhere = {**probe.whoami(), "boot_id": "another-machine"}
-    ours, _passed, _error = probe.select(listed, {"match": pattern, "collector": elsewhere}, 1)
+    elsewhere = {**hostprocs.whoami(), "boot_id": "another-machine"}
+    ours, _passed, _error = hostprocs.select(listed, {"match": pattern, "collector": elsewhere}, 1)
     assert os.getpid() in {p["pid"] for p, _ in ours}
 
 

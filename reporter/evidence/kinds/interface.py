@@ -15,7 +15,7 @@ end, its entry; `reporter/evidence/kinds/__init__.py` lists every entry (`REGIST
 Sniffing asks `looks_like` at its place in `reporter.evidence.sniff`'s detector table; the
 loader parses with `parse` and folds each `FieldMerge`'s `Evidence` field into the bundle
 (`reporter.evidence.kinds.fold`); `report collect` captures a `RoundRead` after every
-snapshot round, locally and on a remote host alike (`reporter.collect.probe.read_round`).
+snapshot round, locally and on a remote host alike (`reporter.collect.procread.read_round`).
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ class FieldMerge:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RoundRead:
     """A kind `report collect` reads from `/proc` for every target after every snapshot
-    round, locally and on a remote host alike (`probe.read_round` yields it as `name`)."""
+    round, locally and on a remote host alike (`procread.read_round` yields it as `name`)."""
 
     name: str
     """Its name in `procread.KINDS` and the suffix of its file (`proc/pid4711-s0.fds`)."""
