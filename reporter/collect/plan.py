@@ -135,7 +135,7 @@ class RemoteRequest:
 
     `hosts` are `[USER@]HOST[:PORT]` for ssh, or names put into `exec_template`'s `{host}`.
     `parallel` hosts at once; `deadline` seconds per host (None: from the snapshots,
-    interval and timeout, `remote.host_deadline`)."""
+    interval and timeout, `remotehosts.host_deadline`)."""
 
     hosts: tuple[str, ...]
     exec_template: str | None = None

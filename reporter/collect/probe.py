@@ -486,7 +486,7 @@ def logs(targets: list[Record], opts: Record, deadline: float) -> None:
     """The logs a local capture keeps (`services.ServiceSteps.logs`), read here by the same
     functions (`logtail`): each `--log` file's tail, the journal of the targets' systemd
     services since they started, the kernel's log since the earliest target started. The
-    journal and dmesg share one `--timeout` (`remote.probe_budget` counts it)."""
+    journal and dmesg share one `--timeout` (`remotehosts.probe_budget` counts it)."""
     lines, size = int(opts.get("log_lines") or 5000), int(opts.get("log_bytes") or 4 << 20)
     files, missing = logtail.expand(tuple(opts.get("logs") or ()))
     for pattern, why in missing:
