@@ -26,8 +26,6 @@ _HEAD_RE = re.compile(
     r"(?:\s+snapshot=(?P<snapshot>\d+))?(?:\s+at=(?P<at>\S+))?"
 )
 TRUNCATED = "# truncated:"
-# Where the report's evidence index says these files are shown (`KindEntry.shown`).
-READ_FOR_WAITS = "read for the waits between processes (kept in the bundle)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -45,7 +45,8 @@ def test_the_kinds_with_a_module_include_the_two_moved_and_the_proc_kinds() -> N
 
 @pytest.mark.parametrize("entry", _OWN, ids=lambda e: e.kind.value)
 def test_a_kind_with_a_module_is_named_only_there(entry: kinds.KindEntry) -> None:
-    own = Path(__import__(entry.parse.__module__, fromlist=["_"]).__file__ or "")
+    assert entry.looks_like is not None
+    own = Path(__import__(entry.looks_like.__module__, fromlist=["_"]).__file__ or "")
     name = re.compile(rf"\bEvidenceKind\.{entry.kind.name}\b")
     elsewhere = sorted(
         str(path.relative_to(PACKAGE))

@@ -4,13 +4,15 @@ A kind module (`reporter/evidence/kinds/goroutines.py`) holds the kind's parser 
 end, its entry; `reporter/evidence/kinds/__init__.py` lists every entry (`REGISTRY`)::
 
     ENTRY = KindEntry(
-        kind=EvidenceKind("proc-fds"),
+        kind=EvidenceKind("goroutines"),
         parse=lambda text, source, _: parse(text, source=source),
-        looks_like=looks_like,
-        sniff_place=SniffPlace.FIRST,
-        merges=(FieldMerge("fd_entries", stamp=in_round, capture_order=True),),
-        capture=RoundRead(name="fds", says="the fd table as link targets (/proc/{pid}/fd)"),
+        looks_like=sniff,
+        merges=(FieldMerge("goroutine_dumps", stamp=dated, finish=flat(key=...)),),
+        shown="bucketed under Clients",
     )
+
+The per-round `/proc` kinds build theirs with `round_read_entry` (sniffed first, merged in
+capture order, captured as a `RoundRead`).
 
 Sniffing asks `looks_like` at its place in `reporter.evidence.sniff`'s detector table; the
 loader parses with `parse` and folds each `FieldMerge`'s `Evidence` field into the bundle
@@ -154,3 +156,31 @@ class KindEntry:
     shown: str = ""
     """Where the report's evidence index says a file of this kind is shown ("bucketed under
     Clients"); "": by what the kind sets of `reporter.model.stacks` say of it."""
+
+
+# Where the report's evidence index says the per-round `/proc` files are shown.
+READ_FOR_WAITS = "read for the waits between processes (kept in the bundle)"
+
+
+def round_read_entry(
+    kind: EvidenceKind,
+    *,
+    name: str,
+    says: str,
+    field: str,
+    parse: Callable[..., ParseResult],
+    looks_like: Callable[[str], bool],
+) -> KindEntry:
+    """The entry of a per-round `/proc` kind (`proc/pid4711-s0.<name>`): sniffed first by its
+    `# report-proc: <name>` line, its records (`field`) merged in capture order as
+    `proc_states` are (the last copy of a process is its latest), captured as a `RoundRead`.
+    `parse(text, source=...)` is the kind's parser."""
+    return KindEntry(
+        kind=kind,
+        parse=lambda text, source, _: parse(text, source=source),
+        looks_like=looks_like,
+        sniff_place=SniffPlace.FIRST,
+        merges=(FieldMerge(field, stamp=in_round, capture_order=True),),
+        capture=RoundRead(name=name, says=says),
+        shown=READ_FOR_WAITS,
+    )

@@ -24,8 +24,7 @@ from __future__ import annotations
 from reporter.core.times import parse_iso
 from reporter.evidence import prochead
 from reporter.evidence._text import excerpt, warning_at
-from reporter.evidence.kinds.interface import FieldMerge, KindEntry, RoundRead, SniffPlace, in_round
-from reporter.evidence.prochead import READ_FOR_WAITS
+from reporter.evidence.kinds.interface import round_read_entry
 from reporter.model import ChildProcess, EvidenceKind, Location, ParseResult, ProcessRelation
 
 SNIFF = prochead.sniffer("family")
@@ -85,13 +84,11 @@ def parse(text: str, *, source: str) -> ParseResult:
     return ParseResult(process_relations=(relation,), warnings=tuple(warnings))
 
 
-# Ordered as `proc_states`: capture order, so the last copy of a process is its latest.
-ENTRY = KindEntry(
-    kind=EvidenceKind.PROC_FAMILY,
-    parse=lambda text, source, _: parse(text, source=source),
+ENTRY = round_read_entry(
+    EvidenceKind.PROC_FAMILY,
+    name="family",
+    says="parent, children and start time",
+    field="process_relations",
+    parse=parse,
     looks_like=looks_like,
-    sniff_place=SniffPlace.FIRST,
-    merges=(FieldMerge("process_relations", stamp=in_round, capture_order=True),),
-    capture=RoundRead(name="family", says="parent, children and start time"),
-    shown=READ_FOR_WAITS,
 )

@@ -19,8 +19,7 @@ import re
 
 from reporter.evidence import prochead
 from reporter.evidence._text import excerpt, warning_at
-from reporter.evidence.kinds.interface import FieldMerge, KindEntry, RoundRead, SniffPlace, in_round
-from reporter.evidence.prochead import READ_FOR_WAITS
+from reporter.evidence.kinds.interface import round_read_entry
 from reporter.model import EvidenceKind, FdEntry, FdKind, Location, ParseResult
 
 SNIFF = prochead.sniffer("fds")
@@ -75,13 +74,11 @@ def parse(text: str, *, source: str) -> ParseResult:
     return ParseResult(fd_entries=tuple(entries), warnings=tuple(warnings))
 
 
-# Ordered as `proc_states`: capture order, so the last copy of a process is its latest.
-ENTRY = KindEntry(
-    kind=EvidenceKind.PROC_FDS,
-    parse=lambda text, source, _: parse(text, source=source),
+ENTRY = round_read_entry(
+    EvidenceKind.PROC_FDS,
+    name="fds",
+    says="the fd table as link targets (/proc/{pid}/fd)",
+    field="fd_entries",
+    parse=parse,
     looks_like=looks_like,
-    sniff_place=SniffPlace.FIRST,
-    merges=(FieldMerge("fd_entries", stamp=in_round, capture_order=True),),
-    capture=RoundRead(name="fds", says="the fd table as link targets (/proc/{pid}/fd)"),
-    shown=READ_FOR_WAITS,
 )

@@ -22,8 +22,7 @@ import ipaddress
 
 from reporter.evidence import prochead
 from reporter.evidence._text import excerpt, warning_at
-from reporter.evidence.kinds.interface import FieldMerge, KindEntry, RoundRead, SniffPlace, in_round
-from reporter.evidence.prochead import READ_FOR_WAITS
+from reporter.evidence.kinds.interface import round_read_entry
 from reporter.model import EvidenceKind, Location, ParseResult, SocketRow
 
 SNIFF = prochead.sniffer("sockets")
@@ -137,13 +136,11 @@ def _row(protocol: str, line: str, pid: int) -> _Row | None:
     return None
 
 
-# Ordered as `proc_states`: capture order, so the last copy of a process is its latest.
-ENTRY = KindEntry(
-    kind=EvidenceKind.PROC_SOCKETS,
-    parse=lambda text, source, _: parse(text, source=source),
+ENTRY = round_read_entry(
+    EvidenceKind.PROC_SOCKETS,
+    name="sockets",
+    says="socket rows (/proc/{pid}/net/tcp, tcp6, unix)",
+    field="socket_rows",
+    parse=parse,
     looks_like=looks_like,
-    sniff_place=SniffPlace.FIRST,
-    merges=(FieldMerge("socket_rows", stamp=in_round, capture_order=True),),
-    capture=RoundRead(name="sockets", says="socket rows (/proc/{pid}/net/tcp, tcp6, unix)"),
-    shown=READ_FOR_WAITS,
 )

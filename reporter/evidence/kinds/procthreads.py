@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from reporter.evidence import prochead
 from reporter.evidence._text import excerpt, warning_at
-from reporter.evidence.kinds.interface import FieldMerge, KindEntry, RoundRead, SniffPlace, in_round
-from reporter.evidence.prochead import READ_FOR_WAITS
+from reporter.evidence.kinds.interface import round_read_entry
 from reporter.model import EvidenceKind, Location, ParseResult, ThreadState
 
 SNIFF = prochead.sniffer("threads")
@@ -56,13 +55,11 @@ def parse(text: str, *, source: str) -> ParseResult:
     return ParseResult(thread_states=tuple(states), warnings=tuple(warnings))
 
 
-# Ordered as `proc_states`: capture order, so the last copy of a process is its latest.
-ENTRY = KindEntry(
-    kind=EvidenceKind.PROC_THREADS,
-    parse=lambda text, source, _: parse(text, source=source),
+ENTRY = round_read_entry(
+    EvidenceKind.PROC_THREADS,
+    name="threads",
+    says="each thread's state and wchan (/proc/{pid}/task/*)",
+    field="thread_states",
+    parse=parse,
     looks_like=looks_like,
-    sniff_place=SniffPlace.FIRST,
-    merges=(FieldMerge("thread_states", stamp=in_round, capture_order=True),),
-    capture=RoundRead(name="threads", says="each thread's state and wchan (/proc/{pid}/task/*)"),
-    shown=READ_FOR_WAITS,
 )
