@@ -48,7 +48,7 @@ from reporter.evidence import (
     systemd,
 )
 from reporter.evidence._text import strip_ansi
-from reporter.evidence.kinds.interface import Parser, SniffPlace
+from reporter.evidence.kinds.interface import Parser, Read, SniffPlace
 from reporter.model import EvidenceKind, ParseResult
 
 SNIFF_CHARS = 64 * 1024
@@ -228,7 +228,7 @@ def parse(
     `captured_at` (the manifest's, else the bundle's earliest) dates a single
     Prometheus scrape without timestamps, and gives year-less log times their year.
     """
-    return PARSERS[kind](text, source, captured_at)
+    return PARSERS[kind](text, Read(source=source, captured_at=captured_at))
 
 
 # The parser of every evidence kind, from its registry entry (`reporter.evidence.kinds`).

@@ -1,6 +1,6 @@
 """Assemble one `Bundle` from manifest entries: read, sniff and parse each file, then fold
 the files into the bundle's fields (`reporter.evidence.kinds.fold`, one merge per field:
-no kind is named here but the Flight Recorder's binary form). Used by `reporter.load.bundle`.
+no kind is named here). Used by `reporter.load.bundle`.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from pathlib import PurePosixPath
 
 from reporter.core import fileio
 from reporter.core.errors import EvidenceError
-from reporter.evidence import flight_recorder
+from reporter.evidence import kinds
 from reporter.evidence import sniff as sniffing
 from reporter.evidence.kinds.fold import Parsed, fold
-from reporter.evidence.kinds.interface import FileFacts
+from reporter.evidence.kinds.interface import FileFacts, Read
 from reporter.load import files
 from reporter.load.manifest import ManifestEntry
 from reporter.model import (
@@ -102,11 +102,10 @@ def _parse_entry(
     """One entry read, sniffed and parsed: its parse and file record; None when it is
     skipped (a warning says why). A named file that is not usable evidence raises."""
     data = files.read_once(entry, max_file_bytes=max_file_bytes)
-    pickled = files.read_fr_pickle(entry, max_file_bytes=max_file_bytes, data=data)
-    if pickled is not None:
-        fr_result, size, digest = pickled
-        kind = EvidenceKind.FLIGHT_RECORDER
-        return fr_result, _file_record(entry, kind, size, digest)
+    binary = files.read_binary(entry, max_file_bytes=max_file_bytes, data=data)
+    if binary is not None:
+        kind, result, size, digest = binary
+        return result, _file_record(entry, kind, size, digest)
     try:
         text, size, digest = (
             files.read_evidence(entry.path, display=entry.display, max_file_bytes=max_file_bytes)
@@ -147,15 +146,12 @@ def _parse_entry(
             )
         )
         return None
-    if kind is EvidenceKind.FLIGHT_RECORDER:
-        # The manifest's rank wins over the file name's.
-        result = flight_recorder.parse_json(
-            text, source=entry.display, rank=entry.hint.rank if entry.hint else None
-        )
-    else:
-        result = sniffing.parse(
-            kind, text, source=entry.display, captured_at=entry.captured_at or reference
-        )
+    read = Read(
+        source=entry.display,
+        captured_at=entry.captured_at or reference,
+        rank=entry.hint.rank if entry.hint else None,  # the manifest's wins over the name's
+    )
+    result = kinds.ENTRIES[kind].parse(text, read)
     usable = result.failures or any(d.threads for d in result.dumps)
     if named and not usable and kind not in CONTEXT_KINDS:
         first = result.warnings[0].message if result.warnings else "no dump found"

@@ -1,6 +1,7 @@
 """Reading evidence files from disk: which files are evidence, their bytes within the size
-limit, their text (refusing empty and binary files), their digest, the pickled Flight
-Recorder dumps. The loader's file I/O (`reporter.load.bundle`, `reporter.load.assemble`).
+limit, their text (refusing empty and binary files), their digest, and the files of a kind
+with a binary form (a pickled Flight Recorder dump). The loader's file I/O, for
+`reporter.load.bundle` and `reporter.load.assemble`.
 """
 
 from __future__ import annotations
@@ -9,12 +10,14 @@ import fnmatch
 import hashlib
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from reporter.core import fileio
 from reporter.core.errors import EvidenceError, InputError
 from reporter.core.fileio import check_regular, human_size, read_bytes_bounded
-from reporter.evidence import flight_recorder
+from reporter.evidence import kinds
+from reporter.evidence.kinds.interface import BinaryForm, Read
 from reporter.load.manifest import ManifestEntry
 from reporter.model import EvidenceKind, Location, ParseResult, ParseWarning
 
@@ -102,22 +105,44 @@ def read_once(entry: ManifestEntry, *, max_file_bytes: int) -> bytes | None:
         return None
 
 
-def read_fr_pickle(
+def read_binary(
     entry: ManifestEntry, *, max_file_bytes: int, data: bytes | None = None
-) -> tuple[ParseResult, int, str] | None:
-    """A pickled Flight Recorder dump (the only binary evidence), parsed; None for other files.
+) -> tuple[EvidenceKind, ParseResult, int, str] | None:
+    """A file of a kind with a binary form (`KindEntry.binary`: a pickled Flight Recorder
+    dump), parsed, with its kind, size and digest; None for every other file.
 
-    Any pickle is taken for one: one that holds code is refused by the parser, loudly.
-    `data` is the file's bytes when already read (`read_once`).
+    Any pickle is taken for a Flight Recorder dump: one that holds code is refused by the
+    parser, loudly. `data` is the file's bytes when already read (`read_once`).
     """
-    if entry.kind not in (None, EvidenceKind.FLIGHT_RECORDER):
+    forms = [(k.kind, k.binary) for k in kinds.BINARY if k.binary and entry.kind in (None, k.kind)]
+    if not forms:
         return None
-    if data is not None:
-        if not flight_recorder.sniff_bytes(data[:2]):
+    size = len(data) if data is not None else 0
+    if data is None:
+        read = _binary_bytes(entry, forms, max_file_bytes=max_file_bytes)
+        if read is None:
             return None
-        rank = entry.hint.rank if entry.hint else None
-        parsed = flight_recorder.parse_pickle(data, source=entry.display, rank=rank)
-        return parsed, len(data), digest(data)
+        data, size = read
+    form = _binary_form(forms, data)
+    if form is None:
+        return None
+    kind, binary = form
+    facts = Read(source=entry.display, rank=entry.hint.rank if entry.hint else None)
+    return kind, binary.parse(data, facts), size, digest(data)
+
+
+def _binary_form(
+    forms: Sequence[tuple[EvidenceKind, BinaryForm]], head: bytes
+) -> tuple[EvidenceKind, BinaryForm] | None:
+    """The first binary form whose magic bytes `head` starts with."""
+    return next(((k, f) for k, f in forms if f.looks_like(head[: f.magic])), None)
+
+
+def _binary_bytes(
+    entry: ManifestEntry, forms: Sequence[tuple[EvidenceKind, BinaryForm]], *, max_file_bytes: int
+) -> tuple[bytes, int] | None:
+    """The bytes and size of a file whose first bytes are a binary form's, within the limit;
+    None for any other file (the text reader then says why it is refused, if it is)."""
     try:
         # Only a regular file is opened: a FIFO or device would block or never end here; the
         # text reader refuses it with its reason.
@@ -126,7 +151,7 @@ def read_fr_pickle(
         return None
     try:
         with open(entry.path, "rb") as handle:  # noqa: PTH123 - one open for the peek and the read
-            if not flight_recorder.sniff_bytes(handle.read(2)):
+            if _binary_form(forms, handle.read(max(f.magic for _, f in forms))) is None:
                 return None
             size = os.fstat(handle.fileno()).st_size
             if size > max_file_bytes:
@@ -136,11 +161,9 @@ def read_fr_pickle(
                     tip="raise the limit with --max-file-size",
                 )
             handle.seek(0)
-            data = handle.read()
+            return handle.read(), size
     except OSError:
         return None  # the text reader reports unreadable files
-    rank = entry.hint.rank if entry.hint else None
-    return flight_recorder.parse_pickle(data, source=entry.display, rank=rank), size, digest(data)
 
 
 def read_text(path: Path, *, display: str, max_file_bytes: int) -> str:

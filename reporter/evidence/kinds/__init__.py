@@ -23,7 +23,7 @@ from reporter.evidence.kinds import (
 )
 from reporter.evidence.kinds.interface import KindEntry, SniffPlace
 
-__all__ = ["ENTRIES", "REGISTRY", "KindEntry", "detectors"]
+__all__ = ["BINARY", "ENTRIES", "REGISTRY", "KindEntry", "detectors"]
 from reporter.model import EvidenceKind
 
 # Within one `SniffPlace`, sniffing asks the kinds in this order.
@@ -37,6 +37,8 @@ REGISTRY: tuple[KindEntry, ...] = (
     *builtin.ENTRIES,
 )
 ENTRIES: dict[EvidenceKind, KindEntry] = {entry.kind: entry for entry in REGISTRY}
+# The kinds with a binary form, tried on each file before it is read as text.
+BINARY: tuple[KindEntry, ...] = tuple(e for e in REGISTRY if e.binary is not None)
 
 
 def detectors(place: SniffPlace) -> tuple[tuple[EvidenceKind, Callable[[str], bool]], ...]:

@@ -178,7 +178,7 @@ def _build(block: _Block, source: str, warnings: list[ParseWarning]) -> CodeExce
 # Explicit code excerpt files, in file order.
 ENTRY = KindEntry(
     kind=EvidenceKind.CODE_EXCERPT,
-    parse=lambda text, source, _: parse(text, source=source),
+    parse=lambda text, read: parse(text, source=read.source),
     looks_like=sniff,
     merges=(FieldMerge("excerpts"),),
     shown="under Code at the branch point",

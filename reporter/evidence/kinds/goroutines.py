@@ -423,7 +423,7 @@ _LATEST = datetime.max.replace(tzinfo=UTC)
 # Go client dumps, in capture order where known (stable: file order otherwise).
 ENTRY = KindEntry(
     kind=EvidenceKind.GOROUTINES,
-    parse=lambda text, source, _: parse(text, source=source),
+    parse=lambda text, read: parse(text, source=read.source),
     looks_like=sniff,
     merges=(
         FieldMerge(

@@ -5,7 +5,7 @@ end, its entry; `reporter/evidence/kinds/__init__.py` lists every entry (`REGIST
 
     ENTRY = KindEntry(
         kind=EvidenceKind("goroutines"),
-        parse=lambda text, source, _: parse(text, source=source),
+        parse=lambda text, read: parse(text, source=read.source),
         looks_like=sniff,
         merges=(FieldMerge("goroutine_dumps", stamp=dated, finish=flat(key=...)),),
         shown="bucketed under Clients",
@@ -30,9 +30,35 @@ from typing import Any
 
 from reporter.model import EvidenceKind, ParseResult, ParseWarning
 
-# A parser of one kind: (text, source, captured_at) -> ParseResult. `captured_at` (the
-# manifest's, else the bundle's earliest) dates what has no time of its own.
-Parser = Callable[[str, str, datetime | None], ParseResult]
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Read:
+    """What a parser is told besides the text: where it comes from and what the manifest
+    (or the bundle) says of it."""
+
+    source: str
+    """The name to cite (the path as the user named it)."""
+    captured_at: datetime | None = None
+    """The manifest's time, else the bundle's earliest: dates what has no time of its own
+    (a single Prometheus scrape, year-less log times)."""
+    rank: int | None = None
+    """The manifest's rank for the file; a parser that reads one from the file name
+    (the Flight Recorder's) lets this one win."""
+
+
+# A parser of one kind: (text, what else is known of the file) -> ParseResult.
+Parser = Callable[[str, Read], ParseResult]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BinaryForm:
+    """A kind whose files may be binary (a pickled Flight Recorder dump): told by its first
+    bytes before any text is read, and parsed from the bytes."""
+
+    magic: int
+    """How many first bytes `looks_like` needs."""
+    looks_like: Callable[[bytes], bool]
+    parse: Callable[[bytes, Read], ParseResult]
 
 
 class SniffPlace(IntEnum):
@@ -153,6 +179,8 @@ class KindEntry:
     """The `Evidence` fields this kind brings (and no other kind's files fill)."""
     capture: RoundRead | None = None
     """How `report collect` captures it; None: it does not."""
+    binary: BinaryForm | None = None
+    """Its binary form, tried on every file not declared another kind; None: text only."""
     shown: str = ""
     """Where the report's evidence index says a file of this kind is shown ("bucketed under
     Clients"); "": by what the kind sets of `reporter.model.stacks` say of it."""
@@ -177,7 +205,7 @@ def round_read_entry(
     `parse(text, source=...)` is the kind's parser."""
     return KindEntry(
         kind=kind,
-        parse=lambda text, source, _: parse(text, source=source),
+        parse=lambda text, read: parse(text, source=read.source),
         looks_like=looks_like,
         sniff_place=SniffPlace.FIRST,
         merges=(FieldMerge(field, stamp=in_round, capture_order=True),),
