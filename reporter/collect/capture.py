@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from reporter.collect import dumps as dumping
-from reporter.collect import envcap, plan, probe, procfs, ptrace
+from reporter.collect import envcap, plan, procfs, procread, ptrace
 from reporter.collect.dumps import DumpResult, DumpStatus
 from reporter.collect.manifest import (
     CollectStatus,
@@ -240,11 +240,11 @@ class ProcessSteps(SessionState):
         """What `/proc` shows of every target after snapshot `k`: the status copy (State T
         or D explains a rank that does not move or cannot be dumped) and what the waits
         between processes need (threads' states and wchans, the fd table, its socket rows,
-        parent and children). Read by `probe.read_round` and written by `keep_round_read`,
+        parent and children). Read by `procread.read_round` and written by `keep_round_read`,
         as a remote host's are; each file capped, each process's reads bounded by a
         deadline, every file through the secret policy."""
         procs = {t.process.pid: t.process for t in targets}
-        for pid, name, text in probe.read_round(list(procs), k, timeout=self.request.timeout):
+        for pid, name, text in procread.read_round(list(procs), k, timeout=self.request.timeout):
             self.keep_round_read(name, pid, k, text, procs[pid])
 
     def record_dump(

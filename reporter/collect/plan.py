@@ -45,6 +45,7 @@ from urllib.parse import urlsplit
 from reporter.collect.httpread import Limits
 from reporter.collect.procfs import ProcessInfo
 from reporter.core.errors import UsageError
+from reporter.evidence.kinds import REGISTRY
 from reporter.model import EvidenceKind
 
 DEFAULT_SNAPSHOTS = 3
@@ -134,7 +135,7 @@ class RemoteRequest:
 
     `hosts` are `[USER@]HOST[:PORT]` for ssh, or names put into `exec_template`'s `{host}`.
     `parallel` hosts at once; `deadline` seconds per host (None: from the snapshots,
-    interval and timeout, `remote.host_deadline`)."""
+    interval and timeout, `remotehosts.host_deadline`)."""
 
     hosts: tuple[str, ...]
     exec_template: str | None = None
@@ -257,14 +258,14 @@ class Selection:
 
 def descendants(processes: Iterable[ProcessInfo], pid: int) -> set[int]:
     """PIDs of every process below `pid` in the parent tree (not `pid` itself)."""
-    from reporter.collect.probe import descendants_of
+    from reporter.collect.hostprocs import descendants_of
 
     return descendants_of({p.pid: p.ppid for p in processes}, pid)
 
 
 def ancestors(processes: Iterable[ProcessInfo], pid: int) -> set[int]:
     """PIDs above `pid` up to init (not `pid` itself)."""
-    from reporter.collect.probe import ancestors_of
+    from reporter.collect.hostprocs import ancestors_of
 
     return ancestors_of({p.pid: p.ppid for p in processes}, pid)
 
@@ -272,7 +273,7 @@ def ancestors(processes: Iterable[ProcessInfo], pid: int) -> set[int]:
 def launchers(processes: Iterable[ProcessInfo], targets: Sequence[int]) -> dict[int, int]:
     """Per target PID, its launcher: the nearest ancestor that is not itself a target (the
     server, job or engine process that started it). PID 1 and init-like roots are none."""
-    from reporter.collect.probe import nearest_launchers
+    from reporter.collect.hostprocs import nearest_launchers
 
     return nearest_launchers({p.pid: p.ppid for p in processes}, targets)
 
@@ -394,13 +395,13 @@ def proc_path(pid: int, snapshot: int, what: str) -> str:
 
 
 # Each per-round /proc read of `procread.read_waits` (by the name it returns it under): its
-# evidence kind and what the manifest says it holds. Local and remote captures file them
-# alike: `proc_path(pid, k, name)` (under `hosts/<host>/` for a remote one).
+# evidence kind and what the manifest says it holds, from the kinds' registry entries
+# (`RoundRead`). Local and remote captures file them alike: `proc_path(pid, k, name)`
+# (under `hosts/<host>/` for a remote one).
 WAIT_FILES: dict[str, tuple[EvidenceKind, str]] = {
-    "threads": (EvidenceKind.PROC_THREADS, "each thread's state and wchan (/proc/{pid}/task/*)"),
-    "fds": (EvidenceKind.PROC_FDS, "the fd table as link targets (/proc/{pid}/fd)"),
-    "sockets": (EvidenceKind.PROC_SOCKETS, "socket rows (/proc/{pid}/net/tcp, tcp6, unix)"),
-    "family": (EvidenceKind.PROC_FAMILY, "parent, children and start time"),
+    entry.capture.name: (entry.kind, entry.capture.says)
+    for entry in REGISTRY
+    if entry.capture is not None
 }
 
 

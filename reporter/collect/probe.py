@@ -1,11 +1,11 @@
 """The capture program `report collect --ssh/--exec` runs on each remote host, for one run only.
 
 Self-contained on purpose: it imports nothing but the standard library and the modules it
-carries along (`procread`, `logtail`; `remote.HOST_MODULES`) and runs on Python 3.8+, so a
-host needs `python3` and py-spy, never `reporter` itself. `remote.py` sends this file's
-text with the run's options as one compressed argument (`python3 -c '<bootstrap>'`), so
-nothing is installed or left behind, no port is opened and no daemon runs; the command exits
-when the capture is done or its deadline passes.
+carries along (`procread`, `logtail`, `hostprocs`; `remote.HOST_MODULES`) and runs on
+Python 3.8+, so a host needs `python3` and py-spy, never `reporter` itself. `remote.py`
+sends this file's text with the run's options as one compressed argument (`python3 -c
+'<bootstrap>'`), so nothing is installed or left behind, no port is opened and no daemon
+runs; the command exits when the capture is done or its deadline passes.
 
 It reads `/proc` (processes, command lines, environments), runs py-spy (`dump --pid P`,
 `--nonblocking` unless asked, `--locals` when asked) and the targets' interpreters (package
@@ -45,7 +45,6 @@ import base64
 import contextlib
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -58,15 +57,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reporter.collect import logtail, procread
+from reporter.collect import hostprocs, logtail, procread
 
-_PYTHON_EXE = re.compile(r"^(?:python|pypy)[0-9.]*[a-z]*(?: \(deleted\))?$")
 _OUT = threading.Lock()
 if TYPE_CHECKING:  # annotations only: `dict[...]` is no runtime expression on Python 3.8
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Sequence
 
     Record = dict[str, Any]
     Chosen = list[tuple[Record, str]]
+
+
+def _text(path: str) -> str:
+    return Path(path).read_text(encoding="utf-8", errors="replace")
 
 
 def emit(record: Record) -> None:
@@ -78,226 +80,6 @@ def emit(record: Record) -> None:
             sys.stdout.flush()
         except OSError:
             os._exit(0)
-
-
-def _text(path: str) -> str:
-    return Path(path).read_text(encoding="utf-8", errors="replace")
-
-
-def read_process(pid: int) -> Record | None:
-    """One process as `/proc` shows it (the fields of `procfs.ProcessInfo`), or None."""
-    base = f"/proc/{pid}/"
-    try:
-        stat = _text(base + "stat")
-        argv_raw = Path(base + "cmdline").read_bytes()
-    except OSError:
-        return None
-    try:
-        start, end = stat.index("("), stat.rindex(")")
-        fields = stat[end + 2 :].split()
-        comm, state, ppid, pgid = stat[start + 1 : end], fields[0], int(fields[1]), int(fields[2])
-    except (ValueError, IndexError):
-        return None
-    parts = argv_raw.split(b"\x00")
-    while parts and not parts[-1]:
-        parts.pop()
-    uid = None
-    try:
-        for line in _text(base + "status").splitlines():
-            if line.startswith("Uid:"):
-                words = line.split()
-                uid = int(words[1]) if len(words) > 1 and words[1].isdigit() else None
-    except OSError:
-        pass
-    try:
-        # Path.readlink is Python 3.9+; the probe runs on 3.8.
-        exe: str | None = os.readlink(base + "exe")  # noqa: PTH115
-    except OSError:
-        exe = None
-    return {
-        "pid": pid,
-        "ppid": ppid,
-        "state": state,
-        "comm": comm,
-        "argv": [p.decode("utf-8", "replace") for p in parts],
-        "uid": uid,
-        "exe": exe,
-        "pgid": pgid,
-    }
-
-
-def list_processes() -> list[Record]:
-    """Every process readable now, by PID."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            info = read_process(int(entry.name))
-            if info is not None:
-                found.append(info)
-    found.sort(key=lambda p: int(p["pid"]))
-    return found
-
-
-def title(proc: Record) -> str:
-    """What `ps -o args` shows (`ProcessInfo.title`)."""
-    return " ".join(proc["argv"]) if proc["argv"] else f"[{proc['comm']}]"
-
-
-def looks_like_python(proc: Record) -> bool | None:
-    """`procfs.looks_like_python`: the executable's name, else libpython in the maps."""
-    exe = proc["exe"]
-    if exe is not None and _PYTHON_EXE.match(exe.rpartition("/")[2]):
-        return True
-    try:
-        with Path(f"/proc/{proc['pid']}/maps").open("rb") as handle:
-            mapped: bool | None = any(b"libpython" in line for line in handle)
-    except OSError:
-        mapped = None
-    if mapped:
-        return True
-    if exe is None or mapped is None:
-        return None
-    return False
-
-
-def ancestors_of(parent: dict[int, int], pid: int) -> set[int]:
-    """PIDs above `pid` (by `parent`, PID -> PPID) up to init, not `pid` itself. Shared with
-    `plan.ancestors`, which imports it from here: this file must stay self-contained."""
-    out: set[int] = set()
-    current = parent.get(pid, 0)
-    while current > 0 and current not in out:
-        out.add(current)
-        current = parent.get(current, 0)
-    return out
-
-
-def descendants_of(parent: dict[int, int], pid: int) -> set[int]:
-    """PIDs below `pid` in the tree `parent` (PID -> PPID), not `pid` itself. Shared with
-    `plan.descendants`, which imports it from here."""
-    children: dict[int, list[int]] = {}
-    for child, ppid in parent.items():
-        children.setdefault(ppid, []).append(child)
-    out: set[int] = set()
-    stack = [pid]
-    while stack:
-        for child in children.get(stack.pop(), ()):
-            if child not in out:
-                out.add(child)
-                stack.append(child)
-    return out
-
-
-def whoami() -> Record:
-    """This process as another on the same machine and PID namespace recognises it."""
-    me: Record = {"pid": os.getpid()}
-    try:
-        me["boot_id"] = _text("/proc/sys/kernel/random/boot_id").strip()
-        info = os.stat("/proc/self/ns/pid")
-        me["pidns"] = f"{info.st_dev}:{info.st_ino}"
-        stat = _text("/proc/self/stat")
-        me["start"] = stat[stat.rindex(")") + 2 :].split()[19]
-    except (OSError, ValueError, IndexError):
-        pass
-    return me
-
-
-def collector_here(collector: Record | None) -> int | None:
-    """The collector's PID when it runs on this host, in this PID namespace (`whoami` equal
-    but for the PID, and that PID started when the collector did); else None."""
-    if not collector or "start" not in collector:
-        return None
-    here = whoami()
-    if (here.get("boot_id"), here.get("pidns")) != (collector["boot_id"], collector["pidns"]):
-        return None
-    try:
-        stat = _text(f"/proc/{int(collector['pid'])}/stat")
-        start = stat[stat.rindex(")") + 2 :].split()[19]
-    except (OSError, ValueError, IndexError):
-        return None
-    return int(collector["pid"]) if start == collector["start"] else None
-
-
-def select(processes: list[Record], opts: Record, own_pid: int) -> tuple[Chosen, Chosen, str]:
-    """(targets with why, processes passed over with why, an error): `plan.select_targets`.
-    `opts["collector"]`: when `report collect` itself runs on this host, it and its
-    ancestors are left out, and said so when they match."""
-    by_pid = {p["pid"]: p for p in processes}
-    collector = collector_here(opts.get("collector"))
-    parents = {p["pid"]: p["ppid"] for p in processes}
-    theirs = {collector} | ancestors_of(parents, collector) if collector else set()
-    pids = list(opts.get("pids") or [])
-    children_of = opts.get("children_of")
-    for pid in pids + ([children_of] if children_of else []):
-        if pid not in by_pid:
-            return [], [], f"no process with PID {pid}"
-    mine = {own_pid} | ancestors_of({p["pid"]: p["ppid"] for p in processes}, own_pid)
-    targets: dict[int, tuple[Record, str]] = {}
-    passed: dict[int, tuple[Record, str]] = {}
-    for pid in pids:
-        if pid == own_pid:
-            return [], [], f"PID {pid} is the capture itself"
-        targets[pid] = (by_pid[pid], "--pid")
-    match = opts.get("match")
-    if match is not None or children_of is not None:
-        pattern = re.compile(match) if match is not None else None
-        pool = processes
-        why = "--match"
-        if children_of is not None:
-            below = descendants_of({p["pid"]: p["ppid"] for p in processes}, children_of)
-            pool = [p for p in processes if p["pid"] in below]
-            why = "--children-of" if pattern is None else "--children-of + --match"
-        for proc in pool:
-            if proc["pid"] in targets or proc["pid"] in mine or not proc["argv"]:
-                continue  # kernel threads have no command line
-            if pattern is not None and not (
-                pattern.search(title(proc)) or pattern.search(proc["comm"])
-            ):
-                continue
-            if proc["pid"] in theirs:
-                passed[proc["pid"]] = (proc, "report collect itself (it runs on this host)")
-                continue
-            if proc["state"] in ("Z", "X"):
-                passed[proc["pid"]] = (proc, "exited (zombie: its parent has not reaped it)")
-                continue
-            if looks_like_python(proc) is False:
-                exe = proc["exe"] or "unknown executable"
-                passed[proc["pid"]] = (proc, f"not a Python process ({exe}); py-spy cannot read it")
-                continue
-            targets[proc["pid"]] = (proc, why)
-    return [targets[p] for p in sorted(targets)], [passed[p] for p in sorted(passed)], ""
-
-
-def launchers(processes: list[Record], targets: list[int]) -> dict[int, int]:
-    """`plan.launchers`: per target, the nearest ancestor that is not itself a target."""
-    return nearest_launchers({p["pid"]: p["ppid"] for p in processes}, targets)
-
-
-def nearest_launchers(parent: dict[int, int], targets: Sequence[int]) -> dict[int, int]:
-    """Per target PID, the nearest ancestor (by `parent`, PID -> PPID) that is not itself a
-    target; PID 1 and init-like roots are none. Shared with `plan.launchers`, which imports
-    it from here: this file must stay self-contained."""
-    chosen = set(targets)
-    out: dict[int, int] = {}
-    for pid in targets:
-        current = parent.get(pid, 0)
-        seen = {pid}
-        while current in chosen and current not in seen:
-            seen.add(current)
-            current = parent.get(current, 0)
-        if current > 1:
-            out[pid] = current
-    return out
-
-
-def _title_only(proc: Record) -> bool:
-    """`capture._title_only`: a one-word command line without a path (setproctitle)."""
-    argv = proc["argv"]
-    return (
-        len(argv) == 1
-        and "/" not in argv[0]
-        and " " not in argv[0]
-        and ("::" in argv[0] or not argv[0].startswith(("python", "pypy")))
-    )
 
 
 def send_file(kind: str, pid: int, what: str) -> str | None:
@@ -336,7 +118,7 @@ def environment(targets: list[Record], by_pid: dict[int, Record]) -> dict[int, s
     titled = []
     for proc in targets:
         pid = proc["pid"]
-        if _title_only(proc):
+        if hostprocs.title_only(proc):
             titled.append(pid)
             need_parent.add(proc["ppid"])
         else:
@@ -352,7 +134,7 @@ def environment(targets: list[Record], by_pid: dict[int, Record]) -> dict[int, s
         emit({"t": "skip", "what": what, "reason": reason})
     for ppid in sorted(p for p in need_parent if p > 1):
         parent = by_pid.get(ppid)
-        label = f"PID {ppid}" + (f" ({title(parent)[:60]})" if parent else "")
+        label = f"PID {ppid}" + (f" ({hostprocs.title(parent)[:60]})" if parent else "")
         who = "parent of PID " + ", ".join(str(t["pid"]) for t in targets if t["ppid"] == ppid)
         send_file("cmdline", ppid, f"command line of {label}, {who}")
         what = (
@@ -622,92 +404,12 @@ def one_dump(pyspy: str, pid: int, snapshot: int, opts: Record) -> None:
     emit(done)
 
 
-def read_status(pid: int | str, root: str = "/proc") -> str:
-    """`/proc/PID/status` text ("self" for this process); "" when unreadable."""
-    try:
-        return _text(f"{root}/{pid}/status")
-    except OSError:
-        return ""
-
-
-def read_wchan(pid: int, root: str = "/proc") -> str:
-    """The kernel function a blocked process sleeps in (`/proc/PID/wchan`, `do_signal_stop`);
-    "" when unreadable or when it is running (the kernel writes `0`)."""
-    try:
-        text = _text(f"{root}/{pid}/wchan").strip()
-    except OSError:
-        return ""
-    return "" if text in ("", "0") else text
-
-
-def status_copy(pid: int, root: str = "/proc") -> str:
-    """`/proc/PID/status` as evidence: the text as the kernel wrote it, then one line of
-    our own in the same form, `Wchan:<TAB>do_signal_stop`, from `/proc/PID/wchan` when
-    readable. "" when the process is gone. (`procfs.status_copy` for a local capture.)"""
-    text = read_status(pid, root)
-    if not text:
-        return ""
-    wchan = read_wchan(pid, root)
-    end = "" if text.endswith("\n") else "\n"
-    return f"{text}{end}Wchan:\t{wchan}\n" if wchan else text + end
-
-
-# What is read from `/proc` for each target after each round, by name (the file's suffix:
-# `proc/pidN-sK.status`, `.threads`, `.fds`, `.sockets`, `.family`): `read_round`, the one
-# function a local capture (`capture.ProcessSteps.round_reads`) and this probe call. The
-# collector turns each `round` record into evidence with the local code
-# (`SessionState.keep_round_read`).
-ROUND_READS = ("status", *procread.KINDS)
-
-
-def read_round(
-    pids: Sequence[int],
-    snapshot: int,
-    *,
-    names: Sequence[str] = ROUND_READS,
-    timeout: float = procread.DEFAULT_DEADLINE,
-    deadline: float | None = None,
-    root: str = "/proc",
-) -> Iterator[tuple[int, str, str]]:
-    """(pid, name, text) for each target and each read of `names` after round `snapshot`.
-
-    A process that is gone gives one ("status", "") and nothing else; a read that failed
-    gives "" under its name. The shared files of a round (boot time, the PPid scan where
-    the kernel lists no children, the socket tables of each network namespace) are read
-    once per round. Each process's `/proc` reads end at min(2 s, `timeout`), and at
-    `deadline` (`time.monotonic()`) when given."""
-    waits = [n for n in names if n in procread.KINDS]
-    btime = procread.boot_time(root) if waits else None
-    parents = None
-    if waits and not procread.has_children_files(root):
-        parents = procread.parent_map(root)
-    tables: procread.NetCache = {}
-    for pid in pids:
-        status = status_copy(pid, root)
-        if not status:
-            yield pid, "status", ""
-            continue
-        if "status" in names:
-            yield pid, "status", status
-        if not waits:
-            continue
-        seconds = min(procread.DEFAULT_DEADLINE, timeout)
-        if deadline is not None:
-            seconds = max(0.05, min(seconds, deadline - time.monotonic()))
-        read = procread.read_waits(
-            pid, snapshot=snapshot, proc=root, deadline=seconds, btime=btime, parents=parents,
-            cache=tables,
-        )  # fmt: skip
-        for name in waits:
-            yield pid, name, read.get(name, "")
-
-
 def round_reads(pids: list[int], snapshot: int, opts: Record, deadline: float) -> None:
     """The per-round `/proc` reads the collector asked for, one `round` record each."""
-    names = [n for n in opts.get("round_reads") or () if n in ROUND_READS]
+    names = [n for n in opts.get("round_reads") or () if n in procread.ROUND_READS]
     if not names:
         return
-    for pid, name, text in read_round(
+    for pid, name, text in procread.read_round(
         pids, snapshot, names=names, timeout=float(opts["timeout"]), deadline=deadline
     ):
         emit({"t": "round", "pid": pid, "snapshot": snapshot, "name": name, "text": text})
@@ -784,7 +486,7 @@ def logs(targets: list[Record], opts: Record, deadline: float) -> None:
     """The logs a local capture keeps (`services.ServiceSteps.logs`), read here by the same
     functions (`logtail`): each `--log` file's tail, the journal of the targets' systemd
     services since they started, the kernel's log since the earliest target started. The
-    journal and dmesg share one `--timeout` (`remote.probe_budget` counts it)."""
+    journal and dmesg share one `--timeout` (`remotehosts.probe_budget` counts it)."""
     lines, size = int(opts.get("log_lines") or 5000), int(opts.get("log_bytes") or 4 << 20)
     files, missing = logtail.expand(tuple(opts.get("logs") or ()))
     for pattern, why in missing:
@@ -836,7 +538,7 @@ def interpreter_of(proc: Record, parent: Record | None, environ: str) -> Record 
         cwd: str | None = os.readlink(f"/proc/{pid}/cwd")  # noqa: PTH115
     except OSError:
         cwd = None
-    argv = [] if _title_only(proc) else proc["argv"]
+    argv = [] if hostprocs.title_only(proc) else proc["argv"]
     parent_argv = parent["argv"] if parent is not None else []
     pythons, folders = operator_places(argv, parent_argv, environ, cwd, proc["exe"])
     extra = tuple(p for p in (_env_value(environ, "PYTHONPATH") or "").split(":") if p)
@@ -960,29 +662,31 @@ def main(opts: Record) -> None:
             "pid": os.getpid(),
         }
     )
-    processes = list_processes()
-    targets, passed, error = select(processes, opts, os.getpid())
+    processes = hostprocs.list_processes()
+    targets, passed, error = hostprocs.select(processes, opts, os.getpid())
     for proc, reason in passed:
-        emit({"t": "passed", "pid": proc["pid"], "title": title(proc), "reason": reason})
+        emit({"t": "passed", "pid": proc["pid"], "title": hostprocs.title(proc), "reason": reason})
     if error or not targets:
-        own = {os.getpid()} | ancestors_of({p["pid"]: p["ppid"] for p in processes}, os.getpid())
+        own = {os.getpid()} | hostprocs.ancestors_of(
+            {p["pid"]: p["ppid"] for p in processes}, os.getpid()
+        )
         similar = sorted(
             {
-                title(p)[:80]
+                hostprocs.title(p)[:80]
                 for p in processes
                 if p["pid"] not in own
                 and p["argv"]
-                and ("python" in title(p).lower() or "::" in title(p))
+                and ("python" in hostprocs.title(p).lower() or "::" in hostprocs.title(p))
             }
         )[:8]
         emit({"t": "nomatch", "similar": similar, "error": error})
         emit({"t": "end", "reason": error or "no process matches"})
         return
-    tops = launchers(processes, [p["pid"] for p, _ in targets])
+    tops = hostprocs.launchers(processes, [p["pid"] for p, _ in targets])
     by_pid = {p["pid"]: p for p in processes}
     for proc, why in targets:
         emit({"t": "target", "pid": proc["pid"], "ppid": proc["ppid"], "pgid": proc["pgid"],
-              "uid": proc["uid"], "title": title(proc), "selected_by": why,
+              "uid": proc["uid"], "title": hostprocs.title(proc), "selected_by": why,
               "launcher": tops.get(proc["pid"])})  # fmt: skip
     for pid in sorted(set(tops.values())):
         if pid in by_pid:

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from reporter.collect import probe
+from reporter.collect import procread
 
 PROC = Path("/proc")
 # Interpreter executables py-spy can read: python3.11, python3.12d, pypy3, "(deleted)" suffix too.
@@ -174,15 +174,15 @@ def read_bytes(pid: int, name: str, *, proc: Path = PROC) -> bytes:
 
 def read_status(pid: int | str, *, proc: Path = PROC) -> str:
     """`/proc/PID/status` text ("self" for this process); "" when unreadable."""
-    return probe.read_status(pid, str(proc))
+    return procread.read_status(pid, str(proc))
 
 
 def read_wchan(pid: int, *, proc: Path = PROC) -> str:
     """The kernel function a blocked process sleeps in (`/proc/PID/wchan`); see `probe`."""
-    return probe.read_wchan(pid, str(proc))
+    return procread.read_wchan(pid, str(proc))
 
 
 def status_copy(pid: int, *, proc: Path = PROC) -> str:
-    """`/proc/PID/status` as evidence, with its wchan line: `probe.status_copy`, the code the
+    """`/proc/PID/status` as evidence, with its wchan line: `procread.status_copy`, the code the
     remote probe runs on each host."""
-    return probe.status_copy(pid, str(proc))
+    return procread.status_copy(pid, str(proc))

@@ -12,7 +12,7 @@
   with their states (`/proc/PID/task/*/children`, else a scan of every process's PPid).
 
 and returns each as the text of one evidence file (formats in `docs/formats.md`; the
-parsers are `reporter/evidence/proc{threads,fds,sockets,family}.py`). Nothing here stops,
+parsers are `reporter/evidence/kinds/proc{threads,fds,sockets,family}.py`). Nothing here stops,
 signals or traces the target: these are the reads `ps`, `lsof` and `ss` make, each file
 read with a size cap, and the whole read bounded by a deadline (what the deadline cut is
 said on a `# truncated:` line). The text is raw: the caller applies the secret policy
@@ -28,7 +28,10 @@ import contextlib
 import os
 import time
 from datetime import datetime, timezone
-from typing import Dict, Tuple  # noqa: UP035 - Python 3.8
+from typing import TYPE_CHECKING, Dict, Tuple  # noqa: UP035 - Python 3.8
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
 
 PROC = "/proc"
 # The largest part of one /proc file read (stat, status, fdinfo, one children file).
@@ -357,3 +360,91 @@ def read_waits(
             pid, clock, proc, btime=btime if btime is not None else boot_time(proc), parents=parents
         )
     return out
+
+
+# -- one round of every target: the status copy and the reads above ----------------------
+
+
+def _whole(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as handle:  # noqa: PTH123 - 3.8, path strings
+        return handle.read()
+
+
+def read_status(pid: int | str, root: str = "/proc") -> str:
+    """`/proc/PID/status` text ("self" for this process); "" when unreadable."""
+    try:
+        return _whole(f"{root}/{pid}/status")
+    except OSError:
+        return ""
+
+
+def read_wchan(pid: int, root: str = "/proc") -> str:
+    """The kernel function a blocked process sleeps in (`/proc/PID/wchan`, `do_signal_stop`);
+    "" when unreadable or when it is running (the kernel writes `0`)."""
+    try:
+        text = _whole(f"{root}/{pid}/wchan").strip()
+    except OSError:
+        return ""
+    return "" if text in ("", "0") else text
+
+
+def status_copy(pid: int, root: str = "/proc") -> str:
+    """`/proc/PID/status` as evidence: the text as the kernel wrote it, then one line of
+    our own in the same form, `Wchan:<TAB>do_signal_stop`, from `/proc/PID/wchan` when
+    readable. "" when the process is gone. (`procfs.status_copy` for a local capture.)"""
+    text = read_status(pid, root)
+    if not text:
+        return ""
+    wchan = read_wchan(pid, root)
+    end = "" if text.endswith("\n") else "\n"
+    return f"{text}{end}Wchan:\t{wchan}\n" if wchan else text + end
+
+
+# What is read from `/proc` for each target after each round, by name (the file's suffix:
+# `proc/pidN-sK.status`, `.threads`, `.fds`, `.sockets`, `.family`): `read_round`, the one
+# function a local capture (`capture.ProcessSteps.round_reads`) and the remote probe call. The
+# collector turns each `round` record into evidence with the local code
+# (`SessionState.keep_round_read`).
+ROUND_READS = ("status", *KINDS)
+
+
+def read_round(
+    pids: Sequence[int],
+    snapshot: int,
+    *,
+    names: Sequence[str] = ROUND_READS,
+    timeout: float = DEFAULT_DEADLINE,
+    deadline: float | None = None,
+    root: str = "/proc",
+) -> Iterator[tuple[int, str, str]]:
+    """(pid, name, text) for each target and each read of `names` after round `snapshot`.
+
+    A process that is gone gives one ("status", "") and nothing else; a read that failed
+    gives "" under its name. The shared files of a round (boot time, the PPid scan where
+    the kernel lists no children, the socket tables of each network namespace) are read
+    once per round. Each process's `/proc` reads end at min(2 s, `timeout`), and at
+    `deadline` (`time.monotonic()`) when given."""
+    waits = [n for n in names if n in KINDS]
+    btime = boot_time(root) if waits else None
+    parents = None
+    if waits and not has_children_files(root):
+        parents = parent_map(root)
+    tables: NetCache = {}
+    for pid in pids:
+        status = status_copy(pid, root)
+        if not status:
+            yield pid, "status", ""
+            continue
+        if "status" in names:
+            yield pid, "status", status
+        if not waits:
+            continue
+        seconds = min(DEFAULT_DEADLINE, timeout)
+        if deadline is not None:
+            seconds = max(0.05, min(seconds, deadline - time.monotonic()))
+        read = read_waits(
+            pid, snapshot=snapshot, proc=root, deadline=seconds, btime=btime, parents=parents,
+            cache=tables,
+        )  # fmt: skip
+        for name in waits:
+            yield pid, name, read.get(name, "")

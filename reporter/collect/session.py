@@ -43,7 +43,8 @@ from reporter.collect.manifest import (
     TargetNote,
 )
 from reporter.collect.plan import CollectRequest, Selection, Target
-from reporter.collect.remote import RemoteHost, RemoteSteps, remote_hosts, validate_remote
+from reporter.collect.remote import RemoteSteps
+from reporter.collect.remotehosts import RemoteHost, remote_hosts, validate_remote
 from reporter.collect.services import ServiceSteps
 from reporter.collect.state import Clock, Progress, Tick, utc_now
 from reporter.core import inert

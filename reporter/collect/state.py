@@ -248,7 +248,7 @@ class SessionState:
         base: str = "",
         host: str = "",
     ) -> None:
-        """Save one per-round `/proc` read (`probe.read_round`: the status copy, or one of
+        """Save one per-round `/proc` read (`procread.read_round`: the status copy, or one of
         `plan.WAIT_FILES`) of `pid` after snapshot `k`, or note why there is none ("" for
         `status`: the process is gone; for another: that read failed). The one way they are
         written, locally and for a remote host (`base` = `hosts/<host>/`, `host` its name),

@@ -17,8 +17,9 @@
   or `status` → PROMETHEUS_JSON; `systemctl show` keys → SYSTEMD_SHOW; `# TYPE`,
   `# HELP`, `# scrape at` or sample lines → PROMETHEUS_TEXT; a CSV header starting
   with `Time` (or `Series`) → GRAFANA_CSV; mostly timestamped lines → LOG;
-* `report collect`'s per-round `/proc` files, whose first line is `# report-proc: KIND
-  pid=N ...` → PROC_THREADS, PROC_FDS, PROC_SOCKETS or PROC_FAMILY, before anything else;
+* the kinds of the registry (`reporter.evidence.kinds`) by their `looks_like`, at their
+  `SniffPlace`: `report collect`'s per-round `/proc` files (first line `# report-proc:
+  KIND pid=N ...`) before anything else;
 * a NUL-separated `/proc` copy → ENVIRON or CMDLINE, and `pip list --format=json`
   → PACKAGES, before the py-spy JSON test; after the dump kinds and before
   the metric kinds: `reporter-excerpt: 1` → CODE_EXCERPT, a goroutine header →
@@ -35,25 +36,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import datetime
 
 from reporter.evidence import (
-    faulthandler,
     flight_recorder,
+    kinds,
     logs,
-    metrics,
-    procfamily,
-    procfds,
     prochead,
-    procsockets,
     procstatus,
-    procthreads,
     pyspy,
     systemd,
 )
-from reporter.evidence._text import strip_ansi, warning_at
-from reporter.model import ENVIRONMENT_KINDS, EvidenceKind, ParseResult
+from reporter.evidence._text import strip_ansi
+from reporter.evidence.kinds.interface import Parser, Read, SniffPlace
+from reporter.model import EvidenceKind, ParseResult
 
 SNIFF_CHARS = 64 * 1024
 _QUICK_CHARS = 4 * 1024
@@ -144,18 +140,6 @@ def _when(kind: EvidenceKind, test: Callable[[str], bool]) -> Callable[[str], Ev
 
 
 # Imported on first use: a bundle of py-spy dumps never needs these parsers.
-def _excerpt(head: str) -> bool:
-    from reporter.evidence import excerpts
-
-    return excerpts.sniff(head)
-
-
-def _goroutines(head: str) -> bool:
-    from reporter.evidence import goroutines
-
-    return goroutines.sniff(head)
-
-
 def _env_distinctive(head: str) -> EvidenceKind:
     from reporter.evidence import env
 
@@ -239,84 +223,16 @@ def _confirmed(head: str, needle: str, at: int) -> bool:
 def parse(
     kind: EvidenceKind, text: str, *, source: str, captured_at: datetime | None = None
 ) -> ParseResult:
-    """Parse `text` with the parser for `kind` (`PARSERS`); UNKNOWN gives a warning only.
+    """Parse `text` with the parser of `kind` (its registry entry); UNKNOWN gives a warning only.
 
     `captured_at` (the manifest's, else the bundle's earliest) dates a single
     Prometheus scrape without timestamps, and gives year-less log times their year.
     """
-    return PARSERS[kind](text, source, captured_at)
+    return PARSERS[kind](text, Read(source=source, captured_at=captured_at))
 
 
-# A parser of one kind: (text, source, captured_at) -> ParseResult.
-Parser = Callable[[str, str, datetime | None], ParseResult]
-
-
-def _log(text: str, source: str, captured_at: datetime | None) -> ParseResult:
-    result = logs.parse(text, source=source, reference=captured_at)
-    if flight_recorder.sniff_watchdog(text):
-        # The NCCL watchdog's timeout lines are Flight Recorder evidence too.
-        traces = flight_recorder.parse_watchdog(text, source=source).flight_recorder
-        result = replace(result, flight_recorder=traces)
-    return result
-
-
-def _env(kind: EvidenceKind) -> Parser:
-    def parse_env(text: str, source: str, captured_at: datetime | None) -> ParseResult:
-        from reporter.evidence import env
-
-        return env.parse(kind, text, source=source)
-
-    return parse_env
-
-
-def _code_excerpt(text: str, source: str, captured_at: datetime | None) -> ParseResult:
-    from reporter.evidence import excerpts
-
-    return excerpts.parse(text, source=source)
-
-
-def _goroutine_dump(text: str, source: str, captured_at: datetime | None) -> ParseResult:
-    from reporter.evidence import goroutines
-
-    return goroutines.parse(text, source=source)
-
-
-def _unknown(text: str, source: str, captured_at: datetime | None) -> ParseResult:
-    warning = warning_at(
-        source, 0, "not recognised as a py-spy dump (text or --json) or a faulthandler dump"
-    )
-    return ParseResult(warnings=(warning,))
-
-
-# The parser of every evidence kind (tests/evidence/test_sniff.py checks that none is
-# missing). A new kind: its member in `EvidenceKind`, its parser module, a row here, and
-# its test in `sniff` (a marker, or a row of `_DETECTORS`).
-PARSERS: dict[EvidenceKind, Parser] = {
-    EvidenceKind.PYSPY_TEXT: lambda text, source, _: pyspy.parse_text(text, source=source),
-    EvidenceKind.PYSPY_JSON: lambda text, source, _: pyspy.parse_json(text, source=source),
-    EvidenceKind.FAULTHANDLER: lambda text, source, _: faulthandler.parse(text, source=source),
-    EvidenceKind.PROMETHEUS_TEXT: lambda text, source, at: metrics.parse_text(
-        text, source=source, captured_at=at
-    ),
-    EvidenceKind.PROMETHEUS_JSON: lambda text, source, _: metrics.parse_query_range(
-        text, source=source
-    ),
-    EvidenceKind.GRAFANA_CSV: lambda text, source, _: metrics.parse_csv(text, source=source),
-    EvidenceKind.SYSTEMD_SHOW: lambda text, source, _: systemd.parse(text, source=source),
-    EvidenceKind.LOG: _log,
-    EvidenceKind.FLIGHT_RECORDER: lambda text, source, _: flight_recorder.parse_json(
-        text, source=source
-    ),
-    EvidenceKind.PROC_STATUS: lambda text, source, _: procstatus.parse(text, source=source),
-    EvidenceKind.PROC_THREADS: lambda text, source, _: procthreads.parse(text, source=source),
-    EvidenceKind.PROC_FDS: lambda text, source, _: procfds.parse(text, source=source),
-    EvidenceKind.PROC_SOCKETS: lambda text, source, _: procsockets.parse(text, source=source),
-    EvidenceKind.PROC_FAMILY: lambda text, source, _: procfamily.parse(text, source=source),
-    EvidenceKind.CODE_EXCERPT: _code_excerpt,
-    EvidenceKind.GOROUTINES: _goroutine_dump,
-    **{kind: _env(kind) for kind in sorted(ENVIRONMENT_KINDS)},
-    EvidenceKind.UNKNOWN: _unknown,
-}
+# The parser of every evidence kind, from its registry entry (`reporter.evidence.kinds`).
+PARSERS: dict[EvidenceKind, Parser] = {entry.kind: entry.parse for entry in kinds.REGISTRY}
 
 
 _PROM_JSON_RE = re.compile(r'\A\ufeff?\s*\{[\s\S]{0,200}?"(?:status|resultType|data)"\s*:')
@@ -343,15 +259,12 @@ def _log_lines(head: str) -> bool:
 # that names a kind wins. Dumps that lost their headers come first, then the kinds with
 # a distinctive first line, then the looser shapes (samples, timestamped lines, KEY=VALUE).
 _DETECTORS: tuple[Callable[[str], EvidenceKind], ...] = (
-    # `# report-proc: KIND pid=N` on the first line: nothing else starts so.
-    _when(EvidenceKind.PROC_THREADS, procthreads.looks_like),
-    _when(EvidenceKind.PROC_FDS, procfds.looks_like),
-    _when(EvidenceKind.PROC_SOCKETS, procsockets.looks_like),
-    _when(EvidenceKind.PROC_FAMILY, procfamily.looks_like),
+    # Registered kinds with a line nothing else starts with (`# report-proc: ...`).
+    *(_when(kind, test) for kind, test in kinds.detectors(SniffPlace.FIRST)),
     _when(EvidenceKind.PYSPY_TEXT, _frames_only),
     _when(EvidenceKind.FAULTHANDLER, _fault_frames_only),
-    _when(EvidenceKind.CODE_EXCERPT, _excerpt),
-    _when(EvidenceKind.GOROUTINES, _goroutines),
+    # Registered kinds with a distinctive header (an excerpt's marker, a goroutine header).
+    *(_when(kind, test) for kind, test in kinds.detectors(SniffPlace.DISTINCTIVE)),
     _when(EvidenceKind.PROC_STATUS, procstatus.looks_like),
     _env_distinctive,
     _when(EvidenceKind.PROMETHEUS_JSON, lambda head: _PROM_JSON_RE.match(head) is not None),

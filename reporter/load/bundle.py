@@ -1,7 +1,9 @@
 """Load an evidence bundle (a folder, optionally with `bundle.toml`) or loose files into a `Bundle`.
 
-This is the evidence layer's only file I/O. Input: paths from the command line.
-Output: one frozen `Bundle` with every dump, failed dump and parse warning.
+This module and the two it calls are the evidence's only file I/O: `files.py` reads a file
+(size limit, text, digest), `assemble.py` sniffs, parses and folds the files into the
+bundle. Input: paths from the command line. Output: one frozen `Bundle` with every dump,
+failed dump and parse warning.
 
 Manifest (`bundle.toml`), by example::
 
@@ -49,22 +51,19 @@ folder's host (its manifest's `host`, else the folder's name) and its path gains
 
 from __future__ import annotations
 
-import fnmatch
-import hashlib
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import TypeVar
 
 from reporter.core import fileio
-from reporter.core.errors import EvidenceError, InputError, ManifestError, UsageError
-from reporter.core.fileio import check_regular, human_size, read_bytes_bounded
+from reporter.core.errors import EvidenceError, ManifestError, UsageError
 from reporter.core.gcpause import gc_paused
-from reporter.evidence import flight_recorder, metrics
+from reporter.evidence import metrics
 from reporter.evidence import sniff as sniffing
+from reporter.load import files
+from reporter.load.assemble import assemble
 from reporter.load.manifest import (
     MANIFEST_NAME,
     ManifestEntry,
@@ -72,84 +71,16 @@ from reporter.load.manifest import (
     parse_manifest,
 )
 from reporter.model import (
-    CONTEXT_KINDS,
-    HEAD_LINES,
-    METRIC_KINDS,
-    PROC_KINDS,
     SUMMARISED_KINDS,
     Bundle,
-    CodeExcerpt,
-    Environment,
-    EvidenceFile,
     EvidenceKind,
-    FailedDump,
-    FdEntry,
-    FrTrace,
-    GoroutineDump,
     Location,
-    LogEvent,
     Manifest,
-    MetricSeries,
-    ParseResult,
     ParseWarning,
-    ProcessDump,
-    ProcessRelation,
-    ProcState,
-    RankHint,
-    SocketRow,
-    ThreadState,
-    TimelineEvent,
 )
-from reporter.secrets import mask_text
 
 # The evidence file size limit (`--max-file-size`): the one limit of core/fileio.py.
 DEFAULT_MAX_FILE_BYTES = fileio.DEFAULT_MAX_BYTES
-# Bytes inspected for NUL characters when deciding that a file is binary.
-_BINARY_PROBE = 8192
-_R = TypeVar("_R", ProcState, ThreadState, FdEntry, SocketRow, ProcessRelation)
-# Files in a bundle folder that are never evidence: notes and the scripts that made the evidence.
-_NOT_EVIDENCE = (
-    "README*",
-    "*.md",
-    "*.py",
-    "*.sh",
-    "*.toml",
-    "*.j2",
-    ".*",
-    "*.go",
-    "go.mod",
-    "go.sum",
-    *(
-        # What reporter itself writes (reports, their backups, previews, charts, the
-        # filing record, the issue index): a report saved beside the evidence must not
-        # change the next analysis of it.
-        "*.bak",
-        "*.bak.*",
-        "*.html",
-        "*.svg",
-        "*.sqlite3",
-        "*.sqlite3-*",
-        "*.lock",
-        "*.tmp",
-    ),
-)
-# Reporter's own Markdown (report, upstream draft) whatever it was renamed to: region markers
-# or reporter front matter in the first lines.
-_OWN_OUTPUT_RE = re.compile(
-    r"\A(?:---\n(?:.*\n){0,40}?(?:reporter|kind: (?:incident-report|upstream-draft))\b"
-    r"|[\s\S]{0,4096}?<!-- reporter:begin )"
-)
-_OWN_MARKER = "<!-- reporter:begin "
-
-
-def _own_output(text: str) -> bool:
-    """`_OWN_OUTPUT_RE` on `text`, asked only when one of its two openings can be there."""
-    if not text.startswith("---\n") and _OWN_MARKER not in text[: 4096 + len(_OWN_MARKER)]:
-        return False  # the regex's scan of the first 4 KiB costs more than the parse
-    return _OWN_OUTPUT_RE.match(text) is not None
-
-
-_NOT_EVIDENCE_RE = re.compile("|".join(fnmatch.translate(p) for p in _NOT_EVIDENCE))
 
 
 def load(paths: Sequence[Path], *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Bundle:
@@ -196,7 +127,7 @@ def load_text(
             path=path, display=display, kind=None, captured_at=None, hint=None, description=""
         )
         with gc_paused():
-            return _assemble(
+            return assemble(
                 None, Manifest(), [entry], (), max_file_bytes=max_file_bytes, strict=True
             )
 
@@ -208,7 +139,7 @@ def _load_files(paths: Sequence[Path], *, max_file_bytes: int) -> Bundle:
         )
         for p in paths
     ]
-    return _assemble(None, Manifest(), entries, (), max_file_bytes=max_file_bytes, strict=True)
+    return assemble(None, Manifest(), entries, (), max_file_bytes=max_file_bytes, strict=True)
 
 
 def _load_folder(root: Path, *, max_file_bytes: int) -> Bundle:
@@ -229,7 +160,7 @@ def _assemble_folder(
 ) -> Bundle:
     """A folder's (or folders') bundle: the files the manifest lists, then those found
     beside them; a bad file is a warning, not an error."""
-    return _assemble(
+    return assemble(
         root,
         manifest,
         [*listed, *extra],
@@ -335,7 +266,7 @@ def _folder_entries(
     # Unlisted files are warned about only inside the folder the manifest speaks for.
     listed_under = ""
     if manifest_path.is_file():
-        text = _read_text(manifest_path, display=MANIFEST_NAME, max_file_bytes=max_file_bytes)
+        text = files.read_text(manifest_path, display=MANIFEST_NAME, max_file_bytes=max_file_bytes)
         read = parse_manifest(text, root=root, metric_name=metrics.parse_selector)
         manifest, listed = read.manifest, list(read.entries)
         warnings.extend(read.warnings)
@@ -349,7 +280,7 @@ def _folder_entries(
     extra: list[ManifestEntry] = []
     # The baseline bundle and the deployed source copy are not this bundle's evidence.
     skip = tuple(p.strip("/") + "/" for p in (manifest.baseline, manifest.source_root) if p)
-    walked, walk_warnings = _walk(root, skip=skip)
+    walked, walk_warnings = files.walk(root, skip=skip)
     warnings.extend(walk_warnings)
     for rel, path in walked:
         if rel in seen:
@@ -444,7 +375,7 @@ def _only_bundle_below(root: Path) -> Path | None:
     if len(below) != 1:
         return None
     prefix = below[0].name + "/"
-    beside = [rel for rel, _ in _walk(root)[0] if not rel.startswith(prefix)]
+    beside = [rel for rel, _ in files.walk(root)[0] if not rel.startswith(prefix)]
     return below[0] if not beside else None
 
 
@@ -474,7 +405,7 @@ def _below(
         return Manifest(), [], ""
     sub = below[0]
     display = f"{sub.name}/{MANIFEST_NAME}"
-    text = _read_text(sub / MANIFEST_NAME, display=display, max_file_bytes=max_file_bytes)
+    text = files.read_text(sub / MANIFEST_NAME, display=display, max_file_bytes=max_file_bytes)
     read = parse_manifest(text, root=sub, metric_name=metrics.parse_selector)
     prefix = f"{sub.name}/"
     entries = [replace(e, display=prefix + e.display) for e in read.entries]
@@ -532,7 +463,7 @@ def _two_runs(root: Path, *, max_file_bytes: int) -> Bundle | None:
     if pair is not None:
         good, bad = pair
         outside = (good.name + "/", bad.name + "/")
-        beside = [(rel, path) for rel, path in _walk(root)[0] if not rel.startswith(outside)]
+        beside = [(rel, path) for rel, path in files.walk(root)[0] if not rel.startswith(outside)]
         # Evidence beside the two runs belongs to neither: not guessed. Notes and anything
         # else that is not evidence (`notes.txt`, a README) leave the comparison alone.
         if any(_is_evidence(path, rel, max_file_bytes) for rel, path in beside):
@@ -558,7 +489,7 @@ def _two_runs(root: Path, *, max_file_bytes: int) -> Bundle | None:
 def _is_evidence(path: Path, rel: str, max_file_bytes: int) -> bool:
     """Whether a file beside two runs is evidence: readable text of a kind the sniffer knows."""
     try:
-        text = _read_text(path, display=rel, max_file_bytes=max_file_bytes)
+        text = files.read_text(path, display=rel, max_file_bytes=max_file_bytes)
     except EvidenceError:
         return False
     return sniffing.sniff(text) is not EvidenceKind.UNKNOWN
@@ -566,9 +497,9 @@ def _is_evidence(path: Path, rel: str, max_file_bytes: int) -> bool:
 
 def _two_file_sets(root: Path, *, max_file_bytes: int) -> Bundle | None:
     """Loose files whose names mark two runs (`good.environ`, `environ.bad`), all of them."""
-    files, _skipped = _walk(root)
+    found, _skipped = files.walk(root)
     sides: dict[int, list[Path]] = {}
-    for rel, path in files:
+    for rel, path in found:
         side = _side(PurePosixPath(rel).name)
         if side is None:
             return None
@@ -596,7 +527,9 @@ def _by_capture_time(folders: Sequence[Path], *, max_file_bytes: int) -> tuple[P
         manifest_path = folder / MANIFEST_NAME
         if not manifest_path.is_file():
             return None
-        text = _read_text(manifest_path, display=str(manifest_path), max_file_bytes=max_file_bytes)
+        text = files.read_text(
+            manifest_path, display=str(manifest_path), max_file_bytes=max_file_bytes
+        )
         try:
             read = parse_manifest(text, root=folder, metric_name=metrics.parse_selector)
         except ManifestError:
@@ -629,480 +562,6 @@ def load_baseline(folder: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) ->
         return _load_files([folder], max_file_bytes=max_file_bytes)
 
 
-def _walk(
-    root: Path, *, skip: tuple[str, ...] = ()
-) -> tuple[list[tuple[str, Path]], list[ParseWarning]]:
-    """Every candidate evidence file below `root` as (relative posix path, path), sorted,
-    and a warning for each folder not walked (too deep, unreadable).
-
-    `skip` holds folder prefixes (`baseline/`) whose files are not evidence of this bundle.
-    The walk is `fileio.walk`: iterative, links never followed into folders, depth capped.
-    """
-    walked = fileio.walk(root, skip=skip)
-    found = [
-        (w.rel, w.path)
-        for w in walked.files
-        if not _NOT_EVIDENCE_RE.match(w.path.name) and not (skip and w.rel.startswith(skip))
-    ]
-    warnings = [
-        ParseWarning(source=Location(path=rel), message=f"skipped: a folder {why}")
-        for rel, why in walked.skipped
-    ]
-    return found, warnings
-
-
-def _assemble(
-    root: str | None,
-    manifest: Manifest,
-    entries: Sequence[ManifestEntry],
-    warnings: tuple[ParseWarning, ...],
-    *,
-    max_file_bytes: int,
-    strict: bool,
-    listed: int | None = None,
-) -> Bundle:
-    """Read, sniff and parse every entry. `strict` entries must be usable evidence.
-
-    Files the user named (loose files, manifest entries) must be usable; files only
-    found by walking the folder may be skipped with a warning.
-    """
-    files: list[EvidenceFile] = []
-    dumps: list[ProcessDump] = []
-    failures: list[FailedDump] = []
-    all_warnings = list(warnings)
-    hints: list[tuple[str, RankHint]] = []
-    raw_series: list[MetricSeries] = []
-    events: list[TimelineEvent] = list(manifest.events)
-    environments: list[Environment] = []
-    code_excerpts: list[CodeExcerpt] = []
-    goroutine_dumps: list[GoroutineDump] = []
-    fr_traces: list[FrTrace] = []
-    proc_states: list[ProcState] = []
-    # The /proc copies of each round, with their file's place in capture order.
-    proc: list[tuple[_Order, ParseResult]] = []
-    log_events: list[LogEvent] = []
-    # Dates a scrape or log that has no time of its own: the earliest manifest time.
-    reference = min((e.captured_at for e in entries if e.captured_at), default=None)
-    for index, entry in enumerate(entries):
-        named = strict or (listed is not None and index < listed)
-        data = _read_once(entry, max_file_bytes=max_file_bytes)
-        pickled = _read_fr_pickle(entry, max_file_bytes=max_file_bytes, data=data)
-        if pickled is not None:
-            fr_result, size, digest = pickled
-            fr_traces.extend(
-                replace(tr, captured_at=entry.captured_at) for tr in fr_result.flight_recorder
-            )
-            all_warnings.extend(fr_result.warnings)
-            if entry.hint is not None:
-                hints.append((entry.display, entry.hint))
-            files.append(_file_record(entry, EvidenceKind.FLIGHT_RECORDER, size, digest))
-            continue
-        try:
-            text, size, digest = (
-                _read_evidence(entry.path, display=entry.display, max_file_bytes=max_file_bytes)
-                if data is None
-                else _evidence_text(data, display=entry.display)
-            )
-            data = None  # not held beside the text while it is parsed (a file may be 512 MiB)
-        except EvidenceError as err:
-            # Metric, service and log files are never fatal: their problems are warnings.
-            if named and entry.kind not in CONTEXT_KINDS:
-                raise
-            all_warnings.append(
-                ParseWarning(source=Location(path=entry.display), message=f"skipped: {err.message}")
-            )
-            continue
-        if entry.kind is None and _own_output(text):
-            if named:
-                raise EvidenceError(
-                    f"{entry.display}: a report written by reporter, not evidence "
-                    "(its embedded dumps would count twice)",
-                    tip="pass the bundle folder or the dump files the report was drafted from",
-                )
-            # A report this tool wrote, saved inside the bundle: never evidence, and not
-            # "unlisted evidence" either.
-            all_warnings = [w for w in all_warnings if w.source.path != entry.display]
-            continue
-        kind = entry.kind or sniffing.sniff(text)
-        if kind is EvidenceKind.UNKNOWN:
-            if named:
-                raise EvidenceError(
-                    f"{entry.display}: not a py-spy dump (text or --json) nor a faulthandler dump",
-                    tip="check the file, or declare its kind in bundle.toml",
-                )
-            all_warnings.append(
-                ParseWarning(
-                    source=Location(path=entry.display),
-                    message="skipped: not recognised as evidence",
-                )
-            )
-            continue
-        if kind is EvidenceKind.FLIGHT_RECORDER:
-            # The manifest's rank wins over the file name's.
-            result = flight_recorder.parse_json(
-                text, source=entry.display, rank=entry.hint.rank if entry.hint else None
-            )
-        else:
-            result = sniffing.parse(
-                kind, text, source=entry.display, captured_at=entry.captured_at or reference
-            )
-        usable = result.failures or any(d.threads for d in result.dumps)
-        if named and not usable and kind not in CONTEXT_KINDS:
-            first = result.warnings[0].message if result.warnings else "no dump found"
-            raise EvidenceError(
-                f"{entry.display}: no usable dump in this file ({first})",
-                tip="the file may be truncated before the first thread; capture it again",
-            )
-        stamped = [
-            d
-            if d.captured_at or entry.captured_at is None
-            else replace(d, captured_at=entry.captured_at)
-            for d in result.dumps
-        ]
-        file_failures = [
-            f
-            if f.captured_at or entry.captured_at is None
-            else replace(f, captured_at=entry.captured_at)
-            for f in result.failures
-        ]
-        if entry.host:
-            # A process is (host, PID): the same PID on two hosts is two processes.
-            stamped = [replace(d, host=entry.host) for d in stamped]
-            file_failures = [replace(f, host=entry.host) for f in file_failures]
-        dumps.extend(stamped)
-        failures.extend(file_failures)
-        all_warnings.extend(result.warnings)
-        raw_series.extend(result.series)
-        events.extend(result.events)
-        if result.environment:
-            environments.append(result.environment)
-        code_excerpts.extend(result.excerpts)
-        fr_traces.extend(
-            replace(tr, captured_at=tr.captured_at or entry.captured_at)
-            for tr in result.flight_recorder
-        )
-        goroutine_dumps.extend(
-            g
-            if g.captured_at or entry.captured_at is None
-            else replace(g, captured_at=entry.captured_at)
-            for g in result.goroutine_dumps
-        )
-        if result.proc_states or _has_proc_records(result):
-            proc.append((_order(entry, index), _stamped_proc(result, entry)))
-        log_events.extend(
-            replace(e, host=entry.host) if entry.host else e for e in result.log_events
-        )
-        if entry.hint is not None:
-            hints.append((entry.display, entry.hint))
-        head, lines = _head(kind, text, parsed=bool(result.dumps))
-        files.append(_file_record(entry, kind, size, digest, head=head, lines=lines))
-    # Capture order: the manifest's time, then the snapshot index, then the mtime, then
-    # file order; the last copy of a process is its latest.
-    proc.sort(key=lambda pair: pair[0])
-    proc_states = [s for _, r in proc for s in r.proc_states]
-    environment = Environment.combined(environments)
-    series, series_warnings = metrics.finish(raw_series)
-    all_warnings.extend(series_warnings)
-    events.sort(key=lambda e: (e.at, e.source.path, e.source.line, e.kind.value, e.text))
-    if not (
-        dumps
-        or failures
-        or series
-        or events
-        or environment
-        or code_excerpts
-        or goroutine_dumps
-        or fr_traces
-        or proc_states
-        or proc
-        or log_events
-    ):
-        where = root or ", ".join(e.display for e in entries)
-        # A folder the walk did not enter (past the depth cap, unreadable) may hold it: say so.
-        unread = [w for w in all_warnings if w.message.startswith("skipped: a folder")]
-        raise EvidenceError(
-            f"{where}: no usable evidence (no py-spy or faulthandler dump, metric history, "
-            "service state, dated log line, environment, code excerpt or goroutine dump)"
-            + (
-                f"; {len(unread)} folder(s) not read: {unread[0].source.path} "
-                f"{unread[0].message.removeprefix('skipped: a folder ')}"
-                if unread
-                else ""
-            ),
-            tip=f"move the evidence at most {fileio.MAX_DEPTH} folders down, or make the "
-            "folder readable"
-            if unread
-            else "put the evidence in the folder, or list it in bundle.toml (see `report init`)",
-        )
-    return Bundle(
-        root=root,
-        manifest=manifest,
-        files=tuple(files),
-        dumps=tuple(dumps),
-        failures=tuple(failures),
-        warnings=_inert_warnings(all_warnings),
-        rank_hints=tuple(hints),
-        series=series,
-        events=tuple(events),
-        environment=environment,
-        excerpts=tuple(code_excerpts),
-        # Capture order where known (stable: file order otherwise).
-        goroutine_dumps=tuple(
-            sorted(goroutine_dumps, key=lambda g: g.captured_at or datetime.max.replace(tzinfo=UTC))
-        ),
-        flight_recorder=tuple(
-            sorted(
-                fr_traces,
-                key=lambda tr: (tr.trace_set, tr.rank is None, tr.rank or 0, tr.source.path),
-            )
-        ),
-        proc_states=tuple(proc_states),
-        thread_states=tuple(t for _, r in proc for t in r.thread_states),
-        fd_entries=tuple(f for _, r in proc for f in r.fd_entries),
-        socket_rows=tuple(row for _, r in proc for row in r.socket_rows),
-        process_relations=tuple(p for _, r in proc for p in r.process_relations),
-        log_events=tuple(sorted(log_events, key=lambda e: (e.at is None, e.at or _LATEST))),
-    )
-
-
-# A file's place in capture order: (time, snapshot index, mtime, file order).
-_Order = tuple[datetime, int, float, int]
-_EARLIEST = datetime.min.replace(tzinfo=UTC)
-_LATEST = datetime.max.replace(tzinfo=UTC)
-# `pid4711-s2.status`, `rank0_s1.txt`, `snapshot-3.status`: the round a file was taken in.
-_SNAPSHOT_RE = re.compile(r"(?:^|[-_.])(?:s|snap|snapshot)[-_]?(\d+)(?=[-_.]|$)", re.IGNORECASE)
-
-
-def snapshot_index(name: str) -> int | None:
-    """The snapshot round a file name says (`pid4711-s2.status` -> 2), or None."""
-    match = _SNAPSHOT_RE.search(PurePosixPath(name).name)
-    return int(match.group(1)) if match else None
-
-
-def _order(entry: ManifestEntry, index: int) -> _Order:
-    try:
-        mtime = entry.path.stat().st_mtime
-    except OSError:
-        mtime = 0.0
-    snapshot = snapshot_index(entry.display)
-    return (
-        entry.captured_at or _EARLIEST,
-        -1 if snapshot is None else snapshot,
-        mtime,
-        index,
-    )
-
-
-def _has_proc_records(result: ParseResult) -> bool:
-    return bool(
-        result.thread_states or result.fd_entries or result.socket_rows or result.process_relations
-    )
-
-
-def _stamped_proc(result: ParseResult, entry: ManifestEntry) -> ParseResult:
-    """One file's /proc records with the manifest's time (where the file gave none), the
-    snapshot index of its name (where the file gave none) and its host."""
-    snapshot = snapshot_index(entry.display)
-
-    def fix(record: _R) -> _R:
-        return replace(
-            record,
-            captured_at=record.captured_at or entry.captured_at,
-            snapshot=record.snapshot if record.snapshot is not None else snapshot,
-            host=entry.host or record.host,
-        )
-
-    return ParseResult(
-        proc_states=tuple(fix(s) for s in result.proc_states),
-        thread_states=tuple(fix(t) for t in result.thread_states),
-        fd_entries=tuple(fix(f) for f in result.fd_entries),
-        socket_rows=tuple(fix(r) for r in result.socket_rows),
-        process_relations=tuple(fix(p) for p in result.process_relations),
-    )
-
-
-# Dump kinds: embedded raw only when no dump parsed from the file (its failure output).
-_DUMP_KINDS = frozenset(
-    {EvidenceKind.PYSPY_TEXT, EvidenceKind.PYSPY_JSON, EvidenceKind.FAULTHANDLER}
-)
-# Environment-script outputs: the upstream draft quotes them whole (allowlisted there).
-_WHOLE_KINDS = frozenset({EvidenceKind.SGLANG_CHECK_ENV, EvidenceKind.VLLM_COLLECT_ENV})
-
-
-def _head(kind: EvidenceKind, text: str, *, parsed: bool) -> tuple[str, int]:
-    """`EvidenceFile.head` and `.lines` of one file: what later steps quote of it.
-
-    The report embeds raw every file that is neither metrics, nor summarised, nor a dump
-    that parsed (`reporter.render.evidence.raw_paths`): its first `HEAD_LINES` lines.
-    """
-    if kind in _WHOLE_KINDS:
-        return text, len(text.splitlines())
-    if (
-        kind in METRIC_KINDS
-        or kind in SUMMARISED_KINDS
-        or kind in PROC_KINDS
-        or (kind in _DUMP_KINDS and parsed)
-    ):
-        return "", 0
-    lines = text.splitlines()
-    return "\n".join(lines[:HEAD_LINES]), len(lines)
-
-
-def _read_once(entry: ManifestEntry, *, max_file_bytes: int) -> bytes | None:
-    """The bytes of a regular file within the limit, read once for the pickle check and the
-    text reader; None when they cannot be read so (each reader then says why on its own)."""
-    try:
-        return read_bytes_bounded(entry.path, display=entry.display, max_bytes=max_file_bytes)
-    except InputError:
-        return None
-
-
-def _file_record(
-    entry: ManifestEntry,
-    kind: EvidenceKind,
-    size: int,
-    digest: str,
-    *,
-    head: str = "",
-    lines: int = 0,
-) -> EvidenceFile:
-    """The bundle's record of one evidence file: what the report lists (and quotes)."""
-    return EvidenceFile(
-        path=entry.display,
-        kind=kind,
-        sniffed=entry.kind is None,
-        size=size,
-        captured_at=entry.captured_at,
-        rank_hint=entry.hint,
-        description=entry.description,
-        digest=digest,
-        head=head,
-        lines=lines,
-        host=entry.host,
-    )
-
-
-def _read_fr_pickle(
-    entry: ManifestEntry, *, max_file_bytes: int, data: bytes | None = None
-) -> tuple[ParseResult, int, str] | None:
-    """A pickled Flight Recorder dump (the only binary evidence), parsed; None for other files.
-
-    Any pickle is taken for one: one that holds code is refused by the parser, loudly.
-    `data` is the file's bytes when already read (`_read_once`).
-    """
-    if entry.kind not in (None, EvidenceKind.FLIGHT_RECORDER):
-        return None
-    if data is not None:
-        if not flight_recorder.sniff_bytes(data[:2]):
-            return None
-        rank = entry.hint.rank if entry.hint else None
-        parsed = flight_recorder.parse_pickle(data, source=entry.display, rank=rank)
-        return parsed, len(data), _digest(data)
-    try:
-        # Only a regular file is opened: a FIFO or device would block or never end here; the
-        # text reader refuses it with its reason.
-        check_regular(Path(entry.path), display=entry.display)
-    except InputError:
-        return None
-    try:
-        with open(entry.path, "rb") as handle:  # noqa: PTH123 - one open for the peek and the read
-            if not flight_recorder.sniff_bytes(handle.read(2)):
-                return None
-            size = os.fstat(handle.fileno()).st_size
-            if size > max_file_bytes:
-                raise EvidenceError(
-                    f"{entry.display}: {human_size(size)} is larger than the "
-                    f"{human_size(max_file_bytes)} limit for one evidence file",
-                    tip="raise the limit with --max-file-size",
-                )
-            handle.seek(0)
-            data = handle.read()
-    except OSError:
-        return None  # the text reader reports unreadable files
-    rank = entry.hint.rank if entry.hint else None
-    return flight_recorder.parse_pickle(data, source=entry.display, rank=rank), size, _digest(data)
-
-
-# Above this many warnings, only our own secret shapes are looked for in them (the
-# detect-secrets plugins cost ~0.3 ms a line).
-_THOROUGH_WARNINGS = 2000
-
-
-def _inert_warnings(warnings: Sequence[ParseWarning]) -> tuple[ParseWarning, ...]:
-    """Warnings with secrets masked: they quote evidence lines, and reach the terminal and --json."""
-    thorough = len(warnings) <= _THOROUGH_WARNINGS
-    out: list[ParseWarning] = []
-    for warning in warnings:
-        message = mask_text(warning.message, library=thorough)
-        out.append(warning if message == warning.message else replace(warning, message=message))
-    return tuple(out)
-
-
-def _read_text(path: Path, *, display: str, max_file_bytes: int) -> str:
-    """Read one evidence file as text, refusing empty, binary and oversized files."""
-    return _read_evidence(path, display=display, max_file_bytes=max_file_bytes)[0]
-
-
-def _digest(data: bytes) -> str:
-    """A file's identity by content (`EvidenceFile.digest`): 16 hex digits of its sha256."""
-    return hashlib.sha256(data).hexdigest()[:16]
-
-
-def _read_evidence(path: Path, *, display: str, max_file_bytes: int) -> tuple[str, int, str]:
-    """The text of one evidence file, its size in bytes and its digest; see `_read_text`.
-
-    Only regular files are read (a FIFO, device, socket or folder is refused before it
-    is opened), and never past the size limit (`reporter.core.fileio`).
-    """
-    try:
-        data = read_bytes_bounded(path, display=display, max_bytes=max_file_bytes)
-    except InputError as err:
-        if "larger than the" in err.message:
-            raise EvidenceError(
-                f"{display}: {err.message.split(': ', 1)[1].replace(' for one file', '')}"
-                " for one evidence file",
-                tip="split the file per process, or raise the limit with --max-file-size",
-            ) from err
-        raise EvidenceError(err.message, tip=err.tip) from err
-    return _evidence_text(data, display=display)
-
-
-def _evidence_text(data: bytes, *, display: str) -> tuple[str, int, str]:
-    """`_read_evidence` on bytes already read: refuses empty and binary files."""
-    size = len(data)
-    if not data.strip():
-        raise EvidenceError(
-            f"{display}: the file is empty", tip="capture the dump again; py-spy may have failed"
-        )
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        # UTF-16 with a BOM: Grafana's "Download for Excel" CSV, Windows tools' logs.
-        return data.decode("utf-16", errors="replace"), size, _digest(data)
-    if b"\x00" in data[:_BINARY_PROBE] and not _nul_separated_text(data[:_BINARY_PROBE]):
-        raise EvidenceError(
-            f"{display}: binary data, not a text dump",
-            tip="pass the text output of `py-spy dump` (or --json), not a core file or archive",
-        )
-    return data.decode("utf-8", errors="replace"), size, _digest(data)
-
-
-def _nul_separated_text(probe: bytes) -> bool:
-    """True for a `/proc/PID/environ` or `cmdline` copy: text whose separators are NULs.
-
-    Binary files (cores, archives, UTF-16 text) have other control bytes or far more NULs.
-    """
-    # setproctitle pads the title it writes over argv with NULs (an SGLang scheduler's
-    # cmdline is `sglang::scheduler_TP0` and then hundreds of them): padding at the end
-    # is no sign of binary data.
-    body = probe.rstrip(b"\x00")
-    if not body or body.count(b"\x00") * 3 > len(body):
-        return False
-    text = probe.decode("utf-8", errors="replace")
-    if len(probe) == _BINARY_PROBE:
-        # A multi-byte character cut at the end of the probe decodes as a replacement char.
-        text = text.rstrip("\ufffd")
-    return not any((c < " " and c not in "\x00\t\n\r") or c in "\x7f\ufffd" for c in text)
-
-
 def draft_manifest(root: Path) -> str:
     """A commented `bundle.toml` for the evidence found in `root`, for `report init`.
 
@@ -1131,13 +590,13 @@ def draft_manifest(root: Path) -> str:
         .comment('reproduction = "..."')
     )
     skipped: list[str] = []
-    walked, walk_warnings = _walk(root)
+    walked, walk_warnings = files.walk(root)
     skipped.extend(
         f"skipped {w.source.path}: {w.message.removeprefix('skipped: ')}" for w in walk_warnings
     )
     for rel, path in walked:
         try:
-            text = _read_text(path, display=rel, max_file_bytes=DEFAULT_MAX_FILE_BYTES)
+            text = files.read_text(path, display=rel, max_file_bytes=DEFAULT_MAX_FILE_BYTES)
         except EvidenceError as err:
             skipped.append(f"skipped {rel}: {err.message.removeprefix(rel + ': ')}")
             continue

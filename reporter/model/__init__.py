@@ -63,6 +63,7 @@ from reporter.model.procwait import (
 )
 from reporter.model.stacks import (
     CONTEXT_KINDS,
+    DUMP_KINDS,
     ENVIRONMENT_KINDS,
     METRIC_KINDS,
     PROC_KINDS,
@@ -85,6 +86,7 @@ from reporter.model.stacks import (
 
 __all__ = [
     "CONTEXT_KINDS",
+    "DUMP_KINDS",
     "ENVIRONMENT_KINDS",
     "HEAD_LINES",
     "METRIC_KINDS",

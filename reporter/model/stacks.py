@@ -50,6 +50,11 @@ class EvidenceKind(StrEnum):
     UNKNOWN = "unknown"
 
 
+# Kinds holding stack dumps: embedded raw in the report only when no dump parsed from the
+# file (its failure output).
+DUMP_KINDS = frozenset(
+    {EvidenceKind.PYSPY_TEXT, EvidenceKind.PYSPY_JSON, EvidenceKind.FAULTHANDLER}
+)
 # The `/proc` reads of each snapshot round that the waits between processes need.
 PROC_KINDS = frozenset(
     {

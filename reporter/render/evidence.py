@@ -27,14 +27,15 @@ from dataclasses import dataclass
 from reporter.analysis.ranks import format_ranks
 from reporter.analysis.result import Analysis, RankProcess
 from reporter.core.text import version_key
+from reporter.evidence import kinds
 from reporter.model import (
+    DUMP_KINDS,
     HEAD_LINES,
     METRIC_KINDS,
     PROC_KINDS,
     SUMMARISED_KINDS,
     Bundle,
     EvidenceFile,
-    EvidenceKind,
     Frame,
     ProcessDump,
     ThreadStack,
@@ -53,9 +54,6 @@ MAX_FRAME_CHARS = 110
 LOCALS_FRAMES = 3
 MAX_LOCALS = 6
 MAX_REPR_CHARS = 80
-_DUMP_KINDS = frozenset(
-    {EvidenceKind.PYSPY_TEXT, EvidenceKind.PYSPY_JSON, EvidenceKind.FAULTHANDLER}
-)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -176,7 +174,7 @@ def raw_paths(bundle: Bundle) -> tuple[str, ...]:
         if f.kind not in METRIC_KINDS
         and f.kind not in SUMMARISED_KINDS
         and f.kind not in PROC_KINDS
-        and not (f.kind in _DUMP_KINDS and f.path in dumped)
+        and not (f.kind in DUMP_KINDS and f.path in dumped)
     )
 
 
@@ -270,14 +268,10 @@ def blocks(bundle: Bundle, analysis: Analysis) -> tuple[tuple[Block, ...], tuple
             shown = shown_in[f.path]
         elif f.kind in METRIC_KINDS:
             shown = "charted under Metrics and the wedge"
-        elif f.kind is EvidenceKind.GOROUTINES:
-            shown = "bucketed under Clients"
-        elif f.kind is EvidenceKind.CODE_EXCERPT:
-            shown = "under Code at the branch point"
+        elif kinds.ENTRIES[f.kind].shown:
+            shown = kinds.ENTRIES[f.kind].shown
         elif f.kind in SUMMARISED_KINDS:
             shown = "summarised under Runtime environment (allowlisted)"
-        elif f.kind in PROC_KINDS:
-            shown = "read for the waits between processes (kept in the bundle)"
         else:
             shown = "kept in the bundle"
         rows.append(IndexRow(path=f.path, kind=f.kind.value, shown=shown))

@@ -18,7 +18,7 @@ from reporter.analysis.goroutines import (
 )
 from reporter.analysis.result import Similarity
 from reporter.core.errors import ReporterError
-from reporter.evidence import goroutines as parser
+from reporter.evidence.kinds import goroutines as parser
 from reporter.model import EventKind, GoroutineDump
 from reporter.model.document import data
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from reporter.collect import plan, probe, procfs, remote
+from reporter.collect import hostprocs, plan, procfs, remote, remotehosts
 from reporter.collect.plan import CollectRequest, RemoteRequest
 from reporter.core.errors import UsageError
 
@@ -54,13 +54,13 @@ def _request(tmp: Path, **kw: object) -> CollectRequest:
     ],
 )
 def test_ssh_destinations(spec: str, parsed: tuple[str | None, str, int | None]) -> None:
-    assert remote.parse_ssh(spec) == parsed
+    assert remotehosts.parse_ssh(spec) == parsed
 
 
 @pytest.mark.parametrize("spec", ["-oProxyCommand=x", "node:ssh", "@node", "node:70000", ""])
 def test_bad_ssh_destinations_are_usage_errors(spec: str) -> None:
     with pytest.raises(UsageError):
-        remote.parse_ssh(spec)
+        remotehosts.parse_ssh(spec)
 
 
 def test_the_ssh_command_is_batch_mode_with_the_users_config() -> None:
@@ -69,7 +69,7 @@ def test_the_ssh_command_is_batch_mode_with_the_users_config() -> None:
         ssh_options=("ProxyJump=bastion",),
         ssh_config=Path("/etc/lab.conf"),
     )
-    host = remote.ssh_host("ops@node-3:2222", request)
+    host = remotehosts.ssh_host("ops@node-3:2222", request)
     assert host.name == "node-3:2222"
     assert host.via == "ssh ops@node-3:2222"
     argv = host.argv(["python3", "-c", "print('x y')"])
@@ -83,13 +83,13 @@ def test_the_ssh_command_is_batch_mode_with_the_users_config() -> None:
 
 
 def test_templates_pass_arguments_through_except_to_ssh() -> None:
-    kubectl = remote.exec_host("kubectl exec -n prod {host} --", "decode-0")
+    kubectl = remotehosts.exec_host("kubectl exec -n prod {host} --", "decode-0")
     assert kubectl.argv(["python3", "-c", "a b"]) == (
         "kubectl", "exec", "-n", "prod", "decode-0", "--", "python3", "-c", "a b",
     )  # fmt: skip
-    srun = remote.exec_host("srun --jobid 4242 --overlap -w {host}", "gpu-17")
+    srun = remotehosts.exec_host("srun --jobid 4242 --overlap -w {host}", "gpu-17")
     assert srun.argv(["x"])[-2:] == ("gpu-17", "x")
-    ssh = remote.exec_host("ssh -F /etc/lab.conf {host}", "node-a")
+    ssh = remotehosts.exec_host("ssh -F /etc/lab.conf {host}", "node-a")
     assert ssh.shell and ssh.argv(["python3", "-c", "a b"])[-1] == "python3 -c 'a b'"
 
 
@@ -117,7 +117,7 @@ def test_remote_requests_are_checked(
 ) -> None:
     kw: dict[str, object] = {"hosts": ("node-a",), **changes}
     with pytest.raises(UsageError, match=re.escape(message)):
-        remote.validate_remote(_request(tmp_path, **kw))
+        remotehosts.validate_remote(_request(tmp_path, **kw))
 
 
 @pytest.mark.parametrize(
@@ -130,22 +130,22 @@ def test_options_that_read_this_host_are_refused_remotely(
         out=tmp_path / "b", match=MARK, remote=RemoteRequest(hosts=("node-a",)), **option
     )
     with pytest.raises(UsageError, match="does not apply with --ssh/--exec"):
-        remote.validate_remote(request)
+        remotehosts.validate_remote(request)
 
 
 def test_the_minimum_host_timeout_is_accepted_and_the_default_exceeds_it(tmp_path: Path) -> None:
     request = _request(tmp_path, hosts=("node-a",), snapshots=2, interval=3.0, timeout=4.0)
     # Two dump rounds, py-spy --version, the journal and dmesg, the package listing.
-    assert remote.minimum_host_timeout(request) == 3 + 5 * 4 + 10 + 5
-    assert remote.host_deadline(request) == remote.minimum_host_timeout(request) + 15
+    assert remotehosts.minimum_host_timeout(request) == 3 + 5 * 4 + 10 + 5
+    assert remotehosts.host_deadline(request) == remotehosts.minimum_host_timeout(request) + 15
     exact = _request(tmp_path, hosts=("node-a",), snapshots=2, interval=3.0, timeout=4.0,
                      deadline=38.0)  # fmt: skip
-    remote.validate_remote(exact)
+    remotehosts.validate_remote(exact)
     assert remote.probe_options(exact, 38.0)["deadline"] == 3 + 5 * 4
     # Without the journal and the kernel log, their --timeout is not counted.
     quiet = _request(tmp_path, hosts=("node-a",), snapshots=2, interval=3.0, timeout=4.0,
                      journal=False, kernel_log=False)  # fmt: skip
-    assert remote.minimum_host_timeout(quiet) == 3 + 4 * 4 + 10 + 5
+    assert remotehosts.minimum_host_timeout(quiet) == 3 + 4 * 4 + 10 + 5
 
 
 def test_hosts_files_take_one_host_a_line() -> None:
@@ -216,8 +216,8 @@ def test_the_probe_selects_what_the_local_collector_selects(
         mine = plan.select_targets(
             processes, request, own_pid=os.getpid(), is_python=procfs.looks_like_python
         )
-        listed = probe.list_processes()
-        ours, passed, error = probe.select(listed, {"match": match}, os.getpid())
+        listed = hostprocs.list_processes()
+        ours, passed, error = hostprocs.select(listed, {"match": match}, os.getpid())
         assert not error
         # Processes may start or end between the two reads: compare on those both saw.
         seen = {p.pid for p in processes} & {p["pid"] for p in listed}
@@ -414,14 +414,14 @@ def test_engines_get_a_minimal_environment(tmp_path: Path) -> None:
     names = {line.split("=", 1)[0] for line in seen.read_text(encoding="utf-8").splitlines()}
     assert "KUBECONFIG" in names and "PATH" in names
     assert not names & {"GH_TOKEN", "AWS_SECRET_ACCESS_KEY"}
-    assert names <= {*remote.ENGINE_ENV, "KUBECONFIG", "PWD", "SHLVL", "_", "OLDPWD"}
+    assert names <= {*remotehosts.ENGINE_ENV, "KUBECONFIG", "PWD", "SHLVL", "_", "OLDPWD"}
 
 
 def test_exec_env_takes_names_only(tmp_path: Path) -> None:
     request = _request(tmp_path, hosts=("box-1",), exec_template="env {host}",
                        exec_env=("GH_TOKEN=ghp_x",))  # fmt: skip
     with pytest.raises(UsageError, match="takes a variable's name") as caught:
-        remote.validate_remote(request)
+        remotehosts.validate_remote(request)
     assert "ghp_x" not in str(caught.value)
 
 
@@ -437,26 +437,26 @@ def test_exec_env_takes_names_only(tmp_path: Path) -> None:
     ],
 )
 def test_a_wrapped_engine_is_recognised(template: str, engine: str) -> None:
-    assert remote.engine_of(shlex.split(template)) == engine
-    assert remote.exec_host(template, "n").shell is (engine in ("ssh", "autossh"))
+    assert remotehosts.engine_of(shlex.split(template)) == engine
+    assert remotehosts.exec_host(template, "n").shell is (engine in ("ssh", "autossh"))
 
 
 def test_the_collector_is_left_out_when_its_host_is_in_the_list() -> None:
     # This test process stands for the collector: a probe on this host, not below it
     # (own_pid 1 has no ancestors), must leave it out and say so.
-    listed = probe.list_processes()
+    listed = hostprocs.list_processes()
     pattern = re.escape(str(Path(sys.argv[0]).name)) + "|pytest"
-    ours, _passed, _error = probe.select(listed, {"match": pattern}, 1)
+    ours, _passed, _error = hostprocs.select(listed, {"match": pattern}, 1)
     assert os.getpid() in {p["pid"] for p, _ in ours}
-    opts = {"match": pattern, "collector": probe.whoami()}
-    ours, passed, _error = probe.select(listed, opts, 1)
+    opts = {"match": pattern, "collector": hostprocs.whoami()}
+    ours, passed, _error = hostprocs.select(listed, opts, 1)
     assert os.getpid() not in {p["pid"] for p, _ in ours}
     assert (os.getpid(), "report collect itself (it runs on this host)") in {
         (p["pid"], why) for p, why in passed
     }
     # Another machine (or PID namespace) with the same PID is not us.
-    elsewhere = {**probe.whoami(), "boot_id": "another-machine"}
-    ours, _passed, _error = probe.select(listed, {"match": pattern, "collector": elsewhere}, 1)
+    elsewhere = {**hostprocs.whoami(), "boot_id": "another-machine"}
+    ours, _passed, _error = hostprocs.select(listed, {"match": pattern, "collector": elsewhere}, 1)
     assert os.getpid() in {p["pid"] for p, _ in ours}
 
 

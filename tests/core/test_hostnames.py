@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reporter.collect import plan, remote
+from reporter.collect import plan, remotehosts
 from reporter.collect.plan import CollectRequest, RemoteRequest
 from reporter.core import hostnames
 from reporter.core.errors import ManifestError, UsageError
@@ -74,18 +74,18 @@ def test_collect_refuses_them_without_echo(tmp_path: Path, name: str) -> None:
         out=tmp_path / "b", match="x", remote=RemoteRequest(hosts=("node-a", name))
     )
     with pytest.raises(UsageError) as caught:
-        remote.validate_remote(request)
+        remotehosts.validate_remote(request)
     assert "host 2 of 2 is not a host name" in str(caught.value)
     assert name not in str(caught.value) and "ghp_" not in str(caught.value)
     with pytest.raises(UsageError) as caught:
-        remote.parse_hosts_file(f"node-a\n{name}\n", source="hosts.txt")
+        remotehosts.parse_hosts_file(f"node-a\n{name}\n", source="hosts.txt")
     assert str(caught.value).startswith("hosts.txt:2: not a host name")
     assert name not in str(caught.value)
 
 
 def test_credentials_in_ssh_are_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="password") as caught:
-        remote.parse_ssh("root:s3cret@node-3")
+        remotehosts.parse_ssh("root:s3cret@node-3")
     assert "s3cret" not in str(caught.value)
 
 

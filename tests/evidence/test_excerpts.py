@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reporter.evidence import excerpts
+from reporter.evidence.kinds import excerpts
 
 GOOD = """\
 reporter-excerpt: 1

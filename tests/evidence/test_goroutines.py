@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from reporter.evidence import goroutines
+from reporter.evidence.kinds import goroutines
 from reporter.model import GoDumpForm, GoFrame, ParseResult
 
 from .conftest import SAMPLES

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reporter.evidence import procfamily, procfds, procsockets, procthreads
+from reporter.evidence.kinds import procfamily, procfds, procsockets, procthreads
 from reporter.evidence.sniff import parse, sniff
 from reporter.model import EvidenceKind, FdKind
 

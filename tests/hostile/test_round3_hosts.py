@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from reporter.collect import collect, outdir, remote
+from reporter.collect import collect, hostrecords, outdir, remote, remotehosts
 from reporter.collect.plan import CollectRequest, RemoteRequest
 from reporter.core.errors import EvidenceError, OutputError, UsageError
 from reporter.load.bundle import load
@@ -72,7 +72,7 @@ def test_a_host_past_the_byte_cap_is_incomplete_and_names_it(tmp_path: Path) -> 
 def test_a_host_past_the_record_cap_is_incomplete_and_names_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(remote, "MAX_HOST_RECORDS", 50)
+    monkeypatch.setattr(hostrecords, "MAX_HOST_RECORDS", 50)
     _summary, manifest = _collect(_request(tmp_path / "b", "many:500"))
     host = _hosts(manifest)["box-1"]
     assert host["status"] == "incomplete"
@@ -114,7 +114,7 @@ def test_parallel_has_a_ceiling(tmp_path: Path) -> None:
         remote=RemoteRequest(hosts=("a",), exec_template="env {host}", parallel=100_000),
     )
     with pytest.raises(UsageError, match="more than 256 hosts at once"):
-        remote.validate_remote(wide)
+        remotehosts.validate_remote(wide)
 
 
 def test_hosts_on_stdin_are_capped(tmp_path: Path) -> None:
@@ -130,7 +130,7 @@ def test_hosts_on_stdin_are_capped(tmp_path: Path) -> None:
 
 
 def test_the_record_sink_never_holds_a_long_line_twice() -> None:
-    sink = remote._RecordSink(1000)
+    sink = hostrecords.RecordSink(1000)
     assert sink(b'{"t": "hello"}\ngreeting\n{"t": "nope"}\n[1]\n{"t": "end"')
     assert [r["t"] for r in sink.records] == ["hello"]
     assert sink.noise == ["greeting"]
@@ -291,7 +291,7 @@ def test_host_folders_are_unique_and_plain_names_stay_plain() -> None:
     pod = "a" * 40 + "." + "b" * 40 + ".pod-"
     names = ["normal.1", "normal_1", "normal-1", pod + "1", pod + "2", "node-1:22102",
              "node-0", "root@good", "good"]  # fmt: skip
-    folders = remote.host_folders(names)
+    folders = remotehosts.host_folders(names)
     assert len(set(folders.values())) == len(names)
     assert folders["normal-1"] == "normal-1"
     assert folders["node-0"] == "node-0"
@@ -299,12 +299,12 @@ def test_host_folders_are_unique_and_plain_names_stay_plain() -> None:
     assert folders["node-1:22102"] == "node-1-22102"  # the README's form: nothing lost
     assert folders["normal.1"].startswith("normal-1-") and len(folders["normal.1"]) == 17
     # A literal host named like another's port form: the port form gets the hash.
-    both = remote.host_folders(["node-1:22102", "node-1-22102"])
+    both = remotehosts.host_folders(["node-1:22102", "node-1-22102"])
     assert both["node-1-22102"] == "node-1-22102" and both["node-1:22102"] != "node-1-22102"
 
 
 def test_ssh_hosts_that_differ_only_by_user_keep_it_in_their_name() -> None:
-    hosts = remote.remote_hosts(RemoteRequest(hosts=("root@good", "good", "ops@other")))
+    hosts = remotehosts.remote_hosts(RemoteRequest(hosts=("root@good", "good", "ops@other")))
     assert [h.name for h in hosts] == ["root@good", "good", "other"]
 
 

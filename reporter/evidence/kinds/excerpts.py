@@ -27,7 +27,8 @@ import re
 from dataclasses import dataclass, field
 
 from reporter.evidence._text import clean_lines, excerpt, warning_at
-from reporter.model import CodeExcerpt, Location, ParseResult, ParseWarning
+from reporter.evidence.kinds.interface import FieldMerge, KindEntry
+from reporter.model import CodeExcerpt, EvidenceKind, Location, ParseResult, ParseWarning
 
 MARKER = "reporter-excerpt: 1"
 _KEYS = frozenset(("path", "lines", "highlight", "repo", "ref", "sha256", "note"))
@@ -172,3 +173,13 @@ def _build(block: _Block, source: str, warnings: list[ParseWarning]) -> CodeExce
         note=header.get("note", ("", 0))[0],
         source=Location(path=source, line=block.start_line),
     )
+
+
+# Explicit code excerpt files, in file order.
+ENTRY = KindEntry(
+    kind=EvidenceKind.CODE_EXCERPT,
+    parse=lambda text, read: parse(text, source=read.source),
+    looks_like=sniff,
+    merges=(FieldMerge("excerpts"),),
+    shown="under Code at the branch point",
+)

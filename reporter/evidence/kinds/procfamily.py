@@ -24,7 +24,8 @@ from __future__ import annotations
 from reporter.core.times import parse_iso
 from reporter.evidence import prochead
 from reporter.evidence._text import excerpt, warning_at
-from reporter.model import ChildProcess, Location, ParseResult, ProcessRelation
+from reporter.evidence.kinds.interface import round_read_entry
+from reporter.model import ChildProcess, EvidenceKind, Location, ParseResult, ProcessRelation
 
 SNIFF = prochead.sniffer("family")
 
@@ -81,3 +82,13 @@ def parse(text: str, *, source: str) -> ParseResult:
         source=Location(path=source, line=1),
     )
     return ParseResult(process_relations=(relation,), warnings=tuple(warnings))
+
+
+ENTRY = round_read_entry(
+    EvidenceKind.PROC_FAMILY,
+    name="family",
+    says="parent, children and start time",
+    field="process_relations",
+    parse=parse,
+    looks_like=looks_like,
+)

@@ -19,7 +19,8 @@ import re
 
 from reporter.evidence import prochead
 from reporter.evidence._text import excerpt, warning_at
-from reporter.model import FdEntry, FdKind, Location, ParseResult
+from reporter.evidence.kinds.interface import round_read_entry
+from reporter.model import EvidenceKind, FdEntry, FdKind, Location, ParseResult
 
 SNIFF = prochead.sniffer("fds")
 _INODE_RE = re.compile(r"(pipe|socket):\[(\d+)\]\Z")
@@ -71,3 +72,13 @@ def parse(text: str, *, source: str) -> ParseResult:
             )
         )
     return ParseResult(fd_entries=tuple(entries), warnings=tuple(warnings))
+
+
+ENTRY = round_read_entry(
+    EvidenceKind.PROC_FDS,
+    name="fds",
+    says="the fd table as link targets (/proc/{pid}/fd)",
+    field="fd_entries",
+    parse=parse,
+    looks_like=looks_like,
+)

@@ -22,7 +22,8 @@ import ipaddress
 
 from reporter.evidence import prochead
 from reporter.evidence._text import excerpt, warning_at
-from reporter.model import Location, ParseResult, SocketRow
+from reporter.evidence.kinds.interface import round_read_entry
+from reporter.model import EvidenceKind, Location, ParseResult, SocketRow
 
 SNIFF = prochead.sniffer("sockets")
 TCP_STATES = {
@@ -133,3 +134,13 @@ def _row(protocol: str, line: str, pid: int) -> _Row | None:
         path = line.split(None, 7)[7] if len(fields) > 7 else ""
         return (int(fields[6]), prochead.unescape(path), "", state, None, None, None)
     return None
+
+
+ENTRY = round_read_entry(
+    EvidenceKind.PROC_SOCKETS,
+    name="sockets",
+    says="socket rows (/proc/{pid}/net/tcp, tcp6, unix)",
+    field="socket_rows",
+    parse=parse,
+    looks_like=looks_like,
+)

@@ -26,9 +26,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from reporter.evidence._text import LinePrefix, Unrecognised, clean_lines, stamp_and_label
+from reporter.evidence.kinds.interface import FieldMerge, KindEntry, dated, flat
 from reporter.model import (
+    EvidenceKind,
     GoDumpForm,
     GoFrame,
     Goroutine,
@@ -413,3 +416,19 @@ def _looks_like_call(line: str) -> bool:
     if line.startswith(("#", "[", "goroutine ")) or " " in split_call(line)[0]:
         return False
     return "." in line and line.rstrip().endswith(")")
+
+
+_LATEST = datetime.max.replace(tzinfo=UTC)
+
+# Go client dumps, in capture order where known (stable: file order otherwise).
+ENTRY = KindEntry(
+    kind=EvidenceKind.GOROUTINES,
+    parse=lambda text, read: parse(text, source=read.source),
+    looks_like=sniff,
+    merges=(
+        FieldMerge(
+            "goroutine_dumps", stamp=dated, finish=flat(key=lambda g: g.captured_at or _LATEST)
+        ),
+    ),
+    shown="bucketed under Clients",
+)

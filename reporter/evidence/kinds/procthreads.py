@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from reporter.evidence import prochead
 from reporter.evidence._text import excerpt, warning_at
-from reporter.model import Location, ParseResult, ThreadState
+from reporter.evidence.kinds.interface import round_read_entry
+from reporter.model import EvidenceKind, Location, ParseResult, ThreadState
 
 SNIFF = prochead.sniffer("threads")
 
@@ -52,3 +53,13 @@ def parse(text: str, *, source: str) -> ParseResult:
             )
         )
     return ParseResult(thread_states=tuple(states), warnings=tuple(warnings))
+
+
+ENTRY = round_read_entry(
+    EvidenceKind.PROC_THREADS,
+    name="threads",
+    says="each thread's state and wchan (/proc/{pid}/task/*)",
+    field="thread_states",
+    parse=parse,
+    looks_like=looks_like,
+)
