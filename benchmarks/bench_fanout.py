@@ -267,12 +267,12 @@ def manifest_cost(hosts: int, files: int, checkout: Path = ROOT) -> dict[str, ob
 
 def sink_memory(max_bytes: int = 8 << 20) -> list[dict[str, object]]:
     """What one host's answer costs the collector while it is read: `--max-size` of
-    records fed to the host's record sink (`remote._RecordSink`), traced, in shapes from a
+    records fed to the host's record sink (`hostrecords.RecordSink`), traced, in shapes from a
     plain py-spy answer to the worst (one line of the whole cap holding one emoji: Python
     keeps such a string at 4 bytes a character)."""
     import tracemalloc
 
-    from reporter.collect.remote import _RecordSink
+    from reporter.collect.hostrecords import RecordSink
 
     shapes = (
         ("dumps of 64 KiB, ASCII", "x" * (64 << 10)),
@@ -288,7 +288,7 @@ def sink_memory(max_bytes: int = 8 << 20) -> list[dict[str, object]]:
         data = line * max(1, max_bytes // len(line))
         del text, record, line
         tracemalloc.start()
-        sink = _RecordSink(max_bytes)
+        sink = RecordSink(max_bytes)
         for at in range(0, len(data), 1 << 16):
             if not sink(data[at : at + (1 << 16)]):
                 break
