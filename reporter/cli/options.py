@@ -29,7 +29,7 @@ else:
     class EvidenceOptions:
         """Marks the parameter that `evidence_command` replaces with the evidence options.
 
-        mypy sees `reporter.app.Options`; at run time this light class stands in, so the
+        mypy sees `reporter.app.report.Options`; at run time this light class stands in, so the
         command line is built without importing the app layer.
         """
 
