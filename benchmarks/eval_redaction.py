@@ -199,10 +199,10 @@ def evaluate(*, drafts: bool = True, library: bool = True) -> Figures:
     detect-secrets off, to show what it adds to our own patterns."""
     import importlib
 
-    from reporter import app
     from reporter.app import filing
     from reporter.app.filing import DraftSource
     from reporter.app.issues import GitHubAccess
+    from reporter.app.report import Options, load_and_analyze
     from reporter.upstream.redact import Piece, redact
 
     try:
@@ -244,7 +244,7 @@ def evaluate(*, drafts: bool = True, library: bool = True) -> Figures:
                         figures.file_removed += 1
         if not drafts:
             continue
-        bundle, analysis = app.load_and_analyze([bundle_dir], app.Options())
+        bundle, analysis = load_and_analyze([bundle_dir], Options())
         for name, forms in (
             ("generic", None),
             ("sglang", FORMS / "sglang"),

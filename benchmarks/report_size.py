@@ -17,7 +17,7 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-from reporter import app
+from reporter.app.report import Options, load_and_analyze, render_draft
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL = 30 * 1024
@@ -25,8 +25,8 @@ NOW = datetime(2026, 7, 14, 9, 0, tzinfo=UTC)
 
 
 def _size(bundle: Path) -> tuple[int, int, int]:
-    loaded, analysis = app.load_and_analyze([bundle], app.Options())
-    text = app.render_draft(loaded, analysis, now=NOW)
+    loaded, analysis = load_and_analyze([bundle], Options())
+    text = render_draft(loaded, analysis, now=NOW)
     data = text.encode("utf-8")
     start = text.find("## Evidence")
     evidence = len(text[start:].encode("utf-8")) if start >= 0 else 0

@@ -24,8 +24,8 @@ import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from reporter import app
 from reporter.analysis import wedge
+from reporter.app.report import Options, load_and_analyze, render_draft
 from reporter.console import documents
 from reporter.core.errors import ReporterError
 from reporter.evidence import metrics
@@ -74,7 +74,7 @@ _NOT_EVIDENCE = {".py", ".md", ".toml", ".html", ".pyc"}
 def _analysis_json(paths: list[Path]) -> str:
     """`report analyze --json` of `paths` (no earlier reports), or the error it stops with."""
     try:
-        bundle, analysis = app.load_and_analyze(paths, app.Options())
+        bundle, analysis = load_and_analyze(paths, Options())
     except ReporterError as err:
         return f"error: {err}\n"
     return documents.analysis_json(analysis, bundle, seen=SeenBefore())
@@ -103,12 +103,12 @@ def _generated(out: Path, sizes: list[int]) -> None:
             shutil.rmtree(base, ignore_errors=True)
             folder = base / name
             generate(folder, ranks=ranks, healthy=healthy)
-            bundle, analysis = app.load_and_analyze([folder], app.Options())
+            bundle, analysis = load_and_analyze([folder], Options())
             (out / f"{name}.json").write_text(
                 documents.analysis_json(analysis, bundle, seen=SeenBefore()), encoding="utf-8"
             )
             (out / f"{name}.md").write_text(
-                app.render_draft(bundle, analysis, now=NOW), encoding="utf-8"
+                render_draft(bundle, analysis, now=NOW), encoding="utf-8"
             )
     shutil.rmtree(base, ignore_errors=True)
 
@@ -126,11 +126,11 @@ def main() -> None:
         name = str(loose).replace("/", "_")
         (out / f"loose-{name}.json").write_text(_analysis_json([loose]), encoding="utf-8")
     for folder in sorted(p for p in Path("fixtures/bundles").iterdir() if p.is_dir()):
-        bundle, analysis = app.load_and_analyze([folder], app.Options())
+        bundle, analysis = load_and_analyze([folder], Options())
         (out / f"{folder.name}.json").write_text(
             documents.analysis_json(analysis, bundle, seen=SeenBefore()), encoding="utf-8"
         )
-        text = app.render_draft(bundle, analysis, now=NOW)
+        text = render_draft(bundle, analysis, now=NOW)
         built = charts.build(analysis.wedge)
         if built and analysis.wedge is not None:
             title = bundle.manifest.title or f"Metrics: {analysis.verdict.value}"

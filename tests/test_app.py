@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from reporter import app
 from reporter.analysis import to_json
+from reporter.app.report import Options, draft, load_and_analyze, render_draft
+from reporter.app.settings import Context
 from reporter.console import documents
 
 # Commands run from the test's tmp folder, so their default `reports/` is never the checkout's.
@@ -18,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_analysis_json_is_the_same_document_one_item_per_line() -> None:
-    _, analysis = app.load_and_analyze([ROOT / "fixtures" / "bundles" / "tp_desync"], app.Options())
+    _, analysis = load_and_analyze([ROOT / "fixtures" / "bundles" / "tp_desync"], Options())
     text = documents.analysis_json(analysis)
     assert json.loads(text) == json.loads(json.dumps(to_json(analysis)))
     lines = text.splitlines()
@@ -43,10 +44,10 @@ def test_the_draft_reads_the_evidence_once(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     now = datetime(2026, 7, 14, 9, tzinfo=UTC)
-    bundle, analysis = app.load_and_analyze([folder], app.Options())
-    intact = app.render_draft(bundle, analysis, now=now)
+    bundle, analysis = load_and_analyze([folder], Options())
+    intact = render_draft(bundle, analysis, now=now)
     shutil.rmtree(folder)
-    assert app.render_draft(bundle, analysis, now=now) == intact
+    assert render_draft(bundle, analysis, now=now) == intact
     kept = next(f for f in bundle.files if f.path == "logs/server.log")
     # The head is the first 40 lines joined by newlines (empty ones too).
     assert kept.lines == 34 + 2 * 50 and len(kept.head.split("\n")) == 40
@@ -63,7 +64,7 @@ def test_environment_scripts_come_from_the_bundle(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "fixtures" / "bundles" / "tp_desync", folder)
     text = "Python: 3.11.7\nsglang: 0.4.1\nCUDA available: True\n"
     (folder / "check_env.txt").write_text(text, encoding="utf-8")
-    bundle, _ = app.load_and_analyze([folder], app.Options())
+    bundle, _ = load_and_analyze([folder], Options())
     shutil.rmtree(folder)
     found = dict(env_scripts(bundle))
     assert list(found.values()) == [text]
@@ -80,7 +81,7 @@ def test_the_context_is_resolved_once_from_flags_environment_and_config(tmp_path
     config = tmp_path / "config.toml"
     config.write_text('host = "ghe.corp.example"\nindex = "/data/issues.db"\n', encoding="utf-8")
     env = {"REPORTER_CONFIG": str(config), "SOURCE_DATE_EPOCH": "1784018084"}
-    ctx = app.Context.resolve(env)
+    ctx = Context.resolve(env)
     assert ctx.now == datetime(2026, 7, 14, 8, 34, 44, tzinfo=UTC)
     assert ctx.env["GH_HOST"] == "ghe.corp.example"  # the config's host as the default
     assert ctx.api_url == "https://ghe.corp.example/api/v3" and ctx.host == "ghe.corp.example"
@@ -88,13 +89,13 @@ def test_the_context_is_resolved_once_from_flags_environment_and_config(tmp_path
     assert ctx.config_dir == tmp_path
     with pytest.raises(TypeError):
         ctx.env["GH_HOST"] = "other"  # type: ignore[index]  # read-only
-    flagged = app.Context.resolve({**env, "GH_HOST": "env.example"}, base_url="http://127.0.0.1:1")
+    flagged = Context.resolve({**env, "GH_HOST": "env.example"}, base_url="http://127.0.0.1:1")
     assert flagged.env["GH_HOST"] == "env.example" and flagged.host == "127.0.0.1:1"
     # A broken config file stops the commands that read it, not the report commands.
     config.write_text("host = [\n", encoding="utf-8")
     with pytest.raises(UsageError, match="not valid TOML"):
-        app.Context.resolve(env)
-    assert app.Context.resolve(env, read_config=False).config.exists is False
+        Context.resolve(env)
+    assert Context.resolve(env, read_config=False).config.exists is False
 
 
 def test_the_report_is_masked_once_and_scans_clean(tmp_path: Path) -> None:
@@ -113,7 +114,7 @@ def test_the_report_is_masked_once_and_scans_clean(tmp_path: Path) -> None:
     log.write_text(f"{first} auth with {token}\n{rest}", encoding="utf-8")
     out = tmp_path / "report.md"
     now = datetime(2026, 7, 14, 9, tzinfo=UTC)
-    app.draft([folder], out=out, options=app.Options(), now=now)
+    draft([folder], out=out, options=Options(), now=now)
     written = out.read_text(encoding="utf-8")
     assert token not in written
     assert "<github-token-1>" in written

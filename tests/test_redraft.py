@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from reporter import app
+from reporter.app.report import DraftResult, Options, draft, load_and_analyze
+from reporter.app.upstream import record_upstream_issue
 from reporter.render import frontmatter
 
 # Commands run from the test's tmp folder, so their default `reports/` is never the checkout's.
@@ -19,10 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BUNDLES = ROOT / "fixtures" / "bundles"
 
 
-def _draft(bundle: Path, out: Path, day: int) -> app.DraftResult:
-    return app.draft(
-        [bundle], out=out, options=app.Options(), now=datetime(2026, 7, day, 9, tzinfo=UTC)
-    )
+def _draft(bundle: Path, out: Path, day: int) -> DraftResult:
+    return draft([bundle], out=out, options=Options(), now=datetime(2026, 7, day, 9, tzinfo=UTC))
 
 
 def test_same_evidence_on_another_day_changes_no_byte(tmp_path: Path) -> None:
@@ -56,7 +55,7 @@ def test_signature_follows_the_evidence_and_reviewer_keys_stay(tmp_path: Path) -
     new = frontmatter.parse(out.read_text(encoding="utf-8"))
     assert new is not None and new.data is not None
     assert new.data["signature"] != old.data["signature"]
-    _bundle, analysis = app.load_and_analyze([bundle], app.Options())
+    _bundle, analysis = load_and_analyze([bundle], Options())
     assert new.data["signature"] == analysis.signature.hash
     assert new.data["status"] == "in-review" and new.data["owners"] == ["ana"]
 
@@ -72,16 +71,16 @@ def test_filing_records_the_issue_in_the_report(
     mine = _draft(bundle_dir, reports, 12).path
     shutil.copytree(BUNDLES / "dead_rank", Path("other"))
     other = _draft(Path("other"), reports, 12).path
-    bundle, _analysis = app.load_and_analyze([bundle_dir], app.Options())
+    bundle, _analysis = load_and_analyze([bundle_dir], Options())
     url = "https://github.com/sgl-project/sglang/issues/4388"
-    assert app.record_upstream_issue(bundle, url) == (mine,)
+    assert record_upstream_issue(bundle, url) == (mine,)
     data = frontmatter.parse(mine.read_text(encoding="utf-8"))
     assert data is not None and data.data is not None and data.data["upstream_issue"] == url
     untouched = frontmatter.parse(other.read_text(encoding="utf-8"))
     assert untouched is not None and untouched.data is not None
     assert untouched.data["upstream_issue"] is None
     # A report that already names another issue is the reviewer's choice: left alone.
-    assert app.record_upstream_issue(bundle, url + "0") == ()
+    assert record_upstream_issue(bundle, url + "0") == ()
     # And a re-draft keeps the recorded issue.
     _draft(bundle_dir, reports, 12)
     again = frontmatter.parse(mine.read_text(encoding="utf-8"))

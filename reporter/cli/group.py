@@ -4,8 +4,8 @@ Exit codes: 0 success (also when the reader of a pipe stops early), 1 unusable i
 output failure (also findings, refusals, incomplete collections), 2 usage error, 130
 interrupted. Errors, usage errors included, print one line plus a `Tip:`; `--debug`
 (before or after the command) shows the traceback. The commands live beside this
-module, one module per family; each imports the app layer inside the command so that
-`report --help` starts fast.
+module, one module per family; each imports its use case from its app module inside the
+command, so that `report --help` starts fast (`tests/test_startup.py`).
 """
 
 from __future__ import annotations

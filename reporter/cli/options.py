@@ -6,9 +6,11 @@ analysis code (`report --help` stays fast).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
-from collections.abc import Callable
+import typing
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
@@ -19,15 +21,15 @@ from reporter.core.errors import UsageError
 from reporter.core.fileio import DEFAULT_MAX_BYTES
 
 if TYPE_CHECKING:
-    from reporter import app
+    from reporter.app.report import Options
 
-    EvidenceOptions: TypeAlias = app.Options
+    EvidenceOptions: TypeAlias = Options
 else:
 
     class EvidenceOptions:
         """Marks the parameter that `evidence_command` replaces with the evidence options.
 
-        mypy sees `reporter.app.Options`; at run time this light class stands in, so the
+        mypy sees `reporter.app.report.Options`; at run time this light class stands in, so the
         command line is built without importing the app layer.
         """
 
@@ -126,12 +128,12 @@ def evidence_options(
     source_root: list[Path] | None = None,
     baseline: Path | None = None,
     context: int = 6,
-) -> app.Options:
+) -> Options:
     """The evidence options' values as the app layer's `Options`."""
-    from reporter import app
     from reporter.analysis.result import Similarity
+    from reporter.app.report import Options
 
-    return app.Options(
+    return Options(
         similarity=Similarity(similarity.value),
         max_file_bytes=size(max_file_size),
         strict=strict,
@@ -163,7 +165,7 @@ def evidence_command(command: Callable[..., None]) -> Callable[..., None]:
     """`command` with its `EvidenceOptions` parameter replaced by the `EVIDENCE_OPTIONS`.
 
     typer reads the options from the returned function's signature (in the place of that
-    parameter); on a call their values become one `app.Options` passed under its name::
+    parameter); on a call their values become one `Options` passed under its name::
 
         @cli.command("analyze")
         @evidence_command
@@ -186,6 +188,54 @@ def evidence_command(command: Callable[..., None]) -> Callable[..., None]:
     run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
     run.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
     return run
+
+
+def option_sets(order: Sequence[str]) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """A decorator: `command` with each parameter typed by an *option set* (a frozen
+    dataclass whose fields are typer options) replaced by that set's fields, all listed in
+    `order` (the order `--help` shows them); on a call the fields' values become one
+    instance of each set, passed under the parameter's name::
+
+        @cli.command("collect")
+        @option_sets(("out", "pid", "match", ...))
+        def collect_cmd(out: OutOpt, targets: Targets, ...) -> None: ...
+    """
+
+    def wrap(command: Callable[..., None]) -> Callable[..., None]:
+        signature = inspect.signature(command, eval_str=True)
+        sets: dict[str, type[Any]] = {}
+        owner: dict[str, str] = {}  # a field's name -> the parameter of its set
+        params: list[inspect.Parameter] = []
+        for param in signature.parameters.values():
+            kind = param.annotation
+            if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)):
+                params.append(param.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+                continue
+            sets[param.name] = kind
+            hints = typing.get_type_hints(kind, include_extras=True)
+            for field in dataclasses.fields(kind):
+                default = inspect.Parameter.empty
+                if field.default is not dataclasses.MISSING:
+                    default = field.default
+                params.append(_option(field.name, hints[field.name], default))
+                owner[field.name] = param.name
+        rank = {name: index for index, name in enumerate(order)}
+        if sorted(rank) != sorted(p.name for p in params):
+            raise TypeError(f"{command.__name__}: the order does not name each option once")
+        params.sort(key=lambda p: rank[p.name])
+
+        @functools.wraps(command)
+        def run(**values: Any) -> None:
+            given: dict[str, dict[str, Any]] = {name: {} for name in sets}
+            for field_name, set_name in owner.items():
+                given[set_name][field_name] = values.pop(field_name)
+            command(**values, **{name: sets[name](**given[name]) for name in sets})
+
+        run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+        return run
+
+    return wrap
 
 
 DbOpt = Annotated[

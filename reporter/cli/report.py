@@ -32,15 +32,15 @@ def analyze_cmd(
     reports: ReportsOpt = None,
 ) -> None:
     """Print the verdict for a bundle folder or loose dump files; writes nothing."""
-    from reporter import app
+    from reporter.app.report import load_and_analyze, seen_before
     from reporter.console import documents
     from reporter.core.gcpause import gc_paused
 
     # One pause for the whole command: each resume would first walk everything built
     # meanwhile (seconds at 16,384 ranks) and free nothing.
     with gc_paused():
-        bundle, analysis = app.load_and_analyze(evidence, options)
-        seen = app.seen_before(bundle, analysis, reports)
+        bundle, analysis = load_and_analyze(evidence, options)
+        seen = seen_before(bundle, analysis, reports)
         if as_json:
             console.emit(documents.analysis_document(analysis, bundle, seen=seen))
             return
@@ -72,13 +72,14 @@ def draft_cmd(
     Into an existing report the new draft is merged: sections nobody edited are
     regenerated, reviewers' edits and text are kept byte for byte.
     """
-    from reporter import app
+    from reporter.app.report import draft
+    from reporter.app.settings import Context
     from reporter.console import documents
     from reporter.core.gcpause import gc_paused
 
-    ctx = app.Context.resolve(read_config=False)
+    ctx = Context.resolve(read_config=False)
     with gc_paused():  # as in `analyze`
-        result = app.draft(
+        result = draft(
             evidence, out=out, options=options, now=ctx.now, force=force, reports=reports
         )
     if as_json:
@@ -114,10 +115,10 @@ def diff_cmd(
     compared; a changed tuning knob outranks per-run noise (PIDs, invocation ids,
     timestamps, random ports, temporary paths). Each change says why it ranks where it does.
     """
-    from reporter import app
+    from reporter.app.report import diff_runs
     from reporter.console import documents
 
-    run = app.diff_runs(
+    run = diff_runs(
         good, bad, source_roots=tuple(source_root or ()), max_file_bytes=size(max_file_size)
     )
     if as_json:
@@ -139,10 +140,10 @@ def init_cmd(
     The upstream repository (from process titles, command lines, packages and frames),
     the world size and evidence globs are guessed and written as comments to confirm.
     """
-    from reporter import app
+    from reporter.app.report import init_manifest
     from reporter.console import documents
 
-    result = app.init_manifest(folder, force=force)
+    result = init_manifest(folder, force=force)
     if as_json:
         console.emit(documents.init_document(result))
         return
@@ -168,10 +169,10 @@ def lint_cmd(
 
     Exit code 0 when clean, 1 with findings, 2 for usage errors.
     """
-    from reporter import app
+    from reporter.app.report import lint_reports
     from reporter.console import documents
 
-    run = app.lint_reports(files, index=index)
+    run = lint_reports(files, index=index)
     if as_json:
         console.emit(documents.lint_document(run))
     else:
@@ -189,10 +190,10 @@ def status_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """List the reports under FOLDER with status, owners, open TODOs, signature and title."""
-    from reporter import app
+    from reporter.app.report import report_status
     from reporter.console import documents
 
-    rows = app.report_status(folder)
+    rows = report_status(folder)
     if as_json:
         console.emit(documents.status_document(rows))
     elif rows:
@@ -213,10 +214,10 @@ def preview_cmd(
     ] = False,
 ) -> None:
     """Write a standalone HTML preview of a report (diagrams drawn inline, no network needed)."""
-    from reporter import app
+    from reporter.app.report import preview
     from reporter.console import documents
 
-    path = app.preview(file, out=out, force=force)
+    path = preview(file, out=out, force=force)
     if as_json:
         console.emit(documents.PreviewDocument(path=str(path)))
     else:

@@ -32,10 +32,10 @@ def auth_status_cmd(
     (the system keyring). Each token is only sent to its own host. The token itself
     is never printed.
     """
-    from reporter import app
+    from reporter.app.settings import Context, auth_status
     from reporter.console.upstream import auth_status_text
 
-    status = app.auth_status(app.Context.resolve(base_url=base_url), check=not offline)
+    status = auth_status(Context.resolve(base_url=base_url), check=not offline)
     if as_json:
         from reporter.console import documents_upstream as documents
 
@@ -54,10 +54,10 @@ def config_show_cmd(as_json: JsonFlag = False) -> None:
 
     Keys: repos = ["owner/name"], index = "PATH", forms = "DIR", host = "github.com".
     """
-    from reporter import app
+    from reporter.app.settings import Context
     from reporter.console.upstream import config_show_text
 
-    conf = app.Context.resolve().config
+    conf = Context.resolve().config
     if as_json:
         from reporter.console import documents_upstream as documents
 

@@ -63,7 +63,8 @@ def sync_cmd(
     Each page is committed as it arrives: an interrupted sync loses nothing and the next
     run resumes. Token: see `report auth status`.
     """
-    from reporter import app
+    from reporter.app.settings import Context
+    from reporter.app.upstream import sync_upstream
     from reporter.console import documents_upstream as documents
 
     with console.progress_bars() as (_line, tick):
@@ -72,8 +73,8 @@ def sync_cmd(
             if tick is not None:
                 tick(step.repo, step.page, step.last_page or step.page)
 
-        reports, found, path = app.sync_upstream(
-            app.Context.resolve(base_url=base_url),
+        reports, found, path = sync_upstream(
+            Context.resolve(base_url=base_url),
             repos or (),
             db=db,
             full=full,
@@ -100,11 +101,12 @@ def index_import_cmd(
     A file with no valid line imports nothing and exits 1. Without --db, the index of
     the host (--base-url / GH_HOST) in the user cache dir.
     """
-    from reporter import app
+    from reporter.app.settings import Context
+    from reporter.app.upstream import index_import
     from reporter.console import documents_upstream as documents
 
-    result, path = app.index_import(
-        app.Context.resolve(base_url=base_url, read_config=db is None), file, db=db
+    result, path = index_import(
+        Context.resolve(base_url=base_url, read_config=db is None), file, db=db
     )
     if as_json:
         console.emit(documents.import_document(result, path))
@@ -127,15 +129,16 @@ def index_export_cmd(
     Every stored field goes out, what fixed a closed issue included (`fixed_in`), so an
     export imports back as it was.
     """
-    from reporter import app
+    from reporter.app.settings import Context
+    from reporter.app.upstream import index_export
     from reporter.console import documents_upstream as documents
 
-    ctx = app.Context.resolve(base_url=base_url, read_config=db is None)
+    ctx = Context.resolve(base_url=base_url, read_config=db is None)
     if not as_json:
-        app.index_export(ctx, write=print, db=db, repo=repo)
+        index_export(ctx, write=print, db=db, repo=repo)
         return
     lines: list[str] = []
-    _count, path = app.index_export(ctx, write=lines.append, db=db, repo=repo)
+    _count, path = index_export(ctx, write=lines.append, db=db, repo=repo)
     # An export is data to import again: public issue text, kept byte for byte.
     console.emit(documents.export_document(lines, path, repo))
 
@@ -190,10 +193,11 @@ def search_upstream_cmd(
     a failure (exit 1), never an empty result; --offline searches the local index. The
     last line says which index answered.
     """
-    from reporter import app
+    from reporter.app.settings import Context
+    from reporter.app.upstream import search_upstream
 
-    outcome = app.search_upstream(
-        app.Context.resolve(base_url=base_url),
+    outcome = search_upstream(
+        Context.resolve(base_url=base_url),
         bundle,
         repos=repo or (),
         text_file=text_file,
@@ -245,10 +249,11 @@ def triage_cmd(
     base_url: BaseUrlOpt = None,
 ) -> None:
     """List likely duplicates of tracker issues for maintainers, never the issue itself."""
-    from reporter import app
+    from reporter.app.settings import Context
+    from reporter.app.upstream import triage
 
-    outcome = app.triage(
-        app.Context.resolve(base_url=base_url),
+    outcome = triage(
+        Context.resolve(base_url=base_url),
         target,
         since=since,
         text_file=text_file,
@@ -323,11 +328,12 @@ def upstream_draft_cmd(
     deployment's, that upgrade is the draft's first line and the exit code is 1 (unless
     --force-new).
     """
-    from reporter import app
+    from reporter.app.settings import Context
+    from reporter.app.upstream import upstream_draft
     from reporter.console import documents_upstream as documents
 
-    made = app.upstream_draft(
-        app.Context.resolve(base_url=base_url),
+    made = upstream_draft(
+        Context.resolve(base_url=base_url),
         bundle,
         repo=repo,
         out=out,
@@ -405,11 +411,12 @@ def upstream_file_cmd(
     files twice (a hidden marker is looked for before any retry). Exit 1 when refused;
     the refusal and its fix are printed first.
     """
-    from reporter import app
+    from reporter.app.settings import Context
+    from reporter.app.upstream import upstream_file
     from reporter.console import documents_upstream as documents
 
-    result = app.upstream_file(
-        app.Context.resolve(base_url=base_url),
+    result = upstream_file(
+        Context.resolve(base_url=base_url),
         bundle,
         repo=repo,
         yes=yes,

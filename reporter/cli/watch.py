@@ -140,7 +140,7 @@ def watch_cmd(
     --json prints one event per line.
     """
     from reporter.app import watch as use_case
-    from reporter.cli.collect import _remote_request
+    from reporter.cli.collect import Remote, remote_request
     from reporter.collect import CollectRequest, plan
     from reporter.console import documents_watch
     from reporter.core.errors import UsageError
@@ -154,18 +154,7 @@ def watch_cmd(
     window = plan.seconds(for_, option="--for")
     poll = plan.seconds(every, option="--every")
     kept = plan.seconds(history, option="--history") if history else max(5 * window, 300.0)
-    remote = _remote_request(
-        ssh=tuple(ssh or ()),
-        exec_template=exec_template,
-        hosts=tuple(host or ()),
-        hosts_file=None,
-        python="python3",
-        pyspy=None,
-        parallel=None,
-        deadline=None,
-        ssh_options=(),
-        ssh_config=None,
-    )
+    remote = remote_request(Remote(ssh=ssh, exec_template=exec_template, host=host), parallel=None)
     text_urls = [u for u in urls if "/api/v1/query_range" not in u]
     collect = CollectRequest(
         out=out_dir,

@@ -30,7 +30,7 @@ from reporter.render.status import ReportStatus
 
 if TYPE_CHECKING:
     from reporter.analysis import Analysis
-    from reporter.app import DiffRun, DraftResult, InitResult, LintRun
+    from reporter.app.report import DiffRun, DraftResult, InitResult, LintRun
     from reporter.model import Bundle
     from reporter.render.answer import SeenBefore, SeenReport
     from reporter.render.regions import MergeResult

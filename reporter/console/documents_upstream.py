@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from reporter.model.document import Count, Shape, document, spec
 
 if TYPE_CHECKING:
-    from reporter.app import UpstreamDraftRun
     from reporter.app.settings import AuthStatus
+    from reporter.app.upstream import UpstreamDraftRun
     from reporter.collect import CollectSummary
     from reporter.core.config import Settings
     from reporter.upstream import rank

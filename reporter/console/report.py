@@ -14,7 +14,7 @@ from reporter.core.text import plural
 if TYPE_CHECKING:
     from reporter.analysis import Analysis
     from reporter.analysis.result import HostRow
-    from reporter.app import DiffRun, DraftResult, InitResult, LintRun
+    from reporter.app.report import DiffRun, DraftResult, InitResult, LintRun
     from reporter.collect import CollectSummary
     from reporter.model import Bundle
     from reporter.render.answer import SeenBefore, SeenReport

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from reporter.core.text import plural
 
 if TYPE_CHECKING:
-    from reporter.app import AuthStatus, UpstreamDraftRun
+    from reporter.app.settings import AuthStatus
+    from reporter.app.upstream import UpstreamDraftRun
     from reporter.core.config import Settings
     from reporter.upstream.publish import FileResult
     from reporter.upstream.search import SearchOutcome, SyncReport

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from reporter.analysis import Analysis, Confidence, RankState, Verdict, analyze, to_json
-from reporter.app import render_draft
+from reporter.app.report import render_draft
 from reporter.evidence import faulthandler
 from reporter.load.bundle import load
 

@@ -135,14 +135,14 @@ def test_bad_rules(text: str, message: str) -> None:
 def test_the_clients_sentence_is_computed_once_and_read_by_every_output(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from reporter import app
+    from reporter.app.report import Options, load_and_analyze, render_draft
 
     monkeypatch.chdir(ROOT)
-    bundle, analysis = app.load_and_analyze([Path("fixtures/bundles/full_incident")], app.Options())
+    bundle, analysis = load_and_analyze([Path("fixtures/bundles/full_incident")], Options())
     sentence = analysis.clients_sentence
     assert sentence.startswith("Clients: ") and sentence.endswith(".")
     assert analysis.summary.endswith(f" {sentence}")
-    report = app.render_draft(bundle, analysis, now=CAPTURED)
+    report = render_draft(bundle, analysis, now=CAPTURED)
     # Said once, heading the clients section; the summary block's "Clients affected" line
     # says it in its own words and the verdict paragraph no longer repeats it.
     assert report.count(sentence.removeprefix("Clients: ")) == 1

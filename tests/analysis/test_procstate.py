@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from reporter.analysis import RankState, Verdict, analyze, to_json
-from reporter.app import render_draft
+from reporter.app.report import render_draft
 from reporter.load.bundle import load
 from reporter.model import FailureState, Location, ProcessDump, ProcState
 

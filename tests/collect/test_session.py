@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from reporter import app
 from reporter.analysis import analyze
+from reporter.app.collect import collect as app_collect
 from reporter.collect import CollectRequest, CollectStatus, collect
 from reporter.core.errors import InputError, UsageError
 from reporter.load import bundle as bundle_io
@@ -44,7 +44,7 @@ def test_metrics_only_shows_the_wedge(server: Server, tmp_path: Path) -> None:
         units=("reporter-test-nonexistent.service",),
         command="report collect ...",
     )
-    summary = app.collect(request, progress=lines.append)
+    summary = app_collect(request, progress=lines.append)
     assert summary.status is CollectStatus.COMPLETE
     # 2.5 s at 0.25 s is 11 slots; a loaded machine skips a late slot rather than bursting
     # (tests/collect/test_scrape.py checks the exact count with no interval), so only the

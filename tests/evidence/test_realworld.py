@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from reporter.analysis import analyze, to_json
-from reporter.app import render_draft
+from reporter.app.report import render_draft
 from reporter.core.errors import InputError
 from reporter.load.bundle import load
 from reporter.model import innermost_python

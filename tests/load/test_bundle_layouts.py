@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reporter import app
+from reporter.app.report import Options, load_and_analyze
 from reporter.load import bundle as bundle_io
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,7 +34,7 @@ def test_good_and_bad_folders_are_compared_as_baseline_would() -> None:
     assert "`good/` is the last good run, `bad/` this one" in loaded.baseline_note
     assert "told apart by their names" in loaded.baseline_note
     # The same ranking as `report diff good bad`.
-    _bundle, analysis = app.load_and_analyze([ENVDIFF], app.Options())
+    _bundle, analysis = load_and_analyze([ENVDIFF], Options())
     assert analysis.diff is not None
     assert analysis.diff.changes[0].key == "SGLANG_SM120_MMA_TARGET_CTAS"
 
@@ -47,8 +47,8 @@ def test_other_names_for_two_runs(tmp_path: Path, good: str, bad: str) -> None:
 
 
 def test_an_explicit_baseline_wins_and_drops_the_note() -> None:
-    bundle, _analysis = app.load_and_analyze(
-        [ENVDIFF], app.Options(baseline=ENVDIFF / "bad" / "proc" / "environ")
+    bundle, _analysis = load_and_analyze(
+        [ENVDIFF], Options(baseline=ENVDIFF / "bad" / "proc" / "environ")
     )
     assert bundle.baseline_note == ""
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reporter import app
+from reporter.app.report import init_manifest
 from reporter.load import bundle, guess
 from reporter.model import (
     Bundle,
@@ -40,7 +40,7 @@ def test_init_guesses_from_real_bundles(tmp_path: Path, case: str, repo: str, wh
     folder = tmp_path / case
     source = ROOT / "fixtures" / "bundles" / case
     shutil.copytree(source, folder, ignore=shutil.ignore_patterns("bundle.toml", "*.md"))
-    result = app.init_manifest(folder)
+    result = init_manifest(folder)
     by_key = {s.key: s for s in result.suggestions if s.key != "evidence"}
     assert by_key["upstream"].value == [repo] and by_key["upstream"].why.startswith(why)
     assert by_key["world_size"].value == 4

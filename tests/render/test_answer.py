@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reporter import app
+from reporter.app.report import Options, load_and_analyze, render_draft
 from reporter.console import documents
 from reporter.core.errors import ReporterError
 from reporter.model import CommandFlag, CommandLine, Environment, EnvVar, Location
@@ -28,8 +28,8 @@ _FILE_LINE = re.compile(r"`[\w./-]+(:\d+`|(:\d+)?: [\w:]+(\{[^}]*\})? at \d\d:\d
 
 def _render(name: str, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.chdir(ROOT)
-    bundle, analysis = app.load_and_analyze([Path("fixtures/bundles") / name], app.Options())
-    return app.render_draft(bundle, analysis, now=NOW)
+    bundle, analysis = load_and_analyze([Path("fixtures/bundles") / name], Options())
+    return render_draft(bundle, analysis, now=NOW)
 
 
 def _head(text: str, lines: int = 40) -> str:
@@ -109,8 +109,8 @@ def test_every_class_frame_and_every_evidence_file_is_reachable(
     bundle_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(ROOT)
-    bundle, analysis = app.load_and_analyze([bundle_dir.relative_to(ROOT)], app.Options())
-    text = app.render_draft(bundle, analysis, now=NOW)
+    bundle, analysis = load_and_analyze([bundle_dir.relative_to(ROOT)], Options())
+    text = render_draft(bundle, analysis, now=NOW)
     for stack_class in analysis.classes:
         for frame in stack_class.frames:
             assert parts.located(frame) in text or frame.function in text, (
@@ -126,7 +126,7 @@ def test_every_class_frame_and_every_evidence_file_is_reachable(
 
 def test_summary_and_next_steps_in_json(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    bundle, analysis = app.load_and_analyze([Path("fixtures/bundles/dead_rank")], app.Options())
+    bundle, analysis = load_and_analyze([Path("fixtures/bundles/dead_rank")], Options())
     import json
 
     data = json.loads(documents.analysis_json(analysis, bundle))
@@ -146,7 +146,7 @@ def test_summary_and_next_steps_in_json(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_timeouts_from_command_line_and_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    bundle, analysis = app.load_and_analyze([Path("fixtures/bundles/tp_desync")], app.Options())
+    bundle, analysis = load_and_analyze([Path("fixtures/bundles/tp_desync")], Options())
     here = Location(path="env/cmdline", line=1)
     env = Environment(
         cmdlines=(
@@ -194,7 +194,7 @@ def test_titles_say_what_happened(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     titles = {}
     for name in ("tp_desync", "healthy_loop", "wedge_metrics", "dead_rank"):
-        bundle, analysis = app.load_and_analyze([Path("fixtures/bundles") / name], app.Options())
+        bundle, analysis = load_and_analyze([Path("fixtures/bundles") / name], Options())
         titles[name] = answer.build(bundle, analysis).title
     assert titles["tp_desync"] == (
         "TP ranks [0-1] wait in all_reduce (writing_check) for [2-3] idle in self_check_during_idle"
@@ -206,7 +206,7 @@ def test_titles_say_what_happened(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_restart_before_the_wedge_is_said_once_in_since(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    bundle, analysis = app.load_and_analyze([Path("fixtures/bundles/wedge_metrics")], app.Options())
+    bundle, analysis = load_and_analyze([Path("fixtures/bundles/wedge_metrics")], Options())
     built = answer.build(bundle, analysis)
     (since,) = [line for line in built.lines if line.topic == "Since"]
     assert "16 s after `sglang-fixture.service` started at 15:11:43 UTC" in since.text
@@ -292,7 +292,7 @@ def test_the_analysis_own_waits_for_relation_is_used_when_present(
     from types import SimpleNamespace
 
     monkeypatch.chdir(ROOT)
-    bundle, analysis = app.load_and_analyze([Path("fixtures/bundles/tp_desync")], app.Options())
+    bundle, analysis = load_and_analyze([Path("fixtures/bundles/tp_desync")], Options())
     edge = SimpleNamespace(
         waiting=SimpleNamespace(
             ranks=(0, 1),
@@ -320,9 +320,9 @@ def test_source_root_shows_the_code_on_both_sides_of_the_branch(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(ROOT)
-    options = app.Options(source_roots=(ROOT / "fixtures" / "scenarios",))
-    bundle, analysis = app.load_and_analyze([Path("fixtures/bundles/tp_desync")], options)
-    text = app.render_draft(bundle, analysis, now=NOW)
+    options = Options(source_roots=(ROOT / "fixtures" / "scenarios",))
+    bundle, analysis = load_and_analyze([Path("fixtures/bundles/tp_desync")], options)
+    text = render_draft(bundle, analysis, now=NOW)
     code = text[text.index("## Code at the branch point") :]
     # [0-1] leave on_idle at line 118 for the collective, [2-3] at line 119 for the idle sleep.
     assert "> 118          self.check_hicache_events()" in code
@@ -335,8 +335,8 @@ def test_source_root_shows_the_code_on_both_sides_of_the_branch(
 def test_ranks_with_the_same_stacks_share_one_block(monkeypatch: pytest.MonkeyPatch) -> None:
     """Eight ranks in two classes: two full dumps at most per class, the rest one line each."""
     monkeypatch.chdir(ROOT)
-    bundle, analysis = app.load_and_analyze([Path("fixtures/bundles/tp8_desync")], app.Options())
-    text = app.render_draft(bundle, analysis, now=NOW)
+    bundle, analysis = load_and_analyze([Path("fixtures/bundles/tp8_desync")], Options())
+    text = render_draft(bundle, analysis, now=NOW)
     evidence = text[text.index("## Evidence") :]
     assert "<summary>ranks [1-5]: the same stacks as rank 0</summary>" in evidence
     # Ranks 1-5 are named with their PID and every file, but not drawn again.
@@ -357,7 +357,7 @@ def test_evidence_heading_names_the_newest_python_by_release_order(
     from reporter.render import evidence
 
     monkeypatch.chdir(ROOT)
-    _, analysis = app.load_and_analyze([Path("fixtures/bundles/tp_desync")], app.Options())
+    _, analysis = load_and_analyze([Path("fixtures/bundles/tp_desync")], Options())
     process = analysis.processes[0]
     first, *rest = process.snapshots
     mixed = dataclasses.replace(
@@ -377,8 +377,8 @@ def test_one_process_is_counted_in_the_singular(monkeypatch: pytest.MonkeyPatch)
     """A single real dump from a public thread: `1 rank` and `1 process`, never `1 ranks`."""
     monkeypatch.chdir(ROOT)
     path = Path("fixtures/realworld/accelerate-3104-1.txt")
-    bundle, analysis = app.load_and_analyze([path], app.Options())
-    text = app.render_draft(bundle, analysis, now=NOW)
+    bundle, analysis = load_and_analyze([path], Options())
+    text = render_draft(bundle, analysis, now=NOW)
     head = _head(text)
     # One process judged on its own: one snapshot cannot tell, never "no other rank".
     assert "one snapshot cannot tell stuck from slow" in head
@@ -393,7 +393,7 @@ def test_a_step_naming_pids_on_several_hosts_names_the_host_of_each(
     from reporter.render.answer import states
 
     monkeypatch.chdir(ROOT)
-    _, analysis = app.load_and_analyze([Path("fixtures/bundles/stopped_rank")], app.Options())
+    _, analysis = load_and_analyze([Path("fixtures/bundles/stopped_rank")], Options())
     assert "on " not in states.step_values(analysis)["frozen"]
     hosts = ("node-a", "node-a", "node-b", "node-b")
     moved = tuple(
@@ -412,7 +412,7 @@ def test_all_is_never_said_of_a_set_partly_idle(monkeypatch: pytest.MonkeyPatch)
     from reporter.render.answer import what as answer_lines
 
     monkeypatch.chdir(ROOT)
-    bundle_, analysis = app.load_and_analyze([Path("fixtures/bundles/dead_rank")], app.Options())
+    bundle_, analysis = load_and_analyze([Path("fixtures/bundles/dead_rank")], Options())
     assert answer_lines.stack_title(analysis, ()).startswith("3 of 4 ranks stuck")
     first, *rest = analysis.processes
     idle = replace(analysis, processes=(replace(first, state=RankState.IDLE), *rest))

@@ -10,15 +10,15 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from reporter import app
 from reporter.analysis.result import Analysis, Verdict
+from reporter.app.report import Options, load_and_analyze
 from reporter.model import Bundle
 from reporter.render import answer
 
 
 @cache
 def _load(name: str) -> tuple[Bundle, Analysis, answer.Answer]:
-    bundle, analysis = app.load_and_analyze([Path("fixtures/bundles") / name], app.Options())
+    bundle, analysis = load_and_analyze([Path("fixtures/bundles") / name], Options())
     return bundle, analysis, answer.build(bundle, analysis)
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from reporter import app
 from reporter.analysis import analyze
+from reporter.app.report import render_draft
 from reporter.load import bundle as bundle_io
 from reporter.render import answer
 from reporter.render.answer import find_timeouts
@@ -179,7 +179,7 @@ def test_two_pids_are_listed_never_ranged(tmp_path: Path) -> None:
     everything = " ".join([built.title, *(line.text for line in built.lines)])
     assert "PIDs 8261, 8262" in everything
     assert not re.search(r"\[\d{4}-\d{4}\]", everything)
-    report = app.render_draft(loaded, analysis, now=datetime(2026, 7, 14, tzinfo=UTC))
+    report = render_draft(loaded, analysis, now=datetime(2026, 7, 14, tzinfo=UTC))
     assert "[8261-8262]" not in report.split("## Ranks and classes")[0]
 
 

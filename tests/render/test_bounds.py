@@ -8,7 +8,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from reporter import app
+from reporter.app.report import Options, draft
 from reporter.render import bounds
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,10 +24,10 @@ def _draft(bundle: Path, out: Path) -> str:
     # checkout's reports/ (the README's first command writes one there).
     earlier = out.parent / "earlier-reports"
     earlier.mkdir(exist_ok=True)
-    app.draft(
+    draft(
         [bundle],
         out=out,
-        options=app.Options(),
+        options=Options(),
         now=datetime(2026, 7, 1, tzinfo=UTC),
         reports=earlier,
     )

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from reporter import app
+from reporter.app.report import Options, load_and_analyze, render_draft
 from reporter.render.answer.topics import FOLDABLE, TOPICS, UNKNOWN
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,8 +34,8 @@ _ABSENT = ("Not known: ", "No ", "No: ", "None", "Nothing")
 
 def _draft(folder: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.chdir(ROOT)
-    bundle, analysis = app.load_and_analyze([folder.relative_to(ROOT)], app.Options())
-    return app.render_draft(bundle, analysis, now=NOW)
+    bundle, analysis = load_and_analyze([folder.relative_to(ROOT)], Options())
+    return render_draft(bundle, analysis, now=NOW)
 
 
 def _first_screen(text: str, lines: int = 40) -> list[str]:
@@ -233,7 +233,7 @@ def test_two_servers_are_never_merged(
         shutil.copytree(folder, tmp_path / "two_servers")
         folder = tmp_path / "two_servers"
     monkeypatch.chdir(tmp_path)
-    bundle, analysis = app.load_and_analyze([Path("two_servers")], app.Options())
+    bundle, analysis = load_and_analyze([Path("two_servers")], Options())
     from reporter.render import answer
 
     built = answer.build(bundle, analysis)
@@ -278,9 +278,9 @@ def test_two_runs_are_found_by_their_contents_whatever_notes_lie_beside(
     for name, text in beside.items():
         (folder / name).write_text(text, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    bundle, analysis = app.load_and_analyze([Path("incident")], app.Options())
+    bundle, analysis = load_and_analyze([Path("incident")], Options())
     assert (bundle.baseline is not None) is compared
-    text = app.render_draft(bundle, analysis, now=NOW)
+    text = render_draft(bundle, analysis, now=NOW)
     top = "**Top change since the last good run:** `SGLANG_SM120_MMA_TARGET_CTAS` `256` → `512`"
     assert (top in "\n".join(_first_screen(text))) is compared
     if compared and beside:
@@ -314,8 +314,8 @@ def test_a_multi_host_first_screen_names_every_host_and_the_ranks_not_captured(
 
     monkeypatch.chdir(ROOT)
     folder = Path("fixtures/bundles/two_hosts_one_lost")
-    bundle, analysis = app.load_and_analyze([folder], app.Options())
-    text = app.render_draft(bundle, analysis, now=NOW)
+    bundle, analysis = load_and_analyze([folder], Options())
+    text = render_draft(bundle, analysis, now=NOW)
     screen = "\n".join(_first_screen(text))
     assert "node-b: not captured (failed: ssh: connect to host node-b" in screen
     assert "ranks [2-3] should be there" in screen

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reporter import app
+from reporter.app.report import Options, load_and_analyze, render_draft
 from reporter.console.documents import analysis_json
 from reporter.console.report import analysis_text
 from reporter.render.preview import to_html
@@ -37,10 +37,10 @@ def _plain(text: str) -> str:
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
 def test_text_json_markdown_and_html_agree(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    bundle, analysis = app.load_and_analyze([folder.relative_to(ROOT)], app.Options())
+    bundle, analysis = load_and_analyze([folder.relative_to(ROOT)], Options())
     text = analysis_text(bundle, analysis)
     doc = json.loads(analysis_json(analysis, bundle))
-    markdown = app.render_draft(bundle, analysis, now=NOW)
+    markdown = render_draft(bundle, analysis, now=NOW)
     page = to_html(markdown)
 
     # The headline: the text's first line, the JSON's `headline`, the report's and page's title.

@@ -14,7 +14,7 @@ import pytest
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from reporter import app
+from reporter.app.report import Options, load_and_analyze, render_draft
 from reporter.render.lint import REQUIRED_SECTIONS
 
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
@@ -28,8 +28,8 @@ REQUIRED_H2 = list(REQUIRED_SECTIONS)
 
 def _render(bundle_dir: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.chdir(ROOT)
-    bundle, analysis = app.load_and_analyze([bundle_dir.relative_to(ROOT)], app.Options())
-    return app.render_draft(bundle, analysis, now=NOW)
+    bundle, analysis = load_and_analyze([bundle_dir.relative_to(ROOT)], Options())
+    return render_draft(bundle, analysis, now=NOW)
 
 
 @pytest.mark.parametrize("bundle_dir", BUNDLES, ids=[p.name for p in BUNDLES])

@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from reporter import app
+from reporter.app.report import Options, lint_reports, load_and_analyze, render_draft
 from reporter.core.errors import UsageError
 from reporter.render import lint, regions
 from reporter.render.lint import Rule
@@ -75,8 +75,8 @@ def test_reports_rendered_by_the_app_pass(
     bundle_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(ROOT)
-    bundle, analysis = app.load_and_analyze([bundle_dir.relative_to(ROOT)], app.Options())
-    text = app.render_draft(bundle, analysis, now=NOW)
+    bundle, analysis = load_and_analyze([bundle_dir.relative_to(ROOT)], Options())
+    text = render_draft(bundle, analysis, now=NOW)
     findings = lint.lint_text(text, path=bundle_dir.name)
     assert findings == (), [str(f) for f in findings]
     # Every generated section is a sealed region, and a fresh draft merges into itself unchanged.
@@ -175,9 +175,9 @@ def test_a_secret_in_a_bundle_log_is_masked_in_the_report_and_lint_catches_it_pa
     stamp = lines[0].split("]")[0] + "]"
     lines.insert(1, f"{stamp} Restarted; pulling https://x-access-token:{token}@github.com/o/r\n")
     log.write_text("".join(lines), encoding="utf-8")
-    bundle_obj, analysis = app.load_and_analyze([bundle], app.Options())
+    bundle_obj, analysis = load_and_analyze([bundle], Options())
     assert any(token in e.text for e in analysis.timeline), "the planted line reaches the timeline"
-    text = app.render_draft(bundle_obj, analysis, now=NOW)
+    text = render_draft(bundle_obj, analysis, now=NOW)
     assert token not in text
     assert re.search(r"<[a-z-]+-1>", text), "a placeholder stands where the token was"
     assert token in log.read_text(encoding="utf-8"), "the bundle keeps the raw value"
@@ -187,7 +187,7 @@ def test_a_secret_in_a_bundle_log_is_masked_in_the_report_and_lint_catches_it_pa
     run_dir = tmp_path / "reports"
     run_dir.mkdir()
     (run_dir / "r.md").write_text(pasted, encoding="utf-8")
-    run = app.lint_reports([run_dir])
+    run = lint_reports([run_dir])
     assert [f.rule for f in run.findings if f.rule == Rule.SECRET] == [Rule.SECRET]
 
 
@@ -224,7 +224,7 @@ def test_secret_detector_ignores_look_alikes(text: str) -> None:
 def test_finding_json_and_text_forms() -> None:
     finding = lint.Finding(path="r.md", line=3, rule=Rule.TABLE_COLUMNS, message="row has 2 cells")
     assert str(finding) == "r.md:3: table-columns: row has 2 cells"
-    from reporter.app import LintRun
+    from reporter.app.report import LintRun
     from reporter.console.documents import lint_document
     from reporter.model.document import data
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reporter import app
+from reporter.app.report import Options, draft, load_and_analyze, report_status, seen_before
 from reporter.console import documents
 from reporter.console.report import analysis_text, status_text
 from reporter.render import seen
@@ -38,7 +38,7 @@ def _recapture(source: Path, target: Path) -> Path:
 
 
 def _draft(bundle: Path, reports: Path, now: datetime) -> tuple[Path, str]:
-    result = app.draft([bundle], out=reports, options=app.Options(), now=now, reports=reports)
+    result = draft([bundle], out=reports, options=Options(), now=now, reports=reports)
     return result.path, result.path.read_text(encoding="utf-8")
 
 
@@ -64,7 +64,7 @@ def test_the_same_hang_on_another_day_is_seen_before(
     first.write_text(accepted, encoding="utf-8")
 
     second_bundle = _recapture(BUNDLES / "tp_desync", tmp_path / "run2")
-    bundle, analysis = app.load_and_analyze([second_bundle], app.Options())
+    bundle, analysis = load_and_analyze([second_bundle], Options())
     assert {d.pid for d in bundle.dumps} & {26038, 26039} == set(), "other PIDs"
     second, second_text = _draft(second_bundle, reports, DAY2)
     assert second != first
@@ -75,7 +75,7 @@ def test_the_same_hang_on_another_day_is_seen_before(
         "gate writing_check", "gate writing\\_check"
     )
     # `report analyze` says it too, in its summary and in --json.
-    found = app.seen_before(bundle, analysis, reports)
+    found = seen_before(bundle, analysis, reports)
     assert [s.path for s in found.matches] == [str(first)] and found.matches[0].same
     assert found.folder == f"{reports}/" and found.read == 2  # both drafts are read
     assert "seen before: Yes, second time" in analysis_text(bundle, analysis, seen=found)
@@ -185,7 +185,7 @@ def test_status_groups_reports_by_signature(
     _draft(_recapture(BUNDLES / "tp_desync", tmp_path / "run2"), reports, DAY2)
     shutil.copytree(BUNDLES / "dead_rank", tmp_path / "dead")
     _draft(tmp_path / "dead", reports, DAY2)
-    rows = app.report_status(reports)
+    rows = report_status(reports)
     text = status_text(rows)
     grouped = text[text.index("by signature:") :]
     assert "2 reports  2026-07-12 to 2026-07-19" in grouped
@@ -204,7 +204,7 @@ def test_status_groups_as_seen_before_does_the_same_hang_under_three_launchers(
     for name in ("launch_spawn", "launch_plain", "launch_torchrun", "tp_desync", "dead_rank"):
         shutil.copytree(BUNDLES / name, tmp_path / name)
         _draft(tmp_path / name, reports, DAY1)
-    rows = app.report_status(reports)
+    rows = report_status(reports)
     # The report's file is named from the manifest's title; its heading is the headline.
     launch = [r for r in rows if "started-by" in r.path]
     assert len(launch) == 3 and len({r.signature for r in launch}) == 1

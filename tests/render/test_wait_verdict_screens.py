@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from reporter import app
+from reporter.app.report import Options, load_and_analyze, render_draft
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 7, 14, 9, 0, tzinfo=UTC)
@@ -23,8 +23,8 @@ NOW = datetime(2026, 7, 14, 9, 0, tzinfo=UTC)
 
 def _draft(name: str, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.chdir(ROOT)
-    bundle, analysis = app.load_and_analyze([Path("fixtures/bundles") / name], app.Options())
-    return app.render_draft(bundle, analysis, now=NOW)
+    bundle, analysis = load_and_analyze([Path("fixtures/bundles") / name], Options())
+    return render_draft(bundle, analysis, now=NOW)
 
 
 def _summary(text: str) -> str:

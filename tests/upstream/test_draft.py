@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from reporter import app
 from reporter.analysis import Analysis
+from reporter.app.report import Options, load_and_analyze
 from reporter.evidence.pyspy import parse_text
 from reporter.model import Bundle
 from reporter.render import issueview, lint
@@ -30,12 +30,12 @@ TP = ROOT / "fixtures" / "bundles" / "tp_desync"
 
 @pytest.fixture(scope="module")
 def full() -> tuple[Bundle, Analysis]:
-    return app.load_and_analyze([FULL], app.Options())
+    return load_and_analyze([FULL], Options())
 
 
 @pytest.fixture(scope="module")
 def tp() -> tuple[Bundle, Analysis]:
-    return app.load_and_analyze([TP], app.Options())
+    return load_and_analyze([TP], Options())
 
 
 @pytest.mark.parametrize(
@@ -71,12 +71,12 @@ def test_marker_round_trip_and_bundle_id(tmp_path: Path, tp: tuple[Bundle, Analy
     assert drafting.find_marker("<!-- reporter:begin id=x -->") is None
     copy = tmp_path / "copy"
     shutil.copytree(TP, copy)
-    again, _ = app.load_and_analyze([copy], app.Options())
+    again, _ = load_and_analyze([copy], Options())
     assert drafting.bundle_id(again) == ident
     (copy / "snapshots" / "rank0_s0.txt").write_text(
         (copy / "snapshots" / "rank0_s0.txt").read_text() + "\n", encoding="utf-8"
     )
-    changed, _ = app.load_and_analyze([copy], app.Options())
+    changed, _ = load_and_analyze([copy], Options())
     assert drafting.bundle_id(changed) != ident
 
 
@@ -229,7 +229,7 @@ def test_a_huge_dump_still_fits_githubs_limit(tmp_path: Path) -> None:
     dump = tmp_path / "rank0.txt"
     dump.write_text(text, encoding="utf-8")
     assert len(text) > 5 * drafting.BODY_BUDGET
-    made = build_draft(_inputs(app.load_and_analyze([dump], app.Options())))
+    made = build_draft(_inputs(load_and_analyze([dump], Options())))
     assert len(made.body) <= drafting.BODY_BUDGET
     assert made.trimmed and "more lines trimmed (kept in the full capture)" in made.body
     assert made.body.count("<details") == made.body.count("</details>")

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from reporter import app
 from reporter.analysis import Analysis
 from reporter.analysis.environment import ShownCommand
 from reporter.app import filing
+from reporter.app.report import Options, load_and_analyze
 from reporter.model import Bundle, CommandFlag
 from reporter.upstream import draft as drafting
 from reporter.upstream.draft import DraftInputs, build_draft
@@ -27,7 +27,7 @@ Pair = tuple[Bundle, Analysis]
 
 
 def _load(path: Path) -> Pair:
-    return app.load_and_analyze([path], app.Options())
+    return load_and_analyze([path], Options())
 
 
 @pytest.fixture(scope="module")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from reporter import app
 from reporter.app import filing
 from reporter.app.filing import DraftSource
 from reporter.app.issues import GitHubAccess
+from reporter.app.report import Options, load_and_analyze
 from reporter.upstream.index import Index
 
 from .conftest import ROOT
@@ -14,7 +14,7 @@ BUNDLES = ROOT / "fixtures" / "bundles"
 
 
 def _draft(name: str, example_index: Index) -> str:
-    bundle, analysis = app.load_and_analyze([BUNDLES / name], app.Options())
+    bundle, analysis = load_and_analyze([BUNDLES / name], Options())
     run = filing.make_draft(
         DraftSource(
             bundle=bundle,

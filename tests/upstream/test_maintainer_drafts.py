@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 
-from reporter import app
 from reporter.analysis import Analysis
 from reporter.app import filing, issues
 from reporter.app.issues import GitHubAccess
+from reporter.app.report import Options, lint_reports, load_and_analyze
+from reporter.app.settings import Context
+from reporter.app.upstream import index_import
 from reporter.model import Bundle
 from reporter.render import lint
 from reporter.upstream import draft as drafting
@@ -30,7 +32,7 @@ FORMS = ROOT / "fixtures" / "forms" / "sglang"
 
 @pytest.fixture(scope="module")
 def full() -> tuple[Bundle, Analysis]:
-    return app.load_and_analyze([FULL], app.Options())
+    return load_and_analyze([FULL], Options())
 
 
 def _inputs(pair: tuple[Bundle, Analysis], **changes: Any) -> DraftInputs:
@@ -189,7 +191,7 @@ def test_the_gate_and_lint_flag_the_same_lines_and_skip_our_placeholders(
     assert [(leak.line, leak.kind) for leak in leaks] == [(31, "github-token")]
     path = tmp_path / "d.md"
     path.write_text(document, encoding="utf-8")
-    found = app.lint_reports([path]).findings
+    found = lint_reports([path]).findings
     secrets = [f for f in found if f.rule is lint.Rule.SECRET]
     assert [f.line for f in secrets] == [31]
     assert "filing gate refuses it" in secrets[0].message
@@ -240,9 +242,9 @@ def test_export_then_import_keeps_every_field_and_the_fix(tmp_path: Path) -> Non
 def test_an_import_with_no_valid_line_fails_and_leaves_no_index(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"repo": "a/b"}\n', encoding="utf-8")
-    ctx = replace(app.Context.resolve({}), cache_dir=tmp_path / "cache")
+    ctx = replace(Context.resolve({}), cache_dir=tmp_path / "cache")
     with pytest.raises(Exception, match="no valid issue line") as caught:
-        app.index_import(ctx, bad)
+        index_import(ctx, bad)
     assert "index export" in caught.value.tip  # type: ignore[attr-defined]
     assert not list((tmp_path / "cache").glob("*.sqlite3*"))
 
@@ -278,7 +280,7 @@ VLLM_PP = ROOT / "fixtures" / "engine_cli" / "vllm_pp_cli"
 def test_a_pd_decode_capture_is_told_in_sglangs_words() -> None:
     # A real capture (fixtures/scenarios/capture_engine_cli.py): the launcher's command
     # line is in the evidence, the scheduler processes carry only their titles.
-    bundle, analysis = app.load_and_analyze([PD_DECODE], app.Options())
+    bundle, analysis = load_and_analyze([PD_DECODE], Options())
     form = _form(FORMS)
     made = build_draft(
         DraftInputs(bundle=bundle, analysis=analysis, repo="sgl-project/sglang", form=form)
@@ -306,7 +308,7 @@ def test_a_pd_decode_capture_is_told_in_sglangs_words() -> None:
 
 
 def test_a_pipeline_deadlock_title_drops_detail_before_it_is_cut() -> None:
-    bundle, analysis = app.load_and_analyze([VLLM_PP], app.Options())
+    bundle, analysis = load_and_analyze([VLLM_PP], Options())
     form = _form(ROOT / "fixtures" / "forms" / "vllm")
     made = build_draft(
         DraftInputs(bundle=bundle, analysis=analysis, repo="vllm-project/vllm", form=form)

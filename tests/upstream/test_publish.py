@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from reporter import app
 from reporter.app import filing
 from reporter.app.filing import DraftSource
 from reporter.app.issues import GitHubAccess
+from reporter.app.report import Options, load_and_analyze
 from reporter.console.upstream import upstream_file_text
 from reporter.core.errors import RateLimitError
 from reporter.upstream.draft import find_marker
@@ -66,7 +66,7 @@ def filer(
     }
 
     def file(repo: str, **options: Any) -> FileResult:
-        bundle, analysis = app.load_and_analyze([tmp_path / "bundle"], app.Options())
+        bundle, analysis = load_and_analyze([tmp_path / "bundle"], Options())
         return filing.file_upstream(
             DraftSource(bundle=bundle, analysis=analysis, repo=repo, db=tmp_path / "index.sqlite3"),
             access=GitHubAccess(env=options.pop("env", env), clock=clock),
@@ -224,7 +224,7 @@ def test_todos_and_leaks_refuse_then_a_reviewed_draft_files(
     assert "TODO(reviewer)" in refused.plan.refusals[0]
     assert ghserver.posts() == []
 
-    bundle, analysis = app.load_and_analyze([tmp_path / "bundle"], app.Options())
+    bundle, analysis = load_and_analyze([tmp_path / "bundle"], Options())
     run = filing.make_draft(
         DraftSource(bundle=bundle, analysis=analysis, repo=EMPTY, forms_dir=VLLM_FORMS),
         offline=True,
@@ -322,7 +322,7 @@ def test_a_signature_match_alone_never_picks_a_thread_without_stacks(
     # signature from another bundle; that alone must not make it the comment target.
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     shutil.copytree(ROOT / "fixtures" / "bundles" / "wedge_metrics", tmp_path / "bundle")
-    bundle, analysis = app.load_and_analyze([tmp_path / "bundle"], app.Options())
+    bundle, analysis = load_and_analyze([tmp_path / "bundle"], Options())
     assert not analysis.classes
     ghserver.issues[EMPTY] = []
     body = f"Same hang?\n\n<!-- reporter-upstream signature={analysis.signature.hash} bundle=0123456789ab -->"

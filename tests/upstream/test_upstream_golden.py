@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from reporter import app
 from reporter.app import filing
 from reporter.app.filing import DraftSource
 from reporter.app.issues import GitHubAccess
+from reporter.app.report import Options, load_and_analyze
 from reporter.render import lint
 from reporter.render.lint import GITHUB_BODY_LIMIT
 from reporter.upstream.draft import split_document
@@ -51,7 +51,7 @@ def _bundle(case: str, tmp_path: Path) -> Path:
 
 def _draft(case: str, tmp_path: Path, example_index: Index) -> str:
     repo, forms = CASES[case]
-    bundle, analysis = app.load_and_analyze([_bundle(case, tmp_path)], app.Options())
+    bundle, analysis = load_and_analyze([_bundle(case, tmp_path)], Options())
     run = filing.make_draft(
         DraftSource(
             bundle=bundle,

@@ -1,0 +1,54 @@
+"""What the quick commands import: `report --help` and `report config show` never load the
+analysis, nor the heavy libraries (issue 35).
+
+Each command runs in a fresh interpreter under `-X importtime`, which names every module
+imported; our own modules are imported at the top of each module, so this list is what a
+command pays for before it does anything.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("jinja2", "httpx", "github", "sqlite3", "detect_secrets", "wordllama", "numpy", "rich")
+
+
+def imported(args: list[str], tmp_path: Path) -> set[str]:
+    """The modules `report ARGS` imports, read from `-X importtime`'s lines on stderr."""
+    env = {**os.environ, "REPORTER_CONFIG": str(tmp_path / "config.toml")}
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "reporter", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    # "import time:       361 |      40422 |       pydantic.warnings"
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and line.count("|") == 2
+    }
+
+
+@pytest.mark.parametrize("args", [["--help"], ["config", "show"]])
+def test_the_quick_commands_never_load_the_analysis(args: list[str], tmp_path: Path) -> None:
+    modules = imported(args, tmp_path)
+    assert "reporter.cli" in modules  # the list is real: the command line itself is in it
+    assert sorted(m for m in modules if m.startswith(("reporter.analysis", "reporter.load"))) == []
+    assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
+
+
+def test_a_command_that_analyses_shows_up_as_such(tmp_path: Path) -> None:
+    # The check above can fail: `report analyze` does import the analysis.
+    modules = imported(["analyze", str(ROOT / "fixtures" / "bundles" / "tp_desync")], tmp_path)
+    assert {"reporter.analysis", "reporter.analysis.analyze"} <= modules
