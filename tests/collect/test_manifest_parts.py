@@ -21,7 +21,7 @@ from reporter.collect.manifest import (
 )
 from reporter.core.errors import ManifestError
 from reporter.load import bundle as bundle_io
-from reporter.load.manifest import parse_manifest
+from reporter.load.manifest import TomlDocument, parse_manifest
 from reporter.load.parts import PARTS_DIR, join_parts
 from reporter.model import EvidenceKind
 
@@ -83,7 +83,7 @@ def test_a_rewrite_renders_only_the_new_host(
     rendered: list[object] = []
     real = manifest._evidence_table
 
-    def counting(doc: manifest.TomlDocument, item: object) -> None:
+    def counting(doc: TomlDocument, item: object) -> None:
         rendered.append(item)
         real(doc, item)
 
