@@ -366,7 +366,7 @@ def document_schema(cls: type) -> dict[str, Any]:
     return {**out["properties"][root], "description": out["description"]}
 
 
-def shown(doc: object) -> Any:
+def json_value(doc: object) -> Any:
     """`doc` as JSON-like data, as every --json output shows it: its `root` field when
     it has one, every string masked (`[redacted]`) unless the class says `masked = False`.
     The one place a --json document is masked."""
@@ -384,7 +384,7 @@ def shown(doc: object) -> Any:
 
 def render(doc: object) -> str:
     """The text `emit` prints for `doc`."""
-    value = shown(doc)
+    value = json_value(doc)
     if getattr(type(doc), "layout", "indent") == "lines":
         return _json_lines(value)
     return json.dumps(value, indent=2, ensure_ascii=False) + "\n"

@@ -98,7 +98,7 @@ def event_document(event: Event) -> WatchEvent:
 
 
 def line(doc: WatchEvent) -> str:
-    """The document as one JSON line (masked by `documents.shown`, as every --json output)."""
-    from reporter.console.documents import shown
+    """The document as one JSON line (masked by `documents.json_value`, as every --json output)."""
+    from reporter.console.documents import json_value
 
-    return json.dumps(shown(doc), ensure_ascii=False) + "\n"
+    return json.dumps(json_value(doc), ensure_ascii=False) + "\n"

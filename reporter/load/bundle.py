@@ -100,7 +100,6 @@ from reporter.model import (
     ThreadState,
     TimelineEvent,
 )
-from reporter.secrets import mask_text
 
 # The evidence file size limit (`--max-file-size`): the one limit of core/fileio.py.
 DEFAULT_MAX_FILE_BYTES = fileio.DEFAULT_MAX_BYTES
@@ -840,7 +839,7 @@ def _assemble(
         files=tuple(files),
         dumps=tuple(dumps),
         failures=tuple(failures),
-        warnings=_inert_warnings(all_warnings),
+        warnings=tuple(all_warnings),
         rank_hints=tuple(hints),
         series=series,
         events=tuple(events),
@@ -1021,21 +1020,6 @@ def _read_fr_pickle(
         return None  # the text reader reports unreadable files
     rank = entry.hint.rank if entry.hint else None
     return flight_recorder.parse_pickle(data, source=entry.display, rank=rank), size, _digest(data)
-
-
-# Above this many warnings, only our own secret shapes are looked for in them (the
-# detect-secrets plugins cost ~0.3 ms a line).
-_THOROUGH_WARNINGS = 2000
-
-
-def _inert_warnings(warnings: Sequence[ParseWarning]) -> tuple[ParseWarning, ...]:
-    """Warnings with secrets masked: they quote evidence lines, and reach the terminal and --json."""
-    thorough = len(warnings) <= _THOROUGH_WARNINGS
-    out: list[ParseWarning] = []
-    for warning in warnings:
-        message = mask_text(warning.message, library=thorough)
-        out.append(warning if message == warning.message else replace(warning, message=message))
-    return tuple(out)
 
 
 def _read_text(path: Path, *, display: str, max_file_bytes: int) -> str:
