@@ -58,7 +58,6 @@ from reporter.core.errors import OutputError, UsageError
 from reporter.core.fileio import human_size
 from reporter.core.text import plural
 from reporter.model import EvidenceKind
-from reporter.secrets import mask_text, scrub
 
 # Seconds ssh may take to connect (ConnectTimeout); the deadline covers the rest.
 CONNECT_TIMEOUT = 10
@@ -920,7 +919,7 @@ class _Recorder:
             )
         else:
             status, reason = "complete", ""
-        reason = inert.one_line(mask_text(reason), limit=2000)
+        reason = inert.one_line(self.s.masked(reason), limit=2000)
         note = RemoteNote(
             host=self.name,
             via=run.host.via,
@@ -964,12 +963,7 @@ class _Recorder:
     def on_process(self, r: dict[str, Any]) -> None:
         argv = _strings(r, "argv", limit=1 << 16)
         data = "\x00".join(argv).encode("utf-8", "replace") + b"\x00"
-        detector = self.s.detector
-        text = (
-            scrub.scrub_cmdline(data, detector)[0].decode("utf-8", "replace")
-            if detector is not None
-            else data.decode("utf-8", "replace")
-        )
+        text = envcap.cmdline_evidence(data, detector=self.s.detector).text
         entry = ProcessEntry(
             pid=_pid(r),
             ppid=_pid(r, "ppid"),
@@ -1085,8 +1079,8 @@ class _Recorder:
         )
         text = dumping.evidence_text(result)
         redacted = 0
-        if status is DumpStatus.OK and request.with_locals and self.s.detector is not None:
-            text, redacted = scrub.scrub_locals(text, self.s.detector)
+        if status is DumpStatus.OK and request.with_locals:
+            text, redacted = self.s.scrubbed_locals(text)
         title = self.titles.get(pid, "")[:80]
         mode = "blocking" if request.blocking else "--nonblocking"
         detail = (
@@ -1125,7 +1119,7 @@ class _Recorder:
             raise BadRecordError("'name' is not a read the probe was asked for")
         title = self.titles.get(pid, "")
         if self.s.detector is not None:
-            title = mask_text(title)
+            title = self.s.masked(title)
         self.files += 1
         self.s.keep_round_read(
             name, pid, k, _text(r, "text", required=True), title, base=f"{self.base}/",
@@ -1165,7 +1159,7 @@ class _Recorder:
         who = "PID " + ", ".join(map(str, pids[:20]))
         self.keep(
             plan.env_path(pids[0], name),
-            mask_text(_text(r, "text", required=True)),
+            self.s.masked(_text(r, "text", required=True)),
             EvidenceKind(kind),
             f"python -m {module} via {_text(r, 'via', limit=300)} on {self.name} ({who})",
         )

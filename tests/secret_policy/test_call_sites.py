@@ -48,12 +48,8 @@ SITES = {
     "reporter/analysis/environment.py": "named values of the environment record",
     "reporter/analysis/diff.py": "named values of the environment diff",
     # The bundle: what `report collect` writes and prints, under the session's detector.
-    "reporter/collect/state.py": "bundle files and collect's progress lines",
-    "reporter/collect/envcap.py": "bundle files: environ and cmdline at capture",
-    "reporter/collect/capture.py": "bundle files: py-spy --locals",
-    "reporter/collect/services.py": "bundle files: copied Flight Recorder dumps",
-    "reporter/collect/remote.py": "bundle files: what a remote host sent",
-    "reporter/collect/session.py": "collect's error tip (process titles)",
+    "reporter/collect/state.py": "bundle files, collect's progress lines and tips",
+    "reporter/collect/envcap.py": "bundle files: /proc environ and cmdline copies",
     "reporter/collect/manifest.py": "bundle files: the manifest's free text",
 }
 
