@@ -109,9 +109,8 @@ class SessionState:
 
     def say(self, text: str) -> None:
         """One progress line: the target's text in it (py-spy's errors, titles) is made
-        inert and masked like everything the CLI prints."""
-        shown = inert.for_terminal(self.masked(text)) if self.detector is not None else text
-        self.progress(f"[{time.monotonic() - self.began:5.1f}s] {inert.for_terminal(shown)}")
+        inert here and masked by the terminal's edge (`progress` is the CLI's)."""
+        self.progress(f"[{time.monotonic() - self.began:5.1f}s] {inert.for_terminal(text)}")
 
     def title_of(self, proc: procfs.ProcessInfo, limit: int = 60) -> str:
         """A process's command line as collect shows it: secrets masked first (a token cut
