@@ -73,7 +73,7 @@ def _uses(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 @cache
-def _modules() -> list[tuple[str, ast.AST]]:
+def _modules() -> list[tuple[str, ast.Module]]:
     out = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
