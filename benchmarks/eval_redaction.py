@@ -19,7 +19,8 @@ escapes) and in the title and manifest fields.
   gives the "before" figures): the secrets (not identifiers, which local output may show)
   that reach the terminal (`report analyze`), `analyze --json`, the local report (`report
   draft`), `report status`, `report preview`, `report diff` against a clean bundle (terminal
-  and `--json`) and the upstream draft; recall per surface is 1 - shown / seeded; and whether
+  and `--json`) and the upstream draft; recall per surface is 1 - shown / seeded, and the
+  masking marks each shows (`[redacted]`, `<label-N>`, `<redacted>`); and whether
   `report lint` flags secrets typed into a report, also Markdown-escaped (`ghp\\_...`);
 * *collect* (`--collect`, Linux with py-spy): `report collect` of a live process whose
   command line and environment hold round 2's secrets, with a torch debug server on
@@ -304,6 +305,17 @@ class Surfaces:
     lint_planted: int = 0
     lint_flagged: int = 0
     exit_codes: dict[str, int] = field(default_factory=dict)
+    marks: dict[str, set[str]] = field(default_factory=dict)
+    """The masking marks each output shows (issue 35: one per surface)."""
+
+
+# The marks a masked output may show: the local one, the upstream placeholders, and the
+# launch line's old `<redacted>`.
+MARKS = {
+    "[redacted]": re.compile(r"\[redacted\]"),
+    "<label-N>": re.compile(r"(?:<|&lt;)[a-z][a-z0-9-]*-\d+(?:>|&gt;)"),  # HTML in preview
+    "<redacted>": re.compile(r"<redacted>|&lt;redacted&gt;"),
+}
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -397,6 +409,9 @@ def surfaces() -> Surfaces:
                     surface = name.removeprefix("exit:")
                     out.exit_codes[surface] = max(out.exit_codes.get(surface, 0), code)
                     continue
+                out.marks.setdefault(name, set()).update(
+                    mark for mark, pattern in MARKS.items() if pattern.search(text)
+                )
                 out.leaks.setdefault(name, []).extend(
                     str(s["kind"])
                     for s in secret_seeds
@@ -599,6 +614,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {name:<22} exit {surf.exit_codes.get(name, '-')}: recall {recall:.1%}, "
                 f"{len(kinds)} secrets shown"
                 + (f" ({', '.join(kinds[:8])}{', ...' if len(kinds) > 8 else ''})" if kinds else "")
+                + f"; marks: {' '.join(sorted(surf.marks.get(name, ()))) or '-'}"
             )
         print(
             f"  lint flags hand-typed secrets in a report: {surf.lint_flagged} of {surf.lint_planted}"

@@ -99,8 +99,8 @@ def test_the_context_is_resolved_once_from_flags_environment_and_config(tmp_path
 
 
 def test_the_report_is_masked_once_and_scans_clean(tmp_path: Path) -> None:
-    """The draft masks the report in one pass (numbered placeholders, issue 25): the
-    token quoted from a log is gone, and what was written holds nothing a scan finds."""
+    """The draft masks the report in one pass (`[redacted]`, the local mark; issue 35):
+    the token quoted from a log is gone, and what was written holds nothing a scan finds."""
     import shutil
     from datetime import UTC, datetime
 
@@ -117,5 +117,5 @@ def test_the_report_is_masked_once_and_scans_clean(tmp_path: Path) -> None:
     draft([folder], out=out, options=Options(), now=now)
     written = out.read_text(encoding="utf-8")
     assert token not in written
-    assert "<github-token-1>" in written
+    assert "auth with [redacted]" in written
     assert secrets.scan(written) == []

@@ -68,3 +68,16 @@ def test_a_run_as_a_subprocess(tmp_path: Path) -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_summary_masks_a_token_in_a_skipped_url(tmp_path: Path) -> None:
+    """The closing summary names each URL that gave nothing: masked at the terminal's edge
+    like the progress lines (issue 35; it printed the token as given)."""
+    token = "ghp_" + "a1B2c3D4" * 4 + "e5F6"
+    url = f"http://127.0.0.1:9/metrics?access_token={token}"
+    args = ["--metrics-url", url, "--scrape-for", "1s", "--scrape-every", "0.5s"]
+    result = runner.invoke(cli, ["collect", "--out", str(tmp_path / "b"), *args])
+    assert result.exit_code == 1, result.output
+    assert "no scrape succeeded" in result.stderr
+    assert "9/metrics?access_token=[redacted]" in result.stderr
+    assert token not in result.output + result.stderr

@@ -162,7 +162,7 @@ def render_draft(
 
     `chart_file` is the name of the metrics SVG beside the report (default: the one
     beside the default report path); `seen` are earlier reports of the same or a
-    similar hang (`seen_before`). Secret-shaped values are masked (`mask_secrets`).
+    similar hang (`seen_before`). Secrets are masked as `[redacted]` (`_report_text`).
     """
     return _report_text(_draft_view(bundle, analysis, now=now, chart_file=chart_file, seen=seen))
 
@@ -193,15 +193,15 @@ def _report_text(view: ReportView) -> str:
     """The rendered report, masked and sealed: the one place a report's text is masked.
 
     Evidence quoted in the report (raw dumps, log lines, locals) is masked like every
-    other output: the local report is shared too. `mask_secrets` scans with the same
-    detector as `reporter.secrets.mask_text`, and its placeholders scan clean, so a
-    second pass would change nothing.
+    other local output (`[redacted]`, the mark the environment table's named values
+    already carry): the local report is shared too. The mark scans clean, so `report
+    lint` flags only what someone pastes in by hand.
     """
     from reporter.render import regions
-    from reporter.render.mask import mask_secrets
     from reporter.render.render import render_report
+    from reporter.secrets import mask_text
 
-    return regions.seal(mask_secrets(render_report(view))[0])
+    return regions.seal(mask_text(render_report(view)))
 
 
 DEFAULT_REPORTS = Path("reports")
@@ -313,7 +313,7 @@ def draft(
         target = target / default_report_path(bundle, analysis, now=moment).name
     seen = seen_before(bundle, analysis, reports, exclude=target)
     view = _draft_view(bundle, analysis, now=moment, chart_file=chart_path(target).name, seen=seen)
-    # Masked once, in `_report_text` (render.mask: numbered placeholders), and made inert
+    # Masked once, in `_report_text` (`[redacted]`), and made inert
     # like terminal output: `cat` of the report never runs an escape sequence (an OSC 52
     # clipboard write) or reorders text (a bidi override).
     text = inert.for_document(_report_text(view))

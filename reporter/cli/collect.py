@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from reporter import console
-from reporter.cli.group import cli, echo_lines
+from reporter.cli.group import cli, echo_lines, masked
 from reporter.cli.options import JsonFlag, option_sets, size
 
 if TYPE_CHECKING:
@@ -342,11 +342,14 @@ def collect_cmd(
 
     made = collect_request(out, targets, capture, limits, remote)
     with console.progress_bars() as (line, tick):
-        summary = collect(made, progress=line, tick=tick)
+        # Progress quotes the targets (titles, py-spy's errors, URLs): masked here, at the
+        # terminal's edge, like the summary below.
+        summary = collect(made, progress=lambda text: line(masked(text)), tick=tick)
     if as_json:
         console.emit(documents.collect_document(summary))
     else:
-        echo_lines(collect_lines(summary))
+        # The summary quotes the targets (URLs, reasons): masked at the terminal's edge.
+        echo_lines((masked(text), to_stderr) for text, to_stderr in collect_lines(summary))
     if summary.status is CollectStatus.INTERRUPTED:
         raise typer.Exit(130)
     if summary.status is CollectStatus.INCOMPLETE:

@@ -45,7 +45,9 @@ def analyze_cmd(
             console.emit(documents.analysis_document(analysis, bundle, seen=seen))
             return
         echo(masked(text.analysis_text(bundle, analysis, seen=seen)))
-        echo_lines((line, True) for line in text.warning_lines(bundle.warnings))
+        # Warnings quote evidence lines: masked here, at the terminal's edge (the report and
+        # --json mask them at theirs).
+        echo_lines((masked(line), True) for line in text.warning_lines(bundle.warnings))
 
 
 @cli.command("draft", epilog="Example: report draft fixtures/bundles/tp_desync -o reports/tp.md")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from reporter.cli.group import cli
+from reporter.cli.group import cli, echo, masked
 from reporter.cli.options import JsonFlag, size
 
 if TYPE_CHECKING:
@@ -208,7 +208,8 @@ def watch_cmd(
             sys.stdout.write(documents_watch.line(documents_watch.event_document(event)))
             sys.stdout.flush()
         else:
-            sys.stderr.write(f"{event.at:%H:%M:%S} {event.kind}: {event.text}\n")
+            # Masked and inert like every line the CLI prints: an event quotes the target.
+            echo(masked(f"{event.at:%H:%M:%S} {event.kind}: {event.text}"), file=sys.stderr)
             sys.stderr.flush()
 
     stop = _stop_on_signals()

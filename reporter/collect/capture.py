@@ -20,7 +20,6 @@ from reporter.collect.plan import Target
 from reporter.collect.state import WAIT_S, SessionState
 from reporter.core.text import plural
 from reporter.model import EvidenceKind
-from reporter.secrets import scrub
 
 
 class ProcessSteps(SessionState):
@@ -272,8 +271,8 @@ class ProcessSteps(SessionState):
             return
         text = dumping.evidence_text(result)
         redacted = 0
-        if result.status is DumpStatus.OK and request.with_locals and self.detector is not None:
-            text, redacted = scrub.scrub_locals(text, self.detector)
+        if result.status is DumpStatus.OK and request.with_locals:
+            text, redacted = self.scrubbed_locals(text)
         rel = path or plan.dump_path(proc.pid, result.snapshot)
         # The whole text goes through the policy, the first line too: py-spy's header is
         # the target's full command line.
@@ -381,7 +380,9 @@ class ProcessSteps(SessionState):
             self.note_skip(f"python -m {module} for {who}", ran.error)
             self.say(f"environment script: {ran.error}")
             return
-        self.keep(plan.env_path(pids[0], name), ran.text, EvidenceKind(kind), f"{ran.note} ({who})")
+        # Masked whatever --raw-env says: a tool's report, not the environment itself.
+        text = self.masked(ran.text)
+        self.keep(plan.env_path(pids[0], name), text, EvidenceKind(kind), f"{ran.note} ({who})")
         self.say(f"environment script: python -m {module} ({who})")
 
 

@@ -247,14 +247,13 @@ def run_env_script(
 ) -> Capture:
     """`python -m sglang.check_env` (or vLLM's `collect_env`) in the target's interpreter:
     a separate process that reads versions and asks the GPU driver, never the target;
-    its own process group, ended at `timeout`; secrets in its output masked."""
-    from reporter.secrets import mask_text
-
+    its own process group, ended at `timeout`. Its output is raw: the session masks it
+    (`SessionState.masked`)."""
     argv = (interpreter.argv0, "-B", "-m", module)
     done = _run_as_target(interpreter, argv, timeout=timeout, stop=stop)
     if done.ok and done.stdout.strip():
         text = done.stdout[:ENV_SCRIPT_MAX_CHARS]
-        return Capture(text=mask_text(text), note=f"python -m {module} via {interpreter.argv0}")
+        return Capture(text=text, note=f"python -m {module} via {interpreter.argv0}")
     return Capture(error=f"python -m {module} via {interpreter.argv0}: {_why(done, timeout)}")
 
 

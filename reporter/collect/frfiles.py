@@ -17,7 +17,7 @@ there would be read whole. So:
   for a folder the user named;
 * what is refused becomes a `RefusedError` with the reason (the session lists it as skipped).
 
-Secrets in what is copied are masked by the session (`reporter.secrets.scrub.mask_bytes`).
+Secrets in what is copied are masked by the session (`SessionState.scrubbed_bytes`).
 """
 
 from __future__ import annotations

@@ -65,7 +65,6 @@ from reporter.core import inert
 from reporter.core.errors import OutputError
 from reporter.core.text import plural
 from reporter.model import EvidenceKind
-from reporter.secrets import mask_text, scrub
 
 # Seconds between two rewrites of bundle.toml while hosts come back (see `record_host`).
 SAVE_EVERY = 2.0
@@ -463,7 +462,7 @@ class _Recorder:
             )
         else:
             status, reason = "complete", ""
-        reason = inert.one_line(mask_text(reason), limit=2000)
+        reason = inert.one_line(self.s.masked(reason), limit=2000)
         note = RemoteNote(
             host=self.name,
             via=run.host.via,
@@ -507,12 +506,7 @@ class _Recorder:
     def on_process(self, r: dict[str, Any]) -> None:
         argv = check.strings(r, "argv", limit=1 << 16)
         data = "\x00".join(argv).encode("utf-8", "replace") + b"\x00"
-        detector = self.s.detector
-        text = (
-            scrub.scrub_cmdline(data, detector)[0].decode("utf-8", "replace")
-            if detector is not None
-            else data.decode("utf-8", "replace")
-        )
+        text = envcap.cmdline_evidence(data, detector=self.s.detector).text
         entry = ProcessEntry(
             pid=check.pid(r),
             ppid=check.pid(r, "ppid"),
@@ -633,8 +627,8 @@ class _Recorder:
         )
         text = dumping.evidence_text(result)
         redacted = 0
-        if status is DumpStatus.OK and request.with_locals and self.s.detector is not None:
-            text, redacted = scrub.scrub_locals(text, self.s.detector)
+        if status is DumpStatus.OK and request.with_locals:
+            text, redacted = self.s.scrubbed_locals(text)
         title = self.titles.get(pid, "")[:80]
         mode = "blocking" if request.blocking else "--nonblocking"
         detail = (
@@ -673,7 +667,7 @@ class _Recorder:
             raise check.BadRecordError("'name' is not a read the probe was asked for")
         title = self.titles.get(pid, "")
         if self.s.detector is not None:
-            title = mask_text(title)
+            title = self.s.masked(title)
         self.files += 1
         self.s.keep_round_read(
             name, pid, k, check.text(r, "text", required=True), title, base=f"{self.base}/",
@@ -713,7 +707,7 @@ class _Recorder:
         who = "PID " + ", ".join(map(str, pids[:20]))
         self.keep(
             plan.env_path(pids[0], name),
-            mask_text(check.text(r, "text", required=True)),
+            self.s.masked(check.text(r, "text", required=True)),
             EvidenceKind(kind),
             f"python -m {module} via {check.text(r, 'via', limit=300)} on {self.name} ({who})",
         )

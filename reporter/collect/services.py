@@ -17,7 +17,6 @@ from reporter.collect.state import WAIT_S, SessionState
 from reporter.core.text import plural
 from reporter.core.times import iso
 from reporter.model import EvidenceKind
-from reporter.secrets import scrub
 
 
 class ServiceSteps(SessionState):
@@ -215,9 +214,7 @@ class ServiceSteps(SessionState):
             except frfiles.RefusedError as err:
                 self.note_skip(f"Flight Recorder dump {dump.source}", str(err))
                 continue
-            masked = 0
-            if self.detector is not None:
-                data, masked = scrub.mask_bytes(data, self.detector)
+            data, masked = self.scrubbed_bytes(data)
             if self.out is not None:
                 self.out.write(dump.path, data)
             else:

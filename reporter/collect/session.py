@@ -51,7 +51,6 @@ from reporter.core import inert
 from reporter.core.errors import InputError
 from reporter.core.fileio import human_size
 from reporter.core.text import plural
-from reporter.secrets import mask_text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,7 +107,7 @@ class _Session(ProcessSteps, ServiceSteps, RemoteSteps):
                 what + (f" (passed over: {passed})" if passed else ""),
                 tip=(
                     "Python processes here: "
-                    + ", ".join(inert.one_line(mask_text(title), limit=80) for title in seen)
+                    + ", ".join(inert.one_line(self.masked(title), limit=80) for title in seen)
                 )
                 if seen
                 else "check the pattern with `ps -eo pid,args`",

@@ -83,13 +83,34 @@ class SessionState:
         self.failed_reads: dict[str, str] = {}
         """The first reason each URL source ("metrics", "torch-debug", "prometheus") failed."""
 
-    def say(self, text: str) -> None:
-        """One progress line: the target's text in it (py-spy's errors, titles) is made
-        inert and masked like everything the CLI prints."""
+    # --- masking: the one place `report collect` calls it, besides the /proc copies'
+    # scrubbers (`envcap`) and the manifest's writer (docs/architecture.md).
+
+    def masked(self, text: str) -> str:
+        """Free text about the targets (a reason, a tool's output, a process title), secrets
+        masked whatever `--raw-env` says: it is no environment or command line."""
         from reporter.secrets import mask_text
 
-        shown = inert.for_terminal(mask_text(text)) if self.detector is not None else text
-        self.progress(f"[{time.monotonic() - self.began:5.1f}s] {inert.for_terminal(shown)}")
+        return mask_text(text)
+
+    def scrubbed_locals(self, text: str) -> tuple[str, int]:
+        """py-spy `--locals` text with secret values replaced, and how many (none under
+        `--raw-env`)."""
+        if self.detector is None:
+            return text, 0
+        return scrub.scrub_locals(text, self.detector)
+
+    def scrubbed_bytes(self, data: bytes) -> tuple[bytes, int]:
+        """A copied binary file (a Flight Recorder dump) with secrets overwritten by `*`, byte
+        for byte, so a pickle still loads; how many (none under `--raw-env`)."""
+        if self.detector is None:
+            return data, 0
+        return scrub.mask_bytes(data, self.detector)
+
+    def say(self, text: str) -> None:
+        """One progress line: the target's text in it (py-spy's errors, titles) is made
+        inert here and masked by the terminal's edge (`progress` is the CLI's)."""
+        self.progress(f"[{time.monotonic() - self.began:5.1f}s] {inert.for_terminal(text)}")
 
     def title_of(self, proc: procfs.ProcessInfo, limit: int = 60) -> str:
         """A process's command line as collect shows it: secrets masked first (a token cut

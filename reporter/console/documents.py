@@ -279,7 +279,6 @@ def lint_document(run: LintRun) -> LintDocument:
 class StatusDocument:
     """One row per report (kept a list for compatibility)."""
 
-    masked: ClassVar[bool] = False  # the reports' own front matter, already masked on write
     root: ClassVar[str] = "rows"
 
     rows: tuple[ReportStatus, ...]
@@ -309,8 +308,10 @@ def document_schema(cls: type) -> dict[str, Any]:
     return {**out["properties"][root], "description": out["description"]}
 
 
-def render(doc: object) -> str:
-    """The text `emit` prints for `doc`."""
+def json_value(doc: object) -> Any:
+    """`doc` as JSON-like data, as every --json output shows it: its `root` field when
+    it has one, every string masked (`[redacted]`) unless the class says `masked = False`.
+    The one place a --json document is masked."""
     cls = type(doc)
     value: Any = data(doc)
     root = getattr(cls, "root", None)
@@ -320,7 +321,13 @@ def render(doc: object) -> str:
         from reporter.secrets import mask_data
 
         value = mask_data(value)
-    if getattr(cls, "layout", "indent") == "lines":
+    return value
+
+
+def render(doc: object) -> str:
+    """The text `emit` prints for `doc`."""
+    value = json_value(doc)
+    if getattr(type(doc), "layout", "indent") == "lines":
         return _json_lines(value)
     return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
 

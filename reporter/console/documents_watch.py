@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from reporter.model.document import ABSENT, Count, data, document, spec
+from reporter.model.document import ABSENT, Count, document, spec
 
 if TYPE_CHECKING:
     from reporter.app.watch import Event
@@ -98,7 +98,7 @@ def event_document(event: Event) -> WatchEvent:
 
 
 def line(doc: WatchEvent) -> str:
-    """The document as one JSON line (secret-shaped values masked, as every --json output)."""
-    from reporter.secrets import mask_data
+    """The document as one JSON line (masked by `documents.json_value`, as every --json output)."""
+    from reporter.console.documents import json_value
 
-    return json.dumps(mask_data(data(doc)), ensure_ascii=False) + "\n"
+    return json.dumps(json_value(doc), ensure_ascii=False) + "\n"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import PurePosixPath
@@ -36,7 +35,6 @@ from reporter.model import (
     ParseWarning,
     RankHint,
 )
-from reporter.secrets import mask_text
 
 
 def assemble(
@@ -86,7 +84,7 @@ def assemble(
         root=root,
         manifest=manifest,
         files=tuple(records),
-        warnings=inert_warnings(all_warnings),
+        warnings=tuple(all_warnings),
         rank_hints=tuple(hints),
         **folded,
     )
@@ -263,18 +261,3 @@ def _file_record(
         lines=lines,
         host=entry.host,
     )
-
-
-# Above this many warnings, only our own secret shapes are looked for in them (the
-# detect-secrets plugins cost ~0.3 ms a line).
-_THOROUGH_WARNINGS = 2000
-
-
-def inert_warnings(warnings: Sequence[ParseWarning]) -> tuple[ParseWarning, ...]:
-    """Warnings with secrets masked: they quote evidence lines, and reach the terminal and --json."""
-    thorough = len(warnings) <= _THOROUGH_WARNINGS
-    out: list[ParseWarning] = []
-    for warning in warnings:
-        message = mask_text(warning.message, library=thorough)
-        out.append(warning if message == warning.message else replace(warning, message=message))
-    return tuple(out)

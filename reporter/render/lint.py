@@ -119,7 +119,8 @@ HINTS: Mapping[Rule, str] = {
     Rule.MERMAID_QUOTE: 'write a quote inside a label as #quot; (Mermaid has no \\" escape)',
     Rule.TABLE_COLUMNS: "give every row the header's number of cells; write a literal | as \\|",
     Rule.UPSTREAM_LINK: "check the issue number, or refresh the local issue index",
-    Rule.SECRET: "redact it (e.g. <redacted>) and rotate the credential if it was ever pushed",
+    Rule.SECRET: "replace it with [redacted] (in an upstream draft, <secret-N>) and rotate the "
+    "credential if it was ever pushed",
     Rule.BODY_SIZE: "move long evidence to an attachment or a gist and link it",
     Rule.REGION_MARKER: "restore the marker lines as reporter wrote them (see the .bak file or "
     "git), or delete both markers to make the text yours",

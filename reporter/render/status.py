@@ -15,7 +15,6 @@ from typing import Annotated
 
 from reporter.model.document import EMPTY_IS_NULL, Count, document, spec
 from reporter.render import blocks, frontmatter, lint, preview, seen
-from reporter.secrets import mask_text
 
 
 @document
@@ -69,9 +68,10 @@ def summarize(text: str, *, path: str) -> ReportStatus | None:
         path=path,
         kind=front.kind,
         status=front.status or "?",
-        owners=tuple(mask_text(o) for o in owner_names),
-        # A report is edited by hand: what status prints of it is masked like any output.
-        title=mask_text(title),
+        # A report is edited by hand: what status prints of it is masked at the edge like
+        # any output (the terminal's `masked`, the --json documents' `emit`).
+        owners=owner_names,
+        title=title,
         signature=str(data.get("signature") or ""),
         todos=len(lint.placeholders(text)),
         upstream_issue=str(upstream) if upstream else "",

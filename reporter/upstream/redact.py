@@ -22,6 +22,11 @@ Two passes, so that a value learnt in one place is hidden everywhere:
 
        "ssh alice@gpu-node-17 (10.42.3.17)"  ->  "ssh <user-1>@<host-1> (<ip-1>)"
 
+A value the layers below already withheld (`[redacted]`, the local mark: a named secret
+in the environment record, a secret option of the launch line) becomes a placeholder of
+its own, `<secret-N>`, a new number each time (nobody here knows whether two withheld
+values were the same), so a draft shows one mark: `<label-N>`.
+
 Loopback and unspecified addresses, `localhost`, and public hosts such as github.com are
 left alone. Nothing here does I/O besides reading the packaged rule files.
 """
@@ -36,6 +41,7 @@ from functools import cache
 
 from reporter.analysis.environment import Secrets, default_rules
 from reporter.core import rules as data_files
+from reporter.secrets import REDACTED
 from reporter.secrets import shapes as secret_shapes
 
 # Top-level domains that make `a.b` a host name. Left out on purpose: TLDs that are
@@ -183,6 +189,10 @@ def default_redact_rules() -> Rules:
         secrets=default_rules().secrets,
         source="reporter/data/redact.toml",
     )
+
+
+# The kind of a value withheld before the draft saw it (`[redacted]` in a piece).
+WITHHELD = "secret-withheld"
 
 
 @dataclass(frozen=True, slots=True)
@@ -446,6 +456,16 @@ class _Finder:
             self.add(match.start(1), match.end(1), "user", Label.USER)
 
 
+def _withheld(text: str) -> list[_Found]:
+    """Every `[redacted]` in `text`: a value the layers below withheld, to number upstream."""
+    found: list[_Found] = []
+    at = text.find(REDACTED)
+    while at >= 0:
+        found.append(_Found(at, at + len(REDACTED), REDACTED, WITHHELD, Label.SECRET))
+        at = text.find(REDACTED, at + len(REDACTED))
+    return found
+
+
 def _secret_value(value: str) -> bool:
     """A value worth hiding under a secret name: not a placeholder, number, path or flag."""
     stripped = value.strip("\"'")
@@ -531,10 +551,14 @@ def redact(
     """
     rules = rules or default_redact_rules()
     words = frozenset(w.lower() for w in vocabulary)
-    findings = [_Finder(piece.text, rules, piece.key).run() for piece in pieces]
+    findings = [
+        _Finder(piece.text, rules, piece.key).run() + _withheld(piece.text) for piece in pieces
+    ]
     hunted: dict[str, _Found] = {}
     for piece_findings in findings:
         for found in piece_findings:
+            if found.kind == WITHHELD:
+                continue
             if found.value not in hunted and _huntable(found, rules, words):
                 hunted[found.value] = found
     pattern = _hunt_pattern(tuple(hunted))
@@ -555,11 +579,13 @@ def redact(
         out: list[str] = []
         cursor = 0
         for span in _resolve(spans):
-            placeholder = assigned.get(span.value)
+            withheld = span.kind == WITHHELD
+            placeholder = None if withheld else assigned.get(span.value)
             if placeholder is None:
                 counters[span.label] = counters.get(span.label, 0) + 1
                 placeholder = f"<{span.label}-{counters[span.label]}>"
-                assigned[span.value] = placeholder
+                if not withheld:  # `[redacted]` is no value to hunt for or map back
+                    assigned[span.value] = placeholder
                 kinds[placeholder] = span.kind
             out.append(piece.text[cursor : span.start])
             out.append(placeholder)

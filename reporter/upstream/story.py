@@ -19,6 +19,7 @@ from reporter.analysis import Analysis, Verdict
 from reporter.analysis.environment import ShownCommand
 from reporter.analysis.result import StackClass, WaitsFor
 from reporter.model import Bundle
+from reporter.secrets import REDACTED
 
 TITLE_MAX = 99
 # Launcher options, by what they say (SGLang's, vLLM's and torchrun's spellings).
@@ -304,7 +305,8 @@ def _command_line(command: ShownCommand | None) -> str:
         if value is None:
             words.append(name)
         elif _SECRET_FLAG_RE.search(name):
-            words.append(f"{name} <redacted>")
+            # The local mark: the draft's redaction numbers it like every secret.
+            words.append(f"{name} {REDACTED}")
         elif name in _PER_RUN_FLAGS:
             # Left out: the redaction would take the value for a host name anyway.
             continue

@@ -4,9 +4,12 @@ vLLM's `collect_env`) run in the target's interpreter, bounded, secrets masked."
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 from reporter.collect import envcap
+from reporter.collect.plan import CollectRequest
+from reporter.collect.state import SessionState
 
 
 def _interpreter(tmp_path: Path, module_text: str) -> envcap.Interpreter:
@@ -42,8 +45,15 @@ def test_check_env_runs_in_the_targets_interpreter_with_secrets_masked(tmp_path:
     )
     ran = envcap.run_env_script(interpreter, "sglang.check_env", timeout=30, stop=None)
     assert ran.error == ""
-    assert "sglang: 0.5.2" in ran.text and token not in ran.text
     assert "python -m sglang.check_env" in ran.note
+    # The capture is raw; the session masks what it keeps, even under --raw-env (a tool's
+    # report, not the environment itself).
+    assert token in ran.text
+    for raw_env in (False, True):
+        request = CollectRequest(out=tmp_path / "bundle", raw_env=raw_env)
+        kept = SessionState(request, progress=lambda _line: None, stop=threading.Event())
+        shown = kept.masked(ran.text)
+        assert "sglang: 0.5.2" in shown and token not in shown
 
 
 def test_a_script_that_hangs_is_ended_at_its_timeout(tmp_path: Path) -> None:

@@ -103,7 +103,7 @@ def test_the_engines_launch_line_is_the_reproduction(full: Pair, sglang_form: Is
     reproduction = _section(made.body, "Reproduction")
     assert (
         "python3 -m sglang.launch_server --model-path <path>/Qwen3-8B --tp-size 4 "
-        "--enable-hierarchical-cache --api-key <redacted>" in reproduction
+        "--enable-hierarchical-cache --api-key <secret-1>" in reproduction
     )
     # Per-run host and port never show; the secret never does.
     assert "10.1.2.3" not in made.body and "30000" not in reproduction

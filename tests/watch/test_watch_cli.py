@@ -325,3 +325,21 @@ def _request(tmp_path: Path) -> Any:
         budget=1 << 30,
         collect=CollectRequest(out=tmp_path / "captures", metrics_url="http://127.0.0.1:9/metrics"),
     )
+
+
+def test_the_terminal_lines_mask_a_token_in_a_url(tmp_path: Path) -> None:
+    """Without --json the events go to stderr as text: masked like every terminal line
+    (issue 35; they printed the URL's token as given)."""
+    token = "ghp_" + "a1B2c3D4" * 4 + "e5F6"
+    url = f"http://127.0.0.1:9/metrics?access_token={token}"
+    args = ("--once", "--max-time", "1s", "--metrics-url", url, *_dirs(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-m", "reporter", "watch", *FAST, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=ROOT,
+    )
+    assert "start: watching http://127.0.0.1:9/metrics?access_token=[redacted]" in done.stderr
+    assert token not in done.stderr + done.stdout
