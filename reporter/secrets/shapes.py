@@ -267,12 +267,18 @@ def inside_kinds() -> frozenset[str]:
 
 @dataclass(frozen=True, slots=True)
 class _Prefilter:
-    """Every shape's `needs` as two searches (as written, and folded): one pass over a text
-    that holds none of them leaves only the shapes without `needs` to run."""
+    """The distinctive `needs` (every shape's, but a single character's) as two searches, as
+    written and folded: a text holding none of them is tried by `always` only, the shapes
+    with no `needs` or a one-character one (`:`, `=`, `-`), each still behind its own."""
 
     plain: re.Pattern[str] | None
     folded: re.Pattern[str] | None
     always: tuple[SecretPattern, ...]
+
+
+def _common(entry: SecretPattern) -> bool:
+    """No `needs`, or one a character long: found in too many texts to gate the rest."""
+    return not entry.needs or any(len(need) == 1 for need in entry.needs)
 
 
 @cache
@@ -281,12 +287,12 @@ def _prefilter() -> _Prefilter:
 
     def joined(folded: bool) -> re.Pattern[str] | None:
         needs = sorted(
-            {need for e in entries if e.needs and e.folded == folded for need in e.needs},
+            {need for e in entries if not _common(e) and e.folded == folded for need in e.needs},
             key=lambda need: (-len(need), need),
         )
         return re.compile("|".join(re.escape(need) for need in needs)) if needs else None
 
-    always = tuple(e for e in entries if e.needs_re is None)
+    always = tuple(e for e in entries if _common(e))
     return _Prefilter(plain=joined(False), folded=joined(True), always=always)
 
 
@@ -300,8 +306,8 @@ def pattern_hits(text: str) -> Iterator[SecretHit]:
         return lower[0]
 
     gate = _prefilter()
-    # A text holding no shape's `needs` (most strings) skips straight to the shapes
-    # without any: same hits, one search instead of one per shape.
+    # A text holding no distinctive `needs` (most strings) skips straight to the common
+    # shapes: same hits, one search instead of one per shape.
     entries = (
         secret_patterns()
         if (gate.plain is not None and gate.plain.search(text) is not None)

@@ -80,3 +80,19 @@ def test_scan_answers_from_its_cache_as_it_computed() -> None:
         h.start for h in shapes.library_hits(text)
     ]
     assert line + "\n" in shapes._LINE_HITS
+
+
+def test_every_match_holds_one_of_its_needs() -> None:
+    # `needs` is a promise about the pattern: a shape searched without its gate finds
+    # nothing whose whole match lacks every one of them (the gate then drops no hit).
+    texts = _corpus_lines() + _texts()
+    checked = 0
+    for pattern in secret_patterns():
+        if not pattern.needs:
+            continue
+        for text in texts:
+            for match in pattern.pattern.finditer(text):
+                whole = match.group(0).lower() if pattern.folded else match.group(0)
+                assert any(need in whole for need in pattern.needs), (pattern.kind, text)
+                checked += 1
+    assert checked > 100
