@@ -19,6 +19,7 @@ from reporter.model import (
     ThreadStack,
     ThreadStatus,
 )
+from reporter.model.stacks import parsed_thread
 
 # Parser states (ints: the hot loop compares them for every line it does not cache).
 NONE, HEADER, META, THREAD, ERROR = range(5)
@@ -126,16 +127,17 @@ def thread_stack(
     source: str,
 ) -> ThreadStack:
     """One thread, frozen (its line is the `Thread` line's)."""
-    return ThreadStack(
-        thread_id=tid,
-        status=status,
-        name=name,
-        frames=frames,
+    return parsed_thread(
+        tid,
+        status,
+        name,
+        frames,
         # A decimal id is the OS thread id; hex is the pthread id (docs/formats.md 1.2).
-        os_thread_id=int(tid) if tid.isdigit() else None,
-        owns_gil=_OWNS_GIL.get(status),
-        truncated=truncated,
-        source=Location(path=source, line=line),
+        int(tid) if tid.isdigit() else None,
+        _OWNS_GIL.get(status),
+        truncated,
+        source,
+        line,
     )
 
 
