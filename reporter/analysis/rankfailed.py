@@ -8,7 +8,8 @@ with the rank it names; `world_size` says how many ranks the instance has and fr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 from reporter.analysis.clues import (
     NON_RANK_ROLES,
@@ -19,12 +20,23 @@ from reporter.analysis.clues import (
     rank_from_filename,
 )
 from reporter.analysis.instances import ProcessFacts
-from reporter.analysis.result import FailedRank
+from reporter.analysis.result import FailedRank, RankIdentity
 from reporter.evidence.pyspy import failure_state as read_failure_state
-from reporter.model import Bundle, FailedDump
+from reporter.model import Bundle, FailedDump, ProcessDump
 
-if TYPE_CHECKING:
-    from reporter.analysis.ranks import RankedProcess
+
+class Ranked(Protocol):
+    """What these need of `ranks.RankedProcess` (named so, not imported: ranks imports this)."""
+
+    @property
+    def identity(self) -> RankIdentity: ...
+    @property
+    def unit(self) -> int: ...
+    @property
+    def pid(self) -> int | None: ...
+    @property
+    def snapshots(self) -> tuple[ProcessDump, ...]: ...
+
 
 LARGEST_SEEN = "from the largest rank seen + 1"
 
@@ -32,7 +44,7 @@ LARGEST_SEEN = "from the largest rank seen + 1"
 def world_size(
     bundle: Bundle,
     worlds: list[int],
-    ranks: list[RankedProcess],
+    ranks: Sequence[Ranked],
     sizes: dict[str, int] | None,
     unit: str,
     failed: tuple[FailedRank, ...],
@@ -64,7 +76,7 @@ def failed_ranks(
     bundle: Bundle,
     hints: HintIndex,
     per_file: dict[str, int],
-    ranks: list[RankedProcess],
+    ranks: Sequence[Ranked],
     unit: str,
     facts: dict[tuple[str, int], ProcessFacts],
     claimed: set[int],
@@ -109,7 +121,7 @@ def failed_ranks(
     return tuple(out)
 
 
-def rank_of_title(title: str | None, ranks: list[RankedProcess]) -> int | None:
+def rank_of_title(title: str | None, ranks: Sequence[Ranked]) -> int | None:
     """The rank a recorded title names, laid out like the ranks whose dumps exist: a direct
     rank (`rank=3`), or dims equal to an existing layout's (TP only, or DP x TP)."""
     info = parse_title(title)
