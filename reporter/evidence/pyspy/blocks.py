@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import attrgetter
 
 from reporter.evidence._text import Unrecognised
 from reporter.model import (
@@ -21,11 +22,13 @@ from reporter.model import (
 )
 from reporter.model.stacks import parsed_thread
 
+_TRUNCATED = attrgetter("truncated")
+
 # Parser states (ints: the hot loop compares them for every line it does not cache).
 NONE, HEADER, META, THREAD, ERROR = range(5)
 
 # Only these statuses say the thread holds the GIL; `idle` threads may hold it too.
-_OWNS_GIL = {ThreadStatus.ACTIVE_GIL: True, ThreadStatus.GIL: True}
+OWNS_GIL = {ThreadStatus.ACTIVE_GIL: True, ThreadStatus.GIL: True}
 
 
 @dataclass(slots=True, eq=False)
@@ -134,7 +137,7 @@ def thread_stack(
         frames,
         # A decimal id is the OS thread id; hex is the pthread id (docs/formats.md 1.2).
         int(tid) if tid.isdigit() else None,
-        _OWNS_GIL.get(status),
+        OWNS_GIL.get(status),
         truncated,
         source,
         line,
@@ -154,7 +157,7 @@ def dump_of(proc: ProcBlock, threads: tuple[ThreadStack, ...], source: str) -> P
         threads=threads,
         captured_at=proc.captured_at,
         label=proc.label,
-        truncated=proc.truncated or any(thread.truncated for thread in threads),
+        truncated=proc.truncated or any(map(_TRUNCATED, threads)),
         headline=proc.headline,
         slot=proc.slot,
         source=Location(path=source, line=proc.line),

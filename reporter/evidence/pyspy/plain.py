@@ -21,7 +21,7 @@ ones for everything but the plain shape.
 
 from __future__ import annotations
 
-from reporter.evidence.pyspy.blocks import ProcBlock, dump_of, thread_stack
+from reporter.evidence.pyspy.blocks import OWNS_GIL, ProcBlock, dump_of
 from reporter.evidence.pyspy.frames import FRAME_CACHE, parse_frame
 from reporter.evidence.pyspy.grammar import (
     CONDENSED_RE,
@@ -31,6 +31,7 @@ from reporter.evidence.pyspy.grammar import (
     thread_match,
 )
 from reporter.model import Frame, ProcessDump, ThreadStack, ThreadStatus
+from reporter.model.stacks import parsed_thread
 
 # The parts of thread lines seen before: each snapshot of a process repeats its lines.
 THREAD_LINES: dict[str, tuple[str | None, ...]] = {}
@@ -42,6 +43,30 @@ def remember_thread_line(line: str, groups: tuple[str | None, ...]) -> None:
     if len(THREAD_LINES) >= _THREAD_LINES_MAX:
         THREAD_LINES.clear()
     THREAD_LINES[line] = groups
+
+
+# What a thread line says, frozen as `parsed_thread` takes it: (id, status, name, OS id,
+# owns the GIL). Each snapshot of a process repeats its thread lines.
+_Head = tuple[str, ThreadStatus, str | None, int | None, bool | None]
+HEADS: dict[str, _Head] = {}
+
+
+def _thread_head(raw: str) -> _Head | None:
+    """The parts of a plain thread line; None when it is not one (or its status is unknown)."""
+    groups = THREAD_LINES.get(raw)
+    if groups is None:
+        match = thread_match(raw) if raw.startswith("Thread ") else None
+        if match is None:
+            return None
+        groups = match.groups()
+        remember_thread_line(raw, groups)
+    tid, word, name = groups
+    status = STATUS.get(word) if word else ThreadStatus.UNKNOWN
+    if status is None:
+        return None
+    tid = UNKNOWN_THREAD_ID if tid is None else tid
+    # A decimal id is the OS thread id; hex is the pthread id (docs/formats.md 1.2).
+    return tid, status, name, int(tid) if tid.isdigit() else None, OWNS_GIL.get(status)
 
 
 # The frames of thread blocks seen before, keyed by the block's lines (everything between
@@ -57,7 +82,7 @@ def read(lines: list[str], source: str) -> list[ProcessDump] | None:
     dumps: list[ProcessDump] = []
     block: ProcBlock | None = None  # the open process
     threads: list[ThreadStack] = []  # its threads, frozen
-    known = THREAD_LINES.get
+    heads = HEADS.get
     blocks = BLOCKS.get
     count = len(lines)
     number = 0
@@ -68,18 +93,15 @@ def read(lines: list[str], source: str) -> list[ProcessDump] | None:
             continue
         first = raw[0]
         if first == "T":
-            groups = known(raw)
-            if groups is None:
-                match = thread_match(raw) if raw.startswith("Thread ") else None
-                if match is None:
+            head = heads(raw)
+            if head is None:
+                head = _thread_head(raw)
+                if head is None:
                     return None
-                groups = match.groups()
-                remember_thread_line(raw, groups)
-            tid, word, name = groups
-            status: ThreadStatus | None = ThreadStatus.UNKNOWN
-            if word:
-                status = STATUS.get(word)
-            if block is None or status is None:
+                if len(HEADS) >= _THREAD_LINES_MAX:
+                    HEADS.clear()
+                HEADS[raw] = head
+            if block is None:
                 return None
             # The thread's block: blank lines and indented lines up to the next other line.
             end = number
@@ -97,16 +119,9 @@ def read(lines: list[str], source: str) -> list[ProcessDump] | None:
                 if len(BLOCKS) >= _BLOCKS_MAX:
                     BLOCKS.clear()
                 BLOCKS[key] = frames
+            tid, status, name, os_id, gil = head
             threads.append(
-                thread_stack(
-                    UNKNOWN_THREAD_ID if tid is None else tid,
-                    status,
-                    name,
-                    frames,
-                    False,
-                    number,
-                    source,
-                )
+                parsed_thread(tid, status, name, frames, os_id, gil, False, source, number)
             )
             number = end
         elif first == "P" and raw.startswith("Process "):
