@@ -85,12 +85,20 @@ def read(lines: list[str], source: str) -> list[ProcessDump] | None:
     heads = HEADS.get
     blocks = BLOCKS.get
     count = len(lines)
-    number = 0
-    while number < count:
-        raw = lines[number]
-        number += 1  # 1-based line number of `raw`
-        if not raw:
-            continue
+    # The unindented lines, found in one pass: a thread's block is every line between its
+    # `Thread` line and the next of them (frames and blank lines), so frame lines are
+    # never visited one by one here.
+    starts = [at for at, line in enumerate(lines) if line and line[0] != " "]
+    starts.append(count)
+    if any(lines[: starts[0]]):
+        return None  # an indented line before anything else
+    index = 0
+    last = len(starts) - 1
+    while index < last:
+        at = starts[index]
+        raw = lines[at]
+        number = at + 1  # 1-based line number of `raw`
+        nxt = starts[index + 1]
         first = raw[0]
         if first == "T":
             head = heads(raw)
@@ -103,14 +111,7 @@ def read(lines: list[str], source: str) -> list[ProcessDump] | None:
                 HEADS[raw] = head
             if block is None:
                 return None
-            # The thread's block: blank lines and indented lines up to the next other line.
-            end = number
-            while end < count:
-                line = lines[end]
-                if line and line[0] != " ":
-                    break
-                end += 1
-            key = tuple(lines[number:end])
+            key = tuple(lines[number:nxt])
             frames = blocks(key)
             if frames is None:
                 frames = _block_frames(key)
@@ -123,7 +124,7 @@ def read(lines: list[str], source: str) -> list[ProcessDump] | None:
             threads.append(
                 parsed_thread(tid, status, name, frames, os_id, gil, False, source, number)
             )
-            number = end
+            index += 1
         elif first == "P" and raw.startswith("Process "):
             if block is not None:
                 if not threads:
@@ -131,7 +132,12 @@ def read(lines: list[str], source: str) -> list[ProcessDump] | None:
                 dumps.append(dump_of(block, tuple(threads), source))
                 threads = []
             match = PROCESS_RE.match(raw)
-            if match is None or number >= count or not lines[number].startswith("Python v"):
+            # The `Python v` line comes at once; after it, blank lines only until a thread.
+            if match is None or nxt != number or nxt >= count:
+                return None
+            if not lines[nxt].startswith("Python v"):
+                return None
+            if any(lines[nxt + 1 : starts[index + 2]]):
                 return None
             title = match.group(2)
             if CONDENSED_RE.match(title) is not None:
@@ -155,9 +161,9 @@ def read(lines: list[str], source: str) -> list[ProcessDump] | None:
             )
             block.version = version
             block.exe = exe
-            number += 1  # the `Python v` line
+            index += 2  # and the `Python v` line
         else:
-            return None  # an indented line outside a thread, or any other line
+            return None  # any other unindented line
     if block is None or not threads:
         return None
     dumps.append(dump_of(block, tuple(threads), source))
