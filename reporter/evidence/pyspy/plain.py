@@ -21,6 +21,8 @@ ones for everything but the plain shape.
 
 from __future__ import annotations
 
+from sys import intern
+
 from reporter.evidence.pyspy.blocks import OWNS_GIL, ProcBlock, dump_of
 from reporter.evidence.pyspy.frames import FRAME_CACHE, parse_frame
 from reporter.evidence.pyspy.grammar import (
@@ -46,25 +48,26 @@ def remember_thread_line(line: str, groups: tuple[str | None, ...]) -> None:
 
 
 # What a thread line says, frozen as `parsed_thread` takes it: (id, status, name, OS id,
-# owns the GIL). Each snapshot of a process repeats its thread lines.
+# owns the GIL). Kept per file: each snapshot of a process repeats its thread lines, but
+# their thread ids are the process's own, so a cache across files would only hold memory.
 _Head = tuple[str, ThreadStatus, str | None, int | None, bool | None]
-HEADS: dict[str, _Head] = {}
 
 
 def _thread_head(raw: str) -> _Head | None:
     """The parts of a plain thread line; None when it is not one (or its status is unknown)."""
-    groups = THREAD_LINES.get(raw)
+    groups = THREAD_LINES.get(raw)  # the state machine's, when it read the file first
     if groups is None:
         match = thread_match(raw) if raw.startswith("Thread ") else None
         if match is None:
             return None
         groups = match.groups()
-        remember_thread_line(raw, groups)
     tid, word, name = groups
     status = STATUS.get(word) if word else ThreadStatus.UNKNOWN
     if status is None:
         return None
     tid = UNKNOWN_THREAD_ID if tid is None else tid
+    # One string per distinct name (`MainThread` in every process), not one per match.
+    name = intern(name) if name is not None else None
     # A decimal id is the OS thread id; hex is the pthread id (docs/formats.md 1.2).
     return tid, status, name, int(tid) if tid.isdigit() else None, OWNS_GIL.get(status)
 
@@ -82,7 +85,8 @@ def read(lines: list[str], source: str) -> list[ProcessDump] | None:
     dumps: list[ProcessDump] = []
     block: ProcBlock | None = None  # the open process
     threads: list[ThreadStack] = []  # its threads, frozen
-    heads = HEADS.get
+    seen: dict[str, _Head] = {}
+    heads = seen.get
     blocks = BLOCKS.get
     count = len(lines)
     # The unindented lines, found in one pass: a thread's block is every line between its
@@ -106,9 +110,7 @@ def read(lines: list[str], source: str) -> list[ProcessDump] | None:
                 head = _thread_head(raw)
                 if head is None:
                     return None
-                if len(HEADS) >= _THREAD_LINES_MAX:
-                    HEADS.clear()
-                HEADS[raw] = head
+                seen[raw] = head
             if block is None:
                 return None
             key = tuple(lines[number:nxt])
@@ -139,7 +141,8 @@ def read(lines: list[str], source: str) -> list[ProcessDump] | None:
                 return None
             if any(lines[nxt + 1 : starts[index + 2]]):
                 return None
-            title = match.group(2)
+            # Interned: every snapshot repeats the title, every rank the interpreter.
+            title = intern(match.group(2))
             if CONDENSED_RE.match(title) is not None:
                 return None
             rest = lines[number][8:]
@@ -159,8 +162,8 @@ def read(lines: list[str], source: str) -> list[ProcessDump] | None:
                 after_separator=0,
                 cmd=[title],
             )
-            block.version = version
-            block.exe = exe
+            block.version = intern(version) if version is not None else None
+            block.exe = intern(exe) if exe is not None else None
             index += 2  # and the `Python v` line
         else:
             return None  # any other unindented line
