@@ -29,4 +29,4 @@ def test_parsed_thread_equals_the_dataclass_constructor() -> None:
 
 def test_every_field_is_set() -> None:
     # A field added to ThreadStack must be added to the fast builder too.
-    assert _THREAD_FIELDS == tuple(f.name for f in fields(ThreadStack))
+    assert tuple(f.name for f in fields(ThreadStack)) == _THREAD_FIELDS
