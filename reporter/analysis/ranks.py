@@ -58,11 +58,12 @@ from reporter.analysis.instances import (
     signals,
     unit_pids,
 )
+from reporter.analysis.rankfailed import LARGEST_SEEN, failed_ranks, world_size
+from reporter.analysis.rankfailed import failure_state as failure_state  # re-exported
 from reporter.analysis.ranksets import format_ranks as format_ranks
 from reporter.analysis.ranksets import parse_ranks as parse_ranks
 from reporter.analysis.result import FailedRank, RankIdentity
-from reporter.evidence.pyspy import failure_state as read_failure_state
-from reporter.model import Bundle, FailedDump, ProcessDump, RankHint, RankSource
+from reporter.model import Bundle, ProcessDump, RankHint, RankSource
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -597,11 +598,18 @@ def identify(bundle: Bundle) -> RankMap:
         merged, dropped = _merge_same_rank(members, warnings)
         dropped_all.extend(dropped)
         part_ranks = [_finish(c, c.rank or 0, c.rank, _group_key(c), multi=multi) for c in merged]
-        failed = _failed(bundle, hints, per_file, part_ranks, "rank", facts, claimed_failures)
-        world, world_detail = _world_size(bundle, members, part_ranks, sizes, "rank", failed)
+        failed = failed_ranks(bundle, hints, per_file, part_ranks, "rank", facts, claimed_failures)
+        world, world_detail = world_size(
+            bundle,
+            [c.world for c in members if c.world is not None],
+            part_ranks,
+            sizes,
+            "rank",
+            failed,
+        )
         if multi and bundle.manifest.world_size is not None:
             world_detail = "from the manifest (one value for every instance)"
-        if world is not None and world_detail == _LARGEST_SEEN and world > 8 * len(part_ranks) + 8:
+        if world is not None and world_detail == LARGEST_SEEN and world > 8 * len(part_ranks) + 8:
             warnings.append(
                 f"the largest rank seen ({world - 1}) is far beyond the {len(part_ranks)} rank "
                 "processes seen: the world size is not inferred from it"
@@ -660,9 +668,6 @@ def identify(bundle: Bundle) -> RankMap:
     )
 
 
-_LARGEST_SEEN = "from the largest rank seen + 1"
-
-
 def _instance_label(label: str, ranks: list[RankedProcess]) -> str:
     """What an instance is, for people: the signal that separated it and its rank PIDs."""
     pids = sorted(p.pid for p in ranks if p.pid is not None)
@@ -701,7 +706,7 @@ def _pid_map(
         proc = _finish(cand, unit_id, None, _group_key(cand))
         (others if is_other(cand) else ranks).append(proc)
     ranks.sort(key=lambda p: p.unit)
-    failed = _failed(bundle, hints, per_file, ranks, unit, {}, set())
+    failed = failed_ranks(bundle, hints, per_file, ranks, unit, {}, set())
     counts = {len(p.snapshots) for p in ranks}
     if len(counts) > 1:
         warnings.append(
@@ -728,110 +733,3 @@ def _pid_map(
             ),
         ),
     )
-
-
-def _world_size(
-    bundle: Bundle,
-    cands: list[_Candidate],
-    ranks: list[RankedProcess],
-    sizes: dict[str, int] | None,
-    unit: str,
-    failed: tuple[FailedRank, ...],
-) -> tuple[int | None, str]:
-    if unit != "rank":
-        return None, ""
-    if bundle.manifest.world_size is not None:
-        return bundle.manifest.world_size, "from the manifest"
-    if sizes is not None:
-        world = sizes["DP"] * sizes["PP"] * sizes["TP"]
-        detail = "from the parallel sizes DP x PP x TP = " + " x ".join(
-            str(sizes[d]) for d in RADIX_DIMS
-        )
-    elif worlds := [c.world for c in cands if c.world is not None]:
-        world, detail = max(worlds), "from the --locals argument world_size"
-    else:
-        world, detail = max(p.unit for p in ranks) + 1, _LARGEST_SEEN
-    # A failed dump that names its rank proves that the rank exists.
-    failed_top = max((f.rank for f in failed if f.rank is not None), default=-1)
-    if failed_top >= world:
-        world, detail = (
-            failed_top + 1,
-            f"{detail}, raised to cover the failed dump of rank {failed_top}",
-        )
-    return world, detail
-
-
-def _failed(
-    bundle: Bundle,
-    hints: HintIndex,
-    per_file: dict[str, int],
-    ranks: list[RankedProcess],
-    unit: str,
-    facts: dict[tuple[str, int], ProcessFacts],
-    claimed: set[int],
-) -> tuple[FailedRank, ...]:
-    """The bundle's failed dumps that belong to these ranks (all of them with one instance).
-
-    A failure belongs here when its process, (host, PID), is one of these, when its parent
-    is these ranks' launcher on that host, or, with no PID, when its file names a rank.
-    `claimed` collects the indexes of failures already given to an instance."""
-    by_pid = {
-        (d.host, d.pid): p.identity.rank
-        for p in ranks
-        for d in p.snapshots
-        if d.pid is not None and unit == "rank"
-    }
-    pids = {(p.identity.host, p.pid) for p in ranks if p.pid is not None}
-    parents = {(k[0], facts[k].ppid) for k in pids if k in facts and facts[k].ppid is not None}
-    out: list[FailedRank] = []
-    for index, failure in enumerate(bundle.failures):
-        if index in claimed:
-            continue
-        key = (failure.host, failure.pid) if failure.pid is not None else None
-        rank = by_pid.get(key) if key is not None else None
-        belongs = key is None or key in pids
-        if key is not None and not belongs:
-            parent = facts[key].ppid if key in facts else None
-            belongs = (parent is not None and (key[0], parent) in parents) or not parents
-        if not belongs:
-            continue
-        if rank is None and unit == "rank" and key is not None and key in facts:
-            # A process that died before any dump: the title report collect recorded
-            # (`sglang::scheduler_TP3`) still names its rank.
-            rank = _rank_of_title(facts[key].title, ranks)
-        # A file that also holds other processes cannot name the failed one.
-        if rank is None and unit == "rank" and per_file.get(failure.source.path, 0) == 0:
-            hint = hints.find(failure.source.path)
-            rank = hint.rank if hint is not None else rank_from_filename(failure.source.path)
-            if rank is not None and rank == failure.pid:
-                rank = None
-        claimed.add(index)
-        out.append(FailedRank(failure=failure, rank=rank, state=failure_state(failure)))
-    return tuple(out)
-
-
-def _rank_of_title(title: str | None, ranks: list[RankedProcess]) -> int | None:
-    """The rank a recorded title names, laid out like the ranks whose dumps exist: a direct
-    rank (`rank=3`), or dims equal to an existing layout's (TP only, or DP x TP)."""
-    info = parse_title(title)
-    if info.rank is not None:
-        return info.rank
-    dims = dict(info.dims)
-    if not dims or (info.role or "").lower() in NON_RANK_ROLES:
-        return None
-    sizes = {d: 1 for d in RADIX_DIMS}
-    for proc in ranks:
-        for dim, value in proc.identity.dims:
-            if dim in sizes:
-                sizes[dim] = max(sizes[dim], value + 1)
-    for dim in RADIX_DIMS:
-        sizes[dim] = max(sizes[dim], dims.get(dim, 0) + 1)
-    return radix_rank(dims, sizes)
-
-
-def failure_state(failure: FailedDump) -> str:
-    """`gone`, `refused`, `timeout` or `error` for a failed dump.
-
-    The evidence layer's one reading (`reporter.evidence.pyspy.failure_state`): the
-    parser's state, or the reason and detail read again when it left the default `error`."""
-    return str(read_failure_state(failure))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from reporter.core.errors import UsageError
 
@@ -17,15 +18,20 @@ from reporter.core.errors import UsageError
 def format_ranks(ranks: Iterable[int]) -> str:
     """Compact, sorted, de-duplicated rank set: `[0-3,7]`; `[]` when empty."""
     values = sorted(set(ranks))
-    parts: list[str] = []
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
-            j += 1
-        parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
-        i = j + 1
-    return "[" + ",".join(parts) + "]"
+    if not values:
+        return "[]"
+    first, last = values[0], values[-1]
+    if last - first == len(values) - 1:  # one run (every rank, or a block of them)
+        return f"[{first}]" if first == last else f"[{first}-{last}]"
+    # Comprehensions over pairs, not an index loop: a 16,384-rank set is labelled many times.
+    pairs = list(pairwise(values))
+    starts = [first, *[b for a, b in pairs if b != a + 1]]
+    ends = [*[a for a, b in pairs if b != a + 1], last]
+    return (
+        "["
+        + ",".join(str(a) if a == b else f"{a}-{b}" for a, b in zip(starts, ends, strict=True))
+        + "]"
+    )
 
 
 def format_pids(pids: Iterable[int], *, most: int = 8) -> str:

@@ -246,6 +246,55 @@ class ThreadStack:
     source: Location
 
 
+# `ThreadStack` and its `Location` built slot by slot, for the parser's hot loop: the frozen
+# `__init__` sets each field through `object.__setattr__` (a name looked up per field), and
+# a bundle of 16,384 ranks has 196,608 threads; the slots' own setters take half the time.
+_THREAD_FIELDS = (
+    "thread_id",
+    "status",
+    "name",
+    "frames",
+    "os_thread_id",
+    "owns_gil",
+    "is_current",
+    "truncated",
+    "source",
+)
+_THREAD_SET = tuple(getattr(ThreadStack, name).__set__ for name in _THREAD_FIELDS)
+_LOCATION_SET = tuple(getattr(Location, name).__set__ for name in ("path", "line"))
+
+
+def parsed_thread(
+    thread_id: str,
+    status: ThreadStatus,
+    name: str | None,
+    frames: tuple[Frame, ...],
+    os_thread_id: int | None,
+    owns_gil: bool | None,
+    truncated: bool,
+    path: str,
+    line: int,
+) -> ThreadStack:
+    """`ThreadStack(..., is_current=False, source=Location(path=path, line=line))`, equal to
+    it in every field, built faster (a parser makes one per thread of every snapshot)."""
+    where = object.__new__(Location)
+    set_path, set_line = _LOCATION_SET
+    set_path(where, path)
+    set_line(where, line)
+    stack = object.__new__(ThreadStack)
+    s_id, s_status, s_name, s_frames, s_os, s_gil, s_current, s_cut, s_source = _THREAD_SET
+    s_id(stack, thread_id)
+    s_status(stack, status)
+    s_name(stack, name)
+    s_frames(stack, frames)
+    s_os(stack, os_thread_id)
+    s_gil(stack, owns_gil)
+    s_current(stack, False)
+    s_cut(stack, truncated)
+    s_source(stack, where)
+    return stack
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProcessDump:
     """One capture of one process: py-spy text/JSON block or one faulthandler dump.

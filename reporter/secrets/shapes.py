@@ -267,27 +267,56 @@ def inside_kinds() -> frozenset[str]:
 
 @dataclass(frozen=True, slots=True)
 class _Prefilter:
-    """Every shape's `needs` as two searches (as written, and folded): one pass over a text
-    that holds none of them leaves only the shapes without `needs` to run."""
+    """The distinctive `needs` (every shape's, but a single character's) as searches of the
+    text as written and of its lower case (all in `folded` when every need is ASCII): a
+    text holding none of them is tried by `always` only, the shapes with no `needs` or a
+    one-character one (`:`, `=`, `-`), each still behind its own."""
 
     plain: re.Pattern[str] | None
     folded: re.Pattern[str] | None
     always: tuple[SecretPattern, ...]
+    marks: re.Pattern[str] | None
+    """Every one-character need of `always` with no case (`:`, `=`, `-`, quotes, ...)."""
+    marked: dict[str, frozenset[str]]
+    """Per kind of `always`, its needs when each is such a character (else not listed)."""
+
+
+def _common(entry: SecretPattern) -> bool:
+    """No `needs`, or one a character long: found in too many texts to gate the rest."""
+    return not entry.needs or any(len(need) == 1 for need in entry.needs)
 
 
 @cache
 def _prefilter() -> _Prefilter:
     entries = secret_patterns()
 
-    def joined(folded: bool) -> re.Pattern[str] | None:
-        needs = sorted(
-            {need for e in entries if e.needs and e.folded == folded for need in e.needs},
-            key=lambda need: (-len(need), need),
-        )
-        return re.compile("|".join(re.escape(need) for need in needs)) if needs else None
+    def joined(needs: set[str]) -> re.Pattern[str] | None:
+        ordered = sorted(needs, key=lambda need: (-len(need), need))
+        return re.compile("|".join(re.escape(need) for need in ordered)) if ordered else None
 
-    always = tuple(e for e in entries if e.needs_re is None)
-    return _Prefilter(plain=joined(False), folded=joined(True), always=always)
+    plain = {n for e in entries if not _common(e) and not e.folded for n in e.needs}
+    folded = {n for e in entries if not _common(e) and e.folded for n in e.needs}
+    if all(n.isascii() for n in plain):
+        # An ASCII need in the text is in its lower case too: one search of the lower case
+        # gates both (a few more texts pass it, e.g. `akia`; each shape still checks its own).
+        folded |= {n.lower() for n in plain}
+        plain = set()
+    always = tuple(e for e in entries if _common(e))
+    # Punctuation is the same in the text and in its lower case, so one set of the text's
+    # marks answers folded shapes too; needs with a letter stay with `needs_re`.
+    marked = {
+        e.kind: frozenset(e.needs)
+        for e in always
+        if e.needs and all(len(n) == 1 and n.lower() == n.upper() for n in e.needs)
+    }
+    chars = sorted(set().union(*marked.values()))
+    return _Prefilter(
+        plain=joined(plain),
+        folded=joined(folded),
+        always=always,
+        marks=re.compile("[" + "".join(re.escape(c) for c in chars) + "]") if chars else None,
+        marked=marked,
+    )
 
 
 def pattern_hits(text: str) -> Iterator[SecretHit]:
@@ -300,18 +329,26 @@ def pattern_hits(text: str) -> Iterator[SecretHit]:
         return lower[0]
 
     gate = _prefilter()
-    # A text holding no shape's `needs` (most strings) skips straight to the shapes
-    # without any: same hits, one search instead of one per shape.
-    entries = (
-        secret_patterns()
-        if (gate.plain is not None and gate.plain.search(text) is not None)
+    # A text holding no distinctive `needs` (most strings) skips straight to the common
+    # shapes: same hits, one search instead of one per shape. Their one-character needs
+    # are read off the text's marks, found in one pass.
+    marks: set[str] | None = None
+    entries = secret_patterns()
+    if not (
+        (gate.plain is not None and gate.plain.search(text) is not None)
         or (gate.folded is not None and gate.folded.search(lowered()) is not None)
-        else gate.always
-    )
+    ):
+        entries = gate.always
+        marks = set(gate.marks.findall(text)) if gate.marks is not None else set()
     for entry in entries:
-        needs = entry.needs_re  # `entry.may_match`, inlined: it runs for every text and shape
-        if needs is not None and needs.search(lowered() if entry.folded else text) is None:
-            continue
+        marked = gate.marked.get(entry.kind) if marks is not None else None
+        if marked is not None:
+            if marked.isdisjoint(marks or ()):
+                continue
+        elif (needs := entry.needs_re) is not None and needs.search(
+            lowered() if entry.folded else text
+        ) is None:
+            continue  # `entry.may_match`, inlined: it runs for every text and shape
         check = _CHECKS.get(entry.check) if entry.check else None
         for match in _matches(entry, text):
             value = match.group(entry.group)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import attrgetter
 
 from reporter.evidence._text import Unrecognised
 from reporter.model import (
@@ -19,12 +20,15 @@ from reporter.model import (
     ThreadStack,
     ThreadStatus,
 )
+from reporter.model.stacks import parsed_thread
+
+_TRUNCATED = attrgetter("truncated")
 
 # Parser states (ints: the hot loop compares them for every line it does not cache).
 NONE, HEADER, META, THREAD, ERROR = range(5)
 
 # Only these statuses say the thread holds the GIL; `idle` threads may hold it too.
-_OWNS_GIL = {ThreadStatus.ACTIVE_GIL: True, ThreadStatus.GIL: True}
+OWNS_GIL = {ThreadStatus.ACTIVE_GIL: True, ThreadStatus.GIL: True}
 
 
 @dataclass(slots=True, eq=False)
@@ -126,16 +130,17 @@ def thread_stack(
     source: str,
 ) -> ThreadStack:
     """One thread, frozen (its line is the `Thread` line's)."""
-    return ThreadStack(
-        thread_id=tid,
-        status=status,
-        name=name,
-        frames=frames,
+    return parsed_thread(
+        tid,
+        status,
+        name,
+        frames,
         # A decimal id is the OS thread id; hex is the pthread id (docs/formats.md 1.2).
-        os_thread_id=int(tid) if tid.isdigit() else None,
-        owns_gil=_OWNS_GIL.get(status),
-        truncated=truncated,
-        source=Location(path=source, line=line),
+        int(tid) if tid.isdigit() else None,
+        OWNS_GIL.get(status),
+        truncated,
+        source,
+        line,
     )
 
 
@@ -152,7 +157,7 @@ def dump_of(proc: ProcBlock, threads: tuple[ThreadStack, ...], source: str) -> P
         threads=threads,
         captured_at=proc.captured_at,
         label=proc.label,
-        truncated=proc.truncated or any(thread.truncated for thread in threads),
+        truncated=proc.truncated or any(map(_TRUNCATED, threads)),
         headline=proc.headline,
         slot=proc.slot,
         source=Location(path=source, line=proc.line),

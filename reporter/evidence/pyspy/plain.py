@@ -21,7 +21,9 @@ ones for everything but the plain shape.
 
 from __future__ import annotations
 
-from reporter.evidence.pyspy.blocks import ProcBlock, dump_of, thread_stack
+from sys import intern
+
+from reporter.evidence.pyspy.blocks import OWNS_GIL, ProcBlock, dump_of
 from reporter.evidence.pyspy.frames import FRAME_CACHE, parse_frame
 from reporter.evidence.pyspy.grammar import (
     CONDENSED_RE,
@@ -31,6 +33,7 @@ from reporter.evidence.pyspy.grammar import (
     thread_match,
 )
 from reporter.model import Frame, ProcessDump, ThreadStack, ThreadStatus
+from reporter.model.stacks import parsed_thread
 
 # The parts of thread lines seen before: each snapshot of a process repeats its lines.
 THREAD_LINES: dict[str, tuple[str | None, ...]] = {}
@@ -42,6 +45,31 @@ def remember_thread_line(line: str, groups: tuple[str | None, ...]) -> None:
     if len(THREAD_LINES) >= _THREAD_LINES_MAX:
         THREAD_LINES.clear()
     THREAD_LINES[line] = groups
+
+
+# What a thread line says, frozen as `parsed_thread` takes it: (id, status, name, OS id,
+# owns the GIL). Kept per file: each snapshot of a process repeats its thread lines, but
+# their thread ids are the process's own, so a cache across files would only hold memory.
+_Head = tuple[str, ThreadStatus, str | None, int | None, bool | None]
+
+
+def _thread_head(raw: str) -> _Head | None:
+    """The parts of a plain thread line; None when it is not one (or its status is unknown)."""
+    groups = THREAD_LINES.get(raw)  # the state machine's, when it read the file first
+    if groups is None:
+        match = thread_match(raw) if raw.startswith("Thread ") else None
+        if match is None:
+            return None
+        groups = match.groups()
+    tid, word, name = groups
+    status = STATUS.get(word) if word else ThreadStatus.UNKNOWN
+    if status is None:
+        return None
+    tid = UNKNOWN_THREAD_ID if tid is None else tid
+    # One string per distinct name (`MainThread` in every process), not one per match.
+    name = intern(name) if name is not None else None
+    # A decimal id is the OS thread id; hex is the pthread id (docs/formats.md 1.2).
+    return tid, status, name, int(tid) if tid.isdigit() else None, OWNS_GIL.get(status)
 
 
 # The frames of thread blocks seen before, keyed by the block's lines (everything between
@@ -57,38 +85,35 @@ def read(lines: list[str], source: str) -> list[ProcessDump] | None:
     dumps: list[ProcessDump] = []
     block: ProcBlock | None = None  # the open process
     threads: list[ThreadStack] = []  # its threads, frozen
-    known = THREAD_LINES.get
+    seen: dict[str, _Head] = {}
+    heads = seen.get
     blocks = BLOCKS.get
     count = len(lines)
-    number = 0
-    while number < count:
-        raw = lines[number]
-        number += 1  # 1-based line number of `raw`
-        if not raw:
-            continue
+    # The unindented lines, found in one pass: a thread's block is every line between its
+    # `Thread` line and the next of them (frames and blank lines), so frame lines are
+    # never visited one by one here.
+    starts = [at for at, line in enumerate(lines) if line and line[0] != " "]
+    starts.append(count)
+    if any(lines[: starts[0]]):
+        return None  # an indented line before anything else
+    index = 0
+    last = len(starts) - 1
+    while index < last:
+        at = starts[index]
+        raw = lines[at]
+        number = at + 1  # 1-based line number of `raw`
+        nxt = starts[index + 1]
         first = raw[0]
         if first == "T":
-            groups = known(raw)
-            if groups is None:
-                match = thread_match(raw) if raw.startswith("Thread ") else None
-                if match is None:
+            head = heads(raw)
+            if head is None:
+                head = _thread_head(raw)
+                if head is None:
                     return None
-                groups = match.groups()
-                remember_thread_line(raw, groups)
-            tid, word, name = groups
-            status: ThreadStatus | None = ThreadStatus.UNKNOWN
-            if word:
-                status = STATUS.get(word)
-            if block is None or status is None:
+                seen[raw] = head
+            if block is None:
                 return None
-            # The thread's block: blank lines and indented lines up to the next other line.
-            end = number
-            while end < count:
-                line = lines[end]
-                if line and line[0] != " ":
-                    break
-                end += 1
-            key = tuple(lines[number:end])
+            key = tuple(lines[number:nxt])
             frames = blocks(key)
             if frames is None:
                 frames = _block_frames(key)
@@ -97,18 +122,11 @@ def read(lines: list[str], source: str) -> list[ProcessDump] | None:
                 if len(BLOCKS) >= _BLOCKS_MAX:
                     BLOCKS.clear()
                 BLOCKS[key] = frames
+            tid, status, name, os_id, gil = head
             threads.append(
-                thread_stack(
-                    UNKNOWN_THREAD_ID if tid is None else tid,
-                    status,
-                    name,
-                    frames,
-                    False,
-                    number,
-                    source,
-                )
+                parsed_thread(tid, status, name, frames, os_id, gil, False, source, number)
             )
-            number = end
+            index += 1
         elif first == "P" and raw.startswith("Process "):
             if block is not None:
                 if not threads:
@@ -116,9 +134,15 @@ def read(lines: list[str], source: str) -> list[ProcessDump] | None:
                 dumps.append(dump_of(block, tuple(threads), source))
                 threads = []
             match = PROCESS_RE.match(raw)
-            if match is None or number >= count or not lines[number].startswith("Python v"):
+            # The `Python v` line comes at once; after it, blank lines only until a thread.
+            if match is None or nxt != number or nxt >= count:
                 return None
-            title = match.group(2)
+            if not lines[nxt].startswith("Python v"):
+                return None
+            if any(lines[nxt + 1 : starts[index + 2]]):
+                return None
+            # Interned: every snapshot repeats the title, every rank the interpreter.
+            title = intern(match.group(2))
             if CONDENSED_RE.match(title) is not None:
                 return None
             rest = lines[number][8:]
@@ -138,11 +162,11 @@ def read(lines: list[str], source: str) -> list[ProcessDump] | None:
                 after_separator=0,
                 cmd=[title],
             )
-            block.version = version
-            block.exe = exe
-            number += 1  # the `Python v` line
+            block.version = intern(version) if version is not None else None
+            block.exe = intern(exe) if exe is not None else None
+            index += 2  # and the `Python v` line
         else:
-            return None  # an indented line outside a thread, or any other line
+            return None  # any other unindented line
     if block is None or not threads:
         return None
     dumps.append(dump_of(block, tuple(threads), source))
