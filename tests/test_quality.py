@@ -39,7 +39,7 @@ def test_mypy_strict_is_clean() -> None:
 # The project's rule: a module at most this long. Longer ones are being split by concept
 # (issue 35); each is listed until it is, and the list only shrinks.
 MAX_MODULE_LINES = 750
-BEING_SPLIT = frozenset({"reporter/analysis/ranks.py"})
+BEING_SPLIT: frozenset[str] = frozenset()
 
 
 def test_every_module_is_at_most_750_lines() -> None:
