@@ -81,6 +81,7 @@ from reporter.analysis.waitgraph import GraphContext, build_graph
 from reporter.analysis.wedge import WedgeReport
 from reporter.analysis.wedge import detect as detect_wedge
 from reporter.core.gcpause import gc_paused
+from reporter.core.times import iso
 from reporter.model import Bundle, ProcState, ThreadStack, ThreadStatus
 
 if TYPE_CHECKING:
@@ -553,7 +554,6 @@ def _wedge_sentence(wedge: WedgeReport | None, bundle: Bundle) -> str:
     """What the metrics add to the stack verdict's summary ("" when they add nothing)."""
     if wedge is None or wedge.episode is None:
         return ""
-    from reporter.core.times import iso
 
     episode = wedge.episode
     state = (

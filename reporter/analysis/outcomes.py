@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from reporter.analysis import procstate, threads
 from reporter.analysis.classify import Classifier, frame_at
-from reporter.analysis.progress import UnitView
+from reporter.analysis.progress import UnitView, rank_state
 from reporter.analysis.ranks import RankedProcess
 from reporter.analysis.result import (
     Analysis,
@@ -85,8 +85,6 @@ def other_process(
     states: Sequence[ProcState],
 ) -> RankProcess:
     """A process that is not a rank (launcher, helper), with its state evidence."""
-    from reporter.analysis.progress import rank_state
-
     cond = condition_of(process, history, failed, states)
     return RankProcess(
         identity=process.identity,

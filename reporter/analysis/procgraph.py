@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from reporter.analysis import moments
 from reporter.analysis.classify import FrameKind, frame_at
 from reporter.analysis.clues import main_thread
+from reporter.analysis.graphproducers import process_node
 from reporter.analysis.progress import snapshot_idle
 from reporter.analysis.result import RankProcess
 from reporter.analysis.stacks import StackTable
@@ -286,8 +287,6 @@ def _state(track: Track, moments_seen: int) -> NodeState:
 
 
 def _owner(ctx: GraphContext, process: RankProcess) -> str:
-    from reporter.analysis.graphproducers import process_node
-
     return process_node(ctx, process).key
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from reporter.analysis.environment import summarize
+from reporter.analysis.excerpts import code_excerpts
 from reporter.analysis.result import Analysis, Similarity
 from reporter.model import Bundle, TimelineEvent
 
@@ -28,6 +30,7 @@ def go_clients(bundle: Bundle, similarity: Similarity) -> GoroutineAnalysis | No
     """Buckets of the bundle's Go goroutine dumps, or None without any."""
     if not bundle.goroutine_dumps:
         return None
+    # Lazy: start-up; `report analyze` must not load reporter.analysis.goroutines.
     from reporter.analysis.goroutines import analyze_goroutines
 
     return analyze_goroutines(bundle.goroutine_dumps, similarity=similarity)
@@ -37,6 +40,7 @@ def clients_events(goroutines: GoroutineAnalysis | None) -> tuple[TimelineEvent,
     """The Go dumps' timeline entries (capture, and since when clients wait), or ()."""
     if goroutines is None:
         return ()
+    # Lazy: start-up; `report analyze` must not load reporter.analysis.goroutines.
     from reporter.analysis.goroutines import goroutine_events
 
     return goroutine_events(goroutines)
@@ -49,6 +53,7 @@ def clients_sentence(goroutines: GoroutineAnalysis | None, wedge: WedgeReport | 
     """
     if goroutines is None:
         return ""
+    # Lazy: start-up; `report analyze` must not load reporter.analysis.goroutines.
     from reporter.analysis.goroutines import clients_line
 
     onset = wedge.episode.onset if wedge is not None and wedge.episode is not None else None
@@ -74,18 +79,15 @@ def complete(
     """
     environment = None
     if bundle.environment:
-        from reporter.analysis.environment import summarize
-
         environment = summarize(bundle.environment)
     diff = None
     if bundle.baseline is not None:
+        # Lazy: start-up; `report analyze` must not load reporter.analysis.diff.
         from reporter.analysis.diff import diff_bundles
 
         diff = diff_bundles(bundle.baseline, bundle, good_name="baseline", bad_name="this run")
     excerpts = None
     if _may_have_code(bundle, sources):
-        from reporter.analysis.excerpts import code_excerpts
-
         found = code_excerpts(bundle, analysis, reader=sources, context=context)
         excerpts = found if found else None
     return replace(analysis, environment=environment, diff=diff, excerpts=excerpts)

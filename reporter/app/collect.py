@@ -6,6 +6,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from reporter.collect import collect as run_collect
+from reporter.collect.state import utc_now
+
 if TYPE_CHECKING:
     from reporter.collect import CollectRequest, CollectSummary
 
@@ -30,9 +33,6 @@ def collect(
     """
     import signal
     import threading
-
-    from reporter.collect import collect as run_collect
-    from reporter.collect.state import utc_now
 
     clock = clock or utc_now
 

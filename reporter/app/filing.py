@@ -31,18 +31,25 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reporter.analysis import Analysis
+from reporter.analysis import Analysis, Verdict
 from reporter.app import issues
 from reporter.app.issues import GitHubAccess
+from reporter.core import rules as data_files
 from reporter.core.errors import OutputError, ReporterError, UpstreamError, UsageError
+from reporter.core.fileio import read_text_bounded
+from reporter.core.writer import write_atomic
+from reporter.load.manifest import TomlDocument, toml_seconds
 from reporter.model import Bundle, EvidenceKind
+from reporter.render import frontmatter
 from reporter.upstream import draft as drafting
 from reporter.upstream.auth import host_of, missing_token_tip
 from reporter.upstream.filing import HttpTracker, Tracker
+from reporter.upstream.fixes import has_fix
 from reporter.upstream.forms import IssueForm, generic_form, parse_forms, pick_bug_form
 from reporter.upstream.github import GitHubClient
 from reporter.upstream.policy import FILING, FILING_DRY_RUN, RetryPolicy, SystemClock
 from reporter.upstream.publish import FileResult, FilingPlan, Sent, plan_filing, send
+from reporter.upstream.query import query_from_analysis
 from reporter.upstream.rank import Candidate, Level
 from reporter.upstream.search import SearchOutcome
 
@@ -82,8 +89,6 @@ def shipped_forms(repo: str, host: str) -> tuple[tuple[str, str], str] | None:
     ((file name, text), "from <source address>"), or None when none is shipped."""
     import tomllib
 
-    from reporter.core import rules as data_files
-
     if host.lower() not in ("github.com", "api.github.com"):
         return None
     sources = tomllib.loads(data_files.read_text("forms/SOURCES.toml"))
@@ -108,8 +113,6 @@ def _read_cache(folder: Path) -> tuple[dict[str, Any], list[tuple[str, str]]] | 
 def _write_cache(
     folder: Path, files: Sequence[tuple[str, str]], etag: str | None, now: float
 ) -> None:
-    from reporter.core.writer import write_atomic
-
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for name, text in files:
@@ -218,8 +221,6 @@ def related_issues(
     """The duplicate search for `repo`: (candidates best first, whether a real search of
     the repository's issues ran). A missing index is a note, not an error. Likely
     duplicates fixed in a release go to `found`, best first."""
-    from reporter.upstream.query import query_from_analysis
-
     query = query_from_analysis(bundle, analysis, repos=(repo,))
     try:
         outcome = issues.run_search(query, db=db, online=online, limit=10, access=access)
@@ -246,8 +247,6 @@ def related_issues(
 
 def cannot_act(analysis: Analysis) -> str:
     """Why upstream cannot act on this bundle yet, and what to capture; "" when it can."""
-    from reporter.analysis import Verdict
-
     capture = (
         "capture py-spy dumps of every rank while it hangs, two or three a few seconds "
         "apart (`report collect --match PATTERN --snapshots 3`), then draft again"
@@ -268,8 +267,6 @@ def cannot_act(analysis: Analysis) -> str:
 def known_fixes(outcome: SearchOutcome) -> list[drafting.KnownFix]:
     """The likely duplicates of a search that a release fixed, best first, with how the
     deployment's version stands against that release."""
-    from reporter.upstream.fixes import has_fix
-
     deployed = {r.lower(): v for r, v in outcome.query.deployed}
     out: list[drafting.KnownFix] = []
     for candidate in outcome.candidates:
@@ -375,8 +372,6 @@ def recorded(
 def _recorded_in(path: Path, repo: str, signature: str, ident: str) -> str | None:
     import tomllib
 
-    from reporter.core.fileio import read_text_bounded
-
     if not path.exists():
         return None
     try:
@@ -410,9 +405,6 @@ def record(
     bundle: str = "",
 ) -> Path:
     """Append what was sent to `<state>/upstream-filed.toml` (state: the reports folder)."""
-    from reporter.core.writer import write_atomic
-    from reporter.load.manifest import TomlDocument, toml_seconds
-
     path = state / RECORD_NAME
     try:
         old = path.read_text(encoding="utf-8")
@@ -449,8 +441,6 @@ def record(
 
 def mark_draft_filed(text: str, url: str) -> str:
     """A draft document with `status: filed` and `upstream_issue: URL` in its front matter."""
-    from reporter.render import frontmatter
-
     block, body, _ = frontmatter.split(text)
     if not block:
         return text
@@ -679,9 +669,6 @@ def _record_locally(
             bundle=bundle,
         )
     if draft_file is not None and sent.action == "issue":
-        from reporter.core.fileio import read_text_bounded
-        from reporter.core.writer import write_atomic
-
         text = read_text_bounded(draft_file)
         write_atomic(draft_file, mark_draft_filed(text, sent.url))
     return written

@@ -19,8 +19,10 @@ import platformdirs
 
 import reporter
 from reporter.core.errors import InputError, UpstreamError, UsageError
+from reporter.core.fileio import read_text_bounded
 from reporter.upstream import semantic as semantic_model
 from reporter.upstream.auth import api_url, host_of, missing_token_tip
+from reporter.upstream.filing import HttpTracker
 from reporter.upstream.github import Clock, GitHubClient, find_token
 from reporter.upstream.index import Index
 from reporter.upstream.query import Query, query_from_issue, query_from_text
@@ -162,8 +164,6 @@ def build_example_index(source: Path, target: Path) -> Index:
 
 def import_file(index: Index, path: Path) -> ImportResult:
     """Import a JSONL file of issues; bad lines are skipped and named."""
-    from reporter.core.fileio import read_text_bounded
-
     if not path.exists():
         raise UsageError(f"{path}: no such file", tip="pass a UTF-8 JSONL file")
     text = read_text_bounded(path, max_bytes=4 << 30)
@@ -460,8 +460,6 @@ def run_triage(
 
 
 def _tracker(access: GitHubAccess) -> Tracker:
-    from reporter.upstream.filing import HttpTracker
-
     base = access.api_url
     token = access.token()
     if token is None:

@@ -10,14 +10,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reporter.analysis import Analysis, Similarity, analyze
+from reporter.analysis.excerpts import default_upstream_rules
 from reporter.core import inert
 from reporter.core.errors import InputError, OutputError, UsageError
 from reporter.core.fileio import check_regular, markdown_files, read_text_bounded
 from reporter.core.writer import check_target, locked, write_atomic
 from reporter.load import bundle as bundle_io
 from reporter.load.manifest import MANIFEST_NAME
+from reporter.load.sources import SourceRoots, hash_tree
 from reporter.model import Bundle
+from reporter.render import answer, lint, regions, status
 from reporter.render import markdown as md
+from reporter.render import preview as html_preview
+from reporter.render.answer import SeenBefore
+from reporter.secrets import mask_text
 
 if TYPE_CHECKING:
     from reporter.analysis.diff import EnvDiff
@@ -102,8 +108,6 @@ def load_and_analyze(paths: Sequence[Path], options: Options) -> tuple[Bundle, A
 
 def _source_roots(bundle: Bundle, roots: Sequence[Path]) -> SourceRoots | None:
     """The `--source-root` folders, then the bundle's own `source_root`; None when neither."""
-    from reporter.load.sources import SourceRoots
-
     all_roots = list(roots)
     if bundle.root is not None and bundle.manifest.source_root:
         all_roots.append(Path(bundle.root) / bundle.manifest.source_root)
@@ -128,8 +132,8 @@ def diff_runs(
 
     `source_roots` is empty or two folders (GOOD's source tree, then BAD's), hashed file by file.
     """
+    # Lazy: start-up; `report analyze` must not load reporter.analysis.diff.
     from reporter.analysis.diff import diff_bundles
-    from reporter.load.sources import hash_tree
 
     if len(source_roots) not in (0, 2):
         raise UsageError(
@@ -176,7 +180,7 @@ def _draft_view(
     seen: SeenBefore | Sequence[SeenReport],
 ) -> ReportView:
     # Imported here: Jinja costs `report analyze` start-up time it never uses.
-    from reporter.render import answer
+    # Lazy: start-up; `report analyze` must not load reporter.analysis.diff.
     from reporter.render.view import build_view
 
     if chart_file is None:
@@ -197,9 +201,8 @@ def _report_text(view: ReportView) -> str:
     already carry): the local report is shared too. The mark scans clean, so `report
     lint` flags only what someone pastes in by hand.
     """
-    from reporter.render import regions
+    # Lazy: start-up; `report analyze` must not load reporter.analysis.diff.
     from reporter.render.render import render_report
-    from reporter.secrets import mask_text
 
     return regions.seal(mask_text(render_report(view)))
 
@@ -216,8 +219,8 @@ def seen_before(
     `exclude` is the report being written; reports drafted from this bundle (by its
     resolved folder or its evidence digest) are this incident and never count.
     """
+    # Lazy: name; a function here binds `seen` to something else.
     from reporter.render import seen
-    from reporter.render.answer import SeenBefore
 
     folder = reports if reports is not None else DEFAULT_REPORTS
     if not folder.is_dir():
@@ -247,6 +250,7 @@ def seen_before(
 def report_records(folder: Path) -> Iterator[tuple[Path, ReportRecord]]:
     """(path, record) of every incident report under `folder`, in path order. A file that
     cannot be read or is not an incident report is passed over (`report lint` says why)."""
+    # Lazy: name; a function here binds `seen` to something else.
     from reporter.render import seen
 
     for path in markdown_files(folder):
@@ -276,6 +280,7 @@ def chart_path(report: Path) -> Path:
 
 def render_charts_svg(bundle: Bundle, analysis: Analysis, built: Sequence[Chart]) -> str | None:
     """The charts `built` for the report as one SVG document, or None when there are none."""
+    # Lazy: name; a function here binds `charts` to something else.
     from reporter.render import charts
 
     if not built:
@@ -335,8 +340,6 @@ def _draft_into(
     force: bool,
 ) -> DraftResult:
     """Merge `text` into the report at `target` (or write it), keeping a backup."""
-    from reporter.render import regions
-
     merged: regions.MergeResult | None = None
     unchanged = False
     if charts is not None:
@@ -404,7 +407,7 @@ def init_manifest(folder: Path, *, force: bool = False) -> InitResult:
 
 def _init_guesses(folder: Path) -> tuple[Suggestion, ...]:
     """What the evidence in `folder` suggests; nothing when it cannot be read."""
-    from reporter.analysis.excerpts import default_upstream_rules
+    # Lazy: start-up; `report analyze` must not load reporter.load.guess.
     from reporter.load import guess
 
     try:
@@ -474,6 +477,7 @@ def _markdown_files(paths: Sequence[Path]) -> list[Path]:
 
 def _upstream_scan(text: str) -> list[tuple[int, str, str]]:
     """The filing gate's scan of an upstream draft, for lint (see `redact.scan_document`)."""
+    # Lazy: start-up; `report analyze` must not load reporter.upstream.
     from reporter.upstream.redact import scan_document
 
     return [(leak.line, leak.kind, leak.sample) for leak in scan_document(text)]
@@ -481,8 +485,6 @@ def _upstream_scan(text: str) -> list[tuple[int, str, str]]:
 
 def lint_reports(paths: Sequence[Path], *, index: Path | None = None) -> LintRun:
     """Lint report files (folders: every `*.md` under them); `index` checks issue links."""
-    from reporter.render import lint
-
     files = _markdown_files(paths)
     if not files:
         raise UsageError("no Markdown files to lint", tip="pass report files or a reports/ folder")
@@ -524,8 +526,6 @@ def lint_reports(paths: Sequence[Path], *, index: Path | None = None) -> LintRun
 
 def report_status(folder: Path) -> tuple[ReportStatus, ...]:
     """A status row for every report (Markdown with reporter front matter) under `folder`."""
-    from reporter.render import status
-
     if not folder.is_dir():
         raise UsageError(
             f"{folder}: no such folder",
@@ -548,8 +548,6 @@ def report_status(folder: Path) -> tuple[ReportStatus, ...]:
 
 def preview(path: Path, *, out: Path | None = None, force: bool = False) -> Path:
     """Write a standalone HTML preview of a report; returns its path (default: FILE.html)."""
-    from reporter.render import preview as html_preview
-
     if not path.exists():
         raise UsageError(f"{path}: no such file", tip="pass a report's Markdown file")
     text = read_text_bounded(path, max_bytes=REPORT_MAX_BYTES)

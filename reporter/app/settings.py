@@ -14,6 +14,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from reporter.core import config
+from reporter.core.errors import UpstreamError
+
 if TYPE_CHECKING:
     from reporter.core.config import Settings
     from reporter.upstream.auth import Token
@@ -63,8 +66,6 @@ class Context:
         setting from the config file (a malformed file must not break `report analyze`)."""
         import platformdirs
 
-        from reporter.core import config
-
         env = dict(os.environ if env is None else env)
         conf = config.load(env) if read_config else config.Settings(path=config.config_path(env))
         return cls(
@@ -88,6 +89,7 @@ class Context:
     def api_url(self) -> str:
         """The GitHub API base URL: `--base-url`, `GITHUB_API_URL`, `GH_HOST` (or the
         config's `host`), else api.github.com."""
+        # Lazy: start-up; `report config show` must not load reporter.upstream.
         from reporter.upstream.auth import api_url
 
         return api_url(self.env, self.base_url)
@@ -95,12 +97,14 @@ class Context:
     @property
     def host(self) -> str:
         """The web host of `api_url` (`github.com`, `ghe.corp.example`)."""
+        # Lazy: start-up; `report config show` must not load reporter.upstream.
         from reporter.upstream.auth import host_of
 
         return host_of(self.api_url)
 
     def token(self) -> Token | None:
         """The token for `host` and where it came from (may ask the gh program), or None."""
+        # Lazy: start-up; `report config show` must not load reporter.upstream.
         from reporter.upstream.auth import find_token
 
         return find_token(self.env, base_url=self.api_url)
@@ -125,7 +129,7 @@ def auth_status(ctx: Context, *, check: bool = True) -> AuthStatus:
 
     With `check`, asks `GET /rate_limit` (free); a failure is reported, not raised.
     """
-    from reporter.core.errors import UpstreamError
+    # Lazy: start-up; `report config show` must not load reporter.upstream.
     from reporter.upstream.github import GitHubClient, RetryPolicy
 
     url = ctx.api_url

@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reporter.analysis import Analysis
+from reporter.app import filing, issues
+from reporter.app.filing import DraftSource
+from reporter.app.issues import GitHubAccess, run_triage
 from reporter.app.report import (
     DEFAULT_REPORTS,
     REPORT_MAX_BYTES,
@@ -21,7 +24,13 @@ from reporter.core.errors import InputError, OutputError, ReporterError, UsageEr
 from reporter.core.fileio import read_text_bounded
 from reporter.core.writer import write_atomic
 from reporter.model import Bundle
+from reporter.render import frontmatter
 from reporter.render import markdown as md
+from reporter.upstream.index import Index
+from reporter.upstream.publish import Action
+from reporter.upstream.query import Query, query_from_analysis, query_from_text
+from reporter.upstream.records import validate_repo
+from reporter.upstream.triage import parse_issue_ref
 
 if TYPE_CHECKING:
     from reporter.app.filing import DraftRun, DraftSource
@@ -48,9 +57,6 @@ def upstream_query(
     options: Options | None = None,
 ) -> UpstreamQuery:
     """The search query from a bundle (its analysis), a text file (`-`: stdin), or both."""
-    from reporter.upstream.query import query_from_analysis, query_from_text
-    from reporter.upstream.records import validate_repo
-
     names = tuple(validate_repo(r) for r in repos)
     text = None if text_file is None else read_text_arg(text_file, max_bytes=REPORT_MAX_BYTES)
     if evidence is None:
@@ -107,12 +113,6 @@ def search_upstream(
     or a stored issue given as `owner/repo#N` in place of the bundle."""
     from dataclasses import replace
 
-    from reporter.app import issues
-    from reporter.app.issues import GitHubAccess
-    from reporter.upstream.query import Query
-    from reporter.upstream.records import validate_repo
-    from reporter.upstream.triage import parse_issue_ref
-
     ref = None if evidence is None or evidence.exists() else parse_issue_ref(str(evidence))
     if ref is not None:
         query = Query(repos=tuple(validate_repo(r) for r in repos), title="", text="")
@@ -142,8 +142,6 @@ def triage(
     post: bool = False,
 ) -> TriageOutcome:
     """`report triage`: likely duplicates of tracker issues (see `upstream.triage`)."""
-    from reporter.app.issues import GitHubAccess, run_triage
-
     return run_triage(
         target,
         since=since,
@@ -167,9 +165,6 @@ def sync_upstream(
 ) -> tuple[list[SyncReport], list[str], Path]:
     """`report sync`: bring the local index of each repo up to date (and what fixed its
     closed issues, with `fixed_in`)."""
-    from reporter.app import issues
-    from reporter.app.issues import GitHubAccess
-
     names = list(repos) or list(ctx.config.repos)
     if not names:
         raise UsageError(
@@ -187,9 +182,6 @@ def sync_upstream(
 
 def index_import(ctx: Context, file: Path, *, db: Path | None = None) -> tuple[ImportResult, Path]:
     """`report index import`: JSONL issues into the index (default: the user cache index)."""
-    from reporter.app import issues
-    from reporter.upstream.index import Index
-
     path = ctx.db(db) or issues.default_db_path(ctx.cache_dir, ctx.host)
     existed = path.exists()
     try:
@@ -205,10 +197,6 @@ def index_export(
     ctx: Context, *, write: Callable[[str], object], db: Path | None = None, repo: str | None = None
 ) -> tuple[int, Path]:
     """`report index export`: hand each stored issue's JSONL line to `write`; the count."""
-    from reporter.app import issues
-    from reporter.upstream.index import Index
-    from reporter.upstream.records import validate_repo
-
     name = validate_repo(repo) if repo else None
     count = 0
     path = ctx.db(db) or issues.default_db_path(ctx.cache_dir, ctx.host)
@@ -235,8 +223,6 @@ class UpstreamDraftRun:
 
 def upstream_repo(bundle: Bundle, repo: str | None, conf: Settings | None = None) -> str:
     """`--repo`, else the manifest's first `upstream` repository, else the config's first."""
-    from reporter.upstream.records import validate_repo
-
     if repo:
         return validate_repo(repo)
     if bundle.manifest.upstream:
@@ -267,8 +253,6 @@ def draft_source(
 ) -> DraftSource:
     """What `upstream draft` and `upstream file` draft from: the bundle analysed, the
     repository (`upstream_repo`), `--forms` else the config's, `--db` else the config's."""
-    from reporter.app.filing import DraftSource
-
     bundle, analysis = load_and_analyze([evidence], options or Options())
     return DraftSource(
         bundle=bundle,
@@ -298,9 +282,6 @@ def upstream_draft(
     Works with no network and no token: forms fall back to the cache or the generic form,
     related issues to the local index. An existing file is kept as `.bak`.
     """
-    from reporter.app import filing
-    from reporter.app.issues import GitHubAccess
-
     source = draft_source(
         ctx, evidence, repo=repo, forms=forms, db=db, link_related=link_related, options=options
     )
@@ -320,8 +301,6 @@ def upstream_draft(
 
 def _is_upstream_draft(head: str) -> bool:
     """True for a file `report upstream draft` wrote (front matter `kind: upstream-draft`)."""
-    from reporter.render import frontmatter
-
     return f"kind: {frontmatter.UPSTREAM_DRAFT}" in head[:4096]
 
 
@@ -346,10 +325,6 @@ def upstream_file(
     Once filed (or commented), the issue's URL goes into the incident report's
     `upstream_issue` (`record_upstream_issue`).
     """
-    from reporter.app import filing
-    from reporter.app.issues import GitHubAccess
-    from reporter.upstream.publish import Action
-
     source = draft_source(
         ctx, evidence, repo=repo, forms=forms, db=db, link_related=link_related, options=options
     )
@@ -399,8 +374,6 @@ def record_upstream_issue(
     `reports/` when present) drafted from this bundle. A report whose `upstream_issue`
     already names another issue is left alone (the reviewer chose it).
     """
-    from reporter.render import frontmatter
-
     if report is not None:
         candidates = [report]
     else:

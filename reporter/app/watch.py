@@ -24,7 +24,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from reporter.app import report as reports
+from reporter.collect import CollectStatus
+from reporter.collect import collect as run_collect
+from reporter.collect.httpread import Limits
+from reporter.collect.runner import helper_env, run_bounded
+from reporter.collect.scrape import make_client
+from reporter.collect.watch import Poller
+from reporter.core import inert
+from reporter.core.fileio import read_text_bounded
 from reporter.core.times import iso
+from reporter.core.writer import locked, write_atomic
+from reporter.load.manifest import MANIFEST_NAME
+from reporter.render import answer, seenagain
 
 if TYPE_CHECKING:
     from reporter.analysis import online
@@ -100,10 +112,6 @@ def watch(
 ) -> int:
     """Run until `stop` is set (SIGTERM), `--max-time` passes, or the first capture with
     `--once`; returns the exit code."""
-    from reporter.collect.httpread import Limits
-    from reporter.collect.scrape import make_client
-    from reporter.collect.watch import Poller
-
     clock = now or (lambda: datetime.now(tz=UTC))
     request.out_dir.mkdir(parents=True, exist_ok=True)
     request.reports.mkdir(parents=True, exist_ok=True)
@@ -288,10 +296,6 @@ def capture(
     stop: threading.Event,
 ) -> Capture | None:
     """Collect, add the history, analyze, report, keep the budget, hand off."""
-    from reporter.collect import CollectStatus
-    from reporter.collect import collect as run_collect
-    from reporter.core.writer import write_atomic
-
     at = decision.at
     folder = _free_folder(request.out_dir, at)
     emit(
@@ -364,10 +368,6 @@ def capture(
 
 def _add_events(folder: Path, trigger: online.Trigger, decision: online.Decision) -> None:
     """The watcher's decision on the report's timeline: `[[event]]` tables in bundle.toml."""
-    from reporter.core.fileio import read_text_bounded
-    from reporter.core.writer import write_atomic
-    from reporter.load.manifest import MANIFEST_NAME
-
     manifest = folder / MANIFEST_NAME
     if not manifest.is_file():
         return
@@ -402,12 +402,6 @@ def _free_folder(out_dir: Path, at: datetime) -> Path:
 
 def _report(folder: Path, request: WatchRequest, decision: online.Decision) -> Capture:
     """Analyze the bundle; draft a report, or add "seen again" to the open one."""
-    from reporter.app import report as reports
-    from reporter.core import inert
-    from reporter.core.fileio import read_text_bounded
-    from reporter.core.writer import locked, write_atomic
-    from reporter.render import answer, seenagain
-
     at = decision.at
     bundle, analysis = reports.load_and_analyze([folder], reports.Options())
     headline = answer.build(bundle, analysis).title
@@ -447,8 +441,6 @@ def _report(folder: Path, request: WatchRequest, decision: online.Decision) -> C
 def _hand_off(request: WatchRequest, made: Capture, at: datetime, stop: threading.Event) -> Event:
     """Run `--on-capture` (no shell) with the placeholders filled and the env set."""
     import os
-
-    from reporter.collect.runner import helper_env, run_bounded
 
     values = {
         "report": str(made.report),

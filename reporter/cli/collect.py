@@ -12,6 +12,9 @@ import typer
 from reporter import console
 from reporter.cli.group import cli, echo_lines, masked
 from reporter.cli.options import JsonFlag, option_sets, size
+from reporter.console.report import collect_lines
+from reporter.core.errors import UsageError
+from reporter.core.fileio import read_text_bounded
 
 if TYPE_CHECKING:
     from reporter.collect import CollectRequest
@@ -335,10 +338,10 @@ def collect_cmd(
     stack came back from any process it was asked to dump, or nothing from a URL it was
     asked to read.
     """
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.app.collect import collect
     from reporter.collect import CollectStatus
     from reporter.console import documents_upstream as documents
-    from reporter.console.report import collect_lines
 
     made = collect_request(out, targets, capture, limits, remote)
     with console.progress_bars() as (line, tick):
@@ -363,6 +366,7 @@ def collect_request(
     hosts file read (the remote part first, as its errors come first)."""
     import shlex
 
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.collect import CollectRequest, plan
 
     wanted = remote_request(remote, parallel=limits.parallel)
@@ -410,11 +414,10 @@ def collect_request(
 def remote_request(remote: Remote, *, parallel: int | None) -> RemoteRequest | None:
     """The remote part of the request (None for a capture on this host); the hosts file is
     read here, at the edge. `parallel`: `--parallel`, hosts at once (None: the default)."""
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.collect import plan
     from reporter.collect.plan import DEFAULT_REMOTE_PARALLEL, RemoteRequest
     from reporter.collect.remote import HOSTS_FILE_MAX, parse_hosts_file
-    from reporter.core.errors import UsageError
-    from reporter.core.fileio import read_text_bounded
 
     deadline = (
         plan.seconds(remote.host_timeout, option="--host-timeout") if remote.host_timeout else None

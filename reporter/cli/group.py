@@ -177,6 +177,7 @@ def echo(*parts: object, file: TextIO | None = None, flush: bool = False) -> Non
 
 
 def masked(text: str) -> str:
+    # Lazy: start-up; `report --help` must not load reporter.core.rules.
     from reporter.secrets import mask_text
 
     return mask_text(text)
@@ -264,6 +265,7 @@ def _version(value: bool) -> None:
 
 def version_text() -> str:
     """`report --version`: reporter, Python and py-spy, each with where it runs from."""
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.collect import envcap
 
     found = envcap.find_pyspy()

@@ -130,6 +130,7 @@ def evidence_options(
     context: int = 6,
 ) -> Options:
     """The evidence options' values as the app layer's `Options`."""
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.analysis.result import Similarity
     from reporter.app.report import Options
 

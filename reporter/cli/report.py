@@ -32,6 +32,7 @@ def analyze_cmd(
     reports: ReportsOpt = None,
 ) -> None:
     """Print the verdict for a bundle folder or loose dump files; writes nothing."""
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.app.report import load_and_analyze, seen_before
     from reporter.console import documents
     from reporter.core.gcpause import gc_paused
@@ -74,6 +75,7 @@ def draft_cmd(
     Into an existing report the new draft is merged: sections nobody edited are
     regenerated, reviewers' edits and text are kept byte for byte.
     """
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.app.report import draft
     from reporter.app.settings import Context
     from reporter.console import documents
@@ -117,6 +119,7 @@ def diff_cmd(
     compared; a changed tuning knob outranks per-run noise (PIDs, invocation ids,
     timestamps, random ports, temporary paths). Each change says why it ranks where it does.
     """
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.app.report import diff_runs
     from reporter.console import documents
 
@@ -142,6 +145,7 @@ def init_cmd(
     The upstream repository (from process titles, command lines, packages and frames),
     the world size and evidence globs are guessed and written as comments to confirm.
     """
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.app.report import init_manifest
     from reporter.console import documents
 
@@ -171,6 +175,7 @@ def lint_cmd(
 
     Exit code 0 when clean, 1 with findings, 2 for usage errors.
     """
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.app.report import lint_reports
     from reporter.console import documents
 
@@ -192,6 +197,7 @@ def status_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """List the reports under FOLDER with status, owners, open TODOs, signature and title."""
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.app.report import report_status
     from reporter.console import documents
 
@@ -216,6 +222,7 @@ def preview_cmd(
     ] = False,
 ) -> None:
     """Write a standalone HTML preview of a report (diagrams drawn inline, no network needed)."""
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.app.report import preview
     from reporter.console import documents
 

@@ -9,6 +9,7 @@ import typer
 from reporter import console
 from reporter.cli.group import echo, subgroup
 from reporter.cli.options import BaseUrlOpt, JsonFlag
+from reporter.console.upstream import auth_status_text, config_show_text
 
 auth_app = subgroup("auth", "Which GitHub token the upstream commands use.")
 config_app = subgroup("config", "The settings file (default repos, index, forms, host).")
@@ -32,8 +33,8 @@ def auth_status_cmd(
     (the system keyring). Each token is only sent to its own host. The token itself
     is never printed.
     """
+    # Lazy: start-up; `report --help` must not load reporter.app.
     from reporter.app.settings import Context, auth_status
-    from reporter.console.upstream import auth_status_text
 
     status = auth_status(Context.resolve(base_url=base_url), check=not offline)
     if as_json:
@@ -54,8 +55,8 @@ def config_show_cmd(as_json: JsonFlag = False) -> None:
 
     Keys: repos = ["owner/name"], index = "PATH", forms = "DIR", host = "github.com".
     """
+    # Lazy: start-up; `report --help` must not load reporter.app.
     from reporter.app.settings import Context
-    from reporter.console.upstream import config_show_text
 
     conf = Context.resolve().config
     if as_json:

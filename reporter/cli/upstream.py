@@ -63,6 +63,7 @@ def sync_cmd(
     Each page is committed as it arrives: an interrupted sync loses nothing and the next
     run resumes. Token: see `report auth status`.
     """
+    # Lazy: start-up; `report --help` must not load reporter.app.
     from reporter.app.settings import Context
     from reporter.app.upstream import sync_upstream
     from reporter.console import documents_upstream as documents
@@ -101,6 +102,7 @@ def index_import_cmd(
     A file with no valid line imports nothing and exits 1. Without --db, the index of
     the host (--base-url / GH_HOST) in the user cache dir.
     """
+    # Lazy: start-up; `report --help` must not load reporter.app.
     from reporter.app.settings import Context
     from reporter.app.upstream import index_import
     from reporter.console import documents_upstream as documents
@@ -129,6 +131,7 @@ def index_export_cmd(
     Every stored field goes out, what fixed a closed issue included (`fixed_in`), so an
     export imports back as it was.
     """
+    # Lazy: start-up; `report --help` must not load reporter.app.
     from reporter.app.settings import Context
     from reporter.app.upstream import index_export
     from reporter.console import documents_upstream as documents
@@ -193,6 +196,7 @@ def search_upstream_cmd(
     a failure (exit 1), never an empty result; --offline searches the local index. The
     last line says which index answered.
     """
+    # Lazy: start-up; `report --help` must not load reporter.app.
     from reporter.app.settings import Context
     from reporter.app.upstream import search_upstream
 
@@ -249,6 +253,7 @@ def triage_cmd(
     base_url: BaseUrlOpt = None,
 ) -> None:
     """List likely duplicates of tracker issues for maintainers, never the issue itself."""
+    # Lazy: start-up; `report --help` must not load reporter.app.
     from reporter.app.settings import Context
     from reporter.app.upstream import triage
 
@@ -328,6 +333,7 @@ def upstream_draft_cmd(
     deployment's, that upgrade is the draft's first line and the exit code is 1 (unless
     --force-new).
     """
+    # Lazy: start-up; `report --help` must not load reporter.app.
     from reporter.app.settings import Context
     from reporter.app.upstream import upstream_draft
     from reporter.console import documents_upstream as documents
@@ -411,6 +417,7 @@ def upstream_file_cmd(
     files twice (a hidden marker is looked for before any retry). Exit 1 when refused;
     the refusal and its fix are printed first.
     """
+    # Lazy: start-up; `report --help` must not load reporter.app.
     from reporter.app.settings import Context
     from reporter.app.upstream import upstream_file
     from reporter.console import documents_upstream as documents

@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from reporter.cli.collect import Remote, remote_request
 from reporter.cli.group import cli, echo, masked
 from reporter.cli.options import JsonFlag, size
+from reporter.core.errors import UsageError
 
 if TYPE_CHECKING:
     from reporter.app.watch import Event
@@ -139,11 +141,10 @@ def watch_cmd(
     the open report of the same signature) and --on-capture. SIGTERM stops it cleanly.
     --json prints one event per line.
     """
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.app import watch as use_case
-    from reporter.cli.collect import Remote, remote_request
     from reporter.collect import CollectRequest, plan
     from reporter.console import documents_watch
-    from reporter.core.errors import UsageError
     from reporter.model import WedgeSettings
 
     urls = tuple(metrics_url or ())

@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
+from reporter.analysis.excerpts import default_upstream_rules
 from reporter.collect import dumps as dumping
 from reporter.collect import envcap, plan, procfs, procread, ptrace
 from reporter.collect.dumps import DumpResult, DumpStatus
@@ -400,7 +401,6 @@ def _service_version(service: str, freeze: str) -> str:
     """The installed version of the service's own distribution, from `name==version` lines."""
     if not service:
         return ""
-    from reporter.analysis.excerpts import default_upstream_rules
 
     dists = {r.dist.lower() for r in default_upstream_rules() if r.module == service} or {service}
     for line in freeze.splitlines():

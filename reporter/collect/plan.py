@@ -42,9 +42,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from reporter.collect.hostprocs import ancestors_of, descendants_of, nearest_launchers
 from reporter.collect.httpread import Limits
 from reporter.collect.procfs import ProcessInfo
 from reporter.core.errors import UsageError
+from reporter.core.times import parse_duration
 from reporter.evidence.kinds import REGISTRY
 from reporter.model import EvidenceKind
 
@@ -258,23 +260,17 @@ class Selection:
 
 def descendants(processes: Iterable[ProcessInfo], pid: int) -> set[int]:
     """PIDs of every process below `pid` in the parent tree (not `pid` itself)."""
-    from reporter.collect.hostprocs import descendants_of
-
     return descendants_of({p.pid: p.ppid for p in processes}, pid)
 
 
 def ancestors(processes: Iterable[ProcessInfo], pid: int) -> set[int]:
     """PIDs above `pid` up to init (not `pid` itself)."""
-    from reporter.collect.hostprocs import ancestors_of
-
     return ancestors_of({p.pid: p.ppid for p in processes}, pid)
 
 
 def launchers(processes: Iterable[ProcessInfo], targets: Sequence[int]) -> dict[int, int]:
     """Per target PID, its launcher: the nearest ancestor that is not itself a target (the
     server, job or engine process that started it). PID 1 and init-like roots are none."""
-    from reporter.collect.hostprocs import nearest_launchers
-
     return nearest_launchers({p.pid: p.ppid for p in processes}, targets)
 
 
@@ -458,8 +454,6 @@ def framework(titles: Iterable[str]) -> str:
 
 def seconds(text: str, *, option: str, allow_zero: bool = False) -> float:
     """A command-line duration (`0.5`, `30s`, `2m`, `1h`) in seconds; `UsageError` if not one."""
-    from reporter.core.times import parse_duration
-
     value = parse_duration(text.strip())
     if value is None and allow_zero and text.strip() in {"0", "0s", "0.0"}:
         value = 0.0

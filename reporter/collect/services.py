@@ -16,6 +16,7 @@ from reporter.collect.runner import run_bounded
 from reporter.collect.state import WAIT_S, SessionState
 from reporter.core.text import plural
 from reporter.core.times import iso
+from reporter.evidence import systemd
 from reporter.model import EvidenceKind
 
 
@@ -108,8 +109,6 @@ class ServiceSteps(SessionState):
     def _service_start(self, unit: str, pids: list[int], systemctl: str | None) -> datetime | None:
         """When the service's main process started (`systemctl show`), else the earliest
         start of its targets (`/proc`); None when neither is known."""
-        from reporter.evidence import systemd
-
         shown = envcap.systemctl_show(
             unit, timeout=self.request.timeout, stop=self.stop, systemctl=systemctl
         )

@@ -31,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 
 from reporter import __version__
+from reporter.analysis.excerpts import default_upstream_rules
 from reporter.collect import envcap, manifest, outdir, plan, procfs, ptrace
 from reporter.collect.capture import ProcessSteps
 from reporter.collect.manifest import (
@@ -420,7 +421,6 @@ def _remote_status(session: _Session) -> CollectStatus:
 def _upstream_for(service: str) -> tuple[str, ...]:
     if not service:
         return ()
-    from reporter.analysis.excerpts import default_upstream_rules
 
     return tuple(sorted({r.repo for r in default_upstream_rules() if r.module == service}))
 

@@ -26,7 +26,7 @@ from reporter.core.text import plural
 from reporter.core.times import iso
 from reporter.core.writer import write_atomic
 from reporter.model import EvidenceKind
-from reporter.secrets import scrub
+from reporter.secrets import mask_text, scrub
 
 Progress = Callable[[str], None]
 Tick = Callable[[str, int, int], None]
@@ -89,8 +89,6 @@ class SessionState:
     def masked(self, text: str) -> str:
         """Free text about the targets (a reason, a tool's output, a process title), secrets
         masked whatever `--raw-env` says: it is no environment or command line."""
-        from reporter.secrets import mask_text
-
         return mask_text(text)
 
     def scrubbed_locals(self, text: str) -> tuple[str, int]:

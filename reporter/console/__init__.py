@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
+from reporter.core.errors import UsageError
+
 # `--json a,b` (as gh takes it): the fields to keep, set by the command line's parser.
 JSON_FIELDS: list[tuple[str, ...]] = []
 
@@ -24,6 +26,7 @@ def emit(document: object, *, stream: TextIO | None = None) -> None:
     """Print one `--json` document (a typed record of `reporter.console.documents` or
     `documents_upstream`): the one way every command prints JSON. Masking and layout are
     the document class's (`documents.render`); `--json a,b` keeps fields a and b."""
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.console.documents import render
 
     text = render(document)
@@ -36,8 +39,6 @@ def select_fields(text: str, fields: tuple[str, ...]) -> str:
     """The JSON object `text` with only `fields`, in the order asked; an unknown field is a
     `UsageError` listing the fields there are (what gh does)."""
     import json
-
-    from reporter.core.errors import UsageError
 
     value = json.loads(text)
     if not isinstance(value, dict):

@@ -21,12 +21,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
-from reporter.analysis.export import AnalysisDocument
+from reporter.analysis import export, export_context
+from reporter.analysis.export import AnalysisDocument, dumps_deep
 from reporter.analysis.export_context import Diff
 from reporter.model.document import Count, data, document, schema, spec
-from reporter.render.answer.records import SummaryLine
+from reporter.render import answer
+from reporter.render.answer.records import SummaryLine, seen_of
 from reporter.render.nextsteps import Step
 from reporter.render.status import ReportStatus
+from reporter.secrets import mask_data
 
 if TYPE_CHECKING:
     from reporter.analysis import Analysis
@@ -103,14 +106,10 @@ def analysis_document(
     (each summary line with its topic and sources), `next_steps` and `seen_before`."""
     from dataclasses import fields
 
-    from reporter.analysis import export
-
     base = export.build(analysis)
     values = {f.name: getattr(base, f.name) for f in fields(base)}
     if bundle is None:
         return AnalysisOnlyDocument(**values)
-    from reporter.render import answer
-    from reporter.render.answer.records import seen_of
 
     ans = answer.build(bundle, analysis, seen=seen)
     return AnalyzeDocument(
@@ -206,8 +205,6 @@ def draft_document(result: DraftResult) -> DraftDocument:
 
 def diff_document(run: DiffRun) -> Diff:
     """`report diff --json`: `changes` in rank order, then counts and notes."""
-    from reporter.analysis import export_context
-
     return export_context.diff(run.diff)
 
 
@@ -318,8 +315,6 @@ def json_value(doc: object) -> Any:
     if root is not None:
         value = value[root]
     if getattr(cls, "masked", True):
-        from reporter.secrets import mask_data
-
         value = mask_data(value)
     return value
 
@@ -339,7 +334,6 @@ def emit(doc: object, *, stream: TextIO | None = None) -> None:
 
 def _json_lines(value: dict[str, object]) -> str:
     """`value` with one top-level key, and one item of a top-level list, per line."""
-    from reporter.analysis.export import dumps_deep
 
     def dump(item: object) -> str:
         try:

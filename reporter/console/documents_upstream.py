@@ -172,6 +172,7 @@ def fixed_in(fix: Fix | None, deployed: str) -> FixedIn | None:
     whether the deployment runs that release or later (None: cannot tell)."""
     if fix is None:
         return None
+    # Lazy: start-up; `report config show` must not load reporter.upstream.
     from reporter.upstream import fixes
 
     return FixedIn(
@@ -222,6 +223,7 @@ def _candidate(candidate: rank.Candidate) -> dict[str, Any]:
 
 def search_document(outcome: SearchOutcome) -> SearchDocument:
     """`report search-upstream --json`."""
+    # Lazy: start-up; `report config show` must not load reporter.analysis.
     from reporter.upstream.search import fixed_notes
 
     deployed = {repo.lower(): version for repo, version in outcome.query.deployed}

@@ -26,6 +26,7 @@ def analysis_text(
     bundle: Bundle, analysis: Analysis, *, seen: SeenBefore | Sequence[SeenReport] = ()
 ) -> str:
     """`report analyze` for a terminal: the summary block first (each fact once), then the classes."""
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.analysis import format_ranks
     from reporter.model import innermost_python
     from reporter.render import answer
@@ -102,6 +103,7 @@ def warning_lines(warnings: Sequence[object], *, most: int = 10) -> list[str]:
 
 def merge_lines(merge: MergeResult | None) -> list[str]:
     """One line per kind of outcome of merging a draft into an edited report."""
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.console.documents import MERGE_OUTCOMES
 
     if merge is None:
@@ -177,6 +179,7 @@ def lint_lines(run: LintRun) -> list[str]:
 
 def status_text(rows: Sequence[ReportStatus]) -> str:
     """The `status` table for a terminal."""
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.render import status
 
     return status.table(rows)

@@ -42,6 +42,7 @@ def sync_lines(reports: list[SyncReport], path: Path) -> list[str]:
 
 def search_table(outcome: SearchOutcome) -> str:
     """`report search-upstream`: one line per candidate, its reasons indented under it."""
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.upstream.search import fixed_notes
 
     source = (
@@ -71,6 +72,7 @@ def search_table(outcome: SearchOutcome) -> str:
 
 def triage_text(outcome: TriageOutcome) -> str:
     """The `report triage` table in Markdown."""
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.upstream import triage
 
     return triage.markdown_table(outcome.rows)
@@ -78,6 +80,7 @@ def triage_text(outcome: TriageOutcome) -> str:
 
 def upstream_draft_lines(made: UpstreamDraftRun) -> list[tuple[str, bool]]:
     """`report upstream draft`: the written draft as (line, to stderr) pairs, in order."""
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.upstream.redact import report_lines
 
     draft = made.run.draft
@@ -134,6 +137,7 @@ def upstream_file_text(result: FileResult, *, show_body: bool = False) -> str:
     """What `report upstream file` prints after the refusals (`refusal_lines`): the
     decision, its reasons and the request. The body is printed in a dry run that could be
     sent; when refused, only with `show_body` (the refusal is the news, not 25 KB of body)."""
+    # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.upstream.publish import Action
 
     plan = result.plan
@@ -175,6 +179,7 @@ def auth_status_text(status: AuthStatus, *, now: float | None = None) -> str:
     """`report auth status` for a terminal; `now` (epoch seconds) for the reset time."""
     import time
 
+    # Lazy: start-up; `report --help` must not load reporter.upstream.
     from reporter.upstream.auth import missing_token_tip
 
     lines = [f"{status.host} ({status.api_url})"]
@@ -196,6 +201,7 @@ def auth_status_text(status: AuthStatus, *, now: float | None = None) -> str:
 
 def config_show_text(conf: Settings) -> str:
     """`report config show` for a terminal: the path, then each key."""
+    # Lazy: start-up; `report --help` must not load reporter.core.config.
     from reporter.core.config import KEYS
 
     where = f"{conf.path}" + ("" if conf.exists else " (not created; every key unset)")

@@ -22,7 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from reporter.core.errors import UsageError
+from reporter.core.errors import InputError, UsageError
+from reporter.core.fileio import read_text_bounded
 
 CONFIG_ENV = "REPORTER_CONFIG"
 KEYS = ("repos", "index", "forms", "host")
@@ -53,9 +54,6 @@ def config_path(env: Mapping[str, str]) -> Path:
 
 def load(env: Mapping[str, str] | None = None) -> Settings:
     """Read the settings file; see the module docstring."""
-    from reporter.core.errors import InputError
-    from reporter.core.fileio import read_text_bounded
-
     env = os.environ if env is None else env
     path = config_path(env)
     if not os.path.lexists(path):

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from reporter.core.errors import OutputError
+from reporter.core.fileio import file_kind, read_text_bounded
 
 # How many backups one report may collect before writes are refused (history is never
 # dropped silently).
@@ -66,7 +67,6 @@ def check_target(path: Path) -> bool:
     mode = info.st_mode
     if stat.S_ISREG(mode):
         return True
-    from reporter.core.fileio import file_kind
 
     raise OutputError(
         f"{path}: is {file_kind(mode)}; not replacing it with a report",
@@ -138,8 +138,6 @@ def write_atomic(
     with locked(path):
         exists = check_target(path)
         if exists and owned is not None:
-            from reporter.core.fileio import read_text_bounded
-
             try:
                 head = read_text_bounded(path, max_bytes=1 << 40, errors="replace")[:65536]
             except Exception:

@@ -39,6 +39,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from reporter.evidence import (
+    env,
     flight_recorder,
     kinds,
     logs,
@@ -101,8 +102,6 @@ def sniff(text: str) -> EvidenceKind:
     nuls = quick.count("\x00")
     proc_copy = nuls > 0 and nuls >= quick.count("\n")
     if proc_copy or quick.lstrip("\ufeff \t\r\n").startswith("["):
-        from reporter.evidence import env
-
         if proc_copy or env.looks_like_pip_json(quick):
             # /proc copies and pip's JSON: py-spy text never holds NUL, py-spy JSON has thread ids.
             return env.sniff_distinctive(text)
@@ -141,14 +140,10 @@ def _when(kind: EvidenceKind, test: Callable[[str], bool]) -> Callable[[str], Ev
 
 # Imported on first use: a bundle of py-spy dumps never needs these parsers.
 def _env_distinctive(head: str) -> EvidenceKind:
-    from reporter.evidence import env
-
     return env.sniff_distinctive(head)
 
 
 def _env_generic(head: str) -> EvidenceKind:
-    from reporter.evidence import env
-
     return env.sniff_generic(head)
 
 

@@ -57,6 +57,7 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
+from reporter.analysis.ranks import rank_from_filename
 from reporter.core import fileio
 from reporter.core.errors import EvidenceError, ManifestError, UsageError
 from reporter.core.gcpause import gc_paused
@@ -568,8 +569,6 @@ def draft_manifest(root: Path) -> str:
     Every recognised file gets an `[[evidence]]` entry with its sniffed kind; a rank
     read from the file name is suggested in a comment, never asserted.
     """
-    from reporter.analysis.ranks import rank_from_filename
-
     doc = (
         TomlDocument()
         .comment("Evidence bundle manifest, written by `report init`. Every key is optional.")

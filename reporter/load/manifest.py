@@ -31,8 +31,9 @@ from typing import Any
 import tomlkit
 from tomlkit.items import Item
 
-from reporter.core import hostnames
+from reporter.core import fileio, hostnames
 from reporter.core.errors import ManifestError
+from reporter.core.fileio import file_kind
 from reporter.core.times import iso, parse_duration
 from reporter.load.parts import MANIFEST_NAME as MANIFEST_NAME
 from reporter.load.parts import PARTS_DIR, join_parts, read_parts
@@ -347,8 +348,6 @@ def _glob(root: Path, pattern: str, line: int) -> list[Path]:
     """The files under `root` a glob matches (`fileio.walk`: no recursion, links not
     followed into folders); folders it matches are not evidence and are passed over, and
     a glob that matches only folders is an error saying so."""
-    from reporter.core import fileio
-
     regex = fileio.glob_regex(pattern.removeprefix("./"))
     walked = fileio.walk(root, hidden=True)
     files = [w.path for w in walked.files if regex.match(w.rel)]
@@ -436,7 +435,6 @@ def _expand_entry(
                     f"{MANIFEST_NAME}:{line}: {rel} does not exist",
                     tip="fix the path or remove the [[evidence]] entry",
                 ) from None
-            from reporter.core.fileio import file_kind
 
             # A FIFO or device listed as evidence (issue 16): named as such, never opened.
             raise ManifestError(

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reporter.analysis import Analysis
+from reporter.analysis.diff import ChangeKind, default_rules_diff
 from reporter.analysis.environment import ShowRules
 from reporter.analysis.result import RankState, StackClass
 from reporter.core.text import plural, version_key
@@ -29,6 +30,7 @@ from reporter.render import parts
 from reporter.render.answer.waits import members
 from reporter.render.parts import Block, BranchView, ClassRow, SignalRow, located
 from reporter.render.policy import Text, TextPolicy, later
+from reporter.render.view import tree_text
 
 MAX_TIMELINE_ENTRIES = 60
 MAX_CHANGES = 8
@@ -344,6 +346,7 @@ def _code_views(analysis: Analysis, policy: TextPolicy) -> tuple[CodeView, ...]:
 
 def _flight_recorder_block(analysis: Analysis, policy: TextPolicy) -> Block | None:
     """The aligned rows around the first FR mismatch, redacted like every other block."""
+    # Lazy: name; a function here binds `excerpt` to something else.
     from reporter.render.frview import excerpt
 
     text = excerpt(analysis.flight_recorder)
@@ -370,8 +373,6 @@ def _permalinks(analysis: Analysis) -> dict[tuple[str, int], str]:
 
 def _details(analysis: Analysis, policy: TextPolicy) -> tuple[Block, ...]:
     """The larger evidence, each in a collapsed block: tree, one dump per class, timeline, changes."""
-    from reporter.render.view import tree_text
-
     ev = policy.evidence
     blocks: list[Block] = []
     if analysis.tree.children:
@@ -575,8 +576,6 @@ def _relevance(name: str) -> int:
     """How much diff.toml's rules weigh a change of variable `name` (engine knobs 40,
     runtime knobs 30, the rest 0): the table lists the relevant ones first, so trimming
     for size drops the least relevant."""
-    from reporter.analysis.diff import ChangeKind, default_rules_diff
-
     rules = default_rules_diff().rules
     return sum(r.weight for r in rules if r.weight > 0 and r.matches(ChangeKind.ENV, name, ()))
 

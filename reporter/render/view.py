@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from reporter import __version__
 from reporter.analysis import Analysis
+from reporter.analysis.ranks import format_ranks
 from reporter.analysis.ranksets import format_pids
 from reporter.analysis.result import RankProcess, TreeNode, Verdict
 from reporter.core.text import plural, version_key
@@ -37,11 +38,12 @@ from reporter.model import (
     TimelineEvent,
 )
 from reporter.render import answer as answers
-from reporter.render import bounds, envview, frview, parts
+from reporter.render import bounds, charts, envview, frview, parts
 from reporter.render import evidence as evidence_blocks
 from reporter.render import markdown as md
 from reporter.render.answer.hosts import multi_host, split_by_host
 from reporter.render.answer.scope import instance_name
+from reporter.render.answer.series import cite
 from reporter.render.parts import Block, located
 from reporter.render.policy import LOCAL, final
 
@@ -461,9 +463,6 @@ def metrics_view(
 
     With the `bundle`, step changes cite their sample by series and time (a line of a
     one-line `query_range` answer points nowhere)."""
-    from reporter.render import charts
-    from reporter.render.answer.series import cite
-
     wedge = analysis.wedge
     if wedge is None:
         return None
@@ -544,8 +543,6 @@ def _default_title(analysis: Analysis) -> str:
 
 
 def _ranks_text(ranks: Sequence[int]) -> str:
-    from reporter.analysis.ranks import format_ranks
-
     return format_ranks(ranks) if ranks else ""
 
 

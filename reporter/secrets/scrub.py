@@ -25,6 +25,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from reporter import secrets
+
 REDACTED = "[redacted]"  # reporter.secrets.REDACTED (no import cycle)
 # Texts larger than this are scanned with our own shapes only (see `default_detector`).
 _THOROUGH_BYTES = 1 << 20
@@ -71,8 +73,6 @@ class SecretDetector:
 
 def default_detector() -> SecretDetector:
     """The project's detector: the shared secret policy and shapes (`reporter.secrets`)."""
-    from reporter import secrets
-
     policy = secrets.default_policy()
 
     def spans(text: str) -> list[tuple[int, int]]:

@@ -28,6 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from reporter.core.errors import InputError
+from reporter.core.fileio import read_text_bounded
+
 API_URL = "https://api.github.com"
 GITHUB_HOST = "github.com"
 # `gh auth token` reads the keyring; a locked keyring may prompt, so it gets a bound.
@@ -138,9 +141,6 @@ def find_token(
 
 
 def _hosts_yml_token(path: Path, host: str) -> str | None:
-    from reporter.core.errors import InputError
-    from reporter.core.fileio import read_text_bounded
-
     if not path.exists():
         return None
     try:

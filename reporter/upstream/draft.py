@@ -51,10 +51,11 @@ from typing import Any
 from reporter import __version__
 from reporter.analysis import Analysis
 from reporter.analysis.environment import ShowRules, default_rules
+from reporter.analysis.excerpts import default_upstream_rules
 from reporter.core import inert
 from reporter.core.text import plural
 from reporter.model import Bundle
-from reporter.render import issueview
+from reporter.render import frontmatter, issueview
 from reporter.render import markdown as md
 from reporter.render.issueview import IssueView, RelatedView, SectionView
 from reporter.render.lint import GITHUB_BODY_LIMIT, placeholders
@@ -72,6 +73,7 @@ from reporter.render.policy import (
     settle,
 )
 from reporter.upstream import redact as redactor
+from reporter.upstream.fixes import deployed_version
 from reporter.upstream.focus import focused
 from reporter.upstream.forms import (
     FieldType,
@@ -417,8 +419,6 @@ def _view(inputs: DraftInputs, policy: TextPolicy, mark: str) -> tuple[IssueView
 def product_of(repo: str) -> str | None:
     """The distribution a repository ships (`sgl-project/sglang` -> `sglang`), from
     reporter/data/upstream.toml; None for a repository it does not name."""
-    from reporter.analysis.excerpts import default_upstream_rules
-
     for rule in default_upstream_rules():
         if rule.repo.lower() == repo.lower():
             return rule.dist
@@ -435,8 +435,6 @@ _ENV_COMMANDS = {
 
 def _version_todo(inputs: DraftInputs) -> str:
     """A TODO line when the repository's product is known and its deployed version is not."""
-    from reporter.upstream.fixes import deployed_version
-
     product = product_of(inputs.repo)
     if product is None:
         return ""
@@ -461,6 +459,7 @@ def _render(
     template: str, view: IssueView | issueview.CommentView, lead: Lead | None = None
 ) -> str:
     """The Markdown of an issue body or a comment: blank-line runs folded, one final newline."""
+    # Lazy: name; a function here binds `environment` to something else.
     from reporter.render.render import environment
 
     text = environment().get_template(template).render(v=view, x=lead or Lead())
@@ -656,8 +655,6 @@ def _document(
 
 def split_document(text: str) -> tuple[dict[str, Any], str]:
     """(front matter, body) of a draft document as `report upstream draft` wrote it."""
-    from reporter.render import frontmatter
-
     front = frontmatter.parse(text)
     _block, body, _start = frontmatter.split(text)
     data = dict(front.data) if front is not None and front.data is not None else {}

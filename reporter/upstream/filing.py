@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from reporter.core.errors import UpstreamError
-from reporter.upstream.auth import Token
+from reporter.upstream.auth import Token, host_of
 from reporter.upstream.github import Answer, ExchangeError, GitHubClient
 from reporter.upstream.policy import RateLimitReading, RetryPolicy, read_rate_limit, status_error
 
@@ -140,8 +140,6 @@ class HttpTracker:
         client: GitHubClient | None = None,
     ) -> None:
         if isinstance(token, str):
-            from reporter.upstream.auth import host_of
-
             token = Token(value=token, source="argument", host=host_of(base_url))
         self._client = client or GitHubClient(base_url=base_url, token=token, timeout=timeout)
         self._now = now

@@ -20,6 +20,7 @@ from reporter.analysis.result import RankState, StackClass
 from reporter.model import Bundle, Frame, ProcessDump
 from reporter.render import issueview
 from reporter.render import markdown as md
+from reporter.render.answer.waits import members
 from reporter.render.issueview import format_dump
 from reporter.render.parts import Block, located
 from reporter.render.policy import Text, TextPolicy, later
@@ -38,8 +39,6 @@ def focused(
     dumps without arguments or locals (the main thread first) in one collapsed block, a
     timeline without the lines the metrics already say, and no merged tree, class table,
     or changes the stacks do not tie to."""
-    from reporter.render.answer.waits import members
-
     hung = story.hung_instance
     ev = policy.evidence
     groups = stack_groups(analysis, hung)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reporter.core.errors import UsageError
+from reporter.core.inert import for_terminal
 from reporter.upstream.signals import EMPTY, Signals
 
 _REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,38}/[A-Za-z0-9_.-]{1,100}")
@@ -173,8 +174,6 @@ _INVISIBLE_RE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff]")
 def inert_title(text: str) -> str:
     """A title from upstream made inert, on one line: `reporter.core.inert.for_terminal`, then
     invisible characters removed."""
-    from reporter.core.inert import for_terminal
-
     return " ".join(_INVISIBLE_RE.sub("", for_terminal(str(text))).split())
 
 

@@ -25,8 +25,11 @@ from typing import TYPE_CHECKING
 
 from reporter.core.errors import UsageError
 from reporter.render.markdown import cell
-from reporter.upstream import rank
+from reporter.upstream import rank, search
 from reporter.upstream.index import Index
+from reporter.upstream.policy import FILING, SystemClock
+from reporter.upstream.publish import call_with_retries
+from reporter.upstream.query import query_from_issue
 from reporter.upstream.records import Fix, validate_repo
 
 if TYPE_CHECKING:
@@ -159,9 +162,6 @@ def triage_rows(
     notes: list[str],
 ) -> list[TriageRow]:
     """Candidates for each stored issue `repo#N` of `numbers` (its own repo searched)."""
-    from reporter.upstream import search
-    from reporter.upstream.query import query_from_issue
-
     rows: list[TriageRow] = []
     note_once: list[str] = []
     for number in numbers:
@@ -221,9 +221,6 @@ def post_comment(
     Reads and the post follow filing's retry rules (`publish.call_with_retries`): a rate
     limit is waited out or said, a failure after the POST looks for the marker before
     trying again, and what still fails is an `UpstreamError` with a Tip."""
-    from reporter.upstream.policy import FILING, SystemClock
-    from reporter.upstream.publish import call_with_retries
-
     body = comment_body(row)
     if body is None:
         return CommentResult(body=None, skipped="no likely duplicate or related issue")

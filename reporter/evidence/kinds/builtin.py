@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from reporter.evidence import (
+    env,
     faulthandler,
     flight_recorder,
     logs,
@@ -36,7 +37,6 @@ def _log(text: str, read: Read) -> ParseResult:
 def _env(kind: EvidenceKind) -> Parser:
     def parse_env(text: str, read: Read) -> ParseResult:
         # Imported on first use: a bundle of py-spy dumps never needs these parsers.
-        from reporter.evidence import env
 
         return env.parse(kind, text, source=read.source)
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from reporter.analysis.result import Analysis
+from reporter.analysis.wedge import Role
 from reporter.core.text import plural
 from reporter.core.times import clock
 from reporter.model import Bundle
@@ -29,8 +30,6 @@ CLIENT_STUCK_MINUTES = 5
 
 def waiting_now(bundle: Bundle, analysis: Analysis) -> tuple[str, tuple[str, ...]]:
     """`77 requests queued, 5 running at the last sample`, with the samples cited."""
-    from reporter.analysis.wedge import Role
-
     wedge = analysis.wedge
     if wedge is None:
         return "", ()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from reporter.analysis.flight_recorder import all_completed, group_name
 from reporter.analysis.ranks import main_thread
 from reporter.analysis.result import Analysis, Verdict
 from reporter.render.answer.records import SummaryLine
@@ -66,8 +67,6 @@ def _places_text(
 
 
 def fr_where(mismatch: FrMismatch) -> str:
-    from reporter.analysis.flight_recorder import group_name
-
     return f"#{mismatch.seq_id} on {group_name(mismatch.group, mismatch.group_desc)}"
 
 
@@ -155,8 +154,6 @@ def fr_lines(
 
 
 def fr_idle_line(analysis: Analysis, fr: FlightRecorderAnalysis) -> SummaryLine:
-    from reporter.analysis.flight_recorder import group_name
-
     lasts = ", ".join(
         f"{group_name(g.group, g.desc)} #{g.last_seq}" for g in fr.groups if g.last_seq is not None
     )
@@ -175,8 +172,6 @@ def fr_idle_line(analysis: Analysis, fr: FlightRecorderAnalysis) -> SummaryLine:
 
 
 def fr_idle(analysis: Analysis) -> bool:
-    from reporter.analysis.flight_recorder import all_completed
-
     fr = analysis.flight_recorder
     return fr is not None and all_completed(fr) and analysis.verdict is Verdict.PROGRESSING
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from reporter.analysis.classify import FrameKind, default_classifier
 from reporter.analysis.ranks import format_ranks, main_thread
 from reporter.analysis.ranksets import format_pids
 from reporter.analysis.result import Analysis, RankProcess, StackClass, Verdict
@@ -87,8 +88,6 @@ def _app_frames(frames: Sequence[Frame]) -> list[Frame]:
     """Application frames, innermost first (`frames.toml` decides: collective wrappers such
     as `tensor_model_parallel_all_reduce` are library frames); else Python frames outside
     torch."""
-    from reporter.analysis.classify import FrameKind, default_classifier
-
     classifier = default_classifier()
     found = [f for f in frames if classifier.classify(f).kind is FrameKind.APPLICATION]
     return found or [f for f in frames if not f.native and not _TORCH_FILE.search(f.file)]

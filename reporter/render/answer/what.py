@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from reporter.analysis.ranksets import format_pids, format_ranks
 from reporter.analysis.result import Analysis, RankState, Verdict
+from reporter.analysis.wedge import StepKind
 from reporter.core.text import plural
 from reporter.core.times import clock
 from reporter.model import Bundle, EventKind
@@ -27,15 +28,13 @@ from reporter.render.answer.clients import (
 )
 from reporter.render.answer.hosts import host_of_units, multi_host
 from reporter.render.answer.records import SummaryLine, WaitEdge
-from reporter.render.answer.scope import Scope
+from reporter.render.answer.scope import Scope, instance_name
 from reporter.render.answer.series import cite, engine_words
 from reporter.render.answer.topics import OTHERS, WHAT
 from reporter.render.answer.waits import gone_or_missing, members, ranks_name, stack_sources
 
 
 def _queue_growing(analysis: Analysis) -> bool:
-    from reporter.analysis.wedge import StepKind
-
     wedge = analysis.wedge
     return wedge is not None and any(s.kind is StepKind.LINEAR_GROWTH for s in wedge.steps)
 
@@ -358,8 +357,6 @@ def others_line(scope: Scope, analysis: Analysis) -> SummaryLine | None:
     parts: list[str] = []
     sources: list[str] = []
     for instance in scope.others:
-        from reporter.render.answer.scope import instance_name
-
         count = _units(analysis, len(instance.pids) or len(instance.ranks))
         parts.append(f"{instance_name(instance)}, {count}: {instance.verdict.value}")
         # By (instance, unit): one PID can name two processes (two hosts, two containers).
