@@ -179,7 +179,6 @@ def _draft_view(
     chart_file: str | None,
     seen: SeenBefore | Sequence[SeenReport],
 ) -> ReportView:
-    # Imported here: Jinja costs `report analyze` start-up time it never uses.
     # Lazy: start-up; `report analyze` must not load reporter.analysis.diff.
     from reporter.render.view import build_view
 

@@ -101,10 +101,11 @@ def sniff(text: str) -> EvidenceKind:
     # line-oriented dump (issue 16) does not make it one.
     nuls = quick.count("\x00")
     proc_copy = nuls > 0 and nuls >= quick.count("\n")
-    if proc_copy or quick.lstrip("\ufeff \t\r\n").startswith("["):
-        if proc_copy or env.looks_like_pip_json(quick):
-            # /proc copies and pip's JSON: py-spy text never holds NUL, py-spy JSON has thread ids.
-            return env.sniff_distinctive(text)
+    # /proc copies and pip's JSON: py-spy text never holds NUL, py-spy JSON has thread ids.
+    if proc_copy or (
+        quick.lstrip("\ufeff \t\r\n").startswith("[") and env.looks_like_pip_json(quick)
+    ):
+        return env.sniff_distinctive(text)
     if flight_recorder.sniff_text(quick):
         return EvidenceKind.FLIGHT_RECORDER
     if _JSON_RE.match(text, 0, SNIFF_CHARS):
@@ -138,7 +139,6 @@ def _when(kind: EvidenceKind, test: Callable[[str], bool]) -> Callable[[str], Ev
     return lambda head: kind if test(head) else EvidenceKind.UNKNOWN
 
 
-# Imported on first use: a bundle of py-spy dumps never needs these parsers.
 def _env_distinctive(head: str) -> EvidenceKind:
     return env.sniff_distinctive(head)
 
