@@ -7,9 +7,9 @@ Modules, in the order `analyze` uses them (`docs/architecture.md` tells how a ve
 decided):
 
     analyze         the pipeline: `Bundle` in, `Analysis` out
-    result          the frozen result types (`fr_result` is the old home of the FR ones)
+    result, fr_result    the frozen result types (`fr_result`: the Flight Recorder's)
     stacks, classify, merge    interned stacks, frame rules, classes and trees
-    ranks, ranksets, clues, moments, instances, hosts, groups
+    ranks, rankfailed, ranksets, clues, moments, instances, hosts, groups
                     which process is which rank, snapshot, instance, host and group
     progress, branch, verdict    stuck or moving, where classes part, the stack reading
     p2p, threads, procstate, outcomes    p2p waits, lock cycles, process states, crashes

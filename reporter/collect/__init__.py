@@ -25,8 +25,12 @@ Modules, the order of a run first:
     httpread    one bounded HTTP read: deadline, size cap, stop switch
     torchdebug  stacks, dumps and Flight Recorder traces from torch's debug server
     frfiles     Flight Recorder dump files on disk, copied without trusting their names
+    manifest_files  where the manifest writer puts `bundle.toml` and its parts (the files seam)
     remote      capture on other hosts through OpenSSH or a command template (`--ssh`, `--exec`)
+    remotehosts the hosts and engines of a remote run, their folders and deadlines
+    hostrecords what a host sends back: the bounded record sink and its field checks
     probe       the capture program that runs on each remote host, for one run
+    hostprocs   the probe's process listing and selection on its host (carried with it)
     watch       the I/O of one `report watch` poll
 
 Secrets are masked at capture by `reporter.secrets.scrub`.
