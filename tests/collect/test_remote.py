@@ -28,7 +28,9 @@ from reporter.core.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
 # A process this file starts and the collections look for; the token is a secret shape.
-MARK = "reporter_remote_test_target"
+# The run's PID makes it this run's own: two suites on one machine (or a target left
+# behind by a killed run) must never match each other's targets.
+MARK = f"reporter_remote_test_target_{os.getpid()}"
 SECRET = "hf_" + "aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3kM"
 
 
