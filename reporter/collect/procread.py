@@ -124,16 +124,23 @@ class _Clock:
         return f"# truncated: {why}; {total - done} of {total} {what} not read\n"
 
 
+def _entries(folder: str, clock: _Clock, limit: int, what: str, rows: list[str]) -> Iterator[int]:
+    """The numbered entries of `folder` (a process's tids or fds) in order, until `limit` of
+    them are read or the deadline passes: then the `# truncated:` line goes into `rows`."""
+    numbers = sorted(int(n) for n in os.listdir(folder) if n.isdigit())  # noqa: PTH208
+    for done, number in enumerate(numbers):
+        cut = clock.cut(done, len(numbers), limit, what)
+        if cut:
+            rows.append(cut)
+            return
+        yield number
+
+
 def read_threads(pid: int, clock: _Clock, proc: str = PROC) -> str:
     """The rows of the `threads` file (after the header)."""
     base = f"{proc}/{pid}/task"
-    tids = sorted(int(t) for t in os.listdir(base) if t.isdigit())  # noqa: PTH208
     rows = ["# tid\tstate\twchan\tutime\tstime\tcomm\n"]
-    for done, tid in enumerate(tids):
-        cut = clock.cut(done, len(tids), MAX_THREADS, "threads")
-        if cut:
-            rows.append(cut)
-            break
+    for tid in _entries(base, clock, MAX_THREADS, "threads", rows):
         try:
             comm, fields = _stat_fields(_read(f"{base}/{tid}/stat"))
         except (OSError, ValueError):
@@ -154,14 +161,9 @@ def read_threads(pid: int, clock: _Clock, proc: str = PROC) -> str:
 def read_fds(pid: int, clock: _Clock, proc: str = PROC) -> tuple[str, set[int]]:
     """The rows of the `fds` file, and the inodes of the process's sockets."""
     base = f"{proc}/{pid}"
-    fds = sorted(int(f) for f in os.listdir(f"{base}/fd") if f.isdigit())  # noqa: PTH208
     rows = ["# fd\tmode\ttarget\n"]
     sockets: set[int] = set()
-    for done, fd in enumerate(fds):
-        cut = clock.cut(done, len(fds), MAX_FDS, "fds")
-        if cut:
-            rows.append(cut)
-            break
+    for fd in _entries(f"{base}/fd", clock, MAX_FDS, "fds", rows):
         try:
             target = os.readlink(f"{base}/fd/{fd}")  # noqa: PTH115
         except OSError:

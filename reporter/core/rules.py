@@ -91,6 +91,20 @@ _GLOBS = Key(Strings)
 _REQUIRED_ID = Key(str, required=True)
 # Positive weights rank a change up; negative ones mark per-run noise.
 _WEIGHT = Key(int, required=True, low=-100, high=100)
+# A verdict or wait rule's next steps (`[[rule.step]]`): the same record in both files.
+_STEPS = Tables({"action": Key(str, required=True), "why": Key(str, required=True)})
+
+VERDICT_FLAGS = (
+    "flight_recorder",
+    "fr_idle",
+    "crash",
+    "thread_deadlock",
+    "one_process",
+    "cycle",
+    "dead_wait",
+)
+"""The yes/no conditions a verdicts.toml rule may set (`crash = true`), in the order the
+verdict decision tests and records them."""
 
 # The declared shape of every file in reporter/data/ (tests/core/test_rules.py checks that
 # each shipped file has one and fits it).
@@ -205,19 +219,8 @@ SHAPES: dict[str, Shape] = {
                 "process": Key(Strings),
                 "waits": Key(Strings),
                 "edges": Key(Strings),
-                **{
-                    name: Key(bool)
-                    for name in (
-                        "flight_recorder",
-                        "fr_idle",
-                        "crash",
-                        "thread_deadlock",
-                        "one_process",
-                        "cycle",
-                        "dead_wait",
-                    )
-                },
-                "step": Tables({"action": Key(str, required=True), "why": Key(str, required=True)}),
+                **{name: Key(bool) for name in VERDICT_FLAGS},
+                "step": _STEPS,
             }
         ),
     },
@@ -230,7 +233,7 @@ SHAPES: dict[str, Shape] = {
                 "what": Key(str, required=True),
                 "who": Key(str, required=True),
                 "recovers": Key(str),
-                "step": Tables({"action": Key(str, required=True), "why": Key(str, required=True)}),
+                "step": _STEPS,
                 "kind": Key(Strings),
                 "producer": Key(Strings),
                 "waited": Key(Strings),
