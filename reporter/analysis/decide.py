@@ -153,17 +153,6 @@ class Facts:
         raise KeyError(name)
 
 
-_FLAGS = (
-    "flight_recorder",
-    "fr_idle",
-    "crash",
-    "thread_deadlock",
-    "one_process",
-    "cycle",
-    "dead_wait",
-)
-
-
 def _check_text(text: str, where: str) -> None:
     for _, name, _, _ in string.Formatter().parse(text):
         if name is not None and name not in PLACEHOLDERS:
@@ -234,7 +223,7 @@ def compile_rules(data: Mapping[str, Any]) -> tuple[Rule, ...]:
                 process=frozenset(table["process"]) if "process" in table else None,
                 waits=frozenset(table["waits"]) if "waits" in table else None,
                 edges=frozenset(table["edges"]) if "edges" in table else None,
-                flags=tuple((k, bool(table[k])) for k in _FLAGS if k in table),
+                flags=tuple((k, bool(table[k])) for k in rules.VERDICT_FLAGS if k in table),
             )
         )
     if not out or any(r.stacks or r.process or r.waits or r.edges or r.flags for r in out[-1:]):
