@@ -2,7 +2,7 @@
 
 search-upstream, triage, sync, index import/export, upstream draft/file, auth status,
 config show, and collect: one class per document and the builder that makes it from
-the app layer's result (see `reporter.console.documents` for how they are printed).
+the app layer's result (see `reporter.console.jsontext` for how they are printed).
 """
 
 from __future__ import annotations
