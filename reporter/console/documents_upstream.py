@@ -1,9 +1,10 @@
 """The `--json` documents of the upstream and settings commands, as typed records.
 
-search-upstream, triage, index import/export, upstream draft/file, auth status, config
-show, and collect: one class per document and the builder that makes it from the app
-layer's result (see `reporter.console.jsontext` for how they are printed). `sync`'s is
-in `documents_sync`.
+search-upstream, triage, index import/export, upstream draft/file, config show, and
+collect: one class per document and the builder that makes it from the app layer's
+result (see `reporter.console.jsontext` for how they are printed). `sync`'s and `auth
+status`'s are in `documents_sync` and `documents_auth`: they write the upstream records
+themselves, whose modules load httpx, which `report config show` must not load.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from reporter.model.document import Count, Shape, document, spec
 
 if TYPE_CHECKING:
-    from reporter.app.settings import AuthStatus
     from reporter.app.upstream import UpstreamDraftRun
     from reporter.collect import CollectSummary
     from reporter.core.config import Settings
@@ -618,43 +618,7 @@ def upstream_file_document(result: FileResult) -> UpstreamFileDocument:
     )
 
 
-# --- auth status and config show
-
-
-@document
-class RateLimitRow:
-    """The core REST limit."""
-
-    limit: Count
-    remaining: Count
-    reset: Count
-
-
-@document
-class AuthDocument:
-    """Which host, where its token came from (never the token) and the limit left."""
-
-    host: str
-    api_url: str
-    authenticated: bool
-    token_source: str | None = spec("e.g. GH_TOKEN, or gh auth token (keyring)")
-    rate_limit: RateLimitRow | None
-    error: str | None
-
-
-def auth_document(status: AuthStatus) -> AuthDocument:
-    """`report auth status --json` (never the token)."""
-    limit = status.rate_limit
-    return AuthDocument(
-        host=status.host,
-        api_url=status.api_url,
-        authenticated=status.token_source is not None,
-        token_source=status.token_source,
-        rate_limit=None
-        if limit is None
-        else RateLimitRow(limit=limit.limit, remaining=limit.remaining, reset=limit.reset),
-        error=status.error,
-    )
+# --- config show
 
 
 @document

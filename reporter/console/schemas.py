@@ -13,7 +13,7 @@ from typing import Any
 
 from reporter.analysis.export_context import Diff
 from reporter.console import documents as report
-from reporter.console import documents_sync
+from reporter.console import documents_auth, documents_sync
 from reporter.console import documents_upstream as upstream
 from reporter.console import documents_watch as watch
 
@@ -36,7 +36,7 @@ DOCUMENTS: dict[str, type] = {
     "watch": watch.WatchEvent,
     "upstream draft": upstream.UpstreamDraftDocument,
     "upstream file": upstream.UpstreamFileDocument,
-    "auth status": upstream.AuthDocument,
+    "auth status": documents_auth.AuthDocument,
     "config show": upstream.ConfigDocument,
 }
 
