@@ -1,5 +1,5 @@
-"""What the quick commands import: `report --help` and `report config show` never load the
-analysis, nor the heavy libraries (issue 35).
+"""What the quick commands import: `report --help` and `report config show` (with `--json`
+too) never load the analysis, nor the heavy libraries (issue 35).
 
 Each command runs in a fresh interpreter under `-X importtime`, which names every module
 imported; our own modules are imported at the top of each module, so this list is what a
@@ -46,6 +46,18 @@ def test_the_quick_commands_never_load_the_analysis(args: list[str], tmp_path: P
     assert "reporter.cli" in modules  # the list is real: the command line itself is in it
     assert sorted(m for m in modules if m.startswith(("reporter.analysis", "reporter.load"))) == []
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
+
+
+def test_a_quick_commands_json_never_loads_the_analysis(tmp_path: Path) -> None:
+    # `--json` goes through `console.emit`, which writes any command's document: it must
+    # not bring in the documents of `analyze` (and with them the analysis and the renderer).
+    modules = imported(["config", "show", "--json"], tmp_path)
+    assert {"reporter.cli", "reporter.console.jsontext"} <= modules  # it did print JSON
+    assert sorted(m for m in modules if m.startswith(("reporter.analysis", "reporter.load"))) == []
+    assert sorted(m for m in modules if m.startswith("reporter.render")) == []
+    # The document is masked, which may load detect-secrets; nothing else heavy loads.
+    heavy = {m.split(".")[0] for m in modules} & set(HEAVY)
+    assert sorted(heavy - {"detect_secrets"}) == []
 
 
 def test_a_command_that_analyses_shows_up_as_such(tmp_path: Path) -> None:

@@ -24,7 +24,6 @@ blocked with no proven cycle; `ranks[].condition` says why process state evidenc
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, cast
 
@@ -279,46 +278,6 @@ def tree_data(node: TreeNode) -> dict[str, Any]:
             children.append(slot)
             pending.append((child, slot))
     return out
-
-
-class _Raw(str):
-    """Output text queued between values while encoding (never a value itself)."""
-
-    __slots__ = ()
-
-
-def dumps_deep(value: object) -> str:
-    """`json.dumps(value, ensure_ascii=False)` for nesting of any depth, without recursion.
-
-    The C encoder recurses once per level and stops at the recursion limit; the
-    merged tree of a deep stack nests that far. Scalars still go through `json.dumps`.
-    """
-    parts: list[str] = []
-    # Work items: a value to encode, or a piece of output text (`_Raw`).
-    pending: list[object] = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, _Raw):
-            parts.append(item)
-        elif isinstance(item, dict):
-            pieces: list[object] = [_Raw("{")]
-            for index, (name, member) in enumerate(item.items()):
-                separator = ", " if index else ""
-                pieces.append(_Raw(separator + json.dumps(str(name), ensure_ascii=False) + ": "))
-                pieces.append(member)
-            pieces.append(_Raw("}"))
-            pending.extend(reversed(pieces))
-        elif isinstance(item, list):
-            pieces = [_Raw("[")]
-            for index, member in enumerate(item):
-                if index:
-                    pieces.append(_Raw(", "))
-                pieces.append(member)
-            pieces.append(_Raw("]"))
-            pending.extend(reversed(pieces))
-        else:
-            parts.append(json.dumps(item, ensure_ascii=False))
-    return "".join(parts)
 
 
 def process_record(process: RankProcess) -> ProcessRecord:

@@ -38,9 +38,9 @@ def auth_status_cmd(
 
     status = auth_status(Context.resolve(base_url=base_url), check=not offline)
     if as_json:
-        from reporter.console import documents_upstream as documents
+        from reporter.console.documents_auth import auth_document
 
-        console.emit(documents.auth_document(status))
+        console.emit(auth_document(status))
     else:
         echo(auth_status_text(status))
     if status.token_source is None or status.error:

@@ -66,7 +66,7 @@ def sync_cmd(
     # Lazy: start-up; `report --help` must not load reporter.app.
     from reporter.app.settings import Context
     from reporter.app.upstream import sync_upstream
-    from reporter.console import documents_upstream as documents
+    from reporter.console.documents_sync import sync_document
 
     with console.progress_bars() as (_line, tick):
 
@@ -84,7 +84,7 @@ def sync_cmd(
         )
     notes(found)
     if as_json:
-        console.emit(documents.sync_document(reports, found, path))
+        console.emit(sync_document(reports, found, path))
         return
     for line in text.sync_lines(reports, path):
         echo(line)

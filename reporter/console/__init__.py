@@ -23,11 +23,11 @@ JSON_FIELDS: list[tuple[str, ...]] = []
 
 
 def emit(document: object, *, stream: TextIO | None = None) -> None:
-    """Print one `--json` document (a typed record of `reporter.console.documents` or
-    `documents_upstream`): the one way every command prints JSON. Masking and layout are
-    the document class's (`documents.render`); `--json a,b` keeps fields a and b."""
-    # Lazy: start-up; `report --help` must not load reporter.analysis.
-    from reporter.console.documents import render
+    """Print one `--json` document (a typed record of `reporter.console.documents` or a
+    `documents_*` module beside it): the one way every command prints JSON. Masking and layout are
+    the document class's (`jsontext.render`); `--json a,b` keeps fields a and b."""
+    # Lazy: start-up; `report --help` must not load the masking and the document model.
+    from reporter.console.jsontext import render
 
     text = render(document)
     if JSON_FIELDS and JSON_FIELDS[-1]:

@@ -1,35 +1,30 @@
-"""The `--json` document of every command: one typed record each, and `emit`, the one way out.
+"""The `--json` documents of analyze, draft, diff, init, lint, status and preview.
 
 Each command's document is a class (`reporter.model.document`): its JSON and its JSON
-Schema are generated from it, never written twice. `DOCUMENTS` maps a command to its
-class (the schemas in `reporter.console.schemas` and the docs come from it); a builder
+Schema are generated from it, never written twice. `reporter.console.schemas.DOCUMENTS`
+maps a command to its class (the schemas and the docs come from it); a builder
 per class turns the app layer's result into the record. The documents of the upstream
 commands live beside this module, in `documents_upstream`.
 
-`emit(doc)` prints any document: masked (`reporter.secrets.mask_data`) unless the class
-says `masked = False` (a data export, or findings that must show what they found),
-indented, or with one top-level key per line for the analysis (`layout = "lines"`: the C
-encoder, five times faster at 4,096 ranks than `indent=`). A class with `root` set is
-printed as that one field (`status`: a bare list, kept for compatibility).
+`console.emit(doc)` prints any document (`reporter.console.jsontext` writes it: masked,
+indented or one key per line, as the class says).
 """
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from reporter.analysis import export, export_context
-from reporter.analysis.export import AnalysisDocument, dumps_deep
+from reporter.analysis.export import AnalysisDocument
 from reporter.analysis.export_context import Diff
-from reporter.model.document import Count, data, document, schema, spec
+from reporter.console.jsontext import render
+from reporter.model.document import Count, document, schema, spec
 from reporter.render import answer
 from reporter.render.answer.records import SummaryLine, seen_of
 from reporter.render.nextsteps import Step
 from reporter.render.status import ReportStatus
-from reporter.secrets import mask_data
 
 if TYPE_CHECKING:
     from reporter.analysis import Analysis
@@ -293,7 +288,7 @@ class PreviewDocument:
     path: str
 
 
-# --- emitting
+# --- schemas
 
 
 def document_schema(cls: type) -> dict[str, Any]:
@@ -303,54 +298,3 @@ def document_schema(cls: type) -> dict[str, Any]:
     if root is None:
         return out
     return {**out["properties"][root], "description": out["description"]}
-
-
-def json_value(doc: object) -> Any:
-    """`doc` as JSON-like data, as every --json output shows it: its `root` field when
-    it has one, every string masked (`[redacted]`) unless the class says `masked = False`.
-    The one place a --json document is masked."""
-    cls = type(doc)
-    value: Any = data(doc)
-    root = getattr(cls, "root", None)
-    if root is not None:
-        value = value[root]
-    if getattr(cls, "masked", True):
-        value = mask_data(value)
-    return value
-
-
-def render(doc: object) -> str:
-    """The text `emit` prints for `doc`."""
-    value = json_value(doc)
-    if getattr(type(doc), "layout", "indent") == "lines":
-        return _json_lines(value)
-    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
-
-
-def emit(doc: object, *, stream: TextIO | None = None) -> None:
-    """Print one `--json` document on stdout (every command prints through here)."""
-    (stream or sys.stdout).write(render(doc))
-
-
-def _json_lines(value: dict[str, object]) -> str:
-    """`value` with one top-level key, and one item of a top-level list, per line."""
-
-    def dump(item: object) -> str:
-        try:
-            return json.dumps(item, ensure_ascii=False)
-        except RecursionError:
-            # A value nested past the C encoder's limit (the tree of a 10,000-frame stack).
-            return dumps_deep(item)
-
-    out = ["{"]
-    for index, (name, member) in enumerate(value.items()):
-        comma = "," if index < len(value) - 1 else ""
-        if isinstance(member, list) and member:
-            out.append(f"  {dump(name)}: [")
-            out.extend(f"    {dump(item)}," for item in member[:-1])
-            out.append(f"    {dump(member[-1])}")
-            out.append(f"  ]{comma}")
-        else:
-            out.append(f"  {dump(name)}: {dump(member)}{comma}")
-    out.append("}")
-    return "\n".join(out) + "\n"

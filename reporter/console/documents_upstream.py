@@ -1,8 +1,10 @@
 """The `--json` documents of the upstream and settings commands, as typed records.
 
-search-upstream, triage, sync, index import/export, upstream draft/file, auth status,
-config show, and collect: one class per document and the builder that makes it from
-the app layer's result (see `reporter.console.documents` for how they are printed).
+search-upstream, triage, index import/export, upstream draft/file, config show, and
+collect: one class per document and the builder that makes it from the app layer's
+result (see `reporter.console.jsontext` for how they are printed). `sync`'s and `auth
+status`'s are in `documents_sync` and `documents_auth`: they write the upstream records
+themselves, whose modules load httpx, which `report config show` must not load.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from reporter.model.document import Count, Shape, document, spec
 
 if TYPE_CHECKING:
-    from reporter.app.settings import AuthStatus
     from reporter.app.upstream import UpstreamDraftRun
     from reporter.collect import CollectSummary
     from reporter.core.config import Settings
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from reporter.upstream.publish import FileResult
     from reporter.upstream.records import Fix
     from reporter.upstream.search import SearchOutcome
-    from reporter.upstream.sync import SyncReport
     from reporter.upstream.triage import TriageRow
 
 
@@ -318,66 +318,7 @@ def triage_document(rows: Sequence[TriageRow], notes: Sequence[str] = ()) -> Tri
     )
 
 
-# --- sync and the index
-
-
-@document
-class FixLookups:
-    """Fix look-ups of one sync."""
-
-    checked: Count
-    found: Count
-    left: Count
-
-
-@document
-class SyncedRepo:
-    """One repository."""
-
-    repo: str
-    stored: Count
-    pages: Count
-    requests: Count
-    not_modified: bool = spec(
-        "GitHub answered 304: nothing changed since the last sync (one request)"
-    )
-    resumed: bool
-    skipped: Count = spec("malformed items in GitHub's answer, left out")
-    fixes: FixLookups | None = spec(
-        "fix look-ups: checked, found, left for the next sync (null: not run)"
-    )
-
-
-@document
-class SyncDocument:
-    """What each repository's sync fetched."""
-
-    index: str
-    repos: tuple[SyncedRepo, ...]
-    notes: tuple[str, ...]
-
-
-def sync_document(reports: Sequence[SyncReport], notes: Sequence[str], index: Path) -> SyncDocument:
-    """`report sync --json`."""
-    return SyncDocument(
-        index=str(index),
-        repos=tuple(
-            SyncedRepo(
-                repo=r.repo,
-                stored=r.stored,
-                pages=r.pages,
-                requests=r.requests,
-                not_modified=r.not_modified,
-                resumed=r.resumed,
-                skipped=r.skipped,
-                fixes=None
-                if r.fixes is None
-                else FixLookups(checked=r.fixes.checked, found=r.fixes.found, left=r.fixes.left),
-            )
-            for r in reports
-        ),
-        notes=tuple(notes),
-    )
+# --- the index
 
 
 @document
@@ -677,43 +618,7 @@ def upstream_file_document(result: FileResult) -> UpstreamFileDocument:
     )
 
 
-# --- auth status and config show
-
-
-@document
-class RateLimitRow:
-    """The core REST limit."""
-
-    limit: Count
-    remaining: Count
-    reset: Count
-
-
-@document
-class AuthDocument:
-    """Which host, where its token came from (never the token) and the limit left."""
-
-    host: str
-    api_url: str
-    authenticated: bool
-    token_source: str | None = spec("e.g. GH_TOKEN, or gh auth token (keyring)")
-    rate_limit: RateLimitRow | None
-    error: str | None
-
-
-def auth_document(status: AuthStatus) -> AuthDocument:
-    """`report auth status --json` (never the token)."""
-    limit = status.rate_limit
-    return AuthDocument(
-        host=status.host,
-        api_url=status.api_url,
-        authenticated=status.token_source is not None,
-        token_source=status.token_source,
-        rate_limit=None
-        if limit is None
-        else RateLimitRow(limit=limit.limit, remaining=limit.remaining, reset=limit.reset),
-        error=status.error,
-    )
+# --- config show
 
 
 @document

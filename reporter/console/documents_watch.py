@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from reporter.console.documents import json_value
+from reporter.console.jsontext import json_value
 from reporter.model.document import ABSENT, Count, document, spec
 
 if TYPE_CHECKING:
@@ -99,5 +99,5 @@ def event_document(event: Event) -> WatchEvent:
 
 
 def line(doc: WatchEvent) -> str:
-    """The document as one JSON line (masked by `documents.json_value`, as every --json output)."""
+    """The document as one JSON line (masked by `jsontext.json_value`, as every --json output)."""
     return json.dumps(json_value(doc), ensure_ascii=False) + "\n"

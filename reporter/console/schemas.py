@@ -13,6 +13,7 @@ from typing import Any
 
 from reporter.analysis.export_context import Diff
 from reporter.console import documents as report
+from reporter.console import documents_auth, documents_sync
 from reporter.console import documents_upstream as upstream
 from reporter.console import documents_watch as watch
 
@@ -27,7 +28,7 @@ DOCUMENTS: dict[str, type] = {
     "status": report.StatusDocument,
     "preview": report.PreviewDocument,
     "search-upstream": upstream.SearchDocument,
-    "sync": upstream.SyncDocument,
+    "sync": documents_sync.SyncDocument,
     "triage": upstream.TriageDocument,
     "index import": upstream.ImportDocument,
     "index export": upstream.ExportDocument,
@@ -35,7 +36,7 @@ DOCUMENTS: dict[str, type] = {
     "watch": watch.WatchEvent,
     "upstream draft": upstream.UpstreamDraftDocument,
     "upstream file": upstream.UpstreamFileDocument,
-    "auth status": upstream.AuthDocument,
+    "auth status": documents_auth.AuthDocument,
     "config show": upstream.ConfigDocument,
 }
 

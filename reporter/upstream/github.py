@@ -49,6 +49,7 @@ import httpx
 
 from reporter import __version__
 from reporter.core.errors import RateLimitError, UpstreamError
+from reporter.model.document import Count, document
 from reporter.upstream.auth import (
     API_URL,
     Token,
@@ -140,13 +141,18 @@ def _page_number(url: str | None) -> int | None:
     return None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class RateLimit:
-    """The core REST limit: requests per hour, left now, and when it resets (epoch s)."""
+    """The core REST limit.
 
-    limit: int
-    remaining: int
-    reset: int
+    Requests per hour, left now, and when it resets (epoch s). `report auth status --json`
+    writes it as it is (`reporter.console.documents_auth`): its first line is the schema's
+    description.
+    """
+
+    limit: Count
+    remaining: Count
+    reset: Count
 
 
 class GitHubClient:

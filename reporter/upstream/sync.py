@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from reporter.core.errors import UpstreamError
+from reporter.model.document import Count, document, spec
 from reporter.upstream import fixes, terms
 from reporter.upstream.github import GitHubClient
 from reporter.upstream.index import Index
@@ -39,28 +40,37 @@ class SyncProgress:
     done: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class SyncReport:
-    """What syncing one repo cost and brought."""
+    """One repository.
+
+    What syncing it cost and brought. `report sync --json` writes it as it is
+    (`reporter.console.documents_sync`): its first line is the schema's description, its
+    field order the JSON's key order.
+    """
 
     repo: str
-    requests: int
-    pages: int
-    stored: int
-    not_modified: bool
+    stored: Count
+    pages: Count
+    requests: Count
+    not_modified: bool = spec(
+        "GitHub answered 304: nothing changed since the last sync (one request)"
+    )
     resumed: bool
-    fixes: FixReport | None = None
-    skipped: int = 0
-    """Malformed items in GitHub's answer, left out (a warning names the first)."""
+    # A warning names the first one left out.
+    skipped: Count = spec("malformed items in GitHub's answer, left out", default=0)
+    fixes: FixReport | None = spec(
+        "fix look-ups: checked, found, left for the next sync (null: not run)", default=None
+    )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@document
 class FixReport:
     """What looking up fixes cost: issues checked, fixes found, issues left for later."""
 
-    checked: int
-    found: int
-    left: int
+    checked: Count
+    found: Count
+    left: Count
 
 
 def _now_iso() -> str:

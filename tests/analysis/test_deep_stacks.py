@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from reporter.analysis.export import dumps_deep
 from reporter.analysis.export import tree_data as tree_json
 from reporter.analysis.result import TreeNode
 from reporter.cli import cli
+from reporter.console.jsontext import dumps_deep
 from reporter.model import Frame
 from reporter.render.view import MAX_TREE_LINES, mermaid, tree_text
 

@@ -41,7 +41,7 @@ DEFINED = ("reporter/secrets/", "reporter/upstream/redact.py")
 # Module -> the surface it masks for. Keep in step with docs/architecture.md.
 SITES = {
     "reporter/cli/group.py": "terminal (`masked`)",
-    "reporter/console/documents.py": "--json (`json_value`)",
+    "reporter/console/jsontext.py": "--json (`json_value`)",
     "reporter/app/report.py": "the local report (`_report_text`)",
     "reporter/upstream/draft.py": "the upstream draft and comment (`redact`)",
     # Named values: a table cell has lost its name, so the record decides by it.
