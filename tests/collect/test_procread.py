@@ -128,4 +128,4 @@ def test_socket_tables_are_read_once_per_namespace(monkeypatch: pytest.MonkeyPat
 def test_every_read_has_its_evidence_kind() -> None:
     from reporter.collect import plan
 
-    assert set(plan.WAIT_FILES) == set(procread.KINDS)
+    assert set(plan.WAIT_FILES) == set(procread.ROUND_READS)
