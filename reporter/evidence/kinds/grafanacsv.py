@@ -13,13 +13,8 @@ from reporter.model import EvidenceKind
 _HEAD_RE = re.compile(r'\A\ufeff?(?:sep=.\r?\n)?"?(?:Time|time|Series|series)"?[,;\t]')
 
 
-def looks_like(head: str) -> bool:
-    """A CSV header whose first column is the time (or the series)."""
-    return _HEAD_RE.match(head) is not None
-
-
 ENTRY = KindEntry(
     kind=EvidenceKind.GRAFANA_CSV,
     parse=lambda text, read: metrics.parse_csv(text, source=read.source),
-    sniffs=(sniffed(EvidenceKind.GRAFANA_CSV, SniffStep.STRUCTURED, looks_like),),
+    sniffs=(sniffed(EvidenceKind.GRAFANA_CSV, SniffStep.STRUCTURED, _HEAD_RE.match),),
 )

@@ -100,8 +100,9 @@ class Sniff:
     detect: Detect
 
 
-def sniffed(kind: EvidenceKind, step: SniffStep, looks_like: Callable[[str], bool]) -> Sniff:
-    """The detector naming `kind` at `step` when `looks_like(head)` holds."""
+def sniffed(kind: EvidenceKind, step: SniffStep, looks_like: Callable[[str], object]) -> Sniff:
+    """The detector naming `kind` at `step` when `looks_like(head)` is true (a `bool`, or a
+    pattern's `match`)."""
     return Sniff(step, lambda head: kind if looks_like(head) else None)
 
 

@@ -13,13 +13,8 @@ from reporter.model import EvidenceKind
 _JSON_RE = re.compile(r'\A\ufeff?\s*\{[\s\S]{0,200}?"(?:status|resultType|data)"\s*:')
 
 
-def looks_like(head: str) -> bool:
-    """A JSON object whose first keys are a Prometheus answer's."""
-    return _JSON_RE.match(head) is not None
-
-
 ENTRY = KindEntry(
     kind=EvidenceKind.PROMETHEUS_JSON,
     parse=lambda text, read: metrics.parse_query_range(text, source=read.source),
-    sniffs=(sniffed(EvidenceKind.PROMETHEUS_JSON, SniffStep.STRUCTURED, looks_like),),
+    sniffs=(sniffed(EvidenceKind.PROMETHEUS_JSON, SniffStep.STRUCTURED, _JSON_RE.match),),
 )
