@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reporter.collect import plan, procread
+from reporter.collect import procread
 from reporter.evidence import kinds, sniff
 from reporter.evidence.kinds import fold
 from reporter.evidence.kinds.interface import SniffStep
@@ -157,10 +157,10 @@ def test_sniffing_asks_the_kinds_in_this_order() -> None:
 
 def test_the_round_reads_are_what_the_probe_reads() -> None:
     # The probe (stdlib only, carried to remote hosts) cannot import the registry: its
-    # names must be the registry's `RoundRead`s, and the plan files each under its kind.
+    # names must be the registry's `RoundRead`s (the capture files each under its kind).
     reads = {e.capture.name: e.kind for e in kinds.REGISTRY if e.capture is not None}
-    assert set(procread.ROUND_READS) == set(reads) == set(kinds.CAPTURED)
-    assert {name: kind for name, (kind, _) in plan.WAIT_FILES.items()} == reads
+    assert set(procread.ROUND_READS) == set(reads)
+    assert {name: e.kind for name, e in kinds.CAPTURED.items()} == reads
     assert reads["status"] is EvidenceKind.PROC_STATUS
 
 
