@@ -1,7 +1,7 @@
 """What one evidence kind's module declares: its `KindEntry` (sniff, parse, merge, capture).
 
-A kind module (`reporter/evidence/kinds/goroutines.py`) holds the kind's parser and, at its
-end, its entry; `reporter/evidence/kinds/__init__.py` lists every entry (`REGISTRY`)::
+A kind module (`reporter/evidence/kinds/goroutines.py`) holds the kind's parser (or calls
+the one it has in `reporter/evidence/`, as `pyspytext.py` does) and, at its end, its entry; `reporter/evidence/kinds/__init__.py` lists every entry (`REGISTRY`)::
 
     ENTRY = KindEntry(
         kind=EvidenceKind("goroutines"),
@@ -14,7 +14,8 @@ end, its entry; `reporter/evidence/kinds/__init__.py` lists every entry (`REGIST
 The per-round `/proc` kinds build theirs with `round_read_entry` (sniffed first, merged in
 capture order, captured as a `RoundRead`).
 
-Sniffing asks each `Sniff` at its step of `reporter.evidence.sniff` (`SniffStep`); the
+Sniffing races the kinds' `markers`, then asks each `Sniff` at its `SniffStep` in
+`reporter.evidence.sniff`; the
 loader parses with `parse` and folds each `FieldMerge`'s `Evidence` field into the bundle
 (`reporter.evidence.kinds.fold`); `report collect` captures a `RoundRead` after every
 snapshot round, locally and on a remote host alike (`reporter.collect.procread.read_round`).
