@@ -38,8 +38,9 @@ from reporter.core import rules as data_files
 from reporter.core.errors import OutputError, ReporterError, UpstreamError, UsageError
 from reporter.core.fileio import read_text_bounded
 from reporter.core.writer import write_atomic
+from reporter.evidence import kinds
 from reporter.load.manifest import TomlDocument, toml_seconds
-from reporter.model import Bundle, EvidenceKind
+from reporter.model import Bundle
 from reporter.render import frontmatter
 from reporter.upstream import draft as drafting
 from reporter.upstream.auth import host_of, missing_token_tip
@@ -203,8 +204,9 @@ def choose_form(
 def env_scripts(bundle: Bundle) -> tuple[tuple[str, str], ...]:
     """(path, text) of the bundle's `sglang.check_env` / vLLM `collect_env.py` output files,
     as the loader kept them (`EvidenceFile.head`: the whole text)."""
-    kinds = (EvidenceKind.SGLANG_CHECK_ENV, EvidenceKind.VLLM_COLLECT_ENV)
-    return tuple((item.path, item.head) for item in bundle.files if item.kind in kinds)
+    return tuple(
+        (item.path, item.head) for item in bundle.files if kinds.ENTRIES[item.kind].kept_whole
+    )
 
 
 def related_issues(

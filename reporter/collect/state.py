@@ -25,6 +25,7 @@ from reporter.core import inert
 from reporter.core.text import plural
 from reporter.core.times import iso
 from reporter.core.writer import write_atomic
+from reporter.evidence import kinds
 from reporter.model import EvidenceKind
 from reporter.secrets import mask_text, scrub
 
@@ -268,49 +269,27 @@ class SessionState:
         host: str = "",
     ) -> None:
         """Save one per-round `/proc` read (`procread.read_round`: the status copy, or one of
-        `plan.WAIT_FILES`) of `pid` after snapshot `k`, or note why there is none ("" for
-        `status`: the process is gone; for another: that read failed). The one way they are
-        written, locally and for a remote host (`base` = `hosts/<host>/`, `host` its name),
-        at the same place under `base`, through `keep` (the secret policy)."""
+        the reads for the waits) of `pid` after snapshot `k` as its kind's entry says
+        (`kinds.CAPTURED[name].capture`: the manifest's words), or note why there is none
+        (""). The one way they are written, locally and for a remote host (`base` =
+        `hosts/<host>/`, `host` its name), at the same place under `base`, through `keep`
+        (the secret policy)."""
         on = f" on {host}" if host else ""
-        if name != "status" and name not in plan.WAIT_FILES:
+        entry = kinds.CAPTURED.get(name)
+        if entry is None or entry.capture is None:
             raise ValueError(f"not a per-round read: {name!r}")
         if not text:
-            if name == "status":
-                what, why = f"/proc/{pid}/status{on} after snapshot {k + 1}", "the process is gone"
-            else:
-                what = f"/proc/{pid} {name}{on} after snapshot {k + 1}"
-                why = "could not be read (the process ended, or no permission)"
-            self.note_skip(what, why)
+            self.note_skip(*entry.capture.missing(pid, k, on))
             return
         if isinstance(proc, procfs.ProcessInfo):
             title = self.title_of(proc)
         else:
             title = inert.one_line(proc, limit=60)
-        if name == "status":
-            state = next(
-                (
-                    line.split(":", 1)[1].strip()
-                    for line in text.splitlines()
-                    if line.startswith("State:")
-                ),
-                "?",
-            )
-            self.keep(
-                base + plan.status_path(pid, k),
-                text,
-                EvidenceKind.PROC_STATUS,
-                f"/proc/{pid}/status{on} after snapshot {k + 1} ({title}): State {state}; the "
-                f"last line is /proc/{pid}/wchan when the process sleeps",
-                host=host,
-            )
-            return
-        kind, says = plan.WAIT_FILES[name]
         self.keep(
             base + plan.proc_path(pid, k, name),
             text,
-            kind,
-            f"{says.format(pid=pid)} of PID {pid}{on} ({title}) after snapshot {k + 1}",
+            entry.kind,
+            entry.capture.described(text, pid=pid, k=k, on=on, title=title),
             host=host,
         )
 

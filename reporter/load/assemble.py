@@ -215,17 +215,13 @@ def _order(entry: ManifestEntry, index: int) -> _Order:
     )
 
 
-# Environment-script outputs: the upstream draft quotes them whole (allowlisted there).
-_WHOLE_KINDS = frozenset({EvidenceKind.SGLANG_CHECK_ENV, EvidenceKind.VLLM_COLLECT_ENV})
-
-
 def _head(kind: EvidenceKind, text: str, *, parsed: bool) -> tuple[str, int]:
     """`EvidenceFile.head` and `.lines` of one file: what later steps quote of it.
 
     The report embeds raw every file that is neither metrics, nor summarised, nor a dump
     that parsed (`reporter.render.evidence.raw_paths`): its first `HEAD_LINES` lines.
     """
-    if kind in _WHOLE_KINDS:
+    if kinds.ENTRIES[kind].kept_whole:
         return text, len(text.splitlines())
     if (
         kind in METRIC_KINDS

@@ -126,6 +126,6 @@ def test_socket_tables_are_read_once_per_namespace(monkeypatch: pytest.MonkeyPat
 
 
 def test_every_read_has_its_evidence_kind() -> None:
-    from reporter.collect import plan
+    from reporter.evidence import kinds
 
-    assert set(plan.WAIT_FILES) == set(procread.KINDS)
+    assert set(kinds.CAPTURED) == set(procread.ROUND_READS)

@@ -27,7 +27,12 @@ import re
 from dataclasses import dataclass, field
 
 from reporter.evidence._text import clean_lines, excerpt, warning_at
-from reporter.evidence.kinds.interface import FieldMerge, KindEntry
+from reporter.evidence.kinds.interface import (
+    FieldMerge,
+    KindEntry,
+    SniffStep,
+    sniffed,
+)
 from reporter.model import CodeExcerpt, EvidenceKind, Location, ParseResult, ParseWarning
 
 MARKER = "reporter-excerpt: 1"
@@ -179,7 +184,7 @@ def _build(block: _Block, source: str, warnings: list[ParseWarning]) -> CodeExce
 ENTRY = KindEntry(
     kind=EvidenceKind.CODE_EXCERPT,
     parse=lambda text, read: parse(text, source=read.source),
-    looks_like=sniff,
+    sniffs=(sniffed(EvidenceKind.CODE_EXCERPT, SniffStep.DISTINCTIVE, sniff),),
     merges=(FieldMerge("excerpts"),),
     shown="under Code at the branch point",
 )

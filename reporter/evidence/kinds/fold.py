@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from datetime import UTC, datetime
 from typing import Any
 
 from reporter.evidence import metrics
@@ -21,12 +20,8 @@ from reporter.evidence.kinds.interface import (
     dated,
     dated_on_host,
     flat,
-    in_round,
-    on_host,
 )
 from reporter.model import Environment, Evidence, ParseResult, ParseWarning
-
-_LATEST = datetime.max.replace(tzinfo=UTC)
 
 
 def _environment(values: Sequence[Any]) -> tuple[Any, Sequence[ParseWarning]]:
@@ -38,10 +33,10 @@ def _series(values: Sequence[Any]) -> tuple[Any, Sequence[ParseWarning]]:
     return metrics.finish([s for value in values for s in value])
 
 
-# The fields that kinds not (yet) in a module of their own fill, several kinds each.
+# The fields several kinds fill (py-spy and faulthandler dumps, the metric kinds' series,
+# systemd's and logs' events, the environment family, Flight Recorder dumps and logs).
 CORE_MERGES: tuple[FieldMerge, ...] = (
     FieldMerge("dumps", stamp=dated_on_host),
-    FieldMerge("failures", stamp=dated_on_host),
     FieldMerge("series", finish=_series),
     # Manifest events come first (the loader passes them as the first file), then by time.
     FieldMerge(
@@ -49,17 +44,11 @@ CORE_MERGES: tuple[FieldMerge, ...] = (
         finish=flat(key=lambda e: (e.at, e.source.path, e.source.line, e.kind.value, e.text)),
     ),
     FieldMerge("environment", finish=_environment),
-    # Sorted by (trace set, rank): py-spy's traces and the NCCL watchdog's lines (logs).
+    # Sorted by (trace set, rank): the dumps' traces and the NCCL watchdog's lines (logs).
     FieldMerge(
         "flight_recorder",
         stamp=dated,
         finish=flat(key=lambda t: (t.trace_set, t.rank is None, t.rank or 0, t.source.path)),
-    ),
-    # `/proc/PID/status` copies in capture order: the last copy of a process is its latest.
-    FieldMerge("proc_states", stamp=in_round, capture_order=True),
-    # Undated ones last, in file order.
-    FieldMerge(
-        "log_events", stamp=on_host, finish=flat(key=lambda e: (e.at is None, e.at or _LATEST))
     ),
 )
 # Every field's merge: the core's, then each registered kind's.

@@ -29,7 +29,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from reporter.evidence._text import LinePrefix, Unrecognised, clean_lines, stamp_and_label
-from reporter.evidence.kinds.interface import FieldMerge, KindEntry, dated, flat
+from reporter.evidence.kinds.interface import (
+    FieldMerge,
+    KindEntry,
+    SniffStep,
+    dated,
+    flat,
+    sniffed,
+)
 from reporter.model import (
     EvidenceKind,
     GoDumpForm,
@@ -424,7 +431,7 @@ _LATEST = datetime.max.replace(tzinfo=UTC)
 ENTRY = KindEntry(
     kind=EvidenceKind.GOROUTINES,
     parse=lambda text, read: parse(text, source=read.source),
-    looks_like=sniff,
+    sniffs=(sniffed(EvidenceKind.GOROUTINES, SniffStep.DISTINCTIVE, sniff),),
     merges=(
         FieldMerge(
             "goroutine_dumps", stamp=dated, finish=flat(key=lambda g: g.captured_at or _LATEST)

@@ -1,12 +1,12 @@
 """What one evidence kind's module declares: its `KindEntry` (sniff, parse, merge, capture).
 
-A kind module (`reporter/evidence/kinds/goroutines.py`) holds the kind's parser and, at its
-end, its entry; `reporter/evidence/kinds/__init__.py` lists every entry (`REGISTRY`)::
+A kind module (`reporter/evidence/kinds/goroutines.py`) holds the kind's parser (or calls
+the one it has in `reporter/evidence/`, as `pyspytext.py` does) and, at its end, its entry; `reporter/evidence/kinds/__init__.py` lists every entry (`REGISTRY`)::
 
     ENTRY = KindEntry(
         kind=EvidenceKind("goroutines"),
         parse=lambda text, read: parse(text, source=read.source),
-        looks_like=sniff,
+        sniffs=(sniffed(EvidenceKind("goroutines"), SniffStep.DISTINCTIVE, sniff),),
         merges=(FieldMerge("goroutine_dumps", stamp=dated, finish=flat(key=...)),),
         shown="bucketed under Clients",
     )
@@ -14,7 +14,8 @@ end, its entry; `reporter/evidence/kinds/__init__.py` lists every entry (`REGIST
 The per-round `/proc` kinds build theirs with `round_read_entry` (sniffed first, merged in
 capture order, captured as a `RoundRead`).
 
-Sniffing asks `looks_like` at its place in `reporter.evidence.sniff`'s detector table; the
+Sniffing races the kinds' `markers`, then asks each `Sniff` at its `SniffStep` in
+`reporter.evidence.sniff`; the
 loader parses with `parse` and folds each `FieldMerge`'s `Evidence` field into the bundle
 (`reporter.evidence.kinds.fold`); `report collect` captures a `RoundRead` after every
 snapshot round, locally and on a remote host alike (`reporter.collect.procread.read_round`).
@@ -28,6 +29,7 @@ from datetime import datetime
 from enum import IntEnum
 from typing import Any
 
+from reporter.evidence.kinds.sniffing import Marker
 from reporter.model import EvidenceKind, ParseResult, ParseWarning
 
 
@@ -61,14 +63,48 @@ class BinaryForm:
     parse: Callable[[bytes, Read], ParseResult]
 
 
-class SniffPlace(IntEnum):
-    """Where a kind's `looks_like` sits in the order `sniff` tries its detectors."""
+class SniffStep(IntEnum):
+    """The steps `reporter.evidence.sniff` takes, in this order; within a step it asks the
+    kinds in `REGISTRY` order, and the first that names a kind wins."""
 
-    FIRST = 0
-    """Before anything else: a first line no other kind has (`# report-proc: fds ...`)."""
-    DISTINCTIVE = 1
-    """After headerless py-spy and faulthandler fragments, before the environment, metric
-    and log shapes: a distinctive header line (`reporter-excerpt: 1`, `goroutine 1 [`)."""
+    WHOLE = 0
+    """On the whole text, before its head is cut or cleaned: a `/proc` copy (NULs), pip's
+    JSON, a Flight Recorder JSON dump, py-spy's JSON array. (Then the `markers` race.)"""
+    FIRST = 1
+    """A first line no other kind has (`# report-proc: fds ...`)."""
+    FRAGMENT = 2
+    """Dumps that lost their headers: most lines are frames."""
+    DISTINCTIVE = 3
+    """A distinctive header (`reporter-excerpt: 1`, `goroutine 1 [`, `Name:` ... `State:`,
+    nvidia-smi's banner)."""
+    STRUCTURED = 4
+    """A structured document: a JSON object, `systemctl show` keys, exposition comments, a
+    CSV header."""
+    SHAPE = 5
+    """The looser shapes: exposition samples, timestamped lines."""
+    GENERIC = 6
+    """Lines any text may have: KEY=VALUE, `pip freeze`, a command line."""
+    LAST = 7
+    """Only when nothing else matched (py-spy's error text alone)."""
+
+
+# One test sniffing makes: the kind it names, or None for "not this, go on" (UNKNOWN is a
+# decision: a `/proc` copy that is no known one is not read as anything else).
+Detect = Callable[[str], EvidenceKind | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Sniff:
+    """One detector of a kind (or of a family of kinds) at its step."""
+
+    step: SniffStep
+    detect: Detect
+
+
+def sniffed(kind: EvidenceKind, step: SniffStep, looks_like: Callable[[str], object]) -> Sniff:
+    """The detector naming `kind` at `step` when `looks_like(head)` is true (a `bool`, or a
+    pattern's `match`)."""
+    return Sniff(step, lambda head: kind if looks_like(head) else None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -163,6 +199,17 @@ class RoundRead:
     """Its name in `procread.KINDS` and the suffix of its file (`proc/pid4711-s0.fds`)."""
     says: str
     """What the manifest says the file holds; `{pid}` is the process."""
+    why_missing: str = "could not be read (the process ended, or no permission)"
+    """Why the manifest says a read gave nothing."""
+
+    def missing(self, pid: int, k: int, on: str) -> tuple[str, str]:
+        """What the manifest notes as skipped when the read of `pid` after snapshot `k` gave
+        nothing, and why (`on`: " on <host>" or "")."""
+        return f"/proc/{pid} {self.name}{on} after snapshot {k + 1}", self.why_missing
+
+    def described(self, text: str, *, pid: int, k: int, on: str, title: str) -> str:
+        """What the manifest says of the read `text` of `pid` (its `title`) after snapshot `k`."""
+        return f"{self.says.format(pid=pid)} of PID {pid}{on} ({title}) after snapshot {k + 1}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -171,16 +218,23 @@ class KindEntry:
 
     kind: EvidenceKind
     parse: Parser
-    looks_like: Callable[[str], bool] | None = None
-    """True when a file's head (cut, ANSI codes removed) is of this kind; None: never
-    sniffed (the manifest must name it)."""
-    sniff_place: SniffPlace = SniffPlace.DISTINCTIVE
+    sniffs: tuple[Sniff, ...] = ()
+    """How sniffing tells its files: each detector at its step (given the head, cut and
+    ANSI codes removed; at `WHOLE`, the text). A family of kinds may share detectors (the
+    same `Sniff` objects), asked once. (): never sniffed (the manifest must name it)."""
+    markers: tuple[Marker, ...] = ()
+    """Lines only its files have, raced against other kinds' markers after the `WHOLE` step:
+    the earliest in the head wins, ties to the kind earlier in `REGISTRY` (py-spy's
+    `Thread` lines against faulthandler's)."""
     merges: tuple[FieldMerge, ...] = ()
     """The `Evidence` fields this kind brings (and no other kind's files fill)."""
     capture: RoundRead | None = None
     """How `report collect` captures it; None: it does not."""
     binary: BinaryForm | None = None
     """Its binary form, tried on every file not declared another kind; None: text only."""
+    kept_whole: bool = False
+    """The loader keeps a file's whole text as its head, not its first lines: the upstream
+    draft quotes it whole (environment-script outputs, allowlisted there)."""
     shown: str = ""
     """Where the report's evidence index says a file of this kind is shown ("bucketed under
     Clients"); "": by what the kind sets of `reporter.model.stacks` say of it."""
@@ -206,8 +260,7 @@ def round_read_entry(
     return KindEntry(
         kind=kind,
         parse=lambda text, read: parse(text, source=read.source),
-        looks_like=looks_like,
-        sniff_place=SniffPlace.FIRST,
+        sniffs=(sniffed(kind, SniffStep.FIRST, looks_like),),
         merges=(FieldMerge(field, stamp=in_round, capture_order=True),),
         capture=RoundRead(name=name, says=says),
         shown=READ_FOR_WAITS,
