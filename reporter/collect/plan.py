@@ -47,8 +47,6 @@ from reporter.collect.httpread import Limits
 from reporter.collect.procfs import ProcessInfo
 from reporter.core.errors import UsageError
 from reporter.core.times import parse_duration
-from reporter.evidence.kinds import REGISTRY
-from reporter.model import EvidenceKind
 
 DEFAULT_SNAPSHOTS = 3
 DEFAULT_INTERVAL = 1.0
@@ -380,25 +378,9 @@ def dump_path(pid: int, snapshot: int) -> str:
     return f"pyspy/pid{pid}-s{snapshot}.txt"
 
 
-def status_path(pid: int, snapshot: int) -> str:
-    """Bundle path of the `/proc/PID/status` copy taken with snapshot `snapshot`."""
-    return f"proc/pid{pid}-s{snapshot}.status"
-
-
 def proc_path(pid: int, snapshot: int, what: str) -> str:
     """Bundle path of one per-round `/proc` read: `threads`, `fds`, `sockets` or `family`."""
     return f"proc/pid{pid}-s{snapshot}.{what}"
-
-
-# Each per-round /proc read of `procread.read_waits` (by the name it returns it under): its
-# evidence kind and what the manifest says it holds, from the kinds' registry entries
-# (`RoundRead`). Local and remote captures file them alike: `proc_path(pid, k, name)`
-# (under `hosts/<host>/` for a remote one).
-WAIT_FILES: dict[str, tuple[EvidenceKind, str]] = {
-    entry.capture.name: (entry.kind, entry.capture.says)
-    for entry in REGISTRY
-    if entry.capture is not None
-}
 
 
 def nonblocking_path(pid: int, snapshot: int) -> str:
