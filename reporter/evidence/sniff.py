@@ -4,8 +4,9 @@
 say how they are told (their registry entries, `reporter.evidence.kinds`); this module
 asks them in a fixed order, and the first that names a kind wins:
 
-* a file starting `# report-proc:` (`report collect`'s per-round `/proc` files) is judged
-  on its first 4 KiB as it is;
+* a file starting `# report-proc:` (`report collect`'s per-round `/proc` files) is named
+  by its header (the `FIRST` step); with a header no kind knows, it is judged on its
+  first 4 KiB as it is;
 * the `WHOLE` step, on the text itself: a NUL-separated `/proc` copy or pip's JSON (an
   environment file), a Flight Recorder JSON dump, a JSON array (py-spy's `--json`);
 * then on the head (4 KiB, else 64 KiB; ANSI codes removed), the markers' race: py-spy's
@@ -37,6 +38,7 @@ __all__ = ["PARSERS", "SNIFF_CHARS", "parse", "sniff"]
 
 # The detectors on the whole text, then those on the head after the markers' race.
 _WHOLE: tuple[Detect, ...] = kinds.detectors(SniffStep.WHOLE)
+_HEADERS: tuple[Detect, ...] = kinds.detectors(SniffStep.FIRST)
 _MARKERS = kinds.markers()
 _DETECTORS: tuple[Detect, ...] = tuple(
     detect for step in SniffStep if step is not SniffStep.WHOLE for detect in kinds.detectors(step)
@@ -47,7 +49,13 @@ def sniff(text: str) -> EvidenceKind:
     """The kind of evidence in `text`, judged from its first 64 KiB."""
     quick = text[:QUICK_CHARS]
     if quick.lstrip("\ufeff").startswith(prochead.MARKER):
-        # `report collect`'s per-round /proc files name their kind on their first line.
+        # `report collect`'s per-round /proc files name their kind on their first line, and
+        # that line decides: a body that quotes a py-spy or faulthandler line (a thread's
+        # name, a command line) must not win the markers' race against it.
+        for detect in _HEADERS:
+            kind = detect(quick)
+            if kind is not None:
+                return kind
         return _sniff_head(quick)
     for detect in _WHOLE:
         kind = detect(text)

@@ -80,6 +80,23 @@ def test_each_kind_is_sniffed_from_its_header(text: str, kind: EvidenceKind) -> 
     assert sniff(text.split("\n", 1)[1]) is not kind
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        # Found by the property test below: a body quoting another kind's first line
+        # won the markers' race against the header.
+        "Fatal Python error: ",
+        'Thread 0x7F0A (idle): "MainThread"\n',
+        "Process 4711: python3 -m sglang.launch_server\nPython v3.11.7\n",
+        "Current thread 0x00007f0a (most recent call first):\n",
+    ],
+)
+def test_the_header_names_the_kind_whatever_the_body_quotes(body: str) -> None:
+    for text, kind in ((THREADS, EvidenceKind.PROC_THREADS), (FAMILY, EvidenceKind.PROC_FAMILY)):
+        head = text.split("\n", 1)[0] + "\n"
+        assert sniff(head + body) is kind
+
+
 def test_threads() -> None:
     result = procthreads.parse(THREADS, source="proc/pid21225-s2.threads")
     main, worker = result.thread_states
