@@ -44,9 +44,9 @@ MEMORY_TIMES = 2
 
 # Bytes that decoding may cost per token (a `,`, `:`, `[`, `{` or string anywhere in the line,
 # inside strings too: counting those is cheaper than finding where strings are): the
-# object, its slot in a list or dict, and a key's memo entry. Measured worst, 3.5 for `[],`
-# per token: a `{}` in a list or a new key costs under 200 (bench_fanout.py --sink-memory).
-TOKEN_COST = 256
+# object, its slot in a list or dict, a key's memo entry. Traced, json.loads takes at most
+# about 50 a token (`[]` or `{}` in a list, a new key, a one-character wide string).
+TOKEN_COST = 128
 
 _ASTRAL_UTF8 = re.compile(rb"[\xf0-\xff]")
 _WIDE_UTF8 = re.compile(rb"[\xc4-\xef]")
