@@ -42,11 +42,11 @@ RECORD_KINDS = frozenset(
 # of what decoding it may take (`decoding_cost`), stays within MEMORY_TIMES times --max-size.
 MEMORY_TIMES = 2
 
-# Bytes that decoding may cost per token (a `,`, `:`, `[`, `{` or string anywhere in the line,
-# inside strings too: counting those is cheaper than finding where strings are): the
-# object, its slot in a list or dict, a key's memo entry. Traced, json.loads takes at most
-# about 50 a token (`[]` or `{}` in a list, a new key, a one-character wide string).
+# Bytes that decoding may cost per token (a `,`, `:`, `[`, `{` or a string): the object,
+# its slot in a list or dict, a key's memo entry. Traced, json.loads takes at most about 50
+# a token (`[]` or `{}` in a list, a new key, a one-character wide string).
 TOKEN_COST = 128
+_STRUCTURE = (b",", b":", b"[", b"{")
 
 _ASTRAL_UTF8 = re.compile(rb"[\xf0-\xff]")
 _WIDE_UTF8 = re.compile(rb"[\xc4-\xef]")
@@ -54,10 +54,14 @@ _ASTRAL_ESCAPE = re.compile(rb"\\u[dD][89abAB]")
 _WIDE_ESCAPE = re.compile(rb"\\u(?!00)")
 
 
-def decoding_cost(line: bytes | bytearray) -> int:
+def decoding_cost(line: bytes | bytearray, *, exact: bool = False) -> int:
     """An upper bound of the memory decoding `line` takes at its peak: its text (Python
     keeps 1, 2 or 4 bytes a character, by the widest one), then the records' strings (with
-    room for the copy made when a string turns wide) and objects, beside the text."""
+    room for the copy made when a string turns wide) and objects, beside the text.
+
+    Tokens are counted anywhere in the line, inside strings too (a py-spy dump has a `:`
+    in every frame); `exact` counts only those outside strings, at a Python step per
+    string (`_tokens`)."""
     size = len(line)
     if line.isascii():
         text_width = 1
@@ -72,8 +76,38 @@ def decoding_cost(line: bytes | bytearray) -> int:
         elif _WIDE_ESCAPE.search(line):
             value_width = max(value_width, 2)
     values = (value_width + (value_width > 1)) * size * 11 // 10
-    tokens = sum(line.count(c) for c in (b",", b":", b"[", b"{")) + line.count(b'"') // 2 + 1
+    quotes = line.count(b'"')
+    if exact and quotes <= size // 16:  # strings of texts, not of a list: worth finding
+        tokens = _tokens(line)
+    else:
+        tokens = sum(line.count(c) for c in _STRUCTURE) + quotes // 2 + 1
     return text_width * size + values + TOKEN_COST * tokens + 256
+
+
+_BACKSLASHES_AT_END = re.compile(rb"\\+\Z")
+
+
+def _tokens(line: bytes | bytearray) -> int:
+    """Strings, and structure bytes outside them, in a JSON line (a bound: an unended
+    string runs to the end)."""
+    tokens, at, end = 1, 0, len(line)
+    while at < end:
+        opened = line.find(b'"', at)
+        outside_to = end if opened < 0 else opened
+        tokens += sum(line.count(c, at, outside_to) for c in _STRUCTURE)
+        if opened < 0:
+            break
+        tokens += 1
+        at = opened + 1
+        while True:  # to the quote that closes it: one after an even run of backslashes
+            closed = line.find(b'"', at)
+            if closed < 0:
+                return tokens
+            run = _BACKSLASHES_AT_END.search(line, at, closed)
+            at = closed + 1
+            if run is None or (run.end() - run.start()) % 2 == 0:
+                break
+    return tokens
 
 
 def held(value: object) -> int:
@@ -141,7 +175,8 @@ class RecordSink:
 
     def end_line(self) -> None:
         raw, self.pending = self.pending, bytearray()
-        if self.held + decoding_cost(raw) > MEMORY_TIMES * self.max_bytes:
+        room = MEMORY_TIMES * self.max_bytes - self.held
+        if decoding_cost(raw) > room and decoding_cost(raw, exact=True) > room:
             self.over_memory()
             return
         try:

@@ -101,3 +101,30 @@ def test_a_line_nested_too_deep_for_json_is_noise_and_reading_goes_on() -> None:
     assert sink(b"[" * 5000 + b"]" * 5000 + b'\n{"t": "end"}\n')
     assert [r["t"] for r in sink.records] == ["end"]
     assert sink.noise == ["[" * 199 + "…"]
+
+
+def test_a_py_spy_dump_of_most_of_the_cap_in_one_line_is_kept() -> None:
+    # A frame line has a `:` and locals have `,` and `[`: counted inside the text, they
+    # would refuse this line; outside strings there are a dozen.
+    frames = 'Thread 0x7F (idle): "MainThread"\n    get (queue.py:171)\n        batch: [1, 2]\n'
+    line = _dump(frames * (CAP * 3 // 4 // len(frames)), ascii_only=True)
+    assert hostrecords.decoding_cost(line) > 2 * CAP  # the quick count alone would refuse it
+    sink, peak = _feed(line)
+    assert not sink.capped
+    assert sink.records == [json.loads(line)]
+    assert peak <= hostrecords.MEMORY_TIMES * CAP + 2 * CHUNK
+
+
+@pytest.mark.parametrize(
+    ("line", "tokens"),
+    [
+        (b'{"a": "x,:[{", "b": [1, 2]}', 1 + 3 + 6),  # the text's ,:[{ are not counted
+        (rb'{"a": "q\"[,"}', 1 + 2 + 2),  # an escaped quote does not end the string
+        (rb'{"a": "q\\", "b": ",,"}', 1 + 4 + 4),  # an escaped backslash does not escape
+        (rb'{"a": "q\\\"[", "b": 1}', 1 + 3 + 4),
+        (b'"never ended , : [', 1 + 1),
+        (b"[1, 2, {}]", 1 + 4),
+    ],
+)
+def test_tokens_outside_strings_are_counted_exactly(line: bytes, tokens: int) -> None:
+    assert hostrecords._tokens(line) == tokens
