@@ -278,6 +278,7 @@ import json, sys, tracemalloc
 from reporter.collect.hostrecords import RecordSink
 cap = int(sys.argv[1])
 WIDE = "\\U0001f642"
+FRAMES = 'Thread 0x7F (idle): "MainThread"\\n    get (queue.py:171)\\n        batch: [1, 2]\\n'
 def dump(text, ascii_only=False):
     record = {"t": "dump", "pid": 1, "snapshot": 0, "stdout": text}
     return (json.dumps(record, ensure_ascii=ascii_only) + "\\n").encode()
@@ -288,6 +289,7 @@ shapes = {
     "dumps of 4 KiB, ASCII": lambda: dump("y" * (4 << 10)),
     "dumps of 16 KiB, emoji only": lambda: dump(WIDE * (4 << 10)),
     "one line of 7/8 the cap, ASCII": lambda: dump("z" * (cap * 7 // 8)),
+    "one py-spy dump of 3/4 the cap": lambda: dump(FRAMES * (cap * 3 // 4 // len(FRAMES)), True),
     "one line of 7/8 the cap, one emoji": lambda: dump("a" * (cap * 7 // 8) + WIDE),
     "the same, escaped as the probe sends it": lambda: dump("a" * (cap * 7 // 8) + WIDE, True),
     "lines of 1/8 the cap, one emoji each": lambda: dump("a" * (cap // 8 - 99) + WIDE),
