@@ -182,7 +182,7 @@ class RecordSink:
         try:
             text = raw.decode(json.detect_encoding(raw), "surrogatepass")
         except ValueError:
-            self.heard(raw.decode("utf-8", "replace"))
+            self.heard(raw[:8192].decode("utf-8", "replace"))  # as much as `heard` reads
             return
         del raw  # only the text from here: the bytes are not kept beside it
         try:

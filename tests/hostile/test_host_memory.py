@@ -46,6 +46,7 @@ SHAPES = {
     )
     * (CAP // 250),
     "tiny records": b'{"t": "end"}\n' * (CAP // 13),
+    "a line that is not UTF-8": b"\x80" * (CAP - 1) + b"\n",
 }
 
 
