@@ -84,6 +84,15 @@ def decoding_cost(line: bytes | bytearray, *, exact: bool = False) -> int:
     return text_width * size + values + TOKEN_COST * tokens + 256
 
 
+def fits(line: bytes | bytearray, room: int) -> bool:
+    """Whether decoding `line` surely takes at most `room` bytes of memory."""
+    # The most any line of its size can cost (4 bytes a character, every byte a token): a
+    # line far under `room`, as nearly all are, is not counted at all.
+    if len(line) * (10 + TOKEN_COST) + TOKEN_COST + 256 <= room:
+        return True
+    return decoding_cost(line) <= room or decoding_cost(line, exact=True) <= room
+
+
 _BACKSLASHES_AT_END = re.compile(rb"\\+\Z")
 
 
@@ -169,14 +178,13 @@ class RecordSink:
     def over_memory(self) -> None:
         self.capped = (
             f"its records would take more than {human_size(MEMORY_TIMES * self.max_bytes)} "
-            f"of memory ({MEMORY_TIMES} times --max-size, per host: wide characters or deep "
+            f"of memory ({MEMORY_TIMES} times --max-size, per host: wide characters or dense "
             "structures take more than their bytes); the rest was not read"
         )
 
     def end_line(self) -> None:
         raw, self.pending = self.pending, bytearray()
-        room = MEMORY_TIMES * self.max_bytes - self.held
-        if decoding_cost(raw) > room and decoding_cost(raw, exact=True) > room:
+        if not fits(raw, MEMORY_TIMES * self.max_bytes - self.held):
             self.over_memory()
             return
         try:
