@@ -21,6 +21,12 @@ writer driven as `record_host` drives it, one rewrite after every host of `--fil
 CPU per rewrite (the last one) and in total, and the bytes each rewrite writes.
 `--checkout DIR` runs the collector and the writer of another checkout (the code before a
 change), so before and after come from the same script.
+
+    python benchmarks/bench_fanout.py --sink-memory [--before DIR]
+
+prints only the memory one host's answer takes while the record sink reads it (kept and
+peak, traced, times `--max-size`), for plain py-spy answers and hostile shapes; with
+`--before`, for that checkout first, in the same run.
 """
 
 from __future__ import annotations
@@ -265,46 +271,65 @@ def manifest_cost(hosts: int, files: int, checkout: Path = ROOT) -> dict[str, ob
     return result
 
 
-def sink_memory(max_bytes: int = 8 << 20) -> list[dict[str, object]]:
+# What one host's answer costs while the sink of the checkout asked for reads it: the answer
+# fed in pipe-sized chunks, traced; prints one JSON row per shape.
+_SINK = """
+import json, sys, tracemalloc
+from reporter.collect.hostrecords import RecordSink
+cap = int(sys.argv[1])
+WIDE = "\\U0001f642"
+FRAMES = 'Thread 0x7F (idle): "MainThread"\\n    get (queue.py:171)\\n        batch: [1, 2]\\n'
+def dump(text, ascii_only=False):
+    record = {"t": "dump", "pid": 1, "snapshot": 0, "stdout": text}
+    return (json.dumps(record, ensure_ascii=ascii_only) + "\\n").encode()
+def many(item, count):
+    return b'{"t": "end", "x": [' + b",".join([item] * count) + b"]}\\n"
+shapes = {
+    "dumps of 64 KiB, ASCII": lambda: dump("x" * (64 << 10)),
+    "dumps of 4 KiB, ASCII": lambda: dump("y" * (4 << 10)),
+    "dumps of 16 KiB, emoji only": lambda: dump(WIDE * (4 << 10)),
+    "one line of 7/8 the cap, ASCII": lambda: dump("z" * (cap * 7 // 8)),
+    "one py-spy dump of 3/4 the cap": lambda: dump(FRAMES * (cap * 3 // 4 // len(FRAMES)), True),
+    "one line of 7/8 the cap, one emoji": lambda: dump("a" * (cap * 7 // 8) + WIDE),
+    "the same, escaped as the probe sends it": lambda: dump("a" * (cap * 7 // 8) + WIDE, True),
+    "lines of 1/8 the cap, one emoji each": lambda: dump("a" * (cap // 8 - 99) + WIDE),
+    "lines of 30 empty lists": lambda: many(b"[]", 30),
+    "tiny records": lambda: b'{"t": "end"}\\n',
+}
+for name, make in shapes.items():
+    line = make()
+    data = (line * max(1, cap // len(line)))[:cap]
+    del line
+    tracemalloc.start()
+    sink = RecordSink(cap)
+    for at in range(0, len(data), 1 << 16):
+        if not sink(data[at : at + (1 << 16)]):
+            break
+    sink.close()
+    kept, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    print(json.dumps({"shape": name, "sent_mib": round(len(data) / 2**20, 1),
+                      "records": len(sink.records), "capped": bool(sink.capped),
+                      "kept_x_max_size": round(kept / cap, 2),
+                      "peak_x_max_size": round(peak / cap, 2)}))
+    del sink, data
+"""
+
+
+def sink_memory(checkout: Path = ROOT, max_bytes: int = 8 << 20) -> list[dict[str, object]]:
     """What one host's answer costs the collector while it is read: `--max-size` of
-    records fed to the host's record sink (`hostrecords.RecordSink`), traced, in shapes from a
-    plain py-spy answer to the worst (one line of the whole cap holding one emoji: Python
-    keeps such a string at 4 bytes a character)."""
-    import tracemalloc
-
-    from reporter.collect.hostrecords import RecordSink
-
-    shapes = (
-        ("dumps of 64 KiB, ASCII", "x" * (64 << 10)),
-        ("dumps of 4 KiB, ASCII", "y" * (4 << 10)),
-        ("dumps of 16 KiB, emoji only", "\U0001f642" * (4 << 10)),
-        ("one line of 7/8 the cap, ASCII", "z" * (max_bytes * 7 // 8)),
-        ("one line of 7/8 the cap, one emoji", "a" * (max_bytes * 7 // 8) + "\U0001f642"),
+    records fed to the host's record sink (`hostrecords.RecordSink` of `checkout`), traced,
+    in shapes from a plain py-spy answer to hostile ones (a line of the whole cap holding
+    one emoji: Python keeps such a string at 4 bytes a character; `[]` costs 56 bytes)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _SINK, str(max_bytes)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=checkout,
+        env={**os.environ, "PYTHONPATH": str(checkout)},
     )
-    out: list[dict[str, object]] = []
-    for name, text in shapes:
-        record = {"t": "dump", "pid": 1, "snapshot": 0, "text": text}
-        line = json.dumps(record, ensure_ascii=False).encode() + b"\n"
-        data = line * max(1, max_bytes // len(line))
-        del text, record, line
-        tracemalloc.start()
-        sink = RecordSink(max_bytes)
-        for at in range(0, len(data), 1 << 16):
-            if not sink(data[at : at + (1 << 16)]):
-                break
-        sink.close()
-        kept, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        out.append(
-            {
-                "shape": name,
-                "sent_mib": round(len(data) / 2**20, 1),
-                "kept_x_max_size": round(kept / max_bytes, 2),
-                "peak_x_max_size": round(peak / max_bytes, 2),
-            }
-        )
-        del sink, data
-    return out
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -335,13 +360,26 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only the memory one host's answer costs while it is read (x --max-size)",
     )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="with --sink-memory: also measure this checkout first, in the same run",
+    )
     args = parser.parse_args(argv)
     if args.sink_memory:
-        for row in sink_memory():
-            print(
-                f"{row['shape']}: {row['sent_mib']} MiB sent; kept {row['kept_x_max_size']}x "
-                f"--max-size, peak {row['peak_x_max_size']}x"
-            )
+        checkouts = [*([args.before] if args.before else []), args.checkout]
+        rows = {str(c): sink_memory(c) for c in checkouts}
+        if args.json:
+            print(json.dumps(rows, indent=2))
+            return 0
+        for checkout, found in rows.items():
+            print(checkout)
+            for row in found:
+                print(
+                    f"  {row['shape']}: {row['sent_mib']} MiB sent, {row['records']} records"
+                    f"{' (capped)' if row['capped'] else ''}; kept {row['kept_x_max_size']}x "
+                    f"--max-size, peak {row['peak_x_max_size']}x"
+                )
         return 0
     if args.stand_in:
         return _stand_in(args)

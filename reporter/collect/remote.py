@@ -322,11 +322,12 @@ class RemoteSteps(SessionState):
     def record_host(self, run: HostRun) -> None:
         """Write what one host sent (secrets redacted) and its `[[collect.remote]]` note.
 
-        `bundle.toml` is rewritten here at most every `SAVE_EVERY` seconds, and never more
-        often than ten times its own rendering time (it is always rewritten at the end):
-        rendering costs time in proportion to the files listed so far (about 1 ms per file),
-        so a rewrite after each of a thousand hosts would cost time in proportion to hosts
-        squared. A hard kill loses at most that much of the manifest, never a file."""
+        The host's tables go once, atomically, to its own part (`bundle.d/<host>.toml`)
+        before this returns; the head (`bundle.toml`: fields, events, entries not in a part)
+        is rewritten at most every `SAVE_EVERY` seconds, and never more often than ten times
+        its own rendering time (it is always rewritten at the end). A hard kill loses at
+        most the head's changes since its last save (its fields and the entries in no part),
+        never a finished host's tables or a file."""
         with self.lock:
             since = self.w.mark()
             recorder = _Recorder(self, run, until=self.write_until(run))
