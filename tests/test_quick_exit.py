@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from subprocess import PIPE
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE = ROOT / "fixtures" / "bundles" / "tp_desync"
@@ -30,16 +31,13 @@ main()
 
 
 def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "REPORTER_CONFIG": str(tmp_path / "config.toml")}
-    return subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=tmp_path,
-        env=env,
-        timeout=120,
-    )
+    command = [sys.executable, "-c", SCRIPT, str(tmp_path), *args]
+    config = {"REPORTER_CONFIG": str(tmp_path / "config.toml")}
+    with subprocess.Popen(
+        command, stdout=PIPE, stderr=PIPE, text=True, cwd=tmp_path, env=os.environ | config
+    ) as child:
+        out, err = child.communicate(timeout=120)
+    return subprocess.CompletedProcess(command, child.returncode, out, err)
 
 
 def test_analyze_leaves_without_teardown(tmp_path: Path) -> None:
