@@ -52,7 +52,7 @@ print(n)
 
 # What `report analyze --json` imports before it reads a file: its fixed memory.
 _IMPORT_ONLY = (
-    "import reporter.cli, reporter.cli.report, reporter.app, reporter.documents, "
+    "import reporter.cli, reporter.cli.report, reporter.app, reporter.console.documents, "
     "reporter.analysis, reporter.render.answer, reporter.secrets"
 )
 

@@ -153,6 +153,20 @@ def main_thread(dump: ProcessDump) -> ThreadStack | None:
     """The main thread: named `MainThread`, else thread id == PID, else the thread whose
     outermost Python frame is a `<module>` (other threads start in `Thread._bootstrap`),
     else the first thread."""
+    threads = dump.threads
+    if threads and threads[0].name == "MainThread":
+        return threads[0]  # py-spy's usual order: cheaper than the memo's first look
+    # Asked about a dozen times a dump by different passes: found once, kept on the dump.
+    try:
+        return dump.main_memo
+    except AttributeError:
+        pass
+    thread = _find_main(dump)
+    object.__setattr__(dump, "main_memo", thread)
+    return thread
+
+
+def _find_main(dump: ProcessDump) -> ThreadStack | None:
     if not dump.threads:
         return None
     for thread in dump.threads:

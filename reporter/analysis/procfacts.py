@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import TypeVar
 
 from reporter.analysis.clues import main_thread
@@ -187,13 +188,20 @@ def where(frame: Frame | None) -> str:
     return f"{frame.function} ({frame.file}{line})"
 
 
+_NATIVE = attrgetter("native")
+
+
 def cite(dump: ProcessDump) -> str:
     return f"{dump.source.path}:{dump.source.line or 1}"
 
 
 def python_frames(thread: ThreadStack) -> tuple[Frame, ...]:
-    """The Python frames of a thread, innermost first (native frames dropped)."""
-    if not any(f.native for f in thread.frames):
+    """The Python frames of a thread, innermost first (native frames dropped).
+
+    A thread with no native frame gets its own `frames` back (the same tuple).
+    """
+    # map + attrgetter: asked for every thread by several producers, so no Python loop.
+    if not any(map(_NATIVE, thread.frames)):
         return thread.frames
     return tuple(f for f in thread.frames if not f.native)
 

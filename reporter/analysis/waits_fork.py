@@ -119,8 +119,11 @@ def fork_lock(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
                 continue
             # The cheap tests first: a lock wait, then a forked stack, then no motion.
             lock = lock_taken_at(ctx, frames[0])
-            native = any(f.native and f.function in _NATIVE_LOCK for f in thread.frames)
-            if lock is None and not native:
+            # No native frame when python_frames gave back the thread's own tuple.
+            if lock is None and (
+                frames is thread.frames
+                or not any(f.native and f.function in _NATIVE_LOCK for f in thread.frames)
+            ):
                 continue
             fork = _forked(ctx, frames)
             if fork is None or not _same_stack(child, thread):

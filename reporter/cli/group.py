@@ -22,7 +22,7 @@ from typer import _click as click  # typer >= 0.29 vendors click
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
 from reporter import __version__, console
-from reporter.cli import interrupt
+from reporter.cli import interrupt, quickexit
 from reporter.core.errors import ReporterError
 from reporter.core.inert import for_terminal, one_line
 
@@ -303,4 +303,8 @@ def _main(
 
 def main() -> None:
     """Console-script entry point."""
-    cli()
+    try:
+        cli()
+    except SystemExit as done:
+        quickexit.leave(done.code)
+        raise

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from reporter import console
+from reporter.cli import quickexit
 from reporter.cli.group import cli, echo, echo_lines, masked
 from reporter.cli.options import (
     DEFAULT_MAX_FILE_SIZE,
@@ -44,11 +45,13 @@ def analyze_cmd(
         seen = seen_before(bundle, analysis, reports)
         if as_json:
             console.emit(documents.analysis_document(analysis, bundle, seen=seen))
-            return
-        echo(masked(text.analysis_text(bundle, analysis, seen=seen)))
-        # Warnings quote evidence lines: masked here, at the terminal's edge (the report and
-        # --json mask them at theirs).
-        echo_lines((masked(line), True) for line in text.warning_lines(bundle.warnings))
+        else:
+            echo(masked(text.analysis_text(bundle, analysis, seen=seen)))
+            # Warnings quote evidence lines: masked here, at the terminal's edge (the report
+            # and --json mask them at theirs).
+            echo_lines((masked(line), True) for line in text.warning_lines(bundle.warnings))
+    # All written to the terminal: the process may end without freeing the analysis.
+    quickexit.allow()
 
 
 @cli.command("draft", epilog="Example: report draft fixtures/bundles/tp_desync -o reports/tp.md")

@@ -295,8 +295,20 @@ def parsed_thread(
     return stack
 
 
+class _DumpMemo:
+    """A slot beside ProcessDump's fields for an answer worked out once per dump.
+
+    `main_memo` holds the dump's main thread once `reporter.analysis.clues.main_thread`
+    has found it (a dozen passes ask it of every rank). Not a field, so a dump compares,
+    hashes, prints and pickles as its fields alone, memo set or not; unset until asked.
+    """
+
+    __slots__ = ("main_memo",)
+    main_memo: ThreadStack | None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ProcessDump:
+class ProcessDump(_DumpMemo):
     """One capture of one process: py-spy text/JSON block or one faulthandler dump.
 
     `pid` is None when the format does not give it (faulthandler, JSON of an

@@ -64,10 +64,26 @@ def _text(data: bytes) -> str | None:
     return text
 
 
+# A base64 run's first character is the top six bits of its first decoded byte. After these
+# that byte cannot open printable UTF-8 text: A B E F G H give a control character
+# (0x00-0x07, 0x10-0x1F), g to v a continuation byte (0x80-0xBF), 9 + / - _ a byte of
+# 0xF4 or more (0xF4 opens only private-use characters, never printable; the rest is not
+# UTF-8). So the run decodes to no text and is not decoded at all: most identifiers
+# (`scheduler_TP3`, `multiprocessing/spawn`) stop here. (Hex runs are tried first.)
+_NOT_TEXT_FIRST = frozenset("ABEFGHghijklmnopqrstuv9+/-_")
+
+
 def _decode(run: str) -> tuple[str, str] | None:
     """(encoding, text) of one run, or None when it decodes to no text."""
     if _HEX_RE.fullmatch(run):
         return ("hex", text) if (text := _text(bytes.fromhex(run))) is not None else None
+    if run[0] in _NOT_TEXT_FIRST:
+        return None
+    return _decode_base64(run)
+
+
+def _decode_base64(run: str) -> tuple[str, str] | None:
+    """("base64", text) of a run that is not hex, or None: the decoding itself."""
     body = run.rstrip("=")
     if "/" in body and ("_" in body or "-" in body):
         return None  # both alphabets at once: a path or an identifier, not base64
