@@ -59,7 +59,11 @@ class Tree:
     def of(cls, root: Path) -> Tree:
         paths: set[str] = set()
         modules: dict[str, Path] = {}
-        top = {p.name for p in root.iterdir() if p.is_dir() and p.name not in SKIP_DIRS}
+        top = {
+            p.name
+            for p in root.iterdir()
+            if p.is_dir() and p.name not in SKIP_DIRS and not _is_venv(p)
+        }
         folders = set(top)
         for path in _walk(root):
             rel = path.relative_to(root).as_posix()
@@ -79,11 +83,17 @@ class Tree:
 
 def _walk(root: Path) -> Iterator[Path]:
     for path in sorted(root.iterdir()):
-        if path.name in SKIP_DIRS:
+        if path.name in SKIP_DIRS or _is_venv(path):
             continue
         yield path
         if path.is_dir() and not path.is_symlink():
             yield from _walk(path)
+
+
+def _is_venv(path: Path) -> bool:
+    """A virtual environment, whatever its name: a newcomer's `python3 -m venv venv` in the
+    checkout holds thousands of other projects' files, which no name of ours points at."""
+    return path.is_dir() and (path / "pyvenv.cfg").is_file()
 
 
 _NAMES: dict[Path, frozenset[str]] = {}
@@ -237,3 +247,17 @@ def test_a_stale_name_is_caught_with_its_line(tmp_path: Path) -> None:
         "mod.py:3: `analysis/gone.py`",
         "mod.py:5: `reporter.render.gone`",
     ]
+
+
+def test_a_virtual_environment_in_the_checkout_is_not_part_of_the_tree(tmp_path: Path) -> None:
+    # A newcomer's `python3 -m venv venv` inside the checkout: its files are not ours.
+    (tmp_path / "reporter").mkdir()
+    (tmp_path / "reporter" / "ours.py").write_text("x = 1\n", encoding="utf-8")
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (tmp_path / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n", encoding="utf-8")
+    (site / "subprocess.py").write_text("x = 1\n", encoding="utf-8")
+    tree = Tree.of(tmp_path)
+    assert exists("ours.py", tree)
+    assert not exists("subprocess.py", tree)
+    assert "venv" not in tree.top
