@@ -4,15 +4,15 @@
 say how they are told (their registry entries, `reporter.evidence.kinds`); this module
 asks them in a fixed order, and the first that names a kind wins:
 
-* a file starting `# report-proc:` (`report collect`'s per-round `/proc` files) is named
-  by its header (the `FIRST` step); with a header no kind knows, it is judged on its
-  first 4 KiB as it is;
+* a file starting `# report-proc:` (`report collect`'s per-round `/proc` files) skips
+  the `WHOLE` step and is judged on its first 4 KiB as it is;
 * the `WHOLE` step, on the text itself: a NUL-separated `/proc` copy or pip's JSON (an
   environment file), a Flight Recorder JSON dump, a JSON array (py-spy's `--json`);
-* then on the head (4 KiB, else 64 KiB; ANSI codes removed), the markers' race: py-spy's
+* then on the head (4 KiB, else 64 KiB; ANSI codes removed): `FIRST` (the `/proc` round
+  files' header, which decides whatever the body quotes), then the markers' race: py-spy's
   lines against faulthandler's, the one seen first wins (py-spy on a tie);
 * then the other steps of `SniffStep`, each asking the kinds in `REGISTRY` order:
-  `FIRST` (the `/proc` round files' header), `FRAGMENT` (py-spy or faulthandler frames
+  `FRAGMENT` (py-spy or faulthandler frames
   that lost their headers), `DISTINCTIVE` (an excerpt, goroutines, a `/proc` status copy,
   check_env / collect_env / nvidia-smi), `STRUCTURED` (a Prometheus JSON answer,
   `systemctl show`, exposition comments, a Grafana CSV), `SHAPE` (exposition samples,
@@ -38,10 +38,16 @@ __all__ = ["PARSERS", "SNIFF_CHARS", "parse", "sniff"]
 
 # The detectors on the whole text, then those on the head after the markers' race.
 _WHOLE: tuple[Detect, ...] = kinds.detectors(SniffStep.WHOLE)
+# A first line no other kind has decides before the race: a `/proc` round file whose body
+# quotes a py-spy or faulthandler line (a thread's name, a command line) stays what its
+# header says.
 _HEADERS: tuple[Detect, ...] = kinds.detectors(SniffStep.FIRST)
 _MARKERS = kinds.markers()
 _DETECTORS: tuple[Detect, ...] = tuple(
-    detect for step in SniffStep if step is not SniffStep.WHOLE for detect in kinds.detectors(step)
+    detect
+    for step in SniffStep
+    if step not in (SniffStep.WHOLE, SniffStep.FIRST)
+    for detect in kinds.detectors(step)
 )
 
 
@@ -49,13 +55,7 @@ def sniff(text: str) -> EvidenceKind:
     """The kind of evidence in `text`, judged from its first 64 KiB."""
     quick = text[:QUICK_CHARS]
     if quick.lstrip("\ufeff").startswith(prochead.MARKER):
-        # `report collect`'s per-round /proc files name their kind on their first line, and
-        # that line decides: a body that quotes a py-spy or faulthandler line (a thread's
-        # name, a command line) must not win the markers' race against it.
-        for detect in _HEADERS:
-            kind = detect(quick)
-            if kind is not None:
-                return kind
+        # `report collect`'s per-round /proc files name their kind on their first line.
         return _sniff_head(quick)
     for detect in _WHOLE:
         kind = detect(text)
@@ -71,6 +71,10 @@ def sniff(text: str) -> EvidenceKind:
 
 def _sniff_head(head: str) -> EvidenceKind:
     """`sniff` on an already cut and cleaned head."""
+    for detect in _HEADERS:
+        found = detect(head)
+        if found is not None:
+            return found
     best = -1
     winner = None
     for kind, markers in _MARKERS:

@@ -69,9 +69,11 @@ class SniffStep(IntEnum):
 
     WHOLE = 0
     """On the whole text, before its head is cut or cleaned: a `/proc` copy (NULs), pip's
-    JSON, a Flight Recorder JSON dump, py-spy's JSON array. (Then the `markers` race.)"""
+    JSON, a Flight Recorder JSON dump, py-spy's JSON array. (Then `FIRST`, then the
+    `markers` race.)"""
     FIRST = 1
-    """A first line no other kind has (`# report-proc: fds ...`)."""
+    """A first line no other kind has (`# report-proc: fds ...`): asked before the markers'
+    race, so the header decides whatever the body quotes."""
     FRAGMENT = 2
     """Dumps that lost their headers: most lines are frames."""
     DISTINCTIVE = 3
