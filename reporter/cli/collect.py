@@ -417,7 +417,7 @@ def remote_request(remote: Remote, *, parallel: int | None) -> RemoteRequest | N
     # Lazy: start-up; `report --help` must not load reporter.analysis.
     from reporter.collect import plan
     from reporter.collect.plan import DEFAULT_REMOTE_PARALLEL, RemoteRequest
-    from reporter.collect.remote import HOSTS_FILE_MAX, parse_hosts_file
+    from reporter.collect.remotehosts import HOSTS_FILE_MAX, parse_hosts_file
 
     deadline = (
         plan.seconds(remote.host_timeout, option="--host-timeout") if remote.host_timeout else None

@@ -55,10 +55,6 @@ from reporter.collect.remotehosts import (
     host_deadline,
     host_folders,
 )
-
-# Read here by the CLI (`--hosts-file`); they live with the other host helpers.
-from reporter.collect.remotehosts import HOSTS_FILE_MAX as HOSTS_FILE_MAX
-from reporter.collect.remotehosts import parse_hosts_file as parse_hosts_file
 from reporter.collect.runner import Finished, run_bounded
 from reporter.collect.state import WAIT_S, SessionState
 from reporter.core import inert

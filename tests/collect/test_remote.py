@@ -152,11 +152,11 @@ def test_the_minimum_host_timeout_is_accepted_and_the_default_exceeds_it(tmp_pat
 
 def test_hosts_files_take_one_host_a_line() -> None:
     text = "# job 4242\nnode-a\n\n  root@node-b:2222   # the second node\n"
-    assert remote.parse_hosts_file(text, source="hosts.txt") == ("node-a", "root@node-b:2222")
+    assert remotehosts.parse_hosts_file(text, source="hosts.txt") == ("node-a", "root@node-b:2222")
     with pytest.raises(UsageError, match=re.escape("hosts.txt:2: more than one word")):
-        remote.parse_hosts_file("x\nnode-a node-b\n", source="hosts.txt")
+        remotehosts.parse_hosts_file("x\nnode-a node-b\n", source="hosts.txt")
     with pytest.raises(UsageError, match="no host"):
-        remote.parse_hosts_file("# nothing\n", source="hosts.txt")
+        remotehosts.parse_hosts_file("# nothing\n", source="hosts.txt")
 
 
 @pytest.mark.parametrize("name", remote.HOST_MODULES)

@@ -121,7 +121,7 @@ def test_hosts_on_stdin_are_capped(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "reporter", "collect", "-o", str(tmp_path / "b"),
          "--exec", "true {host}", "--hosts-file", "-", "--match", "x"],
-        input=b"\0" * (remote.HOSTS_FILE_MAX + 10), capture_output=True, timeout=60,
+        input=b"\0" * (remotehosts.HOSTS_FILE_MAX + 10), capture_output=True, timeout=60,
         check=False, cwd=ROOT,
     )  # fmt: skip
     assert done.returncode == 2
