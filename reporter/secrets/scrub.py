@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 from reporter import secrets
 
-REDACTED = "[redacted]"  # reporter.secrets.REDACTED (no import cycle)
 # Texts larger than this are scanned with our own shapes only (see `default_detector`).
 _THOROUGH_BYTES = 1 << 20
 
@@ -59,7 +58,7 @@ class SecretDetector:
         out: list[str] = []
         at = 0
         for start, end in merged:
-            out += [text[at:start], REDACTED]
+            out += [text[at:start], secrets.REDACTED]
             at = end
         out.append(text[at:])
         return "".join(out), len(merged)
@@ -67,7 +66,7 @@ class SecretDetector:
     def value(self, name: str, value: str) -> tuple[str, int]:
         """One named value, redacted whole or in part; the number of secrets hidden."""
         if value and self.whole(name, value):
-            return REDACTED, 1
+            return secrets.REDACTED, 1
         return self.mask(value)
 
 
@@ -137,7 +136,7 @@ def scrub_argv(argv: Sequence[str], detector: SecretDetector) -> tuple[tuple[str
             and not out[index + 1].startswith("-")
             and detector.whole(arg, out[index + 1])
         ):
-            out[index + 1] = REDACTED
+            out[index + 1] = secrets.REDACTED
             hidden = 1
             index += 1
         else:
@@ -176,7 +175,7 @@ def scrub_locals(text: str, detector: SecretDetector) -> tuple[str, int]:
         quoted = len(value) >= 2 and value[0] == value[-1] == '"'
         bare = value[1:-1] if quoted else value
         if bare and detector.whole(match.group(2), bare):
-            shown, hidden = REDACTED, 1
+            shown, hidden = secrets.REDACTED, 1
         else:
             shown, hidden = detector.mask(value)
         if hidden:

@@ -22,6 +22,7 @@ from reporter.model import (
     ParseResult,
     ParseWarning,
 )
+from reporter.secrets import REDACTED
 from reporter.secrets.names import is_secret_name
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -94,7 +95,7 @@ def _environ_lines(text: str, source: str) -> tuple[list[EnvVar], list[ParseWarn
                     ParseWarning(
                         source=where,
                         message=f"not NAME=VALUE; kept as a continuation of {last.name}: "
-                        + ("[redacted]" if is_secret_name(last.name) else excerpt(raw)),
+                        + (REDACTED if is_secret_name(last.name) else excerpt(raw)),
                     )
                 )
             else:
