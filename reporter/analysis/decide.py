@@ -380,6 +380,24 @@ def _explained(
     return tuple(b for b in blocked if b.pid is None or b.pid not in waiters)
 
 
+def _rule_evidence(rule: Rule, facts: Facts) -> tuple[str, ...]:
+    """What the rule's own lines rest on: the deciding wait edges' evidence, then that of the
+    nodes they wait for, each once. A bundle's first stack dump may be another process's (the
+    live worker of a dead-worker wait), so a claim about the waiter cites the waiter's own
+    dump and /proc lines, and one about the waited side (a parent's threads holding the lock
+    at fork) cites that side's."""
+    if rule.waits is None or facts.waits is None:
+        return ()
+    nodes = facts.graph.nodes
+    places = [place for e in facts.waits.edges for place in e.evidence]
+    for edge in facts.waits.edges:
+        for key in edge.waited:
+            node = nodes.get(key)
+            if node is not None:
+                places.extend(node.evidence)
+    return tuple(dict.fromkeys(places))
+
+
 def _recovers(rule: Rule, facts: Facts) -> str:
     """The rule's "Recovers on its own" answer, else its wait rule's; "" leaves the answer
     to the timeouts found."""
@@ -413,6 +431,7 @@ def decide(analysis: Analysis, facts: Facts, classifier: Classifier) -> Analysis
         who_waits=_fill(rule.who_waits, facts),
         what=_fill(rule.what, facts),
         recovers=_recovers(rule, facts),
+        rule_evidence=_rule_evidence(rule, facts),
         said=_said(rule, facts),
         rule_steps=(
             *((_fill(a, facts), _fill(w, facts)) for a, w in rule.steps),

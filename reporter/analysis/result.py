@@ -510,6 +510,10 @@ class Analysis:
     recovers: str = ""
     """The winning rule's "Recovers on its own" answer, filled in; "" when it rests on the
     timeouts found (the collective verdicts)."""
+    rule_evidence: tuple[str, ...] = ()
+    """The `file:line` citations the winning rule's headline, What, Who and Recovers lines
+    rest on: the evidence of the wait edges that decided it (`pyspy/pid15011-s2.txt:1`); ()
+    when those lines rest on the stack classes' dumps (every rule not decided by an edge)."""
     said: str = ""
     """The part of `summary` the rule's headline, What and Who lines already say (the
     one-process paragraph): the summary block leaves it out of its verdict paragraph."""

@@ -165,7 +165,7 @@ def work_waits(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
             peer=peer,
             tag=tag,
             instance=ident.instance,
-            evidence=(cite(process.snapshots[-1]), f"seen in {seen[1]}"),
+            evidence=(cite(process.snapshots[-1]),),
         )
 
     # Without peers, an edge is drawn only when every rank waits in a receive: then none

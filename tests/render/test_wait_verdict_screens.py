@@ -128,3 +128,54 @@ def test_no_restart_together_without_a_collective_group(
         assert "together" not in step and "rejoin" not in step, step
     recovers = _line(summary, "Recovers on its own")
     assert recovers and "these dumps do not settle whether anything is stuck" not in recovers
+
+
+def _cited(line: str) -> list[str]:
+    """The citations closing a summary line: (`a:1`, `b:2`)."""
+    found = re.search(r"\((`[^()]*`)\)$", line)
+    return re.findall(r"`([^`]+)`", found.group(1)) if found else []
+
+
+def test_dead_worker_lines_cite_the_waiting_consumer_not_the_live_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The bundle's first stack class is the live worker's (PID 15013, idle in its job
+    # loop); the claim is about PID 15011, waiting on a worker that died.
+    summary = _summary(_draft("dead_worker", monkeypatch))
+    for topic in ("What", "Who waits for whom", "Recovers on its own"):
+        cited = _cited(_line(summary, topic))
+        assert cited, topic
+        assert all("15011" in place for place in cited), (topic, cited)
+        assert cited[0].startswith("pyspy/pid15011-"), (topic, cited)
+
+
+WAIT_RULE_BUNDLES = (
+    "child_exited_pipe_held",
+    "child_stuck",
+    "dead_worker",
+    "fork_lock",
+    "fuse_d_state",
+    "pipe_deadlock",
+    "pipeline_work_wait",
+    "ray_actor_cycle",
+)
+
+
+@pytest.mark.parametrize("name", WAIT_RULE_BUNDLES)
+def test_a_wait_rules_lines_cite_the_edges_that_decided_it(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    bundle, analysis = load_and_analyze([Path("fixtures/bundles") / name], Options())
+    assert analysis.rule_evidence, analysis.rule
+    # Places only (`path:line`), no notes, and every one a file of the bundle.
+    root = Path("fixtures/bundles") / name
+    for place in analysis.rule_evidence:
+        path, _, line = place.rpartition(":")
+        assert line.isdigit() and " " not in path, place
+        assert list(root.rglob(Path(path).name)), place
+    summary = _summary(render_draft(bundle, analysis, now=NOW))
+    # "Recovers" is the rule's own answer only where it has one; else the timeouts answer.
+    topics = ["What", "Who waits for whom"] + (["Recovers on its own"] if analysis.recovers else [])
+    for topic in topics:
+        assert _cited(_line(summary, topic)) == list(analysis.rule_evidence), topic

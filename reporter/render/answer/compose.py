@@ -127,14 +127,16 @@ def build(
     # Crashes, stopped ranks, thread deadlocks and failed dumps say more than stacks can.
     title = states.title(inner) or title
     lines[0] = states.what_line(inner, lines[0].sources) or lines[0]
+    # The rule's own lines cite the edges that decided it, else the stacks' dumps.
+    cite = inner.rule_evidence or lines[0].sources
     if inner.headline:
         # The verdict table's rule words its own verdict (one process, the GIL, a loop).
         title = inner.headline
         if inner.what:
-            lines[0] = SummaryLine(topic=lines[0].topic, text=inner.what, sources=lines[0].sources)
+            lines[0] = SummaryLine(topic=lines[0].topic, text=inner.what, sources=cite)
     if inner.who_waits:
         at = next((i for i, line in enumerate(lines) if line.topic == WHO), None)
-        who = SummaryLine(topic=WHO, text=inner.who_waits, sources=lines[0].sources)
+        who = SummaryLine(topic=WHO, text=inner.who_waits, sources=cite)
         lines = [line for line in lines if line.topic != WHO]
         lines.insert(at if at is not None else 1, who)
     lines.extend(x for x in (states.condition_line(inner), states.blocked_line(inner)) if x)
@@ -147,7 +149,7 @@ def build(
     lines.extend(
         (
             since_line(bundle, inner),
-            recover_line(bundle, inner, timeouts, cite=lines[0].sources if lines else ()),
+            recover_line(bundle, inner, timeouts, cite=cite),
             clients_line(bundle, analysis),
             change_line(bundle, analysis),
             seen_line(seen_of(seen)),
