@@ -176,7 +176,8 @@ class Limits:
         typer.Option(
             "--max-size",
             help="Largest HTTP answer (after decompression), copied dump file or py-spy "
-            "output kept (e.g. 64M, 1G).",
+            "output kept (e.g. 64M, 1G); with --ssh/--exec also the most one host may send, "
+            "held in at most twice that much memory while it answers.",
         ),
     ] = "64M"
     parallel: Annotated[
