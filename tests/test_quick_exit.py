@@ -48,6 +48,19 @@ def test_analyze_leaves_without_teardown(tmp_path: Path) -> None:
     assert not (tmp_path / "teardown").exists()
 
 
+def test_draft_leaves_without_teardown_and_its_report_is_whole(tmp_path: Path) -> None:
+    out = tmp_path / "r.md"
+    done = _run(tmp_path, "draft", str(BUNDLE), "-o", str(out), "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["path"] == str(out)
+    # The last region of the report is closed: the file was written whole before the exit.
+    assert out.read_text(encoding="utf-8").rstrip().endswith("-->")
+    # No temporary file of the atomic write is left beside it.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["atexit", "r.md"]
+    assert (tmp_path / "atexit").read_text() == "ran"
+    assert not (tmp_path / "teardown").exists()
+
+
 def test_its_exit_code_is_kept(tmp_path: Path) -> None:
     done = _run(tmp_path, "analyze", str(tmp_path / "missing"))
     assert done.returncode == 2 and "no such file" in done.stderr

@@ -91,9 +91,12 @@ def draft_cmd(
         )
     if as_json:
         console.emit(documents.draft_document(result))
-        return
-    for line in text.draft_lines(result):
-        echo(line)
+    else:
+        for line in text.draft_lines(result):
+            echo(line)
+    # The report and its charts are written whole and closed (`write_atomic`), the lock
+    # released: as in `analyze`, nothing is left to free but memory.
+    quickexit.allow()
 
 
 @cli.command("diff", epilog="Example: report diff bundles/monday bundles/tuesday --limit 5")
