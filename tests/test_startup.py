@@ -64,3 +64,29 @@ def test_a_command_that_analyses_shows_up_as_such(tmp_path: Path) -> None:
     # The check above can fail: `report analyze` does import the analysis.
     modules = imported(["analyze", str(ROOT / "fixtures" / "bundles" / "tp_desync")], tmp_path)
     assert {"reporter.analysis", "reporter.analysis.analyze"} <= modules
+
+
+# What `report analyze --json` must not load (issue 36): typer's pydantic (its option
+# values are made by `cli/values.py`), and the libraries of the other report commands:
+# markdown-it (lint, status, preview), yaml (reports' front matter: read only when a
+# reports/ folder is there), tomlkit (writing bundle.toml), sqlite3 (the issue index).
+# detect-secrets (with requests) still loads: the document's masking runs its plugins.
+NOT_FOR_ANALYZE = (
+    "pydantic",
+    "pydantic_core",
+    "markdown_it",
+    "mdit_py_plugins",
+    "mdurl",
+    "yaml",
+    "tomlkit",
+    "sqlite3",
+    *(name for name in HEAVY if name != "detect_secrets"),
+)
+
+
+def test_analyze_json_loads_only_what_it_uses(tmp_path: Path) -> None:
+    modules = imported(
+        ["analyze", "--json", str(ROOT / "fixtures" / "bundles" / "tp_desync")], tmp_path
+    )
+    assert {"reporter.analysis.analyze", "reporter.console.jsontext"} <= modules  # it ran
+    assert sorted(m for m in modules if m.split(".")[0] in NOT_FOR_ANALYZE) == []

@@ -19,9 +19,7 @@ from reporter.load import bundle as bundle_io
 from reporter.load.manifest import MANIFEST_NAME
 from reporter.load.sources import SourceRoots, hash_tree
 from reporter.model import Bundle
-from reporter.render import answer, lint, regions, status
-from reporter.render import markdown as md
-from reporter.render import preview as html_preview
+from reporter.render import answer
 from reporter.render.answer import SeenBefore
 from reporter.secrets import mask_text
 
@@ -201,6 +199,7 @@ def _report_text(view: ReportView) -> str:
     lint` flags only what someone pastes in by hand.
     """
     # Lazy: start-up; `report analyze` must not load reporter.analysis.diff.
+    from reporter.render import regions
     from reporter.render.render import render_report
 
     return regions.seal(mask_text(render_report(view)))
@@ -218,9 +217,6 @@ def seen_before(
     `exclude` is the report being written; reports drafted from this bundle (by its
     resolved folder or its evidence digest) are this incident and never count.
     """
-    # Lazy: name; a function here binds `seen` to something else.
-    from reporter.render import seen
-
     folder = reports if reports is not None else DEFAULT_REPORTS
     if not folder.is_dir():
         if reports is not None:
@@ -228,6 +224,10 @@ def seen_before(
                 f"{reports}: no such folder", tip="pass the folder that holds earlier reports"
             )
         return SeenBefore()
+    # Lazy: name; a function here binds `seen` to something else. Start-up too: without a
+    # reports folder, `report analyze` never loads it (nor yaml).
+    from reporter.render import seen
+
     skip = str(exclude) if exclude is not None else ""
     # Folders compare resolved: `./b`, `b/` and `/srv/b` name one bundle.
     records = [
@@ -291,6 +291,9 @@ def render_charts_svg(bundle: Bundle, analysis: Analysis, built: Sequence[Chart]
 
 def default_report_path(bundle: Bundle, analysis: Analysis, *, now: datetime) -> Path:
     """`reports/<date>-<slug>.md`, the slug from the incident title or the verdict."""
+    # Lazy: start-up; `report analyze` must not load reporter.render.markdown.
+    from reporter.render import markdown as md
+
     title = bundle.manifest.title or f"{analysis.verdict.value} {analysis.signature.hash}"
     return Path("reports") / f"{now:%Y-%m-%d}-{md.slug(title)}.md"
 
@@ -339,6 +342,9 @@ def _draft_into(
     force: bool,
 ) -> DraftResult:
     """Merge `text` into the report at `target` (or write it), keeping a backup."""
+    # Lazy: start-up; `report analyze` must not load reporter.render.regions.
+    from reporter.render import regions
+
     merged: regions.MergeResult | None = None
     unchanged = False
     if charts is not None:
@@ -487,6 +493,9 @@ def lint_reports(paths: Sequence[Path], *, index: Path | None = None) -> LintRun
     files = _markdown_files(paths)
     if not files:
         raise UsageError("no Markdown files to lint", tip="pass report files or a reports/ folder")
+    # Lazy: start-up; `report analyze` must not load reporter.render.lint (markdown-it).
+    from reporter.render import lint
+
     issue_index = lint.SqliteIssueIndex(index) if index is not None else None
     findings: list[Finding] = []
     try:
@@ -525,6 +534,9 @@ def lint_reports(paths: Sequence[Path], *, index: Path | None = None) -> LintRun
 
 def report_status(folder: Path) -> tuple[ReportStatus, ...]:
     """A status row for every report (Markdown with reporter front matter) under `folder`."""
+    # Lazy: start-up; `report analyze` must not load reporter.render.status (markdown-it).
+    from reporter.render import status
+
     if not folder.is_dir():
         raise UsageError(
             f"{folder}: no such folder",
@@ -547,6 +559,9 @@ def report_status(folder: Path) -> tuple[ReportStatus, ...]:
 
 def preview(path: Path, *, out: Path | None = None, force: bool = False) -> Path:
     """Write a standalone HTML preview of a report; returns its path (default: FILE.html)."""
+    # Lazy: start-up; `report analyze` must not load reporter.render.preview (markdown-it).
+    from reporter.render import preview as html_preview
+
     if not path.exists():
         raise UsageError(f"{path}: no such file", tip="pass a report's Markdown file")
     text = read_text_bounded(path, max_bytes=REPORT_MAX_BYTES)

@@ -22,7 +22,7 @@ from typer import _click as click  # typer >= 0.29 vendors click
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
 from reporter import __version__, console
-from reporter.cli import interrupt, quickexit
+from reporter.cli import interrupt, quickexit, values
 from reporter.core.errors import ReporterError
 from reporter.core.inert import for_terminal, one_line
 
@@ -78,6 +78,7 @@ class _Report(TyperGroup):
         argv = hoist_globals(list(sys.argv[1:] if args is None else args), self.commands)
         argv = json_fields(argv)
         plain_metavars(self)
+        values.install()  # option values without pydantic, where that is exact
         if standalone_mode:
             interrupt.restore()
         try:

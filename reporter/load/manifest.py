@@ -26,10 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-import tomlkit
-from tomlkit.items import Item
+from typing import TYPE_CHECKING, Any
 
 from reporter.core import fileio, hostnames
 from reporter.core.errors import ManifestError
@@ -49,6 +46,9 @@ from reporter.model import (
     TimelineEvent,
     WedgeSettings,
 )
+
+if TYPE_CHECKING:
+    from tomlkit.items import Item
 
 # Far above any real job (the largest published runs have ~10^5 ranks), far below
 # what would make a rank list or a "missing ranks" sweep run out of memory.
@@ -136,6 +136,9 @@ class TomlDocument:
 
     def key(self, name: str, value: object, *, comment: str = "") -> TomlDocument:
         """`name = value` in the current table, with an optional trailing comment."""
+        # Lazy: start-up; `report analyze` reads bundle.toml (tomllib) and writes none.
+        import tomlkit
+
         line = f"{tomlkit.key(name).as_string()} = {toml_value(value)}"
         self._lines.append(f"{line}  # {_printable(comment)}" if comment else line)
         return self
@@ -181,6 +184,9 @@ class TomlDocument:
 
 
 def _dotted(name: str) -> str:
+    # Lazy: start-up; `report analyze` reads bundle.toml (tomllib) and writes none.
+    import tomlkit
+
     return ".".join(tomlkit.key(part).as_string() for part in name.split("."))
 
 
@@ -191,6 +197,10 @@ def _printable(text: str) -> str:
 
 def toml_item(value: object) -> Item:
     """`value` as a TOML item; datetimes in UTC with milliseconds, like `times.iso`."""
+    # Lazy: start-up; `report analyze` reads bundle.toml (tomllib) and writes none.
+    import tomlkit
+    from tomlkit.items import Item
+
     if isinstance(value, Item):
         return value
     if isinstance(value, datetime):
@@ -203,6 +213,9 @@ def toml_item(value: object) -> Item:
 
 def toml_seconds(moment: datetime) -> Item:
     """A TOML date-time in UTC to the second (`2026-11-29T14:43:41Z`)."""
+    # Lazy: start-up; `report analyze` reads bundle.toml (tomllib) and writes none.
+    import tomlkit
+
     utc = moment.astimezone(UTC) if moment.tzinfo is not None else moment
     return tomlkit.value(f"{utc:%Y-%m-%dT%H:%M:%SZ}")
 

@@ -14,7 +14,6 @@ from dataclasses import replace
 from typing import Annotated
 
 from reporter.model.document import EMPTY_IS_NULL, Count, document, spec
-from reporter.render import blocks, frontmatter, lint, preview, seen
 
 
 @document
@@ -51,6 +50,10 @@ class ReportStatus:
 
 def summarize(text: str, *, path: str) -> ReportStatus | None:
     """The status row for one file, or None when it has no reporter front matter."""
+    # Lazy: start-up; `report analyze --json` (whose documents module holds `ReportStatus`
+    # for `report status --json`) must not load markdown-it and yaml.
+    from reporter.render import blocks, frontmatter, lint, preview, seen
+
     front = frontmatter.parse(text)
     if front is None or front.data is None or not front.is_report:
         return None
@@ -96,6 +99,9 @@ def unreadable(*, path: str, why: str) -> ReportStatus:
 
 def _hangs(rows: Sequence[ReportStatus]) -> dict[int, list[int]]:
     """Indexes of the incident reports, grouped as one hang (`seen.same_hang`)."""
+    # Lazy: start-up, as in `summarize`.
+    from reporter.render import frontmatter, seen
+
     incidents = [i for i, r in enumerate(rows) if r.kind == frontmatter.INCIDENT_REPORT]
     roots = seen.same_hang([(rows[i].signature, rows[i].shape) for i in incidents])
     out: dict[int, list[int]] = {}
@@ -107,6 +113,9 @@ def _hangs(rows: Sequence[ReportStatus]) -> dict[int, list[int]]:
 def grouped(rows: Sequence[ReportStatus]) -> tuple[ReportStatus, ...]:
     """The rows with `same_signature` (the same signature) and `same_hang` (the same
     signature or shape, as seen-before counts) counted over the incident reports."""
+    # Lazy: start-up, as in `summarize`.
+    from reporter.render import frontmatter
+
     counts: dict[str, int] = {}
     for row in rows:
         if row.signature and row.kind == frontmatter.INCIDENT_REPORT:
