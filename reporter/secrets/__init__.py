@@ -38,6 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 
+from reporter.secrets.gate import suspects
 from reporter.secrets.names import is_secret_by_last_word, is_secret_name, name_rules
 from reporter.secrets.shapes import PLACEHOLDER_RE, SecretHit, find_secrets, is_value, scan
 
@@ -209,8 +210,8 @@ def mask_data(value: object) -> object:
 
     For `--json` output: strings are masked *decoded*, so a quoted log line's
     `\\"password\\": \\"...\\"` is seen as the evidence had it. Iterative (no recursion
-    on input-controlled depth); each distinct string is masked once, and a document with
-    nothing to mask is walked once and returned as it is.
+    on input-controlled depth); each distinct string the gate does not clear is masked
+    once, and a document with nothing to mask is walked once and returned as it is.
     """
     strings: set[str] = set()
     pending: list[object] = [value]
@@ -225,7 +226,8 @@ def mask_data(value: object) -> object:
             pending.extend(item.values())
     library = len(strings) <= _THOROUGH_STRINGS
     changed: dict[str, str] = {}
-    for text in strings:
+    # Only the strings the gate cannot clear are scanned (`reporter.secrets.gate`).
+    for text in suspects(strings, library=library):
         masked = mask_text(text, library=library)
         if masked != text:
             changed[text] = masked
