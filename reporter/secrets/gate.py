@@ -24,7 +24,7 @@ text could need it.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from functools import cache
 
 from reporter.core import rules
@@ -111,23 +111,36 @@ def suspects(texts: Collection[str], *, library: bool = True) -> list[str]:
     """The texts of `texts` that `shapes.scan(text, library=library)` may find a secret in
     (in no particular order): every other one scans clean."""
     gate = _gate(library)
-    if gate is None or not texts:
+    if gate is None:
         return list(texts)
     items = list(texts)
+    found: dict[bytes, bool] = {}  # each distinct form, searched once for all texts
+    out: list[str] = []
+    for start in range(0, len(items), _TEXTS_AT_ONCE):
+        out += _suspects_among(items[start : start + _TEXTS_AT_ONCE], gate.search, found)
+    return out
+
+
+# Texts joined into one pass at a time: bounds the pass's copies to a few hundred KB.
+_TEXTS_AT_ONCE = 4096
+
+
+def _suspects_among(
+    items: list[str], search: Callable[[bytes], object], found: dict[bytes, bool]
+) -> list[str]:
     joined = _SEPARATOR.join(items)
     out: list[str] = []
     if not joined.isascii() or joined.count(_SEPARATOR) != len(items) - 1:
+        # A non-ASCII text (which `normalize` may change) or one holding the separator.
         out = [t for t in items if not t.isascii() or _SEPARATOR in t]
         items = [t for t in items if t.isascii() and _SEPARATOR not in t]
         if not items:
             return out
         joined = _SEPARATOR.join(items)
     forms = joined.encode("ascii").translate(_DIGITS).split(_SEPARATOR.encode())
-    search = gate.search
-    flagged = {form for form in set(forms) if search(form) is not None}
-    if flagged:
-        out += [text for text, form in zip(items, forms, strict=True) if form in flagged]
-    return out
+    for form in set(forms).difference(found):
+        found[form] = search(form) is not None
+    return out + [text for text, form in zip(items, forms, strict=True) if found[form]]
 
 
 @cache

@@ -69,13 +69,16 @@ def test_every_fixture_line_the_gate_clears_scans_clean() -> None:
     assert found == []
 
 
-def test_suspects_of_many_texts_are_the_suspects_of_each() -> None:
+def test_suspects_of_many_texts_are_the_suspects_of_each(monkeypatch: pytest.MonkeyPatch) -> None:
     # Joined into one pass, with texts that need the slow path (non-ASCII, a NUL).
     texts = [*_corpus_texts()[:400], "caf\u00e9 ghp", "a\0b", "", "rank 7", "rank 8"]
     together = set(gate.suspects(texts))
     assert together == {t for t in texts if gate.suspects([t])}
     assert {"caf\u00e9 ghp", "a\0b"} <= together
     assert "rank 7" not in together and "" not in together
+    # In passes of a few texts at a time, the same.
+    monkeypatch.setattr(gate, "_TEXTS_AT_ONCE", 7)
+    assert set(gate.suspects(texts)) == together
 
 
 def _redaction_document(name: str) -> object:
