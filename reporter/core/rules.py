@@ -284,7 +284,7 @@ SHAPES: dict[str, Shape] = {
                 for name in ("inert", "blank", "not_a_value", "auth_schemes", "named_inert")
             }
         ),
-        "library": Table({"plugins": Key(Strings, required=True)}),
+        "library": Table({"plugins": Key(Strings, required=True), "gate": Key(Strings)}),
         "encoded": Table(
             {"min_length": Key(int, low=8, high=4096), "max_length": Key(int, low=8, high=1 << 20)}
         ),
@@ -294,6 +294,7 @@ SHAPES: dict[str, Shape] = {
                 "name": Key(str, required=True),
                 "pattern": Key(Strings, required=True),
                 "needs": Key(Strings),
+                "gate": Key(Strings),
                 "group": Key(int, low=0, high=9),
                 "name_group": Key(int, low=0, high=9),
                 "inside": Key(bool),

@@ -37,7 +37,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
+from reporter.secrets.gate import suspects
 from reporter.secrets.names import is_secret_by_last_word, is_secret_name, name_rules
 from reporter.secrets.shapes import PLACEHOLDER_RE, SecretHit, find_secrets, is_value, scan
 
@@ -204,28 +206,53 @@ def mask_text(text: str, *, library: bool = True) -> str:
 _THOROUGH_STRINGS = 4000
 
 
+_SCALARS = frozenset((int, float, bool, type(None)))
+
+
+def _strings_of(value: object) -> set[str]:
+    """Every string of a JSON-like value, keys too (not inside tuples: JSON has none).
+
+    Only lists and dicts go on the stack; a container's items are sorted where they
+    stand, by their exact type first (the common case: one test, not three)."""
+    strings: set[str] = set()
+    if isinstance(value, str):
+        strings.add(value)
+    pending: list[Any] = [value] if isinstance(value, list | dict) else []
+    push, add = pending.append, strings.add
+    while pending:
+        holder = pending.pop()
+        items: Iterable[Any] = holder
+        if isinstance(holder, dict):
+            strings.update(holder)
+            items = holder.values()
+        for item in items:
+            kind = type(item)
+            if kind is str:
+                add(item)
+            elif kind is dict or kind is list:
+                push(item)
+            elif kind in _SCALARS:
+                continue
+            elif isinstance(item, str):
+                add(item)
+            elif isinstance(item, list | dict):
+                push(item)
+    return strings
+
+
 def mask_data(value: object) -> object:
     """A decoded JSON-like value (dicts, lists, strings, numbers) with every string masked.
 
     For `--json` output: strings are masked *decoded*, so a quoted log line's
     `\\"password\\": \\"...\\"` is seen as the evidence had it. Iterative (no recursion
-    on input-controlled depth); each distinct string is masked once, and a document with
-    nothing to mask is walked once and returned as it is.
+    on input-controlled depth); each distinct string the gate does not clear is masked
+    once, and a document with nothing to mask is walked once and returned as it is.
     """
-    strings: set[str] = set()
-    pending: list[object] = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str):
-            strings.add(item)
-        elif isinstance(item, list):
-            pending.extend(item)
-        elif isinstance(item, dict):
-            strings.update(item)
-            pending.extend(item.values())
+    strings = _strings_of(value)
     library = len(strings) <= _THOROUGH_STRINGS
     changed: dict[str, str] = {}
-    for text in strings:
+    # Only the strings the gate cannot clear are scanned (`reporter.secrets.gate`).
+    for text in suspects(strings, library=library):
         masked = mask_text(text, library=library)
         if masked != text:
             changed[text] = masked

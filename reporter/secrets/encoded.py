@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import string
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -40,12 +41,17 @@ def _limits() -> tuple[int, int]:
     return int(table.get("min_length", 16)), int(table.get("max_length", 4096))
 
 
+# The characters of a run (standard and URL-safe base64, which hex is part of).
+_RUN_CHARS = string.ascii_letters + string.digits + "+/_-"
+_RUN = "[A-Za-z0-9+/_-]"
+
+
 @cache
 def _run_re() -> re.Pattern[str]:
     low, _ = _limits()
     # A base64 or hex run between non-run characters; `=` padding only at the end.
-    body = "[A-Za-z0-9+/_-]{" + str(low) + ",}"
-    return re.compile(f"(?<![A-Za-z0-9+/_-]){body}={{0,2}}(?![A-Za-z0-9+/_=-])")
+    body = _RUN + "{" + str(low) + ",}"
+    return re.compile(f"(?<!{_RUN}){body}={{0,2}}(?![A-Za-z0-9+/_=-])")
 
 
 _HEX_RE = re.compile(r"(?:[0-9a-fA-F]{2})+")
@@ -71,6 +77,16 @@ def _text(data: bytes) -> str | None:
 # UTF-8). So the run decodes to no text and is not decoded at all: most identifiers
 # (`scheduler_TP3`, `multiprocessing/spawn`) stop here. (Hex runs are tried first.)
 _NOT_TEXT_FIRST = frozenset("ABEFGHghijklmnopqrstuv9+/-_")
+
+
+def run_gate() -> str:
+    """A regex found at the start of every run `decoded_runs` yields (`reporter.secrets.gate`
+    clears the texts without one): all hex, or a first character that can open text. Any
+    digit may stand for any other (so `9` is let through, though it opens no text)."""
+    low, _ = _limits()
+    first = sorted(set(_RUN_CHARS) - _NOT_TEXT_FIRST | set(string.digits))
+    opening = "[" + "".join(re.escape(c) for c in first) + "]"
+    return f"(?<!{_RUN})(?:[0-9a-fA-F]{{{low}}}|{opening}{_RUN}{{{low - 1}}})"
 
 
 def _decode(run: str) -> tuple[str, str] | None:

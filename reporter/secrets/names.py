@@ -77,6 +77,15 @@ def name_rules() -> NameRules:
     )
 
 
+@cache
+def name_needs() -> frozenset[str]:
+    """Lower-case words one of which is in every name `is_secret_name` accepts (in its lower
+    case): a text holding none of them holds no secret name (`reporter.secrets.gate`)."""
+    table = name_rules()
+    short = {flag.lower() for flag in table.short_flags}
+    return table.words | table.last_words | {"key", *table.suffixes, *table.inner, *short}
+
+
 _CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SPLIT_RE = re.compile(r"[^A-Za-z0-9]+")
 # Names longer than this are not names (a bound on the work per call).

@@ -45,6 +45,7 @@ from typing import Any
 
 from reporter.core import rules
 from reporter.secrets.encoded import decoded_runs, looks_like_credential
+from reporter.secrets.gate import any_of, library_may_match
 from reporter.secrets.names import is_secret_name
 from reporter.secrets.normalize import normalize
 
@@ -286,36 +287,6 @@ def _common(entry: SecretPattern) -> bool:
     return not entry.needs or any(len(need) == 1 for need in entry.needs)
 
 
-def any_of(words: set[str]) -> str:
-    """A regex found in a text exactly when one of `words` (not empty) is in it.
-
-    Written as a tree of shared prefixes (`a(?:kia|sia|uthorization)`), not one flat
-    alternation: `re` tries an alternation's branches one by one at every position, so
-    90 words flat cost up to 90 tries a character, the tree a few. Only *whether* a word
-    is there counts, so a word that a shorter one begins is left out (the shorter is
-    found wherever the longer would be).
-    """
-    if "" in words:
-        return ""  # found everywhere, as the flat alternation would be
-    kept: list[str] = []
-    for word in sorted(words):
-        # Sorted, the words a prefix begins come right after it.
-        if not kept or not word.startswith(kept[-1]):
-            kept.append(word)
-
-    def tree(group: list[str]) -> str:
-        by_first: dict[str, list[str]] = {}
-        for word in group:
-            by_first.setdefault(word[0], []).append(word)
-        parts = [
-            re.escape(same[0]) if len(same) == 1 else re.escape(first) + tree([w[1:] for w in same])
-            for first, same in by_first.items()
-        ]
-        return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
-
-    return tree(kept)
-
-
 @cache
 def _prefilter() -> _Prefilter:
     entries = secret_patterns()
@@ -396,7 +367,9 @@ def pattern_hits(text: str) -> Iterator[SecretHit]:
 
 @cache
 def _library_plugins() -> tuple[Any, ...]:
-    """detect-secrets plugin instances (imported on first use: it costs start-up time)."""
+    """detect-secrets plugin instances, imported on first use: only a line that
+    `library_may_match` lets through needs them, and importing them (with requests)
+    costs a small command a third of its start-up."""
     import importlib
 
     plugins: list[Any] = []
@@ -447,7 +420,9 @@ def library_hits(text: str) -> Iterator[SecretHit]:
         if len(line) > 4 and not line.isspace():
             found = _LINE_HITS.get(line)
             if found is None:
-                found = _line_library_hits(line)
+                # A line no plugin can report on is not given to them (nor is detect-secrets
+                # imported for it).
+                found = _line_library_hits(line) if library_may_match(line) else ()
                 if len(line) <= _LINE_HITS_LONGEST:
                     if len(_LINE_HITS) >= _LINE_HITS_MAX:
                         _LINE_HITS.clear()

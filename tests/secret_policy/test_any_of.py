@@ -1,4 +1,4 @@
-"""`shapes.any_of`: the masking gate's prefix tree finds a text exactly when a need is in it."""
+"""`gate.any_of`: the masking gate's prefix tree finds a text exactly when a need is in it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reporter.secrets import shapes
+from reporter.secrets import gate, shapes
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "redaction"
 
@@ -59,7 +59,7 @@ def test_the_gate_finds_a_text_exactly_when_it_holds_a_need() -> None:
     ],
 )
 def test_small_sets(words: set[str], text: str, expected: bool) -> None:
-    assert (re.search(shapes.any_of(words), text) is not None) is expected
+    assert (re.search(gate.any_of(words), text) is not None) is expected
     # The tree, not a flat list: shared prefixes are written once.
     if words == {"abc", "abd"}:
-        assert shapes.any_of(words) == "ab(?:c|d)"
+        assert gate.any_of(words) == "ab(?:c|d)"
