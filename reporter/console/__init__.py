@@ -27,12 +27,15 @@ def emit(document: object, *, stream: TextIO | None = None) -> None:
     `documents_*` module beside it): the one way every command prints JSON. Masking and layout are
     the document class's (`jsontext.render`); `--json a,b` keeps fields a and b."""
     # Lazy: start-up; `report --help` must not load the masking and the document model.
-    from reporter.console.jsontext import render
+    from reporter.console.jsontext import pieces, render
 
-    text = render(document)
+    out = stream or sys.stdout
     if JSON_FIELDS and JSON_FIELDS[-1]:
-        text = select_fields(text, JSON_FIELDS[-1])
-    (stream or sys.stdout).write(text)
+        out.write(select_fields(render(document), JSON_FIELDS[-1]))
+        return
+    # Written as it is made: a large document is never held whole as text.
+    for piece in pieces(document):
+        out.write(piece)
 
 
 def select_fields(text: str, fields: tuple[str, ...]) -> str:
