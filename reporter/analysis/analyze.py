@@ -14,7 +14,7 @@ deterministic output.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -29,7 +29,7 @@ from reporter.analysis import (
 )
 from reporter.analysis.branch import branch_point
 from reporter.analysis.classify import Classifier, default_classifier
-from reporter.analysis.clues import main_thread
+from reporter.analysis.clues import has_locals, main_thread
 from reporter.analysis.decide import Facts, decide
 from reporter.analysis.explain import Context, confidence, summary
 from reporter.analysis.gosignature import go_wait_lines
@@ -82,7 +82,7 @@ from reporter.analysis.wedge import WedgeReport
 from reporter.analysis.wedge import detect as detect_wedge
 from reporter.core.gcpause import gc_paused
 from reporter.core.times import iso
-from reporter.model import Bundle, ProcState, ThreadStack, ThreadStatus
+from reporter.model import Bundle, Frame, ProcState, ThreadStack, ThreadStatus
 
 if TYPE_CHECKING:
     from reporter.analysis.excerpts import SourceReader
@@ -93,6 +93,23 @@ def _history(process: RankedProcess, table: StackTable) -> tuple[StackInfo, ...]
     for dump in process.snapshots:
         thread = main_thread(dump)
         out.append(table.intern(thread.frames if thread is not None else ()))
+    return tuple(out)
+
+
+def _interned(
+    threads: Sequence[ThreadStack | None], intern: Callable[[tuple[Frame, ...]], StackInfo]
+) -> tuple[StackInfo, ...]:
+    """The interned stacks of `threads` (() for a missing thread); a stuck rank's snapshots
+    share one frames tuple, interned once."""
+    out: list[StackInfo] = []
+    last: tuple[Frame, ...] | None = None
+    info: StackInfo | None = None
+    for thread in threads:
+        frames = thread.frames if thread is not None else ()
+        if frames is not last or info is None:
+            info = intern(frames)
+            last = frames
+        out.append(info)
     return tuple(out)
 
 
@@ -222,9 +239,10 @@ def _part(
     samples: list[ThreadSample] = []
     frozen: list[tuple[UnitView, Condition]] = []
     built: list[tuple[RankedProcess, UnitView, Condition | None]] = []
+    intern = table.intern
     for process in instance.ranks:
         threads = [main_thread(dump) for dump in process.snapshots]
-        history = tuple([table.intern(t.frames if t is not None else ()) for t in threads])
+        history = _interned(threads, intern)
         state, motion = _states(threads, history)
         identity = process.identity
         # Where it was last seen, as UnitView.latest: a dump that failed after its header
@@ -232,7 +250,12 @@ def _part(
         seen = procstate.last_seen(history) or history[-1]
         direction = classifier.rules.p2p_direction(seen.facts.collective)
         peers, peer_source = _peers(process, direction, classifier, fr_p2p, rank_map.unit)
-        pg = process_group(process.snapshots, classifier)
+        # The group is read from `--locals`: most dumps have none.
+        pg = (
+            process_group(process.snapshots, classifier)
+            if any(t is not None and has_locals(t.frames) for t in threads)
+            else None
+        )
         fr_group = fr_groups.get(process.unit) if rank_map.unit == "rank" else None
         if fr_group is not None and pg is None:
             pg = fr_group.name or None
@@ -286,7 +309,7 @@ def _part(
                         state=view.state,
                         pid=identity.pid,
                         thread=thread,
-                        info=table.intern(thread.frames),
+                        info=intern(thread.frames),
                     )
                 )
     classes, pairs = stack_classes(members, similarity)

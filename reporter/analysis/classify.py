@@ -291,6 +291,9 @@ class Classifier:
         # Keyed by the parser's native flag: is_native() derives the rest from the key.
         self._cache: dict[tuple[str, str, bool], FrameClass] = {}
         self._idle_cache: dict[tuple[str, str], Rule | None] = {}
+        self._idle_loop_cache: dict[tuple[str, str], bool] = {}
+        # Keyed like `_cache`: Flight Recorder places ask every rank's top frames.
+        self._match_cache: dict[tuple[str, str, bool], Rule | None] = {}
 
     def classify(self, frame: Frame) -> FrameClass:
         """The class of one frame (first matching rule, sections in file order)."""
@@ -303,12 +306,19 @@ class Classifier:
 
     def match(self, frame: Frame) -> Rule | None:
         """The collective / wait / generic rule that claims `frame`, if any."""
+        key = (frame.function, frame.file, frame.native)
+        try:
+            return self._match_cache[key]
+        except KeyError:
+            pass
         native = is_native(frame)
         short = frame.short_function
-        for rule in self._frame_rules:
-            if rule.matches(short, frame.function, frame.file, native):
-                return rule
-        return None
+        found = next(
+            (r for r in self._frame_rules if r.matches(short, frame.function, frame.file, native)),
+            None,
+        )
+        self._match_cache[key] = found
+        return found
 
     def _classify(self, frame: Frame, native: bool) -> FrameClass:
         rule = self.match(frame)
@@ -387,10 +397,7 @@ class Classifier:
         wait = None if collective else wait
         loop = None
         for frame, c in zip(frames, classes, strict=True):
-            if c.kind is FrameKind.APPLICATION and any(
-                r.matches(frame.short_function, frame.function, frame.file, False)
-                for r in self._idle_loop_rules
-            ):
+            if c.kind is FrameKind.APPLICATION and self._is_idle_loop(frame):
                 loop = frame
                 break
         return StackFacts(
@@ -401,6 +408,18 @@ class Classifier:
             idle_loop=loop,
             idle_wait=wait is not None and wait in self.rules.idle_waits,
         )
+
+    def _is_idle_loop(self, frame: Frame) -> bool:
+        # Cached per (function, file): distinct stacks share most of their frames.
+        key = (frame.function, frame.file)
+        found = self._idle_loop_cache.get(key)
+        if found is None:
+            short = frame.short_function
+            found = any(
+                r.matches(short, frame.function, frame.file, False) for r in self._idle_loop_rules
+            )
+            self._idle_loop_cache[key] = found
+        return found
 
     def _idle(self, frames: Sequence[Frame], classes: Sequence[FrameClass]) -> IdleMatch | None:
         for frame, c in zip(frames, classes, strict=True):

@@ -108,16 +108,23 @@ def _places(processes: Sequence[RankProcess], classifier: Classifier) -> dict[in
     # Ranks repeat a few stacks, and parsers share one `Frame` per frame line: the frames'
     # identities key each distinct stack (all alive in `processes` meanwhile).
     seen: dict[tuple[int, ...], StackPlace] = {}
+    # A frames tuple shared by several ranks' dumps (a stuck rank's snapshots, identical
+    # blocks) is looked up by its own identity first.
+    by_tuple: dict[int, StackPlace] = {}
     for process in processes:
         rank = process.identity.rank
         if rank is None or not process.snapshots:
             continue
         thread = main_thread(process.snapshots[-1])
         if thread is not None:
-            key = tuple(map(id, thread.frames))
-            place = seen.get(key)
+            frames = thread.frames
+            place = by_tuple.get(id(frames))
             if place is None:
-                place = seen[key] = stack_place(thread.frames, classifier)
+                key = tuple(map(id, frames))
+                place = seen.get(key)
+                if place is None:
+                    place = seen[key] = stack_place(frames, classifier)
+                by_tuple[id(frames)] = place
             places[rank] = place
     return places
 

@@ -111,15 +111,8 @@ def collective_identity(info: StackInfo) -> tuple[object, ...] | None:
     Two ranks meet in a collective only when they call the same operation from the same
     function: `all_reduce` from `writing_check (cache.py:60)` and `all_reduce` from
     `forward (model.py:12)` never match each other."""
-    facts = info.facts
-    if facts.collective is None:
-        return None
-    site = facts.site
-    if site is None:
-        return (facts.collective,)
-    # Function and file, not the line: ranks running one code base call one site from one
-    # line, and line numbers are exactly what differs between two captures of a version.
-    return (facts.collective, site.short_function, site.file.rsplit("/", 1)[-1])
+    # Function and file, not the line: worked out once per distinct stack (stacks.py).
+    return info.ident
 
 
 def _left(view: UnitView, ident: tuple[object, ...]) -> tuple[int, int] | None:

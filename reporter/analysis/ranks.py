@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from reporter.analysis.clues import (
     COORDINATOR_ROLES,
@@ -42,6 +43,7 @@ from reporter.analysis.clues import (
     RADIX_DIMS,
     SIZE_DIMS,
     HintIndex,
+    has_locals,
     radix_rank,
     read_locals,
     sorted_dims,
@@ -151,8 +153,11 @@ def _snapshot_order(dumps: list[tuple[int, ProcessDump]]) -> tuple[ProcessDump, 
     if all(d.captured_at is not None for _, d in dumps):
         ordered = sorted(dumps, key=lambda item: (item[1].captured_at, item[0]))
     else:
-        ordered = sorted(dumps, key=lambda item: item[0])
-    return tuple(d for _, d in ordered)
+        ordered = sorted(dumps, key=_FIRST)
+    return tuple([d for _, d in ordered])
+
+
+_FIRST = itemgetter(0)
 
 
 def _gather(bundle: Bundle) -> list[_Candidate]:
@@ -207,13 +212,13 @@ def same_process(
     thread ids only (py-spy's `Thread 4712`, `os_thread_id` in `--json`): the main thread's
     id is the PID itself, so it says nothing here. `tids` passes both sides' helper thread
     ids when the caller has them already."""
-    for mine, theirs in (
-        (first.cmdline, dump.cmdline),
-        (first.python_exe, dump.python_exe),
-        (first.python_version, dump.python_version),
-    ):
-        if mine and theirs and mine != theirs:
-            return False
+    # Spelled out, not looped over pairs: asked of every snapshot of every rank.
+    if first.cmdline and dump.cmdline and first.cmdline != dump.cmdline:
+        return False
+    if first.python_exe and dump.python_exe and first.python_exe != dump.python_exe:
+        return False
+    if first.python_version and dump.python_version and first.python_version != dump.python_version:
+        return False
     ours, others = tids if tids is not None else (_helper_tids(first), _helper_tids(dump))
     return not (ours and others and not ours & others)
 
@@ -262,11 +267,16 @@ def _read_evidence(
         )
     loc: dict[str, int] = {}
     for _, dump in cand.dumps:
+        # Most dumps show no `--locals`: a C-level scan of the main thread says so.
+        thread = main_thread(dump)
+        if thread is None or not has_locals(thread.frames):
+            continue
         for name, value in read_locals(dump).items():
             loc.setdefault(name, value)
-    for name, dim in SIZE_DIMS.items():
-        if name in loc:
-            cand.sizes[dim] = loc[name]
+    if loc:
+        for name, dim in SIZE_DIMS.items():
+            if name in loc:
+                cand.sizes[dim] = loc[name]
     cand.world = loc.get("world_size")
 
     # Parallel dims: the title first, then locals fill in (a title is set from
@@ -275,7 +285,7 @@ def _read_evidence(
     if title.dims:
         cand.dim_sources.append(f"process title {cand.title}")
     from_locals = []
-    for name, dim in LOCAL_DIMS.items():
+    for name, dim in LOCAL_DIMS.items() if loc else ():
         if name not in loc:
             continue
         if dim in cand.dims and cand.dims[dim] != loc[name]:
@@ -300,12 +310,12 @@ def _read_evidence(
         cand.rank, cand.source = hint.rank, RankSource.MANIFEST
         cand.detail = f"rank {hint.rank} from the manifest entry for {own_paths[0]}"
         return
-    for name in ("global_rank", "rank"):
+    for name in ("global_rank", "rank") if loc else ():
         if name in loc:
             cand.rank, cand.source = loc[name], RankSource.LOCALS
             cand.detail = f"rank {loc[name]} from the --locals argument {name}={loc[name]}"
             return
-    if any(d in cand.dims for d in RADIX_DIMS):
+    if _has_radix(cand.dims):
         # Final rank is set once the bundle-wide sizes are known.
         cand.source = (
             RankSource.LOCALS if from_locals and not title.dims else RankSource.PROCESS_TITLE
@@ -330,6 +340,11 @@ def _read_evidence(
         return
     if cand.dims:
         cand.notes.append("dims " + " ".join(f"{d}{n}" for d, n in sorted_dims(cand.dims)))
+
+
+def _has_radix(dims: dict[str, int]) -> bool:
+    """Whether `dims` holds DP, PP or TP (asked of every process)."""
+    return not dims.keys().isdisjoint(RADIX_DIMS)
 
 
 def _radix(cands: list[_Candidate]) -> tuple[dict[str, int], str]:
@@ -363,7 +378,7 @@ def _global_tp(cands: list[_Candidate]) -> bool:
 
 
 def _apply_radix(cands: list[_Candidate]) -> dict[str, int] | None:
-    dimmed = [c for c in cands if c.rank is None and any(d in c.dims for d in RADIX_DIMS)]
+    dimmed = [c for c in cands if c.rank is None and _has_radix(c.dims)]
     if not dimmed:
         return None
     if _global_tp([c for c in cands if c.dims]):
@@ -559,7 +574,7 @@ def identify(bundle: Bundle) -> RankMap:
         ):
             cand.role = "launcher"
     demote_coordinators = any(
-        (c.rank is not None or any(d in c.dims for d in RADIX_DIMS))
+        (c.rank is not None or _has_radix(c.dims))
         and (c.role or "").lower() not in COORDINATOR_ROLES
         for c in cands
     )
@@ -570,11 +585,7 @@ def identify(bundle: Bundle) -> RankMap:
         role = (cand.role or "").lower()
         return role in NON_RANK_ROLES or (demote_coordinators and role in COORDINATOR_ROLES)
 
-    claimants = [
-        c
-        for c in cands
-        if (c.rank is not None or any(d in c.dims for d in RADIX_DIMS)) and not is_other(c)
-    ]
+    claimants = [c for c in cands if (c.rank is not None or _has_radix(c.dims)) and not is_other(c)]
     if not claimants:
         return _pid_map(bundle, cands, is_other, hints, per_file, warnings)
 

@@ -33,6 +33,13 @@ class StackInfo:
     frames: tuple[Frame, ...]
     informative: tuple[Frame, ...]
     facts: StackFacts
+    ident: tuple[object, ...] | None = None
+    """The collective's operation and call site (`progress.collective_identity`), worked out
+    once per distinct stack: thousands of ranks ask it of a few stacks."""
+    site_key: tuple[str, str] | None = None
+    """(short function, file) of `facts.site`; None without a site."""
+    loop_key: tuple[str, str] | None = None
+    """(short function, file) of `facts.idle_loop`; None without one."""
 
     def key(self, similarity: Similarity) -> int:
         """The id that equal stacks share at `similarity`."""
@@ -101,16 +108,32 @@ class StackTable:
         classes = [c for _, c in per_frame]
         named = tuple([n for n, _ in per_frame])
         loose = tuple([n for n, c in per_frame if c.informative])
+        facts = self.classifier.describe(frames, classes)
+        site, loop = facts.site, facts.idle_loop
         info = StackInfo(
             exact_id=len(self._exact),
             lines_ignored_id=self._lines_ignored.setdefault(named, len(self._lines_ignored)),
             loose_id=self._loose.setdefault(loose, len(self._loose)),
             frames=frames,
             informative=tuple([f for f, c in zip(frames, classes, strict=True) if c.informative]),
-            facts=self.classifier.describe(frames, classes),
+            facts=facts,
+            ident=_collective_ident(facts),
+            site_key=(site.short_function, site.file) if site is not None else None,
+            loop_key=(loop.short_function, loop.file) if loop is not None else None,
         )
         self._exact[key] = info
         return info
+
+
+def _collective_ident(facts: StackFacts) -> tuple[object, ...] | None:
+    if facts.collective is None:
+        return None
+    site = facts.site
+    if site is None:
+        return (facts.collective,)
+    # Function and file, not the line: ranks running one code base call one site from one
+    # line, and line numbers are exactly what differs between two captures of a version.
+    return (facts.collective, site.short_function, site.file.rsplit("/", 1)[-1])
 
 
 def short_file(path: str) -> str:

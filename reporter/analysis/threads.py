@@ -106,9 +106,10 @@ def find(
     """Lock cycles and otherwise blocked threads, per process (see the module docstring)."""
     deadlocks: list[ThreadDeadlock] = []
     blocked_out: list[BlockedThreads] = []
+    ruled_out: dict[int, bool] = {}
     for process in processes:
         dumps = [d for d in process.snapshots if d.threads]
-        if not dumps:
+        if not dumps or _none_blocked(dumps, table, ruled_out):
             continue
         rank = process.identity.rank
         blocked = _blocked_threads(dumps, table, sources)
@@ -140,6 +141,30 @@ def find(
                 )
             )
     return tuple(deadlocks), tuple(blocked_out)
+
+
+def _none_blocked(
+    dumps: Sequence[ProcessDump], table: StackTable, ruled_out: dict[int, bool]
+) -> bool:
+    """True when the frame rules alone rule out every thread of `dumps` (see
+    `_blocked_threads`): most processes of a big job. `ruled_out` caches the answer per
+    frames tuple (parsers share one per distinct thread block; the dumps keep them alive)."""
+    for dump in dumps:
+        for thread in dump.threads:
+            frames = thread.frames
+            if not frames:
+                continue
+            out = ruled_out.get(id(frames))
+            if out is None:
+                facts = table.intern(frames).facts
+                out = ruled_out[id(frames)] = (
+                    facts.collective is not None
+                    or facts.idle is not None
+                    or (facts.wait is not None and facts.wait != "lock-acquire")
+                )
+            if not out:
+                return False
+    return True
 
 
 def _python_key(thread: ThreadStack) -> tuple[tuple[str, str, int | None], ...]:
