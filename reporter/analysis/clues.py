@@ -21,6 +21,7 @@ from reporter.model import Frame, ProcessDump, RankHint, ThreadStack
 
 DIM_ORDER = ("DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP")
 RADIX_DIMS = ("DP", "PP", "TP")
+_DIM_SET = frozenset(DIM_ORDER)
 _DIM = re.compile(r"(ATTN_CP|MOE_DP|DP|PP|TP|EP)(\d+)")
 _DIM_LOOKAHEAD = r"(?:ATTN_CP|MOE_DP|DP|PP|TP|EP)\d"
 _TITLE_ROLE = re.compile(rf"[A-Za-z][A-Za-z0-9]*(?:_(?!{_DIM_LOOKAHEAD})[A-Za-z][A-Za-z0-9]*)*")
@@ -67,7 +68,11 @@ class TitleInfo:
 
 def sorted_dims(dims: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     """Dims in the conventional order: DP, PP, ATTN_CP, MOE_DP, TP, EP."""
-    return tuple((d, dims[d]) for d in DIM_ORDER if d in dims)
+    if len(dims) == 1:
+        # One dim (`TP3`), the common case of every rank of a big job: nothing to order.
+        ((dim, value),) = dims.items()
+        return ((dim, value),) if dim in _DIM_SET else ()
+    return tuple([(d, dims[d]) for d in DIM_ORDER if d in dims])
 
 
 def radix_rank(dims: Mapping[str, int], sizes: Mapping[str, int]) -> int:
