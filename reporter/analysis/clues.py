@@ -99,8 +99,8 @@ def parse_title(title: str | None) -> TitleInfo:
         role = role_match.group(0) if role_match else None
         rest = name[role_match.end() :] if role_match else name
         dims = {d: int(n) for d, n in _DIM.findall(rest)}
-        old = _OLD_DP_SUFFIX.fullmatch(rest)
-        if not dims and old is not None:
+        old = _OLD_DP_SUFFIX.fullmatch(rest) if not dims else None
+        if old is not None:
             # Older SGLang titled DP schedulers `sglang::scheduler_{dp_rank}`.
             dims["DP"] = int(old.group(1))
         rank_match = _WORKER_RANK.search(text)

@@ -15,6 +15,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from reporter.analysis.classify import Classifier, FrameKind, RuleSection, parse_rules
@@ -103,13 +104,15 @@ def stack_place(frames: Sequence[Frame], classifier: Classifier) -> StackPlace:
     return StackPlace(sync=sync, function=function, collective=collective)
 
 
+_SHAPE = attrgetter("function", "file", "native")
+
+
 def _places(processes: Sequence[RankProcess], classifier: Classifier) -> dict[int, StackPlace]:
     places: dict[int, StackPlace] = {}
-    # Ranks repeat a few stacks, and parsers share one `Frame` per frame line: the frames'
-    # identities key each distinct stack (all alive in `processes` meanwhile).
-    seen: dict[tuple[int, ...], StackPlace] = {}
-    # A frames tuple shared by several ranks' dumps (a stuck rank's snapshots, identical
-    # blocks) is looked up by its own identity first.
+    # A place reads each frame's function, file and native flag, never its line: stacks
+    # that differ only in line numbers share one. A frames tuple shared by several ranks'
+    # dumps is looked up by its own identity first.
+    seen: dict[tuple[tuple[str, str, bool], ...], StackPlace] = {}
     by_tuple: dict[int, StackPlace] = {}
     for process in processes:
         rank = process.identity.rank
@@ -120,7 +123,7 @@ def _places(processes: Sequence[RankProcess], classifier: Classifier) -> dict[in
             frames = thread.frames
             place = by_tuple.get(id(frames))
             if place is None:
-                key = tuple(map(id, frames))
+                key = tuple(map(_SHAPE, frames))
                 place = seen.get(key)
                 if place is None:
                     place = seen[key] = stack_place(frames, classifier)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 from reporter.analysis.clues import (
     COORDINATOR_ROLES,
@@ -163,13 +163,13 @@ _FIRST = itemgetter(0)
 def _gather(bundle: Bundle) -> list[_Candidate]:
     """One candidate per process: a process is (host, PID), and dumps of one (host, PID)
     that cannot be one process (`same_process`) are several processes."""
-    by_key: dict[tuple[str, object], list[_Candidate]] = {}
+    by_key: dict[tuple[object, ...], list[_Candidate]] = {}
     for index, dump in enumerate(bundle.dumps):
         # Without a PID a file is one process, unless its parser numbered several (`slot`).
-        key: tuple[str, object] = (
-            ("pid", (dump.host, dump.pid))
+        key: tuple[object, ...] = (
+            ("pid", dump.host, dump.pid)
             if dump.pid is not None
-            else ("file", (dump.source.path, dump.slot))
+            else ("file", dump.source.path, dump.slot)
         )
         known = by_key.setdefault(key, [])
         tids = _helper_tids(dump)
@@ -194,7 +194,7 @@ def _gather(bundle: Bundle) -> list[_Candidate]:
             cand.paths.append(dump.source.path)
         if cand.title is None and dump.cmdline:
             cand.title = dump.cmdline
-    out = sorted((c for known in by_key.values() for c in known), key=lambda c: c.first)
+    out = sorted([c for known in by_key.values() for c in known], key=_BY_FIRST)
     if len({c.host for c in out}) > 1:
         for cand in out:
             cand.shown_host = True
@@ -224,11 +224,12 @@ def same_process(
 
 
 def _helper_tids(dump: ProcessDump) -> set[int]:
-    return {
-        t.os_thread_id
-        for t in dump.threads
-        if t.os_thread_id is not None and t.os_thread_id != dump.pid
-    }
+    # C-level: asked of every dump.
+    return set(map(_OS_TID, dump.threads)).difference((None, dump.pid))
+
+
+_OS_TID = attrgetter("os_thread_id")
+_BY_FIRST = attrgetter("first")
 
 
 def _label(cand: _Candidate) -> str:
@@ -349,12 +350,14 @@ def _has_radix(dims: dict[str, int]) -> bool:
 
 def _radix(cands: list[_Candidate]) -> tuple[dict[str, int], str]:
     sizes = {d: 1 for d in RADIX_DIMS}
+    # Over each process's own dims (usually one), not every dim name: one pass per rank.
     for cand in cands:
-        for dim in RADIX_DIMS:
-            if dim in cand.dims:
-                sizes[dim] = max(sizes[dim], cand.dims[dim] + 1)
-            if dim in cand.sizes:
-                sizes[dim] = max(sizes[dim], cand.sizes[dim])
+        for dim, index in cand.dims.items():
+            if dim in sizes and index + 1 > sizes[dim]:
+                sizes[dim] = index + 1
+        for dim, size in cand.sizes.items():
+            if dim in sizes and size > sizes[dim]:
+                sizes[dim] = size
     text = ", ".join(f"{d}={sizes[d]}" for d in RADIX_DIMS)
     return sizes, text
 
@@ -388,7 +391,7 @@ def _apply_radix(cands: list[_Candidate]) -> dict[str, int] | None:
     for cand in dimmed:
         rank = radix_rank(cand.dims, sizes)
         cand.rank = rank
-        coords = " ".join(f"{d}{n}" for d, n in sorted_dims(cand.dims))
+        coords = " ".join([f"{d}{n}" for d, n in sorted_dims(cand.dims)])
         how = "; ".join(cand.dim_sources)
         if multi:
             cand.detail = (
@@ -419,6 +422,8 @@ def _apply_global_tp(cands: list[_Candidate], dimmed: list[_Candidate]) -> dict[
 def _group_key(cand: _Candidate) -> str:
     if cand.group:
         return cand.group
+    if "DP" not in cand.dims and "PP" not in cand.dims:
+        return ""  # TP only, or no dims: one group
     # TP ranks of one DP/PP slice form one collective group; EP and the
     # attention/MoE splits are sub-groupings of it.
     return " ".join(f"{d}{cand.dims[d]}" for d in ("DP", "PP") if d in cand.dims)
