@@ -119,13 +119,13 @@ def _states(
     """(state shown, motion): idle when every snapshot idles, else stuck / moving / unknown.
 
     `threads` are the snapshots' main threads, `history` their interned stacks."""
-    idle = [
+    motion = raw_state(history)
+    # `rank_state` with the motion computed once; the first busy snapshot settles it.
+    idle = bool(history) and all(
         snapshot_idle(info, thread.status if thread else ThreadStatus.UNKNOWN)
         for thread, info in zip(threads, history, strict=True)
-    ]
-    motion = raw_state(history)
-    # `rank_state` with the motion computed once.
-    return RankState.IDLE if idle and all(idle) else motion, motion
+    )
+    return RankState.IDLE if idle else motion, motion
 
 
 def _chosen_classes(

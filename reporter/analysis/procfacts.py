@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import attrgetter
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from reporter.analysis.clues import main_thread
 from reporter.analysis.graphproducers import unit_key
@@ -52,9 +51,9 @@ _DEPTH = 8
 # --------------------------------------------------------------------------- the processes
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Proc:
-    """A captured process as the producers here see it: its node key and latest stack."""
+class Proc(NamedTuple):
+    """A captured process as the producers here see it: its node key and latest stack (a
+    named tuple: one is made for every process, faster than a frozen dataclass)."""
 
     host: str
     pid: int

@@ -42,6 +42,8 @@ def raw_state(history: Sequence[StackInfo]) -> RankState:
 
     A snapshot without frames (py-spy printed the process header, then failed) says
     nothing about movement and is left out."""
+    if len(history) > 1 and history[0].frames and len(set(map(id, history))) == 1:
+        return RankState.STUCK  # one interned stack throughout: a stuck rank, the usual case
     if any(info.frames for info in history):
         history = [info for info in history if info.frames]
     if len(history) < 2:

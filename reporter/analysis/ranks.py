@@ -145,8 +145,9 @@ class _Candidate:
     order their first dump appears."""
     shown_host: bool = False
     """Name the host in labels and keys: the bundle holds several hosts."""
-    tids: set[int] = field(default_factory=set)
-    """Native ids of the first dump's threads besides the main one (see `same_process`)."""
+    tids: set[int] | None = None
+    """Native ids of the first dump's threads besides the main one (see `same_process`);
+    None until a second dump of its (host, PID) asks."""
 
 
 def _snapshot_order(dumps: list[tuple[int, ProcessDump]]) -> tuple[ProcessDump, ...]:
@@ -172,10 +173,19 @@ def _gather(bundle: Bundle) -> list[_Candidate]:
             else ("file", dump.source.path, dump.slot)
         )
         known = by_key.setdefault(key, [])
-        tids = _helper_tids(dump)
         cand = None
         for other in known:
-            if same_process(other.dumps[0][1], dump, tids=(other.tids, tids)):
+            first = other.dumps[0][1]
+            if not _headers_agree(first, dump):
+                continue
+            ours = other.tids
+            if ours is None:
+                ours = other.tids = _helper_tids(first)
+            # `same_process`, with C-level set work: a helper thread in both, or none in one.
+            if not ours or not ours.isdisjoint(map(_OS_TID, dump.threads)):
+                cand = other
+                break
+            if not _helper_tids(dump):
                 cand = other
                 break
         if cand is None:
@@ -186,7 +196,6 @@ def _gather(bundle: Bundle) -> list[_Candidate]:
                 paths=[],
                 host=dump.host,
                 incarnation=len(known),
-                tids=tids,
             )
             known.append(cand)
         cand.dumps.append((index, dump))
@@ -212,15 +221,22 @@ def same_process(
     thread ids only (py-spy's `Thread 4712`, `os_thread_id` in `--json`): the main thread's
     id is the PID itself, so it says nothing here. `tids` passes both sides' helper thread
     ids when the caller has them already."""
+    if not _headers_agree(first, dump):
+        return False
+    ours, others = tids if tids is not None else (_helper_tids(first), _helper_tids(dump))
+    return not (ours and others and not ours & others)
+
+
+def _headers_agree(first: ProcessDump, dump: ProcessDump) -> bool:
+    """No title, interpreter path or version that both dumps give differs."""
     # Spelled out, not looped over pairs: asked of every snapshot of every rank.
     if first.cmdline and dump.cmdline and first.cmdline != dump.cmdline:
         return False
     if first.python_exe and dump.python_exe and first.python_exe != dump.python_exe:
         return False
-    if first.python_version and dump.python_version and first.python_version != dump.python_version:
-        return False
-    ours, others = tids if tids is not None else (_helper_tids(first), _helper_tids(dump))
-    return not (ours and others and not ours & others)
+    return not (
+        first.python_version and dump.python_version and first.python_version != dump.python_version
+    )
 
 
 def _helper_tids(dump: ProcessDump) -> set[int]:
