@@ -298,20 +298,19 @@ def _part(
         )
         history = view.history
         shown = (procstate.last_seen(history) or history[-1]) if cond is not None else history[-1]
-        members.append(Member(unit=process.unit, state=view.state, pid=identity.pid, info=shown))
+        unit, state, pid = process.unit, view.state, identity.pid
+        members.append(Member(unit, state, pid, shown))
         latest = process.snapshots[-1]
         main = main_thread(latest)
-        for thread in latest.threads:
-            if thread is not main:
-                samples.append(
-                    ThreadSample(
-                        unit=process.unit,
-                        state=view.state,
-                        pid=identity.pid,
-                        thread=thread,
-                        info=intern(thread.frames),
-                    )
-                )
+        # Positional: thousands of ranks, a few threads each (fields: unit, state, pid,
+        # thread, info).
+        samples.extend(
+            [
+                ThreadSample(unit, state, pid, t, intern(t.frames))
+                for t in latest.threads
+                if t is not main
+            ]
+        )
     classes, pairs = stack_classes(members, similarity)
     classes = tuple(replace(c, instance=instance.id) for c in classes)
     tree = build_tree(pairs, similarity, table)

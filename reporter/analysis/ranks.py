@@ -65,7 +65,7 @@ from reporter.analysis.rankfailed import failure_state as failure_state  # re-ex
 from reporter.analysis.ranksets import format_ranks as format_ranks
 from reporter.analysis.ranksets import parse_ranks as parse_ranks
 from reporter.analysis.result import FailedRank, RankIdentity
-from reporter.model import Bundle, ProcessDump, RankHint, RankSource
+from reporter.model import Bundle, Frame, ProcessDump, RankHint, RankSource
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,7 +151,7 @@ class _Candidate:
 
 
 def _snapshot_order(dumps: list[tuple[int, ProcessDump]]) -> tuple[ProcessDump, ...]:
-    if all(d.captured_at is not None for _, d in dumps):
+    if None not in [d.captured_at for _, d in dumps]:
         ordered = sorted(dumps, key=lambda item: (item[1].captured_at, item[0]))
     else:
         ordered = sorted(dumps, key=_FIRST)
@@ -283,10 +283,15 @@ def _read_evidence(
             f"{per_file[shared_hint]} processes"
         )
     loc: dict[str, int] = {}
+    passed: tuple[Frame, ...] | None = None
     for _, dump in cand.dumps:
-        # Most dumps show no `--locals`: a C-level scan of the main thread says so.
+        # Most dumps show no `--locals`: a C-level scan of the main thread says so, once
+        # for a stuck process's snapshots (they share one frames tuple).
         thread = main_thread(dump)
-        if thread is None or not has_locals(thread.frames):
+        if thread is None or thread.frames is passed:
+            continue
+        if not has_locals(thread.frames):
+            passed = thread.frames
             continue
         for name, value in read_locals(dump).items():
             loc.setdefault(name, value)

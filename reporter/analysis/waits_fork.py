@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from operator import attrgetter
 
 from reporter.analysis.procfacts import (
     Proc,
@@ -108,6 +109,9 @@ def _same_stack(proc: Proc, thread: ThreadStack) -> bool:
     return matched > 1
 
 
+_FRAMES = attrgetter("frames")
+
+
 def fork_lock(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
     """A forked child's thread waits on a lock no thread of the child holds: it was locked
     when the parent forked, by a parent thread the child has no copy of."""
@@ -116,6 +120,8 @@ def fork_lock(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
     # nothing else: their answer is kept per tuple (alive in the dumps meanwhile).
     no_lock: set[int] = set()
     for child in known.values():
+        if no_lock.issuperset(map(id, map(_FRAMES, child.dump.threads))):
+            continue  # every thread's tuple already ruled out: one C-level test
         for thread in child.dump.threads:
             if id(thread.frames) in no_lock:
                 continue
