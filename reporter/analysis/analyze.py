@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from itertools import chain
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from reporter.analysis import (
@@ -94,6 +96,10 @@ def _history(process: RankedProcess, table: StackTable) -> tuple[StackInfo, ...]
         thread = main_thread(dump)
         out.append(table.intern(thread.frames if thread is not None else ()))
     return tuple(out)
+
+
+_HEADLINE = attrgetter("headline")
+_SNAPSHOTS = attrgetter("snapshots")
 
 
 def _interned(
@@ -240,6 +246,13 @@ def _part(
     frozen: list[tuple[UnitView, Condition]] = []
     built: list[tuple[RankedProcess, UnitView, Condition | None]] = []
     intern = table.intern
+    # Per collective name, asked of every rank.
+    directions: dict[str | None, str | None] = {}
+    # Process state evidence names a condition only with failures, status copies or a
+    # faulthandler headline (a crash); most big jobs have none of them.
+    conditions = bool(instance.failed or states) or any(
+        map(_HEADLINE, chain.from_iterable(map(_SNAPSHOTS, instance.ranks)))
+    )
     for process in instance.ranks:
         threads = [main_thread(dump) for dump in process.snapshots]
         history = _interned(threads, intern)
@@ -248,7 +261,11 @@ def _part(
         # Where it was last seen, as UnitView.latest: a dump that failed after its header
         # (no frames) says nothing of the call it waits in.
         seen = procstate.last_seen(history) or history[-1]
-        direction = classifier.rules.p2p_direction(seen.facts.collective)
+        collective = seen.facts.collective
+        if collective in directions:
+            direction = directions[collective]
+        else:
+            direction = directions[collective] = classifier.rules.p2p_direction(collective)
         peers, peer_source = _peers(process, direction, classifier, fr_p2p, rank_map.unit)
         # The group is read from `--locals`: most dumps have none.
         pg = (
@@ -259,7 +276,9 @@ def _part(
         fr_group = fr_groups.get(process.unit) if rank_map.unit == "rank" else None
         if fr_group is not None and pg is None:
             pg = fr_group.name or None
-        cond = outcomes.condition_of(process, history, instance.failed, states)
+        cond = (
+            outcomes.condition_of(process, history, instance.failed, states) if conditions else None
+        )
         if cond is not None:
             state = motion = cond.state
         view = UnitView(

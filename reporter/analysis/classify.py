@@ -60,11 +60,11 @@ class Rule:
     section: RuleSection
     name: str | None
     specific: bool
-    function: re.Pattern[str] | None
-    qualname: re.Pattern[str] | None
-    file: re.Pattern[str] | None
+    function: Globs | None
+    qualname: Globs | None
+    file: Globs | None
     native: bool | None
-    not_file: re.Pattern[str] | None = None
+    not_file: Globs | None = None
 
     def matches(self, short: str, function: str, file: str, native: bool) -> bool:
         """True when every field the rule gives matches this frame."""
@@ -160,14 +160,55 @@ def _glob_body(pattern: str) -> str:
     return "".join(out)
 
 
-def _name_regex(globs: Sequence[str]) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{_glob_body(g)})" for g in globs), re.DOTALL)
+class Globs:
+    """Names or paths matched against `*`/`?` globs, as one regex would: names whole
+    (`fullmatch`), paths by their last components (`search`, anchored at a `/`).
+
+    Globs without a wildcard are compared as strings; the others are compiled into one
+    regex on first use. Most globs are plain names, and compiling all of them cost more
+    than a small analysis."""
+
+    __slots__ = ("_literal", "_regex", "_source", "_suffixes")
+
+    def __init__(self, globs: Sequence[str], *, path: bool) -> None:
+        literal = [g for g in globs if "*" not in g and "?" not in g]
+        wild = [g for g in globs if "*" in g or "?" in g]
+        self._literal = frozenset(literal)
+        self._suffixes = tuple("/" + g for g in literal)
+        body = "|".join(f"(?:{_glob_body(g)})" for g in wild)
+        # Anchored at a path-component boundary so "threading.py" != "mythreading.py".
+        self._source = (f"(?:^|/)(?:{body})$" if path else body) if wild else None
+        self._regex: re.Pattern[str] | None = None
+
+    def _wild(self) -> re.Pattern[str] | None:
+        if self._regex is None and self._source is not None:
+            self._regex = re.compile(self._source, re.DOTALL)
+        return self._regex
+
+    def fullmatch(self, name: str) -> bool | None:
+        """True when a glob matches all of `name`, else None (as `re.fullmatch`)."""
+        if name in self._literal:
+            return True
+        wild = self._wild()
+        return True if wild is not None and wild.fullmatch(name) is not None else None
+
+    def search(self, path: str) -> bool | None:
+        """True when a glob matches the end of `path` from a `/` or its start, else None.
+
+        Like the regex's `$`, the end may also be just before a final newline."""
+        for text in (path, path[:-1]) if path.endswith("\n") else (path,):
+            if text in self._literal or text.endswith(self._suffixes):
+                return True
+        wild = self._wild()
+        return True if wild is not None and wild.search(path) is not None else None
 
 
-def _file_regex(globs: Sequence[str]) -> re.Pattern[str]:
-    # Anchored at a path-component boundary so "threading.py" != "mythreading.py".
-    body = "|".join(f"(?:{_glob_body(g)})" for g in globs)
-    return re.compile(f"(?:^|/)(?:{body})$", re.DOTALL)
+def _name_regex(globs: Sequence[str]) -> Globs:
+    return Globs(globs, path=False)
+
+
+def _file_regex(globs: Sequence[str]) -> Globs:
+    return Globs(globs, path=True)
 
 
 def _globs(entry: dict[str, list[str]], key: str, where: str) -> list[str] | None:
@@ -183,7 +224,7 @@ class RuleSet:
     """All rules of one frames.toml, by section, plus the library file matcher."""
 
     rules: tuple[Rule, ...]
-    library: re.Pattern[str] | None
+    library: Globs | None
     idle_waits: frozenset[str] = frozenset()
     """Wait names an idle loop blocks in (`[states] idle_waits`): poll, select, sleep, ..."""
     p2p: tuple[tuple[str, str], ...] = ()

@@ -103,7 +103,9 @@ def parse_title(title: str | None) -> TitleInfo:
         if old is not None:
             # Older SGLang titled DP schedulers `sglang::scheduler_{dp_rank}`.
             dims["DP"] = int(old.group(1))
-        rank_match = _WORKER_RANK.search(text)
+        # Every rank's title is read: most name no `rank`, which `lower` tells at C speed
+        # (the pattern ignores case; "rank" has no letter that folds differently).
+        rank_match = _WORKER_RANK.search(text) if "rank" in text.lower() else None
         return TitleInfo(
             role=role.split(".")[0] if role else None,
             dims=sorted_dims(dims),
