@@ -209,7 +209,9 @@ def _claim(cand: Claimant) -> object:
     """What a rank candidate claims before radix ranks are final: its rank, or its dims."""
     if cand.rank is not None:
         return cand.rank
-    return tuple(sorted(cand.dims.items()))
+    dims = cand.dims
+    # One dim (`TP3`) is the usual title of every rank of a big job: nothing to sort.
+    return tuple(dims.items()) if len(dims) == 1 else tuple(sorted(dims.items()))
 
 
 def _claim_text(cand: Claimant) -> str:

@@ -96,6 +96,9 @@ class UnitView:
         """The main stack of the latest snapshot that has one: a dump that failed after its
         header (no frames) says nothing about where the rank is, so the rank is where it
         was last seen; the last snapshot when none has frames."""
+        last = self.history[-1]
+        if last.frames:
+            return last  # the usual case, asked many times per rank
         for info in reversed(self.history):
             if info.frames:
                 return info
