@@ -119,6 +119,17 @@ def _interned(
     return tuple(out)
 
 
+def _shows_locals(threads: Sequence[ThreadStack | None]) -> bool:
+    """Whether a main thread shows `--locals`; a stuck rank's shared frames looked at once."""
+    last: tuple[Frame, ...] | None = None
+    for thread in threads:
+        if thread is not None and thread.frames is not last:
+            last = thread.frames
+            if has_locals(last):
+                return True
+    return False
+
+
 def _states(
     threads: Sequence[ThreadStack | None], history: tuple[StackInfo, ...]
 ) -> tuple[RankState, RankState]:
@@ -244,7 +255,7 @@ def _part(
     members: list[Member] = []
     samples: list[ThreadSample] = []
     frozen: list[tuple[UnitView, Condition]] = []
-    built: list[tuple[RankedProcess, UnitView, Condition | None]] = []
+    built: list[tuple[RankedProcess, UnitView, Condition | None, ThreadStack | None]] = []
     intern = table.intern
     # Per collective name, asked of every rank.
     directions: dict[str | None, str | None] = {}
@@ -268,11 +279,7 @@ def _part(
             direction = directions[collective] = classifier.rules.p2p_direction(collective)
         peers, peer_source = _peers(process, direction, classifier, fr_p2p, rank_map.unit)
         # The group is read from `--locals`: most dumps have none.
-        pg = (
-            process_group(process.snapshots, classifier)
-            if any(t is not None and has_locals(t.frames) for t in threads)
-            else None
-        )
+        pg = process_group(process.snapshots, classifier) if _shows_locals(threads) else None
         fr_group = fr_groups.get(process.unit) if rank_map.unit == "rank" else None
         if fr_group is not None and pg is None:
             pg = fr_group.name or None
@@ -294,11 +301,11 @@ def _part(
             peer_source=peer_source,
             pg_ranks=fr_group.ranks if fr_group is not None and pg != "default" else (),
         )
-        built.append((process, view, cond))
+        built.append((process, view, cond, threads[-1]))
     # A stopped or crashed rank takes no part (the others wait for it); of the others, one
     # whose group peer returned from its collective took part: moving (see the function).
-    passed = completed_by_peer([view for _, view, cond in built if cond is None])
-    for process, view, cond in built:
+    passed = completed_by_peer([view for _, view, cond, _ in built if cond is None])
+    for process, view, cond, main in built:
         if view.unit in passed:
             view = replace(view, state=RankState.MOVING, raw=RankState.MOVING)
         if cond is None:
@@ -319,8 +326,7 @@ def _part(
         shown = (procstate.last_seen(history) or history[-1]) if cond is not None else history[-1]
         unit, state, pid = process.unit, view.state, identity.pid
         members.append(Member(unit, state, pid, shown))
-        latest = process.snapshots[-1]
-        main = main_thread(latest)
+        latest = process.snapshots[-1]  # `main` is its main thread
         # Positional: thousands of ranks, a few threads each (fields: unit, state, pid,
         # thread, info).
         samples.extend(
