@@ -151,11 +151,11 @@ class _Candidate:
 
 
 def _snapshot_order(dumps: list[tuple[int, ProcessDump]]) -> tuple[ProcessDump, ...]:
+    """Capture order: by time when every dump is dated, else by place in the bundle (the
+    order `_gather` and `_merge_same_rank` keep `dumps` in)."""
     if None not in [d.captured_at for _, d in dumps]:
-        ordered = sorted(dumps, key=lambda item: (item[1].captured_at, item[0]))
-    else:
-        ordered = sorted(dumps, key=_FIRST)
-    return tuple([d for _, d in ordered])
+        return tuple([d for _, d in sorted(dumps, key=lambda item: (item[1].captured_at, item[0]))])
+    return tuple([d for _, d in dumps])
 
 
 _FIRST = itemgetter(0)
@@ -453,14 +453,16 @@ def _group_key(cand: _Candidate) -> str:
 def _finish(
     cand: _Candidate, unit: int, rank: int | None, group: str, *, multi: bool = False
 ) -> RankedProcess:
-    if cand.pid is not None:
+    if rank is not None:
+        key = f"rank:{rank}"
+    elif cand.pid is not None:
         where = f"@{cand.host}" if cand.shown_host else ""
         again = f"#{cand.incarnation + 1}" if cand.incarnation else ""
-        key = f"rank:{rank}" if rank is not None else f"pid:{cand.pid}{where}{again}"
+        key = f"pid:{cand.pid}{where}{again}"
     else:
         slot = cand.dumps[0][1].slot if cand.dumps else 0
         place = f"{cand.paths[0]}#{slot}" if slot else cand.paths[0]
-        key = f"rank:{rank}" if rank is not None else f"file:{place}"
+        key = f"file:{place}"
     if multi and rank is not None:
         # Ranks repeat across instances; the key stays unique.
         key = f"instance:{cand.instance}/{key}"
@@ -514,6 +516,7 @@ def _merge_same_rank(
             dropped.append(cand)
             continue
         kept.dumps.extend(cand.dumps)
+        kept.dumps.sort(key=_FIRST)  # place in the bundle, as `_snapshot_order` reads it
         kept.paths.extend(p for p in cand.paths if p not in kept.paths)
         if cand.pid is not None and cand.pid != kept.pid:
             kept.detail += f"; PID {cand.pid} in {', '.join(cand.paths)} taken as a later snapshot"
