@@ -254,3 +254,40 @@ class HintIndex:
             if found is not None:
                 return found
         return self._suffix.get("/".join(parts))
+
+
+OS_THREAD_ID = attrgetter("os_thread_id")
+
+
+def same_process(
+    first: ProcessDump, dump: ProcessDump, *, tids: tuple[set[int], set[int]] | None = None
+) -> bool:
+    """Whether two dumps of one (host, PID) can be the same process.
+
+    Not when they show different titles (command lines), interpreters (path or version), or
+    when each shows threads besides the main one and no such thread id is in both: two
+    containers whose entry points are both PID 1, or a PID reused after a restart. Native
+    thread ids only (py-spy's `Thread 4712`, `os_thread_id` in `--json`): the main thread's
+    id is the PID itself, so it says nothing here. `tids` passes both sides' helper thread
+    ids when the caller has them already."""
+    if not headers_agree(first, dump):
+        return False
+    ours, others = tids if tids is not None else (helper_tids(first), helper_tids(dump))
+    return not (ours and others and not ours & others)
+
+
+def headers_agree(first: ProcessDump, dump: ProcessDump) -> bool:
+    """No title, interpreter path or version that both dumps give differs."""
+    # Spelled out, not looped over pairs: asked of every snapshot of every rank.
+    if first.cmdline and dump.cmdline and first.cmdline != dump.cmdline:
+        return False
+    if first.python_exe and dump.python_exe and first.python_exe != dump.python_exe:
+        return False
+    return not (
+        first.python_version and dump.python_version and first.python_version != dump.python_version
+    )
+
+
+def helper_tids(dump: ProcessDump) -> set[int]:
+    """Native ids of a dump's threads besides the main one (a C-level scan: every dump)."""
+    return set(map(OS_THREAD_ID, dump.threads)).difference((None, dump.pid))

@@ -40,10 +40,13 @@ from reporter.analysis.clues import (
     COORDINATOR_ROLES,
     LOCAL_DIMS,
     NON_RANK_ROLES,
+    OS_THREAD_ID,
     RADIX_DIMS,
     SIZE_DIMS,
     HintIndex,
     has_locals,
+    headers_agree,
+    helper_tids,
     radix_rank,
     read_locals,
     sorted_dims,
@@ -53,6 +56,7 @@ from reporter.analysis.clues import TitleInfo as TitleInfo
 from reporter.analysis.clues import main_thread as main_thread
 from reporter.analysis.clues import parse_title as parse_title
 from reporter.analysis.clues import rank_from_filename as rank_from_filename
+from reporter.analysis.clues import same_process as same_process  # re-exported
 from reporter.analysis.instances import (
     ProcessFacts,
     partition,
@@ -176,16 +180,16 @@ def _gather(bundle: Bundle) -> list[_Candidate]:
         cand = None
         for other in known:
             first = other.dumps[0][1]
-            if not _headers_agree(first, dump):
+            if not headers_agree(first, dump):
                 continue
             ours = other.tids
             if ours is None:
-                ours = other.tids = _helper_tids(first)
+                ours = other.tids = helper_tids(first)
             # `same_process`, with C-level set work: a helper thread in both, or none in one.
-            if not ours or not ours.isdisjoint(map(_OS_TID, dump.threads)):
+            if not ours or not ours.isdisjoint(map(OS_THREAD_ID, dump.threads)):
                 cand = other
                 break
-            if not _helper_tids(dump):
+            if not helper_tids(dump):
                 cand = other
                 break
         if cand is None:
@@ -210,41 +214,6 @@ def _gather(bundle: Bundle) -> list[_Candidate]:
     return out
 
 
-def same_process(
-    first: ProcessDump, dump: ProcessDump, *, tids: tuple[set[int], set[int]] | None = None
-) -> bool:
-    """Whether two dumps of one (host, PID) can be the same process.
-
-    Not when they show different titles (command lines), interpreters (path or version), or
-    when each shows threads besides the main one and no such thread id is in both: two
-    containers whose entry points are both PID 1, or a PID reused after a restart. Native
-    thread ids only (py-spy's `Thread 4712`, `os_thread_id` in `--json`): the main thread's
-    id is the PID itself, so it says nothing here. `tids` passes both sides' helper thread
-    ids when the caller has them already."""
-    if not _headers_agree(first, dump):
-        return False
-    ours, others = tids if tids is not None else (_helper_tids(first), _helper_tids(dump))
-    return not (ours and others and not ours & others)
-
-
-def _headers_agree(first: ProcessDump, dump: ProcessDump) -> bool:
-    """No title, interpreter path or version that both dumps give differs."""
-    # Spelled out, not looped over pairs: asked of every snapshot of every rank.
-    if first.cmdline and dump.cmdline and first.cmdline != dump.cmdline:
-        return False
-    if first.python_exe and dump.python_exe and first.python_exe != dump.python_exe:
-        return False
-    return not (
-        first.python_version and dump.python_version and first.python_version != dump.python_version
-    )
-
-
-def _helper_tids(dump: ProcessDump) -> set[int]:
-    # C-level: asked of every dump.
-    return set(map(_OS_TID, dump.threads)).difference((None, dump.pid))
-
-
-_OS_TID = attrgetter("os_thread_id")
 _BY_FIRST = attrgetter("first")
 
 
