@@ -99,6 +99,7 @@ def _history(process: RankedProcess, table: StackTable) -> tuple[StackInfo, ...]
 
 
 _HEADLINE = attrgetter("headline")
+_CAPTURED_AT = attrgetter("captured_at")
 _SNAPSHOTS = attrgetter("snapshots")
 
 
@@ -264,23 +265,35 @@ def _part(
     conditions = bool(instance.failed or states) or any(
         map(_HEADLINE, chain.from_iterable(map(_SNAPSHOTS, instance.ranks)))
     )
+    # Undated dumps are a moment each: a rank's moments are then its dumps with threads.
+    dated = any(map(_CAPTURED_AT, chain.from_iterable(map(_SNAPSHOTS, instance.ranks))))
+    snapshots = 0
+    by_rank = rank_map.unit == "rank" and bool(fr_groups)
     for process in instance.ranks:
         threads = [main_thread(dump) for dump in process.snapshots]
+        if not dated:
+            # main_thread is None only for a dump without threads.
+            moments_seen = len(threads) - sum(t is None for t in threads)
+            snapshots = max(snapshots, moments_seen or len(threads))
         history = _interned(threads, intern)
         state, motion = _states(threads, history)
         identity = process.identity
         # Where it was last seen, as UnitView.latest: a dump that failed after its header
         # (no frames) says nothing of the call it waits in.
-        seen = procstate.last_seen(history) or history[-1]
+        seen = history[-1] if history[-1].frames else procstate.last_seen(history) or history[-1]
         collective = seen.facts.collective
         if collective in directions:
             direction = directions[collective]
         else:
             direction = directions[collective] = classifier.rules.p2p_direction(collective)
-        peers, peer_source = _peers(process, direction, classifier, fr_p2p, rank_map.unit)
+        peers, peer_source = (
+            _peers(process, direction, classifier, fr_p2p, rank_map.unit)
+            if direction is not None
+            else ((), "")
+        )
         # The group is read from `--locals`: most dumps have none.
         pg = process_group(process.snapshots, classifier) if _shows_locals(threads) else None
-        fr_group = fr_groups.get(process.unit) if rank_map.unit == "rank" else None
+        fr_group = fr_groups.get(process.unit) if by_rank else None
         if fr_group is not None and pg is None:
             pg = fr_group.name or None
         cond = (
@@ -341,10 +354,11 @@ def _part(
     tree = build_tree(pairs, similarity, table)
     # A dump with no thread (py-spy printed the header, then failed) shows no stack.
     # A snapshot is a moment: text, --json, --locals and --native dumps of one moment count once.
-    snapshots = max(
-        (moments.count(p.snapshots) or len(p.snapshots) for p in instance.ranks),
-        default=0,
-    )
+    if dated:
+        snapshots = max(
+            (moments.count(p.snapshots) or len(p.snapshots) for p in instance.ranks),
+            default=0,
+        )
 
     missing: tuple[int, ...] = ()
     if rank_map.unit == "rank" and instance.world_size is not None:
