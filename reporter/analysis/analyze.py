@@ -14,8 +14,10 @@ deterministic output.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from itertools import chain
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from reporter.analysis import (
@@ -29,7 +31,7 @@ from reporter.analysis import (
 )
 from reporter.analysis.branch import branch_point
 from reporter.analysis.classify import Classifier, default_classifier
-from reporter.analysis.clues import main_thread
+from reporter.analysis.clues import has_locals, main_thread
 from reporter.analysis.decide import Facts, decide
 from reporter.analysis.explain import Context, confidence, summary
 from reporter.analysis.gosignature import go_wait_lines
@@ -82,7 +84,7 @@ from reporter.analysis.wedge import WedgeReport
 from reporter.analysis.wedge import detect as detect_wedge
 from reporter.core.gcpause import gc_paused
 from reporter.core.times import iso
-from reporter.model import Bundle, ProcState, ThreadStack, ThreadStatus
+from reporter.model import Bundle, Frame, ProcState, ThreadStack, ThreadStatus
 
 if TYPE_CHECKING:
     from reporter.analysis.excerpts import SourceReader
@@ -96,19 +98,52 @@ def _history(process: RankedProcess, table: StackTable) -> tuple[StackInfo, ...]
     return tuple(out)
 
 
+_HEADLINE = attrgetter("headline")
+_CAPTURED_AT = attrgetter("captured_at")
+_SNAPSHOTS = attrgetter("snapshots")
+
+
+def _interned(
+    threads: Sequence[ThreadStack | None], intern: Callable[[tuple[Frame, ...]], StackInfo]
+) -> tuple[StackInfo, ...]:
+    """The interned stacks of `threads` (() for a missing thread); a stuck rank's snapshots
+    share one frames tuple, interned once."""
+    out: list[StackInfo] = []
+    last: tuple[Frame, ...] | None = None
+    info: StackInfo | None = None
+    for thread in threads:
+        frames = thread.frames if thread is not None else ()
+        if frames is not last or info is None:
+            info = intern(frames)
+            last = frames
+        out.append(info)
+    return tuple(out)
+
+
+def _shows_locals(threads: Sequence[ThreadStack | None]) -> bool:
+    """Whether a main thread shows `--locals`; a stuck rank's shared frames looked at once."""
+    last: tuple[Frame, ...] | None = None
+    for thread in threads:
+        if thread is not None and thread.frames is not last:
+            last = thread.frames
+            if has_locals(last):
+                return True
+    return False
+
+
 def _states(
     threads: Sequence[ThreadStack | None], history: tuple[StackInfo, ...]
 ) -> tuple[RankState, RankState]:
     """(state shown, motion): idle when every snapshot idles, else stuck / moving / unknown.
 
     `threads` are the snapshots' main threads, `history` their interned stacks."""
-    idle = [
+    motion = raw_state(history)
+    # `rank_state` with the motion computed once; the first busy snapshot settles it.
+    idle = bool(history) and all(
         snapshot_idle(info, thread.status if thread else ThreadStatus.UNKNOWN)
         for thread, info in zip(threads, history, strict=True)
-    ]
-    motion = raw_state(history)
-    # `rank_state` with the motion computed once.
-    return RankState.IDLE if idle and all(idle) else motion, motion
+    )
+    return RankState.IDLE if idle else motion, motion
 
 
 def _chosen_classes(
@@ -221,22 +256,49 @@ def _part(
     members: list[Member] = []
     samples: list[ThreadSample] = []
     frozen: list[tuple[UnitView, Condition]] = []
-    built: list[tuple[RankedProcess, UnitView, Condition | None]] = []
+    built: list[tuple[RankedProcess, UnitView, Condition | None, ThreadStack | None]] = []
+    intern = table.intern
+    # Per collective name, asked of every rank.
+    directions: dict[str | None, str | None] = {}
+    # Process state evidence names a condition only with failures, status copies or a
+    # faulthandler headline (a crash); most big jobs have none of them.
+    conditions = bool(instance.failed or states) or any(
+        map(_HEADLINE, chain.from_iterable(map(_SNAPSHOTS, instance.ranks)))
+    )
+    # Undated dumps are a moment each: a rank's moments are then its dumps with threads.
+    dated = any(map(_CAPTURED_AT, chain.from_iterable(map(_SNAPSHOTS, instance.ranks))))
+    snapshots = 0
+    by_rank = rank_map.unit == "rank" and bool(fr_groups)
     for process in instance.ranks:
         threads = [main_thread(dump) for dump in process.snapshots]
-        history = tuple([table.intern(t.frames if t is not None else ()) for t in threads])
+        if not dated:
+            # main_thread is None only for a dump without threads.
+            moments_seen = len(threads) - sum(t is None for t in threads)
+            snapshots = max(snapshots, moments_seen or len(threads))
+        history = _interned(threads, intern)
         state, motion = _states(threads, history)
         identity = process.identity
         # Where it was last seen, as UnitView.latest: a dump that failed after its header
         # (no frames) says nothing of the call it waits in.
-        seen = procstate.last_seen(history) or history[-1]
-        direction = classifier.rules.p2p_direction(seen.facts.collective)
-        peers, peer_source = _peers(process, direction, classifier, fr_p2p, rank_map.unit)
-        pg = process_group(process.snapshots, classifier)
-        fr_group = fr_groups.get(process.unit) if rank_map.unit == "rank" else None
+        seen = history[-1] if history[-1].frames else procstate.last_seen(history) or history[-1]
+        collective = seen.facts.collective
+        if collective in directions:
+            direction = directions[collective]
+        else:
+            direction = directions[collective] = classifier.rules.p2p_direction(collective)
+        peers, peer_source = (
+            _peers(process, direction, classifier, fr_p2p, rank_map.unit)
+            if direction is not None
+            else ((), "")
+        )
+        # The group is read from `--locals`: most dumps have none.
+        pg = process_group(process.snapshots, classifier) if _shows_locals(threads) else None
+        fr_group = fr_groups.get(process.unit) if by_rank else None
         if fr_group is not None and pg is None:
             pg = fr_group.name or None
-        cond = outcomes.condition_of(process, history, instance.failed, states)
+        cond = (
+            outcomes.condition_of(process, history, instance.failed, states) if conditions else None
+        )
         if cond is not None:
             state = motion = cond.state
         view = UnitView(
@@ -252,11 +314,11 @@ def _part(
             peer_source=peer_source,
             pg_ranks=fr_group.ranks if fr_group is not None and pg != "default" else (),
         )
-        built.append((process, view, cond))
+        built.append((process, view, cond, threads[-1]))
     # A stopped or crashed rank takes no part (the others wait for it); of the others, one
     # whose group peer returned from its collective took part: moving (see the function).
-    passed = completed_by_peer([view for _, view, cond in built if cond is None])
-    for process, view, cond in built:
+    passed = completed_by_peer([view for _, view, cond, _ in built if cond is None])
+    for process, view, cond, main in built:
         if view.unit in passed:
             view = replace(view, state=RankState.MOVING, raw=RankState.MOVING)
         if cond is None:
@@ -275,29 +337,28 @@ def _part(
         )
         history = view.history
         shown = (procstate.last_seen(history) or history[-1]) if cond is not None else history[-1]
-        members.append(Member(unit=process.unit, state=view.state, pid=identity.pid, info=shown))
-        latest = process.snapshots[-1]
-        main = main_thread(latest)
-        for thread in latest.threads:
-            if thread is not main:
-                samples.append(
-                    ThreadSample(
-                        unit=process.unit,
-                        state=view.state,
-                        pid=identity.pid,
-                        thread=thread,
-                        info=table.intern(thread.frames),
-                    )
-                )
+        unit, state, pid = process.unit, view.state, identity.pid
+        members.append(Member(unit, state, pid, shown))
+        latest = process.snapshots[-1]  # `main` is its main thread
+        # Positional: thousands of ranks, a few threads each (fields: unit, state, pid,
+        # thread, info).
+        samples.extend(
+            [
+                ThreadSample(unit, state, pid, t, intern(t.frames))
+                for t in latest.threads
+                if t is not main
+            ]
+        )
     classes, pairs = stack_classes(members, similarity)
     classes = tuple(replace(c, instance=instance.id) for c in classes)
     tree = build_tree(pairs, similarity, table)
     # A dump with no thread (py-spy printed the header, then failed) shows no stack.
     # A snapshot is a moment: text, --json, --locals and --native dumps of one moment count once.
-    snapshots = max(
-        (moments.count(p.snapshots) or len(p.snapshots) for p in instance.ranks),
-        default=0,
-    )
+    if dated:
+        snapshots = max(
+            (moments.count(p.snapshots) or len(p.snapshots) for p in instance.ranks),
+            default=0,
+        )
 
     missing: tuple[int, ...] = ()
     if rank_map.unit == "rank" and instance.world_size is not None:

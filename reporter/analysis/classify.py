@@ -60,11 +60,11 @@ class Rule:
     section: RuleSection
     name: str | None
     specific: bool
-    function: re.Pattern[str] | None
-    qualname: re.Pattern[str] | None
-    file: re.Pattern[str] | None
+    function: Globs | None
+    qualname: Globs | None
+    file: Globs | None
     native: bool | None
-    not_file: re.Pattern[str] | None = None
+    not_file: Globs | None = None
 
     def matches(self, short: str, function: str, file: str, native: bool) -> bool:
         """True when every field the rule gives matches this frame."""
@@ -160,14 +160,55 @@ def _glob_body(pattern: str) -> str:
     return "".join(out)
 
 
-def _name_regex(globs: Sequence[str]) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{_glob_body(g)})" for g in globs), re.DOTALL)
+class Globs:
+    """Names or paths matched against `*`/`?` globs, as one regex would: names whole
+    (`fullmatch`), paths by their last components (`search`, anchored at a `/`).
+
+    Globs without a wildcard are compared as strings; the others are compiled into one
+    regex on first use. Most globs are plain names, and compiling all of them cost more
+    than a small analysis."""
+
+    __slots__ = ("_literal", "_regex", "_source", "_suffixes")
+
+    def __init__(self, globs: Sequence[str], *, path: bool) -> None:
+        literal = [g for g in globs if "*" not in g and "?" not in g]
+        wild = [g for g in globs if "*" in g or "?" in g]
+        self._literal = frozenset(literal)
+        self._suffixes = tuple("/" + g for g in literal)
+        body = "|".join(f"(?:{_glob_body(g)})" for g in wild)
+        # Anchored at a path-component boundary so "threading.py" != "mythreading.py".
+        self._source = (f"(?:^|/)(?:{body})$" if path else body) if wild else None
+        self._regex: re.Pattern[str] | None = None
+
+    def _wild(self) -> re.Pattern[str] | None:
+        if self._regex is None and self._source is not None:
+            self._regex = re.compile(self._source, re.DOTALL)
+        return self._regex
+
+    def fullmatch(self, name: str) -> bool | None:
+        """True when a glob matches all of `name`, else None (as `re.fullmatch`)."""
+        if name in self._literal:
+            return True
+        wild = self._wild()
+        return True if wild is not None and wild.fullmatch(name) is not None else None
+
+    def search(self, path: str) -> bool | None:
+        """True when a glob matches the end of `path` from a `/` or its start, else None.
+
+        Like the regex's `$`, the end may also be just before a final newline."""
+        for text in (path, path[:-1]) if path.endswith("\n") else (path,):
+            if text in self._literal or text.endswith(self._suffixes):
+                return True
+        wild = self._wild()
+        return True if wild is not None and wild.search(path) is not None else None
 
 
-def _file_regex(globs: Sequence[str]) -> re.Pattern[str]:
-    # Anchored at a path-component boundary so "threading.py" != "mythreading.py".
-    body = "|".join(f"(?:{_glob_body(g)})" for g in globs)
-    return re.compile(f"(?:^|/)(?:{body})$", re.DOTALL)
+def _name_regex(globs: Sequence[str]) -> Globs:
+    return Globs(globs, path=False)
+
+
+def _file_regex(globs: Sequence[str]) -> Globs:
+    return Globs(globs, path=True)
 
 
 def _globs(entry: dict[str, list[str]], key: str, where: str) -> list[str] | None:
@@ -183,7 +224,7 @@ class RuleSet:
     """All rules of one frames.toml, by section, plus the library file matcher."""
 
     rules: tuple[Rule, ...]
-    library: re.Pattern[str] | None
+    library: Globs | None
     idle_waits: frozenset[str] = frozenset()
     """Wait names an idle loop blocks in (`[states] idle_waits`): poll, select, sleep, ..."""
     p2p: tuple[tuple[str, str], ...] = ()
@@ -291,6 +332,9 @@ class Classifier:
         # Keyed by the parser's native flag: is_native() derives the rest from the key.
         self._cache: dict[tuple[str, str, bool], FrameClass] = {}
         self._idle_cache: dict[tuple[str, str], Rule | None] = {}
+        self._idle_loop_cache: dict[tuple[str, str], bool] = {}
+        # Keyed like `_cache`: Flight Recorder places ask every rank's top frames.
+        self._match_cache: dict[tuple[str, str, bool], Rule | None] = {}
 
     def classify(self, frame: Frame) -> FrameClass:
         """The class of one frame (first matching rule, sections in file order)."""
@@ -303,12 +347,19 @@ class Classifier:
 
     def match(self, frame: Frame) -> Rule | None:
         """The collective / wait / generic rule that claims `frame`, if any."""
+        key = (frame.function, frame.file, frame.native)
+        try:
+            return self._match_cache[key]
+        except KeyError:
+            pass
         native = is_native(frame)
         short = frame.short_function
-        for rule in self._frame_rules:
-            if rule.matches(short, frame.function, frame.file, native):
-                return rule
-        return None
+        found = next(
+            (r for r in self._frame_rules if r.matches(short, frame.function, frame.file, native)),
+            None,
+        )
+        self._match_cache[key] = found
+        return found
 
     def _classify(self, frame: Frame, native: bool) -> FrameClass:
         rule = self.match(frame)
@@ -387,10 +438,7 @@ class Classifier:
         wait = None if collective else wait
         loop = None
         for frame, c in zip(frames, classes, strict=True):
-            if c.kind is FrameKind.APPLICATION and any(
-                r.matches(frame.short_function, frame.function, frame.file, False)
-                for r in self._idle_loop_rules
-            ):
+            if c.kind is FrameKind.APPLICATION and self._is_idle_loop(frame):
                 loop = frame
                 break
         return StackFacts(
@@ -401,6 +449,18 @@ class Classifier:
             idle_loop=loop,
             idle_wait=wait is not None and wait in self.rules.idle_waits,
         )
+
+    def _is_idle_loop(self, frame: Frame) -> bool:
+        # Cached per (function, file): distinct stacks share most of their frames.
+        key = (frame.function, frame.file)
+        found = self._idle_loop_cache.get(key)
+        if found is None:
+            short = frame.short_function
+            found = any(
+                r.matches(short, frame.function, frame.file, False) for r in self._idle_loop_rules
+            )
+            self._idle_loop_cache[key] = found
+        return found
 
     def _idle(self, frames: Sequence[Frame], classes: Sequence[FrameClass]) -> IdleMatch | None:
         for frame, c in zip(frames, classes, strict=True):

@@ -21,6 +21,7 @@ from reporter.model import Frame, ProcessDump, RankHint, ThreadStack
 
 DIM_ORDER = ("DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP")
 RADIX_DIMS = ("DP", "PP", "TP")
+_DIM_SET = frozenset(DIM_ORDER)
 _DIM = re.compile(r"(ATTN_CP|MOE_DP|DP|PP|TP|EP)(\d+)")
 _DIM_LOOKAHEAD = r"(?:ATTN_CP|MOE_DP|DP|PP|TP|EP)\d"
 _TITLE_ROLE = re.compile(rf"[A-Za-z][A-Za-z0-9]*(?:_(?!{_DIM_LOOKAHEAD})[A-Za-z][A-Za-z0-9]*)*")
@@ -67,7 +68,11 @@ class TitleInfo:
 
 def sorted_dims(dims: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     """Dims in the conventional order: DP, PP, ATTN_CP, MOE_DP, TP, EP."""
-    return tuple((d, dims[d]) for d in DIM_ORDER if d in dims)
+    if len(dims) == 1:
+        # One dim (`TP3`), the common case of every rank of a big job: nothing to order.
+        ((dim, value),) = dims.items()
+        return ((dim, value),) if dim in _DIM_SET else ()
+    return tuple([(d, dims[d]) for d in DIM_ORDER if d in dims])
 
 
 def radix_rank(dims: Mapping[str, int], sizes: Mapping[str, int]) -> int:
@@ -94,11 +99,13 @@ def parse_title(title: str | None) -> TitleInfo:
         role = role_match.group(0) if role_match else None
         rest = name[role_match.end() :] if role_match else name
         dims = {d: int(n) for d, n in _DIM.findall(rest)}
-        old = _OLD_DP_SUFFIX.fullmatch(rest)
-        if not dims and old is not None:
+        old = _OLD_DP_SUFFIX.fullmatch(rest) if not dims else None
+        if old is not None:
             # Older SGLang titled DP schedulers `sglang::scheduler_{dp_rank}`.
             dims["DP"] = int(old.group(1))
-        rank_match = _WORKER_RANK.search(text)
+        # Every rank's title is read: most name no `rank`, which `lower` tells at C speed
+        # (the pattern ignores case; "rank" has no letter that folds differently).
+        rank_match = _WORKER_RANK.search(text) if "rank" in text.lower() else None
         return TitleInfo(
             role=role.split(".")[0] if role else None,
             dims=sorted_dims(dims),
@@ -247,3 +254,40 @@ class HintIndex:
             if found is not None:
                 return found
         return self._suffix.get("/".join(parts))
+
+
+OS_THREAD_ID = attrgetter("os_thread_id")
+
+
+def same_process(
+    first: ProcessDump, dump: ProcessDump, *, tids: tuple[set[int], set[int]] | None = None
+) -> bool:
+    """Whether two dumps of one (host, PID) can be the same process.
+
+    Not when they show different titles (command lines), interpreters (path or version), or
+    when each shows threads besides the main one and no such thread id is in both: two
+    containers whose entry points are both PID 1, or a PID reused after a restart. Native
+    thread ids only (py-spy's `Thread 4712`, `os_thread_id` in `--json`): the main thread's
+    id is the PID itself, so it says nothing here. `tids` passes both sides' helper thread
+    ids when the caller has them already."""
+    if not headers_agree(first, dump):
+        return False
+    ours, others = tids if tids is not None else (helper_tids(first), helper_tids(dump))
+    return not (ours and others and not ours & others)
+
+
+def headers_agree(first: ProcessDump, dump: ProcessDump) -> bool:
+    """No title, interpreter path or version that both dumps give differs."""
+    # Spelled out, not looped over pairs: asked of every snapshot of every rank.
+    if first.cmdline and dump.cmdline and first.cmdline != dump.cmdline:
+        return False
+    if first.python_exe and dump.python_exe and first.python_exe != dump.python_exe:
+        return False
+    return not (
+        first.python_version and dump.python_version and first.python_version != dump.python_version
+    )
+
+
+def helper_tids(dump: ProcessDump) -> set[int]:
+    """Native ids of a dump's threads besides the main one (a C-level scan: every dump)."""
+    return set(map(OS_THREAD_ID, dump.threads)).difference((None, dump.pid))

@@ -15,6 +15,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from reporter.analysis.classify import Classifier, FrameKind, RuleSection, parse_rules
@@ -103,21 +104,30 @@ def stack_place(frames: Sequence[Frame], classifier: Classifier) -> StackPlace:
     return StackPlace(sync=sync, function=function, collective=collective)
 
 
+_SHAPE = attrgetter("function", "file", "native")
+
+
 def _places(processes: Sequence[RankProcess], classifier: Classifier) -> dict[int, StackPlace]:
     places: dict[int, StackPlace] = {}
-    # Ranks repeat a few stacks, and parsers share one `Frame` per frame line: the frames'
-    # identities key each distinct stack (all alive in `processes` meanwhile).
-    seen: dict[tuple[int, ...], StackPlace] = {}
+    # A place reads each frame's function, file and native flag, never its line: stacks
+    # that differ only in line numbers share one. A frames tuple shared by several ranks'
+    # dumps is looked up by its own identity first.
+    seen: dict[tuple[tuple[str, str, bool], ...], StackPlace] = {}
+    by_tuple: dict[int, StackPlace] = {}
     for process in processes:
         rank = process.identity.rank
         if rank is None or not process.snapshots:
             continue
         thread = main_thread(process.snapshots[-1])
         if thread is not None:
-            key = tuple(map(id, thread.frames))
-            place = seen.get(key)
+            frames = thread.frames
+            place = by_tuple.get(id(frames))
             if place is None:
-                place = seen[key] = stack_place(thread.frames, classifier)
+                key = tuple(map(_SHAPE, frames))
+                place = seen.get(key)
+                if place is None:
+                    place = seen[key] = stack_place(frames, classifier)
+                by_tuple[id(frames)] = place
             places[rank] = place
     return places
 

@@ -26,7 +26,7 @@ from pathlib import PurePosixPath
 from typing import Protocol, TypeVar
 
 from reporter.analysis.clues import sorted_dims
-from reporter.model import Bundle, CommandLine, EventKind
+from reporter.model import Bundle, CommandLine, EventKind, ProcessDump
 
 # A PID in an environment file's name: `env/pid4711.environ`, `4711.environ`, `proc/4711/environ`.
 _PID_IN_PATH = re.compile(r"(?:^|[/_.-])(?:pid[-_]?)?(\d{2,8})(?=$|[/_.-])", re.IGNORECASE)
@@ -88,7 +88,12 @@ def process_facts(bundle: Bundle) -> dict[Proc, ProcessFacts]:
     host_of = {f.path: f.host for f in bundle.files if f.host}
     ppid: dict[Proc, int] = {}
     parent_cmd: dict[Proc, str] = {}
+    # Dumps that name their parent's command line, for the command lines below: one pass
+    # over thousands of dumps, most of which name no parent.
+    parents: list[ProcessDump] = []
     for dump in bundle.dumps:
+        if dump.parent_pid is not None and dump.parent_cmdline:
+            parents.append(dump)
         if dump.pid is None:
             continue
         if dump.parent_pid is not None:
@@ -112,7 +117,7 @@ def process_facts(bundle: Bundle) -> dict[Proc, ProcessFacts]:
     for note in bundle.manifest.processes:
         if note.cmdline:
             cmdlines.setdefault((note.host, note.pid), note.cmdline)
-    for dump in bundle.dumps:
+    for dump in parents:
         if dump.parent_pid is not None and dump.parent_cmdline:
             cmdlines.setdefault((dump.host, dump.parent_pid), dump.parent_cmdline)
     titles = {(n.host, n.pid): n.title for n in bundle.manifest.processes if n.title}
@@ -209,7 +214,9 @@ def _claim(cand: Claimant) -> object:
     """What a rank candidate claims before radix ranks are final: its rank, or its dims."""
     if cand.rank is not None:
         return cand.rank
-    return tuple(sorted(cand.dims.items()))
+    dims = cand.dims
+    # One dim (`TP3`) is the usual title of every rank of a big job: nothing to sort.
+    return tuple(dims.items()) if len(dims) == 1 else tuple(sorted(dims.items()))
 
 
 def _claim_text(cand: Claimant) -> str:

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
+from typing import NamedTuple
 
 from reporter.analysis.result import (
     IdleThread,
@@ -35,9 +35,9 @@ from reporter.analysis.stacks import StackInfo, StackTable
 from reporter.model import Frame, ThreadStack
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Member:
-    """One rank's stack of one thread role, as merging sees it."""
+class Member(NamedTuple):
+    """One rank's stack of one thread role, as merging sees it (a named tuple: one is made
+    for every rank, and a tuple is built at twice the speed of a frozen dataclass)."""
 
     unit: int
     state: RankState
@@ -178,9 +178,8 @@ def stack_classes(
     return tuple(classes), pairs
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ThreadSample:
-    """A non-main thread of one rank's latest snapshot."""
+class ThreadSample(NamedTuple):
+    """A non-main thread of one rank's latest snapshot (a named tuple, like `Member`)."""
 
     unit: int
     state: RankState
@@ -195,8 +194,12 @@ def split_threads(
     """Generic idle threads set aside; the rest grouped by normalised thread name."""
     idle: dict[tuple[str, str], list[ThreadSample]] = {}
     named: dict[str, list[Member]] = {}
+    names: dict[str | None, str] = {}  # thousands of ranks repeat a few thread names
     for sample in samples:
-        name = normalise_thread_name(sample.thread.name)
+        raw = sample.thread.name
+        name = names.get(raw)
+        if name is None:
+            name = names[raw] = normalise_thread_name(raw)
         match = sample.info.facts.idle
         if match is not None:
             idle.setdefault((match.label, name), []).append(sample)

@@ -11,6 +11,7 @@ names a thread by its OS thread id, `--json` by its pthread id and the OS id bes
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 
 from reporter.analysis.clues import dump_has_locals
 from reporter.model import ProcessDump, ThreadStack
@@ -52,6 +53,10 @@ def count(dumps: Sequence[ProcessDump]) -> int:
     shown = [d for d in dumps if d.threads]
     if not shown:
         return 0
-    if all(d.captured_at is None for d in shown):
+    # A C-level scan (asked of every rank): dates are datetimes, never false.
+    if not any(map(_CAPTURED_AT, shown)):
         return len(shown)
     return len(group(shown))
+
+
+_CAPTURED_AT = attrgetter("captured_at")

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import attrgetter
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from reporter.analysis.clues import main_thread
 from reporter.analysis.graphproducers import unit_key
@@ -52,9 +51,9 @@ _DEPTH = 8
 # --------------------------------------------------------------------------- the processes
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Proc:
-    """A captured process as the producers here see it: its node key and latest stack."""
+class Proc(NamedTuple):
+    """A captured process as the producers here see it: its node key and latest stack (a
+    named tuple: one is made for every process, faster than a frozen dataclass)."""
 
     host: str
     pid: int
@@ -189,6 +188,7 @@ def where(frame: Frame | None) -> str:
 
 
 _NATIVE = attrgetter("native")
+_FUNCTION = attrgetter("function")
 
 
 def cite(dump: ProcessDump) -> str:
@@ -232,7 +232,12 @@ def match_wait(
     if files is None:
         # The tables are module constants: their ids stay theirs.
         files = _TABLES[id(table)] = _by_function(table)
-    for frame in frames[:depth]:
+    top = frames[:depth]
+    # Asked of every rank's main thread by several producers; most name no function of the
+    # table, which a C-level scan tells.
+    if files.keys().isdisjoint(map(_FUNCTION, top)):
+        return None
+    for frame in top:
         suffixes = files.get(frame.function)
         if suffixes is not None and any(not s or frame.file.endswith(s) for s in suffixes):
             return frame
@@ -255,6 +260,8 @@ def thread_states_of(bundle: Bundle, host: str, pid: int) -> dict[int, ThreadSta
 
 def state_of_thread(bundle: Bundle, host: str, pid: int, thread: ThreadStack) -> ThreadState | None:
     """The latest kernel state of one py-spy thread (matched by its OS thread id)."""
+    if not bundle.thread_states:
+        return None  # asked of every rank; most bundles hold no kernel thread states
     states = thread_states_of(bundle, host, pid)
     tid = thread.os_thread_id
     if tid is None and thread.thread_id.isdigit():

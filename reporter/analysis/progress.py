@@ -42,6 +42,8 @@ def raw_state(history: Sequence[StackInfo]) -> RankState:
 
     A snapshot without frames (py-spy printed the process header, then failed) says
     nothing about movement and is left out."""
+    if len(history) > 1 and history[0].frames and len(set(map(id, history))) == 1:
+        return RankState.STUCK  # one interned stack throughout: a stuck rank, the usual case
     if any(info.frames for info in history):
         history = [info for info in history if info.frames]
     if len(history) < 2:
@@ -94,6 +96,9 @@ class UnitView:
         """The main stack of the latest snapshot that has one: a dump that failed after its
         header (no frames) says nothing about where the rank is, so the rank is where it
         was last seen; the last snapshot when none has frames."""
+        last = self.history[-1]
+        if last.frames:
+            return last  # the usual case, asked many times per rank
         for info in reversed(self.history):
             if info.frames:
                 return info
@@ -111,15 +116,8 @@ def collective_identity(info: StackInfo) -> tuple[object, ...] | None:
     Two ranks meet in a collective only when they call the same operation from the same
     function: `all_reduce` from `writing_check (cache.py:60)` and `all_reduce` from
     `forward (model.py:12)` never match each other."""
-    facts = info.facts
-    if facts.collective is None:
-        return None
-    site = facts.site
-    if site is None:
-        return (facts.collective,)
-    # Function and file, not the line: ranks running one code base call one site from one
-    # line, and line numbers are exactly what differs between two captures of a version.
-    return (facts.collective, site.short_function, site.file.rsplit("/", 1)[-1])
+    # Function and file, not the line: worked out once per distinct stack (stacks.py).
+    return info.ident
 
 
 def _left(view: UnitView, ident: tuple[object, ...]) -> tuple[int, int] | None:

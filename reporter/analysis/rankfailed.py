@@ -86,16 +86,18 @@ def failed_ranks(
     A failure belongs here when its process, (host, PID), is one of these, when its parent
     is these ranks' launcher on that host, or, with no PID, when its file names a rank.
     `claimed` collects the indexes of failures already given to an instance."""
+    # Built only for a bundle with failures: thousands of ranks, usually none failed.
+    failures = bundle.failures if len(claimed) < len(bundle.failures) else ()
     by_pid = {
         (d.host, d.pid): p.identity.rank
-        for p in ranks
+        for p in (ranks if failures else ())
         for d in p.snapshots
         if d.pid is not None and unit == "rank"
     }
-    pids = {(p.identity.host, p.pid) for p in ranks if p.pid is not None}
+    pids = {(p.identity.host, p.pid) for p in (ranks if failures else ()) if p.pid is not None}
     parents = {(k[0], facts[k].ppid) for k in pids if k in facts and facts[k].ppid is not None}
     out: list[FailedRank] = []
-    for index, failure in enumerate(bundle.failures):
+    for index, failure in enumerate(failures):
         if index in claimed:
             continue
         key = (failure.host, failure.pid) if failure.pid is not None else None

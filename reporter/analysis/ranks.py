@@ -34,14 +34,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter, itemgetter
 
 from reporter.analysis.clues import (
     COORDINATOR_ROLES,
     LOCAL_DIMS,
     NON_RANK_ROLES,
+    OS_THREAD_ID,
     RADIX_DIMS,
     SIZE_DIMS,
     HintIndex,
+    has_locals,
+    headers_agree,
+    helper_tids,
     radix_rank,
     read_locals,
     sorted_dims,
@@ -51,6 +56,7 @@ from reporter.analysis.clues import TitleInfo as TitleInfo
 from reporter.analysis.clues import main_thread as main_thread
 from reporter.analysis.clues import parse_title as parse_title
 from reporter.analysis.clues import rank_from_filename as rank_from_filename
+from reporter.analysis.clues import same_process as same_process  # re-exported
 from reporter.analysis.instances import (
     ProcessFacts,
     partition,
@@ -63,7 +69,7 @@ from reporter.analysis.rankfailed import failure_state as failure_state  # re-ex
 from reporter.analysis.ranksets import format_ranks as format_ranks
 from reporter.analysis.ranksets import parse_ranks as parse_ranks
 from reporter.analysis.result import FailedRank, RankIdentity
-from reporter.model import Bundle, ProcessDump, RankHint, RankSource
+from reporter.model import Bundle, Frame, ProcessDump, RankHint, RankSource
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -143,34 +149,47 @@ class _Candidate:
     order their first dump appears."""
     shown_host: bool = False
     """Name the host in labels and keys: the bundle holds several hosts."""
-    tids: set[int] = field(default_factory=set)
-    """Native ids of the first dump's threads besides the main one (see `same_process`)."""
+    tids: set[int] | None = None
+    """Native ids of the first dump's threads besides the main one (see `same_process`);
+    None until a second dump of its (host, PID) asks."""
 
 
 def _snapshot_order(dumps: list[tuple[int, ProcessDump]]) -> tuple[ProcessDump, ...]:
-    if all(d.captured_at is not None for _, d in dumps):
-        ordered = sorted(dumps, key=lambda item: (item[1].captured_at, item[0]))
-    else:
-        ordered = sorted(dumps, key=lambda item: item[0])
-    return tuple(d for _, d in ordered)
+    """Capture order: by time when every dump is dated, else by place in the bundle (the
+    order `_gather` and `_merge_same_rank` keep `dumps` in)."""
+    if None not in [d.captured_at for _, d in dumps]:
+        return tuple([d for _, d in sorted(dumps, key=lambda item: (item[1].captured_at, item[0]))])
+    return tuple([d for _, d in dumps])
+
+
+_FIRST = itemgetter(0)
 
 
 def _gather(bundle: Bundle) -> list[_Candidate]:
     """One candidate per process: a process is (host, PID), and dumps of one (host, PID)
     that cannot be one process (`same_process`) are several processes."""
-    by_key: dict[tuple[str, object], list[_Candidate]] = {}
+    by_key: dict[tuple[object, ...], list[_Candidate]] = {}
     for index, dump in enumerate(bundle.dumps):
         # Without a PID a file is one process, unless its parser numbered several (`slot`).
-        key: tuple[str, object] = (
-            ("pid", (dump.host, dump.pid))
+        key: tuple[object, ...] = (
+            ("pid", dump.host, dump.pid)
             if dump.pid is not None
-            else ("file", (dump.source.path, dump.slot))
+            else ("file", dump.source.path, dump.slot)
         )
         known = by_key.setdefault(key, [])
-        tids = _helper_tids(dump)
         cand = None
         for other in known:
-            if same_process(other.dumps[0][1], dump, tids=(other.tids, tids)):
+            first = other.dumps[0][1]
+            if not headers_agree(first, dump):
+                continue
+            ours = other.tids
+            if ours is None:
+                ours = other.tids = helper_tids(first)
+            # `same_process`, with C-level set work: a helper thread in both, or none in one.
+            if not ours or not ours.isdisjoint(map(OS_THREAD_ID, dump.threads)):
+                cand = other
+                break
+            if not helper_tids(dump):
                 cand = other
                 break
         if cand is None:
@@ -181,7 +200,6 @@ def _gather(bundle: Bundle) -> list[_Candidate]:
                 paths=[],
                 host=dump.host,
                 incarnation=len(known),
-                tids=tids,
             )
             known.append(cand)
         cand.dumps.append((index, dump))
@@ -189,41 +207,14 @@ def _gather(bundle: Bundle) -> list[_Candidate]:
             cand.paths.append(dump.source.path)
         if cand.title is None and dump.cmdline:
             cand.title = dump.cmdline
-    out = sorted((c for known in by_key.values() for c in known), key=lambda c: c.first)
+    out = sorted([c for known in by_key.values() for c in known], key=_BY_FIRST)
     if len({c.host for c in out}) > 1:
         for cand in out:
             cand.shown_host = True
     return out
 
 
-def same_process(
-    first: ProcessDump, dump: ProcessDump, *, tids: tuple[set[int], set[int]] | None = None
-) -> bool:
-    """Whether two dumps of one (host, PID) can be the same process.
-
-    Not when they show different titles (command lines), interpreters (path or version), or
-    when each shows threads besides the main one and no such thread id is in both: two
-    containers whose entry points are both PID 1, or a PID reused after a restart. Native
-    thread ids only (py-spy's `Thread 4712`, `os_thread_id` in `--json`): the main thread's
-    id is the PID itself, so it says nothing here. `tids` passes both sides' helper thread
-    ids when the caller has them already."""
-    for mine, theirs in (
-        (first.cmdline, dump.cmdline),
-        (first.python_exe, dump.python_exe),
-        (first.python_version, dump.python_version),
-    ):
-        if mine and theirs and mine != theirs:
-            return False
-    ours, others = tids if tids is not None else (_helper_tids(first), _helper_tids(dump))
-    return not (ours and others and not ours & others)
-
-
-def _helper_tids(dump: ProcessDump) -> set[int]:
-    return {
-        t.os_thread_id
-        for t in dump.threads
-        if t.os_thread_id is not None and t.os_thread_id != dump.pid
-    }
+_BY_FIRST = attrgetter("first")
 
 
 def _label(cand: _Candidate) -> str:
@@ -261,12 +252,22 @@ def _read_evidence(
             f"{per_file[shared_hint]} processes"
         )
     loc: dict[str, int] = {}
+    passed: tuple[Frame, ...] | None = None
     for _, dump in cand.dumps:
+        # Most dumps show no `--locals`: a C-level scan of the main thread says so, once
+        # for a stuck process's snapshots (they share one frames tuple).
+        thread = main_thread(dump)
+        if thread is None or thread.frames is passed:
+            continue
+        if not has_locals(thread.frames):
+            passed = thread.frames
+            continue
         for name, value in read_locals(dump).items():
             loc.setdefault(name, value)
-    for name, dim in SIZE_DIMS.items():
-        if name in loc:
-            cand.sizes[dim] = loc[name]
+    if loc:
+        for name, dim in SIZE_DIMS.items():
+            if name in loc:
+                cand.sizes[dim] = loc[name]
     cand.world = loc.get("world_size")
 
     # Parallel dims: the title first, then locals fill in (a title is set from
@@ -275,7 +276,7 @@ def _read_evidence(
     if title.dims:
         cand.dim_sources.append(f"process title {cand.title}")
     from_locals = []
-    for name, dim in LOCAL_DIMS.items():
+    for name, dim in LOCAL_DIMS.items() if loc else ():
         if name not in loc:
             continue
         if dim in cand.dims and cand.dims[dim] != loc[name]:
@@ -300,12 +301,12 @@ def _read_evidence(
         cand.rank, cand.source = hint.rank, RankSource.MANIFEST
         cand.detail = f"rank {hint.rank} from the manifest entry for {own_paths[0]}"
         return
-    for name in ("global_rank", "rank"):
+    for name in ("global_rank", "rank") if loc else ():
         if name in loc:
             cand.rank, cand.source = loc[name], RankSource.LOCALS
             cand.detail = f"rank {loc[name]} from the --locals argument {name}={loc[name]}"
             return
-    if any(d in cand.dims for d in RADIX_DIMS):
+    if _has_radix(cand.dims):
         # Final rank is set once the bundle-wide sizes are known.
         cand.source = (
             RankSource.LOCALS if from_locals and not title.dims else RankSource.PROCESS_TITLE
@@ -332,14 +333,21 @@ def _read_evidence(
         cand.notes.append("dims " + " ".join(f"{d}{n}" for d, n in sorted_dims(cand.dims)))
 
 
+def _has_radix(dims: dict[str, int]) -> bool:
+    """Whether `dims` holds DP, PP or TP (asked of every process)."""
+    return not dims.keys().isdisjoint(RADIX_DIMS)
+
+
 def _radix(cands: list[_Candidate]) -> tuple[dict[str, int], str]:
     sizes = {d: 1 for d in RADIX_DIMS}
+    # Over each process's own dims (usually one), not every dim name: one pass per rank.
     for cand in cands:
-        for dim in RADIX_DIMS:
-            if dim in cand.dims:
-                sizes[dim] = max(sizes[dim], cand.dims[dim] + 1)
-            if dim in cand.sizes:
-                sizes[dim] = max(sizes[dim], cand.sizes[dim])
+        for dim, index in cand.dims.items():
+            if dim in sizes and index + 1 > sizes[dim]:
+                sizes[dim] = index + 1
+        for dim, size in cand.sizes.items():
+            if dim in sizes and size > sizes[dim]:
+                sizes[dim] = size
     text = ", ".join(f"{d}={sizes[d]}" for d in RADIX_DIMS)
     return sizes, text
 
@@ -363,7 +371,7 @@ def _global_tp(cands: list[_Candidate]) -> bool:
 
 
 def _apply_radix(cands: list[_Candidate]) -> dict[str, int] | None:
-    dimmed = [c for c in cands if c.rank is None and any(d in c.dims for d in RADIX_DIMS)]
+    dimmed = [c for c in cands if c.rank is None and _has_radix(c.dims)]
     if not dimmed:
         return None
     if _global_tp([c for c in cands if c.dims]):
@@ -373,7 +381,7 @@ def _apply_radix(cands: list[_Candidate]) -> dict[str, int] | None:
     for cand in dimmed:
         rank = radix_rank(cand.dims, sizes)
         cand.rank = rank
-        coords = " ".join(f"{d}{n}" for d, n in sorted_dims(cand.dims))
+        coords = " ".join([f"{d}{n}" for d, n in sorted_dims(cand.dims)])
         how = "; ".join(cand.dim_sources)
         if multi:
             cand.detail = (
@@ -404,6 +412,8 @@ def _apply_global_tp(cands: list[_Candidate], dimmed: list[_Candidate]) -> dict[
 def _group_key(cand: _Candidate) -> str:
     if cand.group:
         return cand.group
+    if "DP" not in cand.dims and "PP" not in cand.dims:
+        return ""  # TP only, or no dims: one group
     # TP ranks of one DP/PP slice form one collective group; EP and the
     # attention/MoE splits are sub-groupings of it.
     return " ".join(f"{d}{cand.dims[d]}" for d in ("DP", "PP") if d in cand.dims)
@@ -412,14 +422,16 @@ def _group_key(cand: _Candidate) -> str:
 def _finish(
     cand: _Candidate, unit: int, rank: int | None, group: str, *, multi: bool = False
 ) -> RankedProcess:
-    if cand.pid is not None:
+    if rank is not None:
+        key = f"rank:{rank}"
+    elif cand.pid is not None:
         where = f"@{cand.host}" if cand.shown_host else ""
         again = f"#{cand.incarnation + 1}" if cand.incarnation else ""
-        key = f"rank:{rank}" if rank is not None else f"pid:{cand.pid}{where}{again}"
+        key = f"pid:{cand.pid}{where}{again}"
     else:
         slot = cand.dumps[0][1].slot if cand.dumps else 0
         place = f"{cand.paths[0]}#{slot}" if slot else cand.paths[0]
-        key = f"rank:{rank}" if rank is not None else f"file:{place}"
+        key = f"file:{place}"
     if multi and rank is not None:
         # Ranks repeat across instances; the key stays unique.
         key = f"instance:{cand.instance}/{key}"
@@ -473,6 +485,7 @@ def _merge_same_rank(
             dropped.append(cand)
             continue
         kept.dumps.extend(cand.dumps)
+        kept.dumps.sort(key=_FIRST)  # place in the bundle, as `_snapshot_order` reads it
         kept.paths.extend(p for p in cand.paths if p not in kept.paths)
         if cand.pid is not None and cand.pid != kept.pid:
             kept.detail += f"; PID {cand.pid} in {', '.join(cand.paths)} taken as a later snapshot"
@@ -559,7 +572,7 @@ def identify(bundle: Bundle) -> RankMap:
         ):
             cand.role = "launcher"
     demote_coordinators = any(
-        (c.rank is not None or any(d in c.dims for d in RADIX_DIMS))
+        (c.rank is not None or _has_radix(c.dims))
         and (c.role or "").lower() not in COORDINATOR_ROLES
         for c in cands
     )
@@ -570,11 +583,7 @@ def identify(bundle: Bundle) -> RankMap:
         role = (cand.role or "").lower()
         return role in NON_RANK_ROLES or (demote_coordinators and role in COORDINATOR_ROLES)
 
-    claimants = [
-        c
-        for c in cands
-        if (c.rank is not None or any(d in c.dims for d in RADIX_DIMS)) and not is_other(c)
-    ]
+    claimants = [c for c in cands if (c.rank is not None or _has_radix(c.dims)) and not is_other(c)]
     if not claimants:
         return _pid_map(bundle, cands, is_other, hints, per_file, warnings)
 

@@ -33,6 +33,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from reporter.analysis import moments
@@ -106,9 +108,11 @@ def find(
     """Lock cycles and otherwise blocked threads, per process (see the module docstring)."""
     deadlocks: list[ThreadDeadlock] = []
     blocked_out: list[BlockedThreads] = []
+    ruled_out: set[int] = set()
+    kept: set[int] = set()
     for process in processes:
         dumps = [d for d in process.snapshots if d.threads]
-        if not dumps:
+        if not dumps or _none_blocked(dumps, table, ruled_out, kept):
             continue
         rank = process.identity.rank
         blocked = _blocked_threads(dumps, table, sources)
@@ -140,6 +144,40 @@ def find(
                 )
             )
     return tuple(deadlocks), tuple(blocked_out)
+
+
+def _none_blocked(
+    dumps: Sequence[ProcessDump], table: StackTable, ruled_out: set[int], kept: set[int]
+) -> bool:
+    """True when the frame rules alone rule out every thread of `dumps` (see
+    `_blocked_threads`): most processes of a big job. The answer is kept per frames tuple
+    (parsers share one per distinct thread block; the dumps keep them alive), in
+    `ruled_out` or `kept`, so a process made of known tuples is one C-level subset test."""
+    ids = set(map(id, map(_FRAMES, chain.from_iterable(map(_THREADS, dumps)))))
+    if ids <= ruled_out:
+        return True
+    if not ids.isdisjoint(kept):
+        return False
+    for dump in dumps:
+        for thread in dump.threads:
+            frames = thread.frames
+            if id(frames) in ruled_out:
+                continue
+            if frames:
+                facts = table.intern(frames).facts
+                if not (
+                    facts.collective is not None
+                    or facts.idle is not None
+                    or (facts.wait is not None and facts.wait != "lock-acquire")
+                ):
+                    kept.add(id(frames))
+                    return False
+            ruled_out.add(id(frames))
+    return True
+
+
+_FRAMES = attrgetter("frames")
+_THREADS = attrgetter("threads")
 
 
 def _python_key(thread: ThreadStack) -> tuple[tuple[str, str, int | None], ...]:

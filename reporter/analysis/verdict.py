@@ -148,12 +148,20 @@ def _bucket_key(view: UnitView) -> tuple[object, ...]:
     """Ranks that are in the same place for waits-for purposes (line numbers ignored).
     Moving ranks are bucketed by their call site alone: where the latest snapshot caught
     them inside it is chance."""
-    facts = view.latest.facts
-    frame = facts.idle_loop if view.state is RankState.IDLE else facts.site
-    where = (frame.short_function, frame.file) if frame is not None else None
-    if view.motion is RankState.MOVING and view.state is not RankState.IDLE:
-        return (view.state, where, bool(view.latest.frames))
-    return (view.state, identity_of(view), facts.wait, where, bool(view.latest.frames), view.peers)
+    latest = view.latest
+    state = view.state
+    where = latest.loop_key if state is RankState.IDLE else latest.site_key
+    if state is not RankState.IDLE and view.motion is RankState.MOVING:
+        return (state, where, bool(latest.frames))
+    ident = latest.ident
+    return (
+        state,
+        (*ident, view.pg) if ident is not None else None,
+        latest.facts.wait,
+        where,
+        bool(latest.frames),
+        view.peers,
+    )
 
 
 def _buckets(views: Sequence[UnitView]) -> list[list[UnitView]]:

@@ -19,6 +19,7 @@ from reporter.analysis.procfacts import (
     key_of,
     main_threads,
     match_wait,
+    memo,
     other_node,
     pick_children,
     places_of,
@@ -61,11 +62,18 @@ def child_wait(frames: Sequence[Frame], kstate: ThreadState | None) -> Frame | N
     return found
 
 
+def _child_waits(
+    mains: list[tuple[Proc, tuple[Frame, ...], ThreadState | None]],
+) -> list[Frame | None]:
+    """`child_wait` of each main thread, asked by two producers: worked out once."""
+    return memo("child-waits", mains, lambda: [child_wait(f, k) for _, f, k in mains])
+
+
 def child_process(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
     """A parent in a child wait waits for its child, whose own state is its latest evidence."""
     known = procs(ctx)
-    for parent, frames, kstate in main_threads(bundle, known):
-        found = child_wait(frames, kstate)
+    mains = main_threads(bundle, known)
+    for (parent, frames, kstate), found in zip(mains, _child_waits(mains), strict=True):
         if found is None:
             continue
         # The outermost of the calls that wait (`run` over `communicate` over `wait`).
@@ -128,8 +136,9 @@ def queue_workers(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
     """A consumer blocked on a queue, pipe, future or pool result waits for its worker
     children; a dead one is named with how it died."""
     known = procs(ctx)
-    for consumer, frames, kstate in main_threads(bundle, known):
-        if child_wait(frames, kstate) is not None:
+    mains = main_threads(bundle, known)
+    for (consumer, frames, _), child in zip(mains, _child_waits(mains), strict=True):
+        if child is not None:
             continue  # the child-process producer's
         found = match_wait(frames, QUEUE_WAITS)
         if found is None:

@@ -126,12 +126,14 @@ def work_waits(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
         peer: int | None = None
         tag: int | None = None
         top: Frame | None = None
+        passed: tuple[Frame, ...] | None = None
         for dump in reversed(process.snapshots):
             thread = main_thread(dump)
-            if thread is None:
-                continue
+            if thread is None or thread.frames is passed:
+                continue  # a stuck rank's snapshots share one frames tuple: read it once
             found = work_wait(ctx, thread)
             if found is None:
+                passed = thread.frames
                 continue
             if seen is None or (not seen[0] and found[0]):
                 seen = found

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from operator import attrgetter
 
 from reporter.analysis.procfacts import (
     Proc,
@@ -108,14 +109,25 @@ def _same_stack(proc: Proc, thread: ThreadStack) -> bool:
     return matched > 1
 
 
+_FRAMES = attrgetter("frames")
+
+
 def fork_lock(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
     """A forked child's thread waits on a lock no thread of the child holds: it was locked
     when the parent forked, by a parent thread the child has no copy of."""
     known = procs(ctx)
+    # Threads of thousands of processes share a few frames tuples, and the first tests read
+    # nothing else: their answer is kept per tuple (alive in the dumps meanwhile).
+    no_lock: set[int] = set()
     for child in known.values():
+        if no_lock.issuperset(map(id, map(_FRAMES, child.dump.threads))):
+            continue  # every thread's tuple already ruled out: one C-level test
         for thread in child.dump.threads:
+            if id(thread.frames) in no_lock:
+                continue
             frames = python_frames(thread)
             if not frames:
+                no_lock.add(id(thread.frames))
                 continue
             # The cheap tests first: a lock wait, then a forked stack, then no motion.
             lock = lock_taken_at(ctx, frames[0])
@@ -124,6 +136,7 @@ def fork_lock(bundle: Bundle, ctx: GraphContext) -> Iterator[Node | Edge]:
                 frames is thread.frames
                 or not any(f.native and f.function in _NATIVE_LOCK for f in thread.frames)
             ):
+                no_lock.add(id(thread.frames))
                 continue
             fork = _forked(ctx, frames)
             if fork is None or not _same_stack(child, thread):
