@@ -281,12 +281,14 @@ def _folder_entries(
     extra: list[ManifestEntry] = []
     # The baseline bundle and the deployed source copy are not this bundle's evidence.
     skip = tuple(p.strip("/") + "/" for p in (manifest.baseline, manifest.source_root) if p)
-    walked, walk_warnings = files.walk(root, skip=skip)
+    walked, walk_warnings = files.walk_entries(root, skip=skip)
     warnings.extend(walk_warnings)
-    for rel, path in walked:
+    for found in walked:
+        rel = found.rel
         if rel in seen:
             continue
-        if path.is_symlink():
+        if found.link:  # the listing's word: no `lstat` per file
+            path = found.path
             # An unlisted link is held to the rule listed ones are: it stays in the bundle.
             resolved_root = resolved_root or root.resolve()
             try:
@@ -309,13 +311,14 @@ def _folder_entries(
                 continue
         extra.append(
             ManifestEntry(
-                path=path,
+                path=found.where,
                 display=rel,
                 kind=None,
                 captured_at=None,
                 hint=None,
                 description="",
                 host=manifest.host,
+                regular=found.regular,
             )
         )
         if listed and rel.startswith(listed_under):

@@ -21,9 +21,10 @@ ones for everything but the plain shape.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from sys import intern
 
-from reporter.evidence.pyspy.blocks import OWNS_GIL, ProcBlock, dump_of
+from reporter.evidence.pyspy.blocks import OWNS_GIL
 from reporter.evidence.pyspy.frames import FRAME_CACHE, parse_frame
 from reporter.evidence.pyspy.grammar import (
     CONDENSED_RE,
@@ -32,8 +33,8 @@ from reporter.evidence.pyspy.grammar import (
     UNKNOWN_THREAD_ID,
     thread_match,
 )
-from reporter.model import Frame, ProcessDump, ThreadStack, ThreadStatus
-from reporter.model.stacks import parsed_thread
+from reporter.model import EvidenceKind, Frame, ProcessDump, ThreadStack, ThreadStatus
+from reporter.model.stacks import parsed_dump, parsed_thread
 
 # The parts of thread lines seen before: each snapshot of a process repeats its lines.
 THREAD_LINES: dict[str, tuple[str | None, ...]] = {}
@@ -80,14 +81,22 @@ BLOCKS: dict[tuple[str, ...], tuple[Frame, ...]] = {}
 _BLOCKS_MAX = 1 << 13
 
 
+@dataclass(slots=True)
+class _Snapshot:
+    """One process block of the file as read: where it starts, its extent, its dump."""
+
+    start: int
+    """0-based index of its `Process` line."""
+    length: int
+    """Its lines, from the `Process` line to its last non-blank line."""
+    marks: int
+    """Its unindented lines (the `Process` and `Python v` lines, its threads)."""
+    dump: ProcessDump
+
+
 def read(lines: list[str], source: str) -> list[ProcessDump] | None:
     """The dumps of a plain file, in file order; None when it is not plain."""
     dumps: list[ProcessDump] = []
-    block: ProcBlock | None = None  # the open process
-    threads: list[ThreadStack] = []  # its threads, frozen
-    seen: dict[str, _Head] = {}
-    heads = seen.get
-    blocks = BLOCKS.get
     count = len(lines)
     # The unindented lines, found in one pass: a thread's block is every line between its
     # `Thread` line and the next of them (frames and blank lines), so frame lines are
@@ -96,81 +105,169 @@ def read(lines: list[str], source: str) -> list[ProcessDump] | None:
     starts.append(count)
     if any(lines[: starts[0]]):
         return None  # an indented line before anything else
-    index = 0
+    seen: dict[str, _Head] = {}
     last = len(starts) - 1
+    index = 0
+    before: _Snapshot | None = None
     while index < last:
         at = starts[index]
-        raw = lines[at]
-        number = at + 1  # 1-based line number of `raw`
-        nxt = starts[index + 1]
-        first = raw[0]
-        if first == "T":
-            head = heads(raw)
-            if head is None:
-                head = _thread_head(raw)
-                if head is None:
-                    return None
-                seen[raw] = head
-            if block is None:
+        if not lines[at].startswith("Process "):
+            return None  # a thread with no process, or any other unindented line
+        if before is not None:
+            again = _again(lines, starts, index, before, source)
+            if again is not None:
+                dumps.append(again.dump)
+                before = again
+                index += again.marks
+                continue
+        header = _header(lines, starts, index)
+        if header is None:
+            return None
+        index += 2  # the `Process` and `Python v` lines
+        threads: list[ThreadStack] = []
+        while index < last:
+            raw = lines[starts[index]]
+            if raw[0] != "T":
+                break
+            stack = _thread(lines, starts, index, seen, source)
+            if stack is None:
                 return None
-            key = tuple(lines[number:nxt])
-            frames = blocks(key)
-            if frames is None:
-                frames = _block_frames(key)
-                if frames is None:
-                    return None
-                if len(BLOCKS) >= _BLOCKS_MAX:
-                    BLOCKS.clear()
-                BLOCKS[key] = frames
-            tid, status, name, os_id, gil = head
-            threads.append(
-                parsed_thread(tid, status, name, frames, os_id, gil, False, source, number)
-            )
+            threads.append(stack)
             index += 1
-        elif first == "P" and raw.startswith("Process "):
-            if block is not None:
-                if not threads:
-                    return None
-                dumps.append(dump_of(block, tuple(threads), source))
-                threads = []
-            match = PROCESS_RE.match(raw)
-            # The `Python v` line comes at once; after it, blank lines only until a thread.
-            if match is None or nxt != number or nxt >= count:
-                return None
-            if not lines[nxt].startswith("Python v"):
-                return None
-            if any(lines[nxt + 1 : starts[index + 2]]):
-                return None
-            # Interned: every snapshot repeats the title, every rank the interpreter.
-            title = intern(match.group(2))
-            if CONDENSED_RE.match(title) is not None:
-                return None
-            rest = lines[number][8:]
-            cut = rest.find(" (")
-            exe: str | None = None
-            if cut < 0:
-                version = rest.strip() or None
-            else:
-                version, exe = rest[:cut], rest[cut + 2 :]
-                if not exe.endswith(")"):
-                    return None
-                exe = exe[:-1]
-            block = ProcBlock(
-                pid=int(match.group(1)),
-                line=number,
-                group=len(dumps) + 1,
-                after_separator=0,
-                cmd=[title],
-            )
-            block.version = intern(version) if version is not None else None
-            block.exe = intern(exe) if exe is not None else None
-            index += 2  # and the `Python v` line
-        else:
-            return None  # any other unindented line
-    if block is None or not threads:
+        if not threads:
+            return None
+        pid, title, version, exe = header
+        dump = parsed_dump(
+            pid, EvidenceKind.PYSPY_TEXT, title, version, exe, tuple(threads), False, source, at + 1
+        )
+        dumps.append(dump)
+        end = starts[index]
+        while not lines[end - 1]:
+            end -= 1  # blank lines after the last frame are no part of the comparison
+        before = _Snapshot(at, end - at, 2 + len(threads), dump)
+    return dumps or None
+
+
+def _again(
+    lines: list[str], starts: list[int], index: int, before: _Snapshot, source: str
+) -> _Snapshot | None:
+    """The process block at `starts[index]` when its lines are those of the block before
+    (a stuck process repeats itself from snapshot to snapshot): the same dump with every
+    line moved; None when they differ (it is then read line by line)."""
+    at = starts[index]
+    length = before.length
+    marks = index + before.marks
+    if marks >= len(starts):
         return None
-    dumps.append(dump_of(block, tuple(threads), source))
-    return dumps
+    end = starts[marks]
+    # Equal lines, then only blank lines up to the next unindented line, which is not a
+    # thread of this block (a `Process` line or the end of the file; anything else is
+    # refused by `read` on the next turn, as it is after a block read line by line).
+    if end < len(lines) and lines[end][0] == "T":
+        return None
+    if (
+        any(lines[at + length : end])
+        or lines[at : at + length] != lines[before.start : before.start + length]
+    ):
+        return None
+    shift = at - before.start
+    dump = before.dump
+    threads = tuple(
+        [
+            parsed_thread(
+                t.thread_id,
+                t.status,
+                t.name,
+                t.frames,
+                t.os_thread_id,
+                t.owns_gil,
+                False,
+                source,
+                t.source.line + shift,
+            )
+            for t in dump.threads
+        ]
+    )
+    return _Snapshot(
+        at,
+        length,
+        before.marks,
+        parsed_dump(
+            dump.pid,
+            EvidenceKind.PYSPY_TEXT,
+            dump.cmdline,
+            dump.python_version,
+            dump.python_exe,
+            threads,
+            False,
+            source,
+            at + 1,
+        ),
+    )
+
+
+def _header(
+    lines: list[str], starts: list[int], index: int
+) -> tuple[int, str, str | None, str | None] | None:
+    """(PID, title, Python version, interpreter) of the plain `Process` line at
+    `starts[index]` and the `Python v` line right after it; None when they are not plain."""
+    at = starts[index]
+    number = at + 1
+    nxt = starts[index + 1]
+    match = PROCESS_RE.match(lines[at])
+    # The `Python v` line comes at once; after it, blank lines only until a thread.
+    if match is None or nxt != number or nxt >= len(lines):
+        return None
+    if not lines[nxt].startswith("Python v"):
+        return None
+    if any(lines[nxt + 1 : starts[index + 2]]):
+        return None
+    # Interned: every snapshot repeats the title, every rank the interpreter.
+    title = intern(match.group(2))
+    if CONDENSED_RE.match(title) is not None:
+        return None
+    rest = lines[number][8:]
+    cut = rest.find(" (")
+    exe: str | None = None
+    if cut < 0:
+        version = rest.strip() or None
+    else:
+        version, exe = rest[:cut], rest[cut + 2 :]
+        if not exe.endswith(")"):
+            return None
+        exe = exe[:-1]
+    return (
+        int(match.group(1)),
+        title,
+        intern(version) if version is not None else None,
+        intern(exe) if exe is not None else None,
+    )
+
+
+def _thread(
+    lines: list[str], starts: list[int], index: int, seen: dict[str, _Head], source: str
+) -> ThreadStack | None:
+    """The thread whose line is at `starts[index]`, its frames the lines up to the next
+    unindented line; None when either is not plain."""
+    at = starts[index]
+    raw = lines[at]
+    head = seen.get(raw)
+    if head is None:
+        head = _thread_head(raw)
+        if head is None:
+            return None
+        seen[raw] = head
+    key = tuple(lines[at + 1 : starts[index + 1]])
+    frames = BLOCKS.get(key)
+    if frames is None:
+        frames = _block_frames(key)
+        if frames is None:
+            return None
+        if len(BLOCKS) >= _BLOCKS_MAX:
+            BLOCKS.clear()
+        BLOCKS[key] = frames
+    tid, status, name, os_id, gil = head
+    return parsed_thread(tid, status, name, frames, os_id, gil, False, source, at + 1)
 
 
 def _block_frames(block: tuple[str, ...]) -> tuple[Frame, ...] | None:
