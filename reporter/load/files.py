@@ -119,6 +119,10 @@ def read_once(entry: ManifestEntry, *, max_file_bytes: int) -> bytes | None:
         return None
 
 
+# Every kind's binary form, for a file whose kind is not declared (sniffed).
+_FORMS = [(k.kind, k.binary) for k in kinds.BINARY if k.binary]
+
+
 def read_binary(
     entry: ManifestEntry, *, max_file_bytes: int, data: bytes | None = None
 ) -> tuple[EvidenceKind, ParseResult, int, str] | None:
@@ -128,7 +132,7 @@ def read_binary(
     Any pickle is taken for a Flight Recorder dump: one that holds code is refused by the
     parser, loudly. `data` is the file's bytes when already read (`read_once`).
     """
-    forms = [(k.kind, k.binary) for k in kinds.BINARY if k.binary and entry.kind in (None, k.kind)]
+    forms = _FORMS if entry.kind is None else [f for f in _FORMS if f[0] is entry.kind]
     if not forms:
         return None
     size = len(data) if data is not None else 0

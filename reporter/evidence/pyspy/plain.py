@@ -73,105 +73,114 @@ def _thread_head(raw: str) -> _Head | None:
     return tid, status, name, int(tid) if tid.isdigit() else None, OWNS_GIL.get(status)
 
 
-# The frames of thread blocks seen before, keyed by the block's lines (everything between
-# a `Thread` line and the next unindented line): a stuck rank repeats its stacks in every
-# snapshot, and the ranks of one group repeat each other's. Equal keys give equal frames,
-# so one tuple serves them all (less memory, and `StackTable.intern` finds it by identity).
-BLOCKS: dict[tuple[str, ...], tuple[Frame, ...]] = {}
+# The frames of thread blocks seen before, keyed by the block's lines joined (everything
+# between a `Thread` line and the next unindented line): the ranks of one group repeat each
+# other's stacks. Equal keys give equal frames, so one tuple serves them all (less memory,
+# and `StackTable.intern` finds it by identity). One string per key, not a tuple of lines:
+# the cache outlives the load, and its keys are all it holds beside the frames.
+BLOCKS: dict[str, tuple[Frame, ...]] = {}
 _BLOCKS_MAX = 1 << 13
 
 
 @dataclass(slots=True)
 class _Snapshot:
-    """One process block of the file as read: where it starts, its extent, its dump."""
+    """One process block of the file as read: its text, where it starts, its dump."""
 
-    start: int
-    """0-based index of its `Process` line."""
-    length: int
-    """Its lines, from the `Process` line to its last non-blank line."""
-    marks: int
-    """Its unindented lines (the `Process` and `Python v` lines, its threads)."""
+    body: str
+    """Its text, from the `Process` line to its last non-blank line (no newline after)."""
+    newlines: int
+    """The newlines in `body`."""
+    line: int
+    """The 1-based number of its `Process` line."""
     dump: ProcessDump
 
 
-def read(lines: list[str], source: str) -> list[ProcessDump] | None:
-    """The dumps of a plain file, in file order; None when it is not plain."""
+def read(text: str, source: str) -> list[ProcessDump] | None:
+    """The dumps of a plain file (its text as `clean_text` leaves it), in file order; None
+    when it is not plain.
+
+    The file is read one process block at a time (from a `Process` line to the next): a
+    block whose text is the block's before (a stuck process, snapshot after snapshot) is
+    that block's dump with its lines moved, found by one comparison of text and never
+    split into lines.
+    """
+    size = len(text)
+    pos = 0
+    if text.startswith("\n"):
+        pos = size - len(text.lstrip("\n"))  # blank lines before the first process
+    if not text.startswith("Process ", pos):
+        return None  # a thread with no process, an indented line, or any other line
+    number = pos + 1  # the 1-based line number at `pos`
     dumps: list[ProcessDump] = []
+    seen: dict[str, _Head] = {}
+    before: _Snapshot | None = None
+    while pos < size:
+        end = text.find("\nProcess ", pos) + 1 or size  # where the next block starts
+        trim = end
+        while text[trim - 1] == "\n":
+            trim -= 1  # blank lines after the last frame are no part of the comparison
+        if (
+            before is not None
+            and trim - pos == len(before.body)
+            and text.startswith(before.body, pos)
+        ):
+            moved = _moved(before.dump, number - before.line, source)
+            before = _Snapshot(before.body, before.newlines, number, moved)
+            dumps.append(moved)
+            number += before.newlines + end - trim
+            pos = end
+            continue
+        lines = text[pos:end].split("\n")
+        if not lines[-1]:
+            lines.pop()  # what follows the block's last newline: no line
+        dump = _block(lines, number, seen, source, before.dump.cmdline if before else None)
+        if dump is None:
+            return None
+        dumps.append(dump)
+        body = len(lines)
+        while not lines[body - 1]:
+            body -= 1
+        before = _Snapshot(text[pos:trim], body - 1, number, dump)
+        number += len(lines)
+        pos = end
+    return dumps
+
+
+def _block(
+    lines: list[str], number: int, seen: dict[str, _Head], source: str, title_before: str | None
+) -> ProcessDump | None:
+    """The dump of one process block (`lines[0]` its `Process` line, at line `number`);
+    None when the block is not plain. `title_before` is the block before's title: when the
+    same, one string serves both."""
     count = len(lines)
     # The unindented lines, found in one pass: a thread's block is every line between its
     # `Thread` line and the next of them (frames and blank lines), so frame lines are
     # never visited one by one here.
     starts = [at for at, line in enumerate(lines) if line and line[0] != " "]
     starts.append(count)
-    if any(lines[: starts[0]]):
-        return None  # an indented line before anything else
-    seen: dict[str, _Head] = {}
-    last = len(starts) - 1
-    index = 0
-    before: _Snapshot | None = None
-    while index < last:
-        at = starts[index]
-        if not lines[at].startswith("Process "):
-            return None  # a thread with no process, or any other unindented line
-        if before is not None:
-            again = _again(lines, starts, index, before, source)
-            if again is not None:
-                dumps.append(again.dump)
-                before = again
-                index += again.marks
-                continue
-        header = _header(lines, starts, index)
-        if header is None:
+    header = _header(lines, starts, 0)
+    if header is None:
+        return None
+    threads: list[ThreadStack] = []
+    for index in range(2, len(starts) - 1):  # past the `Process` and `Python v` lines
+        if lines[starts[index]][0] != "T":
+            return None  # any other unindented line
+        stack = _thread(lines, starts, index, seen, source, number)
+        if stack is None:
             return None
-        index += 2  # the `Process` and `Python v` lines
-        threads: list[ThreadStack] = []
-        while index < last:
-            raw = lines[starts[index]]
-            if raw[0] != "T":
-                break
-            stack = _thread(lines, starts, index, seen, source)
-            if stack is None:
-                return None
-            threads.append(stack)
-            index += 1
-        if not threads:
-            return None
-        pid, title, version, exe = header
-        dump = parsed_dump(
-            pid, EvidenceKind.PYSPY_TEXT, title, version, exe, tuple(threads), False, source, at + 1
-        )
-        dumps.append(dump)
-        end = starts[index]
-        while not lines[end - 1]:
-            end -= 1  # blank lines after the last frame are no part of the comparison
-        before = _Snapshot(at, end - at, 2 + len(threads), dump)
-    return dumps or None
+        threads.append(stack)
+    if not threads:
+        return None
+    pid, title, version, exe = header
+    if title == title_before:
+        title = title_before
+    return parsed_dump(
+        pid, EvidenceKind.PYSPY_TEXT, title, version, exe, tuple(threads), False, source, number
+    )
 
 
-def _again(
-    lines: list[str], starts: list[int], index: int, before: _Snapshot, source: str
-) -> _Snapshot | None:
-    """The process block at `starts[index]` when its lines are those of the block before
-    (a stuck process repeats itself from snapshot to snapshot): the same dump with every
-    line moved; None when they differ (it is then read line by line)."""
-    at = starts[index]
-    length = before.length
-    marks = index + before.marks
-    if marks >= len(starts):
-        return None
-    end = starts[marks]
-    # Equal lines, then only blank lines up to the next unindented line, which is not a
-    # thread of this block (a `Process` line or the end of the file; anything else is
-    # refused by `read` on the next turn, as it is after a block read line by line).
-    if end < len(lines) and lines[end][0] == "T":
-        return None
-    if (
-        any(lines[at + length : end])
-        or lines[at : at + length] != lines[before.start : before.start + length]
-    ):
-        return None
-    shift = at - before.start
-    dump = before.dump
+def _moved(dump: ProcessDump, shift: int, source: str) -> ProcessDump:
+    """`dump` with every line `shift` lines further."""
     threads = tuple(
         [
             parsed_thread(
@@ -188,21 +197,16 @@ def _again(
             for t in dump.threads
         ]
     )
-    return _Snapshot(
-        at,
-        length,
-        before.marks,
-        parsed_dump(
-            dump.pid,
-            EvidenceKind.PYSPY_TEXT,
-            dump.cmdline,
-            dump.python_version,
-            dump.python_exe,
-            threads,
-            False,
-            source,
-            at + 1,
-        ),
+    return parsed_dump(
+        dump.pid,
+        EvidenceKind.PYSPY_TEXT,
+        dump.cmdline,
+        dump.python_version,
+        dump.python_exe,
+        threads,
+        False,
+        source,
+        dump.source.line + shift,
     )
 
 
@@ -222,8 +226,8 @@ def _header(
         return None
     if any(lines[nxt + 1 : starts[index + 2]]):
         return None
-    # Interned: every snapshot repeats the title, every rank the interpreter.
-    title = intern(match.group(2))
+    # The interpreter interned: every rank repeats it (a title is most often the rank's own).
+    title = match.group(2)
     if CONDENSED_RE.match(title) is not None:
         return None
     rest = lines[number][8:]
@@ -245,10 +249,15 @@ def _header(
 
 
 def _thread(
-    lines: list[str], starts: list[int], index: int, seen: dict[str, _Head], source: str
+    lines: list[str],
+    starts: list[int],
+    index: int,
+    seen: dict[str, _Head],
+    source: str,
+    number: int,
 ) -> ThreadStack | None:
-    """The thread whose line is at `starts[index]`, its frames the lines up to the next
-    unindented line; None when either is not plain."""
+    """The thread whose line is at `starts[index]` (`lines[0]` is at line `number`), its
+    frames the lines up to the next unindented line; None when either is not plain."""
     at = starts[index]
     raw = lines[at]
     head = seen.get(raw)
@@ -257,20 +266,21 @@ def _thread(
         if head is None:
             return None
         seen[raw] = head
-    key = tuple(lines[at + 1 : starts[index + 1]])
+    block = lines[at + 1 : starts[index + 1]]
+    key = "\n".join(block)  # lines hold no newline: equal keys, equal lines
     frames = BLOCKS.get(key)
     if frames is None:
-        frames = _block_frames(key)
+        frames = _block_frames(block)
         if frames is None:
             return None
         if len(BLOCKS) >= _BLOCKS_MAX:
             BLOCKS.clear()
         BLOCKS[key] = frames
     tid, status, name, os_id, gil = head
-    return parsed_thread(tid, status, name, frames, os_id, gil, False, source, at + 1)
+    return parsed_thread(tid, status, name, frames, os_id, gil, False, source, number + at)
 
 
-def _block_frames(block: tuple[str, ...]) -> tuple[Frame, ...] | None:
+def _block_frames(block: list[str]) -> tuple[Frame, ...] | None:
     """The frames of one thread's lines (blank or indented); None when one is not a plain
     frame line, or there is no frame (a thread without frames is not plain)."""
     cached = FRAME_CACHE.get

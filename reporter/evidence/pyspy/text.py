@@ -14,10 +14,11 @@ from reporter.core.gcpause import gc_paused
 from reporter.evidence._text import (
     GC_PAUSE_MIN_CHARS,
     LineMachine,
-    clean_lines,
+    clean_text,
     excerpt,
     feed_lines,
     reread,
+    split_lines,
     stamp_and_label,
 )
 from reporter.evidence.pyspy import plain
@@ -85,14 +86,14 @@ def parse_text(text: str, *, source: str) -> ParseResult:
 
 
 def _parse(text: str, source: str) -> ParseResult:
-    lines = clean_lines(text)
-    dumps = plain.read(lines, source)
+    text = clean_text(text)
+    dumps = plain.read(text, source)
     if dumps is not None:
         # The plain shape: no warning, no failure, and the one empty environment (frozen,
         # so shared: not one built per file).
         return ParseResult(dumps=tuple(dumps), environment=_NO_ENVIRONMENT)
     parser = _TextParser(source)
-    parser.run(lines)
+    parser.run(split_lines(text))
     return parser.result()
 
 
