@@ -37,6 +37,9 @@ from reporter.model import (
 )
 
 
+_NO_FACTS = FileFacts()
+
+
 def assemble(
     root: str | None,
     manifest: Manifest,
@@ -66,10 +69,11 @@ def assemble(
         if read is None:
             continue
         result, record = read
-        facts = FileFacts(
-            captured_at=entry.captured_at,
-            host=entry.host,
-            snapshot=snapshot_index(entry.display),
+        snapshot = snapshot_index(entry.display)
+        facts = (
+            _NO_FACTS  # frozen, so one serves every file that says nothing more
+            if entry.captured_at is None and not entry.host and snapshot is None
+            else FileFacts(captured_at=entry.captured_at, host=entry.host, snapshot=snapshot)
         )
         parsed.append(Parsed(result, facts, partial(_order, entry, index)))
         all_warnings.extend(result.warnings)
