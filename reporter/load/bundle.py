@@ -51,6 +51,7 @@ folder's host (its manifest's `host`, else the folder's name) and its path gains
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -370,7 +371,19 @@ def _load_given_folder(root: Path, *, max_file_bytes: int) -> Bundle:
 
 
 def _subfolders(root: Path) -> list[Path]:
-    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    """The folders (or links to folders) right below `root` but dot folders, sorted; from
+    the listing's types, so a folder of 16,384 files costs no `stat` per file."""
+    with os.scandir(root) as entries:
+        return sorted(Path(e.path) for e in entries if not e.name.startswith(".") and _is_dir(e))
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """`Path.is_dir` of a listed entry: a folder, or a link to one; False when it cannot
+    be told."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def _only_bundle_below(root: Path) -> Path | None:
