@@ -36,7 +36,6 @@ from reporter.model import (
     RankHint,
 )
 
-
 _NO_FACTS = FileFacts()
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from pathlib import PurePosixPath
-from typing import Any, cast
+from typing import Any
 
 
 class EvidenceKind(StrEnum):
@@ -303,7 +303,8 @@ def parsed_thread(
     stack.truncated = truncated
     stack.source = where
     stack.__class__ = ThreadStack
-    return cast(ThreadStack, stack)
+    made: ThreadStack = stack  # typed by assignment: `cast` is a call per thread
+    return made
 
 
 class _DumpMemo:
@@ -409,7 +410,8 @@ def parsed_dump(
     dump.host = ""
     dump.source = where
     dump.__class__ = ProcessDump
-    return cast(ProcessDump, dump)
+    made: ProcessDump = dump
+    return made
 
 
 class FailureState(StrEnum):
