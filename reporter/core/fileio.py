@@ -30,6 +30,8 @@ from reporter.core.errors import InputError
 # The default bound of every input file read (`--max-file-size`, "512M"): typed only here.
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 _CHUNK = 1 << 20
+# What a read asks for once a read came back short (the end of the file, most likely).
+_TAIL = 1 << 12
 
 
 # What a stat mode is, in words; the first test that holds names it.
@@ -55,11 +57,11 @@ def _refuse(display: str, mode: int) -> InputError:
     )
 
 
-def check_regular(path: Path, *, display: str | None = None) -> os.stat_result:
+def check_regular(path: Path | str, *, display: str | None = None) -> os.stat_result:
     """The stat of `path` (symlinks followed) when it is a regular file; else `InputError`."""
     where = display or str(path)
     try:
-        info = path.stat()
+        info = os.stat(path)  # noqa: PTH116 - a str (a walked file) or a Path
     except OSError as err:
         raise InputError(
             f"{where}: cannot read ({err.strerror or err})",
@@ -70,33 +72,47 @@ def check_regular(path: Path, *, display: str | None = None) -> os.stat_result:
     return info
 
 
-def read_fd(fd: int, limit: int, *, past: bool = True) -> bytes:
+def read_fd(fd: int, limit: int, *, past: bool = True, size: int | None = None) -> bytes:
     """The bytes of an open file, read a megabyte at a time until its end or the limit.
 
     At most `limit + 1` bytes: the one byte beyond lets the caller tell a file over the
     limit (`len(data) > limit`) from one exactly at it. With `past` False reading also
     stops at the first read that brings `limit` bytes in (a head, for sniffing), so a
-    growing file is never followed past it.
+    growing file is never followed past it. `size` is the file's size by `fstat`, when
+    known: the first read asks for that and one byte more, the next for a little (a read
+    allocates what it asks for, and a file rarely grows meanwhile).
     """
     chunks: list[bytes] = []
     total = 0
+    want = _CHUNK if size is None else size + 1
     while total <= limit:
-        chunk = os.read(fd, min(_CHUNK, limit + 1 - total))
+        chunk = os.read(fd, min(want, limit + 1 - total))
         if not chunk:
             break
         chunks.append(chunk)
         total += len(chunk)
         if not past and total >= limit:
             break
-    return b"".join(chunks)
+        want = _CHUNK if len(chunk) >= want else _TAIL
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def read_bytes_bounded(
-    path: Path, *, display: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
+    path: Path | str,
+    *,
+    display: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    listed_regular: bool = False,
 ) -> bytes:
-    """The bytes of a regular file, refusing other kinds and files over `max_bytes`."""
+    """The bytes of a regular file, refusing other kinds and files over `max_bytes`.
+
+    `listed_regular` says a folder listing showed a regular file (not a link) at `path`
+    (`Walked.regular`): the stat before the open is then left out; the `fstat` of the
+    opened file still refuses anything else.
+    """
     where = display or str(path)
-    check_regular(path, display=where)
+    if not listed_regular:
+        check_regular(path, display=where)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     flags |= getattr(os, "O_CLOEXEC", 0)
     try:
@@ -112,7 +128,7 @@ def read_bytes_bounded(
             raise _refuse(where, info.st_mode)
         if info.st_size > max_bytes:
             raise too_large(where, info.st_size, max_bytes)
-        data = read_fd(fd, max_bytes)
+        data = read_fd(fd, max_bytes, size=info.st_size)
         if len(data) > max_bytes:
             raise too_large(where, len(data), max_bytes)
         return data
@@ -174,9 +190,17 @@ class Walked:
     """One entry a walk found: its path relative to the root (posix), and the path."""
 
     rel: str
-    path: Path
+    where: str
+    """The path as a string (`os.DirEntry.path`); `path` makes a `Path` of it when asked."""
     link: bool
     """A symbolic link (never followed into, when a folder)."""
+    regular: bool = False
+    """A regular file, as the folder listing said (its `d_type`: no system call)."""
+
+    @property
+    def path(self) -> Path:
+        """The path (a `Path` is built per call: a walk of 16,384 files needs few of them)."""
+        return Path(self.where)
 
 
 @dataclass(slots=True)
@@ -227,20 +251,21 @@ def walk(
             try:
                 is_link = entry.is_symlink()
                 is_dir = entry.is_dir(follow_symlinks=False)
+                is_file = entry.is_file(follow_symlinks=False)
             except OSError:
-                is_link, is_dir = False, False
+                is_link, is_dir, is_file = False, False, False
             if is_dir:
                 if not hidden and entry.name.startswith("."):
                     continue
                 if skip and f"{rel}/".startswith(skip):
                     continue
-                found.folders.append(Walked(rel, Path(entry.path), False))
+                found.folders.append(Walked(rel, entry.path, False))
                 if depth + 1 > max_depth:
                     found.skipped.append((rel, f"nested deeper than {max_depth} folders"))
                     continue
                 below.append((rel, depth + 1))
             else:
-                found.files.append(Walked(rel, Path(entry.path), is_link))
+                found.files.append(Walked(rel, entry.path, is_link, is_file))
         stack.extend(reversed(below))
     found.files.sort(key=lambda w: w.rel)
     found.folders.sort(key=lambda w: w.rel)

@@ -49,11 +49,22 @@ def clean_lines(text: str) -> list[str]:
     Line `i` of the result (0-based) is line `i + 1` of the original text; only
     `\\n` splits lines, so form feeds and other separators never shift numbering.
     """
+    return split_lines(clean_text(text))
+
+
+def clean_text(text: str) -> str:
+    """`text` without ANSI escapes, a BOM and CR of CRLF: `clean_lines` before the split
+    (the lines' count and numbers stay those of `text`)."""
     if text.startswith("\ufeff"):
         text = text[1:]
     text = strip_ansi(text)
     if "\r" in text:
         text = text.replace("\r\n", "\n")
+    return text
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of a cleaned text (`clean_text`), as `clean_lines` gives them."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
         # A final newline does not start another line.

@@ -82,6 +82,8 @@ def _sniff_head(head: str) -> EvidenceKind:
         at = earliest(head, markers, best if best >= 0 else len(head))
         if at >= 0 and (best < 0 or at < best):
             best, winner = at, kind
+        if best == 0:
+            break  # a marker on the first line: no other kind's can come earlier, a tie keeps it
     if winner is not None:
         return winner
     for detect in _DETECTORS:

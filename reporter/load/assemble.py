@@ -5,11 +5,11 @@ no kind is named here). Used by `reporter.load.bundle`.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import partial
-from pathlib import PurePosixPath
 
 from reporter.core import fileio
 from reporter.core.errors import EvidenceError
@@ -35,6 +35,8 @@ from reporter.model import (
     ParseWarning,
     RankHint,
 )
+
+_NO_FACTS = FileFacts()
 
 
 def assemble(
@@ -66,10 +68,11 @@ def assemble(
         if read is None:
             continue
         result, record = read
-        facts = FileFacts(
-            captured_at=entry.captured_at,
-            host=entry.host,
-            snapshot=snapshot_index(entry.display),
+        snapshot = snapshot_index(entry.display)
+        facts = (
+            _NO_FACTS  # frozen, so one serves every file that says nothing more
+            if entry.captured_at is None and not entry.host and snapshot is None
+            else FileFacts(captured_at=entry.captured_at, host=entry.host, snapshot=snapshot)
         )
         parsed.append(Parsed(result, facts, partial(_order, entry, index)))
         all_warnings.extend(result.warnings)
@@ -197,13 +200,15 @@ _SNAPSHOT_RE = re.compile(r"(?:^|[-_.])(?:s|snap|snapshot)[-_]?(\d+)(?=[-_.]|$)"
 
 def snapshot_index(name: str) -> int | None:
     """The snapshot round a file name says (`pid4711-s2.status` -> 2), or None."""
-    match = _SNAPSHOT_RE.search(PurePosixPath(name).name)
+    # The last part of a path as given or walked (never one ending in `/`), without the
+    # `PurePosixPath` a call per file would build.
+    match = _SNAPSHOT_RE.search(name.rpartition("/")[2])
     return int(match.group(1)) if match else None
 
 
 def _order(entry: ManifestEntry, index: int) -> _Order:
     try:
-        mtime = entry.path.stat().st_mtime
+        mtime = os.stat(entry.path).st_mtime  # noqa: PTH116 - a str or a Path
     except OSError:
         mtime = 0.0
     snapshot = snapshot_index(entry.display)

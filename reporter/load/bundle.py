@@ -51,6 +51,7 @@ folder's host (its manifest's `host`, else the folder's name) and its path gains
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -281,12 +282,14 @@ def _folder_entries(
     extra: list[ManifestEntry] = []
     # The baseline bundle and the deployed source copy are not this bundle's evidence.
     skip = tuple(p.strip("/") + "/" for p in (manifest.baseline, manifest.source_root) if p)
-    walked, walk_warnings = files.walk(root, skip=skip)
+    walked, walk_warnings = files.walk_entries(root, skip=skip)
     warnings.extend(walk_warnings)
-    for rel, path in walked:
+    for found in walked:
+        rel = found.rel
         if rel in seen:
             continue
-        if path.is_symlink():
+        if found.link:  # the listing's word: no `lstat` per file
+            path = found.path
             # An unlisted link is held to the rule listed ones are: it stays in the bundle.
             resolved_root = resolved_root or root.resolve()
             try:
@@ -309,13 +312,14 @@ def _folder_entries(
                 continue
         extra.append(
             ManifestEntry(
-                path=path,
+                path=found.where,
                 display=rel,
                 kind=None,
                 captured_at=None,
                 hint=None,
                 description="",
                 host=manifest.host,
+                regular=found.regular,
             )
         )
         if listed and rel.startswith(listed_under):
@@ -367,7 +371,19 @@ def _load_given_folder(root: Path, *, max_file_bytes: int) -> Bundle:
 
 
 def _subfolders(root: Path) -> list[Path]:
-    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    """The folders (or links to folders) right below `root` but dot folders, sorted; from
+    the listing's types, so a folder of 16,384 files costs no `stat` per file."""
+    with os.scandir(root) as entries:
+        return sorted(Path(e.path) for e in entries if not e.name.startswith(".") and _is_dir(e))
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """`Path.is_dir` of a listed entry: a folder, or a link to one; False when it cannot
+    be told."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def _only_bundle_below(root: Path) -> Path | None:

@@ -66,7 +66,7 @@ _OWN_MARKER = "<!-- reporter:begin "
 
 def own_output(text: str) -> bool:
     """`_OWN_OUTPUT_RE` on `text`, asked only when one of its two openings can be there."""
-    if not text.startswith("---\n") and _OWN_MARKER not in text[: 4096 + len(_OWN_MARKER)]:
+    if not text.startswith("---\n") and text.find(_OWN_MARKER, 0, 4096 + len(_OWN_MARKER)) < 0:
         return False  # the regex's scan of the first 4 KiB costs more than the parse
     return _OWN_OUTPUT_RE.match(text) is not None
 
@@ -83,11 +83,20 @@ def walk(
     `skip` holds folder prefixes (`baseline/`) whose files are not evidence of this bundle.
     The walk is `fileio.walk`: iterative, links never followed into folders, depth capped.
     """
+    found, warnings = walk_entries(root, skip=skip)
+    return [(w.rel, w.path) for w in found], warnings
+
+
+def walk_entries(
+    root: Path, *, skip: tuple[str, ...] = ()
+) -> tuple[list[fileio.Walked], list[ParseWarning]]:
+    """`walk` with what the folder listing said of each file (a link, a regular file)."""
     walked = fileio.walk(root, skip=skip)
     found = [
-        (w.rel, w.path)
+        w
         for w in walked.files
-        if not _NOT_EVIDENCE_RE.match(w.path.name) and not (skip and w.rel.startswith(skip))
+        if not _NOT_EVIDENCE_RE.match(w.rel.rpartition("/")[2])
+        and not (skip and w.rel.startswith(skip))
     ]
     warnings = [
         ParseWarning(source=Location(path=rel), message=f"skipped: a folder {why}")
@@ -100,9 +109,18 @@ def read_once(entry: ManifestEntry, *, max_file_bytes: int) -> bytes | None:
     """The bytes of a regular file within the limit, read once for the pickle check and the
     text reader; None when they cannot be read so (each reader then says why on its own)."""
     try:
-        return read_bytes_bounded(entry.path, display=entry.display, max_bytes=max_file_bytes)
+        return read_bytes_bounded(
+            entry.path,
+            display=entry.display,
+            max_bytes=max_file_bytes,
+            listed_regular=entry.regular,
+        )
     except InputError:
         return None
+
+
+# Every kind's binary form, for a file whose kind is not declared (sniffed).
+_FORMS = [(k.kind, k.binary) for k in kinds.BINARY if k.binary]
 
 
 def read_binary(
@@ -114,7 +132,7 @@ def read_binary(
     Any pickle is taken for a Flight Recorder dump: one that holds code is refused by the
     parser, loudly. `data` is the file's bytes when already read (`read_once`).
     """
-    forms = [(k.kind, k.binary) for k in kinds.BINARY if k.binary and entry.kind in (None, k.kind)]
+    forms = _FORMS if entry.kind is None else [f for f in _FORMS if f[0] is entry.kind]
     if not forms:
         return None
     size = len(data) if data is not None else 0
@@ -166,17 +184,17 @@ def _binary_bytes(
         return None  # the text reader reports unreadable files
 
 
-def read_text(path: Path, *, display: str, max_file_bytes: int) -> str:
+def read_text(path: Path | str, *, display: str, max_file_bytes: int) -> str:
     """Read one evidence file as text, refusing empty, binary and oversized files."""
     return read_evidence(path, display=display, max_file_bytes=max_file_bytes)[0]
 
 
 def digest(data: bytes) -> str:
     """A file's identity by content (`EvidenceFile.digest`): 16 hex digits of its sha256."""
-    return hashlib.sha256(data).hexdigest()[:16]
+    return hashlib.sha256(data).digest()[:8].hex()  # = hexdigest()[:16], half the text made
 
 
-def read_evidence(path: Path, *, display: str, max_file_bytes: int) -> tuple[str, int, str]:
+def read_evidence(path: Path | str, *, display: str, max_file_bytes: int) -> tuple[str, int, str]:
     """The text of one evidence file, its size in bytes and its digest; see `read_text`.
 
     Only regular files are read (a FIFO, device, socket or folder is refused before it
@@ -198,14 +216,14 @@ def read_evidence(path: Path, *, display: str, max_file_bytes: int) -> tuple[str
 def evidence_text(data: bytes, *, display: str) -> tuple[str, int, str]:
     """`read_evidence` on bytes already read: refuses empty and binary files."""
     size = len(data)
-    if not data.strip():
+    if not data or data.isspace():  # = `not data.strip()` (one set of blanks), no copy
         raise EvidenceError(
             f"{display}: the file is empty", tip="capture the dump again; py-spy may have failed"
         )
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         # UTF-16 with a BOM: Grafana's "Download for Excel" CSV, Windows tools' logs.
         return data.decode("utf-16", errors="replace"), size, digest(data)
-    if b"\x00" in data[:_BINARY_PROBE] and not _nul_separated_text(data[:_BINARY_PROBE]):
+    if data.find(b"\x00", 0, _BINARY_PROBE) >= 0 and not _nul_separated_text(data[:_BINARY_PROBE]):
         raise EvidenceError(
             f"{display}: binary data, not a text dump",
             tip="pass the text output of `py-spy dump` (or --json), not a core file or archive",

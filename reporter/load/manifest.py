@@ -91,7 +91,8 @@ UPSTREAM_REF_KEYS = ("repo", "package", "module", "tag", "commit", "version", "p
 class ManifestEntry:
     """One evidence file to load: from an `[[evidence]]` table, or found by walking."""
 
-    path: Path
+    path: Path | str
+    """Where to read it: a `Path`, or the walk's string for one (no `Path` built per file)."""
     display: str
     kind: EvidenceKind | None = None
     captured_at: datetime | None = None
@@ -99,6 +100,9 @@ class ManifestEntry:
     description: str = ""
     host: str = ""
     """The host the file was captured on (its table's `host`, else the manifest's)."""
+    regular: bool = False
+    """The folder's listing showed a regular file here (`fileio.Walked.regular`): the
+    read need not stat it first."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

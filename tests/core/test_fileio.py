@@ -69,3 +69,58 @@ def test_read_bytes_bounded_refuses_a_file_over_the_cap(tmp_path: Path) -> None:
     with pytest.raises(InputError) as err:
         read_bytes_bounded(path, max_bytes=10)
     assert "big.txt" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("size", "hint", "limit"),
+    [
+        (100, 100, 1000),  # the size fstat gave: one read, then the end
+        (100, 40, 1000),  # grown since the fstat: read on to the end
+        (100, 0, 1000),  # an empty file when stat'ed
+        (100, 40, 60),  # grown past the limit: one byte beyond, never more
+        (0, 0, 1000),
+    ],
+)
+def test_read_fd_with_the_size_reads_what_it_reads_without(
+    tmp_path: Path, size: int, hint: int, limit: int
+) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(bytes(range(256))[:size])
+    reads = []
+    for known in (None, hint):
+        fd = _fd(path)
+        try:
+            reads.append(read_fd(fd, limit, size=known))
+        finally:
+            os.close(fd)
+    assert reads[0] == reads[1] == bytes(range(256))[: min(size, limit + 1)]
+
+
+def test_a_file_the_listing_says_is_regular_is_not_stat_ed_before_the_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "r.txt"
+    path.write_bytes(b"x" * 5)
+    (walked,) = fileio.walk(tmp_path).files
+    assert walked.regular and not walked.link and walked.path == path
+    stats: list[str] = []
+    real_stat = os.stat
+
+    def counting_stat(where: object, *args: object, **kwargs: object) -> os.stat_result:
+        stats.append(str(where))
+        return real_stat(where, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "stat", counting_stat)
+    assert read_bytes_bounded(walked.where, max_bytes=10, listed_regular=True) == b"x" * 5
+    assert stats == []
+    assert read_bytes_bounded(walked.where, max_bytes=10) == b"x" * 5
+    assert stats == [walked.where]  # unlisted: stat'ed first, as before
+
+
+def test_a_fifo_the_listing_names_is_not_regular(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    (walked,) = fileio.walk(tmp_path).files
+    assert not walked.regular
+    with pytest.raises(InputError, match="FIFO"):
+        read_bytes_bounded(walked.where, max_bytes=10, listed_regular=walked.regular)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reporter.evidence._text import clean_lines
+from reporter.evidence._text import clean_lines, clean_text
 from reporter.evidence.pyspy import plain
 from reporter.evidence.pyspy.text import _TextParser, parse_text
 from reporter.evidence.sniff import sniff
@@ -26,7 +26,7 @@ def _state_machine(text: str, source: str) -> ParseResult:
 
 
 def _fast(text: str, source: str) -> ParseResult | None:
-    dumps = plain.read(clean_lines(text), source)
+    dumps = plain.read(clean_text(text), source)
     return None if dumps is None else ParseResult(dumps=tuple(dumps))
 
 
@@ -186,7 +186,7 @@ def test_identical_thread_blocks_share_one_frames_tuple() -> None:
     plain.BLOCKS.clear()
     texts = [_dump(0, 100, snap, threads=2, healthy=False, half=4, seed=7) for snap in (0, 1)]
     assert texts[0] == texts[1]
-    first, second = (plain.read(clean_lines(t), f"rank{n}.txt") for n, t in enumerate(texts))
+    first, second = (plain.read(clean_text(t), f"rank{n}.txt") for n, t in enumerate(texts))
     assert first is not None and second is not None
     a, b = first[0].threads[0], second[0].threads[0]
     assert a.frames == b.frames and a.frames is b.frames
@@ -194,3 +194,52 @@ def test_identical_thread_blocks_share_one_frames_tuple() -> None:
     assert len(plain.BLOCKS) >= 1
     for text in texts:  # and the shared frames are those the state machine reads
         assert _fast(text, "x.txt") == _state_machine(text, "x.txt")
+
+
+def _stuck(snapshots: int = 3) -> list[str]:
+    """A stuck rank's snapshots: the same block, again and again."""
+    block = _dump(0, 100, 0, threads=3, healthy=False, half=4, seed=11)
+    return [block] * snapshots
+
+
+REPEATS = [
+    ("identical", "\n".join(_stuck())),
+    ("no-blank-between", "".join(_stuck())),
+    ("blank-lines-between", "\n\n\n".join(_stuck())),
+    ("no-final-newline", "\n".join(_stuck()).rstrip("\n")),
+    ("blank-lines-first", "\n\n" + "\n".join(_stuck())),
+    ("one-snapshot", _stuck(1)[0]),
+    ("spaces-after-second", "\n".join(_stuck()).replace("\n\nProcess", "\n    \nProcess", 1)),
+    (
+        "frame-changed-in-second",
+        "\n".join(_stuck()).replace("(threading.py:", "(threading.py:1", 4),
+    ),
+    (
+        "extra-thread-in-last",
+        "\n".join(_stuck()) + 'Thread 999 (idle): "late"\n    wait (threading.py:320)\n',
+    ),
+    ("cut-last", "\n".join(_stuck())[:-40]),
+    ("error-after", "\n".join(_stuck()) + "Error: Failed to suspend process\n"),
+]
+
+
+@pytest.mark.parametrize(("name", "text"), REPEATS, ids=[n for n, _ in REPEATS])
+def test_repeated_blocks_read_once_give_what_the_state_machine_gives(name: str, text: str) -> None:
+    fast = _fast(text, "r.txt")
+    slow = _state_machine(text, "r.txt")
+    if fast is not None:
+        assert fast == slow
+    assert parse_text(text, source="r.txt") == slow
+    if name in ("identical", "no-blank-between", "blank-lines-between", "no-final-newline"):
+        assert fast is not None and len(fast.dumps) == 3
+        first, second, third = fast.dumps
+        # Moved, not re-read: the same frames, each thread at its own line of its own block.
+        assert [t.frames for t in second.threads] == [t.frames for t in first.threads]
+        assert all(a.frames is b.frames for a, b in zip(first.threads, third.threads, strict=True))
+        lines = text.split("\n")
+        for dump in fast.dumps:
+            assert lines[dump.source.line - 1].startswith("Process ")
+            for thread in dump.threads:
+                assert lines[thread.source.line - 1].startswith(f"Thread {thread.thread_id} ")
+    if name in ("error-after",):
+        assert fast is None

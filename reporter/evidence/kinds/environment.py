@@ -22,7 +22,8 @@ def whole(text: str) -> EvidenceKind | None:
     """A `/proc` copy (more NULs than lines: one stray NUL in a dump is not one) or pip's
     JSON: its kind, or UNKNOWN; None for any other text."""
     quick = text[:QUICK_CHARS]
-    nuls = quick.count("\x00")
+    # `in` first: a dump has no NUL, and finding none is a fast scan where counting is not.
+    nuls = quick.count("\x00") if "\x00" in quick else 0
     if (nuls > 0 and nuls >= quick.count("\n")) or (
         quick.lstrip("\ufeff \t\r\n").startswith("[") and env.looks_like_pip_json(quick)
     ):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
+from itertools import compress, repeat
+from operator import attrgetter
 from typing import Any
 
 from reporter.evidence import metrics
@@ -71,14 +73,16 @@ def fold(parsed: Sequence[Parsed]) -> tuple[dict[str, Any], list[ParseWarning]]:
     places: dict[int, tuple[Any, ...]] = {}
     out: dict[str, Any] = {}
     warnings: list[ParseWarning] = []
+    results = [one.result for one in parsed]
     for merge in MERGES:
         taken: list[tuple[int, Any]] = []
-        for index, one in enumerate(parsed):
+        # The files that fill the field, picked in one pass in C: a field is empty in most
+        # files (16,384 dump files fill one of twenty).
+        for index in compress(range(len(results)), map(attrgetter(merge.field), results)):
+            one = parsed[index]
             value = getattr(one.result, merge.field)
-            if not value:
-                continue
             if isinstance(value, tuple):
-                value = tuple(merge.stamp(record, one.facts) for record in value)
+                value = tuple(map(merge.stamp, value, repeat(one.facts)))
             taken.append((index, value))
         if merge.capture_order:
             for index, _ in taken:

@@ -14,10 +14,11 @@ from reporter.core.gcpause import gc_paused
 from reporter.evidence._text import (
     GC_PAUSE_MIN_CHARS,
     LineMachine,
-    clean_lines,
+    clean_text,
     excerpt,
     feed_lines,
     reread,
+    split_lines,
     stamp_and_label,
 )
 from reporter.evidence.pyspy import plain
@@ -56,6 +57,7 @@ from reporter.evidence.pyspy.grammar import (
 )
 from reporter.evidence.pyspy.subprocesses import merge_repeats
 from reporter.model import (
+    Environment,
     FailedDump,
     Frame,
     Local,
@@ -65,6 +67,7 @@ from reporter.model import (
 )
 
 _WHAT = "py-spy output"
+_NO_ENVIRONMENT = Environment()
 # A `Process` header whose cmdline runs longer than this without a `Python v` line is
 # taken as cut short; protects against swallowing a whole file into one cmdline.
 _MAX_CMDLINE_LINES = 64
@@ -83,12 +86,14 @@ def parse_text(text: str, *, source: str) -> ParseResult:
 
 
 def _parse(text: str, source: str) -> ParseResult:
-    lines = clean_lines(text)
-    dumps = plain.read(lines, source)
+    text = clean_text(text)
+    dumps = plain.read(text, source)
     if dumps is not None:
-        return ParseResult(dumps=tuple(dumps))  # the plain shape: no warning, no failure
+        # The plain shape: no warning, no failure, and the one empty environment (frozen,
+        # so shared: not one built per file).
+        return ParseResult(dumps=tuple(dumps), environment=_NO_ENVIRONMENT)
     parser = _TextParser(source)
-    parser.run(lines)
+    parser.run(split_lines(text))
     return parser.result()
 
 
