@@ -83,6 +83,11 @@ _FRAME_CACHE: dict[str, Frame] = {}
 _FRAME_CACHE_MAX = 1 << 16
 
 
+def forget() -> None:
+    """Empty the frame-line cache kept across the files of one load."""
+    _FRAME_CACHE.clear()
+
+
 def parse(text: str, *, source: str) -> ParseResult:
     """Parse every faulthandler dump found in `text`; never raises on malformed input."""
     with gc_paused(len(text) >= GC_PAUSE_MIN_CHARS):

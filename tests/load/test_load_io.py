@@ -47,3 +47,26 @@ def test_walked_files_are_not_stat_ed_one_by_one(
     assert not regular & set(asked)
     # The link is still held to the bundle (resolved) and stat'ed before it is opened.
     assert str(tmp_path / "link.txt") in asked
+
+
+def test_the_parsers_caches_do_not_outlive_a_load(tmp_path: Path) -> None:
+    # They serve the files of one load (its snapshots repeat their lines); after it the
+    # analysis, and the next load of a long-running `report watch`, start without them.
+    from reporter.evidence import faulthandler
+    from reporter.evidence.pyspy import frames, plain
+
+    for rank in range(2):
+        (tmp_path / f"rank{rank}.txt").write_text(_DUMP + "\n" + _DUMP, encoding="utf-8")
+    (tmp_path / "crash.txt").write_text(
+        "Fatal Python error: Segmentation fault\n\n"
+        "Current thread 0x00007f0000000001 (most recent call first):\n"
+        '  File "/app/serve.py", line 12 in handle\n',
+        encoding="utf-8",
+    )
+    first = bundle.load([tmp_path])
+    assert len(first.dumps) == 5  # both kinds were parsed
+    assert not plain.BLOCKS and not plain.THREAD_LINES and not frames.FRAME_CACHE
+    assert not faulthandler._FRAME_CACHE
+    # A second load parses the same without them.
+    again = bundle.load([tmp_path])
+    assert again.dumps == first.dumps

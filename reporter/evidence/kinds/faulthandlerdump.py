@@ -40,4 +40,5 @@ ENTRY = KindEntry(
     parse=lambda text, read: faulthandler.parse(text, source=read.source),
     markers=MARKERS,
     sniffs=(sniffed(EvidenceKind.FAULTHANDLER, SniffStep.FRAGMENT, frames_only),),
+    forget=faulthandler.forget,
 )

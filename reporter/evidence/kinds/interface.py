@@ -234,6 +234,10 @@ class KindEntry:
     """How `report collect` captures it; None: it does not."""
     binary: BinaryForm | None = None
     """Its binary form, tried on every file not declared another kind; None: text only."""
+    forget: Callable[[], None] | None = None
+    """Empties the caches its parser keeps while a bundle loads (the snapshots and ranks of
+    a job repeat their lines); the loader calls it when a load ends, so the analysis that
+    follows, and a long-running `report watch`, do not carry them. None: it keeps none."""
     kept_whole: bool = False
     """The loader keeps a file's whole text as its head, not its first lines: the upstream
     draft quotes it whole (environment-script outputs, allowlisted there)."""

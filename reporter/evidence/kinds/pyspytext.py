@@ -75,4 +75,5 @@ ENTRY = KindEntry(
         sniffed(EvidenceKind.PYSPY_TEXT, SniffStep.LAST, error_only),
     ),
     merges=(FieldMerge("failures", stamp=dated_on_host),),
+    forget=pyspy.forget,
 )

@@ -36,12 +36,13 @@ from reporter.evidence.pyspy.failures import classify_failure, failure_state
 from reporter.evidence.pyspy.frames import looks_like_frame
 from reporter.evidence.pyspy.grammar import UNKNOWN_THREAD_ID
 from reporter.evidence.pyspy.jsonform import parse_json
-from reporter.evidence.pyspy.text import parse_text
+from reporter.evidence.pyspy.text import forget, parse_text
 
 __all__ = [
     "UNKNOWN_THREAD_ID",
     "classify_failure",
     "failure_state",
+    "forget",
     "looks_like_frame",
     "parse_json",
     "parse_text",

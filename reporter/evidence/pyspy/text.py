@@ -73,6 +73,14 @@ _NO_ENVIRONMENT = Environment()
 _MAX_CMDLINE_LINES = 64
 
 
+def forget() -> None:
+    """Empty the caches the text parsers keep across files (frame lines, thread lines,
+    thread blocks): useful while one bundle loads, dead weight after it."""
+    FRAME_CACHE.clear()
+    plain.THREAD_LINES.clear()
+    plain.BLOCKS.clear()
+
+
 def parse_text(text: str, *, source: str) -> ParseResult:
     """Parse `py-spy dump` text output (any number of dumps) found in `text`.
 
