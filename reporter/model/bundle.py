@@ -176,7 +176,9 @@ class Manifest:
     """`[[collect.remote]]`: each host a multi-host collection tried, with its outcome."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+# A weak reference slot: answers worked out once per bundle are keyed by it without
+# keeping it alive (`reporter.render.answer.timeouts`).
+@dataclass(frozen=True, slots=True, kw_only=True, weakref_slot=True)
 class Bundle(Evidence):
     """Everything ingested for one incident; the only input to analysis.
 

@@ -267,3 +267,20 @@ def test_the_library_default_follows_the_backend_and_version(
     default = library_default(loaded, analyze(loaded))
     assert default is not None and default.kind == "default"
     assert timeout_text(default).startswith(expected), timeout_text(default)
+
+
+def test_what_timeouts_were_looked_for_is_worked_out_once_without_keeping_the_bundle() -> None:
+    # The composer asks `captured` three times of one bundle: the answer is kept, by a weak
+    # reference to the bundle, so a long-running `report watch` frees each round's bundle.
+    import gc
+    import weakref
+
+    from reporter.render.answer import timeouts
+
+    loaded = bundle_io.load([ROOT / "fixtures" / "bundles" / "tp_desync"])
+    first = timeouts.captured(loaded)
+    assert first and timeouts.captured(loaded) is first  # the same answer, not a new one
+    gone = weakref.ref(loaded)
+    del loaded
+    gc.collect()
+    assert gone() is None

@@ -20,6 +20,7 @@ said only where something was looked at (`captured`); without any, "not known".
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import wraps
 from itertools import chain
@@ -343,15 +344,16 @@ def _setup_locals(bundle: Bundle) -> Iterator[tuple[str, Local, str]]:
 def _per_bundle(compute: Callable[[Bundle], _R]) -> Callable[[Bundle], _R]:
     """`compute`, answered once for the bundle asked last (by identity: the answer's
     composer asks `captured` three times and `_any_locals` twice of one bundle, and
-    comparing bundles would cost more than the answer). Keeps that one bundle alive."""
-    last: list[tuple[Bundle, _R]] = []
+    comparing bundles would cost more than the answer). The bundle is held by a weak
+    reference: a long-running `report watch` does not keep a round's bundle alive."""
+    last: list[tuple[weakref.ref[Bundle], _R]] = []
 
     @wraps(compute)
     def ask(bundle: Bundle) -> _R:
-        if last and last[0][0] is bundle:
+        if last and last[0][0]() is bundle:
             return last[0][1]
         answer = compute(bundle)
-        last[:] = [(bundle, answer)]
+        last[:] = [(weakref.ref(bundle), answer)]
         return answer
 
     return ask
