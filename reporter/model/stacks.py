@@ -275,6 +275,17 @@ class _ThreadTwin:
     __slots__ = _THREAD_FIELDS
 
 
+def _location(path: str, line: int) -> Location:
+    """`Location(path=path, line=line)`, built as the records that cite it are: on its
+    twin, then given the frozen class."""
+    where: Any = _LocationTwin()
+    where.path = path
+    where.line = line
+    where.__class__ = Location
+    made: Location = where
+    return made
+
+
 def parsed_thread(
     thread_id: str,
     status: ThreadStatus,
@@ -288,10 +299,6 @@ def parsed_thread(
 ) -> ThreadStack:
     """`ThreadStack(..., is_current=False, source=Location(path=path, line=line))`, equal to
     it in every field, built faster (a parser makes one per thread of every snapshot)."""
-    where: Any = _LocationTwin()
-    where.path = path
-    where.line = line
-    where.__class__ = Location
     stack: Any = _ThreadTwin()
     stack.thread_id = thread_id
     stack.status = status
@@ -301,7 +308,7 @@ def parsed_thread(
     stack.owns_gil = owns_gil
     stack.is_current = False
     stack.truncated = truncated
-    stack.source = where
+    stack.source = _location(path, line)
     stack.__class__ = ThreadStack
     made: ThreadStack = stack  # typed by assignment: `cast` is a call per thread
     return made
@@ -389,10 +396,6 @@ def parsed_dump(
     """`ProcessDump(pid=..., kind=..., cmdline=..., python_version=..., python_exe=...,
     threads=..., truncated=..., source=Location(path=path, line=line))` with every other
     field at its default, equal to it, built faster."""
-    where: Any = _LocationTwin()
-    where.path = path
-    where.line = line
-    where.__class__ = Location
     dump: Any = _DumpTwin()
     dump.pid = pid
     dump.kind = kind
@@ -408,7 +411,7 @@ def parsed_dump(
     dump.headline = None
     dump.slot = 0
     dump.host = ""
-    dump.source = where
+    dump.source = _location(path, line)
     dump.__class__ = ProcessDump
     made: ProcessDump = dump
     return made
