@@ -158,7 +158,7 @@ def _block(
     # never visited one by one here.
     starts = [at for at, line in enumerate(lines) if line and line[0] != " "]
     starts.append(count)
-    header = _header(lines, starts, 0)
+    header = _header(lines, starts)
     if header is None:
         return None
     threads: list[ThreadStack] = []
@@ -210,27 +210,23 @@ def _moved(dump: ProcessDump, shift: int, source: str) -> ProcessDump:
     )
 
 
-def _header(
-    lines: list[str], starts: list[int], index: int
-) -> tuple[int, str, str | None, str | None] | None:
-    """(PID, title, Python version, interpreter) of the plain `Process` line at
-    `starts[index]` and the `Python v` line right after it; None when they are not plain."""
-    at = starts[index]
-    number = at + 1
-    nxt = starts[index + 1]
-    match = PROCESS_RE.match(lines[at])
+def _header(lines: list[str], starts: list[int]) -> tuple[int, str, str | None, str | None] | None:
+    """(PID, title, Python version, interpreter) of the block's `Process` line and the
+    `Python v` line right after it; None when they are not plain."""
+    match = PROCESS_RE.match(lines[0])
+    nxt = starts[1]
     # The `Python v` line comes at once; after it, blank lines only until a thread.
-    if match is None or nxt != number or nxt >= len(lines):
+    if match is None or nxt != 1 or nxt >= len(lines):
         return None
     if not lines[nxt].startswith("Python v"):
         return None
-    if any(lines[nxt + 1 : starts[index + 2]]):
+    if any(lines[nxt + 1 : starts[2]]):
         return None
     # The interpreter interned: every rank repeats it (a title is most often the rank's own).
     title = match.group(2)
     if CONDENSED_RE.match(title) is not None:
         return None
-    rest = lines[number][8:]
+    rest = lines[1][8:]
     cut = rest.find(" (")
     exe: str | None = None
     if cut < 0:
