@@ -101,21 +101,21 @@ def dumps_deep(value: object) -> str:
         if isinstance(item, _Raw):
             parts.append(item)
         elif isinstance(item, dict):
-            pieces: list[object] = [_Raw("{")]
+            queued: list[object] = [_Raw("{")]
             for index, (name, member) in enumerate(item.items()):
                 separator = ", " if index else ""
-                pieces.append(_Raw(separator + json.dumps(str(name), ensure_ascii=False) + ": "))
-                pieces.append(member)
-            pieces.append(_Raw("}"))
-            pending.extend(reversed(pieces))
+                queued.append(_Raw(separator + json.dumps(str(name), ensure_ascii=False) + ": "))
+                queued.append(member)
+            queued.append(_Raw("}"))
+            pending.extend(reversed(queued))
         elif isinstance(item, list):
-            pieces = [_Raw("[")]
+            queued = [_Raw("[")]
             for index, member in enumerate(item):
                 if index:
-                    pieces.append(_Raw(", "))
-                pieces.append(member)
-            pieces.append(_Raw("]"))
-            pending.extend(reversed(pieces))
+                    queued.append(_Raw(", "))
+                queued.append(member)
+            queued.append(_Raw("]"))
+            pending.extend(reversed(queued))
         else:
             parts.append(json.dumps(item, ensure_ascii=False))
     return "".join(parts)
