@@ -33,6 +33,7 @@ from reporter.secrets.names import name_needs
 
 # Every digit as `0`: texts that differ only in a rank or a PID look alike to the gate.
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_DIGITS_TEXT = str.maketrans("123456789", "000000000")
 _SEPARATOR = "\0"
 
 
@@ -67,7 +68,7 @@ def any_of(words: set[str]) -> str:
 
 
 def _canonical(word: str) -> str:
-    return word.translate(str.maketrans("123456789", "000000000"))
+    return word.translate(_DIGITS_TEXT)
 
 
 @cache
