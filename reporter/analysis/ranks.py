@@ -56,7 +56,6 @@ from reporter.analysis.clues import TitleInfo as TitleInfo
 from reporter.analysis.clues import main_thread as main_thread
 from reporter.analysis.clues import parse_title as parse_title
 from reporter.analysis.clues import rank_from_filename as rank_from_filename
-from reporter.analysis.clues import same_process as same_process  # re-exported
 from reporter.analysis.instances import (
     ProcessFacts,
     partition,
@@ -150,7 +149,7 @@ class _Candidate:
     shown_host: bool = False
     """Name the host in labels and keys: the bundle holds several hosts."""
     tids: set[int] | None = None
-    """Native ids of the first dump's threads besides the main one (see `same_process`);
+    """Native ids of the first dump's threads besides the main one (see `clues.same_process`);
     None until a second dump of its (host, PID) asks."""
 
 
@@ -167,7 +166,7 @@ _FIRST = itemgetter(0)
 
 def _gather(bundle: Bundle) -> list[_Candidate]:
     """One candidate per process: a process is (host, PID), and dumps of one (host, PID)
-    that cannot be one process (`same_process`) are several processes."""
+    that cannot be one process (`clues.same_process`) are several processes."""
     by_key: dict[tuple[object, ...], list[_Candidate]] = {}
     for index, dump in enumerate(bundle.dumps):
         # Without a PID a file is one process, unless its parser numbered several (`slot`).
@@ -185,7 +184,7 @@ def _gather(bundle: Bundle) -> list[_Candidate]:
             ours = other.tids
             if ours is None:
                 ours = other.tids = helper_tids(first)
-            # `same_process`, with C-level set work: a helper thread in both, or none in one.
+            # `clues.same_process`, with C-level set work: a helper thread in both, or none in one.
             if not ours or not ours.isdisjoint(map(OS_THREAD_ID, dump.threads)):
                 cand = other
                 break

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from reporter.analysis import RankState, Verdict, analyze
-from reporter.analysis.ranks import identify, same_process
+from reporter.analysis.clues import same_process
+from reporter.analysis.ranks import identify
 from reporter.model import (
     Environment,
     EnvVar,
