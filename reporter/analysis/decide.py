@@ -382,19 +382,23 @@ def _explained(
 
 def _rule_evidence(rule: Rule, facts: Facts) -> tuple[str, ...]:
     """What the rule's own lines rest on: the deciding wait edges' evidence, then that of the
-    nodes they wait for, each once. A bundle's first stack dump may be another process's (the
-    live worker of a dead-worker wait), so a claim about the waiter cites the waiter's own
-    dump and /proc lines, and one about the waited side (a parent's threads holding the lock
-    at fork) cites that side's."""
+    sides they wait for (the nodes and the waits those nodes are in), each once. A bundle's
+    first stack dump may be another process's (the live worker of a dead-worker wait), so a
+    claim about the waiter cites the waiter's own dump and /proc lines; one about the waited
+    side (a parent's threads holding the lock at fork, a child that waits in turn for a
+    server) cites that side's."""
     if rule.waits is None or facts.waits is None:
         return ()
-    nodes = facts.graph.nodes
+    graph = facts.graph
     places = [place for e in facts.waits.edges for place in e.evidence]
-    for edge in facts.waits.edges:
-        for key in edge.waited:
-            node = nodes.get(key)
-            if node is not None:
-                places.extend(node.evidence)
+    waited = {key for e in facts.waits.edges for key in e.waited}
+    for key in sorted(waited):
+        node = graph.nodes.get(key)
+        if node is not None:
+            places.extend(node.evidence)
+    places.extend(
+        place for e in graph.edges if waited.intersection(e.waiters) for place in e.evidence
+    )
     return tuple(dict.fromkeys(places))
 
 

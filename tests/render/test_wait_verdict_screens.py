@@ -179,3 +179,16 @@ def test_a_wait_rules_lines_cite_the_edges_that_decided_it(
     topics = ["What", "Who waits for whom"] + (["Recovers on its own"] if analysis.recovers else [])
     for topic in topics:
         assert _cited(_line(summary, topic)) == list(analysis.rule_evidence), topic
+
+
+def test_a_child_that_waits_in_turn_is_cited_where_the_who_line_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The Who line says the child (PID 31902) waits in turn for an HTTP reply: that claim
+    # rests on the child's own dump and /proc lines, not only on the parent's.
+    summary = _summary(_draft("child_stuck", monkeypatch))
+    who = _line(summary, "Who waits for whom")
+    assert "in turn for 127.0.0.1:48881" in who
+    cited = _cited(who)
+    assert "native/child.txt:4" in cited
+    assert "proc/pid31902-s2.sockets:3" in cited
